@@ -1,0 +1,42 @@
+"""Shared pieces of the CLI: consoles, JSON output, the --quiet switch, offline environment."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from rich.console import Console
+
+# Bars and messages go to stderr; results (tables, --json) to stdout.
+err = Console(stderr=True)
+out = Console()
+
+
+def offline_environment() -> None:
+    """No command may reach the network: switch the hub clients to offline mode."""
+    for key in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ.setdefault(key, "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def quiet(enabled: bool) -> None:
+    """Turn progress bars off (for --quiet and --json)."""
+    from lmleak import progress
+
+    progress.set_enabled(not enabled)
+
+
+def print_json(obj: Any) -> None:
+    from lmleak.runs import to_json
+
+    sys.stdout.write(to_json(obj))
+    sys.stdout.flush()
+
+
+def info(message: str) -> None:
+    from lmleak import progress
+
+    if progress.enabled():
+        err.print(message)

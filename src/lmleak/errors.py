@@ -1,0 +1,102 @@
+"""The exception tree of lmleak.
+
+Every error a user can cause by what they pass in derives from :class:`LmleakError`, so the CLI
+can print it as one clear message (never a traceback) and exit with status 2::
+
+    LmleakError
+    ├── InputError            bad user input: a file, line/row, field and the fix
+    │   ├── CorpusError       a corpus file or row that cannot be read
+    │   ├── ConfigError       a YAML/JSON config, scenario or option that is invalid
+    │   └── DataFileError     subjects, canaries, secrets or other side files
+    ├── ModelError            a model that cannot be found or loaded safely
+    ├── CapabilityError       a model lacks the access an attack needs (raised before any work)
+    └── RunError              a run directory that is incomplete or inconsistent
+
+Bugs in lmleak itself are ordinary Python exceptions and keep their tracebacks.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class LmleakError(Exception):
+    """Base of every error lmleak raises for something the user can fix."""
+
+
+class InputError(LmleakError):
+    """Invalid user input, located as precisely as possible.
+
+    The message reads ``<path>:<line>: field '<field>': <reason>. Fix: <hint>`` with the parts that
+    are known.
+
+    Example:
+        >>> str(InputError("text is empty", path="c.jsonl", line=3, field="text", hint="drop the row"))
+        "c.jsonl:3: field 'text': text is empty. Fix: drop the row"
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = None if path is None else str(path)
+        self.line = line
+        self.field = field
+        self.hint = hint
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        where = ""
+        if self.path is not None:
+            where = self.path
+            if self.line is not None:
+                where += f":{self.line}"
+            where += ": "
+        elif self.line is not None:
+            where = f"line {self.line}: "
+        field = f"field '{self.field}': " if self.field else ""
+        hint = f". Fix: {self.hint}" if self.hint else ""
+        return f"{where}{field}{self.reason}{hint}"
+
+
+class CorpusError(InputError):
+    """A corpus file or row that cannot be read."""
+
+
+class ConfigError(InputError):
+    """An invalid config, scenario or option."""
+
+
+class DataFileError(InputError):
+    """An invalid side file: subjects, canaries, secrets, members lists."""
+
+
+class ModelError(LmleakError):
+    """A model that cannot be found, recognised or loaded safely."""
+
+
+class CapabilityError(LmleakError):
+    """A model lacks a capability (access level) that an attack requires."""
+
+
+class RunError(LmleakError):
+    """A run directory that is missing results or is inconsistent."""
+
+
+def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:
+    """A " Did you mean 'x'?" suffix for the closest choice, or "" when nothing is close.
+
+    Example:
+        >>> did_you_mean("knowlege", ["knowledge", "target"])
+        " Did you mean 'knowledge'?"
+    """
+    import difflib
+
+    close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
+    return f" Did you mean '{close[0]}'?" if close else ""

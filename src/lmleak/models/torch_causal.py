@@ -1,0 +1,315 @@
+"""One implementation of scoring, top-k and generation for every torch causal LM.
+
+:class:`TorchCausalLM` wraps any module callable as ``module(input_ids=..., attention_mask=...)``
+or ``module(inputs_embeds=..., attention_mask=...)`` that returns an object with ``.logits``
+(B, T, V) and has ``get_input_embeddings()``: every Hugging Face causal LM, and the small LSTM
+lmleak trains. The backends in this package only differ in how they build the module and the
+tokenizer.
+
+Teacher forcing (the ledger's pass) scores every position of a sequence in one forward pass; a
+sequence longer than ``max_length`` is split into windows of ``max_length`` tokens that advance by
+``max_length - overlap`` tokens, and each token is scored in the first window that contains it
+with at least ``overlap`` tokens of context before it (or all of them, at the start), as in the
+Hugging Face sliding-window perplexity recipe. ``overlap`` defaults to half the window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from lmleak.models.base import Capability, SpanScore, TextTokenizer, TokenStats, count_words
+
+
+def _windows(n: int, max_length: int, overlap: int) -> list[tuple[int, int, int]]:
+    """Windows over a sequence of ``n`` inputs (BOS included) whose targets are positions 1..n-1.
+
+    Returns ``(start, end, first_target)``: the window feeds inputs ``[start, end)`` and keeps the
+    predictions for targets ``first_target .. end-1`` (target t is predicted from inputs < t).
+
+    Example:
+        >>> _windows(10, 4, 2)
+        [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
+        >>> _windows(3, 8, 4)
+        [(0, 3, 1)]
+    """
+    if n <= max_length:
+        return [(0, n, 1)]
+    stride = max(max_length - overlap, 1)
+    out = [(0, max_length, 1)]
+    scored_to = max_length  # targets < scored_to are done
+    start = stride
+    while scored_to < n:
+        end = min(start + max_length, n)
+        out.append((start, end, scored_to))
+        scored_to = end
+        start += stride
+    return out
+
+
+class TorchCausalLM:
+    """Scoring, top-k, generation and white-box access for a torch causal LM.
+
+    Args:
+        module: the network (see the module docstring for the calling convention).
+        tokenizer: a :class:`TextTokenizer`.
+        name: shown in reports and errors.
+        max_length: the longest input the module accepts (BOS included).
+        batch_tokens: padded tokens per forward pass in batched scoring (bounds memory: logits take
+            ``batch_tokens * vocab * 4`` bytes).
+        overlap: context tokens kept between sliding windows (default ``max_length // 2``).
+    """
+
+    def __init__(
+        self,
+        module: torch.nn.Module,
+        tokenizer: TextTokenizer,
+        *,
+        name: str,
+        max_length: int,
+        batch_tokens: int = 4096,
+        overlap: int | None = None,
+        device: str | torch.device = "cpu",
+    ) -> None:
+        self.module = module.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.max_length = int(max_length)
+        self.batch_tokens = int(batch_tokens)
+        self.overlap = self.max_length // 2 if overlap is None else int(overlap)
+        if not 0 <= self.overlap < self.max_length:
+            raise ValueError(f"overlap must be in [0, max_length), got {self.overlap}")
+        self.device = torch.device(device)
+        self.capabilities = frozenset(
+            {Capability.SCORE, Capability.TOP_K, Capability.GENERATE, Capability.EMBEDDINGS}
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, max_length={self.max_length})"
+
+    # ------------------------------------------------------------------ forward passes
+    def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        out = self.module(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
+        return out.logits if hasattr(out, "logits") else out[0]
+
+    def _pad(self, rows: Sequence[Sequence[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Right-pad rows to one tensor; returns (input_ids, attention_mask)."""
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.tokenizer.pad_id, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            ids[i, : len(r)] = torch.as_tensor(list(r), dtype=torch.long)
+            mask[i, : len(r)] = 1
+        return ids, mask
+
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indices grouped so each padded batch stays within ``batch_tokens`` (longest first)."""
+        order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+        batches: list[list[int]] = []
+        cur: list[int] = []
+        for i in order:
+            width = lengths[cur[0]] if cur else lengths[i]
+            if cur and (len(cur) + 1) * width > self.batch_tokens:
+                batches.append(cur)
+                cur = []
+            cur.append(i)
+        if cur:
+            batches.append(cur)
+        return batches
+
+    # ------------------------------------------------------------------ Capability.SCORE
+    @torch.inference_mode()
+    def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
+        bos = self.tokenizer.bos_id
+        # Every window of every sequence is one row; rows are batched by length across sequences.
+        rows: list[list[int]] = []
+        owners: list[tuple[int, int, int]] = []  # (sequence, first target kept, window start)
+        for s, seq in enumerate(sequences):
+            full = [bos, *map(int, seq)]
+            for start, end, first in _windows(len(full), self.max_length, self.overlap):
+                rows.append(full[start:end])
+                owners.append((s, first, start))
+        ranks = [np.empty(len(seq), dtype=np.int32) for seq in sequences]
+        lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        top1 = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        for batch in self._batches([len(r) for r in rows]):
+            ids, mask = self._pad([rows[i] for i in batch])
+            logp = torch.log_softmax(self._forward(ids, mask).float(), dim=-1)[:, :-1]
+            targets = ids[:, 1:].to(logp.device)
+            true_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            rank = (logp > true_lp.unsqueeze(-1)).sum(-1) + 1
+            best = logp.max(-1).values
+            for j, i in enumerate(batch):
+                s, first, start = owners[i]
+                n_in = len(rows[i])
+                # prediction column c predicts input position start + c + 1 (a target index into
+                # `full`); target t of `full` is token t-1 of the sequence.
+                c0 = first - start - 1
+                cols = slice(c0, n_in - 1)
+                t0 = first - 1
+                t1 = t0 + (n_in - 1 - c0)
+                ranks[s][t0:t1] = rank[j, cols].cpu().numpy()
+                lps[s][t0:t1] = true_lp[j, cols].cpu().numpy()
+                top1[s][t0:t1] = best[j, cols].cpu().numpy()
+        return [TokenStats(r, lp, t) for r, lp, t in zip(ranks, lps, top1, strict=True)]
+
+    @torch.inference_mode()
+    def next_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        bos = self.tokenizer.bos_id
+        rows = [[bos, *map(int, p)][-self.max_length :] for p in prefixes]
+        out = np.empty((len(rows), self._vocab_out()), dtype=np.float32)
+        for batch in self._batches([len(r) for r in rows]):
+            ids, mask = self._pad([rows[i] for i in batch])
+            logits = self._forward(ids, mask).float()
+            last = mask.sum(1) - 1
+            sel = logits[torch.arange(len(batch)), last.to(logits.device)]
+            out[batch] = torch.log_softmax(sel, dim=-1).cpu().numpy()
+        return out
+
+    def _vocab_out(self) -> int:
+        emb = self.module.get_output_embeddings() if hasattr(self.module, "get_output_embeddings") else None
+        if emb is not None and hasattr(emb, "weight"):
+            return int(emb.weight.shape[0])
+        return int(self._forward(*self._pad([[self.tokenizer.bos_id]])).shape[-1])
+
+    def score_ids(
+        self, contexts: Sequence[Sequence[int]], continuations: Sequence[Sequence[int]]
+    ) -> np.ndarray:
+        """Sum of continuation log-probs. A context too long for one window keeps its last tokens
+        (the sliding-window rule applies to the joined sequence)."""
+        if len(contexts) != len(continuations):
+            raise ValueError("contexts and continuations differ in length")
+        joined = [[*c, *x] for c, x in zip(contexts, continuations, strict=True)]
+        stats = self.token_stats(joined)
+        return np.array(
+            [float(st.logprobs[len(c) :].astype(np.float64).sum()) for st, c in zip(stats, contexts, strict=True)]
+        )
+
+    def score_text(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[SpanScore]:
+        enc = self.tokenizer.encode
+        ctx = [enc(c) if c else [] for c in contexts]
+        cont = [enc(x) for x in continuations]
+        lp = self.score_ids(ctx, cont)
+        return [
+            SpanScore(float(v), len(ids), count_words(x))
+            for v, ids, x in zip(lp, cont, continuations, strict=True)
+        ]
+
+    # ------------------------------------------------------------------ Capability.TOP_K
+    def top_k(self, prefixes: Sequence[Sequence[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        lp = self.next_logprobs(prefixes)
+        k = min(k, lp.shape[1])
+        out = []
+        for row in lp:
+            # stable sort: equal log-probs keep the lower id first
+            idx = np.argsort(-row, kind="stable")[:k]
+            out.append((idx.astype(np.int64), row[idx]))
+        return out
+
+    # ------------------------------------------------------------------ Capability.GENERATE
+    @torch.inference_mode()
+    def generate(
+        self,
+        prompts: Sequence[str],
+        *,
+        max_new_tokens: int,
+        num_beams: int = 1,
+        do_sample: bool = False,
+        num_return_sequences: int = 1,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        seed: int | None = None,
+    ) -> list[list[str]]:
+        if num_return_sequences > num_beams and not do_sample:
+            raise ValueError("num_return_sequences cannot exceed num_beams without sampling")
+        gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        results: list[list[str]] = []
+        for prompt in prompts:
+            ids = [self.tokenizer.bos_id, *self.tokenizer.encode(prompt)][-self.max_length :]
+            if do_sample:
+                outs = self._sample(ids, max_new_tokens, num_return_sequences, temperature, top_k, gen)
+            else:
+                outs = self._beam(ids, max_new_tokens, num_beams)[:num_return_sequences]
+            results.append([self.tokenizer.decode(o) for o in outs])
+        return results
+
+    def _step(self, rows: list[list[int]]) -> torch.Tensor:
+        rows = [r[-self.max_length :] for r in rows]
+        ids, mask = self._pad(rows)
+        logits = self._forward(ids, mask).float()
+        last = mask.sum(1) - 1
+        return torch.log_softmax(logits[torch.arange(len(rows)), last.to(logits.device)], -1).cpu()
+
+    def _beam(self, ids: list[int], steps: int, beams: int) -> list[list[int]]:
+        """Beam search without length penalty; finished beams (EOS) keep their score.
+
+        With ``beams=1`` this is greedy decoding. Recomputes the whole prefix each step (no KV
+        cache) so it works for every module; small models make that cheap.
+        """
+        eos = self.tokenizer.eos_id
+        live: list[tuple[float, list[int]]] = [(0.0, [])]
+        done: list[tuple[float, list[int]]] = []
+        for _ in range(steps):
+            lp = self._step([ids + seq for _, seq in live])
+            cands: list[tuple[float, list[int]]] = []
+            for (score, seq), row in zip(live, lp, strict=True):
+                vals, idx = torch.topk(row, beams)
+                for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
+                    cands.append((score + v, [*seq, t]))
+            cands.sort(key=lambda c: -c[0])
+            live = []
+            for score, seq in cands:
+                if eos is not None and seq[-1] == eos:
+                    done.append((score, seq[:-1]))
+                else:
+                    live.append((score, seq))
+                if len(live) == beams:
+                    break
+            if not live or (len(done) >= beams and max(s for s, _ in done) > live[0][0]):
+                break
+        pool = sorted(done + live, key=lambda c: -c[0])
+        return [seq for _, seq in pool[:beams]]
+
+    def _sample(
+        self,
+        ids: list[int],
+        steps: int,
+        n: int,
+        temperature: float,
+        top_k: int | None,
+        gen: torch.Generator,
+    ) -> list[list[int]]:
+        eos = self.tokenizer.eos_id
+        seqs: list[list[int]] = [[] for _ in range(n)]
+        active = list(range(n))
+        for _ in range(steps):
+            if not active:
+                break
+            lp = self._step([ids + seqs[i] for i in active]) / max(temperature, 1e-6)
+            if top_k is not None:
+                kth = torch.topk(lp, min(top_k, lp.shape[-1]), dim=-1).values[:, -1:]
+                lp = lp.masked_fill(lp < kth, float("-inf"))
+            nxt = torch.multinomial(torch.softmax(lp, -1), 1, generator=gen).squeeze(-1).tolist()
+            still = []
+            for i, t in zip(active, nxt, strict=True):
+                if eos is not None and t == eos:
+                    continue
+                seqs[i].append(t)
+                still.append(i)
+            active = still
+        return seqs
+
+    # ------------------------------------------------------------------ Capability.EMBEDDINGS
+    @property
+    def torch_module(self) -> torch.nn.Module:
+        return self.module
+
+    def input_embeddings(self) -> torch.nn.Embedding:
+        return self.module.get_input_embeddings()
+
+    def logits_from_embeddings(self, embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        out: Any = self.module(inputs_embeds=embeds, attention_mask=attention_mask)
+        return out.logits if hasattr(out, "logits") else out[0]

@@ -1,0 +1,87 @@
+"""TorchCausalLM against slow obvious oracles: one forward pass per prefix."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lmleak.models.torch_causal import TorchCausalLM, _windows
+
+
+def per_prefix_oracle(module, full: list[int], start: int, target: int) -> tuple[int, float, float]:
+    """Rank, logprob, top-1 logprob of full[target] from inputs full[start:target] (one call)."""
+    with torch.no_grad():
+        logits = module(input_ids=torch.tensor([full[start:target]])).logits[0, -1]
+    lp = torch.log_softmax(logits.float(), -1)
+    true = lp[full[target]]
+    return int((lp > true).sum()) + 1, float(true), float(lp.max())
+
+
+def test_token_stats_equal_per_prefix_queries_without_windows(tiny_gpt2, id_tokenizer):
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="t", max_length=64)
+    rng = np.random.default_rng(0)
+    seqs = [rng.integers(3, 64, size=n).tolist() for n in (1, 5, 17, 30)]
+    stats = lm.token_stats(seqs)
+    for seq, s in zip(seqs, stats, strict=True):
+        full = [1, *seq]
+        for i in range(len(seq)):
+            rank, lp, top = per_prefix_oracle(tiny_gpt2, full, 0, i + 1)
+            assert s.ranks[i] == rank
+            assert s.logprobs[i] == pytest.approx(lp, abs=1e-4)
+            assert s.top1_logprobs[i] == pytest.approx(top, abs=1e-4)
+
+
+def test_sliding_windows_score_each_token_once_with_at_least_overlap_context(tiny_gpt2, id_tokenizer):
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="t", max_length=8, overlap=3)
+    seq = list(range(3, 30))
+    full = [1, *seq]
+    s = lm.token_stats([seq])[0]
+    assert len(s) == len(seq)
+    for start, end, first in _windows(len(full), 8, 3):
+        for t in range(first, end):
+            assert t - start >= min(3, t)
+            rank, lp, _ = per_prefix_oracle(tiny_gpt2, full, start, t)
+            assert s.ranks[t - 1] == rank
+            assert s.logprobs[t - 1] == pytest.approx(lp, abs=1e-4)
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    lengths=st.lists(st.integers(1, 40), min_size=1, max_size=6),
+    batch_tokens=st.integers(8, 300),
+)
+def test_token_stats_do_not_depend_on_batching(tiny_gpt2, id_tokenizer, lengths, batch_tokens):
+    rng = np.random.default_rng(sum(lengths))
+    seqs = [rng.integers(3, 64, size=n).tolist() for n in lengths]
+    one = TorchCausalLM(tiny_gpt2, id_tokenizer, name="a", max_length=16, batch_tokens=16)
+    many = TorchCausalLM(tiny_gpt2, id_tokenizer, name="b", max_length=16, batch_tokens=batch_tokens)
+    a = [one.token_stats([s])[0] for s in seqs]
+    b = many.token_stats(seqs)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_array_equal(x.ranks, y.ranks)
+        np.testing.assert_allclose(x.logprobs, y.logprobs, atol=1e-5)
+
+
+def test_score_ids_is_the_sum_of_continuation_logprobs(tiny_gpt2, id_tokenizer):
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="t", max_length=64)
+    ctx, cont = [5, 6, 7], [8, 9]
+    full = [1, *ctx, *cont]
+    expected = sum(per_prefix_oracle(tiny_gpt2, full, 0, t)[1] for t in (4, 5))
+    assert lm.score_ids([ctx], [cont])[0] == pytest.approx(expected, abs=1e-4)
+    nl = lm.next_logprobs([ctx])[0]
+    assert nl[8] == pytest.approx(per_prefix_oracle(tiny_gpt2, full, 0, 4)[1], abs=1e-4)
+
+
+def test_greedy_generation_follows_the_argmax(tiny_gpt2, id_tokenizer):
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="t", max_length=64)
+    out = lm.generate(["5 6"], max_new_tokens=4)[0][0]
+    ids = [1, 5, 6]
+    for _ in range(4):
+        nxt = int(np.argmax(lm.next_logprobs([ids[1:]])[0]))
+        if nxt == 2:
+            break
+        ids.append(nxt)
+    assert out == id_tokenizer.decode(ids[3:])
