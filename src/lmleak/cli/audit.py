@@ -1,9 +1,92 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI: ``lmleak audit``, ``lmleak demo``, ``lmleak gate``, ``lmleak query``, ``lmleak render``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from lmleak.cli.common import err, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    app.command("gate")(gate)
+    app.command("query")(query_cmd)
+    app.command("render")(render_cmd)
+
+
+def gate(
+    run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
+    max_unique: Annotated[int | None, typer.Option(help="Most unique leaked sequences allowed.")] = None,
+    max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
+    max_exposure: Annotated[float | None, typer.Option(help="Largest canary exposure (bits) allowed.")] = None,
+    max_mia_auc: Annotated[float | None, typer.Option(help="Largest membership-inference AUC allowed.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+) -> None:
+    """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
+    from lmleak.audit.gate import check_gate
+
+    limits = {
+        k: v
+        for k, v in {
+            "unique_sequences": max_unique,
+            "leakage_epsilon": max_leakage_epsilon,
+            "max_exposure": max_exposure,
+            "mia_auc": max_mia_auc,
+        }.items()
+        if v is not None
+    }
+    if not limits:
+        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc")
+        raise typer.Exit(2)
+    checks = check_gate(run, limits)
+    failed = [c for c in checks if not c.passed]
+    if json_out:
+        print_json({"passed": not failed, "checks": [
+            {"model": c.model, "metric": c.metric, "limit": c.limit, "value": c.value, "passed": c.passed} for c in checks
+        ]})
+    else:
+        for c in checks:
+            out.print(("[green]✓[/] " if c.passed else "[red]✗[/] ") + c.describe())
+        out.print("[bold green]gate passed[/]" if not failed else f"[bold red]gate failed[/]: {len(failed)} check(s)")
+    raise typer.Exit(1 if failed else 0)
+
+
+def query_cmd(
+    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    sql: Annotated[str, typer.Argument(help='SQL over the run\'s Parquet files, e.g. "SELECT * FROM sequences LIMIT 5".')],
+    json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON records.")] = False,
+) -> None:
+    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
+    from lmleak.audit.query import query
+
+    df = query(run, sql)
+    if json_out:
+        print_json(df.to_dict("records"))
+        return
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for c in df.columns:
+        table.add_column(str(c))
+    for rec in df.head(200).itertuples(index=False):
+        table.add_row(*[str(v) for v in rec])
+    out.print(table)
+    if len(df) > 200:
+        out.print(f"[dim]{len(df)} rows; first 200 shown (use --json for all)[/]")
+
+
+def render_cmd(
+    run: Annotated[Path, typer.Argument(help="A run directory.")],
+    out_path: Annotated[Path | None, typer.Option("--out", help="Where to write the HTML (default RUN/report.html).")] = None,
+    show_text: Annotated[bool, typer.Option(help="Include leaked text (off by default: lengths and counts only).")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
+) -> None:
+    """Write the self-contained HTML report of a run directory."""
+    from lmleak.render.html import render_report
+
+    quiet(quiet_)
+    path = render_report(run, out_path, show_text=show_text)
+    if not quiet_:
+        out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")

@@ -1,0 +1,1 @@
+"""The whole audit from one config file: stages, run directory, headline metrics, the CI gate."""

@@ -1,0 +1,72 @@
+"""Headline metrics: the handful of numbers a release decision reads, collected from result files.
+
+A run directory is either one stage's output (``lmleak report``, ``lmleak exposure``, ``lmleak mia``,
+``lmleak probe run``: a ``summary.json`` with that stage's keys) or an audit (``summary.json`` with
+``models: {name: {"headline": {...}}}``). :func:`collect_headlines` reads both, so ``lmleak gate``
+works on either.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lmleak.runs import read_summary
+
+# headline key -> the summary keys (in order of preference) that stages write it under
+HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
+    "unique_sequences": ("unique_sequences",),
+    "curated_unique_sequences": ("curated_unique_sequences",),
+    "leakage_epsilon": ("leakage_epsilon",),
+    "max_exposure": ("max_exposure",),
+    "mia_auc": ("mia_auc", "auc", "roc_auc"),
+    "mia_accuracy": ("mia_accuracy", "best_accuracy", "accuracy"),
+    "pii_exact_match": ("pii_exact_match", "exact_match_rate"),
+    "pii_likelihood_ratio": ("pii_likelihood_ratio",),
+    "dp_epsilon": ("dp_epsilon",),
+    "confidentiality_epsilon": ("confidentiality_epsilon", "bayesian_epsilon"),
+}
+
+EXPLANATIONS: dict[str, str] = {
+    "unique_sequences": "Runs of training text the model reproduces token by token (top-k) that occur in exactly one user's data: each is potentially private text leaking verbatim.",
+    "curated_unique_sequences": "Unique leaked sequences long enough to matter (at least t words), the count a reviewer would inspect.",
+    "leakage_epsilon": "How much more likely the model finds its most user-specific leaked text than a public model does (max ratio of perplexities); 1 means no more than a model that never saw those users.",
+    "max_exposure": "Bits of exposure of the most memorised inserted canary: log2 of the candidate count minus log2 of its rank; the maximum (about 19.9 for a million candidates) means the secret is the model's top guess.",
+    "mia_auc": "How well an attacker tells training members from non-members by perplexity (0.5 is chance, 1.0 is perfect).",
+    "mia_accuracy": "Accuracy of the best-threshold membership classifier on a balanced set (50% is chance).",
+    "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
+    "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type (1 means no association).",
+    "dp_epsilon": "The differential-privacy budget the model was trained with (smaller is more private; none for plain training).",
+    "confidentiality_epsilon": "The Bayesian confidentiality bound for secrets the redaction policy missed (paper 002, Proposition 6).",
+}
+
+
+def _first(summary: dict[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        if key in summary and summary[key] is not None:
+            return summary[key]
+    return None
+
+
+def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """Pick the headline metrics present in one stage's summary (missing ones are omitted).
+
+    Example:
+        >>> headline_from_summary({"unique_sequences": 3, "k": 1, "auc": 0.61})
+        {'unique_sequences': 3, 'mia_auc': 0.61}
+    """
+    out: dict[str, Any] = {}
+    for name, keys in HEADLINE_KEYS.items():
+        value = _first(summary, keys)
+        if value is not None:
+            out[name] = value
+    return out
+
+
+def collect_headlines(run_dir: str | Path) -> dict[str, dict[str, Any]]:
+    """Headline metrics per model name for an audit run, or ``{"run": ...}`` for a single stage."""
+    summary = read_summary(run_dir)
+    models = summary.get("models")
+    if isinstance(models, dict) and models:
+        return {name: dict(m.get("headline", {})) for name, m in models.items()}
+    return {"run": headline_from_summary(summary)}

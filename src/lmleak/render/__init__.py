@@ -1,0 +1,1 @@
+"""Presentation: reads result files, writes HTML / plots / terminal tables; never computes a metric."""

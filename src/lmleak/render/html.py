@@ -1,0 +1,304 @@
+"""The HTML audit report: one self-contained file (plotly.js and every plot inlined, no network).
+
+It reads a run directory — an audit (``summary.json`` with ``models``) or a single stage's output —
+and presents what the stages computed. It never computes a metric; the only arithmetic here is
+binning values for a histogram. Leaked text is left out unless ``show_text`` is set; then the
+page shows it behind a switch and says so in a banner. The file is written owner-only.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmleak.audit.headline import EXPLANATIONS, collect_headlines
+from lmleak.runs import atomic_write_text, read_summary
+
+LABELS = {
+    "unique_sequences": "Unique leaked sequences",
+    "curated_unique_sequences": "Curated unique sequences",
+    "leakage_epsilon": "Leakage ε",
+    "max_exposure": "Highest canary exposure (bits)",
+    "mia_auc": "Membership inference AUC",
+    "mia_accuracy": "Membership inference accuracy",
+    "pii_exact_match": "PII exact-match rate",
+    "pii_likelihood_ratio": "PII likelihood ratio (target / null)",
+    "dp_epsilon": "DP ε",
+    "confidentiality_epsilon": "Confidentiality ε (Bayesian)",
+}
+
+# which stage a headline metric comes from (for the scenario line under it)
+METRIC_STAGE = {
+    "unique_sequences": "report",
+    "curated_unique_sequences": "report",
+    "leakage_epsilon": "report",
+    "max_exposure": "exposure",
+    "mia_auc": "mia",
+    "mia_accuracy": "mia",
+    "pii_exact_match": "probe",
+    "pii_likelihood_ratio": "probe",
+}
+
+SEQUENCE_COLUMNS = [
+    # (column, header, is_text)
+    ("text", "Text", True),
+    ("length_tokens", "Tokens", False),
+    ("length_words", "Words", False),
+    ("count_in_s", "Count in S", False),
+    ("users_in_s", "Users in S", False),
+    ("count_in_d", "Count in D", False),
+    ("users_in_d", "Users in D", False),
+    ("mean_context_length", "Context length", False),
+    ("perplexity", "PP (model)", False),
+    ("public_perplexity", "PP (public)", False),
+    ("perplexity_ratio", "PP public / PP model", False),
+]
+
+
+@dataclass
+class ModelView:
+    name: str
+    headline: list[dict[str, Any]]
+    sequences: str | None
+    sequences_note: str
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float):
+        if v != v:  # NaN
+            return "—"
+        return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
+    return html.escape(str(v))
+
+
+def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
+    """The scenario in paper 004's notation when the scenarios package can, else compact JSON."""
+    if not scenario:
+        return None
+    try:
+        from lmleak.scenarios.describe import notation  # type: ignore[attr-defined]
+
+        return str(notation(scenario))
+    except Exception:  # the describer is optional presentation; fall back to the raw record
+        return json.dumps(scenario, sort_keys=True)
+
+
+def _stage_dirs(run_dir: Path, summary: dict[str, Any]) -> dict[str, dict[str, Path]]:
+    """Model name -> stage name -> folder of that stage's results."""
+    models = summary.get("models")
+    if isinstance(models, dict) and models:
+        return {
+            name: {stage: run_dir / rel for stage, rel in (m.get("stages") or {}).items()}
+            for name, m in models.items()
+        }
+    single: dict[str, Path] = {}
+    for stage, marker in (
+        ("report", "sequences.parquet"),
+        ("exposure", "exposure.parquet"),
+        ("mia", "mia.parquet"),
+        ("probe", "likelihoods.parquet"),
+    ):
+        if (run_dir / marker).exists():
+            single[stage] = run_dir
+    return {"run": single}
+
+
+def _read_parquet(path: Path) -> Any:
+    import pandas as pd
+
+    return pd.read_parquet(path) if path.exists() else None
+
+
+def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tuple[str, str]:
+    df = df.copy()
+    if "perplexity" not in df.columns and "mean_perplexity" in df.columns:
+        df["perplexity"] = df["mean_perplexity"]
+    if "mean_context_length" not in df.columns and "context_lengths" in df.columns:
+        df["mean_context_length"] = [float(sum(x) / max(len(x), 1)) for x in df["context_lengths"]]
+    sort_key = "users_in_d" if "users_in_d" in df.columns else df.columns[0]
+    df = df.sort_values(sort_key, kind="stable")
+    note = f"{len(df)} sequences" + (f"; the {limit} with the fewest users in D shown" if len(df) > limit else "")
+    df = df.head(limit)
+    cols = [(c, h, t) for c, h, t in SEQUENCE_COLUMNS if c in df.columns and (show_text or not t)]
+    head = "".join(
+        f'<th class="{"leaktext-col" if t else ""}">{html.escape(h)}</th>' for _, h, t in cols
+    )
+    rows = []
+    for rec in df.to_dict("records"):
+        cells = []
+        for c, _, t in cols:
+            v = rec[c]
+            if t:
+                cells.append(f'<td class="leaktext leaktext-col">{html.escape(str(v))}</td>')
+            else:
+                num = v if isinstance(v, int | float) else ""
+                cells.append(f'<td class="num" data-v="{num}">{_fmt(v)}</td>')
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    cls = "sortable hidden-text" if show_text else "sortable"
+    return (
+        f'<table id="{table_id}" class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>',
+        note,
+    )
+
+
+def _figure_html(fig: Any) -> str:
+    fig.update_layout(height=380, margin=dict(l=50, r=20, t=50, b=45), template="plotly_white")
+    return str(fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
+
+
+def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
+    import numpy as np
+    import plotly.graph_objects as go
+
+    plots: list[str] = []
+    # per-epoch leakage (paper 001 Fig. 5) when a snapshots study exists
+    for name, stages in stage_dirs.items():
+        d = stages.get("report")
+        snap = _read_parquet(d / "snapshots.parquet") if d else None
+        if snap is not None and "epoch" in snap.columns and "unique_sequences" in snap.columns:
+            fig = go.Figure(go.Scatter(x=snap["epoch"], y=snap["unique_sequences"], mode="lines+markers", name=name))
+            fig.update_layout(title=f"Unique leaked sequences per epoch — {name}", xaxis_title="epoch", yaxis_title="# unique")
+            plots.append(_figure_html(fig))
+    # canary exposures
+    fig = go.Figure()
+    for name, stages in stage_dirs.items():
+        d = stages.get("exposure")
+        exp = _read_parquet(d / "exposure.parquet") if d else None
+        col = next((c for c in ("exposure_bits", "exposure") if exp is not None and c in exp.columns), None)
+        if col:
+            label = exp["secret"].astype(str) if "secret" in exp.columns else exp.index.astype(str)
+            fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
+    if fig.data:
+        fig.update_layout(title="Canary exposure (bits; max ≈ log2 of the candidate count)", yaxis_title="exposure (bits)", barmode="group")
+        plots.append(_figure_html(fig))
+    # ROC curves
+    fig = go.Figure()
+    for name, stages in stage_dirs.items():
+        d = stages.get("mia")
+        roc = _read_parquet(d / "roc.parquet") if d else None
+        if roc is not None and {"fpr", "tpr"} <= set(roc.columns):
+            groups = roc.groupby("method") if "method" in roc.columns else [("perplexity", roc)]
+            for method, part in groups:
+                fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}")
+    if fig.data:
+        fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dot", color="gray"), name="chance")
+        fig.update_layout(title="Membership inference ROC", xaxis_title="false positive rate", yaxis_title="true positive rate")
+        plots.append(_figure_html(fig))
+    # target vs null likelihood densities and gamma_<k curves (paper 003 Fig. 3)
+    for name, stages in stage_dirs.items():
+        d = stages.get("probe")
+        lk = _read_parquet(d / "likelihoods.parquet") if d else None
+        if lk is not None and {"likelihood", "null_likelihood", "target_type"} <= set(lk.columns):
+            fig = go.Figure()
+            for ttype, part in lk.groupby("target_type"):
+                for col, label in (("likelihood", "target"), ("null_likelihood", "null")):
+                    vals = np.log10(np.clip(part[col].astype(float).to_numpy(), 1e-300, None))
+                    fig.add_histogram(x=vals, name=f"{ttype} {label}", opacity=0.6, histnorm="probability density")
+            fig.update_layout(title=f"PII likelihood, target vs null — {name}", xaxis_title="log10 likelihood", barmode="overlay")
+            plots.append(_figure_html(fig))
+        curve = _read_parquet(d / "gamma_curve.parquet") if d else None
+        if curve is not None and {"k", "gamma"} <= set(curve.columns):
+            fig = go.Figure()
+            groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
+            for ttype, part in groups:
+                fig.add_scatter(x=part["k"], y=part["gamma"], mode="lines", name=str(ttype))
+            fig.update_layout(title=f"γ<k: share of PII revealed within k queries — {name}", xaxis_type="log", xaxis_title="k", yaxis_title="γ<k")
+            plots.append(_figure_html(fig))
+    # KART margins
+    margins_path = run_dir / "kart" / "margins.json"
+    if margins_path.exists():
+        m = json.loads(margins_path.read_text())
+        pairs = m.get("margins", [])
+        if pairs:
+            fig = go.Figure(go.Bar(
+                x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
+                y=[p["margin"] for p in pairs],
+                marker_color=["#b42318" if (p["margin"] or 0) < 0 else "#2e5aac" for p in pairs],
+            ))
+            fig.update_layout(title="KART risk margins (percentage points; negative = ordering violation)", yaxis_title="margin (pp)")
+            plots.append(_figure_html(fig))
+    return plots
+
+
+def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
+    if len(headlines) < 2:
+        return None
+    metrics = [k for k in LABELS if any(k in h for h in headlines.values())]
+    head = "<th>Model</th>" + "".join(f"<th>{html.escape(LABELS[k])}</th>" for k in metrics)
+    rows = "".join(
+        "<tr><td>" + html.escape(name) + "</td>"
+        + "".join(f'<td class="num" data-v="{h.get(k, "")}">{_fmt(h.get(k))}</td>' for k in metrics)
+        + "</tr>"
+        for name, h in headlines.items()
+    )
+    return f'<table id="comparison-table" class="sortable"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def _scenarios_table(summary: dict[str, Any]) -> str | None:
+    rows = []
+    for name, m in (summary.get("models") or {}).items():
+        for stage, sc in (m.get("scenarios") or {}).items():
+            rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(stage)}</td><td><code>{html.escape(describe_scenario(sc) or '')}</code></td></tr>")
+    if not rows and "scenario" in summary:
+        rows.append(f"<tr><td>run</td><td>—</td><td><code>{html.escape(describe_scenario(summary['scenario']) or '')}</code></td></tr>")
+    if not rows:
+        return None
+    return '<table class="sortable"><thead><tr><th>Model</th><th>Analysis</th><th>Scenario</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+
+
+def render_report(
+    run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False, max_rows: int = 2000
+) -> Path:
+    """Write ``report.html`` for a run directory and return its path (owner-only permissions)."""
+    import plotly.offline
+
+    from lmleak import __version__
+
+    run = Path(run_dir)
+    summary = read_summary(run)
+    headlines = collect_headlines(run)
+    stage_dirs = _stage_dirs(run, summary)
+    models_meta = summary.get("models") or {}
+    views = []
+    for i, (name, headline) in enumerate(headlines.items(), start=1):
+        scen = (models_meta.get(name) or {}).get("scenarios") or {}
+        cards = [
+            {
+                "label": LABELS[k],
+                "value": _fmt(headline[k]),
+                "explanation": EXPLANATIONS[k],
+                "scenario": describe_scenario(scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)),
+            }
+            for k in LABELS
+            if k in headline
+        ]
+        seq_html, note = None, ""
+        report_dir = stage_dirs.get(name, {}).get("report")
+        seqs = _read_parquet(report_dir / "sequences.parquet") if report_dir else None
+        if seqs is not None and len(seqs):
+            seq_html, note = _sequence_table(seqs, f"seq-{i}", show_text, max_rows)
+        views.append(ModelView(name, cards, seq_html, note))
+
+    from jinja2 import Environment, PackageLoader, select_autoescape
+
+    env = Environment(loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    page = env.get_template("report.html.j2").render(
+        title=summary.get("title") or run.name,
+        subtitle=summary.get("subtitle") or f"{len(views)} model(s) audited",
+        show_text=show_text,
+        models=views,
+        comparison=_comparison(headlines),
+        plots=_plots(stage_dirs, run),
+        scenarios=_scenarios_table(summary),
+        plotly_js=plotly.offline.get_plotlyjs(),
+        version=__version__,
+        run_dir=str(run),
+    )
+    return atomic_write_text(Path(out_path) if out_path else run / "report.html", page)
