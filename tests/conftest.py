@@ -42,3 +42,56 @@ class IdTokenizer:
 @pytest.fixture(scope="session")
 def id_tokenizer():
     return IdTokenizer()
+
+
+# --- no network: every test runs with outbound connections refused (secure defaults, issue 9) ---
+import ipaddress  # noqa: E402
+import socket  # noqa: E402
+
+
+def _local_addresses() -> set[str]:
+    names = {"localhost", socket.gethostname()}
+    addrs = set()
+    for name in names:
+        try:
+            addrs.update(info[4][0] for info in socket.getaddrinfo(name, None))
+        except OSError:
+            pass
+    return addrs | names
+
+
+_LOCAL = _local_addresses()
+_real_connect = socket.socket.connect
+_real_getaddrinfo = socket.getaddrinfo
+
+
+def _is_local(host: object) -> bool:
+    if not isinstance(host, str):
+        return True  # AF_UNIX paths and the like
+    if host in _LOCAL:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class NetworkBlocked(RuntimeError):
+    """Raised when code under test tries to reach another machine."""
+
+
+def _guarded_connect(self, address):  # type: ignore[no-untyped-def]
+    host = address[0] if isinstance(address, tuple) else address
+    if not _is_local(host):
+        raise NetworkBlocked(f"network access attempted during tests: {address!r}")
+    return _real_connect(self, address)
+
+
+def _guarded_getaddrinfo(host, *args, **kwargs):  # type: ignore[no-untyped-def]
+    if host is not None and not _is_local(host if isinstance(host, str) else host.decode()):
+        raise NetworkBlocked(f"DNS lookup attempted during tests: {host!r}")
+    return _real_getaddrinfo(host, *args, **kwargs)
+
+
+socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
+socket.getaddrinfo = _guarded_getaddrinfo
