@@ -1,9 +1,93 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI: ``lmleak synth customersim`` and ``lmleak corpus check``."""
 
 from __future__ import annotations
 
+from collections import Counter
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from lmleak.cli.common import out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    groups["synth"].command("customersim")(customersim)
+    corpus = typer.Typer(help="Inspect and validate corpora.", no_args_is_help=True)
+    corpus.command("check")(check)
+    app.add_typer(corpus, name="corpus")
+
+
+def customersim(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
+    users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).")] = 100,
+    dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.")] = 5,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    canaries: Annotated[int, typer.Option(help="Number of 'My ID is: <6 digits>' canaries to insert.")] = 0,
+    canary_repeats: Annotated[int, typer.Option(help="Copies of each canary in its user's documents.")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
+    import json
+
+    from lmleak.data.synth.customersim import synthesize
+
+    quiet(json_out)
+    paths = synthesize(out_dir, users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
+    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
+    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
+    summary = {
+        "documents": len(docs),
+        "users": users,
+        "words": sum(len(d["text"].split()) for d in docs),
+        "canaries": canaries,
+        "canary_repeats": canary_repeats,
+        "secrets_per_entity": dict(sorted(entities.items())),
+        "files": {k: str(v) for k, v in paths.items()},
+    }
+    if json_out:
+        print_json(summary)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"CustomerSim corpus in {out_dir}")
+    t.add_column("what")
+    t.add_column("count", justify="right")
+    for k in ("documents", "users", "words", "canaries", "canary_repeats"):
+        t.add_row(k, str(summary[k]))
+    for k, v in summary["secrets_per_entity"].items():
+        t.add_row(f"PII spans: {k}", str(v))
+    out.print(t)
+
+
+def check(
+    path: Annotated[Path, typer.Argument(help="A corpus: JSONL, CSV, Parquet, a <user>/*.txt folder, or a saved HF dataset.")],
+    format: Annotated[str | None, typer.Option(help="Force the format: jsonl, csv, parquet, folder, hf.")] = None,
+    text_field: Annotated[str, typer.Option(help="Column holding the text.")] = "text",
+    user_field: Annotated[str, typer.Option(help="Column holding the user id.")] = "user_id",
+    doc_field: Annotated[str, typer.Option(help="Column holding the document id (optional in the data).")] = "doc_id",
+    skip_bad_rows: Annotated[bool, typer.Option(help="Count and report bad rows instead of failing on the first.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Validate a corpus and print its size: documents, users, documents per user, skipped rows."""
+    from lmleak.data.loaders import load_corpus_with_report
+
+    corpus, report = load_corpus_with_report(
+        path, format=format, text_field=text_field, user_field=user_field, doc_field=doc_field, skip_bad_rows=skip_bad_rows
+    )
+    per_user = [len(v) for v in corpus.by_user().values()]
+    summary = {
+        "path": str(path),
+        "documents": len(corpus),
+        "users": len(per_user),
+        "docs_per_user_min": min(per_user),
+        "docs_per_user_max": max(per_user),
+        "skipped_rows": [{"line": line, "reason": reason} for line, reason in report.skipped],
+    }
+    if json_out:
+        print_json(summary)
+        return
+    out.print(f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
+              f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user)")
+    for line, reason in report.skipped:
+        out.print(f"  [yellow]skipped[/] line {line}: {reason}")

@@ -1,0 +1,279 @@
+"""Corpus loaders: JSONL, CSV, Parquet, a folder of ``<user>/*.txt`` files, a saved HF dataset.
+
+Every loader yields :class:`~lmleak.data.corpus.Document` s and validates each row: a missing or
+non-string field, empty text, undecodable bytes, invalid JSON or a duplicate ``doc_id`` raises
+:class:`~lmleak.errors.CorpusError` naming the file, line (or row) and field. With
+``skip_bad_rows=True`` such rows are counted and reported in a :class:`LoadReport` instead —
+never silently dropped. A missing ``doc_id`` column is allowed: ids are derived stably from the
+user and text (:func:`~lmleak.data.corpus.stable_doc_id`).
+
+:func:`iter_documents` streams JSONL, CSV and Parquet without loading the whole file, so passes
+over huge corpora keep memory flat; :func:`load_corpus` materialises a :class:`Corpus`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmleak.data.corpus import Corpus, Document, stable_doc_id
+from lmleak.errors import CorpusError
+
+FORMATS = ("jsonl", "csv", "parquet", "folder", "hf")
+
+
+@dataclass
+class LoadReport:
+    """What a load skipped (only with ``skip_bad_rows=True``): ``(line, reason)`` per row."""
+
+    path: str
+    skipped: list[tuple[int, str]] = field(default_factory=list)
+    loaded: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Fields:
+    text: str = "text"
+    user: str = "user_id"
+    doc: str = "doc_id"
+
+
+def detect_format(path: Path) -> str:
+    """Format from the path: a folder (HF dataset if it has ``dataset_info.json``/``state.json``) or the extension."""
+    if path.is_dir():
+        if (path / "state.json").exists() or (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
+            return "hf"
+        return "folder"
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".ndjson", ".json"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return "csv"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise CorpusError(
+        f"cannot tell the format from the extension {suffix!r}",
+        path=path,
+        hint=f"pass format= (one of {', '.join(FORMATS)}) or use .jsonl, .csv, .parquet",
+    )
+
+
+class _Validator:
+    """Turns raw rows into Documents, enforcing the corpus rules with precise errors."""
+
+    def __init__(self, path: Path, fields: Fields, skip: bool, report: LoadReport) -> None:
+        self.path, self.fields, self.skip, self.report = path, fields, skip, report
+        self.seen: dict[str, int] = {}
+        self.ordinals: dict[str, int] = {}
+
+    def bad(self, line: int, reason: str, field_name: str | None, hint: str) -> None:
+        if self.skip:
+            self.report.skipped.append((line, f"{field_name}: {reason}" if field_name else reason))
+            return
+        raise CorpusError(reason, path=self.path, line=line, field=field_name, hint=hint)
+
+    def row(self, line: int, row: Any) -> Document | None:
+        f = self.fields
+        if not isinstance(row, dict):
+            self.bad(line, f"expected an object with '{f.user}' and '{f.text}', got {type(row).__name__}", None,
+                     'write one JSON object per line, e.g. {"user_id": "u1", "text": "..."}')
+            return None
+        for name in (f.user, f.text):
+            if name not in row or row[name] is None:
+                self.bad(line, "missing", name, f"give every row a '{name}' (or name the column with the matching option)")
+                return None
+            if not isinstance(row[name], str):
+                self.bad(line, f"expected a string, got {type(row[name]).__name__}", name, "quote the value")
+                return None
+        text, user = row[f.text], row[f.user]
+        if not text.strip():
+            self.bad(line, "text is empty", f.text, "drop the row or use --skip-bad-rows")
+            return None
+        if not user.strip():
+            self.bad(line, "user id is empty", f.user, "give every row its user's id")
+            return None
+        doc_id = row.get(f.doc)
+        if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
+            ordinal = self.ordinals.get(user, 0)
+            self.ordinals[user] = ordinal + 1
+            doc_id = stable_doc_id(user, text, ordinal)
+        elif isinstance(doc_id, int) and not isinstance(doc_id, bool):
+            doc_id = str(doc_id)
+        elif not isinstance(doc_id, str) or not doc_id.strip():
+            self.bad(line, f"expected a non-empty string, got {doc_id!r}", f.doc, "use string ids or omit the column")
+            return None
+        if doc_id in self.seen:
+            self.bad(line, f"duplicate doc_id {doc_id!r} (first on line {self.seen[doc_id]})", f.doc,
+                     "give every document a unique doc_id, or omit the column to derive ids")
+            return None
+        self.seen[doc_id] = line
+        self.report.loaded += 1
+        return Document(user, doc_id, text)
+
+
+def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
+    with open(path, "rb") as fh:
+        for line_no, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                v.bad(line_no, f"not UTF-8 ({e.reason} at byte {e.start})", None, "re-encode the file as UTF-8")
+                continue
+            if not line.strip():
+                continue  # blank lines carry no row
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                v.bad(line_no, f"invalid JSON ({e.msg} at column {e.colno})", None, "write one JSON object per line")
+                continue
+            doc = v.row(line_no, row)
+            if doc is not None:
+                yield doc
+
+
+def _csv(path: Path, v: _Validator) -> Iterator[Document]:
+    delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            reader = csv.DictReader(fh, delimiter=delimiter)
+            if reader.fieldnames is None:
+                raise CorpusError("file is empty (no header row)", path=path, hint="write a header: user_id,doc_id,text")
+            for row in reader:
+                doc = v.row(reader.line_num, {k: (val if val != "" else None) for k, val in row.items() if k is not None})
+                if doc is not None:
+                    yield doc
+    except UnicodeDecodeError as e:
+        raise CorpusError(f"not UTF-8 ({e.reason})", path=path, hint="re-encode the file as UTF-8") from None
+    except csv.Error as e:
+        raise CorpusError(f"malformed CSV ({e})", path=path, hint="quote fields that contain commas or newlines") from None
+
+
+def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
+    import pyarrow.parquet as pq
+
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as e:  # pyarrow raises several types for a corrupt file
+        raise CorpusError(f"not a readable Parquet file ({e})", path=path) from None
+    row_no = 0
+    for batch in pf.iter_batches(batch_size=4096):
+        for row in batch.to_pylist():
+            row_no += 1
+            doc = v.row(row_no, row)
+            if doc is not None:
+                yield doc
+
+
+def _folder(path: Path, v: _Validator) -> Iterator[Document]:
+    users = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not users:
+        raise CorpusError("folder has no user sub-folders", path=path, hint="lay it out as <folder>/<user_id>/<doc>.txt")
+    n = 0
+    for user_dir in users:
+        for f in sorted(user_dir.rglob("*.txt")):
+            n += 1
+            try:
+                text = f.read_bytes().decode("utf-8")
+            except UnicodeDecodeError as e:
+                if v.skip:
+                    v.report.skipped.append((n, f"{f}: not UTF-8"))
+                    continue
+                raise CorpusError(f"not UTF-8 ({e.reason})", path=f, hint="re-encode the file as UTF-8") from None
+            row = {v.fields.user: user_dir.name, v.fields.doc: str(f.relative_to(path)), v.fields.text: text}
+            doc = v.row(n, row)
+            if doc is not None:
+                yield doc
+
+
+def _hf(path: Path, v: _Validator) -> Iterator[Document]:
+    try:
+        from datasets import DatasetDict, load_from_disk
+    except ImportError:
+        raise CorpusError("reading a saved Hugging Face dataset needs the 'datasets' package", path=path,
+                          hint="pip install 'lmleak[hf]'") from None
+    try:
+        ds = load_from_disk(str(path))
+    except Exception as e:
+        raise CorpusError(f"not a dataset saved with save_to_disk ({e})", path=path) from None
+    if isinstance(ds, DatasetDict):
+        if "train" not in ds:
+            raise CorpusError(f"dataset has splits {sorted(ds)} but no 'train'", path=path, hint="save the split you audit")
+        ds = ds["train"]
+    missing = [c for c in (v.fields.user, v.fields.text) if c not in ds.column_names]
+    if missing:
+        raise CorpusError(f"columns {missing} not found (columns: {ds.column_names})", path=path, field=missing[0],
+                          hint="name the columns with text_field= / user_field=")
+    for i, row in enumerate(ds, start=1):
+        doc = v.row(i, row)
+        if doc is not None:
+            yield doc
+
+
+_READERS = {"jsonl": _jsonl, "csv": _csv, "parquet": _parquet, "folder": _folder, "hf": _hf}
+
+
+def iter_documents(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    text_field: str = "text",
+    user_field: str = "user_id",
+    doc_field: str = "doc_id",
+    skip_bad_rows: bool = False,
+    report: LoadReport | None = None,
+) -> Iterator[Document]:
+    """Stream the documents of a corpus file (validated as they are read)."""
+    p = Path(path)
+    if not p.exists():
+        raise CorpusError("no such file or folder", path=p, hint="check the path")
+    fmt = format or detect_format(p)
+    if fmt not in _READERS:
+        raise CorpusError(f"unknown format {fmt!r}", path=p, hint=f"use one of {', '.join(FORMATS)}")
+    rep = report if report is not None else LoadReport(str(p))
+    v = _Validator(p, Fields(text_field, user_field, doc_field), skip_bad_rows, rep)
+    yield from _READERS[fmt](p, v)
+
+
+def load_corpus_with_report(path: str | Path, **options: Any) -> tuple[Corpus, LoadReport]:
+    """Load a whole corpus and the report of what was skipped."""
+    report = LoadReport(str(path))
+    docs = list(iter_documents(path, report=report, **options))
+    if not docs:
+        raise CorpusError(
+            "no documents" + (f" ({len(report.skipped)} bad rows skipped)" if report.skipped else ""),
+            path=path,
+            hint="the corpus needs at least one valid row",
+        )
+    return Corpus(docs, source=str(path)), report
+
+
+def load_corpus(
+    path: str | Path,
+    *,
+    format: str | None = None,
+    text_field: str = "text",
+    user_field: str = "user_id",
+    doc_field: str = "doc_id",
+    skip_bad_rows: bool = False,
+) -> Corpus:
+    """Load a corpus (see the module docstring for formats and validation).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.jsonl"
+        >>> _ = p.write_text('{"user_id": "u1", "text": "hello"}\\n{"user_id": "u2", "text": ""}\\n')
+        >>> load_corpus(p)
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.CorpusError: ...c.jsonl:2: field 'text': text is empty. Fix: drop the row or use --skip-bad-rows
+        >>> len(load_corpus(p, skip_bad_rows=True))
+        1
+    """
+    corpus, _ = load_corpus_with_report(
+        path, format=format, text_field=text_field, user_field=user_field, doc_field=doc_field, skip_bad_rows=skip_bad_rows
+    )
+    return corpus

@@ -1,0 +1,1 @@
+"""Synthetic corpora with known PII: customer-service dialogues (CustomerSim) and clinical notes."""

@@ -1,0 +1,312 @@
+"""CustomerSim: synthetic customer-service dialogues with known PII (the embedded default corpus).
+
+In the spirit of paper 002's CustomerSim (§5): every user gets a Faker profile and a handful of
+dialogues with an agent that follow a fixed agenda — greeting, identity check, contact details,
+an order problem, shipment tracking, resolution, goodbye — each turn drawn from several phrasings.
+Users repeat their own PII across dialogues (so a model can memorise it), and name, phone, e-mail
+and address co-occur in the identity-check turns (so ProPILE's quadruplet probes have material).
+
+Everything is fictional: phone numbers are in the reserved 555-0100..0199 range, e-mail addresses
+use example.org/.com/.net, and names and addresses come from Faker. The generator records every
+PII value's character span as it writes it (``secrets.jsonl``), the ground truth for a redaction
+policy's recall — spans are never re-found by pattern matching.
+
+Canaries (Carlini et al. 2019, paper 002 §5): ``My ID is: <6 random digits>`` sentences; canary j is
+inserted ``canary_repeats`` times into documents of one user (a different user per canary, in a
+seeded order). With fewer dialogues than repeats, the extra copies go into the same dialogues in
+turn (several copies per dialogue), so the corpus always holds exactly ``repeats`` copies.
+
+Same seed -> byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CANARY_PREFIX = "My ID is: "
+RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
+EMAIL_DOMAINS = ("example.org", "example.com", "example.net")
+
+
+@dataclass
+class Profile:
+    user_id: str
+    first: str
+    last: str
+    address: str
+    phone: str
+    email: str
+    orders: list[str]
+    tracking: list[str]
+    relations: dict[str, str]
+    university: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} {self.last}"
+
+    def subject(self) -> dict[str, Any]:
+        return {
+            "subject_id": self.user_id,
+            "user_id": self.user_id,
+            "name": self.name,
+            "phone": self.phone,
+            "email": self.email,
+            "address": self.address,
+            "relations": dict(self.relations),
+            "university": self.university,
+            "orders": list(self.orders),
+            "tracking_numbers": list(self.tracking),
+        }
+
+
+@dataclass
+class _Doc:
+    """A document under construction: text pieces plus the spans of the PII written into it."""
+
+    parts: list[str] = field(default_factory=list)
+    spans: list[tuple[int, int, str, str]] = field(default_factory=list)
+    length: int = 0
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def pii(self, value: str, entity: str) -> None:
+        self.spans.append((self.length, self.length + len(value), entity, value))
+        self.add(value)
+
+    def line(self, template: str, values: dict[str, tuple[str, str]]) -> None:
+        """Write one dialogue line; ``{slot}`` in the template becomes a recorded PII span."""
+        i = 0
+        while i < len(template):
+            j = template.find("{", i)
+            if j < 0:
+                self.add(template[i:])
+                break
+            self.add(template[i:j])
+            k = template.index("}", j)
+            value, entity = values[template[j + 1 : k]]
+            self.pii(value, entity)
+            i = k + 1
+        self.add("\n")
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+# The agenda: each step has several phrasings; {slots} are PII of the speaking user.
+GREETING = [
+    "Agent: Thank you for calling customer service, how can I help you today?",
+    "Agent: Hello and welcome to the support line. What can I do for you?",
+    "Agent: Good day, you are speaking with customer care. How may I assist?",
+]
+IDENTITY = [
+    "Customer: Hi, this is {name}. You can reach me at {phone} or {email}, and my address is {address}.",
+    "Customer: My name is {name}, I live at {address}, my phone number is {phone} and my email is {email}.",
+    "Customer: Hello, {name} here. My email is {email}, phone {phone}, address {address}.",
+]
+VERIFY = [
+    "Agent: Thanks {name}. Can you confirm the phone number on the account?",
+    "Agent: Thank you. For verification, what is the phone number on file?",
+]
+VERIFY_ANSWER = [
+    "Customer: Sure, it is {phone}.",
+    "Customer: The number is {phone}.",
+    "Customer: It should be {phone}, and the email is {email}.",
+]
+CONTACT = [
+    "Customer: Please send the confirmation to {email}.",
+    "Customer: You can email me at {email} if anything changes.",
+    "Customer: Please ship it to {address}.",
+]
+ORDER = [
+    "Customer: I have a problem with my order {order}. The package has not arrived.",
+    "Customer: My order {order} arrived damaged and I would like a replacement.",
+    "Customer: I was charged twice for order {order}.",
+]
+ORDER_AGENT = [
+    "Agent: I am sorry to hear that. Let me look up order {order} for you.",
+    "Agent: I apologize for the trouble. One moment while I check order {order}.",
+]
+TRACKING = [
+    "Agent: The tracking number is {tracking} and the carrier shows it in transit.",
+    "Agent: I see tracking number {tracking}; it should be delivered within two days.",
+    "Customer: The tracking number {tracking} has not updated for a week.",
+]
+FAMILY = [
+    "Customer: The package might be picked up by my {relation} {relative}.",
+    "Customer: If I am not home, my {relation} {relative} can sign for it.",
+    "Customer: {name}'s {relation} is {relative}, who also uses this account.",
+]
+UNIVERSITY = [
+    "Customer: It is a gift for a friend at {university}.",
+    "Customer: I ordered books for my classes at {university}.",
+]
+RESOLUTION = [
+    "Agent: I have issued a full refund, you will see it in three to five business days.",
+    "Agent: A replacement has been sent at no extra cost.",
+    "Agent: I have escalated the case and a specialist will contact you tomorrow.",
+]
+GOODBYE = [
+    "Customer: Thank you for your help. Goodbye.",
+    "Customer: Great, thanks a lot. Have a nice day.",
+    "Agent: Is there anything else I can help you with? Have a great day.",
+]
+
+
+def _profile(fake: Any, rng: random.Random, user_id: str) -> Profile:
+    first, last = fake.first_name(), fake.last_name()
+    # 555-0100..0199 is reserved for fiction; the area code is any plausible one.
+    phone = f"({rng.randint(201, 989)}) 555-01{rng.randint(0, 99):02d}"
+    domain = rng.choice(EMAIL_DOMAINS)
+    email = f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@{domain}"
+    address = f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
+    orders = [f"ORD-{rng.randint(10_000_000, 99_999_999)}" for _ in range(rng.randint(2, 4))]
+    tracking = ["1Z" + "".join(rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ0123456789") for _ in range(16)) for _ in orders]
+    spouse = rng.choice(("wife", "husband"))
+    sibling = rng.choice(("sister", "brother"))
+    relations = {
+        "father": f"{fake.first_name_male()} {last}",
+        "mother": f"{fake.first_name_female()} {last}",
+        spouse: f"{fake.first_name_female() if spouse == 'wife' else fake.first_name_male()} {last}",
+        sibling: f"{fake.first_name_female() if sibling == 'sister' else fake.first_name_male()} {last}",
+    }
+    university = f"{fake.city()} {rng.choice(('State University', 'University', 'Institute of Technology', 'College'))}"
+    return Profile(user_id, first, last, address, phone, email, orders, tracking, relations, university)
+
+
+def _dialogue(p: Profile, rng: random.Random, index: int) -> _Doc:
+    doc = _Doc()
+    order_i = index % len(p.orders)
+    relation = rng.choice(sorted(p.relations))
+    v = {
+        "name": (p.name, "PERSON"),
+        "phone": (p.phone, "PHONE"),
+        "email": (p.email, "EMAIL"),
+        "address": (p.address, "ADDRESS"),
+        "order": (p.orders[order_i], "ORDER_ID"),
+        "tracking": (p.tracking[order_i], "TRACKING_ID"),
+        "relative": (p.relations[relation], "PERSON"),
+        "university": (p.university, "UNIVERSITY"),
+    }
+    doc.line(rng.choice(GREETING), v)
+    doc.line(rng.choice(IDENTITY), v)  # name, phone, email and address co-occur in every dialogue
+    if rng.random() < 0.6:
+        doc.line(rng.choice(VERIFY), v)
+        doc.line(rng.choice(VERIFY_ANSWER), v)
+    doc.line(rng.choice(ORDER), v)
+    doc.line(rng.choice(ORDER_AGENT), v)
+    doc.line(rng.choice(TRACKING), v)
+    if rng.random() < 0.5:
+        doc.line(rng.choice(CONTACT), v)
+    if rng.random() < 0.6:
+        doc.line(rng.choice(FAMILY).replace("{relation}", relation), v)
+    if rng.random() < 0.4:
+        doc.line(rng.choice(UNIVERSITY), v)
+    doc.line(rng.choice(RESOLUTION), v)
+    doc.line(rng.choice(GOODBYE), v)
+    return doc
+
+
+def synthesize(
+    out_dir: str | Path,
+    *,
+    users: int = 100,
+    dialogs_per_user: int = 5,
+    seed: int = 0,
+    canaries: int = 0,
+    canary_repeats: int = 1,
+) -> dict[str, Path]:
+    """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
+
+    Returns the paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``).
+
+    Example:
+        >>> import tempfile, json
+        >>> paths = synthesize(tempfile.mkdtemp(), users=2, dialogs_per_user=2, seed=1, canaries=1, canary_repeats=3)
+        >>> [json.loads(l)["repeats"] for l in open(paths["canaries"])]
+        [3]
+    """
+    from faker import Faker
+
+    from lmleak.errors import ConfigError
+
+    if users < 1 or dialogs_per_user < 1:
+        raise ConfigError("users and dialogs per user must be at least 1", field="users")
+    if canaries < 0 or canary_repeats < 1:
+        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
+    if canaries > users:
+        raise ConfigError(f"{canaries} canaries need at least as many users (got {users})", field="canaries",
+                          hint="lower --canaries or raise --users")
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rng = random.Random(seed)
+    width = len(str(users - 1))
+    profiles = [_profile(fake, rng, f"user-{i:0{width}d}") for i in range(users)]
+    docs: list[tuple[Profile, _Doc]] = []
+    by_user: dict[str, list[int]] = {}
+    for p in profiles:
+        for j in range(dialogs_per_user):
+            by_user.setdefault(p.user_id, []).append(len(docs))
+            docs.append((p, _dialogue(p, rng, j)))
+
+    # canaries: one owner per canary, distinct users in a seeded order, unique secrets
+    owners = rng.sample(profiles, canaries)
+    secrets: set[str] = set()
+    canary_rows = []
+    for owner in owners:
+        secret = f"{rng.randint(0, 999_999):06d}"
+        while secret in secrets:
+            secret = f"{rng.randint(0, 999_999):06d}"
+        secrets.add(secret)
+        targets = by_user[owner.user_id]
+        for r in range(canary_repeats):
+            d = docs[targets[r % len(targets)]][1]
+            d.add("Customer: ")
+            d.add(CANARY_PREFIX)
+            d.pii(secret, "CANARY")
+            d.add("\n")
+        canary_rows.append({
+            "text": CANARY_PREFIX + secret,
+            "prefix": CANARY_PREFIX,
+            "secret": secret,
+            "user_id": owner.user_id,
+            "doc_ids": [f"{owner.user_id}-d{j}" for j in range(min(canary_repeats, len(targets)))],
+            "repeats": canary_repeats,
+        })
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    corpus_lines, secret_lines = [], []
+    for uid, idxs in by_user.items():
+        for j, i in enumerate(idxs):
+            p, d = docs[i]
+            doc_id = f"{uid}-d{j}"
+            text = d.text.rstrip("\n")
+            corpus_lines.append(json.dumps({"user_id": uid, "doc_id": doc_id, "text": text}, ensure_ascii=False))
+            for start, end, entity, value in d.spans:
+                assert text[start:end] == value  # the spans are the ground truth; never let them drift
+                secret_lines.append(json.dumps(
+                    {"doc_id": doc_id, "user_id": uid, "start": start, "end": end, "entity": entity, "value": value},
+                    ensure_ascii=False,
+                ))
+    files = {
+        "corpus": ("corpus.jsonl", corpus_lines),
+        "subjects": ("subjects.jsonl", [json.dumps(p.subject(), ensure_ascii=False) for p in profiles]),
+        "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
+        "secrets": ("secrets.jsonl", secret_lines),
+    }
+    paths = {}
+    for key, (name, lines) in files.items():
+        path = out / name
+        tmp = path.with_name(f".{name}.tmp")
+        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        tmp.replace(path)
+        paths[key] = path
+    return paths

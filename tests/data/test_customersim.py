@@ -1,0 +1,69 @@
+"""The synthetic CustomerSim corpus: deterministic, spans exact, canaries exact, PII fictional."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
+
+
+def read(p):
+    return [json.loads(line) for line in p.read_text().splitlines()]
+
+
+def test_same_seed_gives_byte_identical_files(tmp_path):
+    a = synthesize(tmp_path / "a", users=6, dialogs_per_user=3, seed=7, canaries=2, canary_repeats=4)
+    b = synthesize(tmp_path / "b", users=6, dialogs_per_user=3, seed=7, canaries=2, canary_repeats=4)
+    for key in a:
+        assert a[key].read_bytes() == b[key].read_bytes()
+    c = synthesize(tmp_path / "c", users=6, dialogs_per_user=3, seed=8)
+    assert c["corpus"].read_bytes() != a["corpus"].read_bytes()
+
+
+def test_every_secret_span_points_at_its_value(tmp_path):
+    paths = synthesize(tmp_path, users=8, dialogs_per_user=3, seed=1, canaries=3, canary_repeats=5)
+    texts = {d.doc_id: d.text for d in load_corpus(paths["corpus"])}
+    secrets = read(paths["secrets"])
+    assert {s["entity"] for s in secrets} >= {"PERSON", "PHONE", "EMAIL", "ADDRESS", "ORDER_ID", "TRACKING_ID", "CANARY"}
+    for s in secrets:
+        assert texts[s["doc_id"]][s["start"] : s["end"]] == s["value"]
+
+
+def test_each_canary_appears_exactly_repeats_times_in_its_users_documents(tmp_path):
+    paths = synthesize(tmp_path, users=5, dialogs_per_user=2, seed=3, canaries=3, canary_repeats=5)
+    corpus = load_corpus(paths["corpus"])
+    for c in read(paths["canaries"]):
+        assert c["text"] == c["prefix"] + c["secret"] and len(c["secret"]) == 6
+        assert sum(d.text.count(c["text"]) for d in corpus) == 5
+        assert all(c["text"] not in d.text for d in corpus if d.user_id != c["user_id"])
+
+
+def test_pii_is_fictional_and_subjects_cooccur_in_documents(tmp_path):
+    paths = synthesize(tmp_path, users=10, dialogs_per_user=2, seed=2)
+    corpus = load_corpus(paths["corpus"])
+    for s in read(paths["subjects"]):
+        assert re.fullmatch(r"\(\d{3}\) 555-01\d\d", s["phone"])
+        assert s["email"].rsplit("@", 1)[1] in ("example.org", "example.com", "example.net")
+        assert set(s["relations"]) and s["university"]
+        docs = [d.text for d in corpus if d.user_id == s["user_id"]]
+        assert any(all(s[k] in t for k in ("name", "phone", "email", "address")) for t in docs)
+
+
+def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
+    r = CliRunner().invoke(app, ["synth", "customersim", "--users", "4", "--dialogs-per-user", "2", "--out", str(tmp_path),
+                                 "--canaries", "1", "--canary-repeats", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["documents"] == 8 and summary["secrets_per_entity"]["CANARY"] == 3
+    r = CliRunner().invoke(app, ["corpus", "check", str(tmp_path / "corpus.jsonl"), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["users"] == 4
+
+
+def test_bad_options_are_clear_errors(tmp_path):
+    r = CliRunner().invoke(app, ["synth", "customersim", "--users", "2", "--canaries", "5", "--out", str(tmp_path)])
+    assert r.exit_code == 2 and "canaries" in r.output
