@@ -1,0 +1,75 @@
+"""Training settings, one frozen record per run (its ``repr`` is stored with the model).
+
+DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier``,
+``target_epsilon``, ``target_delta``; ``accountant`` is ``"prv"`` (default, tight) or ``"rdp"``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+from lmleak.errors import ConfigError
+
+Mode = Literal["nodp", "dp", "crt", "sdp"]
+MODES = ("nodp", "dp", "crt", "sdp")
+
+
+@dataclass(frozen=True, slots=True)
+class TrainConfig:
+    """How to train a small model.
+
+    The privacy unit of DP modes is one training sequence (a chunk of at most ``seq_len`` tokens of
+    one document); chunks never span documents, so no sequence mixes two users' data.
+    """
+
+    arch: Literal["gpt", "lstm"] = "gpt"
+    mode: Mode = "nodp"
+    epochs: int = 5
+    batch_size: int = 16
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    seq_len: int = 128
+    tokenizer: Literal["word", "bpe"] | None = None  # None: bpe for gpt, word for lstm (paper 001 §6.1)
+    vocab_size: int = 4000
+    seed: int = 0
+    val_fraction: float = 0.1  # share of USERS held out for validation
+    snapshots: bool = False
+    # small GPT shape
+    n_embd: int = 128
+    n_layer: int = 2
+    n_head: int = 4
+    # DP-SGD (dp, crt, sdp)
+    max_grad_norm: float = 1.0
+    noise_multiplier: float | None = None
+    target_epsilon: float | None = None
+    target_delta: float = 1e-5
+    accountant: Literal["prv", "rdp"] = "prv"
+    # CRT / SDP: the redaction policy that decides what is private (see lmleak.pii.policies)
+    policy: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}")
+        if self.arch not in ("gpt", "lstm"):
+            raise ConfigError(f"unknown arch {self.arch!r}", field="arch", hint="use gpt or lstm")
+        if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
+            raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
+        if not 0.0 <= self.val_fraction < 1.0:
+            raise ConfigError("val_fraction must be in [0, 1)", field="val_fraction")
+        if self.mode in ("dp", "crt", "sdp"):
+            if (self.noise_multiplier is None) == (self.target_epsilon is None):
+                raise ConfigError(
+                    f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
+                    field="noise_multiplier",
+                    hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
+                )
+        if self.mode == "sdp" and self.arch != "lstm":
+            raise ConfigError("selective DP (sdp) is the LSTM baseline of Shi et al. 2021", field="arch", hint="use --arch lstm")
+
+    @property
+    def tokenizer_kind(self) -> str:
+        return self.tokenizer or ("bpe" if self.arch == "gpt" else "word")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

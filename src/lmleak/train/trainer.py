@@ -1,0 +1,310 @@
+"""Training small language models on a corpus, with pluggable modes (plain, DP-SGD, CRT, SDP).
+
+The loop is shared; a *strategy* per mode decides which batches an epoch visits and how a step
+turns a batch into an update (:mod:`lmleak.train.dp` for DP-SGD, CRT and selective DP). Rules:
+
+- Validation holds out *users*, never single documents (a user's data is all train or all
+  validation), seeded, so validation perplexity measures generalisation to unseen people.
+- Each document becomes ``[BOS] tokens [EOS]``, cut into chunks of at most ``seq_len + 1`` tokens
+  (inputs plus the shifted target) that advance by ``seq_len`` — chunks never cross documents,
+  so one training sequence never mixes two users' text (the privacy unit of DP modes).
+- The loss of a sequence is the mean over its real (non-padding) targets; a batch's loss is the
+  mean over its sequences. DP-SGD clips per sequence, so both agree on what one example is.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from lmleak.data.corpus import Corpus
+from lmleak.train.config import TrainConfig
+
+IGNORE = -100
+
+
+@dataclass
+class Chunks:
+    """Fixed-width training sequences: ``ids`` (N, seq_len + 1) padded, ``lengths`` (N,)."""
+
+    ids: torch.Tensor
+    lengths: torch.Tensor
+
+    def __len__(self) -> int:
+        return int(self.ids.shape[0])
+
+
+def encode_chunks(texts: list[str], tokenizer: Any, seq_len: int) -> Chunks:
+    """Tokenise documents into fixed-width chunks (see the module docstring for the rule).
+
+    Example:
+        >>> from lmleak.models.small import build_tokenizer
+        >>> tok = build_tokenizer(["a b c d e"], kind="word", vocab_size=20)
+        >>> c = encode_chunks(["a b c d e"], tok, seq_len=4)
+        >>> c.lengths.tolist(), len(c)  # [BOS a b c d] then [d e EOS]
+        ([5, 3], 2)
+    """
+    pad = tokenizer.pad_token_id
+    rows: list[list[int]] = []
+    for text in texts:
+        ids = [tokenizer.bos_token_id, *tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]
+        start = 0
+        while start < len(ids) - 1:
+            rows.append(ids[start : start + seq_len + 1])
+            start += seq_len
+    out = torch.full((len(rows), seq_len + 1), pad, dtype=torch.long)
+    lengths = torch.zeros(len(rows), dtype=torch.long)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r)
+        lengths[i] = len(r)
+    return Chunks(out, lengths)
+
+
+def split_users(corpus: Corpus, val_fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
+    """Hold out a seeded ``val_fraction`` of users (at least one when the fraction is > 0)."""
+    users = corpus.users
+    if val_fraction <= 0 or len(users) < 2:
+        return corpus, None
+    rng = random.Random(seed)
+    held = set(rng.sample(users, max(1, round(len(users) * val_fraction))))
+    return corpus.without_users(held), corpus.select_users(held)
+
+
+def build_module(config: TrainConfig, vocab_size: int, tokenizer: Any) -> torch.nn.Module:
+    from lmleak.models.small import SmallGPTConfig, SmallLSTM, SmallLSTMConfig, new_small_gpt
+
+    if config.arch == "gpt":
+        shape = SmallGPTConfig(n_positions=config.seq_len + 1, n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head)
+        return new_small_gpt(vocab_size, shape, seed=config.seed, bos_id=tokenizer.bos_token_id,
+                             eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
+    torch.manual_seed(config.seed)
+    return SmallLSTM(SmallLSTMConfig(vocab_size=vocab_size, max_length=config.seq_len + 1))
+
+
+def forward_logits(module: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Logits for inputs; explicit per-sample position ids (Opacus ghost clipping needs them)."""
+    b, t = ids.shape
+    pos = torch.arange(t).repeat(b, 1)  # .repeat, not .expand: per-sample tensors must not alias
+    out = module(input_ids=ids, attention_mask=mask, position_ids=pos)
+    return out.logits if hasattr(out, "logits") else out[0]
+
+
+def batch_tensors(ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(inputs, attention mask, targets with IGNORE on padding) for a batch of chunks."""
+    width = int(lengths.max()) if len(lengths) else 1
+    ids = ids[:, :width].contiguous()
+    pos = torch.arange(width).unsqueeze(0)
+    mask = (pos < lengths.unsqueeze(1)).long()
+    targets = ids[:, 1:].masked_fill(mask[:, 1:] == 0, IGNORE).contiguous()
+    return ids[:, :-1].contiguous(), mask[:, :-1].contiguous(), targets
+
+
+def sequence_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean token loss per sequence (B,), padding excluded."""
+    tok = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
+                                            ignore_index=IGNORE, reduction="none").view(targets.shape)
+    valid = (targets != IGNORE).sum(1).clamp(min=1)
+    return tok.sum(1) / valid
+
+
+@torch.inference_mode()
+def evaluate(module: torch.nn.Module, chunks: Chunks, *, batch_size: int = 32, ks: tuple[int, ...] = (1, 3)) -> dict[str, float]:
+    """Token-level loss, perplexity and top-k next-token accuracy over chunks (teacher forcing)."""
+    module.eval()
+    total_loss, total_tokens = 0.0, 0
+    hits = dict.fromkeys(ks, 0)
+    for s in range(0, len(chunks), batch_size):
+        x, m, y = batch_tensors(chunks.ids[s : s + batch_size], chunks.lengths[s : s + batch_size])
+        logits = forward_logits(module, x, m).float()
+        valid = y != IGNORE
+        total_loss += float(torch.nn.functional.cross_entropy(logits[valid], y[valid], reduction="sum"))
+        total_tokens += int(valid.sum())
+        top = logits.topk(max(ks), dim=-1).indices
+        for k in ks:
+            hits[k] += int(((top[..., :k] == y.unsqueeze(-1)).any(-1) & valid).sum())
+    n = max(total_tokens, 1)
+    loss = total_loss / n
+    out = {"loss": loss, "perplexity": math.exp(min(loss, 50.0)), "tokens": total_tokens}
+    out.update({f"top{k}_accuracy": hits[k] / n for k in ks})
+    return out
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train_model` produced: where the model is and how training went."""
+
+    model_dir: Path
+    history: list[dict[str, Any]]
+    final: dict[str, Any]
+    privacy: dict[str, Any]
+    train_users: list[str] = field(default_factory=list)
+    val_users: list[str] = field(default_factory=list)
+
+
+class PlainStrategy:
+    """Non-private SGD (AdamW) over shuffled mini-batches of chunks."""
+
+    mode = "nodp"
+
+    def __init__(self, config: TrainConfig) -> None:
+        self.config = config
+        self.steps = 0
+
+    def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
+        self.module = module
+        self.train = train
+        self.optimizer = torch.optim.AdamW(module.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        self.gen = torch.Generator().manual_seed(self.config.seed)
+        return module
+
+    def batches(self, epoch: int) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
+        order = torch.randperm(len(self.train), generator=self.gen)
+        bs = self.config.batch_size
+        for s in range(0, len(order), bs):
+            idx = order[s : s + bs]
+            yield "train", self.train.ids[idx], self.train.lengths[idx]
+
+    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor) -> float:
+        x, m, y = batch_tensors(ids, lengths)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = sequence_losses(forward_logits(self.module, x, m), y).mean()
+        loss.backward()
+        self.optimizer.step()
+        self.steps += 1
+        return float(loss)
+
+    def trained_module(self) -> torch.nn.Module:
+        return self.module
+
+    def privacy(self) -> dict[str, Any]:
+        return {"mode": "nodp", "epsilon": None, "delta": None, "noise_multiplier": 0.0, "sample_rate": None,
+                "steps": self.steps, "accountant": None,
+                "note": "no differential privacy: epsilon is unbounded (reported as null)"}
+
+
+def make_strategy(config: TrainConfig) -> Any:
+    if config.mode == "nodp":
+        return PlainStrategy(config)
+    from lmleak.train import dp
+
+    return dp.make_strategy(config)
+
+
+def train_model(
+    corpus: Corpus,
+    out_dir: str | Path,
+    config: TrainConfig = TrainConfig(),
+    *,
+    val_corpus: Corpus | None = None,
+    public: Corpus | None = None,
+    private: Corpus | None = None,
+    on_epoch_end: Callable[[int, torch.nn.Module, Any], None] | None = None,
+) -> TrainResult:
+    """Train a small GPT or LSTM on ``corpus`` and save it to ``out_dir``.
+
+    Args:
+        corpus: training data; ``config.val_fraction`` of its users are held out for validation
+            unless ``val_corpus`` is given.
+        public, private: for ``mode="crt"`` with a pre-computed split (otherwise the split is
+            computed from ``corpus`` with ``config.policy``).
+        on_epoch_end: called as ``(epoch, module, tokenizer)`` after each epoch (audit callbacks).
+
+    Writes the model (loadable by :func:`lmleak.models.small.load_small_model`; the GPT also by
+    plain ``transformers``), ``train.json`` (config, per-epoch metrics, throughput, users) and
+    ``privacy.json``; with ``config.snapshots`` a copy per epoch under ``snapshots/epoch-N``.
+    """
+    from lmleak.models.small import build_tokenizer, save_small_model
+    from lmleak.progress import track
+    from lmleak.runs import atomic_write_json
+
+    torch.manual_seed(config.seed)
+    train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.val_fraction, config.seed)
+    extra: dict[str, Any] = {}
+    if config.mode == "crt":
+        from lmleak.train.dp import crt_split_for
+
+        public, private, extra["split_stats"] = crt_split_for(train_corpus, config, public, private)
+        tok_texts = public.texts() + private.texts()
+    else:
+        tok_texts = train_corpus.texts()
+    tokenizer = build_tokenizer(tok_texts, kind=config.tokenizer_kind, vocab_size=config.vocab_size)
+    vocab = len(tokenizer)
+    module = build_module(config, vocab, tokenizer)
+    if config.mode == "crt":
+        assert public is not None and private is not None
+        extra["public"] = encode_chunks(public.texts(), tokenizer, config.seq_len)
+        extra["private"] = encode_chunks(private.texts(), tokenizer, config.seq_len)
+        train_chunks = extra["private"]
+    else:
+        train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
+    if config.mode == "sdp":
+        from lmleak.train.dp import sensitive_token_mask
+
+        extra["sensitive"] = sensitive_token_mask(train_corpus, tokenizer, config)
+    val_chunks = encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
+
+    strategy = make_strategy(config)
+    module = strategy.setup(module, train_chunks, extra)
+    out = Path(out_dir)
+    history: list[dict[str, Any]] = []
+    t_start = time.perf_counter()
+    trained_tokens = 0
+    for epoch in range(1, config.epochs + 1):
+        module.train()
+        losses, t0, tokens = [], time.perf_counter(), 0
+        for kind, ids, lengths in track(list(strategy.batches(epoch)), description=f"epoch {epoch}/{config.epochs} ({config.mode})"):
+            if len(ids) == 0:
+                strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
+                continue
+            losses.append(strategy.step(kind, ids, lengths))
+            tokens += int((lengths - 1).clamp(min=0).sum())
+        dt = time.perf_counter() - t0
+        trained_tokens += tokens
+        record: dict[str, Any] = {"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None,
+                                  "tokens_per_s": tokens / dt if dt > 0 else None, "seconds": dt}
+        plain = strategy.trained_module()
+        if val_chunks is not None:
+            record.update({f"val_{k}": v for k, v in evaluate(plain, val_chunks).items()})
+        history.append(record)
+        if config.snapshots:
+            save_small_model(plain, tokenizer, out / "snapshots" / f"epoch-{epoch}", extra={"epoch": epoch})
+        if on_epoch_end is not None:
+            on_epoch_end(epoch, plain, tokenizer)
+    final_module = strategy.trained_module()
+    final = dict(history[-1]) if history else {}
+    final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
+    final["wall_seconds"] = time.perf_counter() - t_start
+    final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
+    privacy = strategy.privacy()
+    privacy.setdefault("gamma", extra.get("split_stats", {}).get("gamma"))
+    save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
+    info = {
+        "config": config.to_dict(),
+        "history": history,
+        "final": final,
+        "train_users": train_corpus.users,
+        "val_users": val.users if val is not None else [],
+        "num_train_documents": len(train_corpus),
+        "num_train_sequences": len(train_chunks),
+        "split_stats": extra.get("split_stats"),
+    }
+    atomic_write_json(out / "train.json", info)
+    atomic_write_json(out / "privacy.json", privacy)
+    return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
+
+
+def load_train_config(model_dir: str | Path) -> TrainConfig | None:
+    """The config a model was trained with, when it has a ``train.json``."""
+    p = Path(model_dir) / "train.json"
+    if not p.exists():
+        return None
+    return TrainConfig(**json.loads(p.read_text())["config"])
