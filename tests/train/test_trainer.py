@@ -53,8 +53,7 @@ def test_a_small_model_lowers_its_loss_and_reloads_identically(tmp_path, arch):
     from lmleak.models.small import load_small_model
 
     lm = load_small_model(tmp_path / arch)
-    text = " ".join(corpus[0].text.split()[:12])  # fits one window of seq_len + 1 positions
-    ids = lm.tokenizer.encode(text)
+    ids = lm.tokenizer.encode(corpus[0].text)[: lm.max_length - 1]  # one window: BOS + ids
     stats = lm.token_stats([ids])[0]
     assert np.all(stats.logprobs <= 0) and len(stats) == len(ids)
     if arch == "gpt":
@@ -62,7 +61,7 @@ def test_a_small_model_lowers_its_loss_and_reloads_identically(tmp_path, arch):
 
         hf = AutoModelForCausalLM.from_pretrained(tmp_path / arch)
         tok = AutoTokenizer.from_pretrained(tmp_path / arch)
-        x = torch.tensor([[tok.bos_token_id, *tok.encode(text, add_special_tokens=False)]])
+        x = torch.tensor([[tok.bos_token_id, *ids]])
         with torch.no_grad():
             ref = torch.log_softmax(hf(input_ids=x).logits[0, :-1], -1).gather(-1, x[0, 1:, None]).squeeze(-1)
         np.testing.assert_allclose(stats.logprobs, ref.numpy(), atol=1e-4)
