@@ -37,7 +37,7 @@ class _Group(TyperGroup):
             from rich.markup import escape
 
             err.print(f"[bold red]error:[/] {escape(str(e))}")
-            raise click.exceptions.Exit(2) from None
+            raise typer.Exit(2) from None  # typer vendors click: only its own Exit sets the status
 
 
 def build_app() -> typer.Typer:

@@ -1,9 +1,338 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""``lmleak report``: the training data leakage report (paper 001) and its studies.
+
+Invocations:
+    lmleak report --model M --corpus C --out RUN [--k 1 3] [--public-model P|leave-out] [--t T] [--p P] [--redact]
+    lmleak report snapshots --model M --corpus C --out RUN [--k 1] [--val V]
+    lmleak report compare --model NAME=PATH ... --corpus C --out RUN [--val V] [--public-model P]
+    lmleak report hardening --run RUN --threshold 2 --threshold 3 ...
+
+``--k 1 3`` (several values after one flag) is accepted by rewriting it to ``--k 1 --k 3`` before
+click parses the group's arguments.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
+import click
 import typer
+from typer.core import TyperGroup
+
+_MULTI = ("--k",)
+
+
+class _ReportGroup(TyperGroup):
+    """A group whose own callback is the main command and whose ``--k`` takes several values."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        fixed: list[str] = []
+        i = 0
+        while i < len(args):
+            a = args[i]
+            fixed.append(a)
+            i += 1
+            if a in _MULTI:
+                first = True
+                while i < len(args) and (
+                    first or args[i].lstrip("-").isdigit() and not args[i].startswith("--")
+                ):
+                    if not first:
+                        fixed.append(a)
+                    fixed.append(args[i])
+                    i += 1
+                    first = False
+        return super().parse_args(ctx, fixed)
+
+
+def _load_corpus(path: Path) -> Any:
+    try:
+        from lmleak.data.loaders import load_corpus
+    except ImportError:  # pragma: no cover - until the data area lands
+        return _jsonl_corpus(path)
+    return load_corpus(path)
+
+
+def _jsonl_corpus(path: Path) -> Any:
+    import json
+
+    from lmleak.data.corpus import Corpus, Document, stable_doc_id
+    from lmleak.errors import CorpusError
+
+    if not path.exists():
+        raise CorpusError("file does not exist", path=path)
+    docs, ordinal = [], {}
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise CorpusError(f"invalid JSON ({e.msg})", path=path, line=n) from None
+        text, user = row.get("text"), row.get("user_id")
+        if not isinstance(text, str) or not text:
+            raise CorpusError("missing or empty", path=path, line=n, field="text")
+        if not isinstance(user, str) or not user:
+            raise CorpusError("missing or empty", path=path, line=n, field="user_id")
+        i = ordinal.get(user, 0)
+        ordinal[user] = i + 1
+        docs.append(Document(user, str(row.get("doc_id") or stable_doc_id(user, text, i)), text))
+    return Corpus(docs, source=str(path))
+
+
+def _load_model(spec: str, api_top_k: int | None) -> Any:
+    from lmleak.report.public import load_any_model
+
+    model = load_any_model(spec)
+    if api_top_k is not None:
+        try:
+            from lmleak.models.blackbox import TopKOnly  # type: ignore[import-not-found]
+        except ImportError:  # pragma: no cover - until the models area lands
+            from lmleak.errors import ModelError
+
+            raise ModelError("--api-top-k needs lmleak.models.blackbox, which is not installed") from None
+        model = TopKOnly(model, api_top_k)
+    return model
+
+
+def _print_summary(summary: dict[str, Any], title: str) -> None:
+    from rich.table import Table
+
+    from lmleak.cli.common import out
+
+    t = Table(title=title)
+    t.add_column("k", justify="right")
+    for col in ("sequences", "unique", "curated", "ε_l", "p-filtered", "top-k acc"):
+        t.add_column(col, justify="right")
+    for k, m in summary["by_k"].items():
+        eps = m["leakage_epsilon"]
+        t.add_row(
+            k,
+            str(m["num_sequences"]),
+            str(m["unique_sequences"]),
+            "-" if m["curated_unique_sequences"] is None else str(m["curated_unique_sequences"]),
+            "-" if eps is None else f"{eps:.3g}",
+            str(m["p_filtered_sequences"]),
+            "-" if m["top_k_accuracy"] is None else f"{100 * m['top_k_accuracy']:.2f}%",
+        )
+    out.print(t)
+    pp = summary.get("perplexity")
+    out.print(
+        f"corpus perplexity: {'-' if pp is None else f'{pp:.3f}'} · documents: {summary['num_documents']} · tokens: {summary['num_tokens']}"
+    )
+
+
+def _print_table(df: Any, title: str) -> None:
+    from rich.table import Table
+
+    from lmleak.cli.common import out
+
+    t = Table(title=title)
+    for c in df.columns:
+        t.add_column(str(c), justify="right")
+    for rec in df.to_dict("records"):
+        t.add_row(
+            *[
+                "-"
+                if v is None or (isinstance(v, float) and v != v)
+                else (f"{v:.4g}" if isinstance(v, float) else str(v))
+                for v in rec.values()
+            ]
+        )
+    out.print(t)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    """Add ``lmleak report`` and its study sub-commands."""
+    report_app = typer.Typer(
+        cls=_ReportGroup,
+        invoke_without_command=True,
+        help="Training data leakage report (Inan et al., paper 001): tab attack, features, unique sequences, leakage epsilon.",
+    )
+
+    @report_app.callback()
+    def report(
+        ctx: typer.Context,
+        model: Annotated[
+            str | None, typer.Option("--model", help="The audited model (any lmleak model spec).")
+        ] = None,
+        corpus: Annotated[
+            Path | None, typer.Option("--corpus", help="Its training data (JSONL, CSV, Parquet, ...).")
+        ] = None,
+        out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
+        k: Annotated[
+            list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
+        ] = None,
+        public_model: Annotated[
+            str | None, typer.Option("--public-model", help="A public model spec, or 'leave-out'.")
+        ] = None,
+        t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
+        p: Annotated[
+            int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")
+        ] = None,
+        redact: Annotated[
+            bool, typer.Option("--redact", help="No text, contexts or user ids in the outputs.")
+        ] = False,
+        api_top_k: Annotated[
+            int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
+        ] = None,
+        index_cache: Annotated[
+            Path | None,
+            typer.Option("--index-cache", help="Folder to keep the memory-mapped corpus index in."),
+        ] = None,
+        max_contexts: Annotated[
+            int, typer.Option("--max-contexts", help="Context texts kept per sequence.")
+        ] = 20,
+        leave_out_folds: Annotated[
+            int | None,
+            typer.Option(
+                "--leave-out-folds", help="Leave-out models to train (default: 1, or 2 if most users leak)."
+            ),
+        ] = None,
+        public_scope: Annotated[
+            str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
+        ] = "unique",
+        json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+        quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    ) -> None:
+        """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from lmleak.cli.common import info, print_json, quiet
+        from lmleak.errors import ConfigError
+        from lmleak.report.leakage import ReportConfig, as_int_list, run_report
+
+        missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
+        if missing:
+            raise ConfigError(
+                f"missing {', '.join(missing)}", hint="lmleak report --model M --corpus C --out RUN"
+            )
+        quiet(quiet_ or json_out)
+        assert model is not None and corpus is not None and out_dir is not None
+        ks = as_int_list(k)
+        if public_scope not in ("unique", "all"):
+            raise ConfigError(
+                f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all"
+            )
+        if any(v < 1 for v in ks):
+            raise ConfigError("k must be >= 1", field="k")
+        cfg = ReportConfig(
+            ks=ks,
+            t=t,
+            p=p,
+            redact=redact,
+            max_contexts=max_contexts,
+            public_scope=public_scope,
+            index_cache=None if index_cache is None else str(index_cache),
+        )
+        data = _load_corpus(corpus)
+        lm = _load_model(model, api_top_k)
+        info(f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}")
+        summary = run_report(
+            lm,
+            data,
+            out_dir,
+            cfg,
+            public_model=public_model,
+            model_dir=Path(model) if Path(model).is_dir() else None,
+            leave_out_folds=leave_out_folds,
+        )
+        if json_out:
+            print_json(summary)
+        elif not quiet_:
+            _print_summary(summary, f"Leakage report — {out_dir}")
+
+    @report_app.command("snapshots")
+    def snapshots(
+        model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
+        corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
+        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
+        val: Annotated[
+            Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
+        ] = None,
+        json_out: Annotated[bool, typer.Option("--json")] = False,
+        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+    ) -> None:
+        """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
+        from lmleak.cli.common import print_json, quiet
+        from lmleak.report.studies import snapshot_study
+
+        quiet(quiet_ or json_out)
+        table = snapshot_study(
+            model, _load_corpus(corpus), out_dir, k=k, val_corpus=_load_corpus(val) if val else None
+        )
+        if json_out:
+            print_json(table.to_dict("records"))
+        elif not quiet_:
+            _print_table(table, f"Snapshots — {out_dir}")
+
+    @report_app.command("compare")
+    def compare(
+        model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
+        corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
+        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        k: Annotated[int, typer.Option("--k")] = 1,
+        val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
+        public_model: Annotated[
+            str | None, typer.Option("--public-model", help="A public model spec, or 'leave-out'.")
+        ] = None,
+        json_out: Annotated[bool, typer.Option("--json")] = False,
+        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+    ) -> None:
+        """Compare models trained on the same data (paper 001 Table 2)."""
+        from lmleak.cli.common import print_json, quiet
+        from lmleak.errors import ConfigError
+        from lmleak.report.studies import compare_models
+
+        quiet(quiet_ or json_out)
+        specs: dict[str, str] = {}
+        for m in model:
+            name, sep, path = m.partition("=")
+            if not sep:
+                name, path = Path(m).name, m
+            if name in specs:
+                raise ConfigError(
+                    f"model name {name!r} given twice",
+                    field="--model",
+                    hint="use NAME=PATH with distinct names",
+                )
+            specs[name] = path
+        table = compare_models(
+            specs,
+            _load_corpus(corpus),
+            out_dir,
+            k=k,
+            val_corpus=_load_corpus(val) if val else None,
+            public_model=public_model,
+        )
+        if json_out:
+            print_json(table.to_dict("records"))
+        elif not quiet_:
+            _print_table(table, f"Model comparison — {out_dir}")
+
+    @report_app.command("hardening")
+    def hardening(
+        run: Annotated[Path, typer.Option("--run", help="A finished report's run directory.")],
+        threshold: Annotated[
+            list[float], typer.Option("--threshold", help="Top-1 perplexity thresholds (repeat).")
+        ],
+        k: Annotated[int, typer.Option("--k")] = 1,
+        val_run: Annotated[
+            Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
+        ] = None,
+        json_out: Annotated[bool, typer.Option("--json")] = False,
+        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+    ) -> None:
+        """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
+        from lmleak.cli.common import print_json, quiet
+        from lmleak.report.studies import hardening_study
+
+        quiet(quiet_ or json_out)
+        table = hardening_study(run, None, threshold, k=k, val_run=val_run)
+        if json_out:
+            print_json(table.to_dict("records"))
+        elif not quiet_:
+            _print_table(table, f"API hardening — {run}")
+
+    app.add_typer(report_app, name="report")

@@ -1,0 +1,353 @@
+"""The token ledger: one teacher-forced pass over a corpus, stored once, read by every report.
+
+Paper 001 §4 (Algorithm 1) queries the model once per prefix of every document to learn whether
+each true token is in the top-k. Under teacher forcing one forward pass over a document yields
+the same prediction at every position, so the ledger stores, for each token position ``i`` of
+each document, the 1-based rank of the true token given tokens ``< i`` (and the BOS), its
+log-probability and the top-1 log-probability. The multiset S for any k, the perplexities, the
+top-k accuracy and the API-hardening curves (§6.1) are then derived without the model.
+
+Storage (``RUN/ledger/``): Parquet shards written by :func:`lmleak.shards.run_sharded`, one row
+per document: ``doc_id, user_id, token_ids, ranks, logprobs, top1_logprobs`` (aligned lists),
+plus ``ledger.json`` (model, k available, window settings, sizes). An interrupted pass resumes.
+
+Long documents: :class:`~lmleak.models.torch_causal.TorchCausalLM` scores a document longer than
+``max_length`` with sliding windows that advance by ``max_length - overlap`` tokens; each token
+is scored once, in the first window that gives it at least ``overlap`` tokens of context
+(``overlap`` defaults to ``max_length // 2``, recorded in ``ledger.json``). A token scored with a
+truncated context may rank differently than under the full prefix a per-prefix query of
+Algorithm 1 would give only if that prefix itself exceeds the model's window, in which case a
+per-prefix query truncates too.
+
+Access levels:
+    - ``Capability.SCORE``: ``model.token_stats`` (batched by the model).
+    - a black-box top-k model exposing ``topk_ranks(sequences)`` (``lmleak.models.blackbox.TopKOnly``):
+      ranks capped at ``k + 1``, NaN log-probabilities; only that k is available downstream.
+    - ``Capability.TOP_K`` alone: one batched ``top_k`` query per prefix — the only way to see a
+      pure API's predictions, so Algorithm 1's cost is unavoidable there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.data.corpus import Corpus
+from lmleak.models.base import Capability, TokenStats, require
+
+LEDGER_DIR = "ledger"
+META = "ledger.json"
+
+
+@dataclass
+class Ledger:
+    """The ledger of one model over one corpus, as flat arrays (documents concatenated).
+
+    Attributes:
+        doc_ids, user_ids: one per document, in corpus order.
+        offsets: int64, ``len(doc_ids) + 1``; document ``d`` owns positions ``offsets[d]:offsets[d+1]``.
+        token_ids: int64 token ids (the model's tokenisation, no BOS).
+        ranks: int32 1-based ranks (``k_available + 1`` means "not in the top k" for a black box).
+        logprobs, top1_logprobs: float32 nats; NaN where the model does not expose them.
+        k_available: None for full access, else the largest k a report may use.
+        meta: what ``ledger.json`` records.
+    """
+
+    doc_ids: list[str]
+    user_ids: list[str]
+    offsets: np.ndarray
+    token_ids: np.ndarray
+    ranks: np.ndarray
+    logprobs: np.ndarray
+    top1_logprobs: np.ndarray
+    k_available: int | None = None
+    meta: dict[str, Any] | None = None
+
+    @property
+    def num_docs(self) -> int:
+        return len(self.doc_ids)
+
+    @property
+    def num_tokens(self) -> int:
+        return int(self.token_ids.size)
+
+    def doc_tokens(self, d: int) -> np.ndarray:
+        return self.token_ids[self.offsets[d] : self.offsets[d + 1]]
+
+    def documents(self) -> list[np.ndarray]:
+        return [self.doc_tokens(d) for d in range(self.num_docs)]
+
+    def check_k(self, k: int) -> None:
+        """Refuse a k the model never revealed (a top-k-only model ranks everything else k+1)."""
+        from lmleak.errors import CapabilityError
+
+        if k < 1:
+            from lmleak.errors import ConfigError
+
+            raise ConfigError(f"k must be >= 1, got {k}", field="k")
+        if self.k_available is not None and k > self.k_available:
+            raise CapabilityError(
+                f"the ledger was built from a top-{self.k_available} black-box model; k={k} is not available. "
+                f"Use --k {self.k_available} or less, or a model with score access"
+            )
+
+    @classmethod
+    def from_stats(
+        cls,
+        doc_ids: Sequence[str],
+        user_ids: Sequence[str],
+        token_ids: Sequence[Sequence[int]],
+        stats: Sequence[TokenStats],
+        *,
+        k_available: int | None = None,
+    ) -> Ledger:
+        """Assemble a ledger in memory (what :func:`read_ledger` returns from the shards)."""
+        lengths = np.array([len(t) for t in token_ids], dtype=np.int64)
+        offsets = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=offsets[1:])
+
+        def cat(arrs: Sequence[Any], dtype: Any) -> np.ndarray:
+            return (
+                np.concatenate([np.asarray(a, dtype=dtype) for a in arrs])
+                if len(arrs)
+                else np.zeros(0, dtype)
+            )
+
+        return cls(
+            list(doc_ids),
+            list(user_ids),
+            offsets,
+            cat(token_ids, np.int64),
+            cat([s.ranks for s in stats], np.int32),
+            cat([s.logprobs for s in stats], np.float32),
+            cat([s.top1_logprobs for s in stats], np.float32),
+            k_available,
+            {},
+        )
+
+
+# ---------------------------------------------------------------------- the pass
+def model_access(model: Any) -> tuple[str, int | None]:
+    """How the ledger can read ``model``: ``("score", None)``, ``("topk_ranks", k)`` or ``("top_k", None)``.
+
+    Raises :class:`~lmleak.errors.CapabilityError` when the model grants neither SCORE nor TOP_K.
+    """
+    caps = getattr(model, "capabilities", frozenset())
+    if Capability.SCORE in caps and hasattr(model, "token_stats"):
+        return "score", None
+    require(model, Capability.TOP_K, attack="the leakage report (tab attack)")
+    if hasattr(model, "topk_ranks"):
+        return "topk_ranks", int(model.k)
+    return "top_k", None
+
+
+def _as_stats(result: Any, n: int) -> TokenStats:
+    if isinstance(result, TokenStats):
+        return result
+    if hasattr(result, "ranks"):
+        return TokenStats(
+            np.asarray(result.ranks, np.int32),
+            np.asarray(result.logprobs, np.float32),
+            np.asarray(result.top1_logprobs, np.float32),
+        )
+    nan = np.full(n, np.nan, dtype=np.float32)
+    return TokenStats(np.asarray(result, dtype=np.int32), nan, nan.copy())
+
+
+def _per_prefix_stats(model: Any, seqs: Sequence[Sequence[int]], k: int) -> list[TokenStats]:
+    """Algorithm 1's access pattern for a pure top-k API: one query per prefix (batched)."""
+    prefixes = [list(s[:i]) for s in seqs for i in range(len(s))]
+    preds = model.top_k(prefixes, k) if prefixes else []
+    out, j = [], 0
+    for s in seqs:
+        ranks = np.full(len(s), k + 1, dtype=np.int32)
+        for i, tok in enumerate(s):
+            ids, _ = preds[j]
+            j += 1
+            hit = np.nonzero(np.asarray(ids) == int(tok))[0]
+            if hit.size:
+                ranks[i] = int(hit[0]) + 1
+        out.append(_as_stats(ranks, len(s)))
+    return out
+
+
+def score_documents(
+    model: Any, token_ids: Sequence[Sequence[int]], *, k: int | None = None
+) -> list[TokenStats]:
+    """Ledger statistics of already tokenised documents, through the best access ``model`` grants."""
+    access, _ = model_access(model)
+    nonempty = [i for i, t in enumerate(token_ids) if len(t)]
+    empty = TokenStats(np.zeros(0, np.int32), np.zeros(0, np.float32), np.zeros(0, np.float32))
+    out: list[TokenStats] = [empty] * len(token_ids)
+    seqs = [list(map(int, token_ids[i])) for i in nonempty]
+    if not seqs:
+        return out
+    if access == "score":
+        stats = model.token_stats(seqs)
+    elif access == "topk_ranks":
+        stats = [_as_stats(r, len(s)) for r, s in zip(model.topk_ranks(seqs), seqs, strict=True)]
+    else:
+        if k is None:
+            from lmleak.errors import ConfigError
+
+            raise ConfigError("a top-k-only model needs the k to query with", field="k")
+        stats = _per_prefix_stats(model, seqs, k)
+    for i, st in zip(nonempty, stats, strict=True):
+        out[i] = st
+    return out
+
+
+def _fingerprint(model: Any, corpus: Corpus, extra: dict[str, Any]) -> str:
+    h = hashlib.sha256()
+    h.update(
+        repr(
+            (
+                getattr(model, "name", ""),
+                type(model).__name__,
+                getattr(model, "max_length", None),
+                getattr(model, "overlap", None),
+                sorted(extra.items()),
+            )
+        ).encode()
+    )
+    for d in corpus:
+        h.update(f"{d.user_id}\x00{d.doc_id}\x00".encode() + d.text.encode() + b"\x01")
+    return h.hexdigest()[:24]
+
+
+def build_ledger(
+    model: Any,
+    corpus: Corpus,
+    run_dir: str | Path,
+    *,
+    k: int | None = None,
+    shard_size: int = 256,
+    engine: str = "local",
+) -> Ledger:
+    """Run the one teacher-forced pass over ``corpus`` into ``run_dir/ledger`` and return the ledger.
+
+    Args:
+        model: any lmleak model with SCORE or TOP_K access (see the module docstring).
+        corpus: the training data D.
+        run_dir: the report's run directory; shards go to ``run_dir/ledger``.
+        k: only for a model with bare ``top_k`` access (the k to query with).
+        shard_size: documents per shard (and per ``token_stats`` call, which the model batches
+            by tokens internally).
+        engine: ``"local"`` or ``"ray"`` (see :func:`lmleak.shards.run_sharded`).
+    """
+    import pyarrow as pa
+
+    from lmleak.runs import atomic_write_json
+    from lmleak.shards import run_sharded
+
+    access, k_avail = model_access(model)
+    if access == "top_k":
+        k_avail = k
+    out = Path(run_dir) / LEDGER_DIR
+    settings = {"access": access, "k": k_avail}
+    fp = _fingerprint(model, corpus, settings)
+    tokenizer = model.tokenizer
+
+    def factory() -> Any:
+        def work(items: list[tuple[str, str, str]]) -> Any:
+            ids = [tokenizer.encode(text) for _, _, text in items]
+            stats = score_documents(model, ids, k=k_avail)
+            return pa.table(
+                {
+                    "doc_id": [d for d, _, _ in items],
+                    "user_id": [u for _, u, _ in items],
+                    "token_ids": pa.array([list(map(int, t)) for t in ids], pa.list_(pa.int32())),
+                    "ranks": pa.array([s.ranks.astype(np.int32) for s in stats], pa.list_(pa.int32())),
+                    "logprobs": pa.array(
+                        [s.logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
+                    ),
+                    "top1_logprobs": pa.array(
+                        [s.top1_logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
+                    ),
+                }
+            )
+
+        return work
+
+    items = ((d.doc_id, d.user_id, d.text) for d in corpus)
+    run_sharded(
+        items,
+        factory,
+        out,
+        fingerprint=fp,
+        shard_size=shard_size,
+        engine=engine,
+        total_items=len(corpus),
+        description="ledger",
+    )
+    ledger = read_ledger(run_dir, meta_missing_ok=True)
+    meta = {
+        "model": getattr(model, "name", type(model).__name__),
+        "access": access,
+        "k_available": k_avail,
+        "max_length": getattr(model, "max_length", None),
+        "overlap": getattr(model, "overlap", None),
+        "num_docs": ledger.num_docs,
+        "num_tokens": ledger.num_tokens,
+        "fingerprint": fp,
+    }
+    atomic_write_json(out / META, meta)
+    ledger.k_available, ledger.meta = k_avail, meta
+    return ledger
+
+
+def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger:
+    """Load ``run_dir/ledger`` (complete shards only) as flat arrays."""
+    import pyarrow as pa
+
+    from lmleak.errors import RunError
+    from lmleak.shards import read_shards
+
+    out = Path(run_dir) / LEDGER_DIR
+    meta: dict[str, Any] = {}
+    if (out / META).exists():
+        meta = json.loads((out / META).read_text(encoding="utf-8"))
+    elif not meta_missing_ok:
+        raise RunError(f"{out} holds no complete ledger; run `lmleak report` first")
+    table = read_shards(out)
+    if table.num_rows == 0:
+        return Ledger(
+            [],
+            [],
+            np.zeros(1, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int32),
+            np.zeros(0, np.float32),
+            np.zeros(0, np.float32),
+            meta.get("k_available"),
+            meta,
+        )
+
+    def flat(name: str, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
+        col = pa.chunked_array(table.column(name)).combine_chunks()
+        return np.asarray(col.offsets, dtype=np.int64), np.asarray(
+            col.flatten().to_numpy(zero_copy_only=False), dtype=dtype
+        )
+
+    offsets, tokens = flat("token_ids", np.int64)
+    _, ranks = flat("ranks", np.int32)
+    _, lps = flat("logprobs", np.float32)
+    _, top1 = flat("top1_logprobs", np.float32)
+    offsets = offsets - offsets[0]
+    return Ledger(
+        table.column("doc_id").to_pylist(),
+        table.column("user_id").to_pylist(),
+        offsets,
+        tokens,
+        ranks,
+        lps,
+        top1,
+        meta.get("k_available"),
+        meta,
+    )

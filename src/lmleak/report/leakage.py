@@ -1,0 +1,245 @@
+"""The training data leakage report (paper 001 §4-§6): ledger -> S -> features -> metrics.
+
+:func:`run_report` writes into a run directory:
+
+- ``ledger/``: the one teacher-forced pass (:mod:`lmleak.ledger.ledger`);
+- ``occurrences.parquet``: one row per element of S: ``doc_id, user_id, start, end, k,
+  sequence_id`` plus the occurrence's context length, perplexity and public perplexity;
+- ``sequences.parquet``: the features of each distinct sequence per k (:mod:`lmleak.report.features`);
+  with ``redact=True`` neither file holds text, contexts or user ids (§4, end);
+- ``summary.json``: the §5 metrics for the first k at the top level and for every k under
+  ``by_k``, the model's corpus perplexity and top-k accuracy, and the KART scenario.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmleak.data.corpus import Corpus
+from lmleak.ledger.index import CorpusIndex
+from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.report.features import redact_occurrences, redact_sequences, sequence_features
+from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.sequences import occurrences
+
+
+@dataclass(frozen=True, slots=True)
+class ReportConfig:
+    """Settings of one leakage report; its ``repr`` is stored in ``summary.json``.
+
+    Attributes:
+        ks: the top-k values of the tab attack (the first one gives the headline metrics).
+        t: curation threshold on ``PP_public / PP_lm`` (§5 metric 2).
+        p: the p filter on the user count in S (None: no filter).
+        redact: write no text, contexts or user ids.
+        public_scope: which occurrences the public model scores ("unique" or "all").
+        max_contexts: context texts kept per sequence.
+        shard_size: documents per ledger shard.
+        index_cache: folder for the memory-mapped corpus index (None: build in memory).
+    """
+
+    ks: tuple[int, ...] = (1,)
+    t: float = 1.0
+    p: int | None = None
+    redact: bool = False
+    public_scope: str = "unique"
+    max_contexts: int = 20
+    shard_size: int = 256
+    index_cache: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def scenario(anonymization: str = "identity") -> dict[str, Any]:
+    """The KART record of the tab attack: K = ∅, A as given, R = ∅, T = any training substring,
+    top-k access (paper 004's factors for paper 001's threat model, §3)."""
+    kwargs = dict(
+        attack="tab_attack",
+        knowledge=(),
+        anonymization=anonymization,
+        resources=(),
+        access="top_k",
+        target="any training substring",
+        notes="paper 001 tab attack: top-k next-token predictions on the training contexts",
+    )
+    try:
+        from lmleak.scenarios import scenario_record  # type: ignore[attr-defined]
+    except ImportError:
+        scenario_record = None
+    if scenario_record is not None:
+        return dict(scenario_record(**kwargs))
+    return {**kwargs, "knowledge": [], "resources": []}
+
+
+def build_index(ledger: Ledger, cache_dir: str | Path | None = None, *, salt: str = "") -> CorpusIndex:
+    """The corpus index over the ledger's tokenisation of D (cached under ``cache_dir`` when given)."""
+    return CorpusIndex.cached(ledger.documents(), ledger.user_ids, cache_dir, salt=salt)
+
+
+def analyse(
+    ledger: Ledger,
+    index: CorpusIndex,
+    tokenizer: Any,
+    config: ReportConfig,
+    *,
+    public_model: Any | None = None,
+    max_top1_perplexity: float | None = None,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """S, features and metrics for every k of ``config`` from a ledger (no model call except the
+    public model's scoring). Returns ``(sequences, occurrences, metrics_by_k)``."""
+    import pandas as pd
+
+    for k in config.ks:
+        ledger.check_k(k)
+    occ = occurrences(ledger, config.ks, max_top1_perplexity=max_top1_perplexity)
+    seqs, occ = sequence_features(
+        ledger,
+        occ,
+        index,
+        tokenizer,
+        public_model=public_model,
+        public_scope=config.public_scope,
+        max_contexts=config.max_contexts,
+    )
+    by_k: dict[str, Any] = {}
+    for k in config.ks:
+        part = seqs[seqs["k"] == k]
+        m = metrics_for_k(part, t=config.t, p=config.p, has_public=public_model is not None)
+        m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
+        by_k[str(k)] = m
+    if not len(seqs):
+        seqs = pd.DataFrame(columns=seqs.columns)
+    # the p filter of §5 as a column, so a reviewer can keep only these rows
+    seqs["kept_by_p"] = True if config.p is None else seqs["users_in_s"].to_numpy() < config.p
+    return seqs, occ, by_k
+
+
+def unique_owners(seqs: Any) -> list[str]:
+    """Users who own at least one unique leaked sequence (the leave-out set of §6.2)."""
+    rows = seqs[seqs["users_in_d"] == 1]
+    return sorted({u for us in rows["user_ids"] for u in us})
+
+
+def run_report(
+    model: Any,
+    corpus: Corpus,
+    out_dir: str | Path,
+    config: ReportConfig = ReportConfig(),
+    *,
+    public_model: Any | str | None = None,
+    model_dir: str | Path | None = None,
+    leave_out_overrides: dict[str, Any] | None = None,
+    anonymization: str = "identity",
+    leave_out_folds: int | None = None,
+) -> dict[str, Any]:
+    """Run the whole report; returns the summary (also written to ``out_dir/summary.json``).
+
+    Args:
+        model: the audited model (SCORE access, or a top-k black box).
+        corpus: its training data D.
+        out_dir: the run directory (created owner-only).
+        config: see :class:`ReportConfig`.
+        public_model: a loaded model, a spec for :func:`lmleak.report.public.load_any_model`,
+            ``"leave-out"`` (retrain without the owners of unique sequences) or None.
+        model_dir: where the audited model lives (its ``train.json`` configures leave-out).
+        leave_out_overrides: ``TrainConfig`` fields to override for the leave-out model.
+        leave_out_folds: leave-out models to train (see :class:`lmleak.report.public.FoldedPublic`;
+            None: one, or two when the owners of unique sequences are most of the users).
+        anonymization: the KART A factor of the training data (``"identity"`` when unknown).
+    """
+    from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
+    from lmleak.runs import secure_dir, write_parquet, write_summary
+
+    out = secure_dir(out_dir)
+    ledger = build_ledger(model, corpus, out, shard_size=config.shard_size, k=max(config.ks))
+    index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
+    public_info: dict[str, Any] | None = None
+    pub = public_model
+    if isinstance(pub, str | Path) and str(pub) == LEAVE_OUT:
+        seqs0, _, _ = analyse(ledger, index, model.tokenizer, config)
+        owners = unique_owners(seqs0)
+        pub, public_info = train_leave_out(
+            corpus,
+            owners,
+            out / "leave-out-model",
+            model_dir=model_dir,
+            overrides=leave_out_overrides,
+            folds=leave_out_folds,
+        )
+    elif isinstance(pub, str | Path):
+        public_info = {"kind": "model", "path": str(pub)}
+        pub = load_any_model(pub)
+    elif pub is not None:
+        public_info = {"kind": "model", "name": getattr(pub, "name", type(pub).__name__)}
+    if pub is not None:
+        from lmleak.models.base import Capability, require
+
+        require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
+        public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
+    seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
+
+    occ_out = occ.drop(columns=["doc"])
+    seq_out = seqs
+    if config.redact:
+        occ_out, seq_out = redact_occurrences(occ_out), redact_sequences(seqs)
+    write_parquet(occ_out, out / "occurrences.parquet")
+    write_parquet(seq_out, out / "sequences.parquet")
+
+    head = by_k[str(config.ks[0])]
+    summary: dict[str, Any] = {
+        "stage": "report",
+        "k": int(config.ks[0]),
+        "ks": [int(k) for k in config.ks],
+        **{
+            key: head[key]
+            for key in (
+                "num_sequences",
+                "num_occurrences",
+                "unique_sequences",
+                "curated_unique_sequences",
+                "leakage_epsilon",
+            )
+        },
+        "t": config.t,
+        "p": config.p,
+        "p_filtered_sequences": head["p_filtered_sequences"],
+        "perplexity": corpus_perplexity(ledger.logprobs),
+        "top_k_accuracy": head["top_k_accuracy"],
+        "by_k": by_k,
+        "model": getattr(model, "name", None),
+        "public_model": public_info,
+        "num_documents": ledger.num_docs,
+        "num_tokens": ledger.num_tokens,
+        "num_users": len(set(ledger.user_ids)),
+        "ledger": ledger.meta,
+        "redacted": config.redact,
+        "config": repr(config),
+        "scenario": scenario(anonymization),
+    }
+    write_summary(out, summary)
+    return summary
+
+
+def report_from_ledger(
+    ledger: Ledger,
+    tokenizer: Any,
+    config: ReportConfig,
+    *,
+    index: CorpusIndex | None = None,
+    public_model: Any | None = None,
+) -> tuple[Any, Any, dict[str, Any]]:
+    """The analysis of :func:`run_report` on an in-memory ledger (tests, studies)."""
+    return analyse(ledger, index or build_index(ledger), tokenizer, config, public_model=public_model)
+
+
+def as_int_list(values: Sequence[int] | None, default: Sequence[int] = (1,)) -> tuple[int, ...]:
+    """Normalise a k option.
+
+    Example:
+        >>> as_int_list([3, 1, 3])
+        (3, 1)
+    """
+    vals = list(values) if values else list(default)
+    return tuple(dict.fromkeys(int(v) for v in vals))
