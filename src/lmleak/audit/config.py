@@ -37,7 +37,7 @@ public_model: null              # a reference model for leakage epsilon: a path,
 analyses:
   report:                       # training data leakage report (Inan et al.)
     k: [1, 3]                   # top-k of the tab attack
-    t: 5                        # curated = unique sequences of at least t words
+    t: 1.0                      # curated = unique sequences with PP_public / PP_model >= t (paper 001 §5)
     p: 5                        # k-anonymity filter: user count in S < p
   exposure:                     # canary exposure (Carlini et al.); needs a canaries file
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
@@ -76,7 +76,7 @@ class ModelSpec:
 @dataclass(frozen=True, slots=True)
 class ReportSpec:
     k: list[int] = field(default_factory=lambda: [1, 3])
-    t: int = 5
+    t: float = 1.0
     p: int = 5
 
 

@@ -1,9 +1,133 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI: ``lmleak train`` and ``lmleak eval``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from lmleak.cli.common import out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    app.command("train")(train)
+    app.command("eval")(evaluate_cmd)
+
+
+def resolve_model(spec: str, **kw: Any) -> Any:
+    """Load a model spec through the registry (paths, smollm2-135m, fake:..., topk:k:...)."""
+    from lmleak.models.loading import load_model
+
+    return load_model(spec, **kw)
+
+
+def train(
+    corpus: Annotated[Path, typer.Option(help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).")],
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the model, train.json and privacy.json.")],
+    arch: Annotated[str, typer.Option(help="gpt (small GPT-2) or lstm (paper 001's 2x128 LSTM).")] = "gpt",
+    mode: Annotated[str, typer.Option(help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).")] = "nodp",
+    epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
+    batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).")] = 16,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 2e-3,
+    seq_len: Annotated[int, typer.Option(help="Tokens per training sequence.")] = 128,
+    tokenizer: Annotated[str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")] = None,
+    vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")] = 4000,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    val_fraction: Annotated[float, typer.Option(help="Share of users held out for validation.")] = 0.1,
+    snapshots: Annotated[bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")] = False,
+    noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).")] = None,
+    target_epsilon: Annotated[float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.")] = None,
+    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
+    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.")] = 1.0,
+    accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
+    policy: Annotated[str | None, typer.Option(help="Redaction policy for crt/sdp (default balanced).")] = None,
+    public: Annotated[Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")] = None,
+    private: Annotated[Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+) -> None:
+    """Train a small GPT or LSTM on a corpus, plainly or with DP-SGD / CRT / selective DP."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.errors import ConfigError
+    from lmleak.train.config import TrainConfig
+    from lmleak.train.trainer import train_model
+
+    quiet(quiet_ or json_out)
+    cfg = TrainConfig(arch=arch, mode=mode, epochs=epochs, batch_size=batch_size, lr=lr, seq_len=seq_len,  # type: ignore[arg-type]
+                      tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, val_fraction=val_fraction,  # type: ignore[arg-type]
+                      snapshots=snapshots, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+                      target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy)  # type: ignore[arg-type]
+    if (public is None) != (private is None):
+        raise ConfigError("give both --public and --private, or neither", field="public")
+    res = train_model(load_corpus(corpus), out_dir, cfg,
+                      public=load_corpus(public) if public else None, private=load_corpus(private) if private else None)
+    summary = {
+        "model_dir": str(res.model_dir),
+        "mode": mode,
+        "arch": arch,
+        "val_perplexity": res.final.get("val_perplexity"),
+        "val_top1_accuracy": res.final.get("val_top1_accuracy"),
+        "val_top3_accuracy": res.final.get("val_top3_accuracy"),
+        "tokens_per_s": res.final.get("tokens_per_s"),
+        "epsilon": res.privacy.get("epsilon"),
+        "delta": res.privacy.get("delta"),
+    }
+    if json_out:
+        print_json(summary)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{arch} trained ({mode}) -> {out_dir}")
+    t.add_column("epoch", justify="right")
+    t.add_column("train loss", justify="right")
+    t.add_column("val perplexity", justify="right")
+    t.add_column("val top-1", justify="right")
+    t.add_column("val top-3", justify="right")
+    t.add_column("tokens/s", justify="right")
+    for h in res.history:
+        t.add_row(str(h["epoch"]), _f(h.get("train_loss")), _f(h.get("val_perplexity")), _f(h.get("val_top1_accuracy")),
+                  _f(h.get("val_top3_accuracy")), _f(h.get("tokens_per_s"), 0))
+    out.print(t)
+    if res.privacy.get("epsilon") is not None:
+        out.print(f"DP: epsilon = {res.privacy['epsilon']:.3f} at delta = {res.privacy['delta']:g} "
+                  f"({res.privacy['accountant']} accountant, {res.privacy['steps']} private steps)")
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def evaluate_cmd(
+    model: Annotated[str, typer.Option(help="Model: a folder, a .gguf file, smollm2-135m, ...")],
+    corpus: Annotated[Path, typer.Option(help="Corpus to evaluate on.")],
+    k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).")] = [1, 3],  # noqa: B006
+    out_path: Annotated[Path | None, typer.Option("--out", help="Also write the metrics to this JSON file.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+) -> None:
+    """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing)."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.models.base import Capability, require
+    from lmleak.models.evaluation import evaluate_model
+    from lmleak.runs import atomic_write_json
+
+    quiet(quiet_ or json_out)
+    lm = resolve_model(model)
+    require(lm, Capability.SCORE, attack="eval")
+    metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(k))
+    metrics = {"model": model, "corpus": str(corpus), **metrics}
+    if out_path:
+        atomic_write_json(out_path, metrics)
+    if json_out:
+        print_json(metrics)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"{model} on {corpus}")
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for key, v in metrics.items():
+        if isinstance(v, float):
+            t.add_row(key, f"{v:.4f}")
+    out.print(t)

@@ -1,0 +1,116 @@
+"""``load_model(spec)``: one entry point that recognises every kind of model lmleak can audit.
+
+Accepted specs (checked in this order):
+
+- a model object (anything with ``capabilities``) — returned as is;
+- ``smollm2-135m`` — the offline SmolLM2 GGUF (see :mod:`lmleak.models.hf_causal`);
+- ``fake:PATH`` — :class:`~lmleak.models.fake.FakeLM` fitted on a JSONL corpus's ``text`` fields or
+  a text file's lines (for tests and demos);
+- ``topk:K:SPEC`` / ``topk:K:P:SPEC`` — the black-box top-K view of SPEC (abstaining below top-1
+  probability P); ``text:SPEC`` — the generation-only view;
+- a folder written by lmleak's trainer (``lmleak_model.json``), a Hugging Face causal or masked LM
+  folder (``config.json``), a ``.gguf`` file or a folder holding one.
+
+Nothing is downloaded: a spec that is not a local path is an error, also when it looks like a
+Hugging Face hub id.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import ModelError, did_you_mean
+from lmleak.models.hf_causal import SMOLLM2
+
+NAMES = (SMOLLM2,)
+ACCEPTED = (
+    "a model folder (lmleak-trained, or Hugging Face with config.json), a .gguf file, "
+    f"'{SMOLLM2}', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC'"
+)
+
+
+def _fake(path: str, **kw: Any) -> Any:
+    from lmleak.models.fake import FakeLM
+
+    p = Path(path)
+    if not p.exists():
+        raise ModelError(f"fake model corpus {p} does not exist")
+    if p.suffix in (".jsonl", ".json"):
+        texts = [json.loads(line)["text"] for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    else:
+        texts = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return FakeLM.from_texts(texts, name=f"fake:{p.name}")
+
+
+def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = None, batch_tokens: int | None = None,
+               name: str | None = None, **kw: Any) -> Any:
+    """Load a model from a spec (see the module docstring).
+
+    Example:
+        >>> load_model("gpt2-xl")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ModelError: 'gpt2-xl' is not a local file or folder, and models are never downloaded. Give a model folder (lmleak-trained, or Hugging Face with config.json), a .gguf file, 'smollm2-135m', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC'.
+    """
+    if hasattr(spec, "capabilities"):
+        return spec
+    if isinstance(spec, Path):
+        spec = str(spec)
+    if not isinstance(spec, str) or not spec:
+        raise ModelError(f"expected a model spec string, got {spec!r}")
+    opts = {"dtype": dtype, "batch_tokens": batch_tokens, "name": name}
+    opts = {k: v for k, v in opts.items() if v is not None}
+    if spec == SMOLLM2:
+        from lmleak.models.hf_causal import load_smollm2
+
+        return load_smollm2(**opts)
+    if spec.startswith("fake:"):
+        return _fake(spec[5:])
+    if spec.startswith("topk:"):
+        from lmleak.models.blackbox import TopKOnly
+
+        parts = spec.split(":", 3)
+        try:
+            k = int(parts[1])
+            if len(parts) == 4:
+                p, inner = float(parts[2]), parts[3]
+            else:
+                p, inner = None, spec.split(":", 2)[2]
+        except (IndexError, ValueError):
+            raise ModelError(f"cannot read {spec!r}; write topk:K:SPEC or topk:K:MIN_PROB:SPEC") from None
+        return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype), k, min_top1_prob=p)
+    if spec.startswith("text:"):
+        from lmleak.models.blackbox import TextOnly
+
+        return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype))
+    path = Path(spec).expanduser()
+    if path.is_file() and path.suffix == ".gguf":
+        from lmleak.models.hf_causal import load_gguf
+
+        return load_gguf(path, **opts)
+    if path.is_dir():
+        if (path / "lmleak_model.json").exists():
+            from lmleak.models.small import load_small_model
+
+            return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
+        if (path / "config.json").exists():
+            config = json.loads((path / "config.json").read_text())
+            if any("MaskedLM" in a for a in config.get("architectures") or []):
+                from lmleak.models import hf_masked
+
+                return hf_masked.HFMaskedLM.load(path, name=name)
+            from lmleak.models.hf_causal import load_hf_dir
+
+            return load_hf_dir(path, allow_pickle=allow_pickle, **opts)
+        ggufs = sorted(path.glob("*.gguf"))
+        if len(ggufs) == 1:
+            from lmleak.models.hf_causal import load_gguf
+
+            return load_gguf(ggufs[0], **opts)
+        raise ModelError(f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file")
+    if path.exists():
+        raise ModelError(f"{path} is a file lmleak cannot load as a model; accepted: {ACCEPTED}")
+    hint = did_you_mean(spec, NAMES)
+    raise ModelError(f"'{spec}' is not a local file or folder, and models are never downloaded.{hint} Give {ACCEPTED}.")
