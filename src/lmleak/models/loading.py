@@ -71,15 +71,17 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
     if spec.startswith("topk:"):
         from lmleak.models.blackbox import TopKOnly
 
-        parts = spec.split(":", 3)
+        parts = spec.split(":", 2)
         try:
             k = int(parts[1])
-            if len(parts) == 4:
-                p, inner = float(parts[2]), parts[3]
-            else:
-                p, inner = None, spec.split(":", 2)[2]
+            inner, p = parts[2], None
         except (IndexError, ValueError):
             raise ModelError(f"cannot read {spec!r}; write topk:K:SPEC or topk:K:MIN_PROB:SPEC") from None
+        head, _, rest = inner.partition(":")
+        try:  # an optional minimum top-1 probability before the inner spec
+            p, inner = float(head), rest
+        except ValueError:
+            pass
         return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype), k, min_top1_prob=p)
     if spec.startswith("text:"):
         from lmleak.models.blackbox import TextOnly
