@@ -1,9 +1,312 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI of the PII / CRT pre-processing area (paper 002): ``lmleak pii evaluate|detect`` and
+``lmleak dedup|redact|split``. Thin: parse, call one library function, write files, print a table."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from lmleak.cli.common import info, out, print_json, quiet
+
+pii_app = typer.Typer(
+    help="PII detection policies: detect spans, evaluate against ground truth.", no_args_is_help=True
+)
+
+CorpusOpt = Annotated[
+    Path, typer.Option("--corpus", help="Corpus file (JSONL/CSV/Parquet/text; see `lmleak corpus check`).")
+]
+PolicyOpt = Annotated[
+    str, typer.Option("--policy", help="regex | presidio | balanced | conservative | digits | paper003.")
+]
+RecallOpt = Annotated[
+    float | None,
+    typer.Option("--recall", help="Degrade the policy to this recall (γ sweep): drop detections at random."),
+]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the degradation.")]
+BaseRecallOpt = Annotated[
+    float,
+    typer.Option(
+        "--base-recall", help="The policy's measured recall, so --recall is absolute (default 1: relative)."
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
+OutDirOpt = Annotated[Path, typer.Option("--out", help="Output folder (created owner-only).")]
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    """Add the ``pii`` group and the top-level ``dedup``, ``redact`` and ``split`` commands."""
+    if "pii" not in groups:
+        groups["pii"] = pii_app
+        app.add_typer(pii_app, name="pii")
+    else:  # another area created the group first: add our commands to it
+        groups["pii"].command("evaluate")(evaluate_cmd)
+        groups["pii"].command("detect")(detect_cmd)
+    app.command("dedup")(dedup_cmd)
+    app.command("redact")(redact_cmd)
+    app.command("split")(split_cmd)
+
+
+def _policy(name: str, recall: float | None, seed: int, base_recall: float) -> Any:
+    from lmleak.pii.policies import get_policy
+
+    return get_policy(name, recall=recall, seed=seed, base_recall=base_recall)
+
+
+def _load(path: Path) -> Any:
+    from lmleak.data.loaders import load_corpus
+
+    return load_corpus(path)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+@pii_app.command("evaluate")
+def evaluate_cmd(
+    corpus: CorpusOpt,
+    secrets: Annotated[
+        Path,
+        typer.Option("--secrets", help="secrets.jsonl ground truth (doc_id, start, end, entity, value)."),
+    ],
+    policy: PolicyOpt = "balanced",
+    recall: RecallOpt = None,
+    seed: SeedOpt = 0,
+    base_recall: BaseRecallOpt = 1.0,
+    min_overlap: Annotated[
+        float, typer.Option(help="Fraction of a span that must be covered to count as matched.")
+    ] = 0.5,
+    save: Annotated[Path | None, typer.Option("--save", help="Also write the table as JSON here.")] = None,
+    as_json: JsonOpt = False,
+    q: QuietOpt = False,
+) -> None:
+    """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8)."""
+    from lmleak.pii.evaluate import evaluate_policy, load_secrets
+    from lmleak.train.sentences import sentence_spans
+
+    quiet(q or as_json)
+    c = _load(corpus)
+    gold = load_secrets(secrets, c)
+    pol = _policy(policy, recall, seed, base_recall)
+    table = evaluate_policy(c, gold, pol, min_overlap=min_overlap, splitter=sentence_spans)
+    result = {"policy": getattr(pol, "name", policy), "recall_target": recall, "seed": seed,
+              "min_overlap": min_overlap, "documents": len(c), "entities": table}  # fmt: skip
+    if save is not None:
+        from lmleak.runs import atomic_write_json
+
+        atomic_write_json(save, result)
+    if as_json:
+        print_json(result)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"policy {result['policy']} on {corpus} ({len(c)} documents)")
+    cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
+    t.add_column("entity")
+    for col in cols:
+        t.add_column(col, justify="right")
+    for ent, row in table.items():
+        t.add_row(ent, *(_fmt(row[col]) for col in cols))
+    out.print(t)
+
+
+@pii_app.command("detect")
+def detect_cmd(
+    corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus file to scan.")] = None,
+    text: Annotated[str | None, typer.Option("--text", help="Scan this text instead of a corpus.")] = None,
+    policy: PolicyOpt = "balanced",
+    recall: RecallOpt = None,
+    seed: SeedOpt = 0,
+    save: Annotated[Path | None, typer.Option("--save", help="Write the spans as JSONL here.")] = None,
+    as_json: JsonOpt = False,
+    q: QuietOpt = False,
+) -> None:
+    """Print (or save) the PII spans a policy detects, and the counts per entity."""
+    import json
+    from collections import Counter
+
+    from lmleak.errors import InputError
+    from lmleak.pii.spans import detect_many
+
+    quiet(q or as_json)
+    if (corpus is None) == (text is None):
+        raise InputError("give exactly one of --corpus and --text", field="corpus")
+    docs = (
+        [("text", "-", text)] if text is not None else [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
+    )  # type: ignore[arg-type]
+    pol = _policy(policy, recall, seed, 1.0)
+    found = detect_many(pol, [d[2] for d in docs])
+    rows = [
+        {
+            "doc_id": doc_id,
+            "user_id": uid,
+            "start": s.start,
+            "end": s.end,
+            "entity": s.entity,
+            "score": round(s.score, 4),
+            "value": t[s.start : s.end],
+        }  # fmt: skip
+        for (doc_id, uid, t), spans in zip(docs, found, strict=True)
+        for s in spans
+    ]
+    counts = Counter(r["entity"] for r in rows)
+    if save is not None:
+        from lmleak.runs import atomic_write_text
+
+        atomic_write_text(save, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    if as_json:
+        print_json({"policy": getattr(pol, "name", policy), "counts": dict(sorted(counts.items())),
+                    "spans": rows if text is not None or save is None else len(rows)})  # fmt: skip
+        return
+    from rich.table import Table
+
+    if text is not None:
+        t = Table(title=f"spans found by {getattr(pol, 'name', policy)}")
+        for col in ("start", "end", "entity", "score", "value"):
+            t.add_column(col)
+        for r in rows:
+            t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", r["value"])
+        out.print(t)
+    t = Table(title=f"detections per entity ({len(docs)} documents)")
+    t.add_column("entity")
+    t.add_column("count", justify="right")
+    for ent, n in sorted(counts.items()):
+        t.add_row(ent, str(n))
+    out.print(t)
+
+
+def dedup_cmd(
+    corpus: CorpusOpt,
+    out_dir: OutDirOpt,
+    mode: Annotated[str, typer.Option("--mode", help="exact (SHA-1) | bloom (one pass, rbloom).")] = "exact",
+    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    as_json: JsonOpt = False,
+    q: QuietOpt = False,
+) -> None:
+    """Sentence-split, then mask every repeated sentence from its second occurrence (paper 002, Dedup).
+
+    Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
+    """
+    from lmleak.runs import secure_dir, write_summary
+    from lmleak.train.dedup import dedup_corpus
+    from lmleak.train.sentences import sentence_corpus
+
+    quiet(q or as_json)
+    c = _load(corpus)
+    d = secure_dir(out_dir)
+    info(f"splitting {len(c)} documents into sentences")
+    deduped, st = dedup_corpus(sentence_corpus(c), mode=mode, fp_rate=fp_rate)
+    deduped.write_jsonl(d / "deduped.jsonl")
+    summary = {"stage": "dedup", "corpus": str(corpus), **st.to_dict(), "removed": {"DUPLICATE": st.masked},
+               "files": {"corpus": str(d / "deduped.jsonl")}}  # fmt: skip
+    write_summary(d, summary, name="dedup.json")
+    _print_summary(summary, as_json, "dedup")
+
+
+def redact_cmd(
+    corpus: CorpusOpt,
+    out_dir: OutDirOpt,
+    policy: PolicyOpt = "balanced",
+    recall: RecallOpt = None,
+    seed: SeedOpt = 0,
+    base_recall: BaseRecallOpt = 1.0,
+    as_json: JsonOpt = False,
+    q: QuietOpt = False,
+) -> None:
+    """Sentence-split (if not yet), then replace every detected span with <MASK> (paper 002, Redact_π).
+
+    Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
+    """
+    from lmleak.runs import secure_dir, write_summary
+    from lmleak.train.redact import redact_corpus
+    from lmleak.train.sentences import sentence_corpus
+
+    quiet(q or as_json)
+    c = _load(corpus)
+    d = secure_dir(out_dir)
+    redacted, st = redact_corpus(sentence_corpus(c), _policy(policy, recall, seed, base_recall))
+    redacted.write_jsonl(d / "redacted.jsonl")
+    summary = {
+        "stage": "redact",
+        "corpus": str(corpus),
+        **st.to_dict(),
+        "files": {"corpus": str(d / "redacted.jsonl")},
+    }
+    write_summary(d, summary, name="redaction.json")
+    _print_summary(summary, as_json, "redact")
+
+
+def split_cmd(
+    corpus: CorpusOpt,
+    out_dir: OutDirOpt,
+    policy: PolicyOpt = "balanced",
+    conservative: Annotated[
+        str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
+    ] = None,
+    dedup: Annotated[str, typer.Option("--dedup", help="exact | bloom | none.")] = "exact",
+    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    recall: RecallOpt = None,
+    seed: SeedOpt = 0,
+    base_recall: BaseRecallOpt = 1.0,
+    as_json: JsonOpt = False,
+    q: QuietOpt = False,
+) -> None:
+    """CRT pre-processing (paper 002, Algorithm 1 lines 1-4): split, Dedup, Redact_π, D_pub / D_pri.
+
+    Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
+    """
+    from lmleak.runs import secure_dir, write_summary
+    from lmleak.train.split import crt_split
+
+    quiet(q or as_json)
+    c = _load(corpus)
+    d = secure_dir(out_dir)
+    res = crt_split(c, _policy(policy, recall, seed, base_recall), conservative=conservative,
+                    dedup=None if dedup == "none" else dedup, bloom_fp_rate=fp_rate)  # fmt: skip
+    files = {"redacted": d / "redacted.jsonl", "public": d / "public.jsonl", "private": d / "private.jsonl"}
+    assert res.redacted is not None
+    res.redacted.write_jsonl(files["redacted"])
+    res.public.write_jsonl(files["public"])
+    res.private.write_jsonl(files["private"])
+    removed = dict(res.stats["redaction"]["removed"])
+    if res.stats.get("dedup"):
+        removed["DUPLICATE"] = res.stats["dedup"]["masked"]
+    summary = {"stage": "split", "corpus": str(corpus), **res.stats, "removed": removed,
+               "files": {k: str(v) for k, v in files.items()}}  # fmt: skip
+    write_summary(d, summary, name="split.json")
+    _print_summary(summary, as_json, "split")
+
+
+def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
+    if as_json:
+        print_json(summary)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"lmleak {stage}: {summary['corpus']}")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for k in (
+        "documents",
+        "sentences",
+        "masked",
+        "redacted_sentences",
+        "public",
+        "private",
+        "private_fraction",
+    ):
+        if k in summary:
+            t.add_row(k, _fmt(summary[k]))
+    bloom = summary.get("bloom") or (summary.get("dedup") or {}).get("bloom")
+    if bloom:
+        t.add_row("bloom configured fp rate", f"{bloom['configured_fp_rate']:.2g}")
+        t.add_row("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}")
+    for ent, n in sorted((summary.get("removed") or {}).items()):
+        t.add_row(f"removed: {ent}", str(n))
+    t.add_row("written to", str(Path(next(iter(summary["files"].values()))).parent))
+    out.print(t)

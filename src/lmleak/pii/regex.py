@@ -1,0 +1,212 @@
+"""Regular-expression PII detectors: structured PII that follows a pattern.
+
+Paper 003 (ProPILE, appendix A.2) collects US phone numbers and e-mail addresses with two regular
+expressions, kept verbatim here as :data:`PAPER003_PHONE` and :data:`PAPER003_EMAIL`; paper 002
+(section 4) redacts CustomerSim's phone, order and tracking numbers and WikiText-2's digits by
+regular expression. Like Presidio's recognizers, a pattern is data: an entity, a regex, a score
+and an optional validation hook (Luhn for credit cards, octet range for IPs).
+
+The formats of the synthetic corpus (:mod:`lmleak.data.synth.customersim`) are matched exactly:
+phones ``(201) 555-0142``, orders ``ORD-12345678``, UPS-style tracking ``1Z`` + 16 characters.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from lmleak.pii.spans import PiiSpan
+
+# Paper 003, appendix A.2, verbatim. The e-mail expression is anchored (^...$): the paper applies
+# it to a whole candidate string, so :func:`paper003_emails` applies it to whitespace tokens.
+PAPER003_PHONE = re.compile("[0-9][0-9][0-9][-.()][0-9][0-9][0-9][-.()][0-9][0-9][0-9][0-9]")
+PAPER003_EMAIL = re.compile(r"^([a-zA-Z0-9_\-\.]+)@([a-zA-Z0-9_\-\.]+)\.([a-zA-Z]{2,5})$")
+
+
+def luhn_valid(number: str) -> bool:
+    """The Luhn checksum of the digits in ``number`` (spaces and dashes ignored).
+
+    Example:
+        >>> luhn_valid("4111 1111 1111 1111"), luhn_valid("4111 1111 1111 1112")
+        (True, False)
+    """
+    digits = [int(c) for c in number if c.isdigit()]
+    if len(digits) < 12:
+        return False
+    total = 0
+    for i, d in enumerate(reversed(digits)):
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def _ipv4_valid(s: str) -> bool:
+    return all(0 <= int(p) <= 255 and (p == "0" or not p.startswith("0")) for p in s.split("."))
+
+
+def _ssn_valid(s: str) -> bool:
+    area, group, serial = s.split("-")
+    return area not in ("000", "666") and not area.startswith("9") and group != "00" and serial != "0000"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One recognizer: ``regex`` matches give ``entity`` spans when ``validate(match)`` holds."""
+
+    entity: str
+    regex: re.Pattern[str]
+    score: float = 1.0
+    validate: Callable[[str], bool] | None = None
+    group: int | str = 0  # the span is this group (context words stay outside it)
+
+
+def _p(
+    entity: str,
+    rx: str,
+    score: float = 1.0,
+    validate: Callable[[str], bool] | None = None,
+    group: int | str = 0,
+) -> Pattern:
+    return Pattern(entity, re.compile(rx), score, validate, group)
+
+
+_MONTH = r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+
+# Order matters: on overlaps the earlier pattern wins (an SSN is not also a phone; a card number is
+# not a digit run). Boundaries use look-arounds, not \b, because "(" and "+" are not word chars.
+DEFAULT_PATTERNS: tuple[Pattern, ...] = (
+    _p("EMAIL", r"(?<![\w.+-])[A-Za-z0-9_.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?![\w-])"),
+    _p("URL", r"\b(?:https?://|www\.)[^\s<>\"']*[^\s<>\"'.,;:!?)\]]"),
+    _p("TRACKING_ID", r"\b1Z[0-9A-Z]{16}\b"),
+    _p("ORDER_ID", r"\bORD-\d{6,10}\b"),
+    # Street address with its "City, ST 12345" tail (high precision; pyap adds more formats).
+    _p(
+        "ADDRESS",
+        r"\b\d{1,6}(?: [A-Z][A-Za-z]+){1,4}(?: (?:Apt\.|Suite|Unit|#) ?\d+)?,(?: [A-Z][A-Za-z]+){1,3}, [A-Z]{2} \d{5}(?:-\d{4})?\b",
+    ),
+    # US military addresses (APO/FPO/DPO), which have no street.
+    _p(
+        "ADDRESS",
+        r"\b(?:PSC \d{4}, Box \d{4}|Unit \d{4} Box \d{4}|US[NS]S? [A-Z][a-z]+),? [ADF]PO A[AEP] \d{5}\b",
+    ),
+    # Names by their context words, as Presidio's context enhancer does: the span is the name.
+    _p(
+        "PERSON",
+        r"(?:\b(?:[Mm]y name is|[Tt]his is|[Tt]hanks|[Tt]hank you|[Dd]ear|[Hh]ello|[Hh]i),? |"
+        r"\b(?:father|mother|wife|husband|sister|brother|son|daughter|aunt|uncle|grandmother|grandfather|"
+        r"cousin|partner|friend)(?: is)? )(?P<name>[A-Z][a-z]+(?:[ -][A-Z][a-z']+)+)",
+        0.6,
+        group="name",
+    ),
+    _p(
+        "UNIVERSITY",
+        r"\b(?:[A-Z][a-z]+ ){1,3}(?:State University|University|Institute of Technology|College)\b"
+        r"|\bUniversity of(?: [A-Z][a-z]+){1,3}\b",
+        0.8,
+    ),
+    _p("SSN", r"(?<![\d-])\d{3}-\d{2}-\d{4}(?![\d-])", validate=_ssn_valid),
+    _p("CREDIT_CARD", r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])", validate=luhn_valid),
+    _p("IP", r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])", validate=_ipv4_valid),
+    # US phone numbers: optional +1 / 001, area code with or without parentheses, then 3-4 digits,
+    # optional extension ("x123", "ext. 12"); paper 003's [-.()] separators are a subset of these.
+    _p(
+        "PHONE",
+        r"(?<![\w+])(?:(?:\+1|001)[\s.-]?|1[\s.-])?(?:\(\d{3}\)[\s.-]?|\d{3}[\s.()-])\d{3}[\s.()-]\d{4}"
+        r"(?:\s?(?:x|ext\.?)\s?\d{1,5})?(?!\d)",
+    ),
+    _p("PHONE", r"(?<![\d-])\d{3}-\d{4}(?![\d-])", score=0.5),
+    _p("DATE", r"(?<!\d)\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})(?!\d)|(?<!\d)\d{4}-\d{2}-\d{2}(?!\d)"),
+    _p("DATE", rf"\b{_MONTH}\.? \d{{1,2}}(?:st|nd|rd|th)?,? \d{{4}}\b|\b\d{{1,2}} {_MONTH} \d{{4}}\b"),
+    # What is left of long numbers (ZIP codes, account numbers, canaries' digits).
+    _p("DIGITS", r"(?<!\d)\d{5,}(?!\d)", score=0.5),
+)
+
+DIGIT_PATTERNS: tuple[Pattern, ...] = (_p("DIGITS", r"\d+"),)
+"""Paper 002's WikiText-2 policy: every digit run is a secret."""
+
+
+class RegexDetector:
+    """Detect PII with an ordered list of :class:`Pattern` s; earlier patterns win on overlaps.
+
+    Args:
+        patterns: the recognizers (default :data:`DEFAULT_PATTERNS`).
+        entities: keep only these entity types (default all).
+
+    Example:
+        >>> d = RegexDetector()
+        >>> text = "Call (201) 555-0142 or mail jane.doe7@example.org about ORD-12345678."
+        >>> [(s.entity, text[s.start:s.end]) for s in d.detect(text)]
+        [('PHONE', '(201) 555-0142'), ('EMAIL', 'jane.doe7@example.org'), ('ORDER_ID', 'ORD-12345678')]
+    """
+
+    def __init__(
+        self, patterns: Sequence[Pattern] = DEFAULT_PATTERNS, entities: Iterable[str] | None = None
+    ) -> None:
+        keep = None if entities is None else set(entities)
+        self.patterns = tuple(p for p in patterns if keep is None or p.entity in keep)
+        self.name = "regex"
+
+    def detect(self, text: str) -> list[PiiSpan]:
+        taken: list[tuple[int, int]] = []
+        out: list[PiiSpan] = []
+        for p in self.patterns:
+            for m in p.regex.finditer(text):
+                a, b = m.span(p.group)
+                if a == b or (p.validate is not None and not p.validate(m.group(p.group))):
+                    continue
+                if any(a < y and x < b for x, y in taken):
+                    continue
+                taken.append((a, b))
+                out.append(PiiSpan(a, b, p.entity, p.score))
+        out.sort(key=lambda s: (s.start, s.end))
+        return out
+
+
+def paper003_phones(text: str) -> list[PiiSpan]:
+    """Phone numbers found by paper 003's regular expression, as spans.
+
+    Example:
+        >>> [(s.start, s.end) for s in paper003_phones("call 201-555-0142 or 201.555.0199")]
+        [(5, 17), (21, 33)]
+    """
+    return [PiiSpan(m.start(), m.end(), "PHONE") for m in PAPER003_PHONE.finditer(text)]
+
+
+def paper003_emails(text: str) -> list[PiiSpan]:
+    """E-mail addresses found by paper 003's anchored regular expression, one token at a time.
+
+    Tokens are whitespace-separated with trailing sentence punctuation stripped, since the anchored
+    expression cannot match inside running text.
+
+    Example:
+        >>> t = "write to jane_doe@example.org, or j.d@mail.example.com."
+        >>> [t[s.start:s.end] for s in paper003_emails(t)]
+        ['jane_doe@example.org', 'j.d@mail.example.com']
+    """
+    out = []
+    for m in re.finditer(r"\S+", text):
+        tok = m.group().rstrip(".,;:!?)\"'")
+        tok_start = m.start()
+        lead = len(tok) - len(tok.lstrip("(\"'<"))
+        tok = tok[lead:]
+        if tok and PAPER003_EMAIL.match(tok):
+            out.append(PiiSpan(tok_start + lead, tok_start + lead + len(tok), "EMAIL"))
+    return out
+
+
+class Paper003Detector:
+    """Exactly paper 003's two regular expressions (phone, e-mail), for comparison with ours.
+
+    Example:
+        >>> [s.entity for s in Paper003Detector().detect("a@b.org 201-555-0100")]
+        ['EMAIL', 'PHONE']
+    """
+
+    name = "paper003"
+
+    def detect(self, text: str) -> list[PiiSpan]:
+        return sorted(paper003_phones(text) + paper003_emails(text), key=lambda s: (s.start, s.end))
