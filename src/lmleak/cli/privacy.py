@@ -1,9 +1,81 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI: ``lmleak confidentiality`` — the guarantees of paper 002 §3.3 for given (ε, δ, γ)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from lmleak.cli.common import out, print_json
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    app.command("confidentiality")(confidentiality)
+
+
+def confidentiality(
+    epsilon: Annotated[float, typer.Option(help="DP epsilon of the (private part of) training.")],
+    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
+    gamma: Annotated[float, typer.Option(help="The redaction policy's miss rate, 1 - recall.")] = 0.1,
+    unique_secrets: Annotated[int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).")] = 1,
+    occurrences: Annotated[int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")] = None,
+    delta2: Annotated[float, typer.Option(help="The conservative policy's miss rate (Thm. 8.3).")] = 0.0,
+    plot: Annotated[Path | None, typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG.")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON (keys named after the results).")] = False,
+) -> None:
+    """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
+    from lmleak.errors import ConfigError
+    from lmleak.train.confidentiality import confidentiality_report
+
+    try:
+        report = confidentiality_report(epsilon, delta, gamma, unique_secrets=unique_secrets,
+                                        occurrences=occurrences, delta2=delta2)
+    except ValueError as e:
+        raise ConfigError(str(e), field="epsilon/delta/gamma") from None
+    if plot is not None:
+        _plot(epsilon, plot)
+        report["plot"] = str(plot)  # type: ignore[assignment]
+    if json_out:
+        print_json(report)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"Confidentiality for a ({epsilon:g}, {delta:g})-DP algorithm and a policy missing {gamma:.0%} of secrets")
+    t.add_column("guarantee")
+    t.add_column("epsilon", justify="right")
+    t.add_column("delta", justify="right")
+    t.add_row("per secret, redacted by the policy (Prop. 5)", "0", "0")
+    t.add_row("per secret, missed by the policy (Prop. 5)", f"{epsilon:.4g}", f"{delta:.3g}")
+    t.add_row("Bayesian, random secret (Prop. 6)", f"{report['bayesian_epsilon']:.4g}", f"{report['bayesian_delta']:.3g}")
+    t.add_row(f"group of {unique_secrets} unique secrets (Prop. 5)", f"{report['group_epsilon']:.4g}", f"{report['group_delta']:.3g}")
+    if occurrences is not None:
+        t.add_row(f"same group, {occurrences} occurrences, no dedup", f"{report['group_epsilon_without_dedup']:.4g}",
+                  f"{report['group_delta_without_dedup']:.3g}")
+    t.add_row("CRT Bayesian (Thm. 8.3)", f"{report['theorem8_bayesian_epsilon']:.4g}", f"{report['theorem8_bayesian_delta']:.3g}")
+    out.print(t)
+    if plot is not None:
+        out.print(f"amplification curve written to {plot}")
+
+
+def _plot(epsilon: float, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from lmleak.train.confidentiality import bayesian_confidentiality
+
+    gammas = np.linspace(0, 1, 101)
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    for eps in sorted({0.5, 1.0, 2.0, 4.0, float(epsilon)}):
+        ax.plot(gammas, [bayesian_confidentiality(eps, 0.0, g)[0] for g in gammas], label=f"ε' = {eps:g}")
+    ax.set_xlabel("γ (policy miss rate, 1 − recall)")
+    ax.set_ylabel("Bayesian confidentiality ε")
+    ax.set_title("Confidentiality amplification by redaction (Prop. 6)")
+    ax.legend()
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,25 @@
+"""``lmleak confidentiality`` prints the paper's guarantees; --json keys are named after them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+
+
+def test_json_output_pins_figure_6(tmp_path):
+    r = CliRunner().invoke(app, ["confidentiality", "--epsilon", "1.0", "--delta", "1e-5", "--gamma", "0.1", "--json",
+                                 "--plot", str(tmp_path / "fig6.png")])
+    assert r.exit_code == 0, r.output
+    data = json.loads(r.stdout)
+    assert data["bayesian_epsilon"] == pytest.approx(0.1586, abs=1e-4)
+    assert data["bayesian_delta"] == pytest.approx(1e-6)
+    assert (tmp_path / "fig6.png").stat().st_size > 1000
+
+
+def test_a_gamma_outside_0_1_is_a_clear_error():
+    r = CliRunner().invoke(app, ["confidentiality", "--epsilon", "1.0", "--gamma", "1.5"])
+    assert r.exit_code == 2 and "gamma" in r.output
