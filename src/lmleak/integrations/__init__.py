@@ -1,0 +1,5 @@
+"""Integrations with training frameworks: :class:`LeakageCallback` for ``transformers.Trainer``."""
+
+from lmleak.integrations.callback import LeakageCallback
+
+__all__ = ["LeakageCallback"]
