@@ -1,9 +1,233 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI of the KART area (paper 004): ``lmleak kart review|describe|margins|run|experiment`` and
+``lmleak synth clinical``. Thin: parse, call one library function, print a table or JSON."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Any
+
 import typer
+
+from lmleak.cli.common import out, print_json, quiet
+
+kart_app = typer.Typer(
+    help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.",
+    no_args_is_help=True,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    """Add the ``kart`` group, ``synth clinical`` and (when the group exists) ``experiment kart``."""
+    app.add_typer(kart_app, name="kart")
+    groups["kart"] = kart_app
+    groups["synth"].command("clinical")(synth_clinical_cmd)
+    if "experiment" in groups:
+        groups["experiment"].command("kart")(experiment_cmd)
+
+
+def _fmt(v: float | None) -> str:
+    return "NA" if v is None else f"{v:.2f}%"
+
+
+@kart_app.command("review")
+def review_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+    """Print paper 004's Table 2: prior studies parameterised by KART."""
+    from lmleak.scenarios.catalogue import review
+
+    rows = review()
+    if as_json:
+        print_json(
+            [
+                {
+                    "study": r.study,
+                    **r.paper,
+                    "scenario": r.scenario.to_record(),
+                    "access_basis": r.access_basis,
+                }
+                for r in rows
+            ]
+        )
+        return
+    from rich.table import Table
+
+    t = Table(title="KART review of prior studies (paper 004, Table 2)")
+    for c in ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)"):
+        t.add_column(c)
+    from rich.markup import escape
+
+    for r in rows:  # the paper's notation has brackets ("1[d ∈ D_train]") that Rich would read as markup
+        t.add_row(
+            escape(r.study),
+            escape(r.paper["I_K"]),
+            escape(r.paper["a"]),
+            escape(r.paper["R"]),
+            escape(r.paper["I_T"]),
+            escape(r.paper["method"]),
+            r.scenario.resources.access,
+        )
+    out.print(t)
+
+
+@kart_app.command("describe")
+def describe_cmd(
+    run: Annotated[Path, typer.Argument(help="An lmleak run directory (or its summary.json).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """State a run's scenario in the paper's notation (I_K, a, R, I_T)."""
+    from lmleak.scenarios.describe import run_scenarios
+
+    found = run_scenarios(run)
+    if as_json:
+        print_json([{"label": lab, "notation": s.notation(), "scenario": s.to_record()} for lab, s in found])
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    t = Table(title=escape(f"KART scenario of {run}"))
+    for c in ("label", "attack", "access", "(I_K, a, R, I_T)"):
+        t.add_column(c)
+    for lab, s in found:
+        t.add_row(escape(lab), escape(s.attack), s.resources.access, escape(s.notation()))
+    out.print(t)
+
+
+def _print_margins(res: dict[str, Any], title: str) -> None:
+    from rich.table import Table
+
+    t = Table(title=title)
+    for c in ("anchor", "ratio", "weakened", "ratio", "margin"):
+        t.add_column(c)
+    for m in res["margins"]:
+        mark = (
+            "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
+        )
+        t.add_row(
+            m["anchor"],
+            _fmt(res["ratios"][m["anchor"]]),
+            m["weakened"],
+            _fmt(res["ratios"][m["weakened"]]),
+            mark,
+        )
+    out.print(t)
+    out.print(
+        "all calculable margins ≥ 0"
+        if res["all_nonnegative"]
+        else "[bold red]ordering violation: a margin is negative[/]"
+    )
+
+
+@kart_app.command("margins")
+def margins_cmd(
+    counts: Annotated[Path, typer.Argument(help="CSV with columns scenario,valid,correct[,generated].")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print {ratios, margins} as JSON.")] = False,
+    decimals: Annotated[
+        int, typer.Option(help="Round ratios (pp) before differencing, as Table 3 does.")
+    ] = 2,
+) -> None:
+    """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts."""
+    from lmleak.scenarios.margins import margins_table, read_counts
+
+    res = margins_table(read_counts(counts), decimals=decimals)
+    if as_json:
+        print_json(res)
+        return
+    _print_margins(res, f"Privacy risk margins ({counts.name})")
+
+
+@kart_app.command("run")
+def run_cmd(
+    spec: Annotated[Path, typer.Argument(help="Scenario YAML with predictions and gold per scenario.")],
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Write summary.json here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Leakage ratio per scenario and margins for any (subject, attribute) predictions."""
+    from lmleak.scenarios.runner import run_spec
+
+    res = run_spec(spec)
+    if out_dir is not None:
+        from lmleak.runs import secure_dir, write_summary
+
+        write_summary(secure_dir(out_dir), {"command": "kart run", "spec": str(spec), **res})
+    if as_json:
+        print_json(res)
+        return
+    _print_margins(res, f"Privacy risk margins ({spec.name})")
+
+
+@kart_app.command("experiment")
+def experiment_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    quick: Annotated[bool, typer.Option("--quick", help="A few minutes instead of ~15.")] = False,
+    patients: Annotated[int | None, typer.Option(help="Patients in the synthetic notes.")] = None,
+    docs: Annotated[int | None, typer.Option(help="Generated documents per K±A± cell.")] = None,
+    epochs: Annotated[int | None, typer.Option(help="MLM pre-training epochs.")] = None,
+    iterations: Annotated[int | None, typer.Option(help="Gibbs updates per document.")] = None,
+    seed: Annotated[int, typer.Option(help="Seed of data, training and sampling.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+) -> None:
+    """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6)."""
+    import dataclasses
+    import os
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from lmleak.experiments.kart import KartExperimentConfig, run_experiment
+
+    quiet(quiet_ or as_json)
+    cfg = KartExperimentConfig.quick(seed) if quick else KartExperimentConfig(seed=seed)
+    cfg = dataclasses.replace(
+        cfg, mlm=dataclasses.replace(cfg.mlm, seed=seed), gibbs=dataclasses.replace(cfg.gibbs, seed=seed)
+    )
+    if patients is not None:
+        cfg = dataclasses.replace(cfg, patients=patients)
+    if docs is not None:
+        cfg = dataclasses.replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
+    if epochs is not None:
+        cfg = dataclasses.replace(cfg, mlm=dataclasses.replace(cfg.mlm, epochs=epochs))
+    if iterations is not None:
+        cfg = dataclasses.replace(
+            cfg,
+            gibbs=dataclasses.replace(
+                cfg.gibbs, iterations=iterations, burn_in=min(cfg.gibbs.burn_in, iterations // 4)
+            ),
+        )
+    res = run_experiment(out_dir, cfg)
+    if as_json:
+        print_json(res)
+        return
+    from rich.table import Table
+
+    t = Table(title="Generated documents, valid and correct name–disease pairs (Table 6 style)")
+    for c in ("scenario", "generated", "valid", "correct", "ratio"):
+        t.add_column(c)
+    for s, c in res["counts"].items():
+        t.add_row(s, str(c["generated"]), str(c["valid"]), str(c["correct"]), _fmt(res["ratios"][s]))
+    out.print(t)
+    _print_margins(res, "Privacy risk margins (Table 3 style)")
+
+
+def synth_clinical_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
+    patients: Annotated[int, typer.Option(help="Number of patients.")] = 200,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    notes_per_patient: Annotated[int, typer.Option(help="Notes per patient.")] = 3,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the written paths as JSON.")] = False,
+) -> None:
+    """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
+    from lmleak.data.synth.clinical import synthesize
+    from lmleak.errors import ConfigError
+
+    if patients < 1 or notes_per_patient < 1:
+        raise ConfigError("need at least one patient and one note per patient", field="patients")
+    paths = synthesize(out_dir, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
+    if as_json:
+        print_json({k: str(v) for k, v in paths.items()})
+        return
+    from rich.table import Table
+
+    t = Table(title=f"synthetic clinical notes ({patients} patients, seed {seed})")
+    t.add_column("file")
+    t.add_column("path")
+    for k, v in paths.items():
+        t.add_row(k, str(v))
+    out.print(t)

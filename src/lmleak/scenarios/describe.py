@@ -1,0 +1,52 @@
+"""State any lmleak run's scenario in paper 004's notation ``(I_K, a, R, I_T)`` (§3, "Summary").
+
+Every attack writes its KART record under ``"scenario"`` in ``summary.json`` (and experiments with
+several scenarios a ``"scenarios"`` mapping); these functions read them back.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import RunError
+from lmleak.scenarios.types import Scenario
+
+
+def notation(record: dict[str, Any]) -> str:
+    """``(I_K, a, R, I_T)`` of a scenario record.
+
+    Example:
+        >>> notation({"attack": "tab_attack", "knowledge": [], "anonymization": "identity",
+        ...           "resources": [], "access": "top_k", "target": "any"})
+        '(∅, id, ∅, I_U)'
+    """
+    return Scenario.from_dict({k: v for k, v in record.items() if k != "notation"}).notation()
+
+
+def run_scenarios(run: str | Path) -> list[tuple[str, Scenario]]:
+    """The scenarios recorded by a run directory (or a ``summary.json`` path), labelled."""
+    p = Path(run)
+    summary_path = p / "summary.json" if p.is_dir() else p
+    if not summary_path.is_file():
+        raise RunError(f"{summary_path}: no summary.json (is this an lmleak run directory?)")
+    try:
+        summary = json.loads(summary_path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise RunError(f"{summary_path}: not valid JSON ({e})") from None
+    found: list[tuple[str, Scenario]] = []
+    many = summary.get("scenarios")
+    if isinstance(many, dict):
+        for label, rec in many.items():
+            if isinstance(rec, dict) and "access" in rec:
+                found.append((str(label), _read(rec, summary_path)))
+    if not found and isinstance(summary.get("scenario"), dict):
+        found.append(("run", _read(summary["scenario"], summary_path)))
+    if not found:
+        raise RunError(f"{summary_path}: the run records no KART scenario (key 'scenario')")
+    return found
+
+
+def _read(rec: dict[str, Any], path: Path) -> Scenario:
+    return Scenario.from_dict({k: v for k, v in rec.items() if k != "notation"}, where=str(path))

@@ -1,0 +1,132 @@
+"""Paper 004 Table 6 (counts) -> Table 3 (ratios and privacy risk margins), transcribed by hand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.errors import DataFileError
+from lmleak.scenarios.margins import leakage_ratio, margins_table, read_counts, risk_margins
+
+# Table 6: scenario, generated documents, valid pairs, correct pairs
+TABLE6 = [
+    ("K+A+R+", 10_016, 10_065, 352),
+    ("K+A+R-", 10_016, 27_283, 352),
+    ("K+A-R+", 10_016, 9_737, 306),
+    ("K+A-R-", 10_016, 25_685, 306),
+    ("K-A+R+", 111_968, 1_127, 0),
+    ("K-A+R-", 111_968, 2_789, 0),
+    ("K-A-R+", 310_016, 0, 0),
+    ("K-A-R-", 310_016, 0, 0),
+]
+
+# Table 3: anchor, weakened, margin in percentage points (None = NA), in the paper's row order
+TABLE3_MARGINS = [
+    ("K+A+R+", "K+A+R-", 2.21),
+    ("K+A+R+", "K+A-R+", 0.36),
+    ("K+A+R+", "K-A+R+", 3.50),
+    ("K+A+R-", "K+A-R-", 0.10),
+    ("K+A+R-", "K-A+R-", 1.29),
+    ("K+A-R+", "K+A-R-", 1.95),
+    ("K+A-R+", "K-A-R+", None),
+    ("K-A+R+", "K-A+R-", 0.00),
+    ("K-A+R+", "K-A-R+", None),
+    ("K+A-R-", "K-A-R-", None),
+    ("K-A+R-", "K-A-R-", None),
+    ("K-A-R+", "K-A-R-", None),
+]
+TABLE3_RATIOS = {
+    "K+A+R+": 3.50,
+    "K+A+R-": 1.29,
+    "K+A-R+": 3.14,
+    "K-A+R+": 0.00,
+    "K+A-R-": 1.19,
+    "K-A+R-": 0.00,
+    "K-A-R+": None,
+    "K-A-R-": None,
+}
+# Table 3's "name-disease pairs per 10k generations (correct / valid)"
+TABLE3_PER_10K = {
+    "K+A+R+": (351, 10_049),
+    "K+A+R-": (351, 27_239),
+    "K+A-R+": (306, 9_721),
+    "K-A+R+": (0, 101),
+    "K+A-R-": (306, 25_644),
+    "K-A+R-": (0, 249),
+    "K-A-R+": (0, 0),
+    "K-A-R-": (0, 0),
+}
+
+
+def _csv(tmp_path):
+    p = tmp_path / "counts.csv"
+    p.write_text(
+        "scenario,generated,valid,correct\n" + "".join(f"{s},{g},{v},{c}\n" for s, g, v, c in TABLE6)
+    )
+    return p
+
+
+def test_table6_counts_reproduce_table3_exactly(tmp_path):
+    res = margins_table(read_counts(_csv(tmp_path)))
+    assert res["ratios"] == TABLE3_RATIOS
+    got = [(m["anchor"], m["weakened"], m["margin"]) for m in res["margins"]]
+    assert got == [(a, w, pytest.approx(m) if m is not None else None) for a, w, m in TABLE3_MARGINS]
+    assert {k: (v["correct"], v["valid"]) for k, v in res["per_10k"].items()} == TABLE3_PER_10K
+    assert res["all_nonnegative"] and res["num_calculable"] == 7
+
+
+def test_margins_are_differences_of_the_rounded_ratios_like_the_paper():
+    # exact difference of 352/10065 and 306/9737 is 0.3546 pp; the paper prints 3.50 - 3.14 = 0.36
+    exact = risk_margins({"K+": 100 * 352 / 10_065, "K-": 100 * 306 / 9_737}, decimals=None)[0].margin
+    assert exact == pytest.approx(0.3546, abs=1e-4)
+    assert risk_margins({"K+": 3.50, "K-": 3.14})[0].margin == pytest.approx(0.36)
+
+
+def test_a_negative_margin_is_flagged_and_na_never_counts_as_zero():
+    ms = risk_margins({"K+R+": 1.0, "K+R-": 2.0, "K-R+": None, "K-R-": 0.0})
+    by = {(m.anchor, m.weakened): m for m in ms}
+    assert by[("K+R+", "K+R-")].violation and by[("K+R+", "K+R-")].margin == -1.0
+    assert by[("K+R+", "K-R+")].margin is None and not by[("K+R+", "K-R+")].violation
+    assert leakage_ratio(0, 0) is None and leakage_ratio(0, 5) == 0.0
+
+
+def test_pairs_match_a_brute_force_enumeration_of_one_factor_differences():
+    import itertools
+
+    names = [
+        "".join(f"{f}{s}" for f, s in zip("KAR", signs, strict=False))
+        for signs in itertools.product("+-", repeat=3)
+    ]
+    ms = risk_margins({n: 1.0 for n in names})
+    expected = {
+        (a, w)
+        for a in names
+        for w in names
+        if sum(x != y for x, y in zip(a, w, strict=False)) == 1
+        and a[[i for i in range(6) if a[i] != w[i]][0]] == "+"
+    }
+    assert {(m.anchor, m.weakened) for m in ms} == expected and len(ms) == 12
+
+
+def test_bad_counts_file_names_the_line(tmp_path):
+    p = tmp_path / "c.csv"
+    p.write_text("scenario,valid,correct\nK+A+,10,3\nK+A?,5,1\n")
+    with pytest.raises(DataFileError, match=r"c.csv:3"):
+        read_counts(p)
+    p.write_text("scenario,valid,correct\nK+,3,5\n")
+    with pytest.raises(DataFileError, match="correct exceeds valid"):
+        read_counts(p)
+
+
+def test_cli_margins_json_prints_table3(tmp_path):
+    from lmleak.cli.main import app
+
+    r = CliRunner().invoke(app, ["kart", "margins", str(_csv(tmp_path)), "--json"])
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.stdout)
+    assert d["ratios"] == TABLE3_RATIOS
+    assert [(m["anchor"], m["weakened"], m["margin"]) for m in d["margins"]] == [
+        (a, w, m) for a, w, m in TABLE3_MARGINS
+    ]
