@@ -180,7 +180,7 @@ class PlainStrategy:
         loss.backward()
         self.optimizer.step()
         self.steps += 1
-        return float(loss)
+        return float(loss.detach())
 
     def trained_module(self) -> torch.nn.Module:
         return self.module
@@ -202,9 +202,10 @@ def make_strategy(config: TrainConfig) -> Any:
 def train_model(
     corpus: Corpus,
     out_dir: str | Path,
-    config: TrainConfig = TrainConfig(),
+    config: TrainConfig | None = None,
     *,
     val_corpus: Corpus | None = None,
+    progress: bool = True,
     public: Corpus | None = None,
     private: Corpus | None = None,
     on_epoch_end: Callable[[int, torch.nn.Module, Any], None] | None = None,
@@ -217,6 +218,7 @@ def train_model(
         public, private: for ``mode="crt"`` with a pre-computed split (otherwise the split is
             computed from ``corpus`` with ``config.policy``).
         on_epoch_end: called as ``(epoch, module, tokenizer)`` after each epoch (audit callbacks).
+        progress: show a Rich progress bar per epoch (``False``: a plain loop).
 
     Writes the model (loadable by :func:`lmleak.models.small.load_small_model`; the GPT also by
     plain ``transformers``), ``train.json`` (config, per-epoch metrics, throughput, users) and
@@ -226,6 +228,7 @@ def train_model(
     from lmleak.progress import track
     from lmleak.runs import atomic_write_json
 
+    config = config if config is not None else TrainConfig()
     torch.manual_seed(config.seed)
     train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.val_fraction, config.seed)
     extra: dict[str, Any] = {}
@@ -261,7 +264,10 @@ def train_model(
     for epoch in range(1, config.epochs + 1):
         module.train()
         losses, t0, tokens = [], time.perf_counter(), 0
-        for kind, ids, lengths in track(list(strategy.batches(epoch)), description=f"epoch {epoch}/{config.epochs} ({config.mode})"):
+        batches = list(strategy.batches(epoch))
+        if progress:
+            batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
+        for kind, ids, lengths in batches:
             if len(ids) == 0:
                 strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
                 continue
