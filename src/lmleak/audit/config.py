@@ -235,7 +235,7 @@ def load_config(path: str | Path) -> AuditConfig:
         raise ConfigError("file does not exist", path=p, hint="write one with `lmleak audit --example > audit.yaml`")
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
+    except (yaml.YAMLError, UnicodeDecodeError) as e:
         line = getattr(getattr(e, "problem_mark", None), "line", None)
         raise ConfigError(f"not valid YAML: {e}", path=p, line=None if line is None else line + 1) from None
     return parse_config(data, path=str(p), base_dir=str(p.parent.resolve()))

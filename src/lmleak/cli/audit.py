@@ -11,6 +11,8 @@ from lmleak.cli.common import err, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    app.command("audit")(audit)
+    app.command("demo")(demo)
     app.command("gate")(gate)
     app.command("query")(query_cmd)
     app.command("render")(render_cmd)
@@ -90,3 +92,76 @@ def render_cmd(
     path = render_report(run, out_path, show_text=show_text)
     if not quiet_:
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
+
+
+def _summary_table(run: Path) -> None:
+    from rich.table import Table
+
+    from lmleak.audit.headline import collect_headlines
+    from lmleak.render.html import LABELS
+
+    heads = collect_headlines(run)
+    metrics = [k for k in LABELS if any(k in h for h in heads.values())]
+    t = Table(title=f"Audit summary — {run}")
+    t.add_column("model")
+    for k in metrics:
+        t.add_column(LABELS[k], justify="right")
+    for name, h in heads.items():
+        t.add_row(name, *[("—" if h.get(k) is None else f"{h[k]:.4g}" if isinstance(h[k], float) else str(h[k])) for k in metrics])
+    out.print(t)
+
+
+def audit(
+    config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
+    example: Annotated[bool, typer.Option("--example", help="Print a commented example config and exit.")] = False,
+    force: Annotated[bool, typer.Option(help="Rerun every stage, even complete ones.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars or stage messages.")] = False,
+) -> None:
+    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
+    import sys
+
+    from lmleak.audit.config import EXAMPLE, load_config
+    from lmleak.audit.runner import run_audit
+    from lmleak.errors import ConfigError
+
+    if example:
+        sys.stdout.write(EXAMPLE)
+        return
+    if config is None:
+        raise ConfigError("no config file given", hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)")
+    quiet(quiet_ or json_out)
+    cfg = load_config(config)
+    run = run_audit(cfg, force=force, echo=(lambda s: None) if (quiet_ or json_out) else err.print)
+    if json_out:
+        from lmleak.audit.headline import collect_headlines
+
+        print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
+        return
+    _summary_table(run)
+    out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
+
+
+def demo(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's data, models and audit.")] = Path("lmleak-demo"),
+    quick: Annotated[bool, typer.Option("--quick", help="Smaller corpus and fewer epochs (about 3 minutes).")] = False,
+    leave_out: Annotated[bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")] = False,
+    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
+) -> None:
+    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs, audit all three."""
+    import time
+
+    from lmleak.audit.demo import run_demo
+
+    quiet(json_out)
+    t0 = time.perf_counter()
+    run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print)
+    if json_out:
+        from lmleak.audit.headline import collect_headlines
+
+        print_json({"run": str(run), "report": str(run / "report.html"), "seconds": time.perf_counter() - t0,
+                    "headlines": collect_headlines(run)})
+        return
+    _summary_table(run)
+    out.print(f"demo finished in {time.perf_counter() - t0:.0f} s; report: [bold]{run / 'report.html'}[/]")

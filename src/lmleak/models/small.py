@@ -1,9 +1,12 @@
 """The small models lmleak trains itself, and their tokenizers.
 
-- :func:`build_tokenizer`: word-level over the most frequent N words (the papers' choice; digits
-  are split into single-digit tokens so every number is representable, and spacing is kept with
-  the Metaspace scheme so ``decode(encode(text)) == text`` for in-vocabulary text), or byte-level
-  BPE (no unknown tokens). Either is saved as a standard ``PreTrainedTokenizerFast``.
+- :func:`build_tokenizer`: word-level over the most frequent N words (the papers' choice; spacing is
+  kept with the Metaspace scheme so ``decode(encode(text)) == text`` for in-vocabulary text), or
+  byte-level BPE (no unknown tokens). Either is saved as a standard ``PreTrainedTokenizerFast``.
+  Subtle: both split digits into single-digit tokens by default. A tokenizer is fitted on the
+  private training data without any DP; a BPE fitted on a corpus where a secret repeats learns
+  the whole secret as one vocabulary entry, and a DP-SGD model then only has to learn "after
+  'My ID is:' comes one of these few tokens" — every canary ranked in the top 10 (measured).
 - :func:`new_small_gpt`: a GPT-2 of a few million parameters with *untied* input/output
   embeddings (Opacus ghost clipping refuses tied weights). It saves as a plain Hugging Face
   directory that ``AutoModelForCausalLM`` / ``AutoTokenizer`` load without lmleak.
@@ -27,7 +30,7 @@ MANIFEST = "lmleak_model.json"
 
 
 def build_tokenizer(
-    texts: Iterable[str], *, kind: Literal["word", "bpe"] = "word", vocab_size: int = 5000
+    texts: Iterable[str], *, kind: Literal["word", "bpe"] = "word", vocab_size: int = 5000, split_digits: bool = True
 ) -> Any:
     """Train a tokenizer on ``texts`` and wrap it as a ``transformers.PreTrainedTokenizerFast``.
 
@@ -46,14 +49,17 @@ def build_tokenizer(
             [
                 pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never", split=True),
                 pre_tokenizers.Punctuation(behavior="isolated"),
-                pre_tokenizers.Digits(individual_digits=True),
+                pre_tokenizers.Digits(individual_digits=split_digits),
             ]
         )
         tk.decoder = decoders.Metaspace(replacement="▁", prepend_scheme="never", split=True)
         trainer: Any = trainers.WordLevelTrainer(vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS)
     elif kind == "bpe":
         tk = Tokenizer(models.BPE())
-        tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+        tk.pre_tokenizer = (
+            pre_tokenizers.Sequence([byte_level, pre_tokenizers.Digits(individual_digits=True)]) if split_digits else byte_level
+        )
         tk.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
             vocab_size=vocab_size,

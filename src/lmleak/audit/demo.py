@@ -1,0 +1,125 @@
+"""``lmleak demo``: the embedded default job, end to end on a laptop CPU.
+
+1. Synthesise the CustomerSim corpus with canaries (10 canaries, repeated), plus a second corpus
+   of other (never trained) users of the same format for membership inference.
+2. Train three small GPTs on the same users: plain, DP-SGD, and CRT (paper 002 Algorithm 1).
+3. Audit all three with one config: the leakage report against a public model, canary exposure,
+   membership inference (PII lines of training users vs the same lines of unseen users), PII
+   probing of the training users, and the KART scenario of every analysis.
+4. Write ``report.html`` and print a summary table.
+
+The public model of the leakage report is a model of the same architecture trained on the unseen
+users only. It has never seen any data of the audited users, which is what paper 001 (§5, §6.2)
+asks of a leave-out model; training it once serves all three audited models. ``--leave-out``
+retrains one per audited model without the owners of its unique sequences instead (slower).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSize:
+    users: int
+    dialogs_per_user: int
+    canary_repeats: int
+    epochs: int
+    dp_epochs: int
+    mia_per_side: int
+    probe_subjects: int
+
+
+SIZES = {
+    "quick": DemoSize(users=24, dialogs_per_user=3, canary_repeats=10, epochs=6, dp_epochs=2, mia_per_side=60, probe_subjects=12),
+    "full": DemoSize(users=60, dialogs_per_user=4, canary_repeats=20, epochs=10, dp_epochs=3, mia_per_side=200, probe_subjects=30),
+}
+
+
+def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
+    out = []
+    for line in paths.read_text(encoding="utf-8").splitlines():
+        doc = json.loads(line)
+        if users is not None and doc["user_id"] not in users:
+            continue
+        out.extend(s for s in doc["text"].split("\n") if marker in s)
+    return out
+
+
+def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_out: bool = False,
+             echo: Callable[[str], None] = print) -> Path:
+    """Run the demo into ``out_dir`` and return the audit run directory."""
+    from lmleak.audit.config import parse_config
+    from lmleak.audit.runner import run_audit
+    from lmleak.data.corpus import Corpus
+    from lmleak.data.loaders import load_corpus
+    from lmleak.data.synth.customersim import synthesize
+    from lmleak.runs import atomic_write_text, secure_dir
+    from lmleak.train.config import TrainConfig
+    from lmleak.train.trainer import train_model
+
+    size = SIZES["quick" if quick else "full"]
+    root = secure_dir(out_dir)
+    t0 = time.perf_counter()
+    echo(f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}")
+    data = synthesize(root / "data", users=size.users, dialogs_per_user=size.dialogs_per_user, seed=seed,
+                      canaries=10, canary_repeats=size.canary_repeats)
+    unseen = synthesize(root / "unseen", users=max(size.users // 2, 12), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000)
+    corpus = load_corpus(data["corpus"])
+    common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, val_fraction=0.0,
+                  n_embd=128, n_layer=2, n_head=4, lr=3e-3)
+    models = {
+        "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]
+        "dp-sgd": TrainConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),  # type: ignore[arg-type]
+        "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced", **common),  # type: ignore[arg-type]
+    }
+    unseen_corpus = load_corpus(unseen["corpus"])
+    for i, (name, cfg) in enumerate(models.items(), start=1):
+        if (root / "models" / name / "train.json").exists():
+            echo(f"[bold]2/4[/] model {name}: already trained, reused")
+            continue
+        echo(f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs)")
+        train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
+    public = "leave-out"
+    if not leave_out:
+        public = str(root / "models" / "public")
+        if not (root / "models" / "public" / "train.json").exists():
+            echo("[bold]2/4[/] training the public model on unseen users only")
+            train_model(unseen_corpus, root / "models" / "public", models["plain"])
+    # membership inference: PII-bearing lines (e-mail) of trained users vs of unseen users
+    members = _lines_with(data["corpus"], None, "@")
+    non_members = _lines_with(unseen["corpus"], None, "@")
+    atomic_write_text(root / "data" / "members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in members))
+    atomic_write_text(root / "data" / "non_members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in non_members))
+    subjects = data["subjects"].read_text().splitlines()[: size.probe_subjects]
+    atomic_write_text(root / "data" / "probe_subjects.jsonl", "".join(s + "\n" for s in subjects))
+    config: dict[str, Any] = {
+        "out": "audit",
+        "corpus": {"path": "data/corpus.jsonl"},
+        "models": [{"name": n, "path": f"models/{n}"} for n in models],
+        "public_model": public if leave_out else "models/public",
+        "analyses": {
+            "report": {"k": [1, 3], "t": 1.0, "p": 5},
+            "exposure": {"canaries": "data/canaries.jsonl"},
+            "mia": {"members": "data/members.jsonl", "non_members": "data/non_members.jsonl", "group_size": 20},
+            # PROBE_STAGE
+
+            "kart": True,
+        },
+    }
+    atomic_write_text(root / "audit.yaml", "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
+                      + yaml.safe_dump(config, sort_keys=False))
+    echo("[bold]3/4[/] auditing the three models (leakage report, exposure, membership, PII probing, KART)")
+    cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
+    run = run_audit(cfg, echo=echo)
+    summary = json.loads((run / "summary.json").read_text())
+    summary["demo_seconds"] = time.perf_counter() - t0
+    del Corpus  # only imported for type clarity in editors
+    echo(f"[bold]4/4[/] done in {summary['demo_seconds']:.0f} s")
+    return run

@@ -1,0 +1,235 @@
+"""Run an audit: every configured analysis for every model, into one run directory.
+
+Layout of a run directory::
+
+    RUN/
+      config.resolved.yaml          the config with defaults filled in
+      audit.log                     what ran, what was skipped, how long each stage took
+      summary.json                  schema_version, per model: headline, stages, scenarios, privacy
+      models/<name>/<stage>/        each stage's own results (summary.json + Parquet)
+      kart/scenarios.parquet        every stage's KART scenario, one row each
+      report.html                   the self-contained report (owner-only)
+
+A stage is skipped on a rerun when its folder holds ``.complete.json`` with the same fingerprint
+(the stage's options, the model, the corpus path); change an option and that stage runs again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lmleak.audit.config import AuditConfig, to_dict
+from lmleak.audit.headline import headline_from_summary
+from lmleak.runs import atomic_write_json, atomic_write_text, read_summary, secure_dir, write_parquet, write_summary
+
+log = logging.getLogger("lmleak.audit")
+STAGES = ("report", "exposure", "mia", "probe")
+COMPLETE = ".complete.json"
+
+
+def _fingerprint(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def stage_done(stage_dir: Path, fingerprint: str) -> bool:
+    marker = stage_dir / COMPLETE
+    if not marker.exists() or not (stage_dir / "summary.json").exists():
+        return False
+    try:
+        return json.loads(marker.read_text()).get("fingerprint") == fingerprint
+    except json.JSONDecodeError:
+        return False
+
+
+def anonymization_of(model_dir: str | None) -> str:
+    """KART's A factor from the model's ``privacy.json`` (identity when unknown)."""
+    if not model_dir:
+        return "identity"
+    p = Path(model_dir) / "privacy.json"
+    if not p.exists():
+        return "identity"
+    priv = json.loads(p.read_text())
+    eps = priv.get("epsilon")
+    mode = priv.get("mode")
+    if mode == "dp" and eps is not None:
+        return f"dp:{eps:.3g}"
+    if mode == "crt" and eps is not None:
+        return f"redaction:{priv.get('policy') or 'balanced'}+dp:{eps:.3g}"
+    if mode == "sdp" and eps is not None:
+        return f"dp:{eps:.3g}"
+    return "identity"
+
+
+def with_anonymization(record: dict[str, Any] | None, anonymization: str) -> dict[str, Any] | None:
+    """The same KART record with the A factor the audit knows from the model's training."""
+    if not record:
+        return record
+    from lmleak.scenarios import scenario_record
+
+    try:
+        return scenario_record(attack=record["attack"], knowledge=record.get("knowledge", ()), anonymization=anonymization,
+                               resources=record.get("resources", ()), access=record["access"], target=record["target"],
+                               notes=record.get("notes"))
+    except Exception:  # a record from an older schema: keep it as written
+        return record
+
+
+class Auditor:
+    """Runs the stages of one config; see the module docstring."""
+
+    def __init__(self, cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None) -> None:
+        self.cfg = cfg
+        self.force = force
+        self.echo = echo or (lambda s: None)
+        self.run = secure_dir(cfg.resolve(cfg.out) or cfg.out)
+        self._corpus: Any = None
+
+    # ------------------------------------------------------------------ helpers
+    def corpus(self) -> Any:
+        if self._corpus is None:
+            from lmleak.data.loaders import load_corpus
+
+            c = self.cfg.corpus
+            self._corpus = load_corpus(self.cfg.resolve(c.path), format=c.format, text_field=c.text_field,
+                                       user_field=c.user_field, doc_field=c.doc_field, skip_bad_rows=c.skip_bad_rows)
+        return self._corpus
+
+    def enabled(self) -> list[tuple[str, Any]]:
+        a = self.cfg.analyses
+        out = []
+        for stage in STAGES:
+            spec = getattr(a, stage)
+            if spec is None:
+                continue
+            if stage == "exposure" and not spec.canaries:
+                continue
+            if stage == "mia" and not (spec.members and spec.non_members):
+                continue
+            if stage == "probe" and not spec.subjects:
+                continue
+            out.append((stage, spec))
+        return out
+
+    # ------------------------------------------------------------------ stages
+    def stage_report(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.report.leakage import ReportConfig, run_report
+
+        public = self.cfg.public_model
+        run_report(model, self.corpus(), out, ReportConfig(ks=tuple(spec.k), t=spec.t, p=spec.p),
+                   public_model=self.cfg.resolve(public) if public else None,
+                   model_dir=model_path if Path(model_path).is_dir() else None,
+                   anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
+
+    def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.cli.attacks import exposure_cmd
+
+        exposure_cmd(model=model, canaries=Path(self.cfg.resolve(spec.canaries) or ""), out_dir=out, quiet_=True)
+
+    def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.cli.attacks import mia_cmd
+
+        ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
+        mia_cmd(model=model, members=Path(self.cfg.resolve(spec.members) or ""),
+                non_members=Path(self.cfg.resolve(spec.non_members) or ""), out_dir=out, group_size=spec.group_size,
+                reference=self.cfg.resolve(ref) if ref else None, quiet_=True)
+
+    def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.probe.run import run_probe  # type: ignore[import-not-found]
+
+        run_probe(model, self.cfg.resolve(spec.subjects), out, level=spec.level, templates=spec.templates, beams=spec.beams)
+
+    # ------------------------------------------------------------------ the run
+    def __call__(self) -> Path:
+        import yaml
+
+        handler = logging.FileHandler(self.run / "audit.log")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        try:
+            atomic_write_text(self.run / "config.resolved.yaml", yaml.safe_dump(to_dict(self.cfg), sort_keys=False))
+            summary: dict[str, Any] = {"title": Path(self.run).name, "config": to_dict(self.cfg), "models": {}}
+            for m in self.cfg.models:
+                summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
+            self._kart_table(summary)
+            write_summary(self.run, summary)
+            from lmleak.render.html import render_report
+
+            render_report(self.run, show_text=self.cfg.render.show_text)
+            log.info("report written to %s", self.run / "report.html")
+        finally:
+            log.removeHandler(handler)
+            handler.close()
+        return self.run
+
+    def _audit_model(self, name: str, path: str) -> dict[str, Any]:
+        model = None
+        stages: dict[str, str] = {}
+        headline: dict[str, Any] = {}
+        scenarios: dict[str, Any] = {}
+        anon = anonymization_of(path if Path(path).is_dir() else None)
+        for stage, spec in self.enabled():
+            out = self.run / "models" / name / stage
+            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
+            rel = str(out.relative_to(self.run))
+            if not self.force and stage_done(out, fp):
+                self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
+                log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
+            else:
+                if model is None:
+                    from lmleak.models.loading import load_model
+
+                    model = load_model(path)
+                self.echo(f"[bold]{name}/{stage}[/]: running")
+                t0 = time.perf_counter()
+                getattr(self, f"stage_{stage}")(model, path, spec, out)
+                seconds = time.perf_counter() - t0
+                atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
+                log.info("%s/%s: done in %.1f s", name, stage, seconds)
+            stages[stage] = rel
+            stage_summary = read_summary(out)
+            headline.update(headline_from_summary(stage_summary))
+            scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon)
+        privacy = self._privacy(path)
+        headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
+        return {"path": path, "headline": headline, "stages": stages, "scenarios": scenarios, "privacy": privacy}
+
+    def _privacy(self, path: str) -> dict[str, Any]:
+        p = Path(path) / "privacy.json"
+        if not p.exists():
+            return {}
+        priv = json.loads(p.read_text())
+        out = {"mode": priv.get("mode"), "dp_epsilon": priv.get("epsilon"), "dp_delta": priv.get("delta"),
+               "gamma": priv.get("gamma")}
+        if priv.get("epsilon") is not None and priv.get("gamma") is not None:
+            from lmleak.train.confidentiality import bayesian_confidentiality
+
+            out["confidentiality_epsilon"], out["confidentiality_delta"] = bayesian_confidentiality(
+                float(priv["epsilon"]), float(priv.get("delta") or 0.0), float(priv["gamma"]))
+        return out
+
+    def _kart_table(self, summary: dict[str, Any]) -> None:
+        import pandas as pd
+
+        rows = []
+        for name, m in summary["models"].items():
+            for stage, rec in (m.get("scenarios") or {}).items():
+                if rec:
+                    rows.append({"model": name, "stage": stage, "attack": rec.get("attack"),
+                                 "knowledge": ", ".join(rec.get("knowledge") or []) or "∅",
+                                 "anonymization": rec.get("anonymization"), "resources": ", ".join(rec.get("resources") or []) or "∅",
+                                 "access": rec.get("access"), "target": str(rec.get("target")), "notation": rec.get("notation")})
+        if rows and self.cfg.analyses.kart:
+            write_parquet(pd.DataFrame(rows), self.run / "kart" / "scenarios.parquet")
+
+
+def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None) -> Path:
+    """Run every configured stage (skipping complete ones) and write the report; returns the run dir."""
+    return Auditor(cfg, force=force, echo=echo)()

@@ -1,0 +1,104 @@
+"""The audit: config validation, stages skipped on rerun, schema version, gate exit codes, report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from lmleak.audit.config import EXAMPLE, load_config, parse_config
+from lmleak.cli.main import app
+from lmleak.data.synth.customersim import synthesize
+from lmleak.errors import ConfigError
+
+
+@pytest.fixture(scope="module")
+def audit_dir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("audit")
+    paths = synthesize(d / "data", users=6, dialogs_per_user=2, seed=3, canaries=2, canary_repeats=3)
+    lines = [json.loads(x)["text"].split("\n")[1] for x in paths["corpus"].read_text().splitlines()]
+    unseen = synthesize(d / "unseen", users=6, dialogs_per_user=2, seed=4)
+    others = [json.loads(x)["text"].split("\n")[1] for x in unseen["corpus"].read_text().splitlines()]
+    (d / "members.txt").write_text("\n".join(lines) + "\n")
+    (d / "non_members.txt").write_text("\n".join(others) + "\n")
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "data/corpus.jsonl"},
+        "models": [{"name": "memorizer", "path": f"fake:{paths['corpus']}"}],
+        "analyses": {
+            "report": {"k": [1], "t": 1.0, "p": 5},
+            "exposure": {"canaries": "data/canaries.jsonl"},
+            "mia": {"members": "members.txt", "non_members": "non_members.txt", "group_size": 4},
+        },
+    }
+    (d / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    return d
+
+
+def test_the_example_config_parses_and_unknown_keys_get_a_suggestion(tmp_path):
+    parse_config(yaml.safe_load(EXAMPLE))
+    with pytest.raises(ConfigError, match="Did you mean 'exposure'"):
+        parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"exposur": {}}})
+    with pytest.raises(ConfigError, match="analyses.report.k"):
+        parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"report": {"k": "x"}}})
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("corpus: [unclosed\n")
+    with pytest.raises(ConfigError, match="bad.yaml"):
+        load_config(bad)
+
+
+def test_an_audit_writes_a_versioned_summary_and_skips_complete_stages(audit_dir):
+    r = CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml"), "--json"])
+    assert r.exit_code == 0, r.output
+    run = audit_dir / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["schema_version"] >= 1
+    head = summary["models"]["memorizer"]["headline"]
+    assert {"unique_sequences", "max_exposure", "mia_auc"} <= set(head)
+    assert set(summary["models"]["memorizer"]["scenarios"]) == {"report", "exposure", "mia"}
+    assert (run / "report.html").stat().st_mode & 0o077 == 0
+    assert (run / "kart" / "scenarios.parquet").exists()
+    stamps = {p: p.stat().st_mtime_ns for p in run.rglob("*.parquet") if "models" in p.parts}
+    r = CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
+    assert r.exit_code == 0, r.output
+    assert "skipped" in r.output or all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+    assert all(p.stat().st_mtime_ns == t for p, t in stamps.items())
+
+
+def test_the_gate_exit_code_follows_the_limits(audit_dir):
+    run = audit_dir / "run"
+    if not (run / "summary.json").exists():
+        CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
+    head = json.loads((run / "summary.json").read_text())["models"]["memorizer"]["headline"]
+    ok = CliRunner().invoke(app, ["gate", str(run), "--max-exposure", str(head["max_exposure"] + 1)])
+    assert ok.exit_code == 0, ok.output
+    fail = CliRunner().invoke(app, ["gate", str(run), "--max-exposure", str(head["max_exposure"] - 0.5), "--json"])
+    assert fail.exit_code == 1 and json.loads(fail.stdout)["passed"] is False
+    missing = CliRunner().invoke(app, ["gate", str(run), "--max-leakage-epsilon", "2"])
+    assert missing.exit_code == 1 and "not measured" in missing.output
+
+
+def test_the_report_is_self_contained_html_with_a_headline_and_plots(audit_dir):
+    run = audit_dir / "run"
+    if not (run / "report.html").exists():
+        CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
+    html = (run / "report.html").read_text()
+    assert 'id="headline"' in html and "Unique leaked sequences" in html
+    assert "training data" in html.lower()
+    import re
+
+    # nothing is fetched from the network: no external scripts, styles or images
+    assert not re.search(r"<(script|link|img)[^>]+(src|href)=[\"']https?:", html)
+    assert html.count('class="plot"') >= 2  # exposure bars and ROC curves
+    assert "My ID is" not in html  # redacted by default
+
+
+def test_query_runs_sql_over_the_run(audit_dir):
+    run = audit_dir / "run"
+    if not (run / "summary.json").exists():
+        CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
+    r = CliRunner().invoke(app, ["query", str(run), "SELECT count(*) AS n FROM exposure", "--json"])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)[0]["n"] == 2
