@@ -184,7 +184,8 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
         d = stages.get("mia")
         roc = _read_parquet(d / "roc.parquet") if d else None
         if roc is not None and {"fpr", "tpr"} <= set(roc.columns):
-            groups = roc.groupby("method") if "method" in roc.columns else [("perplexity", roc)]
+            col = next((c for c in ("curve", "method") if c in roc.columns), None)
+            groups = roc.groupby(col) if col else [("perplexity", roc)]
             for method, part in groups:
                 fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}")
     if fig.data:

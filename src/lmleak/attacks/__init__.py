@@ -1,0 +1,28 @@
+"""Attacks that measure what a model memorised: canary exposure and membership inference.
+
+- :mod:`~lmleak.attacks.exposure` — exposure maths (Carlini et al. 2019) and the per-canary runner.
+- :mod:`~lmleak.attacks.trie` — exact canary ranks by a pruned search over the candidates' token trie.
+- :mod:`~lmleak.attacks.membership` — individual and group membership inference (paper 002 A.4).
+- :mod:`~lmleak.attacks.roc` — accuracy at the best threshold, AUC, TPR at low FPR, ROC curves.
+"""
+
+from lmleak.attacks.exposure import CanaryExposure, exposure, extrapolated_exposure, measure_exposure
+from lmleak.attacks.membership import MembershipResult, evaluate_membership, read_texts
+from lmleak.attacks.roc import roc_auc, roc_curve, summarize
+from lmleak.attacks.trie import CanaryFormat, CandidateSpace, exact_ranks
+
+__all__ = [
+    "CandidateSpace",
+    "CanaryExposure",
+    "CanaryFormat",
+    "MembershipResult",
+    "evaluate_membership",
+    "exact_ranks",
+    "exposure",
+    "extrapolated_exposure",
+    "measure_exposure",
+    "read_texts",
+    "roc_auc",
+    "roc_curve",
+    "summarize",
+]

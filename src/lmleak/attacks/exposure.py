@@ -1,0 +1,301 @@
+"""Canary exposure (Carlini et al. 2019, "The Secret Sharer"; paper 002 §5.1, Definition 9).
+
+``exposure = log2 |R| - log2 rank`` where ``rank`` is the canary's position among all |R|
+candidate secrets of its format ordered by the model's likelihood. A canary ranked first among
+10^6 six-digit secrets has exposure 19.93 bits; a canary no more likely than chance about 1 bit.
+
+Two ways to get there:
+
+- **Exact** (:func:`measure_exposure` with enumerable R): the exact rank from the pruned trie search
+  of :mod:`lmleak.attacks.trie` — the paper's procedure ("calculate perplexity for all possibly
+  instantiated canaries and list them in sorted order"), without scoring all of them.
+- **Extrapolated** (Carlini et al. §4.3): fit a skew-normal to the log-perplexities of a random
+  sample of candidates and read ``-log2 Pr[X <= canary log-perplexity]`` from the fit. It is an
+  *estimate* for formats too large to enumerate; its tail can report far more than log2|R| bits
+  (BENCHMARKING.md saw 167 bits for an exact 19.93), so it never replaces the exact rank.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
+from lmleak.errors import DataFileError
+from lmleak.models.base import Capability, require
+
+
+def exposure(rank: int | float, num_candidates: int) -> float:
+    """Exposure in bits (Carlini et al. 2019, §4): ``log2 |R| - log2 rank``.
+
+    ``rank`` is 1-based (1 = most likely candidate), so exposure lies in ``[0, log2 |R|]``.
+
+    Example:
+        >>> exposure(1, 1_000_000)
+        19.931568569324174
+        >>> exposure(1_000_000, 1_000_000)
+        0.0
+    """
+    if num_candidates < 1 or not 1 <= rank <= num_candidates:
+        raise ValueError(f"rank must be in [1, {num_candidates}], got {rank}")
+    return math.log2(num_candidates) - math.log2(rank)
+
+
+@dataclass(frozen=True, slots=True)
+class SkewNormalFit:
+    """A skew-normal fitted to candidate log-perplexities (``scipy.stats.skewnorm`` parameters).
+
+    ``scale == 0`` marks a degenerate sample (all values equal); see :meth:`exposure`.
+    """
+
+    a: float
+    loc: float
+    scale: float
+    sample_size: int
+
+    def exposure(self, canary_logppl: float) -> float:
+        """Estimated exposure ``-log2 Pr[X <= canary_logppl]`` in bits (Carlini et al. §4.3).
+
+        Uses ``logcdf`` so far tails do not underflow to infinity.
+        """
+        from scipy.stats import skewnorm
+
+        if self.scale <= 0.0:
+            # Degenerate sample (every sampled candidate equally likely, e.g. all map to <unk>):
+            # below all of them is the most a sample of n can show, about log2(n + 1) bits.
+            return 0.0 if canary_logppl >= self.loc - 1e-9 else math.log2(self.sample_size + 1)
+        return float(-skewnorm.logcdf(canary_logppl, self.a, loc=self.loc, scale=self.scale) / math.log(2))
+
+
+def fit_skewnorm(sample_logppl: Sequence[float] | np.ndarray) -> SkewNormalFit:
+    """Fit the skew-normal of Carlini et al. §4.3 to a sample of candidate log-perplexities.
+
+    Example:
+        >>> rng = np.random.default_rng(0)
+        >>> fit = fit_skewnorm(rng.normal(40.0, 2.0, size=4000))
+        >>> round(fit.exposure(40.0), 1)  # the median candidate: 1 bit
+        1.0
+    """
+    from scipy.stats import skewnorm
+
+    x = np.asarray(sample_logppl, dtype=np.float64)
+    if len(x) < 10 or not np.all(np.isfinite(x)):
+        raise ValueError("need at least 10 finite log-perplexities to fit a skew-normal")
+    if np.ptp(x) <= 1e-9 * max(1.0, float(np.abs(x).max())):
+        return SkewNormalFit(0.0, float(x.min()), 0.0, len(x))
+    try:
+        a, loc, scale = skewnorm.fit(x)
+    except Exception:  # scipy FitError on near-degenerate samples: fall back to a normal fit
+        a, loc, scale = 0.0, float(x.mean()), float(x.std())
+    return SkewNormalFit(float(a), float(loc), float(scale), len(x))
+
+
+def extrapolated_exposure(canary_logppl: float, sample_logppl: Sequence[float] | np.ndarray) -> float:
+    """Carlini et al. §4.3: exposure of a canary estimated from a skew-normal fit (bits).
+
+    An estimate: it is not bounded by log2|R| and must not replace an exact rank.
+
+    Example:
+        >>> rng = np.random.default_rng(1)
+        >>> sample = rng.normal(40.0, 2.0, size=4000)
+        >>> extrapolated_exposure(30.0, sample) > extrapolated_exposure(38.0, sample) > 0
+        True
+    """
+    return fit_skewnorm(sample_logppl).exposure(canary_logppl)
+
+
+@dataclass(frozen=True, slots=True)
+class CanaryExposure:
+    """One canary's result. ``exposure_bits`` is exact when ``method == "exact"``.
+
+    ``logppl`` is ``-log p(secret | prefix)`` in nats (the canary's cost in the search);
+    ``extrapolated_bits`` is the skew-normal estimate when one was asked for.
+    """
+
+    secret: str
+    prefix: str
+    repeats: int | None
+    num_candidates: int
+    rank: int | None
+    exposure_bits: float
+    method: str  # "exact" | "extrapolated"
+    logppl: float
+    extrapolated_bits: float | None = None
+    user_id: str | None = None
+
+
+def measure_exposure(
+    model: Any,
+    canaries: Sequence[dict[str, Any]],
+    *,
+    alphabet: str | None = None,
+    max_enumerable: int = 10_000_000,
+    extrapolate: bool = False,
+    sample_size: int = 5000,
+    seed: int = 0,
+    tie_tolerance: float = 1e-4,
+    stats: SearchStats | None = None,
+) -> list[CanaryExposure]:
+    """Exposure of each canary record (``{"prefix", "secret", "repeats"?, "user_id"?}``).
+
+    Canaries are grouped by format (prefix, alphabet, length); each format's trie is built once
+    and searched once for all its canaries. Formats with more than ``max_enumerable`` candidates
+    get the extrapolated estimate only; ``extrapolate=True`` adds the estimate beside exact ranks.
+
+    Raises:
+        CapabilityError: the model does not grant exact scores (a black-box API).
+    """
+    require(model, Capability.SCORE, attack="canary exposure")
+    groups: dict[CanaryFormat, list[int]] = {}
+    for i, c in enumerate(canaries):
+        try:
+            fmt = CanaryFormat.infer(c["prefix"], c["secret"], alphabet)
+        except ValueError as e:
+            raise DataFileError(
+                str(e), line=i + 1, field="secret", hint="give the secrets' alphabet (--alphabet)"
+            ) from None
+        if alphabet is not None and not fmt.contains(c["secret"]):
+            raise DataFileError(
+                f"secret {c['secret']!r} has characters outside {alphabet!r}", line=i + 1, field="secret"
+            )
+        groups.setdefault(fmt, []).append(i)
+    out: list[CanaryExposure | None] = [None] * len(canaries)
+    rng = np.random.default_rng(seed)
+    for fmt, idx in groups.items():
+        secrets = [canaries[i]["secret"] for i in idx]
+        n = fmt.num_candidates
+        exact = n <= max_enumerable
+        ranks = np.zeros(len(idx), dtype=np.int64)
+        costs = np.full(len(idx), np.nan)
+        if exact:
+            space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
+            ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
+        est: list[float | None] = [None] * len(idx)
+        if extrapolate or not exact:
+            sample = fmt.candidates(rng.integers(0, n, size=min(sample_size, n)))
+            # canaries and sample scored together, so both use the same fixed token context
+            both = string_costs(model, fmt, [*secrets, *sample])
+            fit = fit_skewnorm(both[len(secrets) :])
+            est = [fit.exposure(float(c)) for c in both[: len(secrets)]]
+            if not exact:
+                costs = both[: len(secrets)]
+        for j, i in enumerate(idx):
+            rec = canaries[i]
+            out[i] = CanaryExposure(
+                secret=rec["secret"],
+                prefix=rec["prefix"],
+                repeats=None if rec.get("repeats") is None else int(rec["repeats"]),
+                num_candidates=n,
+                rank=int(ranks[j]) if exact else None,
+                exposure_bits=exposure(int(ranks[j]), n) if exact else float(est[j]),  # type: ignore[arg-type]
+                method="exact" if exact else "extrapolated",
+                logppl=float(costs[j]),
+                extrapolated_bits=est[j],
+                user_id=rec.get("user_id"),
+            )
+    return [o for o in out if o is not None]
+
+
+def string_costs(model: Any, fmt: CanaryFormat, secrets: Sequence[str]) -> np.ndarray:
+    """``-log p(secret | prefix)`` for many secrets, scoring each full string (canonical tokens).
+
+    The constant context part cancels: the cost is taken over the tokens after the longest common
+    token prefix of the strings, matching the trie's definition.
+    """
+    enc = model.tokenizer.encode
+    fulls = [enc(fmt.prefix + s) for s in secrets]
+    first = fulls[0]
+    plen = min(len(f) for f in fulls) - 1
+    for f in fulls[1:]:
+        k = 0
+        while k < plen and f[k] == first[k]:
+            k += 1
+        plen = k
+    stats = model.token_stats(fulls)
+    return np.array([-float(st.logprobs[plen:].astype(np.float64).sum()) for st in stats])
+
+
+def read_canaries(path: str | Path) -> list[dict[str, Any]]:
+    """Read ``canaries.jsonl``: one object per line with ``secret`` and ``prefix`` (or ``text``).
+
+    ``prefix`` defaults to the part of ``text`` before the last occurrence of ``secret``.
+    ``repeats`` (how often the canary was inserted) and ``user_id`` are optional.
+
+    Raises:
+        DataFileError: with the path, line and field of the first bad line.
+    """
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataFileError(
+            "file not found", path=p, hint="give canaries.jsonl as written by `lmleak synth customersim`"
+        )
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as e:
+        raise DataFileError(f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8") from None
+    out: list[dict[str, Any]] = []
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        try:
+            obj = json.loads(ln)
+        except json.JSONDecodeError as e:
+            raise DataFileError(
+                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
+            ) from None
+        if not isinstance(obj, dict):
+            raise DataFileError("line is not a JSON object", path=p, line=i)
+        secret = obj.get("secret")
+        if not isinstance(secret, str) or not secret:
+            raise DataFileError(
+                "missing or empty", path=p, line=i, field="secret", hint='add "secret": "123456"'
+            )
+        prefix = obj.get("prefix")
+        if prefix is None:
+            text = obj.get("text")
+            if not isinstance(text, str) or secret not in text:
+                raise DataFileError(
+                    "no prefix, and no text containing the secret",
+                    path=p,
+                    line=i,
+                    field="prefix",
+                    hint='add "prefix": "My ID is: "',
+                )
+            prefix = text[: text.rindex(secret)]
+        if not isinstance(prefix, str):
+            raise DataFileError("must be a string", path=p, line=i, field="prefix")
+        rep = obj.get("repeats")
+        if rep is not None and (not isinstance(rep, int) or rep < 0):
+            raise DataFileError("must be a non-negative integer", path=p, line=i, field="repeats")
+        out.append({"prefix": prefix, "secret": secret, "repeats": rep, "user_id": obj.get("user_id")})
+    if not out:
+        raise DataFileError("no canaries in file", path=p)
+    return out
+
+
+def exposure_table(results: Sequence[CanaryExposure]) -> Any:
+    """One row per canary, the columns of ``exposure.parquet``."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        {
+            "secret": [r.secret for r in results],
+            "prefix": [r.prefix for r in results],
+            "user_id": [r.user_id for r in results],
+            "repeats": pd.array([r.repeats for r in results], dtype="Int64"),
+            "num_candidates": [r.num_candidates for r in results],
+            "rank": pd.array([r.rank for r in results], dtype="Int64"),
+            "exposure_bits": [r.exposure_bits for r in results],
+            "max_exposure_bits": [math.log2(r.num_candidates) for r in results],
+            "method": [r.method for r in results],
+            "logppl_nats": [r.logppl for r in results],
+            "extrapolated_bits": [r.extrapolated_bits for r in results],
+        }
+    )

@@ -1,0 +1,246 @@
+"""Membership inference on texts: individual and group attacks (paper 002 §5.1 and appendix A.4).
+
+The attack of Carlini et al. (2021), as paper 002 uses it: score each candidate text by the
+model's perplexity and call the most likely ones members. The evaluation set is balanced (A.4):
+N protected secrets/sentences that were in training against N random ones of the same format
+that were not, so guessing scores 50 %. The group attack (A.4) classifies groups of 20 texts —
+all members or all non-members — by the sum of their perplexities.
+
+Scores (higher = "more likely a member"; every feature is one column):
+
+- ``perplexity``: ``-PPL`` per token (A.4; Carlini et al. 2021).
+- ``zlib``: ``-log(PPL) / zlib entropy`` (Carlini et al. 2021 §6.1: text that is easy to compress
+  is likely under any model, so divide it out). zlib entropy = bytes of ``zlib.compress(text)``.
+- ``min_k``: mean of the ``k`` % lowest token log-probabilities (Shi et al. 2024, "Min-K% Prob").
+- ``reference``: ``-log(PPL_target) / log(PPL_reference)`` (Carlini et al. 2021 §6.1 "Small"/"Medium"
+  calibration against a public model). Per-word perplexities, so models with different tokenizers
+  compare on the same text (DESIGN.md).
+
+A group's score is the sum of its members' individual scores; for ``perplexity`` that is minus
+the sum of perplexities, the statistic of A.4.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.attacks.roc import RocCurve, roc_curve, summarize
+from lmleak.errors import DataFileError
+from lmleak.models.base import Capability, count_words, require
+
+FEATURES = ("perplexity", "zlib", "min_k", "reference")
+
+
+def zlib_entropy(text: str) -> int:
+    """Bytes of the zlib-compressed UTF-8 text (Carlini et al. 2021's zlib entropy).
+
+    Example:
+        >>> zlib_entropy("aaaa" * 50) < zlib_entropy("My ID is: 123456, ship to 1 Example Rd")
+        True
+    """
+    return len(zlib.compress(text.encode("utf-8")))
+
+
+def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
+    """Mean of the ``ceil(k * n)`` lowest token log-probabilities (Shi et al. 2024).
+
+    Example:
+        >>> min_k_prob(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.4)
+        -4.0
+    """
+    lp = np.sort(np.asarray(token_logprobs, dtype=np.float64))
+    if len(lp) == 0:
+        raise ValueError("no tokens")
+    m = max(1, math.ceil(k * len(lp)))
+    return float(lp[:m].mean())
+
+
+def text_scores(
+    model: Any, texts: Sequence[str], *, reference: Any = None, min_k: float = 0.2
+) -> dict[str, np.ndarray]:
+    """Per-text statistics and attack scores (see the module docstring), as aligned arrays.
+
+    Returns a dict with ``num_tokens``, ``logprob`` (nats, summed), ``log_ppl`` (per token),
+    ``log_ppl_word``, ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without a reference) and one array per
+    feature in :data:`FEATURES` (``reference`` is NaN without a reference model).
+    """
+    require(model, Capability.SCORE, attack="membership inference")
+    if reference is not None:
+        require(reference, Capability.SCORE, attack="reference-calibrated membership inference")
+    enc = model.tokenizer.encode
+    seqs = [enc(t) for t in texts]
+    for i, s in enumerate(seqs):
+        if not s:
+            raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
+    stats = model.token_stats(seqs)
+    n_tok = np.array([len(s) for s in seqs], dtype=np.int64)
+    lp_sum = np.array([float(st.logprobs.astype(np.float64).sum()) for st in stats])
+    words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
+    log_ppl = -lp_sum / n_tok
+    log_ppl_word = -lp_sum / words
+    zbytes = np.array([zlib_entropy(t) for t in texts], dtype=np.float64)
+    mk = np.array([min_k_prob(st.logprobs, min_k) for st in stats])
+    ref_word = np.full(len(texts), np.nan)
+    if reference is not None:
+        ref = reference.score_text([""] * len(texts), list(texts))
+        ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
+    return {
+        "num_tokens": n_tok,
+        "logprob": lp_sum,
+        "log_ppl": log_ppl,
+        "log_ppl_word": log_ppl_word,
+        "zlib_bytes": zbytes,
+        "ref_log_ppl_word": ref_word,
+        "perplexity": -np.exp(log_ppl),
+        "zlib": -log_ppl / zbytes,
+        "min_k": mk,
+        "reference": -log_ppl_word / np.maximum(ref_word, 1e-6),
+    }
+
+
+def group_scores(
+    scores: np.ndarray, group_size: int, *, num_groups: int | None = None, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sum individual scores over groups of ``group_size`` texts (paper 002 A.4).
+
+    With ``num_groups=None`` the texts are shuffled and cut into disjoint groups (a remainder is
+    dropped); otherwise ``num_groups`` groups are drawn, each without repetition inside it, as A.4
+    draws 1000 groups of 20 from 1000 secrets. Returns (group scores, member index matrix).
+
+    Example:
+        >>> s, idx = group_scores(np.arange(6.0), 3, seed=0)
+        >>> bool(np.allclose(s, np.arange(6.0)[idx].sum(1))), idx.shape
+        (True, (2, 3))
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    if group_size < 1 or len(x) < group_size:
+        raise ValueError(f"need at least group_size={group_size} texts, got {len(x)}")
+    rng = np.random.default_rng(seed)
+    if num_groups is None:
+        perm = rng.permutation(len(x))
+        k = len(x) // group_size
+        idx = perm[: k * group_size].reshape(k, group_size)
+    else:
+        idx = np.stack([rng.choice(len(x), size=group_size, replace=False) for _ in range(num_groups)])
+    return x[idx].sum(axis=1), idx
+
+
+@dataclass
+class MembershipResult:
+    """Scores, metrics and ROC curves of one membership-inference run."""
+
+    scores: Any  # pandas DataFrame, one row per text
+    metrics: Any  # pandas DataFrame, one row per (level, feature)
+    curves: dict[str, RocCurve] = field(default_factory=dict)
+    num_per_side: int = 0
+    group_size: int = 0
+
+
+def evaluate_membership(
+    model: Any,
+    members: Sequence[str],
+    non_members: Sequence[str],
+    *,
+    num_per_side: int = 1000,
+    group_size: int = 20,
+    num_groups: int | None = None,
+    reference: Any = None,
+    min_k: float = 0.2,
+    seed: int = 0,
+) -> MembershipResult:
+    """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
+
+    ``num_per_side`` texts are drawn (seeded) from each side; if a side has fewer, both sides are
+    cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack.
+    """
+    import pandas as pd
+
+    n = min(num_per_side, len(members), len(non_members))
+    if n < 2:
+        raise DataFileError(
+            f"need at least 2 members and 2 non-members, got {len(members)} and {len(non_members)}",
+            hint="give more texts in --members / --non-members",
+        )
+    rng = np.random.default_rng(seed)
+    mem = [members[i] for i in sorted(rng.choice(len(members), size=n, replace=False))]
+    non = [non_members[i] for i in sorted(rng.choice(len(non_members), size=n, replace=False))]
+    texts = mem + non
+    labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
+    sc = text_scores(model, texts, reference=reference, min_k=min_k)
+    features = [f for f in FEATURES if f != "reference" or reference is not None]
+    table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()}})
+    rows: list[dict[str, Any]] = []
+    curves: dict[str, RocCurve] = {}
+    for f in features:
+        rows.append({"level": "individual", "feature": f, **summarize(sc[f], labels)})
+        curves[f"individual/{f}"] = roc_curve(sc[f], labels)
+    if group_size and n >= group_size:
+        for f in features:
+            gm, _ = group_scores(sc[f][:n], group_size, num_groups=num_groups, seed=seed + 1)
+            gn, _ = group_scores(sc[f][n:], group_size, num_groups=num_groups, seed=seed + 2)
+            g_scores = np.r_[gm, gn]
+            g_labels = np.r_[np.ones(len(gm), dtype=np.int64), np.zeros(len(gn), dtype=np.int64)]
+            rows.append({"level": f"group{group_size}", "feature": f, **summarize(g_scores, g_labels)})
+            curves[f"group{group_size}/{f}"] = roc_curve(g_scores, g_labels)
+    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size)
+
+
+def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
+    """Read member / non-member texts: JSONL objects with ``field``, or plain text, one per line.
+
+    A file is JSONL when its name ends in ``.jsonl``/``.json`` or its first non-blank line starts
+    with ``{``. Blank lines are skipped in plain text; in JSONL every line must be an object with a
+    non-empty string ``field``.
+
+    Raises:
+        DataFileError: with the path, line and field of the first bad line.
+    """
+    import json
+
+    p = Path(path)
+    if not p.is_file():
+        raise DataFileError(
+            "file not found", path=p, hint="give a JSONL file with a 'text' field or a text file"
+        )
+    lines = p.read_text(encoding="utf-8").splitlines()
+    first = next((ln for ln in lines if ln.strip()), "")
+    is_jsonl = p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")
+    out: list[str] = []
+    for i, ln in enumerate(lines, start=1):
+        if not ln.strip():
+            continue
+        if not is_jsonl:
+            out.append(ln)
+            continue
+        try:
+            obj = json.loads(ln)
+        except json.JSONDecodeError as e:
+            raise DataFileError(
+                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
+            ) from None
+        if not isinstance(obj, dict):
+            raise DataFileError(
+                "line is not a JSON object", path=p, line=i, hint=f'write {{"{field}": "..."}}'
+            )
+        val = obj.get(field)
+        if not isinstance(val, str) or not val.strip():
+            raise DataFileError(
+                "missing or empty",
+                path=p,
+                line=i,
+                field=field,
+                hint=f"every line needs a non-empty string '{field}' (or use --field)",
+            )
+        out.append(val)
+    if not out:
+        raise DataFileError(
+            "no texts in file", path=p, hint="one text per line, or JSONL with a 'text' field"
+        )
+    return out

@@ -1,0 +1,594 @@
+"""The evaluation of Confidentially Redacted Training (paper 002 §5, Figs. 2-6), end to end.
+
+For each architecture and each policy false-negative rate γ (the screening policy degraded to
+recall 1 - γ), train on the synthetic CustomerSim corpus with 10 canaries x 20 repeats
+(``My ID is: <6 digits>``, §5.1) and evaluate:
+
+=================  =========================================================================
+method             training
+=================  =========================================================================
+``nodp``           plain SGD on the raw corpus (γ-independent reference)
+``redact``         plain SGD on the redacted corpus ("No-DP ... with mask", Figs. 3-5)
+``dp``             DP-SGD on the whole corpus (γ-independent)
+``crt``            CRT: dedup + redact, SGD on the public part, DP-SGD on the private part
+``sdp``            selective DP-SGD (LSTM only, as the paper; γ = 0 only, see :func:`plan`)
+=================  =========================================================================
+
+Measured per model: test perplexity (PPL) and top-1 accuracy (AccT1) from the trainer, ε of
+the DP part, the Bayesian-confidentiality ε (Prop. 6 / Thm. 8: ``log(1 + γ(e^ε - 1))`` for
+CRT; ∞ where a missed secret is trained on without noise), the highest exposure of the 10
+canaries (rank of the most exposed canary among 10^6 candidates by the pruned trie search with
+that canary's cost as threshold — exact; when that search would score more than
+``exposure_max_nodes`` trie nodes the canary is far from memorised and its rank is estimated from
+a uniform sample of candidates instead, ``exposure_method = "sampled"``), and the individual /
+group membership-inference accuracy of A.4 (members: sentences holding protected secrets — the
+customers' addresses — that were in training; non-members: the same sentences from a held-out
+synthesis with another seed).
+
+Caveat measured on the quick run: the trainer builds its word vocabulary from the (private)
+training text, so members' names and streets are in-vocabulary while held-out ones are
+``<unk>`` (1.7 % vs 11.7 % of tokens). That side channel survives DP-SGD and lifts MIA accuracy of
+DP models above 50 %; a vocabulary built from public data would close it.
+
+Outputs in the run directory: ``crt_table.parquet`` and ``.csv`` (one row per model),
+``fig2_ppl_vs_epsilon.png`` ... ``fig6_amplification.png``, ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.errors import ConfigError
+
+METHODS = ("nodp", "redact", "dp", "crt", "sdp")
+GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
+
+
+@dataclass(frozen=True, slots=True)
+class CRTExperimentConfig:
+    """Sizes of the experiment. Defaults fit ~30 minutes on 2 CPU cores; :meth:`quick` ~5."""
+
+    gammas: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)
+    archs: tuple[str, ...] = ("lstm", "gpt")
+    methods: tuple[str, ...] = METHODS
+    users: int = 60
+    dialogs_per_user: int = 3
+    canaries: int = 10
+    canary_repeats: int = 20
+    epochs: int = 2
+    batch_size: int = 32
+    lr: float | None = None
+    seq_len: int = 64
+    tokenizer: str = "word"
+    vocab_size: int = 2000
+    target_epsilon: float = 3.0
+    target_delta: float = 8e-5  # the paper's δ (Fig. 2)
+    policy: str = "regex+address"
+    conservative: str | None = "conservative"
+    val_documents: int = 40
+    exposure_max_nodes: int = 20000  # beyond this the best canary's rank is estimated by sampling
+    exposure_sample: int = 4000
+    mia_entity: str = "ADDRESS"
+    mia_per_side: int = 1000
+    group_size: int = 20
+    num_groups: int = 1000
+    seed: int = 0
+
+    @classmethod
+    def quick(cls) -> CRTExperimentConfig:
+        """A few minutes on 2 cores: 24 users, one epoch, γ in {0, 0.5}, smaller MIA sets."""
+        return cls(
+            gammas=(0.0, 0.5),
+            users=24,
+            dialogs_per_user=2,
+            epochs=1,
+            seq_len=48,
+            mia_per_side=200,
+            num_groups=200,
+            val_documents=20,
+            exposure_max_nodes=10000,
+            exposure_sample=2000,
+        )
+
+    def with_options(self, **kw: Any) -> CRTExperimentConfig:
+        cfg = dataclasses.replace(self, **{k: v for k, v in kw.items() if v is not None})
+        cfg.validate()
+        return cfg
+
+    def validate(self) -> None:
+        bad = [a for a in self.archs if a not in ("lstm", "gpt")]
+        if bad:
+            raise ConfigError(f"unknown architecture {bad[0]!r}; use lstm or gpt", field="archs")
+        if any(not 0.0 <= g <= 1.0 for g in self.gammas):
+            raise ConfigError("every gamma must be in [0, 1]", field="gammas")
+        badm = [m for m in self.methods if m not in METHODS]
+        if badm:
+            raise ConfigError(f"unknown method {badm[0]!r}; use {', '.join(METHODS)}", field="methods")
+
+
+def bayes_epsilon(method: str, gamma: float, epsilon: float | None) -> float:
+    """Bayesian-confidentiality ε of a method (paper 002 Prop. 6, Thm. 8.3; uniform μ).
+
+    CRT: ``log(1 + γ (e^ε - 1))``; DP-SGD on everything: ε; plain training: ∞, or 0 for
+    redaction with a perfect policy (γ = 0); selective DP: ε at γ = 0, ∞ otherwise (a secret the
+    policy misses is trained on without noise — the paper's Fig. 2 caption).
+
+    Example:
+        >>> round(bayes_epsilon("crt", 0.1, 1.0), 3)
+        0.159
+        >>> bayes_epsilon("redact", 0.0, None), bayes_epsilon("redact", 0.1, None)
+        (0.0, inf)
+    """
+    try:  # the training area's accountant of the same propositions, when present
+        from lmleak.train import confidentiality as conf
+
+        fn = getattr(conf, "bayesian_epsilon", None)
+        if fn is not None and method == "crt" and epsilon is not None:
+            return float(fn(epsilon, gamma))
+    except ImportError:
+        pass
+    if method == "crt":
+        return math.inf if epsilon is None else math.log1p(gamma * math.expm1(epsilon))
+    if method == "dp":
+        return math.inf if epsilon is None else float(epsilon)
+    if method == "sdp":
+        return (math.inf if epsilon is None else float(epsilon)) if gamma == 0 else math.inf
+    if method == "redact":
+        return 0.0 if gamma == 0 else math.inf
+    return math.inf
+
+
+# ---------------------------------------------------------------------------------- data
+def _read_corpus(path: Path) -> Any:
+    try:
+        from lmleak.data.loaders import load_corpus
+    except ImportError:  # the loaders may land later; synthetic corpora are plain JSONL
+        import json
+
+        from lmleak.data.corpus import Corpus, Document
+
+        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+        return Corpus([Document(r["user_id"], r["doc_id"], r["text"]) for r in rows], source=str(path))
+    return load_corpus(path)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    import json
+
+    from lmleak.errors import DataFileError
+
+    if not path.is_file():
+        raise DataFileError(
+            "not found",
+            path=path,
+            hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes",
+        )
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | None) -> dict[str, Any]:
+    """The training corpus with canaries and its ground-truth secrets, plus a held-out synthesis.
+
+    Without ``corpus_path`` CustomerSim is synthesised with ``cfg.canaries`` canaries inserted
+    ``cfg.canary_repeats`` times each. A given corpus must come with ``canaries.jsonl`` and
+    ``secrets.jsonl`` beside it (what ``lmleak synth customersim`` writes). The held-out synthesis
+    (another seed, same generator) supplies same-format non-member secrets for A.4's MIA sets.
+    """
+    from lmleak.data.synth.customersim import synthesize
+
+    kw = dict(users=cfg.users, dialogs_per_user=cfg.dialogs_per_user)
+    if corpus_path is None:
+        paths = synthesize(
+            data_dir / "train", seed=cfg.seed, canaries=cfg.canaries, canary_repeats=cfg.canary_repeats, **kw
+        )
+    else:
+        paths = {
+            "corpus": corpus_path,
+            "canaries": corpus_path.parent / "canaries.jsonl",
+            "secrets": corpus_path.parent / "secrets.jsonl",
+        }
+    hold = synthesize(data_dir / "holdout", seed=cfg.seed + 7919, **kw)
+    return {
+        "corpus": _read_corpus(Path(paths["corpus"])),
+        "canaries": _read_jsonl(Path(paths["canaries"])),
+        "secrets": _read_jsonl(Path(paths["secrets"])),
+        "holdout_corpus": _read_corpus(Path(hold["corpus"])),
+        "holdout_secrets": _read_jsonl(Path(hold["secrets"])),
+    }
+
+
+def _sentence(text: str, start: int, end: int) -> str:
+    """The line (dialog turn) holding a span; a window of 80 characters around it otherwise."""
+    lo = text.rfind("\n", 0, start) + 1
+    hi = text.find("\n", end)
+    hi = len(text) if hi < 0 else hi
+    if hi - lo > 200:
+        lo, hi = max(0, start - 80), min(len(text), end + 80)
+    return text[lo:hi].strip()
+
+
+def mia_sets(
+    corpus: Any,
+    secrets: list[dict[str, Any]],
+    holdout: Any,
+    holdout_secrets: list[dict[str, Any]],
+    entity: str,
+) -> tuple[list[str], list[str]]:
+    """A.4's evaluation sets: sentences with protected secrets in training vs held-out ones.
+
+    A held-out sentence whose secret value also occurs in training is dropped (it would be a member).
+    """
+
+    def collect(c: Any, recs: list[dict[str, Any]]) -> list[tuple[str, str]]:
+        out = []
+        for r in recs:
+            if r.get("entity") != entity:
+                continue
+            try:
+                doc = c.get(r["doc_id"])
+            except KeyError:
+                continue
+            out.append((r["value"], _sentence(doc.text, int(r["start"]), int(r["end"]))))
+        return out
+
+    mem = collect(corpus, secrets)
+    seen = {v for v, _ in mem}
+    members = list(dict.fromkeys(s for _, s in mem))
+    non = list(dict.fromkeys(s for v, s in collect(holdout, holdout_secrets) if v not in seen))
+    return members, non
+
+
+# ---------------------------------------------------------------------------------- one model
+def base_policy(name: str) -> Any:
+    """π before degradation: a policy name, or ``regex+address`` (paper 002's CustomerSim regex
+    redacts whole addresses; lmleak's ``regex`` catches only their digits, so pyap's addresses
+    are added)."""
+    from lmleak.pii import policies
+
+    if name == "regex+address":
+        from lmleak.pii.addresses import AddressDetector
+        from lmleak.pii.compose import UnionDetector
+
+        return UnionDetector([policies.get_policy("regex"), AddressDetector()], name="regex+address")
+    return policies.get_policy(name)
+
+
+def degraded_policy(cfg: CRTExperimentConfig, gamma: float) -> Any:
+    """π with false-negative rate γ: the base policy's detections kept with probability 1 - γ,
+    decided per secret value (:class:`lmleak.pii.policies.DegradedPolicy`)."""
+    from lmleak.pii.policies import DegradedPolicy
+
+    base = base_policy(cfg.policy)
+    return base if gamma == 0 else DegradedPolicy(base, recall=1.0 - gamma, seed=cfg.seed)
+
+
+def _train(
+    corpus: Any, out: Path, cfg: CRTExperimentConfig, arch: str, mode: str, val: Any, **split: Any
+) -> dict[str, Any]:
+    """Train one model with the training area's trainer; returns its utility and privacy numbers."""
+    import json
+
+    from lmleak.train.trainer import TrainConfig, train_model
+
+    fields = {f.name for f in dataclasses.fields(TrainConfig)}
+    want: dict[str, Any] = dict(
+        arch=arch,
+        mode=mode,
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        seq_len=cfg.seq_len,
+        tokenizer=cfg.tokenizer,
+        vocab_size=cfg.vocab_size,
+        seed=cfg.seed,
+        target_delta=cfg.target_delta,
+    )
+    if mode != "nodp":
+        want["target_epsilon"] = cfg.target_epsilon
+    if cfg.lr is not None:
+        want["lr"] = cfg.lr
+    if mode == "sdp":
+        want["policy"] = split.pop("policy_name")
+    tc = TrainConfig(**{k: v for k, v in want.items() if k in fields})
+    t0 = time.perf_counter()
+    res = train_model(corpus, out, tc, val_corpus=val, **split)
+    secs = time.perf_counter() - t0
+    info = json.loads((out / "train.json").read_text()) if (out / "train.json").exists() else {}
+    return {
+        "result": res,
+        "train": info,
+        "privacy": dict(res.privacy),
+        "final": dict(res.final),
+        "seconds": secs,
+    }
+
+
+def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
+    """Selective DP takes its policy by registered name in the trainer config (γ = 0 only)."""
+    from lmleak.pii.policies import POLICY_NAMES
+
+    return cfg.policy if cfg.policy in POLICY_NAMES else "regex"
+
+
+def _first(d: dict[str, Any], *keys: str) -> Any:
+    for k in keys:
+        if k in d and d[k] is not None:
+            return d[k]
+    return None
+
+
+def evaluate_model(
+    model_dir: Path,
+    data: dict[str, Any],
+    members: list[str],
+    non_members: list[str],
+    cfg: CRTExperimentConfig,
+) -> dict[str, Any]:
+    """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
+    from lmleak.attacks.exposure import exposure, string_costs
+    from lmleak.attacks.membership import evaluate_membership
+    from lmleak.attacks.trie import (
+        CanaryFormat,
+        CandidateSpace,
+        SearchBudgetExceeded,
+        SearchStats,
+        count_candidates,
+        path_cost,
+        rank_from_counts,
+    )
+    from lmleak.models.small import load_small_model
+
+    lm = load_small_model(model_dir)
+    best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
+    by_fmt: dict[CanaryFormat, list[str]] = {}
+    for c in data["canaries"]:
+        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"]), []).append(c["secret"])
+    rng = np.random.default_rng(cfg.seed)
+    for fmt, secrets in by_fmt.items():
+        space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
+        costs = [path_cost(lm, space.context_ids, space.continuation(s)) for s in secrets]
+        best = int(np.argmin(costs))
+        stats = SearchStats()
+        # Only the most exposed canary matters here (the paper plots the highest of 10): search
+        # with its cost as the threshold. A canary so unexposed that this needs more than
+        # exposure_max_nodes nodes gets its rank estimated from a uniform sample instead.
+        try:
+            more, tied = count_candidates(
+                lm, space, [costs[best]], stats=stats, max_nodes=cfg.exposure_max_nodes
+            )
+            rank, how = rank_from_counts(int(more[0]), int(tied[0])), "exact"
+        except SearchBudgetExceeded:
+            sample = fmt.candidates(rng.integers(0, fmt.num_candidates, size=cfg.exposure_sample))
+            both = string_costs(lm, fmt, [secrets[best], *sample])
+            c0, rest = both[0], both[1:]
+            frac = float(np.mean(rest < c0 - 1e-4)) + 0.5 * float(np.mean(np.abs(rest - c0) <= 1e-4))
+            rank, how = max(1, round(1 + frac * fmt.num_candidates)), "sampled"
+        nodes += stats.nodes_scored
+        bits = exposure(min(rank, fmt.num_candidates), fmt.num_candidates)
+        if bits >= best_bits:
+            best_bits, best_rank, method = bits, rank, how
+    mia = evaluate_membership(
+        lm,
+        members,
+        non_members,
+        num_per_side=cfg.mia_per_side,
+        group_size=cfg.group_size,
+        num_groups=cfg.num_groups,
+        seed=cfg.seed,
+    )
+    m = mia.metrics.set_index(["level", "feature"])
+    group_level = f"group{cfg.group_size}"
+    return {
+        "max_exposure": best_bits,
+        "max_exposure_rank": best_rank,
+        "exposure_method": method,
+        "exposure_nodes": nodes,
+        "mia_accuracy": float(m.loc[("individual", "perplexity"), "accuracy"]),
+        "mia_auc": float(m.loc[("individual", "perplexity"), "auc"]),
+        "group_mia_accuracy": float(m.loc[(group_level, "perplexity"), "accuracy"])
+        if (group_level, "perplexity") in m.index
+        else math.nan,
+        "mia_per_side": mia.num_per_side,
+    }
+
+
+# ---------------------------------------------------------------------------------- driver
+def plan(cfg: CRTExperimentConfig) -> list[tuple[str, str, float]]:
+    """(arch, method, gamma) of every model to train; γ-free methods once per arch (gamma NaN).
+
+    Example:
+        >>> len(plan(CRTExperimentConfig(gammas=(0.0, 0.5), archs=("lstm", "gpt"))))
+        13
+    """
+    out = []
+    for arch in cfg.archs:
+        for method in cfg.methods:
+            if method == "sdp" and arch != "lstm":
+                continue
+            if method == "sdp":
+                # the trainer takes selective DP's policy by registered name only, so it cannot be
+                # degraded to recall 1 - γ: selective DP runs with the perfect-policy setting, as
+                # the paper's Fig. 2 shows it (its ε is +∞ for any γ > 0)
+                if 0.0 in cfg.gammas:
+                    out.append((arch, method, 0.0))
+                continue
+            if method in GAMMA_FREE:
+                out.append((arch, method, math.nan))
+            else:
+                out.extend((arch, method, float(g)) for g in cfg.gammas)
+    return out
+
+
+def run_crt_experiment(
+    out_dir: str | Path, cfg: CRTExperimentConfig, *, corpus: str | Path | None = None
+) -> dict[str, Any]:
+    """Train and evaluate every model of :func:`plan`; write the table, figures and summary."""
+    import pandas as pd
+
+    from lmleak.progress import track
+    from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary
+
+    cfg.validate()
+    run = secure_dir(out_dir)
+    t_start = time.perf_counter()
+    data = _prepare_data(run / "data", cfg, Path(corpus) if corpus else None)
+    members, non_members = mia_sets(
+        data["corpus"], data["secrets"], data["holdout_corpus"], data["holdout_secrets"], cfg.mia_entity
+    )
+    from lmleak.data.corpus import Corpus
+    from lmleak.train.split import crt_split
+
+    # validation: held-out synthetic users (so every training user, canary owner and MIA member
+    # is trained on; the trainer would otherwise hold out 10 % of the users)
+    val = Corpus(list(data["holdout_corpus"])[: cfg.val_documents])
+    redacted: dict[float, Any] = {}
+    splits: dict[float, Any] = {}
+    rows: list[dict[str, Any]] = []
+    for arch, method, gamma in track(plan(cfg), description="CRT experiment"):
+        tag = f"{arch}-{method}" + ("" if math.isnan(gamma) else f"-g{gamma:g}")
+        model_dir = run / "models" / tag
+        split_stats: dict[str, Any] | None = None
+        if method == "redact":
+            # "No-DP with mask": Redact_π only (no dedup, no DP), trained on the redacted sentences
+            if gamma not in redacted:
+                redacted[gamma] = crt_split(data["corpus"], degraded_policy(cfg, gamma), dedup=None)
+            split_stats = redacted[gamma].stats
+            trained = _train(redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val)
+        elif method == "crt":
+            if gamma not in splits:
+                splits[gamma] = crt_split(
+                    data["corpus"], degraded_policy(cfg, gamma), conservative=cfg.conservative, dedup="exact"
+                )
+            split_stats = splits[gamma].stats
+            trained = _train(
+                data["corpus"],
+                model_dir,
+                cfg,
+                arch,
+                "crt",
+                val,
+                public=splits[gamma].public,
+                private=splits[gamma].private,
+            )
+        elif method == "sdp":
+            trained = _train(
+                data["corpus"], model_dir, cfg, arch, "sdp", val, policy_name=_sdp_policy_name(cfg, gamma)
+            )
+        else:
+            trained = _train(data["corpus"], model_dir, cfg, arch, method, val)
+        t0 = time.perf_counter()
+        ev = evaluate_model(model_dir, data, members, non_members, cfg)
+        fin, pr = trained["final"], trained["privacy"]
+        eps = None if method in ("nodp", "redact") else _first(pr, "epsilon", "eps")
+        g = 0.0 if math.isnan(gamma) else gamma
+        rows.append(
+            {
+                "arch": arch,
+                "method": method,
+                "gamma": gamma,
+                "ppl": _first(fin, "val_perplexity", "val_ppl", "perplexity"),
+                "acc_top1": _first(fin, "val_top1_accuracy", "val_top1", "val_acc_top1", "top1_accuracy"),
+                "epsilon": math.inf if eps is None else float(eps),
+                "delta": _first(pr, "delta"),
+                "bayes_epsilon": bayes_epsilon(method, g, None if eps is None else float(eps)),
+                **ev,
+                "private_fraction": None if split_stats is None else split_stats.get("private_fraction"),
+                "train_seconds": trained["seconds"],
+                "eval_seconds": time.perf_counter() - t0,
+            }
+        )
+    table = pd.DataFrame(rows)
+    write_parquet(table, run / "crt_table.parquet")
+    atomic_write_text(run / "crt_table.csv", table.to_csv(index=False))
+    figures = plot_figures(table, run, cfg)
+    summary = {
+        "experiment": "crt",
+        "config": dataclasses.asdict(cfg),
+        "num_models": len(rows),
+        "num_members": len(members),
+        "num_non_members": len(non_members),
+        "seconds": time.perf_counter() - t_start,
+        "figures": [str(p.name) for p in figures],
+        "rows": table.to_dict(orient="records"),
+    }
+    write_summary(run, summary)
+    return {"table": table, "summary": summary}
+
+
+def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
+    """Figs. 2-6 of paper 002 as PNGs (matplotlib, Agg)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out: list[Path] = []
+
+    def save(fig: Any, name: str) -> None:
+        import os
+
+        p = run / name
+        tmp = run / f".{name}.tmp.png"
+        fig.tight_layout()
+        fig.savefig(tmp, dpi=100)
+        plt.close(fig)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, p)
+        out.append(p)
+
+    def vs_gamma(col: str, ylabel: str, name: str, chance: float | None = None) -> None:
+        fig, ax = plt.subplots(figsize=(6, 4))
+        gmin, gmax = min(cfg.gammas), max(cfg.gammas)
+        for (arch, method), df in table.groupby(["arch", "method"], sort=True):
+            label = f"{method}-{arch}"
+            if df["gamma"].isna().all():
+                ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--", label=label)
+            else:
+                d = df.sort_values("gamma")
+                ax.plot(d["gamma"], d[col], marker="o", label=label)
+        if chance is not None:
+            ax.axhline(chance, color="k", lw=0.8, ls=":")
+        ax.set_xlabel("policy false-negative rate γ")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+        save(fig, name)
+
+    # Fig. 2: utility vs Bayesian-confidentiality ε (∞ drawn at the right edge)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    finite = table["bayes_epsilon"].replace([np.inf], np.nan)
+    right = (np.nanmax(finite) if finite.notna().any() else 1.0) * 1.3 + 0.5
+    for (arch, method), df in table.groupby(["arch", "method"], sort=True):
+        eps = df["bayes_epsilon"].replace([np.inf], right)
+        ax.scatter(df["ppl"], eps, label=f"{method}-{arch}")
+    ax.axhline(right, color="grey", lw=0.5, ls=":")
+    ax.set_xlabel("perplexity (validation)")
+    ax.set_ylabel("Bayesian confidentiality ε (top line: ∞)")
+    ax.legend(fontsize=7)
+    save(fig, "fig2_ppl_vs_epsilon.png")
+    vs_gamma("max_exposure", "highest canary exposure (bits)", "fig3_exposure_vs_gamma.png")
+    vs_gamma("mia_accuracy", "membership inference accuracy", "fig4_mia_vs_gamma.png", chance=0.5)
+    vs_gamma(
+        "group_mia_accuracy",
+        f"group ({cfg.group_size}) MIA accuracy",
+        "fig5_group_mia_vs_gamma.png",
+        chance=0.5,
+    )
+    # Fig. 6: amplification by redaction, Prop. 6 for fixed DP ε', with the measured CRT points
+    fig, ax = plt.subplots(figsize=(6, 4))
+    g = np.linspace(0, 1, 101)
+    for e in (0.5, 1.0, 2.0, 4.0, 8.0):
+        ax.plot(g, np.log1p(g * np.expm1(e)), label=f"ε' = {e:g}")
+    crt = table[(table["method"] == "crt") & np.isfinite(table["bayes_epsilon"])]
+    if len(crt):
+        ax.scatter(crt["gamma"], crt["bayes_epsilon"], color="k", zorder=3, label="CRT runs")
+    ax.set_xlabel("policy false-negative rate γ")
+    ax.set_ylabel("Bayesian confidentiality ε")
+    ax.legend(fontsize=7)
+    save(fig, "fig6_amplification.png")
+    return out

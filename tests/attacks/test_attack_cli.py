@@ -1,0 +1,136 @@
+"""The attacks CLI end to end on the shipped fake model."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+
+runner = CliRunner()
+
+
+@pytest.fixture()
+def files(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"user_id": "u1", "doc_id": f"d{i}", "text": "My ID is: 123"} for i in range(20)]
+    rows += [
+        {"user_id": "u2", "doc_id": f"m{i}", "text": f"my address is {100 + i} oak street"} for i in range(30)
+    ]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    canaries = tmp_path / "canaries.jsonl"
+    canaries.write_text(
+        json.dumps(
+            {"text": "My ID is: 123", "secret": "123", "prefix": "My ID is: ", "user_id": "u1", "repeats": 20}
+        )
+        + "\n"
+        + json.dumps({"text": "My ID is: 456", "secret": "456", "user_id": "u3", "repeats": 0})
+        + "\n"
+    )
+    members = tmp_path / "members.txt"
+    members.write_text("".join(f"my address is {100 + i} oak street\n" for i in range(30)))
+    non = tmp_path / "non.jsonl"
+    non.write_text(
+        "".join(json.dumps({"text": f"my address is {500 + i} elm street"}) + "\n" for i in range(30))
+    )
+    return tmp_path, corpus, canaries, members, non
+
+
+def test_exposure_writes_one_row_per_canary_and_the_max_exposure(files):
+    tmp, corpus, canaries, _, _ = files
+    run = tmp / "run"
+    r = runner.invoke(
+        app,
+        ["exposure", "--model", f"fake:{corpus}", "--canaries", str(canaries), "--out", str(run), "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    table = pd.read_parquet(run / "exposure.parquet")
+    assert list(table["secret"]) == ["123", "456"]
+    assert table.loc[0, "rank"] == 1 and table.loc[0, "exposure_bits"] == pytest.approx(9.965784284662087)
+    assert summary["max_exposure"] == pytest.approx(table["exposure_bits"].max())
+    assert summary["scenario"]["access"] == "scores"
+    assert json.loads((run / "summary.json").read_text())["schema_version"] >= 1
+
+
+def test_a_canary_file_with_a_bad_line_exits_2_with_its_location(files):
+    tmp, corpus, _, _, _ = files
+    bad = tmp / "bad.jsonl"
+    bad.write_text(json.dumps({"prefix": "My ID is: "}) + "\n")
+    r = runner.invoke(
+        app, ["exposure", "--model", f"fake:{corpus}", "--canaries", str(bad), "--out", str(tmp / "x")]
+    )
+    assert r.exit_code == 2
+    assert "bad.jsonl:1: field 'secret'" in " ".join(r.output.split())
+
+
+def test_mia_writes_metrics_curves_and_a_plot(files):
+    tmp, corpus, _, members, non = files
+    run = tmp / "mia"
+    r = runner.invoke(
+        app,
+        [
+            "mia",
+            "--model",
+            f"fake:{corpus}",
+            "--members",
+            str(members),
+            "--non-members",
+            str(non),
+            "--group-size",
+            "5",
+            "--out",
+            str(run),
+            "--quiet",
+        ],
+    )
+    assert r.exit_code == 0, r.output
+    metrics = pd.read_parquet(run / "mia_metrics.parquet")
+    assert set(metrics["level"]) == {"individual", "group5"}
+    assert (run / "roc.png").stat().st_size > 1000
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["accuracy"] > 0.9 and summary["num_per_side"] == 30
+    assert "Membership inference" in r.stdout
+
+
+def test_mia_rejects_a_bad_min_k(files):
+    tmp, corpus, _, members, non = files
+    r = runner.invoke(
+        app,
+        [
+            "mia",
+            "--model",
+            f"fake:{corpus}",
+            "--members",
+            str(members),
+            "--non-members",
+            str(non),
+            "--min-k",
+            "0",
+            "--out",
+            str(tmp / "m"),
+        ],
+    )
+    assert r.exit_code == 2 and "--min-k" in " ".join(r.output.split())
+
+
+def test_experiment_list_options_take_several_values_and_reject_unknown_ones():
+    from lmleak.cli.attacks import parse_list_options
+    from lmleak.errors import ConfigError
+
+    got = parse_list_options(
+        ["--gammas", "0", "0.1", "0.2", "--archs", "lstm", "gpt"], {"--gammas", "--archs"}
+    )
+    assert got == {"--gammas": ["0", "0.1", "0.2"], "--archs": ["lstm", "gpt"]}
+    with pytest.raises(ConfigError, match="Did you mean '--gammas'"):
+        parse_list_options(["--gamas", "0"], {"--gammas", "--archs"})
+    with pytest.raises(ConfigError, match="needs at least one value"):
+        parse_list_options(["--archs"], {"--gammas", "--archs"})
+
+
+def test_experiment_crt_rejects_an_unknown_architecture_before_any_work(tmp_path):
+    r = runner.invoke(app, ["experiment", "crt", "--out", str(tmp_path / "x"), "--archs", "rnn"])
+    assert r.exit_code == 2 and "unknown architecture 'rnn'" in " ".join(r.output.split())

@@ -1,0 +1,131 @@
+"""Exposure maths (Carlini et al. 2019) and the per-canary measurement."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lmleak.attacks.exposure import exposure, extrapolated_exposure, fit_skewnorm, measure_exposure
+from lmleak.errors import CapabilityError
+from lmleak.models.fake import FakeLM
+
+
+def test_a_canary_ranked_first_among_a_million_has_the_papers_19_93_bits():
+    assert exposure(1, 1_000_000) == pytest.approx(19.93, abs=5e-3)
+    assert exposure(1, 1_000_000) == math.log2(1_000_000)
+
+
+@given(st.integers(1, 10**12).flatmap(lambda n: st.tuples(st.integers(1, n), st.just(n))))
+@settings(max_examples=200, deadline=None)
+def test_exposure_lies_between_zero_and_log2_of_the_candidate_count(pair):
+    rank, n = pair
+    e = exposure(rank, n)
+    assert -1e-9 <= e <= math.log2(n) + 1e-9
+
+
+@given(st.integers(2, 10**9))
+def test_exposure_falls_as_rank_grows(n):
+    assert exposure(1, n) > exposure(n, n) == 0.0
+
+
+def test_a_rank_outside_the_candidates_is_rejected():
+    with pytest.raises(ValueError):
+        exposure(0, 10)
+    with pytest.raises(ValueError):
+        exposure(11, 10)
+
+
+def test_the_skew_normal_estimate_matches_the_empirical_tail_of_a_normal_sample():
+    rng = np.random.default_rng(0)
+    x = rng.normal(50.0, 3.0, size=20000)
+    # a value 2 sd below the mean: Pr = 0.02275 -> 5.46 bits
+    assert extrapolated_exposure(44.0, x) == pytest.approx(-math.log2(0.02275), abs=0.15)
+    fit = fit_skewnorm(x)
+    assert fit.sample_size == 20000
+
+
+def _canaries(secrets, repeats=20):
+    return [
+        {"prefix": "My ID is: ", "secret": s, "repeats": repeats, "user_id": f"u{i}"}
+        for i, s in enumerate(secrets)
+    ]
+
+
+def test_a_memorised_canary_is_maximally_exposed_and_an_unseen_one_is_not():
+    lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["My ID is: 777777", "hello there"], order=4)
+    res = measure_exposure(lm, _canaries(["123456", "000001"]), extrapolate=True, sample_size=300)
+    assert res[0].rank == 1 and res[0].method == "exact"
+    assert res[0].exposure_bits == pytest.approx(19.931568569324174)
+    # 999,998 unknown secrets tie with "000001": it sits in the middle of them (about 1 bit)
+    assert res[1].rank == 3 + 999_997 // 2 and res[1].exposure_bits == pytest.approx(1.0, abs=0.01)
+    assert res[0].extrapolated_bits is not None
+
+
+def test_a_black_box_model_is_refused_before_any_work():
+    class Api:
+        name = "api"
+        capabilities = frozenset()
+
+    with pytest.raises(CapabilityError, match="canary exposure"):
+        measure_exposure(Api(), _canaries(["123456"]))
+
+
+def test_formats_too_large_to_enumerate_get_a_flagged_estimate():
+    lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["hello there"], order=4)
+    res = measure_exposure(lm, _canaries(["123456"]), max_enumerable=1000, sample_size=200)
+    assert res[0].method == "extrapolated" and res[0].rank is None
+    assert res[0].exposure_bits == res[0].extrapolated_bits
+
+
+def test_a_planted_canary_is_more_exposed_than_an_unplanted_one_on_a_small_trained_gpt():
+    import torch
+
+    from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt
+    from lmleak.models.tokenizer import HFTokenizer
+    from lmleak.models.torch_causal import TorchCausalLM
+
+    rng = np.random.default_rng(0)
+    filler = [f"order {rng.integers(0, 10**4):04d} ships to oak street today" for _ in range(40)]
+    planted, unplanted = "3141", "2718"
+    texts = filler + [f"My ID is: {planted}"] * 10
+    tok = HFTokenizer(build_tokenizer(texts, kind="word", vocab_size=100))
+    module = new_small_gpt(
+        tok.vocab_size, SmallGPTConfig(n_positions=32, n_embd=32, n_layer=1, n_head=2), seed=0
+    )
+    torch.manual_seed(0)
+    opt = torch.optim.Adam(module.parameters(), lr=1e-2)
+    seqs = [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
+    width = max(map(len, seqs))
+    ids = torch.full((len(seqs), width), tok.pad_id)
+    for i, s in enumerate(seqs):
+        ids[i, : len(s)] = torch.tensor(s)
+    mask = (ids != tok.pad_id).long()
+    tgt = ids[:, 1:].masked_fill(mask[:, 1:] == 0, -100)
+    module.train()
+    for _ in range(60):
+        logits = module(input_ids=ids, attention_mask=mask).logits[:, :-1]
+        loss = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), tgt.reshape(-1), ignore_index=-100
+        )
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    lm = TorchCausalLM(module.eval(), tok, name="trained", max_length=32)
+    res = measure_exposure(lm, _canaries([planted, unplanted]))
+    assert res[0].exposure_bits > res[1].exposure_bits + 3
+    assert res[0].rank <= 10
+
+
+def test_a_top_k_only_wrapper_is_refused_with_a_clear_message():
+    from lmleak.attacks.membership import evaluate_membership
+    from lmleak.models.blackbox import TopKOnly
+
+    lm = TopKOnly(FakeLM.from_texts(["My ID is: 123456"], order=3), k=5)
+    with pytest.raises(CapabilityError, match="canary exposure needs 'score' access"):
+        measure_exposure(lm, _canaries(["123456"]))
+    with pytest.raises(CapabilityError, match="membership inference needs 'score' access"):
+        evaluate_membership(lm, ["a b", "c d"], ["e f", "g h"])

@@ -1,0 +1,134 @@
+"""Membership-inference metrics against slow oracles, and the attack on a memorising model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lmleak.attacks.membership import evaluate_membership, group_scores, min_k_prob, read_texts, text_scores
+from lmleak.attacks.roc import best_accuracy, roc_auc, roc_curve, tpr_at_fpr
+from lmleak.errors import DataFileError
+from lmleak.models.fake import FakeLM
+
+scored = st.lists(st.tuples(st.integers(-5, 5).map(float), st.booleans()), min_size=2, max_size=60).filter(
+    lambda xs: any(b for _, b in xs) and not all(b for _, b in xs)
+)
+
+
+def pair_count_auc(scores, labels):
+    pos = [s for s, y in zip(scores, labels, strict=True) if y]
+    neg = [s for s, y in zip(scores, labels, strict=True) if not y]
+    wins = sum((p > q) + 0.5 * (p == q) for p in pos for q in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def brute_best_accuracy(scores, labels):
+    s, y = np.asarray(scores), np.asarray(labels).astype(bool)
+    best = max(np.mean(y == False), np.mean(y))  # noqa: E712  (flag nothing / everything)
+    for t in np.unique(s):
+        best = max(best, np.mean((s >= t) == y))
+    return best
+
+
+@given(scored)
+@settings(max_examples=200, deadline=None)
+def test_auc_equals_the_pair_counting_oracle(pairs):
+    scores, labels = zip(*pairs, strict=True)
+    assert roc_auc(scores, labels) == pytest.approx(pair_count_auc(scores, labels))
+
+
+@given(scored)
+@settings(max_examples=200, deadline=None)
+def test_best_accuracy_equals_trying_every_threshold(pairs):
+    scores, labels = zip(*pairs, strict=True)
+    acc, thr = best_accuracy(scores, labels)
+    assert acc == pytest.approx(brute_best_accuracy(scores, labels))
+    s, y = np.asarray(scores), np.asarray(labels).astype(bool)
+    assert np.mean((s >= thr) == y) == pytest.approx(acc)
+
+
+@given(scored, st.floats(0, 1))
+@settings(max_examples=100, deadline=None)
+def test_tpr_at_fpr_is_the_best_threshold_within_the_fpr_budget(pairs, f):
+    scores, labels = zip(*pairs, strict=True)
+    s, y = np.asarray(scores), np.asarray(labels).astype(bool)
+    best = 0.0
+    for t in [np.inf, *np.unique(s)]:
+        flag = s >= t
+        if flag[~y].mean() <= f + 1e-12:
+            best = max(best, flag[y].mean())
+    assert tpr_at_fpr(scores, labels, f) == pytest.approx(best)
+
+
+def test_the_roc_curve_runs_from_nothing_flagged_to_everything_flagged():
+    c = roc_curve([1.0, 2.0, 2.0, 3.0], [0, 1, 0, 1])
+    assert (c.fpr[0], c.tpr[0], c.fpr[-1], c.tpr[-1]) == (0.0, 0.0, 1.0, 1.0)
+    assert np.all(np.diff(c.fpr) >= 0) and np.all(np.diff(c.tpr) >= 0)
+
+
+@given(st.lists(st.floats(-100, 100), min_size=20, max_size=80), st.integers(1, 10), st.integers(0, 3))
+@settings(max_examples=50, deadline=None)
+def test_group_scores_are_sums_of_individual_ones(xs, g, ngroups):
+    x = np.asarray(xs)
+    s, idx = group_scores(x, g, num_groups=ngroups or None, seed=1)
+    np.testing.assert_allclose(s, x[idx].sum(axis=1))
+    assert all(len(set(row)) == g for row in idx.tolist())
+
+
+def test_min_k_averages_the_least_likely_tokens():
+    assert min_k_prob(np.array([-1.0, -2.0, -3.0, -4.0]), 0.5) == -3.5
+    assert min_k_prob(np.array([-1.0]), 0.2) == -1.0
+
+
+def _sentences(rng, n):
+    return [
+        f"my address is {rng.integers(100, 999)} {rng.choice(['oak', 'elm', 'pine', 'ash'])} street"
+        for _ in range(n)
+    ]
+
+
+def test_a_memorising_model_is_caught_by_the_individual_and_the_group_attack():
+    rng = np.random.default_rng(0)
+    members = _sentences(rng, 60)
+    non_members = _sentences(np.random.default_rng(99), 60)
+    non_members = [t for t in non_members if t not in set(members)]
+    lm = FakeLM.from_texts(members * 2 + non_members[:0] + ["my address is unknown street"], order=4)
+    res = evaluate_membership(lm, members, non_members, num_per_side=50, group_size=5, reference=lm)
+    m = res.metrics.set_index(["level", "feature"])
+    assert m.loc[("individual", "perplexity"), "accuracy"] > 0.75
+    assert m.loc[("individual", "perplexity"), "auc"] > 0.8
+    assert m.loc[("group5", "perplexity"), "accuracy"] >= m.loc[("individual", "perplexity"), "accuracy"]
+    # a model calibrated against itself carries no signal: every ratio is -1
+    assert m.loc[("individual", "reference"), "auc"] == pytest.approx(0.5)
+    assert set(res.scores["member"]) == {0, 1} and len(res.scores) == 2 * res.num_per_side
+
+
+def test_group_perplexity_score_is_minus_the_sum_of_perplexities():
+    lm = FakeLM.from_texts(["a b c", "a b d"], order=3)
+    sc = text_scores(lm, ["a b c", "a b d", "c b a"])
+    ppl = np.exp(sc["log_ppl"])
+    s, idx = group_scores(sc["perplexity"], 3)
+    assert s[0] == pytest.approx(-ppl[idx[0]].sum())
+
+
+def test_member_files_are_jsonl_or_plain_text_and_bad_lines_are_located(tmp_path):
+    j = tmp_path / "m.jsonl"
+    j.write_text(json.dumps({"text": "one"}) + "\n\n" + json.dumps({"text": "two"}) + "\n")
+    assert read_texts(j) == ["one", "two"]
+    t = tmp_path / "m.txt"
+    t.write_text("first line\n\nsecond line\n")
+    assert read_texts(t) == ["first line", "second line"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "ok"}) + "\n" + json.dumps({"body": "x"}) + "\n")
+    with pytest.raises(DataFileError, match=r"bad.jsonl:2: field 'text'"):
+        read_texts(bad)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    with pytest.raises(DataFileError, match=r"broken.jsonl:1"):
+        read_texts(broken)
+    with pytest.raises(DataFileError, match="not found"):
+        read_texts(tmp_path / "missing.txt")
