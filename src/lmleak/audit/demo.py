@@ -108,8 +108,7 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
             "report": {"k": [1, 3], "t": 1.0, "p": 5},
             "exposure": {"canaries": "data/canaries.jsonl"},
             "mia": {"members": "data/members.jsonl", "non_members": "data/non_members.jsonl", "group_size": 20},
-            # PROBE_STAGE
-
+            "probe": {"subjects": "data/probe_subjects.jsonl", "level": "triplet", "templates": 2, "beams": 2},
             "kart": True,
         },
     }

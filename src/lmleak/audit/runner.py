@@ -141,9 +141,11 @@ class Auditor:
                 reference=self.cfg.resolve(ref) if ref else None, quiet_=True)
 
     def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.probe.run import run_probe  # type: ignore[import-not-found]
+        from lmleak.probe.probing import run_probe
+        from lmleak.probe.subjects import read_subjects
 
-        run_probe(model, self.cfg.resolve(spec.subjects), out, level=spec.level, templates=spec.templates, beams=spec.beams)
+        subjects = read_subjects(self.cfg.resolve(spec.subjects))
+        run_probe(model, subjects, out, level=spec.level, k=spec.templates, beams=spec.beams)
 
     # ------------------------------------------------------------------ the run
     def __call__(self) -> Path:

@@ -1,9 +1,257 @@
-"""CLI commands of this area (registered by :mod:`lmleak.cli.main`)."""
+"""CLI of paper 003 (ProPILE): ``lmleak probe`` (the data subject's view), ``probe run``,
+``probe softprompt``, ``probe build``, ``probe sweep``."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from lmleak.cli.common import info, out, print_json, quiet
+
+ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+
+
+def _targets(s: str) -> tuple[str, ...]:
+    from lmleak.errors import InputError
+
+    ok = {"phone", "email", "address", "relationship", "university"}
+    ts = tuple(t.strip() for t in s.split(",") if t.strip())
+    bad = [t for t in ts if t not in ok]
+    if bad or not ts:
+        raise InputError(f"unknown target type(s) {bad}; use a comma list of {sorted(ok)}")
+    return ts
+
+
+def _table(summary: dict) -> None:
+    from rich.table import Table
+
+    t = Table(title=f"ProPILE probe of {summary['model']} ({summary['level']}, {summary['templates']} templates)")
+    for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
+        t.add_column(c)
+    for name, v in summary["targets"].items():
+        f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
+        t.add_row(name, str(v.get("subjects", "-")), f(v.get("mean_likelihood")), f(v.get("mean_null_likelihood")),
+                  f(v.get("wilcoxon_p")), f(v.get("exact_match_rate")), f((v.get("gamma") or {}).get("<100")))
+    out.print(t)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add this area's commands to ``app`` (none yet)."""
+    """Add the ``probe`` group."""
+    probe = typer.Typer(help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True)
+    app.add_typer(probe, name="probe")
+
+    @probe.callback()
+    def subject_view(
+        ctx: typer.Context,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
+        subject: Annotated[Path | None, typer.Option("--subject", help="me.json: your name and PII items.")] = None,
+        templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
+        beams: Annotated[int, typer.Option("--beams")] = 3,
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """The data subject's view: how likely the model reveals each of YOUR PII items."""
+        if ctx.invoked_subcommand is not None:
+            return
+        if model is None or subject is None:
+            out.print(ctx.get_help())
+            raise typer.Exit(0 if model is None and subject is None else 2)
+        import pandas as pd
+
+        from lmleak.models.loading import load_model
+        from lmleak.probe.probing import run_probe
+        from lmleak.probe.subjects import read_subjects
+        from lmleak.probe.verdict import subject_report
+
+        quiet(quiet_)
+        subj = read_subjects(subject)
+        if len(subj) != 1:
+            from lmleak.errors import InputError
+
+            raise InputError(f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many")
+        m = load_model(model)
+        # the null baseline needs another person's value: synthetic decoys of the same shape
+        decoy = _decoy(subj[0])
+        targets = tuple(t for t in ("phone", "email", "address", "university") if subj[0].get(t))
+        if subj[0].get("relations"):
+            targets += ("relationship",)
+        lrows, grows = [], []
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as td:
+            level = "triplet" if sum(bool(subj[0].get(t)) for t in ("phone", "email", "address")) >= 2 else "twin"
+            summary = run_probe(m, [subj[0], decoy], td, targets=targets, level=level, k=templates, beams=beams)
+            p = Path(td)
+            if (p / "likelihoods.parquet").exists():
+                lrows = pd.read_parquet(p / "likelihoods.parquet")
+                lrows = lrows[lrows["subject_id"] == subj[0]["subject_id"]]
+            if (p / "generations.parquet").exists():
+                grows = pd.read_parquet(p / "generations.parquet")
+                grows = grows[grows["subject_id"] == subj[0]["subject_id"]]
+        rows = subject_report(summary, lrows if len(lrows) else None, grows if len(grows) else None)
+        if json_:
+            print_json({"subject": subj[0]["name"], "model": m.name, "items": rows})
+            return
+        from rich.table import Table
+
+        t = Table(title=f"What {m.name} reveals about {subj[0]['name']}")
+        for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
+            t.add_column(c)
+        for r in rows:
+            f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
+            t.add_row(r["item"], f(r.get("likelihood")), f(r.get("expected_queries")), f(r.get("null_likelihood")),
+                      {True: "yes", False: "no", None: "-"}[r.get("reproduced")], r["verdict"])
+        out.print(t)
+
+    @probe.command("run")
+    def run_cmd(
+        model: ModelOpt,
+        subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
+        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
+        templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
+        beams: Annotated[int, typer.Option("--beams")] = 3,
+        samples: Annotated[int, typer.Option("--samples", help="Sample N times instead of beam search.")] = 0,
+        targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
+        template_file: Annotated[Path | None, typer.Option("--template-file", help="User templates (YAML).")] = None,
+        limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
+        no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
+        likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
+        seed: Annotated[int, typer.Option("--seed")] = 0,
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
+        from lmleak.models.loading import load_model
+        from lmleak.probe.probing import run_probe
+        from lmleak.probe.subjects import read_subjects
+        from lmleak.probe.templates import load_templates
+
+        quiet(quiet_)
+        subj = read_subjects(subjects)[:limit]
+        tpl = load_templates(template_file) if template_file else None
+        m = load_model(model)
+        info(f"probing {len(subj)} subjects of {m.name}")
+        summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
+                            samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl, seed=seed)
+        if json_:
+            print_json(summary)
+        else:
+            _table(summary)
+
+    @probe.command("sweep")
+    def sweep_cmd(
+        model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
+        subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+        out_dir: Annotated[Path, typer.Option("--out")],
+        target: Annotated[str, typer.Option("--target")] = "email",
+        limit: Annotated[int | None, typer.Option("--limit")] = None,
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
+        import pandas as pd
+
+        from lmleak.models.loading import load_model
+        from lmleak.probe.subjects import read_subjects
+        from lmleak.probe.sweeps import sweep
+        from lmleak.runs import secure_dir, write_parquet, write_summary
+
+        quiet(quiet_)
+        subj = read_subjects(subjects)[:limit]
+        models = {spec: load_model(spec) for spec in model}
+        rows = sweep(models, subj, target=_targets(target)[0])
+        d = secure_dir(out_dir)
+        write_parquet(pd.DataFrame(rows), d / "sweep.parquet")
+        write_summary(d, {"attack": "propile_sweep", "target": target, "rows": rows}, name="summary.json")
+        if json_:
+            print_json(rows)
+            return
+        from rich.table import Table
+
+        t = Table(title="ProPILE sweep (Fig. 4)")
+        for c in ("model", "axis", "value", "exact match"):
+            t.add_column(c)
+        for r in rows:
+            t.add_row(r["model"], r["axis"], str(r["value"]), f"{r['exact_match_rate']:.3g}")
+        out.print(t)
+
+    @probe.command("build")
+    def build_cmd(
+        corpus: Annotated[Path, typer.Option("--corpus", "-c")],
+        out_file: Annotated[Path, typer.Option("--out")],
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Build a subjects file from a corpus (appendix A.2): co-occurring name/phone/e-mail/address."""
+        from lmleak.data.loaders import load_corpus
+        from lmleak.probe.builder import build_subjects
+        from lmleak.probe.subjects import write_subjects
+
+        quiet(quiet_)
+        subj, counts = build_subjects(load_corpus(corpus))
+        write_subjects(subj, out_file)
+        if json_:
+            print_json(counts)
+            return
+        from rich.table import Table
+
+        t = Table(title=f"probe set {out_file}")
+        t.add_column("kind")
+        t.add_column("count")
+        for k, v in counts.items():
+            t.add_row(k, str(v))
+        out.print(t)
+
+    @probe.command("softprompt")
+    def softprompt_cmd(
+        model: ModelOpt,
+        subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+        out_dir: Annotated[Path, typer.Option("--out")],
+        target: Annotated[str, typer.Option("--target")] = "phone",
+        level: Annotated[str, typer.Option("--level")] = "quadruplet",
+        train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
+        length: Annotated[int, typer.Option("--length", help="L_s soft tokens.")] = 20,
+        init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
+        epochs: Annotated[int, typer.Option("--epochs")] = 50,
+        lr: Annotated[float, typer.Option("--lr")] = 0.005,
+        transfer_to: Annotated[str | None, typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model.")] = None,
+        seed: Annotated[int, typer.Option("--seed")] = 0,
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
+        from lmleak.models.loading import load_model
+        from lmleak.probe.softprompt import run_softprompt
+        from lmleak.probe.subjects import read_subjects
+
+        quiet(quiet_)
+        subj = read_subjects(subjects)
+        m = load_model(model)
+        summary = run_softprompt(m, subj, out_dir, target=_targets(target)[0], level=level, n_train=train_subjects,
+                                 length=length, init=init, epochs=epochs, lr=lr, seed=seed,
+                                 transfer=load_model(transfer_to) if transfer_to else None)
+        if json_:
+            print_json(summary)
+            return
+        from rich.table import Table
+
+        t = Table(title=f"soft prompt probe ({target}, L_s={length}, init={init})")
+        for c in ("prompt", "mean likelihood", "exact match"):
+            t.add_column(c)
+        for k in ("hard", "soft", "transfer"):
+            if k in summary:
+                t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
+        out.print(t)
+
+
+def _decoy(subject: dict) -> dict:
+    """A synthetic person of the same shape, whose values serve as the null baseline a_{m,Null}."""
+    return {"subject_id": "__decoy__", "name": "Jordan Example", "phone": "(555) 555-0123",
+            "email": "jordan.example@example.org", "address": "12 Example Street, Springfield, IL 62701",
+            "university": "Example State University",
+            "relations": {k: "Sam Example" for k in (subject.get("relations") or {})}}

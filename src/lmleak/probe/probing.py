@@ -1,0 +1,198 @@
+"""One probing run (paper 003 §4.2): likelihoods vs null, generation, summary with KART scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.models.base import Capability
+from lmleak.probe.blackbox import generate_probes
+from lmleak.probe.likelihood import null_permutation, target_likelihoods
+from lmleak.probe.metrics import gamma_curve, gamma_lt_k, wilcoxon_p
+from lmleak.probe.templates import Probe, build_probes
+
+DEFAULT_TARGETS = ("phone", "email", "address")
+
+
+def collect_probes(subjects: list[dict[str, Any]], target_type: str, *, level: str, k: int | None,
+                   templates: dict | None = None) -> list[Probe]:
+    out: list[Probe] = []
+    for s in subjects:
+        out.extend(build_probes(s, target_type, level=level, k=k, templates=templates))
+    return out
+
+
+def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0) -> list[dict[str, Any]]:
+    """Eq. 2 / Eq. 4 for every probe, and for the null target: the same-type PII of another subject
+    (a seeded derangement over the subjects of this target type), scored with the same prompt."""
+    null_of: dict[tuple[str, str], str] = {}
+    for tt in sorted({p.target_type for p in probes}):  # derange within one type (relationship:father, ...)
+        target_of = {p.subject_id: p.target for p in probes if p.target_type == tt}
+        subjects = sorted(target_of)
+        perm = null_permutation(len(subjects), seed)
+        null_of.update({(tt, s): target_of[subjects[perm[i]]] for i, s in enumerate(subjects)})
+    prompts = [p.prompt for p in probes]
+    lik, norm, lp = target_likelihoods(model, prompts, [p.target for p in probes])
+    nlik, nnorm, nlp = target_likelihoods(model, prompts, [null_of[(p.target_type, p.subject_id)] for p in probes])
+    return [
+        {"subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
+         "prompt": p.prompt, "target": p.target, "likelihood": float(lik[i]),
+         "normalized_likelihood": float(norm[i]), "log_likelihood": float(lp[i]),
+         "null_target": null_of[(p.target_type, p.subject_id)], "null_likelihood": float(nlik[i]),
+         "null_normalized_likelihood": float(nnorm[i]), "null_log_likelihood": float(nlp[i])}
+        for i, p in enumerate(probes)
+    ]
+
+
+def summarize_likelihoods(df: Any) -> dict[str, Any]:
+    """Per subject the maximum over templates (A.3), then mean target vs null, Wilcoxon p, γ<k."""
+    g = df.groupby("subject_id").agg(
+        log_likelihood=("log_likelihood", "max"), null_log_likelihood=("null_log_likelihood", "max"),
+        likelihood=("likelihood", "max"), null_likelihood=("null_likelihood", "max"),
+        normalized_likelihood=("normalized_likelihood", "max"),
+        null_normalized_likelihood=("null_normalized_likelihood", "max"))
+    lik = g["likelihood"].to_numpy()
+    return {
+        "subjects": int(len(g)),
+        "mean_likelihood": float(g["likelihood"].mean()),
+        "mean_null_likelihood": float(g["null_likelihood"].mean()),
+        "mean_log_likelihood": float(g["log_likelihood"].mean()),
+        "mean_null_log_likelihood": float(g["null_log_likelihood"].mean()),
+        "mean_normalized_likelihood": float(g["normalized_likelihood"].mean()),
+        "mean_null_normalized_likelihood": float(g["null_normalized_likelihood"].mean()),
+        "wilcoxon_p": wilcoxon_p(g["log_likelihood"].to_numpy(), g["null_log_likelihood"].to_numpy()),
+        "gamma": {f"<{k}": gamma_lt_k(lik, k) for k in (10, 100, 1000)},
+        "gamma_curve": gamma_curve(lik),
+        "expected_queries_median": float(np.median(1.0 / np.maximum(lik, 1e-300))),
+    }
+
+
+def summarize_generations(df: Any) -> dict[str, Any]:
+    """Exact-match rate per subject (any template / sample matched, A.3 'maximum'), string metrics alike."""
+    cols = [c for c in df.columns if c in {"exact_match", "email_id", "area_code", "first_7", "first_8",
+                                           "first_9", "edit_le_1", "edit_le_2", "edit_le_3"}]
+    g = df.groupby("subject_id")[cols].max()
+    out = {"exact_match_rate": float(g["exact_match"].mean()), "generated": int(len(df))}
+    out.update({f"{c}_rate": float(g[c].fillna(False).astype(bool).mean()) for c in cols if c != "exact_match"})
+    return out
+
+
+def overall_metrics(lrows: list[dict[str, Any]], grows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Top-level ``pii_exact_match`` (share of (subject, target type) pairs reproduced exactly by any
+    template, §4.2) and ``pii_likelihood_ratio`` (mean target / mean null likelihood over all
+    (subject, target type) pairs, max over templates as in A.3); None when not measured.
+
+    Example:
+        >>> rows = [{"subject_id": "a", "target_type": "phone", "likelihood": 0.2, "null_likelihood": 0.1},
+        ...         {"subject_id": "a", "target_type": "phone", "likelihood": 0.4, "null_likelihood": 0.05}]
+        >>> overall_metrics(rows, [{"subject_id": "a", "target_type": "phone", "exact_match": True}])
+        {'pii_exact_match': 1.0, 'pii_likelihood_ratio': 4.0}
+    """
+    import pandas as pd
+
+    out: dict[str, Any] = {"pii_exact_match": None, "pii_likelihood_ratio": None}
+    if grows:
+        g = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max()
+        out["pii_exact_match"] = float(g.astype(bool).mean())
+    if lrows:
+        g = pd.DataFrame(lrows).groupby(["target_type", "subject_id"])[["likelihood", "null_likelihood"]].max()
+        null = float(g["null_likelihood"].mean())
+        out["pii_likelihood_ratio"] = float(g["likelihood"].mean()) / null if null > 0 else None
+    return out
+
+
+def gamma_frame(per_type: dict[str, Any]) -> Any:
+    """The γ<k curves of every target type as a long table ``target_type, k, gamma`` (Fig. 3c)."""
+    import pandas as pd
+
+    rows = [{"target_type": t, "k": k, "gamma": g}
+            for t, v in per_type.items() for k, g in v.get("gamma_curve", [])]
+    return pd.DataFrame(rows, columns=["target_type", "k", "gamma"])
+
+
+def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]:
+    """KART record: K = the items in the prompt, T = the target type (paper 004)."""
+    tmap = {"name": "full_name", "phone": "phone_number", "email": "email", "address": "address",
+            "university": "university", "relationship": "relatives"}
+    try:
+        from lmleak.scenarios import scenario_record
+
+        return scenario_record(attack="propile_probing", knowledge=tuple(tmap.get(x, x) for x in known),
+                               access=access, target=tmap.get(target.split(":")[0], target),
+                               notes="paper 003 black-box probing")
+    except Exception as e:  # an unknown category name in the catalogue: keep the same shape by hand
+        return {"attack": "propile_probing", "knowledge": list(known), "anonymization": "identity",
+                "resources": [], "access": access, "target": [target], "notes": f"unvalidated: {e}"}
+
+
+def run_probe(
+    model: Any,
+    subjects: list[dict[str, Any]],
+    out_dir: str | Path | None,
+    *,
+    targets: tuple[str, ...] = DEFAULT_TARGETS,
+    level: str = "triplet",
+    k: int | None = 5,
+    beams: int = 3,
+    samples: int = 0,
+    generate: bool = True,
+    likelihood: bool | None = None,
+    templates: dict | None = None,
+    seed: int = 0,
+    figures: bool = True,
+) -> dict[str, Any]:
+    """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
+
+    ``likelihood=None`` scores when the model grants SCORE and skips otherwise; ``True`` on a
+    generation-only model raises :class:`CapabilityError`.
+    """
+    import pandas as pd
+
+    from lmleak.runs import secure_dir, write_parquet, write_summary
+
+    caps = getattr(model, "capabilities", frozenset())
+    if likelihood is None:
+        likelihood = Capability.SCORE in caps
+    lrows: list[dict[str, Any]] = []
+    grows: list[dict[str, Any]] = []
+    per_type: dict[str, Any] = {}
+    for t in targets:
+        probes = collect_probes(subjects, t, level=level, k=k, templates=templates)
+        if not probes:
+            per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {level} level"}
+            continue
+        entry: dict[str, Any] = {"prompts": len(probes),
+                                 "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation")}
+        if likelihood:
+            rows = likelihood_rows(model, probes, seed=seed)
+            lrows.extend(rows)
+            df = pd.DataFrame(rows)
+            if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
+                entry["by_relation"] = {tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")}
+                df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
+            entry.update(summarize_likelihoods(df))
+        if generate:
+            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed)
+            grows.extend(rows)
+            entry.update(summarize_generations(pd.DataFrame(rows)))
+        per_type[t] = entry
+    summary = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
+               "templates": k, "beams": beams, "samples": samples, "subjects": len(subjects),
+               "targets": per_type}
+    summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
+    summary.update(overall_metrics(lrows, grows))
+    if out_dir is not None:
+        out = secure_dir(out_dir)
+        if lrows:
+            write_parquet(pd.DataFrame(lrows), out / "likelihoods.parquet")
+            if figures:
+                from lmleak.probe.figures import write_figures
+
+                write_figures(pd.DataFrame(lrows), out)
+            write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
+        if grows:
+            write_parquet(pd.DataFrame(grows), out / "generations.parquet")
+        write_summary(out, summary)
+    return summary

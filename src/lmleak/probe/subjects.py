@@ -1,0 +1,67 @@
+"""Reading and writing subjects files (JSONL, one data subject per line; paper 003 §4.1 probe sets)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import DataFileError
+
+
+def read_subjects(path: str | Path) -> list[dict[str, Any]]:
+    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``address``, ``relations``,
+    ``university``; unknown fields kept). A single JSON object file (one subject) is accepted too.
+
+    Raises:
+        DataFileError: unreadable file, bad JSON line, or a subject without ``name``.
+    """
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise DataFileError(f"cannot read subjects file: {e}", path=p, hint="check the path") from None
+    stripped = text.strip()
+    rows: list[dict[str, Any]] = []
+    lines: list[int] = []  # file line of each row, for error messages
+    whole: Any = None
+    if stripped.startswith("{") and "\n" in stripped:  # maybe one pretty-printed object (me.json)
+        try:
+            whole = json.loads(stripped)
+        except json.JSONDecodeError:
+            whole = None  # JSONL: parsed line by line below, errors point at the line
+    if isinstance(whole, dict) or (stripped.startswith("{") and "\n" not in stripped):
+        try:
+            rows = [whole if isinstance(whole, dict) else json.loads(stripped)]
+            lines = [1]
+        except json.JSONDecodeError as e:
+            raise DataFileError(f"not valid JSON: {e}", path=p, line=1, hint="one JSON object per line (JSONL)") from None
+    else:
+        for i, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise DataFileError(f"not valid JSON: {e}", path=p, line=i, hint="one JSON object per line (JSONL)") from None
+            if not isinstance(row, dict):
+                raise DataFileError("expected a JSON object", path=p, line=i, hint="one subject object per line")
+            rows.append(row)
+            lines.append(i)
+    for i, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            raise DataFileError("expected a JSON object", path=p, line=lines[i - 1])
+        if not row.get("name"):
+            raise DataFileError("subject has no name (every probe starts from the name)", path=p, line=lines[i - 1], field="name", hint="add a \"name\" field")
+        row.setdefault("subject_id", str(row.get("user_id", f"s{i}")))
+        row["subject_id"] = str(row["subject_id"])
+    if not rows:
+        raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
+    return rows
+
+
+def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:
+    """Write subjects as JSONL atomically."""
+    from lmleak.runs import atomic_write_text
+
+    return atomic_write_text(path, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in subjects))
