@@ -80,19 +80,59 @@ def _jsonl_corpus(path: Path) -> Any:
     return Corpus(docs, source=str(path))
 
 
-def _load_model(spec: str, api_top_k: int | None) -> Any:
-    from lmleak.report.public import load_any_model
+def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
+    from lmleak.ledger.ledger import ModelSpec
 
-    model = load_any_model(spec)
-    if api_top_k is not None:
-        try:
+    try:
+        import lmleak.models.loading  # noqa: F401
+    except ImportError:  # pragma: no cover - only before the models area lands
+        from lmleak.report.public import load_any_model
+
+        model = load_any_model(spec)
+        if api_top_k is not None:
             from lmleak.models.blackbox import TopKOnly  # type: ignore[import-not-found]
-        except ImportError:  # pragma: no cover - until the models area lands
-            from lmleak.errors import ModelError
 
-            raise ModelError("--api-top-k needs lmleak.models.blackbox, which is not installed") from None
-        model = TopKOnly(model, api_top_k)
-    return model
+            model = TopKOnly(model, api_top_k)
+        return model
+    return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
+
+
+def _ledger_on_ray(
+    lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int, options: dict[str, Any]
+) -> None:
+    """Run the ledger pass on Ray; :func:`run_report` then finds it complete and reuses it
+    (same model, corpus and settings give the same fingerprint)."""
+    from lmleak.errors import ConfigError
+    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
+    from lmleak.runs import secure_dir
+
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError(
+            "--engine ray needs the 'ray' package",
+            field="--engine",
+            hint="pip install ray, or use --engine local",
+        ) from None
+    started = not ray.is_initialized()
+    secure_dir(out_dir)
+    model_spec = ModelSpec(spec, allow_pickle=options["allow_pickle"], api_top_k=options["api_top_k"])
+    try:
+        run_ledger_pass(
+            lm,
+            corpus,
+            out_dir,
+            k=k,
+            shard_size=shard_size,
+            engine="ray",
+            ray_address=options["ray_address"],
+            num_workers=options["num_workers"],
+            num_gpus_per_worker=options["gpus_per_worker"],
+            model_spec=model_spec,
+        )
+    finally:
+        if started and ray.is_initialized():
+            ray.shutdown()
 
 
 def _print_summary(summary: dict[str, Any], title: str) -> None:
@@ -192,6 +232,23 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         public_scope: Annotated[
             str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
         ] = "unique",
+        engine: Annotated[
+            str, typer.Option("--engine", help="Where the ledger pass runs: local | ray.")
+        ] = "local",
+        ray_address: Annotated[
+            str | None,
+            typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
+        ] = None,
+        num_workers: Annotated[
+            int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
+        ] = 2,
+        gpus_per_worker: Annotated[
+            float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+        ] = 0.0,
+        allow_pickle: Annotated[
+            bool,
+            typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
+        ] = False,
         json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
         quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
     ) -> None:
@@ -216,6 +273,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             )
         if any(v < 1 for v in ks):
             raise ConfigError("k must be >= 1", field="k")
+        if engine not in ("local", "ray"):
+            raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local or ray")
+        if num_workers < 1 or gpus_per_worker < 0:
+            raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
         cfg = ReportConfig(
             ks=ks,
             t=t,
@@ -226,8 +287,26 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             index_cache=None if index_cache is None else str(index_cache),
         )
         data = _load_corpus(corpus)
-        lm = _load_model(model, api_top_k)
-        info(f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}")
+        lm = _load_model(model, api_top_k, allow_pickle)
+        info(
+            f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}"
+        )
+        if engine == "ray":
+            _ledger_on_ray(
+                lm,
+                model,
+                data,
+                out_dir,
+                k=max(ks),
+                shard_size=cfg.shard_size,
+                options={
+                    "ray_address": ray_address,
+                    "num_workers": num_workers,
+                    "gpus_per_worker": gpus_per_worker,
+                    "allow_pickle": allow_pickle,
+                    "api_top_k": api_top_k,
+                },
+            )
         summary = run_report(
             lm,
             data,

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lmleak.data.corpus import Corpus
+from lmleak.data.corpus import Document
 from lmleak.models.base import Capability, TokenStats, require
 
 LEDGER_DIR = "ledger"
@@ -203,7 +203,7 @@ def score_documents(
     return out
 
 
-def _fingerprint(model: Any, corpus: Corpus, extra: dict[str, Any]) -> str:
+def _fingerprint(model: Any, corpus: Iterable[Document], extra: dict[str, Any]) -> str:
     h = hashlib.sha256()
     h.update(
         repr(
@@ -221,14 +221,176 @@ def _fingerprint(model: Any, corpus: Corpus, extra: dict[str, Any]) -> str:
     return h.hexdigest()[:24]
 
 
-def build_ledger(
+class StreamedCorpus:
+    """A corpus file read afresh on every iteration, never held whole in memory.
+
+    The ledger pass iterates its corpus twice (fingerprint, then the shards); a
+    :class:`~lmleak.data.corpus.Corpus` holds every document, this re-reads the file through
+    :func:`lmleak.data.loaders.iter_documents`, so the pass's memory does not grow with the corpus.
+
+    Example:
+        >>> StreamedCorpus("corpus.jsonl").path.name
+        'corpus.jsonl'
+    """
+
+    def __init__(self, path: str | Path, **options: Any) -> None:
+        self.path = Path(path)
+        self.options = options
+
+    def __iter__(self) -> Iterator[Document]:
+        from lmleak.data.loaders import iter_documents
+
+        return iter(iter_documents(self.path, **self.options))
+
+
+class ModelSpec:
+    """A picklable recipe for a model: each Ray actor loads its own copy from the spec.
+
+    Shipping a loaded model to every actor pickles its weights through the object store; a spec
+    is a few bytes and lets each actor (on its own GPU) load the checkpoint itself. The same
+    secure defaults apply in the actor (no pickled checkpoints unless ``allow_pickle``).
+
+    Example:
+        >>> ModelSpec("fake:corpus.jsonl", api_top_k=3).api_top_k
+        3
+    """
+
+    def __init__(self, spec: str, *, allow_pickle: bool = False, api_top_k: int | None = None) -> None:
+        self.spec = str(spec)
+        self.allow_pickle = allow_pickle
+        self.api_top_k = api_top_k
+
+    def load(self) -> Any:
+        from lmleak.models.loading import load_model
+
+        model = load_model(self.spec, allow_pickle=self.allow_pickle)
+        if self.api_top_k is not None:
+            from lmleak.models.blackbox import TopKOnly
+
+            model = TopKOnly(model, self.api_top_k)
+        return model
+
+
+def ledger_table(model: Any, items: list[tuple[str, str, str]], k: int | None) -> Any:
+    """One shard of the ledger: ``(doc_id, user_id, text)`` items -> an Arrow table (one row per document)."""
+    import pyarrow as pa
+
+    ids = [model.tokenizer.encode(text) for _, _, text in items]
+    stats = score_documents(model, ids, k=k)
+    return pa.table(
+        {
+            "doc_id": [d for d, _, _ in items],
+            "user_id": [u for _, u, _ in items],
+            "token_ids": pa.array([list(map(int, t)) for t in ids], pa.list_(pa.int32())),
+            "ranks": pa.array([s.ranks.astype(np.int32) for s in stats], pa.list_(pa.int32())),
+            "logprobs": pa.array([s.logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())),
+            "top1_logprobs": pa.array(
+                [s.top1_logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
+            ),
+        }
+    )
+
+
+class LedgerWork:
+    """The ledger's work factory for :func:`lmleak.shards.run_sharded`: a loaded model (local
+    engine) or a :class:`ModelSpec` loaded once per worker (Ray, where only the spec travels)."""
+
+    def __init__(self, k: int | None, *, model: Any = None, spec: ModelSpec | None = None) -> None:
+        if (model is None) == (spec is None):
+            raise ValueError("give exactly one of model and spec")
+        self.k, self.model, self.spec = k, model, spec
+
+    def __call__(self) -> Callable[[list[tuple[str, str, str]]], Any]:
+        model = self.model if self.model is not None else self.spec.load()  # type: ignore[union-attr]
+        k = self.k
+        return lambda items: ledger_table(model, items, k)
+
+
+def run_ledger_pass(
     model: Any,
-    corpus: Corpus,
+    corpus: Iterable[Document],
     run_dir: str | Path,
     *,
     k: int | None = None,
     shard_size: int = 256,
     engine: str = "local",
+    ray_address: str | None = None,
+    num_workers: int = 2,
+    num_gpus_per_worker: float = 0.0,
+    model_spec: ModelSpec | None = None,
+) -> dict[str, Any]:
+    """Run the ledger pass into ``run_dir/ledger`` without reading it back; returns ``ledger.json``.
+
+    Memory stays flat as the corpus grows: documents are streamed (pass a :class:`StreamedCorpus`
+    for a file that should never be loaded whole), at most a few shards are in flight, and the
+    sizes recorded in ``ledger.json`` are summed shard by shard.
+
+    Args:
+        model: the audited model as loaded in this process (used by the local engine, and for the
+            fingerprint and access level).
+        corpus: the training data D: a :class:`~lmleak.data.corpus.Corpus` or any re-iterable of
+            documents (it is iterated twice: fingerprint, then the pass).
+        model_spec: for ``engine="ray"``: each actor loads the model from this spec instead of
+            receiving a pickled copy (None: ship ``model`` itself, fine for small models).
+        engine, ray_address, num_workers, num_gpus_per_worker: see :func:`lmleak.shards.run_sharded`.
+    """
+    import pyarrow.parquet as pq
+
+    from lmleak.runs import atomic_write_json
+    from lmleak.shards import MANIFEST, run_sharded, shard_path
+
+    access, k_avail = model_access(model)
+    if access == "top_k":
+        k_avail = k
+    out = Path(run_dir) / LEDGER_DIR
+    settings = {"access": access, "k": k_avail}
+    fp = _fingerprint(model, corpus, settings)
+    if engine == "ray" and model_spec is not None:
+        factory = LedgerWork(k_avail, spec=model_spec)
+    else:
+        factory = LedgerWork(k_avail, model=model)
+    run_sharded(
+        ((d.doc_id, d.user_id, d.text) for d in corpus),
+        factory,
+        out,
+        fingerprint=fp,
+        shard_size=shard_size,
+        engine=engine,
+        ray_address=ray_address,
+        num_workers=num_workers,
+        num_gpus_per_worker=num_gpus_per_worker,
+        total_items=len(corpus) if hasattr(corpus, "__len__") else None,
+        description="ledger",
+    )
+    shards = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["shards"]
+    num_docs = num_tokens = 0
+    for i in sorted(shards):  # one shard's ranks column at a time
+        col = pq.read_table(shard_path(out, int(i)), columns=["ranks"]).column("ranks")
+        num_docs += len(col)
+        num_tokens += sum(len(c.flatten()) for c in col.chunks)
+    meta = {
+        "model": getattr(model, "name", type(model).__name__),
+        "access": access,
+        "k_available": k_avail,
+        "max_length": getattr(model, "max_length", None),
+        "overlap": getattr(model, "overlap", None),
+        "num_docs": num_docs,
+        "num_tokens": num_tokens,
+        "fingerprint": fp,
+    }
+    atomic_write_json(out / META, meta)
+    return meta
+
+
+def build_ledger(
+    model: Any,
+    corpus: Iterable[Document],
+    run_dir: str | Path,
+    *,
+    k: int | None = None,
+    shard_size: int = 256,
+    engine: str = "local",
+    **engine_options: Any,
 ) -> Ledger:
     """Run the one teacher-forced pass over ``corpus`` into ``run_dir/ledger`` and return the ledger.
 
@@ -240,65 +402,14 @@ def build_ledger(
         shard_size: documents per shard (and per ``token_stats`` call, which the model batches
             by tokens internally).
         engine: ``"local"`` or ``"ray"`` (see :func:`lmleak.shards.run_sharded`).
+        engine_options: ``ray_address``, ``num_workers``, ``num_gpus_per_worker``, ``model_spec``
+            (see :func:`run_ledger_pass`, which runs the pass without reading it back).
     """
-    import pyarrow as pa
-
-    from lmleak.runs import atomic_write_json
-    from lmleak.shards import run_sharded
-
-    access, k_avail = model_access(model)
-    if access == "top_k":
-        k_avail = k
-    out = Path(run_dir) / LEDGER_DIR
-    settings = {"access": access, "k": k_avail}
-    fp = _fingerprint(model, corpus, settings)
-    tokenizer = model.tokenizer
-
-    def factory() -> Any:
-        def work(items: list[tuple[str, str, str]]) -> Any:
-            ids = [tokenizer.encode(text) for _, _, text in items]
-            stats = score_documents(model, ids, k=k_avail)
-            return pa.table(
-                {
-                    "doc_id": [d for d, _, _ in items],
-                    "user_id": [u for _, u, _ in items],
-                    "token_ids": pa.array([list(map(int, t)) for t in ids], pa.list_(pa.int32())),
-                    "ranks": pa.array([s.ranks.astype(np.int32) for s in stats], pa.list_(pa.int32())),
-                    "logprobs": pa.array(
-                        [s.logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
-                    ),
-                    "top1_logprobs": pa.array(
-                        [s.top1_logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
-                    ),
-                }
-            )
-
-        return work
-
-    items = ((d.doc_id, d.user_id, d.text) for d in corpus)
-    run_sharded(
-        items,
-        factory,
-        out,
-        fingerprint=fp,
-        shard_size=shard_size,
-        engine=engine,
-        total_items=len(corpus),
-        description="ledger",
+    meta = run_ledger_pass(
+        model, corpus, run_dir, k=k, shard_size=shard_size, engine=engine, **engine_options
     )
-    ledger = read_ledger(run_dir, meta_missing_ok=True)
-    meta = {
-        "model": getattr(model, "name", type(model).__name__),
-        "access": access,
-        "k_available": k_avail,
-        "max_length": getattr(model, "max_length", None),
-        "overlap": getattr(model, "overlap", None),
-        "num_docs": ledger.num_docs,
-        "num_tokens": ledger.num_tokens,
-        "fingerprint": fp,
-    }
-    atomic_write_json(out / META, meta)
-    ledger.k_available, ledger.meta = k_avail, meta
+    ledger = read_ledger(run_dir)
+    ledger.k_available, ledger.meta = meta["k_available"], meta
     return ledger
 
 

@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from lmleak.errors import ModelError, did_you_mean
+from lmleak.errors import LmleakError, ModelError, did_you_mean
 from lmleak.models.hf_causal import SMOLLM2
 
 NAMES = (SMOLLM2,)
@@ -91,28 +91,51 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
     if path.is_file() and path.suffix == ".gguf":
         from lmleak.models.hf_causal import load_gguf
 
-        return load_gguf(path, **opts)
+        try:
+            return load_gguf(path, **opts)
+        except LmleakError:
+            raise
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
+            raise ModelError(f"{path}: cannot load this GGUF file ({type(e).__name__}: {e}); "
+                             "check that it is a complete GGUF model file") from None
     if path.is_dir():
-        if (path / "lmleak_model.json").exists():
-            from lmleak.models.small import load_small_model
-
-            return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
-        if (path / "config.json").exists():
-            config = json.loads((path / "config.json").read_text())
-            if any("MaskedLM" in a for a in config.get("architectures") or []):
-                from lmleak.models import hf_masked
-
-                return hf_masked.HFMaskedLM.load(path, name=name)
-            from lmleak.models.hf_causal import load_hf_dir
-
-            return load_hf_dir(path, allow_pickle=allow_pickle, **opts)
-        ggufs = sorted(path.glob("*.gguf"))
-        if len(ggufs) == 1:
-            from lmleak.models.hf_causal import load_gguf
-
-            return load_gguf(ggufs[0], **opts)
+        try:
+            model = _load_folder(path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts)
+        except LmleakError:
+            raise
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
+            raise ModelError(f"{path}: a model description file is not valid JSON/UTF-8 ({e}); "
+                             "re-save the model or fix config.json / lmleak_model.json") from None
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
+            raise ModelError(f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}") from None
+        if model is not None:
+            return model
         raise ModelError(f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file")
     if path.exists():
         raise ModelError(f"{path} is a file lmleak cannot load as a model; accepted: {ACCEPTED}")
     hint = did_you_mean(spec, NAMES)
     raise ModelError(f"'{spec}' is not a local file or folder, and models are never downloaded.{hint} Give {ACCEPTED}.")
+
+
+def _load_folder(path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None,
+                 opts: dict[str, Any]) -> Any:
+    """The model in a folder, or None when the folder holds no recognised model files."""
+    if (path / "lmleak_model.json").exists():
+        from lmleak.models.small import load_small_model
+
+        return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
+    if (path / "config.json").exists():
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        if any("MaskedLM" in a for a in config.get("architectures") or []):
+            from lmleak.models import hf_masked
+
+            return hf_masked.HFMaskedLM.load(path, name=name)
+        from lmleak.models.hf_causal import load_hf_dir
+
+        return load_hf_dir(path, allow_pickle=allow_pickle, **opts)
+    ggufs = sorted(path.glob("*.gguf"))
+    if len(ggufs) == 1:
+        from lmleak.models.hf_causal import load_gguf
+
+        return load_gguf(ggufs[0], **opts)
+    return None

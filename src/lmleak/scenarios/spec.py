@@ -126,4 +126,8 @@ def load_scenarios(path: str | Path) -> list[Scenario]:
     p = Path(path)
     if not p.is_file():
         raise ConfigError("scenario file not found", path=p)
-    return load_scenarios_text(p.read_text(encoding="utf-8"), path=str(p))
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"not UTF-8 text (byte {e.start}); save the file as UTF-8", path=p) from None
+    return load_scenarios_text(text, path=str(p))

@@ -757,6 +757,13 @@ class Scenario:
             )
         if isinstance(res, str):
             res = [res]
+        if not isinstance(res, (list, tuple)):
+            raise ConfigError(
+                f"resources must be a list of resource names, got {type(res).__name__} {res!r}",
+                path=where,
+                field="resources",
+                hint="write e.g. resources: [public_model] or resources: {access: scores, items: [...]}",
+            )
         try:
             return cls(
                 attack=str(d.get("attack") or ""),
