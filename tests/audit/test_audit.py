@@ -102,3 +102,29 @@ def test_query_runs_sql_over_the_run(audit_dir):
     r = CliRunner().invoke(app, ["query", str(run), "SELECT count(*) AS n FROM exposure", "--json"])
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)[0]["n"] == 2
+
+
+def test_the_report_renders_in_a_headless_browser(audit_dir, tmp_path):
+    """Look at the report as a person would: Chromium renders it to a PNG that is not blank."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    if browser is None:
+        pytest.skip("no Chromium on this machine (CI installs Debian's chromium)")
+    run = audit_dir / "run"
+    if not (run / "report.html").exists():
+        CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
+    shot = tmp_path / "report.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--window-size=1280,2000", "--virtual-time-budget=5000", f"--screenshot={shot}",
+                    (run / "report.html").as_uri()], check=True, capture_output=True, timeout=120)
+    img = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
+    assert img.shape == (2000, 1280)
+    # the dark title bar, text and plots: many grey levels, not a blank or error page
+    assert img[:60].mean() < 100  # the header band is dark
+    assert len(np.unique(img.astype(np.uint8))) > 50
+    assert img.std() > 20

@@ -94,6 +94,12 @@ def render_cmd(
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
 
 
+def _cell(v: object) -> str:
+    if v is None:
+        return "—"
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
+
+
 def _summary_table(run: Path) -> None:
     from rich.table import Table
 
@@ -102,12 +108,13 @@ def _summary_table(run: Path) -> None:
 
     heads = collect_headlines(run)
     metrics = [k for k in LABELS if any(k in h for h in heads.values())]
+    # one row per metric, one column per model: fits a terminal for any number of metrics
     t = Table(title=f"Audit summary — {run}")
-    t.add_column("model")
+    t.add_column("metric")
+    for name in heads:
+        t.add_column(name, justify="right")
     for k in metrics:
-        t.add_column(LABELS[k], justify="right")
-    for name, h in heads.items():
-        t.add_row(name, *[("—" if h.get(k) is None else f"{h[k]:.4g}" if isinstance(h[k], float) else str(h[k])) for k in metrics])
+        t.add_row(LABELS[k], *[_cell(h.get(k)) for h in heads.values()])
     out.print(t)
 
 

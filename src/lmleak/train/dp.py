@@ -17,6 +17,7 @@ an empty Poisson batch still counts as a step (a noise-only step in DP-SGD).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,10 @@ import torch
 
 from lmleak.train.config import TrainConfig
 from lmleak.train.trainer import IGNORE, Chunks, PlainStrategy, batch_tensors, forward_logits, sequence_losses
+
+# Opacus' per-sample hooks fire on the first layer, whose input (token ids) needs no gradient; torch
+# warns about that on every backward pass although the gradients are right (tests compare by hand).
+warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
 
 
 def _engine(config: TrainConfig) -> Any:
