@@ -302,6 +302,11 @@ class LedgerWork:
 
     def __call__(self) -> Callable[[list[tuple[str, str, str]]], Any]:
         model = self.model if self.model is not None else self.spec.load()  # type: ignore[union-attr]
+        if self.spec is not None and hasattr(model, "to_device"):
+            import torch
+
+            if torch.cuda.is_available():  # a Ray actor that reserved a GPU sees it as cuda:0
+                model.to_device("cuda")
         k = self.k
         return lambda items: ledger_table(model, items, k)
 

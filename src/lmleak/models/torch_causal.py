@@ -90,6 +90,12 @@ class TorchCausalLM:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, max_length={self.max_length})"
 
+    def to_device(self, device: str | torch.device) -> TorchCausalLM:
+        """Move the module to ``device`` (e.g. ``"cuda"``); inputs follow it, outputs come back as CPU arrays."""
+        self.device = torch.device(device)
+        self.module.to(self.device)
+        return self
+
     # ------------------------------------------------------------------ forward passes
     def _forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         out = self.module(input_ids=input_ids.to(self.device), attention_mask=attention_mask.to(self.device))
