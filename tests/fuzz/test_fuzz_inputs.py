@@ -216,6 +216,16 @@ def test_canaries_file(data):
 
 
 @FUZZ
+@given(data=NOT_UTF8 | jsonl_files)
+def test_member_lists(data):
+    from lmleak.attacks.membership import read_texts
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("members.jsonl", "members.txt"):
+            _check(read_texts, _write(tmp, name, data))
+
+
+@FUZZ
 @given(data=st.binary(max_size=200))
 def test_subjects_file_random_bytes(data):
     from lmleak.probe.subjects import read_subjects

@@ -231,15 +231,10 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
     """
     import json
 
+    from lmleak.data.sidefiles import read_side_file
+
     p = Path(path)
-    if not p.is_file():
-        raise DataFileError(
-            "file not found", path=p, hint="give canaries.jsonl as written by `lmleak synth customersim`"
-        )
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as e:
-        raise DataFileError(f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8") from None
+    lines = read_side_file(p, hint="give canaries.jsonl as written by `lmleak synth customersim`").splitlines()
     out: list[dict[str, Any]] = []
     for i, ln in enumerate(lines, start=1):
         if not ln.strip():

@@ -204,12 +204,10 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
     """
     import json
 
+    from lmleak.data.sidefiles import read_side_file
+
     p = Path(path)
-    if not p.is_file():
-        raise DataFileError(
-            "file not found", path=p, hint="give a JSONL file with a 'text' field or a text file"
-        )
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = read_side_file(p, hint="give a JSONL file with a 'text' field or a text file").splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     is_jsonl = p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")
     out: list[str] = []

@@ -16,11 +16,10 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         DataFileError: unreadable file, bad JSON line, or a subject without ``name``.
     """
+    from lmleak.data.sidefiles import read_side_file
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise DataFileError(f"cannot read subjects file: {e}", path=p, hint="check the path") from None
+    text = read_side_file(p, hint="give a subjects JSONL file (one person per line) or me.json")
     stripped = text.strip()
     rows: list[dict[str, Any]] = []
     lines: list[int] = []  # file line of each row, for error messages
