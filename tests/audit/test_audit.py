@@ -119,9 +119,13 @@ def test_the_report_renders_in_a_headless_browser(audit_dir, tmp_path):
     if not (run / "report.html").exists():
         CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
     shot = tmp_path / "report.png"
-    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1280,2000", "--virtual-time-budget=5000", f"--screenshot={shot}",
-                    (run / "report.html").as_uri()], check=True, capture_output=True, timeout=120)
+    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                           "--enable-logging=stderr", "--v=0", "--window-size=1280,2000",
+                           "--virtual-time-budget=5000", f"--screenshot={shot}", (run / "report.html").as_uri()],
+                          check=True, capture_output=True, text=True, timeout=120)
+    # the page's scripts (plots, table sorting) ran without an error or console message
+    console = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
+    assert console == [], console
     img = np.asarray(Image.open(shot).convert("L"), dtype=np.float64)
     assert img.shape == (2000, 1280)
     # the dark title bar, text and plots: many grey levels, not a blank or error page
