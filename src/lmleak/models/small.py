@@ -170,11 +170,19 @@ def save_small_model(module: torch.nn.Module, tokenizer: Any, out_dir: str | Pat
         save_file(state, str(out / "model.safetensors"))
         manifest: dict[str, Any] = {"arch": "lstm", "config": asdict(module.config)}
     else:
+        _quiet_transformers()
         module.save_pretrained(out, safe_serialization=True)
         manifest = {"arch": "gpt", "max_length": int(module.config.n_positions)}
     manifest.update(extra or {})
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return out
+
+
+def _quiet_transformers() -> None:
+    """No per-file progress bars from transformers for these small models (lmleak shows its own)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
 
 
 def load_small_model(model_dir: str | Path, *, name: str | None = None, batch_tokens: int = 4096) -> Any:
@@ -194,6 +202,7 @@ def load_small_model(model_dir: str | Path, *, name: str | None = None, batch_to
         module.load_state_dict(load_file(str(d / "model.safetensors")))
         max_length = cfg.max_length
     else:
+        _quiet_transformers()
         module = AutoModelForCausalLM.from_pretrained(d, trust_remote_code=False)
         max_length = int(manifest.get("max_length", module.config.n_positions))
     return TorchCausalLM(module, HFTokenizer(hf_tok), name=name or d.name, max_length=max_length, batch_tokens=batch_tokens)
