@@ -18,7 +18,8 @@ from lmleak.errors import ConfigError
 def audit_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("audit")
     paths = synthesize(d / "data", users=6, dialogs_per_user=2, seed=3, canaries=2, canary_repeats=3)
-    lines = [json.loads(x)["text"].split("\n")[1] for x in paths["corpus"].read_text().splitlines()]
+    # the second line of every dialogue (canary documents have one line only)
+    lines = [t.split("\n")[1] for t in (json.loads(x)["text"] for x in paths["corpus"].read_text().splitlines()) if "\n" in t]
     unseen = synthesize(d / "unseen", users=6, dialogs_per_user=2, seed=4)
     others = [json.loads(x)["text"].split("\n")[1] for x in unseen["corpus"].read_text().splitlines()]
     (d / "members.txt").write_text("\n".join(lines) + "\n")

@@ -59,7 +59,8 @@ def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
                                  "--canaries", "1", "--canary-repeats", "3", "--json"])
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
-    assert summary["documents"] == 8 and summary["secrets_per_entity"]["CANARY"] == 3
+    # 4 users x 2 dialogues, plus each canary copy as a document of its own
+    assert summary["documents"] == 8 + 3 and summary["secrets_per_entity"]["CANARY"] == 3
     r = CliRunner().invoke(app, ["corpus", "check", str(tmp_path / "corpus.jsonl"), "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["users"] == 4
 

@@ -346,6 +346,9 @@ def crt_cmd(
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
     seed: Annotated[int, typer.Option()] = 0,
+    epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")] = None,
+    users: Annotated[int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")] = None,
+    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one).")] = None,
     quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -366,7 +369,7 @@ def crt_cmd(
         raise ConfigError(f"--gammas takes numbers, got {lists['--gammas']}", field="gammas") from None
     archs = tuple(lists["--archs"]) if "--archs" in lists else None
     cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    cfg = cfg.with_options(gammas=gammas, archs=archs, seed=seed)
+    cfg = cfg.with_options(gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr)
     result = run_crt_experiment(out_dir, cfg, corpus=corpus)
     if as_json:
         print_json(result["summary"])

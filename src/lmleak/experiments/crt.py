@@ -108,6 +108,11 @@ class CRTExperimentConfig:
             raise ConfigError(f"unknown architecture {bad[0]!r}; use lstm or gpt", field="archs")
         if any(not 0.0 <= g <= 1.0 for g in self.gammas):
             raise ConfigError("every gamma must be in [0, 1]", field="gammas")
+        for name in ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}", field=name)
+        if self.lr is not None and not self.lr > 0:
+            raise ConfigError(f"lr must be positive, got {self.lr}", field="lr")
         badm = [m for m in self.methods if m not in METHODS]
         if badm:
             raise ConfigError(f"unknown method {badm[0]!r}; use {', '.join(METHODS)}", field="methods")

@@ -12,9 +12,11 @@ PII value's character span as it writes it (``secrets.jsonl``), the ground truth
 policy's recall — spans are never re-found by pattern matching.
 
 Canaries (Carlini et al. 2019, paper 002 §5): ``My ID is: <6 random digits>`` sentences; canary j is
-inserted ``canary_repeats`` times into documents of one user (a different user per canary, in a
-seeded order). With fewer dialogues than repeats, the extra copies go into the same dialogues in
-turn (several copies per dialogue), so the corpus always holds exactly ``repeats`` copies.
+inserted ``canary_repeats`` times as documents of its own (one copy per document) owned by one
+user (a different user per canary, in a seeded order), after that user's dialogues. Separate
+documents matter: copies written next to each other let a model copy the secret from its context
+instead of memorising it (measured: a small GPT after 2 epochs ranked appended copies no better
+than random secrets, standalone copies at log-probability -6 vs -19 for random secrets).
 
 Same seed -> byte-identical files.
 """
@@ -265,19 +267,22 @@ def synthesize(
         while secret in secrets:
             secret = f"{rng.randint(0, 999_999):06d}"
         secrets.add(secret)
-        targets = by_user[owner.user_id]
-        for r in range(canary_repeats):
-            d = docs[targets[r % len(targets)]][1]
-            d.add("Customer: ")
+        # every copy is a document of its own (a separate training example, as Carlini et al.
+        # insert canaries): copies written next to each other would let a model copy the secret
+        # from its context instead of memorising it, which is not what exposure measures
+        first = len(docs)
+        for _ in range(canary_repeats):
+            d = _Doc()
             d.add(CANARY_PREFIX)
             d.pii(secret, "CANARY")
-            d.add("\n")
+            by_user[owner.user_id].append(len(docs))
+            docs.append((owner, d))
         canary_rows.append({
             "text": CANARY_PREFIX + secret,
             "prefix": CANARY_PREFIX,
             "secret": secret,
             "user_id": owner.user_id,
-            "doc_ids": [f"{owner.user_id}-d{j}" for j in range(min(canary_repeats, len(targets)))],
+            "doc_ids": [f"{owner.user_id}-d{dialogs_per_user + r}" for r in range(len(docs) - first)],
             "repeats": canary_repeats,
         })
 
