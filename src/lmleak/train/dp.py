@@ -29,6 +29,10 @@ from lmleak.train.trainer import IGNORE, Chunks, PlainStrategy, batch_tensors, f
 # Opacus' per-sample hooks fire on the first layer, whose input (token ids) needs no gradient; torch
 # warns about that on every backward pass although the gradients are right (tests compare by hand).
 warnings.filterwarnings("ignore", message="Full backward hook is firing", category=UserWarning)
+# Opacus warns on every training run that its noise does not come from a cryptographically secure
+# RNG (secure_mode needs torchcsprng). lmleak's DP models are for auditing and experiments; the
+# docs say so once instead of every run.
+warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
 
 
 def _engine(config: TrainConfig) -> Any:
