@@ -187,7 +187,10 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
             col = next((c for c in ("curve", "method") if c in roc.columns), None)
             groups = roc.groupby(col) if col else [("perplexity", roc)]
             for method, part in groups:
-                fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}")
+                # the paper's perplexity attack is shown; the other scores are one legend click away
+                shown = str(method).endswith("perplexity") or col is None
+                fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}",
+                                visible=True if shown else "legendonly")
     if fig.data:
         fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dot", color="gray"), name="chance")
         fig.update_layout(title="Membership inference ROC", xaxis_title="false positive rate", yaxis_title="true positive rate")
