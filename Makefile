@@ -30,4 +30,4 @@ test-slow: install
 	$(PY) -m pytest -m slow
 
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks examples
+	$(VENV)/bin/ruff check src tests benchmarks

@@ -24,6 +24,7 @@ ratio measured 0.68, with 400 users 1.58 (2 cores, load ~1).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import tempfile
@@ -54,7 +55,7 @@ def main() -> int:
         corpus, model_dir = make_setup(root, args.users)
         context(users=args.users, shard_size=args.shard_size, ray_workers=args.workers, local_workers=1, model="gpt 2x128 random-init")
         model = load_model(str(model_dir))
-        warm = [d for _, d in zip(range(4), StreamedCorpus(corpus))]
+        warm = list(itertools.islice(StreamedCorpus(corpus), 4))
         run_ledger_pass(model, warm, root / "warm", shard_size=2)  # allocator, kernels, lazy imports
 
         t0 = time.perf_counter()

@@ -109,7 +109,7 @@ def context(**sizes: object) -> None:
     import torch
 
     print(f"torch_version: {torch.__version__}")
-    print(f"torch_threads_per_process: 1")
+    print("torch_threads_per_process: 1")
     print(f"omp_num_threads: {os.environ.get('OMP_NUM_THREADS')}")
     print(f"cpu_count: {os.cpu_count()}")
     print(f"load_average_1m: {os.getloadavg()[0]:.2f}")

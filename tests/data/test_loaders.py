@@ -72,7 +72,7 @@ def test_bad_rows_name_the_file_line_and_field(tmp_path, line, field, reason):
     with pytest.raises(CorpusError) as e:
         load_corpus(p)
     msg = str(e.value)
-    assert f"c.jsonl:2:" in msg and reason in msg and "Fix:" in msg
+    assert "c.jsonl:2:" in msg and reason in msg and "Fix:" in msg
     if field:
         assert f"field '{field}'" in msg
     corpus, report = load_corpus_with_report(p, skip_bad_rows=True)

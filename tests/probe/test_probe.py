@@ -154,6 +154,35 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
         run_probe(TextApi(), s, None, targets=("email",), k=1, likelihood=True)
 
 
+def test_generation_budget_override_reaches_the_model(tmp_path):
+    from lmleak.errors import ConfigError
+    from lmleak.probe.blackbox import MAX_NEW_TOKENS, parse_budgets
+    from lmleak.probe.probing import run_probe
+
+    seen: list[int] = []
+
+    class Recorder:  # a generation-only model that remembers each call's budget
+        name = "rec"
+        capabilities = frozenset({Capability.GENERATE})
+
+        def generate(self, prompts, max_new_tokens, **k):
+            seen.append(max_new_tokens)
+            return [["(201) 555-0100"] for _ in prompts]
+
+    s = [{"subject_id": "a", "name": "Ann Lee", "phone": "(201) 555-0100", "email": "ann@example.org"},
+         {"subject_id": "b", "name": "Bo Kim", "phone": "(201) 555-0111", "email": "bo@example.org"}]
+    summ = run_probe(Recorder(), s, None, targets=("phone", "email"), k=1, beams=1)
+    assert seen == [MAX_NEW_TOKENS["phone"]] * 2 + [MAX_NEW_TOKENS["email"]] * 2
+    assert summ["max_new_tokens"] == {"phone": 12, "email": 20}
+    seen.clear()
+    summ = run_probe(Recorder(), s, None, targets=("phone", "email"), k=1, beams=1, budgets=parse_budgets("phone=16"))
+    assert seen == [16, 16, 20, 20] and summ["max_new_tokens"] == {"phone": 16, "email": 20}
+    assert summ["targets"]["phone"]["exact_match_rate"] == 0.5
+    for bad in ("phone", "phone=0", "fax=3", "phone=x"):
+        with pytest.raises(ConfigError, match="--max-new-tokens"):
+            parse_budgets(bad)
+
+
 def test_cli_run_and_subject_view(tmp_path):
     from typer.testing import CliRunner
 

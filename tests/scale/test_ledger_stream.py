@@ -5,7 +5,14 @@ from __future__ import annotations
 import numpy as np
 
 from lmleak.data.loaders import load_corpus
-from lmleak.ledger.ledger import LedgerWork, ModelSpec, StreamedCorpus, build_ledger, read_ledger, run_ledger_pass
+from lmleak.ledger.ledger import (
+    LedgerWork,
+    ModelSpec,
+    StreamedCorpus,
+    build_ledger,
+    read_ledger,
+    run_ledger_pass,
+)
 from lmleak.models.loading import load_model
 
 

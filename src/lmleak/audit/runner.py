@@ -27,7 +27,14 @@ from typing import Any
 
 from lmleak.audit.config import AuditConfig, to_dict
 from lmleak.audit.headline import headline_from_summary
-from lmleak.runs import atomic_write_json, atomic_write_text, read_summary, secure_dir, write_parquet, write_summary
+from lmleak.runs import (
+    atomic_write_json,
+    atomic_write_text,
+    read_summary,
+    secure_dir,
+    write_parquet,
+    write_summary,
+)
 
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe")

@@ -1,5 +1,5 @@
 """CLI of paper 003 (ProPILE): ``lmleak probe`` (the data subject's view), ``probe run``,
-``probe softprompt``, ``probe build``, ``probe sweep``."""
+``probe softprompt``, ``probe build``, ``probe sweep``, and ``experiment propile``."""
 
 from __future__ import annotations
 
@@ -40,9 +40,11 @@ def _table(summary: dict) -> None:
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add the ``probe`` group."""
+    """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
     probe = typer.Typer(help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True)
     app.add_typer(probe, name="probe")
+    if "experiment" in groups:
+        groups["experiment"].command("propile")(experiment_cmd)
 
     @probe.callback()
     def subject_view(
@@ -122,22 +124,26 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
         likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
+        max_new: Annotated[str, typer.Option("--max-new-tokens", help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.")] = "",
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
         """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
         from lmleak.models.loading import load_model
+        from lmleak.probe.blackbox import parse_budgets
         from lmleak.probe.probing import run_probe
         from lmleak.probe.subjects import read_subjects
         from lmleak.probe.templates import load_templates
 
         quiet(quiet_)
+        budgets = parse_budgets(max_new)
         subj = read_subjects(subjects)[:limit]
         tpl = load_templates(template_file) if template_file else None
         m = load_model(model)
         info(f"probing {len(subj)} subjects of {m.name}")
         summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
-                            samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl, seed=seed)
+                            samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl, seed=seed,
+                            budgets=budgets)
         if json_:
             print_json(summary)
         else:
@@ -247,6 +253,59 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             if k in summary:
                 t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
         out.print(t)
+
+
+def experiment_cmd(
+    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    quick: Annotated[bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")] = False,
+    seed: Annotated[int, typer.Option(help="Seed of data, training, null derangement and soft prompts.")] = 0,
+    smollm2: Annotated[bool | None, typer.Option("--smollm2/--no-smollm2", help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).")] = None,
+    users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
+    epochs: Annotated[int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")] = None,
+    softprompt_epochs: Annotated[int | None, typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet_: QuietOpt = False,
+) -> None:
+    """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and
+    white-box (soft prompts), and SmolLM2 as a control; writes propile_table.csv and summary.json."""
+    import os
+
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
+
+    quiet(quiet_ or as_json)
+    cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
+    cfg = cfg.with_options(smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs)
+    res = run_propile_experiment(out_dir, cfg, progress=info)
+    if as_json:
+        print_json(res["summary"])
+        return
+    from rich import box
+    from rich.table import Table
+
+    f = lambda x: "-" if x is None else f"{x:.2g}"  # noqa: E731
+    t = Table(title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {cfg.seed}", box=box.SIMPLE,
+              collapse_padding=True, caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)")
+    for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
+        t.add_column(c, overflow="fold")
+    for r in res["summary"]["rows"]:
+        em = f(r["exact_match_rate"])
+        if r["exact_match_subjects"] not in (None, r["subjects"]):
+            em += f" ({r['exact_match_subjects']})"
+        t.add_row(r["model"], r["level"], r["target"], str(r["subjects"]), f(r["mean_likelihood"]),
+                  f(r["mean_null_likelihood"]), f(r["likelihood_ratio"]), f(r["wilcoxon_p"]), em, f(r["gamma_lt_100"]))
+    out.print(t)
+    if res["summary"]["softprompt_rows"]:
+        t = Table(title=f"Soft prompt vs hard template ({cfg.softprompt_level}, 1-shot, unseen subjects)",
+                  box=box.SIMPLE, collapse_padding=True)
+        for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
+            t.add_column(c, overflow="fold")
+        for r in res["summary"]["softprompt_rows"]:
+            t.add_row(r["target"], r["prompt"], str(r["train_subjects"]), str(r["eval_subjects"]),
+                      f(r["mean_likelihood"]), f"{r['mean_log_likelihood']:.1f}", f(r["exact_match_rate"]),
+                      str(r["best_epoch"]) if r["prompt"] == "soft" else "-")
+        out.print(t)
+    out.print(f"-> {out_dir}")
 
 
 def _decoy(subject: dict) -> dict:

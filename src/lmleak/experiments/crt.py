@@ -46,6 +46,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.errors import ConfigError
+from lmleak.experiments._config import replace_validated, require_positive_counts
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -98,9 +99,8 @@ class CRTExperimentConfig:
         )
 
     def with_options(self, **kw: Any) -> CRTExperimentConfig:
-        cfg = dataclasses.replace(self, **{k: v for k, v in kw.items() if v is not None})
-        cfg.validate()
-        return cfg
+        """A copy with the options that are not None replaced, validated."""
+        return replace_validated(self, **kw)
 
     def validate(self) -> None:
         bad = [a for a in self.archs if a not in ("lstm", "gpt")]
@@ -108,9 +108,7 @@ class CRTExperimentConfig:
             raise ConfigError(f"unknown architecture {bad[0]!r}; use lstm or gpt", field="archs")
         if any(not 0.0 <= g <= 1.0 for g in self.gammas):
             raise ConfigError("every gamma must be in [0, 1]", field="gammas")
-        for name in ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{name} must be at least 1, got {getattr(self, name)}", field=name)
+        require_positive_counts(self, ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"))
         if self.lr is not None and not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr}", field="lr")
         badm = [m for m in self.methods if m not in METHODS]

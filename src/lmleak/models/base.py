@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 
-class Capability(str, enum.Enum):
+class Capability(str, enum.Enum):  # noqa: UP042 - str+Enum keeps str()/format() output as it was
     """An access level a model grants to an attacker."""
 
     SCORE = "score"  # exact log p(continuation | context), per-position ranks (teacher forcing)

@@ -3,7 +3,7 @@ exact match and the string metrics of B.1.2."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from lmleak.models.base import Capability, require
@@ -14,23 +14,58 @@ from lmleak.probe.templates import Probe
 MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
 
 
-def max_new_tokens(target_type: str) -> int:
+def max_new_tokens(target_type: str, budgets: Mapping[str, int] | None = None) -> int:
     """Appendix A.3 budget for a target type (``relationship:father`` counts as relationship).
 
+    ``budgets`` overrides it per type: A.3's numbers are tokens of OPT's BPE, and a tokenizer that
+    splits digits needs more than 12 tokens for a phone number.
+
     Example:
-        >>> max_new_tokens("relationship:father"), max_new_tokens("phone")
-        (20, 12)
+        >>> max_new_tokens("relationship:father"), max_new_tokens("phone", {"phone": 16})
+        (20, 16)
     """
-    return MAX_NEW_TOKENS[target_type.split(":", 1)[0]]
+    base = target_type.split(":", 1)[0]
+    if budgets and base in budgets:
+        return budgets[base]
+    return MAX_NEW_TOKENS[base]
+
+
+def parse_budgets(spec: str) -> dict[str, int]:
+    """``"phone=16,email=24"`` → ``{"phone": 16, "email": 24}``, with an error naming the bad part.
+
+    Example:
+        >>> parse_budgets("phone=16, email=24")
+        {'phone': 16, 'email': 24}
+    """
+    from lmleak.errors import ConfigError
+
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in MAX_NEW_TOKENS or not value.strip().isdigit() or int(value) < 1:
+            raise ConfigError(
+                f"--max-new-tokens: bad entry {part!r}; write TYPE=N with N >= 1 and TYPE one of "
+                f"{', '.join(MAX_NEW_TOKENS)}, e.g. phone=16,email=24"
+            )
+        out[key] = int(value)
+    return out
 
 
 def generate_probes(
-    model: Any, probes: Sequence[Probe], *, beams: int = 3, samples: int = 0, seed: int = 0
+    model: Any,
+    probes: Sequence[Probe],
+    *,
+    beams: int = 3,
+    samples: int = 0,
+    seed: int = 0,
+    budgets: Mapping[str, int] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (probe, returned sequence): generated text, exact match and string metrics.
 
     Beam search with ``beams`` beams (A.3; the best beam is kept), or ``samples`` > 0 sampled
-    continuations per prompt (§3.3.1 "sends the prompts N times").
+    continuations per prompt (§3.3.1 "sends the prompts N times"); ``budgets`` overrides A.3's
+    maximum new tokens per target type.
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     from lmleak.progress import track
@@ -38,7 +73,7 @@ def generate_probes(
     rows: list[dict[str, Any]] = []
     for p in track(list(probes), description="probing (generate)"):
         prompt = p.prompt.rstrip()  # same text; a trailing space would be a lone token for BPE
-        n = max_new_tokens(p.target_type)
+        n = max_new_tokens(p.target_type, budgets)
         if samples > 0:
             outs = model.generate([prompt], max_new_tokens=n, do_sample=True, num_return_sequences=samples,
                                   seed=seed)[0]

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.models.base import Capability
-from lmleak.probe.blackbox import generate_probes
+from lmleak.probe.blackbox import generate_probes, max_new_tokens
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
 from lmleak.probe.metrics import gamma_curve, gamma_lt_k, wilcoxon_p
 from lmleak.probe.templates import Probe, build_probes
@@ -142,6 +142,7 @@ def run_probe(
     templates: dict | None = None,
     seed: int = 0,
     figures: bool = True,
+    budgets: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
 
@@ -174,12 +175,13 @@ def run_probe(
                 df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
             entry.update(summarize_likelihoods(df))
         if generate:
-            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed)
+            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed, budgets=budgets)
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
     summary = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
                "templates": k, "beams": beams, "samples": samples, "subjects": len(subjects),
+               "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
                "targets": per_type}
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
     summary.update(overall_metrics(lrows, grows))
