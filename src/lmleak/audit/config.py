@@ -33,6 +33,7 @@ models:                         # the model(s) under audit
     path: path/to/hf-model-dir  # an HF causal LM directory, a .gguf file, an lmleak model, or smollm2-135m
 
 public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, or leave-out
+device: auto                    # where models run: auto (a GPU when torch sees one), cpu, cuda, cuda:N
 
 analyses:
   report:                       # training data leakage report (Inan et al.)
@@ -120,6 +121,7 @@ class AuditConfig:
     models: list[ModelSpec]
     out: str = "audit-run"
     public_model: str | None = None
+    device: str | None = None  # None/auto: a GPU when torch sees one (lmleak.models.device)
     analyses: AnalysesSpec = field(default_factory=AnalysesSpec)
     render: RenderSpec = field(default_factory=RenderSpec)
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
@@ -210,7 +212,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         >>> parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analysis": {}})
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'?. Fix: allowed keys here: analyses, corpus, models, out, public_model, render
+        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'?. Fix: allowed keys here: analyses, corpus, device, models, out, public_model, render
     """
     cfg = _build(AuditConfig, data, "", path)
     names = [m.name for m in cfg.models]
@@ -223,6 +225,13 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             path=path,
             field="analyses.probe.level",
         )
+    if cfg.device is not None:
+        from lmleak.models.device import check_device_name
+
+        try:
+            check_device_name(cfg.device)
+        except ConfigError as e:
+            raise ConfigError(e.reason, path=path, field="device") from None
     return dataclasses.replace(cfg, base_dir=base_dir)
 
 

@@ -240,5 +240,13 @@ class Auditor:
 
 
 def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None) -> Path:
-    """Run every configured stage (skipping complete ones) and write the report; returns the run dir."""
-    return Auditor(cfg, force=force, echo=echo)()
+    """Run every configured stage (skipping complete ones) and write the report; returns the run dir.
+
+    Models load onto ``cfg.device`` (by default a GPU when torch sees one), unless ``lmleak --device``
+    or a caller's :func:`~lmleak.models.device.use_device` already chose.
+    """
+    from lmleak.models.device import requested_device, use_device
+
+    explicit = requested_device() != "auto"  # the command line wins over the config file
+    with use_device(None if explicit else cfg.device):
+        return Auditor(cfg, force=force, echo=echo)()

@@ -8,6 +8,7 @@ print one line and exit with status 2 — never a traceback.
 from __future__ import annotations
 
 import importlib
+from typing import Annotated
 
 import click
 import typer
@@ -50,6 +51,26 @@ def build_app() -> typer.Typer:
         add_completion=False,
         pretty_exceptions_enable=False,
     )
+
+    @app.callback()
+    def _root(
+        ctx: typer.Context,
+        device: Annotated[
+            str | None,
+            typer.Option(
+                "--device",
+                help="Where models run: auto (a GPU when torch sees one; the default), cpu, cuda, cuda:N. "
+                "Also LMLEAK_DEVICE. Training stays on the CPU.",
+            ),
+        ] = None,
+    ) -> None:
+        """Privacy auditing of language models."""
+        from lmleak.models.device import resolve_device, use_device
+
+        if device is not None:
+            resolve_device(device)  # a GPU asked for but absent fails before the command starts
+        ctx.with_resource(use_device(device))
+
     groups = {"synth": typer.Typer(help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True)}
     app.add_typer(groups["synth"], name="synth")
     for area in AREAS:

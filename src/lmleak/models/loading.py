@@ -45,8 +45,9 @@ def _fake(path: str, **kw: Any) -> Any:
 
 
 def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = None, batch_tokens: int | None = None,
-               name: str | None = None, **kw: Any) -> Any:
-    """Load a model from a spec (see the module docstring).
+               name: str | None = None, device: str | None = None, **kw: Any) -> Any:
+    """Load a model from a spec (see the module docstring) onto ``device`` (see :mod:`lmleak.models.device`:
+    by default a GPU when torch sees one; a model object passed in is not moved).
 
     Example:
         >>> load_model("gpt2-xl")
@@ -56,6 +57,15 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
     """
     if hasattr(spec, "capabilities"):
         return spec
+    from lmleak.models.device import place, resolve_device
+
+    resolve_device(device)  # a GPU asked for but absent fails before any loading
+    return place(_load(spec, allow_pickle=allow_pickle, dtype=dtype, batch_tokens=batch_tokens, name=name,
+                       device=device), device)
+
+
+def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int | None, name: str | None,
+          device: str | None) -> Any:
     if isinstance(spec, Path):
         spec = str(spec)
     if not isinstance(spec, str) or not spec:
@@ -82,11 +92,11 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
             p, inner = float(head), rest
         except ValueError:
             pass
-        return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype), k, min_top1_prob=p)
+        return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p)
     if spec.startswith("text:"):
         from lmleak.models.blackbox import TextOnly
 
-        return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype))
+        return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype, device=device))
     path = Path(spec).expanduser()
     if path.is_file() and path.suffix == ".gguf":
         from lmleak.models.hf_causal import load_gguf
