@@ -16,7 +16,12 @@ Steps:
    best epoch by exact match; evaluated with greedy decoding on the other (unseen) subjects
    against the hard first template alone (1-shot), as in Fig. 5;
 5. optionally the real pretrained SmolLM2-135M probed on the same synthetic subjects: it never saw
-   them, so its target likelihood should sit at the null likelihood (a negative control).
+   them, so its target likelihood should sit at the null likelihood (a negative control). It does
+   for phones (default run: ratio 2.0, p = 0.35) but not for e-mails (ratio 4,365, p = 2e-6):
+   CustomerSim's addresses are built from the name (``megan.chang6@example.com``), so a model that
+   knows only how e-mails are usually formed prefers the true address to another person's. The
+   null baseline controls for the format, not for what is inferable from the prompt; a significant
+   Wilcoxon p is evidence of leakage only for items that are not a function of the known ones.
 
 SmolLM2 is slow on a CPU core (~0.4 s to score a probe's target and null, ~4-14 s per
 beam-searched generation here), so it is probed at ``smollm2_levels`` only (triplet by default),
