@@ -1,7 +1,9 @@
-"""DP-SGD step time and memory vs a plain step, small GPT (Opacus ghost clipping) and LSTM (DPLSTM hooks).
+"""DP-SGD step time and memory vs a plain step, small GPT (book-keeping clipping, lmleak's default,
+and Opacus ghost clipping side by side) and LSTM (DPLSTM hooks).
 
-Prints ``dp_vs_plain_step`` (median DP step time / median plain step time, same batch, the two
-interleaved step by step so machine load hits both alike), ``dp_memory_vs_plain`` (peak RSS of a
+Prints ``dp_vs_plain_step`` (the GPT with the default clipping; ``ghost_dp_vs_plain_step`` with Opacus'
+ghost clipping in the same run) (median DP step time / median plain step time, same batch, the two
+interleaved step by step so machine load hits both alike), ``dp_memory_vs_plain`` (peak RSS, ``VmHWM``, of a
 fresh subprocess doing DP steps / one doing plain steps), and the same for the LSTM
 (``lstm_dp_vs_plain_step``, ``lstm_dp_memory_vs_plain``). Goals (issue 4): step <= 1.5, memory <= 1.3.
 
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import resource
 import subprocess
 import sys
 import time
@@ -28,7 +29,7 @@ import torch  # noqa: E402
 
 
 def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, clip: float = 1.0,
-          fix_lstm: bool = False):
+          fix_lstm: bool = False, clipping: str = "bookkeeping"):
     from lmleak.train.config import TrainConfig
     from lmleak.train.dp import DPStrategy
     from lmleak.train.trainer import Chunks, PlainStrategy, build_module
@@ -39,7 +40,8 @@ def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, cl
     ids = torch.randint(4, vocab, (n, seq_len + 1))
     chunks = Chunks(ids, torch.full((n,), seq_len + 1))
     cfg = TrainConfig(arch=arch, mode="dp" if mode == "dp" else "nodp", noise_multiplier=noise if mode == "dp" else None,
-                      max_grad_norm=clip, batch_size=batch, seq_len=seq_len, vocab_size=vocab, lr=0.0)
+                      max_grad_norm=clip, batch_size=batch, seq_len=seq_len, vocab_size=vocab, lr=0.0,
+                      dp_clipping=clipping)
 
     class Tok:
         bos_token_id, eos_token_id, pad_token_id = 1, 2, 0
@@ -57,10 +59,13 @@ def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, cl
 
 
 def child(arch: str, mode: str, steps: int, batch: int, seq_len: int) -> None:
-    _, step = setup(arch, mode, batch, seq_len)
+    mode, _, clipping = mode.partition(":")
+    _, step = setup(arch, mode, batch, seq_len, clipping=clipping or "bookkeeping")
     for _ in range(steps):
         step()
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    from bench_resume import peak_rss_kib  # benchmarks/ is on sys.path when run as a script
+
+    print(peak_rss_kib())
 
 
 def peak_rss(arch: str, mode: str, steps: int, batch: int, seq_len: int) -> int:
@@ -69,18 +74,18 @@ def peak_rss(arch: str, mode: str, steps: int, batch: int, seq_len: int) -> int:
     return int(out.stdout.strip().splitlines()[-1])
 
 
-def check_gradients(arch: str) -> bool:
-    dp, dp_step = setup(arch, "dp", 4, 16, noise=0.0, clip=1e6)
+def check_gradients(arch: str, clipping: str = "bookkeeping") -> bool:
+    dp, dp_step = setup(arch, "dp", 4, 16, noise=0.0, clip=1e6, clipping=clipping)
     plain, plain_step = setup(arch, "nodp", 4, 16, fix_lstm=True)
     dp_step()
     plain_step()
-    a = [p.grad for p in dp.module._module.parameters() if p.requires_grad]
+    a = [p.grad for p in getattr(dp.module, "_module", dp.module).parameters() if p.requires_grad]
     b = [p.grad for p in plain.module.parameters() if p.requires_grad]
     return len(a) == len(b) and all(torch.allclose(x, y, atol=1e-6, rtol=1e-4) for x, y in zip(a, b, strict=True))
 
 
-def ratio(arch: str, steps: int, batch: int, seq_len: int) -> tuple[float, float, float]:
-    _, dp_step = setup(arch, "dp", batch, seq_len)
+def ratio(arch: str, steps: int, batch: int, seq_len: int, clipping: str = "bookkeeping") -> tuple[float, float, float]:
+    _, dp_step = setup(arch, "dp", batch, seq_len, clipping=clipping)
     _, plain_step = setup(arch, "nodp", batch, seq_len)
     dp_step(), plain_step()  # warm-up
     t_dp, t_plain = [], []
@@ -110,16 +115,16 @@ def main() -> int:
     warnings.filterwarnings("ignore")
     print(f"threads: {torch.get_num_threads()}  load: {os.getloadavg()[0]:.2f}  batch: {args.batch}  seq_len: {args.seq_len}")
     ok = True
-    for arch, prefix in (("gpt", ""), ("lstm", "lstm_")):
-        good = check_gradients(arch)
+    for arch, prefix, clipping in (("gpt", "", "bookkeeping"), ("gpt", "ghost_", "ghost"), ("lstm", "lstm_", "")):
+        good = check_gradients(arch, clipping or "bookkeeping")
         ok &= good
         print(f"{prefix}gradient_check: {'ok' if good else 'MISMATCH'}")
-        r, dp_s, plain_s = ratio(arch, args.steps, args.batch, args.seq_len)
+        r, dp_s, plain_s = ratio(arch, args.steps, args.batch, args.seq_len, clipping or "bookkeeping")
         print(f"{prefix}dp_step_seconds: {dp_s:.4f}")
         print(f"{prefix}plain_step_seconds: {plain_s:.4f}")
         print(f"{prefix}dp_vs_plain_step: {r:.2f}")
         mem_plain = peak_rss(arch, "nodp", 3, args.batch, args.seq_len)
-        mem_dp = peak_rss(arch, "dp", 3, args.batch, args.seq_len)
+        mem_dp = peak_rss(arch, f"dp:{clipping}" if clipping else "dp", 3, args.batch, args.seq_len)
         print(f"{prefix}plain_peak_rss_mb: {mem_plain / 1024:.0f}")
         print(f"{prefix}dp_peak_rss_mb: {mem_dp / 1024:.0f}")
         print(f"{prefix}dp_memory_vs_plain: {mem_dp / mem_plain:.2f}")

@@ -4,8 +4,8 @@ The pass (:func:`lmleak.ledger.ledger.run_ledger_pass` over a
 :class:`~lmleak.ledger.ledger.StreamedCorpus`) streams documents from the file, keeps at most
 one shard in flight and writes it to disk, so its peak resident memory should not depend on
 the corpus size. Each pass runs in a fresh subprocess (same saved small GPT, 1 torch thread)
-and reports its own ``ru_maxrss``; the parent also reads ``RUSAGE_CHILDREN`` after each child as a
-cross-check. Corpora: a CustomerSim corpus of ``10 x users`` users and its first tenth.
+and reports its own peak resident memory (``VmHWM``; see ``bench_resume.peak_rss_kib`` for why not
+``ru_maxrss``). Corpora: a CustomerSim corpus of ``10 x users`` users and its first tenth.
 
 Prints ``rss_growth_10x`` (peak RSS on the 10x corpus / on the base corpus; goal <= 1.5), both
 peaks in MiB, documents and tokens of each corpus, and context lines.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-from bench_resume import context, make_setup  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
+from bench_resume import context, make_setup, peak_rss_kib  # noqa: E402  (benchmarks/ is on sys.path when run as a script)
 
 
 def child(model_dir: str, corpus: str, run_dir: str, shard_size: int) -> None:
@@ -45,7 +44,7 @@ def child(model_dir: str, corpus: str, run_dir: str, shard_size: int) -> None:
     model = load_model(model_dir)
     t0 = time.perf_counter()
     meta = run_ledger_pass(model, StreamedCorpus(corpus), run_dir, shard_size=shard_size)
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    peak_kib = peak_rss_kib()
     print(json.dumps({"pass_s": time.perf_counter() - t0, "peak_kib": peak_kib, **{k: meta[k] for k in ("num_docs", "num_tokens")}}))
 
 
@@ -58,7 +57,6 @@ def run_child(model_dir: Path, corpus: Path, run_dir: Path, shard_size: int) -> 
     if res.returncode != 0:
         sys.exit(f"child failed ({res.returncode}): {res.stderr[-2000:]}")
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    out["children_maxrss_kib"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss  # max over children so far
     return out
 
 
@@ -89,7 +87,6 @@ def main() -> int:
         print(f"pass_s_10x: {rx['pass_s']:.2f}")
         print(f"peak_rss_mib_base: {rb['peak_kib'] / 1024:.1f}")
         print(f"peak_rss_mib_10x: {rx['peak_kib'] / 1024:.1f}")
-        print(f"children_maxrss_mib: {rx['children_maxrss_kib'] / 1024:.1f}")
         print(f"rss_growth_10x: {rx['peak_kib'] / rb['peak_kib']:.3f}")
         errors = []
         if rb["num_docs"] != n_base or rx["num_docs"] != len(lines):

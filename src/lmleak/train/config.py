@@ -45,6 +45,8 @@ class TrainConfig:
     target_epsilon: float | None = None
     target_delta: float = 1e-5
     accountant: Literal["prv", "rdp"] = "prv"
+    # per-sample clipping of the GPT: one backward pass (lmleak.train.bk) or Opacus' ghost clipping
+    dp_clipping: Literal["bookkeeping", "ghost"] = "bookkeeping"
     # CRT / SDP: the redaction policy that decides what is private (see lmleak.pii.policies)
     policy: str | None = None
 
@@ -64,6 +66,9 @@ class TrainConfig:
                     field="noise_multiplier",
                     hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
                 )
+        if self.dp_clipping not in ("bookkeeping", "ghost"):
+            raise ConfigError(f"unknown dp_clipping {self.dp_clipping!r}", field="dp_clipping",
+                              hint="use bookkeeping (default) or ghost (Opacus)")
         if self.mode == "sdp" and self.arch != "lstm":
             raise ConfigError("selective DP (sdp) is the LSTM baseline of Shi et al. 2021", field="arch", hint="use --arch lstm")
 

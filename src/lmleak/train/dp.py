@@ -1,8 +1,10 @@
 """DP-SGD, CRT and selective-DP strategies for :func:`lmleak.train.trainer.train_model` (Opacus).
 
 - ``dp``: DP-SGD (Abadi et al. 2016) over all training sequences — Poisson sampling, per-sequence
-  clipping to ``max_grad_norm``, Gaussian noise; ghost clipping for the GPT (Opacus
-  ``grad_sample_mode="ghost"``), per-sample hooks with ``DPLSTM`` for the LSTM.
+  clipping to ``max_grad_norm``, Gaussian noise. The GPT's per-sample clipping is book-keeping
+  (:mod:`lmleak.train.bk`: norms and clipped sum in one backward pass; Opacus' sampling rule,
+  clip factor, noise and averaging reproduced here) or, with ``dp_clipping="ghost"``, Opacus'
+  ghost clipping; the LSTM uses Opacus' per-sample hooks with ``DPLSTM``.
 - ``crt``: Confidentially Redacted Training, paper 002 Algorithm 1 — every epoch one epoch of
   ordinary SGD on D_pub, then one epoch of DP-SGD on D_pri. A mini-batch is all-public or
   all-private (A.5 rule 6); only private steps are accounted (sample rate = batch / |D_pri|).
@@ -41,6 +43,18 @@ def _engine(config: TrainConfig) -> Any:
     return PrivacyEngine(accountant=config.accountant, secure_mode=False)
 
 
+class _Accounting:
+    """What the strategies read of an Opacus ``PrivacyEngine``, for the book-keeping path."""
+
+    def __init__(self, mechanism: str) -> None:
+        from opacus.accountants import create_accountant
+
+        self.accountant = create_accountant(mechanism)
+
+    def get_epsilon(self, delta: float) -> float:
+        return float(self.accountant.get_epsilon(delta=delta))
+
+
 def _dataset(chunks: Chunks) -> Any:
     from torch.utils.data import TensorDataset
 
@@ -64,6 +78,9 @@ class DPStrategy:
 
         cfg = self.config
         self.ghost = cfg.arch == "gpt"
+        self.bk = None
+        if self.ghost and cfg.dp_clipping == "bookkeeping":
+            return self._make_private_bookkeeping(module, chunks)
         if not self.ghost:
             module = ModuleValidator.fix(module)  # nn.LSTM -> DPLSTM (same state-dict names)
         self.engine = _engine(cfg)
@@ -86,13 +103,66 @@ class DPStrategy:
         else:
             self.module, self.optimizer, self.loader = result
         self.sample_rate = 1 / len(self.loader)
+        self.noise_multiplier = float(self.optimizer.noise_multiplier)
+        self.expected_batch_size = int(self.optimizer.expected_batch_size)
+        self.private_chunks = chunks
         return self.module
+
+    def _make_private_bookkeeping(self, module: torch.nn.Module, chunks: Chunks) -> torch.nn.Module:
+        """Opacus' rules without its wrappers: ``len(loader)`` Poisson batches per epoch at sample rate
+        1 / len(loader), σ from the target ε like ``make_private_with_epsilon``, the sum of clipped
+        gradients plus N(0, σ²C²) divided by the expected batch size, the same accountant."""
+        import math
+
+        from opacus.accountants.utils import get_noise_multiplier
+
+        from lmleak.train.bk import BookKeeping
+
+        cfg = self.config
+        n = len(chunks)
+        self.steps_per_epoch = math.ceil(n / min(cfg.batch_size, n))
+        self.sample_rate = 1 / self.steps_per_epoch
+        self.expected_batch_size = int(n * self.sample_rate)
+        self.engine = _Accounting(cfg.accountant)
+        if cfg.target_epsilon is not None:
+            self.noise_multiplier = float(get_noise_multiplier(
+                target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta, sample_rate=self.sample_rate,
+                epochs=cfg.epochs, accountant=self.engine.accountant.mechanism()))
+        else:
+            self.noise_multiplier = float(cfg.noise_multiplier)  # type: ignore[arg-type]
+        self.bk = BookKeeping(module)
+        self.optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+        self.private_chunks = chunks
+        self.module = module
+        return module
+
+    def _bookkeeping_step(self, ids: torch.Tensor, lengths: torch.Tensor) -> float:
+        assert self.bk is not None
+        cfg = self.config
+        x, m, y = batch_tensors(ids, lengths)
+        with self.bk.capture():
+            losses = sequence_losses(forward_logits(self.module, x, m), y)
+            losses.sum().backward()
+        self.bk.clipped_sum(cfg.max_grad_norm)
+        std = self.noise_multiplier * cfg.max_grad_norm
+        for p in self.bk.params:
+            noise = torch.normal(0.0, std, size=p.shape) if std > 0 else 0.0
+            p.grad = (p.grad + noise) / self.expected_batch_size
+        self.optimizer.step()
+        self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+        return float(losses.detach().mean())
 
     def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
         self.original = module
         return self._make_private(module, train)
 
     def batches(self, epoch: int) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
+        if self.bk is not None:  # Poisson sampling as Opacus' UniformWithReplacementSampler
+            n = len(self.private_chunks)
+            for _ in range(self.steps_per_epoch):
+                idx = (torch.rand(n) < self.sample_rate).nonzero().reshape(-1)
+                yield "private", self.private_chunks.ids[idx], self.private_chunks.lengths[idx]
+            return
         for ids, lengths in self.loader:
             yield "private", ids, lengths
 
@@ -102,8 +172,10 @@ class DPStrategy:
         if len(ids) == 0:
             # Poisson sampling drew nobody: a noise-only step; keep the accountant honest.
             self.empty_steps += 1
-            self.engine.accountant.step(noise_multiplier=self.optimizer.noise_multiplier, sample_rate=self.sample_rate)
+            self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
             return float("nan")
+        if self.bk is not None:
+            return self._bookkeeping_step(ids, lengths)
         x, m, y = batch_tensors(ids, lengths)
         self.optimizer.zero_grad(set_to_none=True)
         logits = forward_logits(self.module, x, m)
@@ -142,12 +214,13 @@ class DPStrategy:
             "mode": self.mode,
             "epsilon": self.epsilon(),
             "delta": self.config.target_delta,
-            "noise_multiplier": float(self.optimizer.noise_multiplier),
+            "noise_multiplier": self.noise_multiplier,
             "max_grad_norm": self.config.max_grad_norm,
             "sample_rate": self.sample_rate,
             "steps": self.steps,
             "empty_batches": self.empty_steps,
             "accountant": self.config.accountant,
+            "clipping": ("bookkeeping" if self.bk is not None else "ghost") if self.ghost else "per-sample hooks",
             "privacy_unit": "one training sequence (a chunk of one document)",
         }
 
@@ -181,7 +254,9 @@ class CRTStrategy(DPStrategy):
         # a public step: ordinary SGD on the unwrapped model, Opacus hooks off, nothing accounted
         self.batch_log.append("public")
         inner = getattr(self.module, "_module", self.module)
-        self.module.disable_hooks()
+        hooks = hasattr(self.module, "disable_hooks")  # Opacus' wrapper; book-keeping hooks idle outside capture()
+        if hooks:
+            self.module.disable_hooks()
         try:
             x, m, y = batch_tensors(ids, lengths)
             self.public_optimizer.zero_grad(set_to_none=True)
@@ -189,7 +264,8 @@ class CRTStrategy(DPStrategy):
             loss.backward()
             self.public_optimizer.step()
         finally:
-            self.module.enable_hooks()
+            if hooks:
+                self.module.enable_hooks()
             for p in inner.parameters():
                 p.grad = None
                 for attr in ("grad_sample", "_norm_sample"):
@@ -222,7 +298,7 @@ class SDPStrategy(DPStrategy):
         self.steps += 1
         if len(ids) == 0:
             self.empty_steps += 1
-            self.engine.accountant.step(noise_multiplier=self.optimizer.noise_multiplier, sample_rate=self.sample_rate)
+            self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
             return float("nan")
         tokens, sens = ids[:, : self.width], ids[:, self.width :].bool()
         x, m, y = batch_tensors(tokens, lengths)
