@@ -41,6 +41,7 @@ def train(
     delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
     max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.")] = 1.0,
     accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
+    dp_clipping: Annotated[str, typer.Option("--dp-clipping", help="GPT per-sequence clipping: bookkeeping (one backward pass, default) or ghost (Opacus).")] = "bookkeeping",
     policy: Annotated[str | None, typer.Option(help="Redaction policy for crt/sdp (default balanced).")] = None,
     public: Annotated[Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")] = None,
     private: Annotated[Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")] = None,
@@ -57,7 +58,8 @@ def train(
     cfg = TrainConfig(arch=arch, mode=mode, epochs=epochs, batch_size=batch_size, lr=lr, seq_len=seq_len,  # type: ignore[arg-type]
                       tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, val_fraction=val_fraction,  # type: ignore[arg-type]
                       snapshots=snapshots, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
-                      target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy)  # type: ignore[arg-type]
+                      target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy,  # type: ignore[arg-type]
+                      dp_clipping=dp_clipping)  # type: ignore[arg-type]
     if (public is None) != (private is None):
         raise ConfigError("give both --public and --private, or neither", field="public")
     res = train_model(load_corpus(corpus), out_dir, cfg,
