@@ -1,15 +1,16 @@
 """``lmleak demo``: the embedded default job, end to end on a laptop CPU.
 
 1. Synthesise the CustomerSim corpus with canaries (10 canaries, repeated), plus a second corpus
-   of other (never trained) users of the same format for membership inference.
+   of other users of the same format: half of them train the public model, the other half are
+   never trained on and give the membership-inference non-members.
 2. Train three small GPTs on the same users: plain, DP-SGD, and CRT (paper 002 Algorithm 1).
 3. Audit all three with one config: the leakage report against a public model, canary exposure,
    membership inference (PII lines of training users vs the same lines of unseen users), PII
    probing of the training users, and the KART scenario of every analysis.
 4. Write ``report.html`` and print a summary table.
 
-The public model of the leakage report is a model of the same architecture trained on the unseen
-users only. It has never seen any data of the audited users, which is what paper 001 (§5, §6.2)
+The public model of the leakage report (also the reference of the calibrated membership attack) is
+a model of the same architecture trained on half of the unseen users only. It has never seen any data of the audited users, which is what paper 001 (§5, §6.2)
 asks of a leave-out model; training it once serves all three audited models. ``--leave-out``
 retrains one per audited model without the owners of its unique sequences instead (slower).
 """
@@ -71,7 +72,10 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     echo(f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}")
     data = synthesize(root / "data", users=size.users, dialogs_per_user=size.dialogs_per_user, seed=seed,
                       canaries=10, canary_repeats=size.canary_repeats)
-    unseen = synthesize(root / "unseen", users=max(size.users // 2, 12), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000)
+    # unseen users: the first half trains the public model, the second half gives the membership
+    # non-members — a reference model that had seen the non-members would separate them from members
+    # whatever the audited model learnt (its reference-calibrated MIA would read AUC 1 for any model)
+    unseen = synthesize(root / "unseen", users=max(size.users, 24), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000)
     corpus = load_corpus(data["corpus"])
     common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, val_fraction=0.0,
                   n_embd=128, n_layer=2, n_head=4, lr=3e-3)
@@ -80,7 +84,9 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
         "dp-sgd": TrainConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),  # type: ignore[arg-type]
         "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced", **common),  # type: ignore[arg-type]
     }
-    unseen_corpus = load_corpus(unseen["corpus"])
+    unseen_all = load_corpus(unseen["corpus"])
+    public_users = set(unseen_all.users[: len(unseen_all.users) // 2])
+    unseen_corpus = Corpus([d for d in unseen_all if d.user_id in public_users])
     for i, (name, cfg) in enumerate(models.items(), start=1):
         if (root / "models" / name / "train.json").exists():
             echo(f"[bold]2/4[/] model {name}: already trained, reused")
@@ -95,7 +101,7 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
             train_model(unseen_corpus, root / "models" / "public", models["plain"])
     # membership inference: PII-bearing lines (e-mail) of trained users vs of unseen users
     members = _lines_with(data["corpus"], None, "@")
-    non_members = _lines_with(unseen["corpus"], None, "@")
+    non_members = _lines_with(unseen["corpus"], set(unseen_all.users) - public_users, "@")
     atomic_write_text(root / "data" / "members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in members))
     atomic_write_text(root / "data" / "non_members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in non_members))
     subjects = data["subjects"].read_text().splitlines()[: size.probe_subjects]
