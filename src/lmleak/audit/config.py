@@ -42,7 +42,8 @@ analyses:
     p: 5                        # k-anonymity filter: user count in S < p
   exposure:                     # canary exposure (Carlini et al.); needs a canaries file
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
-  mia:                          # membership inference; needs member / non-member files
+  mia:                          # membership inference; needs member / non-member files. The public model
+                                # is the reference of its calibrated score: it must not have seen the non-members
     members: null
     non_members: null
     group_size: 20
