@@ -209,6 +209,10 @@ def test_cli_run_and_subject_view(tmp_path):
     gc = pd.read_parquet(tmp_path / "run" / "gamma_curve.parquet")
     assert list(gc.columns) == ["target_type", "k", "gamma"] and gc["k"].min() == 1 and gc["k"].max() == 1e6
     assert 0.0 <= summ["pii_exact_match"] <= 1.0 and summ["pii_likelihood_ratio"] > 0
+    # the typical ratio, recomputed from the rows: max over templates per (type, subject), then exp(mean log ratio)
+    best = lik.groupby(["target_type", "subject_id"])[["log_likelihood", "null_log_likelihood"]].max()
+    want = math.exp((best["log_likelihood"] - best["null_log_likelihood"]).mean())
+    assert summ["pii_likelihood_ratio_geomean"] == pytest.approx(want, rel=1e-9)
     me = tmp_path / "me.json"
     subj = json.loads(paths["subjects"].read_text().splitlines()[0])
     me.write_text(json.dumps(subj))

@@ -23,6 +23,7 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "mia_accuracy": ("mia_accuracy", "best_accuracy", "accuracy"),
     "pii_exact_match": ("pii_exact_match", "exact_match_rate"),
     "pii_likelihood_ratio": ("pii_likelihood_ratio",),
+    "pii_likelihood_ratio_geomean": ("pii_likelihood_ratio_geomean",),
     "dp_epsilon": ("dp_epsilon",),
     "confidentiality_epsilon": ("confidentiality_epsilon", "bayesian_epsilon"),
 }
@@ -35,7 +36,8 @@ EXPLANATIONS: dict[str, str] = {
     "mia_auc": "How well an attacker tells training members from non-members by perplexity (0.5 is chance, 1.0 is perfect).",
     "mia_accuracy": "Accuracy of the best-threshold membership classifier on a balanced set (50% is chance).",
     "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
-    "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type (1 means no association).",
+    "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type, as a ratio of averages (1 means no association); the most likely items, often e-mails, dominate it.",
+    "pii_likelihood_ratio_geomean": "The typical factor by which the model prefers a person's true PII to another person's (geometric mean over people and PII types; 1 means no association), which no single PII type dominates.",
     "dp_epsilon": "The differential-privacy budget the model was trained with (smaller is more private; none for plain training).",
     "confidentiality_epsilon": "The Bayesian confidentiality bound for secrets the redaction policy missed (paper 002, Proposition 6).",
 }

@@ -26,6 +26,7 @@ LABELS = {
     "mia_accuracy": "Membership inference accuracy",
     "pii_exact_match": "PII exact-match rate",
     "pii_likelihood_ratio": "PII likelihood ratio (target / null)",
+    "pii_likelihood_ratio_geomean": "PII likelihood ratio, typical (geometric mean)",
     "dp_epsilon": "DP ε",
     "confidentiality_epsilon": "Confidentiality ε (Bayesian)",
 }
@@ -40,6 +41,7 @@ METRIC_STAGE = {
     "mia_accuracy": "mia",
     "pii_exact_match": "probe",
     "pii_likelihood_ratio": "probe",
+    "pii_likelihood_ratio_geomean": "probe",
 }
 
 SEQUENCE_COLUMNS = [
