@@ -212,3 +212,58 @@ def read_shards(out_dir: str | Path) -> Any:
         raise RunError(f"the pass in {out} is incomplete; rerun the same command to resume it")
     tables = [pq.read_table(shard_path(out, int(i))) for i in sorted(data["shards"])]
     return pa.concat_tables(tables) if tables else pa.table({})
+
+
+def fingerprint_of(*parts: Any) -> str:
+    """A short stable hash of ``parts`` (their ``repr``), for :func:`run_rows`' resume check.
+
+    Example:
+        >>> fingerprint_of("model", [1, 2]) == fingerprint_of("model", [1, 2]) != fingerprint_of("model", [2, 1])
+        True
+    """
+    import hashlib
+
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode("utf-8", "surrogatepass") + b"\x00")
+    return h.hexdigest()[:24]
+
+
+def run_rows(
+    items: list[Any],
+    work: Callable[[list[Any]], list[dict[str, Any]]],
+    out_dir: str | Path,
+    *,
+    fingerprint: str,
+    shard_size: int,
+    description: str = "pass",
+) -> list[dict[str, Any]]:
+    """A resumable local pass whose work maps a shard of items to one row (dict) per result.
+
+    The rows of every shard are kept in ``out_dir`` as :func:`run_sharded` keeps them, so a rerun
+    after an interruption redoes only the incomplete shards; returns all rows in item order. Each
+    shard is read back on its own (column types may differ between shards: a column all None in one
+    shard and float in another). A folder holding a pass with another fingerprint (other model,
+    items or options) is a stale cache of this pass's own making and is replaced.
+    """
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    old = Path(out_dir) / MANIFEST
+    if old.exists():
+        data = json.loads(old.read_text())
+        if data.get("fingerprint") != fingerprint or data.get("shard_size") != shard_size:
+            shutil.rmtree(out_dir)
+
+    def factory() -> Work:
+        return lambda chunk: pa.Table.from_pylist(work(chunk))
+
+    out = run_sharded(items, factory, out_dir, fingerprint=fingerprint, shard_size=shard_size,
+                      total_items=len(items), description=description)
+    data = json.loads((out / MANIFEST).read_text())
+    rows: list[dict[str, Any]] = []
+    for i in sorted(data["shards"]):
+        rows.extend(pq.read_table(shard_path(out, int(i))).to_pylist())
+    return rows

@@ -140,12 +140,16 @@ def measure_exposure(
     seed: int = 0,
     tie_tolerance: float = 1e-4,
     stats: SearchStats | None = None,
+    work_dir: str | Path | None = None,
+    shard_size: int = 8,
 ) -> list[CanaryExposure]:
     """Exposure of each canary record (``{"prefix", "secret", "repeats"?, "user_id"?}``).
 
     Canaries are grouped by format (prefix, alphabet, length); each format's trie is built once
     and searched once for all its canaries. Formats with more than ``max_enumerable`` candidates
     get the extrapolated estimate only; ``extrapolate=True`` adds the estimate beside exact ranks.
+    With ``work_dir`` the exact ranks are computed in resumable shards of ``shard_size`` canaries
+    there (one trie search per shard; a rank does not depend on which canaries share the search).
 
     Raises:
         CapabilityError: the model does not grant exact scores (a black-box API).
@@ -166,7 +170,7 @@ def measure_exposure(
         groups.setdefault(fmt, []).append(i)
     out: list[CanaryExposure | None] = [None] * len(canaries)
     rng = np.random.default_rng(seed)
-    for fmt, idx in groups.items():
+    for g, (fmt, idx) in enumerate(groups.items()):
         secrets = [canaries[i]["secret"] for i in idx]
         n = fmt.num_candidates
         exact = n <= max_enumerable
@@ -174,7 +178,11 @@ def measure_exposure(
         costs = np.full(len(idx), np.nan)
         if exact:
             space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
-            ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
+            if work_dir is None:
+                ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
+            else:
+                ranks, costs = _sharded_ranks(model, space, fmt, secrets, tie_tolerance, stats, seed,
+                                              Path(work_dir) / f"format-{g}", shard_size)
         est: list[float | None] = [None] * len(idx)
         if extrapolate or not exact:
             sample = fmt.candidates(rng.integers(0, n, size=min(sample_size, n)))
@@ -199,6 +207,19 @@ def measure_exposure(
                 user_id=rec.get("user_id"),
             )
     return [o for o in out if o is not None]
+
+
+def _sharded_ranks(model: Any, space: Any, fmt: CanaryFormat, secrets: list[str], tie_tolerance: float,
+                   stats: SearchStats | None, seed: int, work_dir: Path, shard_size: int) -> tuple[np.ndarray, np.ndarray]:
+    from lmleak.shards import fingerprint_of, run_rows
+
+    def work(chunk: list[str]) -> list[dict[str, Any]]:
+        r, c = exact_ranks(model, space, chunk, tie_tolerance=tie_tolerance, stats=stats)
+        return [{"rank": int(a), "cost": float(b)} for a, b in zip(r, c, strict=True)]
+
+    fp = fingerprint_of("exposure", getattr(model, "name", ""), type(model).__name__, fmt, secrets, tie_tolerance, seed)
+    rows = run_rows(secrets, work, work_dir, fingerprint=fp, shard_size=shard_size, description="exposure")
+    return np.array([r["rank"] for r in rows], dtype=np.int64), np.array([r["cost"] for r in rows], dtype=np.float64)
 
 
 def string_costs(model: Any, fmt: CanaryFormat, secrets: Sequence[str]) -> np.ndarray:

@@ -154,11 +154,15 @@ def evaluate_membership(
     reference: Any = None,
     min_k: float = 0.2,
     seed: int = 0,
+    work_dir: str | Path | None = None,
+    shard_size: int = 256,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
     ``num_per_side`` texts are drawn (seeded) from each side; if a side has fewer, both sides are
-    cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack.
+    cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack. With
+    ``work_dir`` the scoring runs in resumable shards of ``shard_size`` texts there
+    (:func:`lmleak.shards.run_rows`): an interrupted run picks up where it stopped.
     """
     import pandas as pd
 
@@ -173,7 +177,10 @@ def evaluate_membership(
     non = [non_members[i] for i in sorted(rng.choice(len(non_members), size=n, replace=False))]
     texts = mem + non
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
-    sc = text_scores(model, texts, reference=reference, min_k=min_k)
+    if work_dir is None:
+        sc = text_scores(model, texts, reference=reference, min_k=min_k)
+    else:
+        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size)
     features = [f for f in FEATURES if f != "reference" or reference is not None]
     table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()}})
     rows: list[dict[str, Any]] = []
@@ -190,6 +197,21 @@ def evaluate_membership(
             rows.append({"level": f"group{group_size}", "feature": f, **summarize(g_scores, g_labels)})
             curves[f"group{group_size}/{f}"] = roc_curve(g_scores, g_labels)
     return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size)
+
+
+def _sharded_text_scores(
+    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int
+) -> dict[str, np.ndarray]:
+    from lmleak.shards import fingerprint_of, run_rows
+
+    def work(chunk: list[str]) -> list[dict[str, Any]]:
+        sc = text_scores(model, chunk, reference=reference, min_k=min_k)
+        return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
+
+    fp = fingerprint_of("mia", getattr(model, "name", ""), type(model).__name__,
+                        None if reference is None else getattr(reference, "name", ""), min_k, texts)
+    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores")
+    return {k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64) for k in rows[0]}
 
 
 def read_texts(path: str | Path, *, field: str = "text") -> list[str]:

@@ -172,6 +172,7 @@ def exposure_cmd(
         sample_size=sample_size,
         seed=seed,
         stats=stats,
+        work_dir=Path(out_dir) / "passes" / "exposure",
     )
     seconds = time.perf_counter() - t0
     table = exposure_table(results)
@@ -279,6 +280,7 @@ def mia_cmd(
         reference=ref,
         min_k=min_k,
         seed=seed,
+        work_dir=Path(out_dir) / "passes" / "mia-scores",
     )
     run = secure_dir(out_dir)
     write_parquet(res.scores, run / "mia_scores.parquet")

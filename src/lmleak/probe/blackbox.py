@@ -4,6 +4,7 @@ exact match and the string metrics of B.1.2."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from lmleak.models.base import Capability, require
@@ -60,14 +61,25 @@ def generate_probes(
     samples: int = 0,
     seed: int = 0,
     budgets: Mapping[str, int] | None = None,
+    work_dir: str | Path | None = None,
+    shard_size: int = 16,
 ) -> list[dict[str, Any]]:
     """One row per (probe, returned sequence): generated text, exact match and string metrics.
 
     Beam search with ``beams`` beams (A.3; the best beam is kept), or ``samples`` > 0 sampled
     continuations per prompt (§3.3.1 "sends the prompts N times"); ``budgets`` overrides A.3's
-    maximum new tokens per target type.
+    maximum new tokens per target type. With ``work_dir``, in resumable shards of ``shard_size``
+    probes there (:func:`lmleak.shards.run_rows`).
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
+    if work_dir is not None:
+        from lmleak.shards import fingerprint_of, run_rows
+
+        fp = fingerprint_of("probe-generate", getattr(model, "name", ""), type(model).__name__, list(probes),
+                            beams, samples, seed, sorted((budgets or {}).items()))
+        return run_rows(list(probes), lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples,
+                                                                    seed=seed, budgets=budgets),
+                        work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)")
     from lmleak.progress import track
 
     rows: list[dict[str, Any]] = []

@@ -24,26 +24,44 @@ def collect_probes(subjects: list[dict[str, Any]], target_type: str, *, level: s
     return out
 
 
-def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0) -> list[dict[str, Any]]:
-    """Eq. 2 / Eq. 4 for every probe, and for the null target: the same-type PII of another subject
-    (a seeded derangement over the subjects of this target type), scored with the same prompt."""
+def null_targets(probes: list[Probe], seed: int = 0) -> list[str]:
+    """Each probe's null target: the same-type PII of another subject, by a seeded derangement over
+    the subjects of that target type (relationship:father, ... deranged separately)."""
     null_of: dict[tuple[str, str], str] = {}
-    for tt in sorted({p.target_type for p in probes}):  # derange within one type (relationship:father, ...)
+    for tt in sorted({p.target_type for p in probes}):
         target_of = {p.subject_id: p.target for p in probes if p.target_type == tt}
         subjects = sorted(target_of)
         perm = null_permutation(len(subjects), seed)
         null_of.update({(tt, s): target_of[subjects[perm[i]]] for i, s in enumerate(subjects)})
-    prompts = [p.prompt for p in probes]
-    lik, norm, lp = target_likelihoods(model, prompts, [p.target for p in probes])
-    nlik, nnorm, nlp = target_likelihoods(model, prompts, [null_of[(p.target_type, p.subject_id)] for p in probes])
+    return [null_of[(p.target_type, p.subject_id)] for p in probes]
+
+
+def _score_probes(model: Any, pairs: list[tuple[Probe, str]]) -> list[dict[str, Any]]:
+    prompts = [p.prompt for p, _ in pairs]
+    lik, norm, lp = target_likelihoods(model, prompts, [p.target for p, _ in pairs])
+    nlik, nnorm, nlp = target_likelihoods(model, prompts, [null for _, null in pairs])
     return [
         {"subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
          "prompt": p.prompt, "target": p.target, "likelihood": float(lik[i]),
          "normalized_likelihood": float(norm[i]), "log_likelihood": float(lp[i]),
-         "null_target": null_of[(p.target_type, p.subject_id)], "null_likelihood": float(nlik[i]),
+         "null_target": null, "null_likelihood": float(nlik[i]),
          "null_normalized_likelihood": float(nnorm[i]), "null_log_likelihood": float(nlp[i])}
-        for i, p in enumerate(probes)
+        for i, (p, null) in enumerate(pairs)
     ]
+
+
+def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir: str | Path | None = None,
+                    shard_size: int = 64) -> list[dict[str, Any]]:
+    """Eq. 2 / Eq. 4 for every probe, and for its null target (:func:`null_targets`), scored with the
+    same prompt. With ``work_dir``, in resumable shards of ``shard_size`` probes there."""
+    pairs = list(zip(probes, null_targets(probes, seed), strict=True))
+    if work_dir is None:
+        return _score_probes(model, pairs)
+    from lmleak.shards import fingerprint_of, run_rows
+
+    fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
+    return run_rows(pairs, lambda chunk: _score_probes(model, chunk), work_dir, fingerprint=fp,
+                    shard_size=shard_size, description="probing (likelihood)")
 
 
 def summarize_likelihoods(df: Any) -> dict[str, Any]:
@@ -179,8 +197,10 @@ def run_probe(
             continue
         entry: dict[str, Any] = {"prompts": len(probes),
                                  "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation")}
+        passes = None if out_dir is None else Path(out_dir) / "passes"
         if likelihood:
-            rows = likelihood_rows(model, probes, seed=seed)
+            rows = likelihood_rows(model, probes, seed=seed,
+                                   work_dir=None if passes is None else passes / f"likelihood-{t}")
             lrows.extend(rows)
             df = pd.DataFrame(rows)
             if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
@@ -188,7 +208,8 @@ def run_probe(
                 df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
             entry.update(summarize_likelihoods(df))
         if generate:
-            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed, budgets=budgets)
+            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed, budgets=budgets,
+                                   work_dir=None if passes is None else passes / f"generate-{t}")
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
