@@ -133,3 +133,17 @@ def test_the_report_renders_in_a_headless_browser(audit_dir, tmp_path):
     assert img[:60].mean() < 100  # the header band is dark
     assert len(np.unique(img.astype(np.uint8))) > 50
     assert img.std() > 20
+
+
+def test_the_sequence_table_names_each_rows_k_and_the_cards_name_the_headline_k(tmp_path):
+    import pandas as pd
+
+    from lmleak.render.html import _report_k, _sequence_table
+
+    seqs = pd.DataFrame({"k": [1, 3, 3], "length_tokens": [2, 4, 3], "users_in_d": [2, 1, 1]})
+    table, note = _sequence_table(seqs, "seq-1", show_text=False, limit=10)
+    assert "<th class=\"\">k</th>" in table
+    assert note == "3 sequences (k = 1: 1, k = 3: 2)"
+    (tmp_path / "summary.json").write_text(json.dumps({"k": 1, "ks": [1, 3], "unique_sequences": 0}))
+    assert _report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."
+    assert _report_k(tmp_path / "missing") == ""

@@ -47,6 +47,7 @@ METRIC_STAGE = {
 SEQUENCE_COLUMNS = [
     # (column, header, is_text)
     ("text", "Text", True),
+    ("k", "k", False),
     ("length_tokens", "Tokens", False),
     ("length_words", "Words", False),
     ("count_in_s", "Count in S", False),
@@ -118,6 +119,24 @@ def _read_parquet(path: Path) -> Any:
     return pd.read_parquet(path) if path.exists() else None
 
 
+def _report_k(report_dir: Path | None) -> str:
+    """The sentence naming the k a leakage report's headline counts are at (its summary's first k)."""
+    if report_dir is None:
+        return ""
+    from lmleak.errors import RunError
+
+    try:
+        summary = read_summary(report_dir)
+    except RunError:  # a missing or unreadable summary leaves the card as it was
+        return ""
+    k, ks = summary.get("k"), summary.get("ks") or []
+    if k is None:
+        return ""
+    others = [x for x in ks if x != k]
+    tail = f"; the table below lists k = {', '.join(map(str, others))} too" if others else ""
+    return f" Counted at k = {k}{tail}."
+
+
 def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tuple[str, str]:
     df = df.copy()
     if "perplexity" not in df.columns and "mean_perplexity" in df.columns:
@@ -126,7 +145,11 @@ def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tupl
         df["mean_context_length"] = [float(sum(x) / max(len(x), 1)) for x in df["context_lengths"]]
     sort_key = "users_in_d" if "users_in_d" in df.columns else df.columns[0]
     df = df.sort_values(sort_key, kind="stable")
-    note = f"{len(df)} sequences" + (f"; the {limit} with the fewest users in D shown" if len(df) > limit else "")
+    note = f"{len(df)} sequences"
+    if "k" in df.columns and df["k"].nunique() > 1:
+        note += " (" + ", ".join(f"k = {k}: {n}" for k, n in sorted(df["k"].value_counts().items())) + ")"
+    if len(df) > limit:
+        note += f"; the {limit} with the fewest users in D shown"
     df = df.head(limit)
     cols = [(c, h, t) for c, h, t in SEQUENCE_COLUMNS if c in df.columns and (show_text or not t)]
     head = "".join(
@@ -275,11 +298,12 @@ def render_report(
     views = []
     for i, (name, headline) in enumerate(headlines.items(), start=1):
         scen = (models_meta.get(name) or {}).get("scenarios") or {}
+        report_k = _report_k(stage_dirs.get(name, {}).get("report"))
         cards = [
             {
                 "label": LABELS[k],
                 "value": _fmt(headline[k]),
-                "explanation": EXPLANATIONS[k],
+                "explanation": EXPLANATIONS[k] + (report_k if METRIC_STAGE.get(k) == "report" else ""),
                 "scenario": describe_scenario(scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)),
             }
             for k in LABELS
