@@ -39,7 +39,7 @@ class DemoSize:
 
 
 SIZES = {
-    "quick": DemoSize(users=24, dialogs_per_user=3, canary_repeats=10, epochs=20, dp_epochs=3, mia_per_side=60, probe_subjects=12),
+    "quick": DemoSize(users=16, dialogs_per_user=3, canary_repeats=10, epochs=12, dp_epochs=3, mia_per_side=60, probe_subjects=6),
     "full": DemoSize(users=40, dialogs_per_user=3, canary_repeats=20, epochs=20, dp_epochs=3, mia_per_side=200, probe_subjects=30),
 }
 
