@@ -50,6 +50,7 @@ from lmleak.experiments._config import replace_validated, require_positive_count
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
+METHOD_COLORS = {"nodp": "tab:red", "redact": "tab:orange", "dp": "tab:blue", "crt": "tab:green", "sdp": "tab:purple"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,12 +550,14 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
         fig, ax = plt.subplots(figsize=(6, 4))
         gmin, gmax = min(cfg.gammas), max(cfg.gammas)
         for (arch, method), df in table.groupby(["arch", "method"], sort=True):
-            label = f"{method}-{arch}"
-            if df["gamma"].isna().all():
-                ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--", label=label)
+            # colour = method, line style = architecture, so every line of the legend is distinct
+            style = dict(color=METHOD_COLORS.get(method, "grey"), label=f"{method}-{arch}")
+            if df["gamma"].isna().all():  # trained once: a horizontal line over the γ range
+                ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--" if arch == "gpt" else ":", **style)
             else:
                 d = df.sort_values("gamma")
-                ax.plot(d["gamma"], d[col], marker="o", label=label)
+                ax.plot(d["gamma"], d[col], marker="o" if arch == "gpt" else "s",
+                        ls="-" if arch == "gpt" else "-.", **style)
         if chance is not None:
             ax.axhline(chance, color="k", lw=0.8, ls=":")
         ax.set_xlabel("policy false-negative rate γ")
