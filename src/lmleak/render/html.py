@@ -201,7 +201,7 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
             label = exp["secret"].astype(str) if "secret" in exp.columns else exp.index.astype(str)
             fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
     if fig.data:
-        fig.update_layout(title="Canary exposure (bits; max ≈ log2 of the candidate count)", yaxis_title="exposure (bits)", barmode="group")
+        fig.update_layout(title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group")
         plots.append(_figure_html(fig))
     # ROC curves
     fig = go.Figure()
