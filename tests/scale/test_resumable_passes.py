@@ -131,3 +131,26 @@ def test_exposure_ranks_resume(tmp_path, monkeypatch):
     assert count["n"] == 2
     assert [g.rank for g in got] == [w.rank for w in want] and want[0].rank == 1
     assert np.allclose([g.logppl for g in got], [w.logppl for w in want])
+
+
+
+def test_exposure_shards_fill_by_decreasing_cost_and_rank_as_one_search(tmp_path, monkeypatch):
+    import importlib
+
+    from lmleak.models.fake import FakeLM
+
+    exposure = importlib.import_module("lmleak.attacks.exposure")
+    lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["My ID is: 777777"] * 3 + ["My ID is: 120000"], order=4)
+    # memorised and unmemorised canaries interleaved: shards in input order would each hold a costly one
+    secrets = ["123456", "000001", "777777", "555555", "120000", "909090"]
+    canaries = [{"prefix": "My ID is: ", "secret": s} for s in secrets]
+    want = exposure.measure_exposure(lm, canaries)
+    chunks: list[list[str]] = []
+    real = exposure.exact_ranks
+    monkeypatch.setattr(exposure, "exact_ranks", lambda m, sp, chunk, **kw: (chunks.append(list(chunk)), real(m, sp, chunk, **kw))[1])
+    got = exposure.measure_exposure(lm, canaries, work_dir=tmp_path / "w", shard_size=2)
+    fmt = exposure.CanaryFormat.infer("My ID is: ", "123456", None)
+    cost = dict(zip(secrets, exposure.string_costs(lm, fmt, secrets), strict=True))
+    walked = [cost[s] for chunk in chunks for s in chunk]
+    assert len(chunks) == 3 and walked == sorted(walked, reverse=True)
+    assert [g.rank for g in got] == [w.rank for w in want]

@@ -151,8 +151,8 @@ def measure_exposure(
     With ``work_dir`` the exact ranks are computed in resumable shards of ``shard_size`` canaries
     there (one trie search per shard; a rank does not depend on which canaries share the search).
     A search costs about as much as its least exposed canary alone (the threshold is the highest
-    cost in the shard), so shards are large: 10 canaries in shards of 8 took two near-complete walks
-    of the 10^6-candidate trie instead of one (41 s vs ~20 s on the quick demo's DP-SGD model).
+    cost in the shard), so shards are large (10 canaries in shards of 8 took two near-complete walks
+    of the 10^6-candidate trie instead of one) and, when there are several, filled by decreasing cost.
 
     Raises:
         CapabilityError: the model does not grant exact scores (a black-box API).
@@ -221,8 +221,14 @@ def _sharded_ranks(model: Any, space: Any, fmt: CanaryFormat, secrets: list[str]
         return [{"rank": int(a), "cost": float(b)} for a, b in zip(r, c, strict=True)]
 
     fp = fingerprint_of("exposure", getattr(model, "name", ""), type(model).__name__, fmt, secrets, tie_tolerance, seed)
-    rows = run_rows(secrets, work, work_dir, fingerprint=fp, shard_size=shard_size, description="exposure")
-    return np.array([r["rank"] for r in rows], dtype=np.int64), np.array([r["cost"] for r in rows], dtype=np.float64)
+    # A shard's walk costs about as much as its least exposed canary, so with several shards the
+    # canaries go in by decreasing cost: the expensive ones share one walk, the others prune early.
+    order = np.argsort(-string_costs(model, fmt, secrets), kind="stable") if len(secrets) > shard_size else np.arange(len(secrets))
+    rows = run_rows([secrets[i] for i in order], work, work_dir, fingerprint=fp, shard_size=shard_size, description="exposure")
+    ranks, costs = np.empty(len(secrets), dtype=np.int64), np.empty(len(secrets), dtype=np.float64)
+    ranks[order] = [r["rank"] for r in rows]
+    costs[order] = [r["cost"] for r in rows]
+    return ranks, costs
 
 
 def string_costs(model: Any, fmt: CanaryFormat, secrets: Sequence[str]) -> np.ndarray:
