@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.audit.headline import EXPLANATIONS, collect_headlines
+from lmleak.errors import RunError
 from lmleak.runs import atomic_write_text, read_summary
 
 LABELS = {
@@ -123,8 +124,6 @@ def _report_k(report_dir: Path | None) -> str:
     """The sentence naming the k a leakage report's headline counts are at (its summary's first k)."""
     if report_dir is None:
         return ""
-    from lmleak.errors import RunError
-
     try:
         summary = read_summary(report_dir)
     except RunError:  # a missing or unreadable summary leaves the card as it was
