@@ -1,0 +1,105 @@
+"""The users a model never saw: ``holdout.json`` in a model directory.
+
+``lmleak train`` holds out a share of the corpus's *users* (never single documents: a member's
+other documents would leak into the "unseen" side). It records them in the model directory, and
+every analysis that needs controls — membership inference's non-members, probing's control
+subjects — reads them from here instead of asking the user for a second list.
+
+File format (JSON)::
+
+    {"held_out_users": ["u-3", "u-9"], "fraction": 0.1, "seed": 0, "corpus": "corpus.jsonl"}
+
+Models trained before this file existed record the same users as ``val_users`` in ``train.json``;
+:func:`read_holdout` reads those too.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from lmleak.errors import DataFileError
+
+HOLDOUT_FILE = "holdout.json"
+
+
+@dataclass(frozen=True, slots=True)
+class Holdout:
+    """Users held out of a model's training.
+
+    Attributes:
+        users: the held-out user ids, sorted.
+        fraction: the share of users asked for (0 when none were held out).
+        seed: the seed of the draw.
+        corpus: the corpus the users were drawn from, as given to ``train`` (None when unknown).
+    """
+
+    users: tuple[str, ...]
+    fraction: float
+    seed: int | None = None
+    corpus: str | None = None
+
+
+def write_holdout(model_dir: str | Path, holdout: Holdout) -> Path:
+    """Write ``holdout.json`` into ``model_dir`` (atomically, owner-only).
+
+    Example:
+        >>> import tempfile
+        >>> d = tempfile.mkdtemp()
+        >>> _ = write_holdout(d, Holdout(users=("u2", "u1"), fraction=0.5, seed=3))
+        >>> read_holdout(d)
+        Holdout(users=('u1', 'u2'), fraction=0.5, seed=3, corpus=None)
+    """
+    from lmleak.runs import atomic_write_json
+
+    record = {
+        "held_out_users": sorted(holdout.users),
+        "fraction": float(holdout.fraction),
+        "seed": holdout.seed,
+        "corpus": holdout.corpus,
+    }
+    return atomic_write_json(Path(model_dir) / HOLDOUT_FILE, record)
+
+
+def read_holdout(model_dir: str | Path | None) -> Holdout | None:
+    """The held-out users of the model in ``model_dir``, or None when it records none.
+
+    Reads ``holdout.json``; falls back to ``val_users`` in ``train.json`` (older models). A model
+    that is not a directory (a ``.gguf`` file, a name) has no record: None.
+    """
+    if model_dir is None:
+        return None
+    d = Path(model_dir)
+    if not d.is_dir():
+        return None
+    p = d / HOLDOUT_FILE
+    if p.is_file():
+        data = _read_json(p)
+        users = data.get("held_out_users")
+        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+            raise DataFileError(
+                "expected a list of user id strings",
+                path=p,
+                field="held_out_users",
+                hint="retrain the model with `lmleak train`, which writes this file",
+            )
+        return Holdout(tuple(sorted(users)), float(data.get("fraction") or 0.0), data.get("seed"), data.get("corpus"))
+    t = d / "train.json"
+    if t.is_file():
+        data = _read_json(t)
+        users = data.get("val_users")
+        if isinstance(users, list) and all(isinstance(u, str) for u in users):
+            cfg = data.get("config") or {}
+            return Holdout(tuple(sorted(users)), float(cfg.get("val_fraction") or 0.0), cfg.get("seed"), None)
+    return None
+
+
+def _read_json(p: Path) -> dict:
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise DataFileError(f"not valid JSON ({e})", path=p, hint="retrain the model or restore the file") from None
+    if not isinstance(data, dict):
+        raise DataFileError("expected a JSON object", path=p, hint="retrain the model or restore the file")
+    return data
