@@ -13,6 +13,7 @@ from lmleak.cli.common import out, print_json, quiet
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     groups["synth"].command("customersim")(customersim)
+    groups["synth"].command("mail")(mail)
     corpus = typer.Typer(help="Inspect and validate corpora.", no_args_is_help=True)
     corpus.command("check")(check)
     app.add_typer(corpus, name="corpus")
@@ -55,6 +56,53 @@ def customersim(
     t.add_column("count", justify="right")
     for k in ("documents", "users", "words", "canaries", "canary_repeats"):
         t.add_row(k, str(summary[k]))
+    for k, v in summary["secrets_per_entity"].items():
+        t.add_row(f"PII spans: {k}", str(v))
+    out.print(t)
+
+
+def mail(
+    out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
+    scale: Annotated[float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.")] = 1.0,
+    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    canaries: Annotated[int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")] = 0,
+    canary_repeats: Annotated[int, typer.Option(help="Copies of each canary, each a message of its own.")] = 1,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
+    import json
+
+    from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
+
+    quiet(json_out)
+    paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
+    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
+    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
+    words = sum(len(d["text"].split()) for d in docs)
+    lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
+    summary = {
+        "documents": len(docs),
+        "authors": len({d["user_id"] for d in docs}),
+        "words": words,
+        "tokens_estimate": round(words * TOKENS_PER_WORD),
+        "duplicate_line_share": round(sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4),
+        "longest_document_words": max(len(d["text"].split()) for d in docs),
+        "canaries": canaries,
+        "canary_repeats": canary_repeats,
+        "secrets_per_entity": dict(sorted(entities.items())),
+        "files": {k: str(v) for k, v in paths.items()},
+    }
+    if json_out:
+        print_json(summary)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"Mailing-list corpus in {out_dir}")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    for k in ("documents", "authors", "words", "tokens_estimate", "duplicate_line_share", "longest_document_words",
+              "canaries", "canary_repeats"):
+        t.add_row(k.replace("_", " "), str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():
         t.add_row(f"PII spans: {k}", str(v))
     out.print(t)

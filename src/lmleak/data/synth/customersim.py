@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.synth import write_jsonl_files
+
 CANARY_PREFIX = "My ID is: "
 RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
 EMAIL_DOMAINS = ("example.org", "example.com", "example.net")
@@ -307,11 +309,4 @@ def synthesize(
         "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
         "secrets": ("secrets.jsonl", secret_lines),
     }
-    paths = {}
-    for key, (name, lines) in files.items():
-        path = out / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        tmp.replace(path)
-        paths[key] = path
-    return paths
+    return write_jsonl_files(out, files)

@@ -1,0 +1,541 @@
+"""Synth mail: a mailing-list archive with known PII, shaped like the data users really audit.
+
+CustomerSim (:mod:`lmleak.data.synth.customersim`) writes short, uniform dialogues in which PII
+sits in sentences. Real fine-tuning data — mail, tickets, changelogs — looks otherwise, and each of
+these traits broke something in an audit built on CustomerSim alone:
+
+- **Formats, not prose.** PII comes as ``From: "First Last" <email>`` headers, attribution lines
+  (``On <date>, First Last <email> wrote:``), signature blocks (``-- `` then name, title,
+  company, phone, address) and changelog sign-offs (``-- Full Name <email>  date``).
+- **Other people's PII.** Replies quote their parent (``> `` lines, nested ``> >``), so a message
+  holds the quoted author's name, e-mail and signature too. ``secrets.jsonl`` records both the
+  document's owner (``user_id``) and whose PII each span is (``subject_id``).
+- **A few authors write most of it.** Messages per author follow a Zipf law (exponent 1.1).
+- **Heavy duplication.** List footers, disclaimers, auto-replies, quoted text and digests repeat
+  lines across documents (about half of all non-empty lines occur more than once).
+- **Long documents.** Patch mails carry long diffs and logs, and the list's digests concatenate
+  dozens of messages, so the longest documents run to tens of thousands of tokens.
+
+A document is one message (or one digest, owned by the list's digest account ``list-digest``).
+Authors are ``a-0000``, ``a-0001``, ... (``a-0000`` writes the most). Everything is fictional:
+names, companies and street addresses from Faker (seeded), e-mails on example.org/.com/.net,
+phones in the reserved 555-0100..0199 range. Spans are recorded as the text is written, never
+re-found by pattern matching. Same seed -> byte-identical files.
+
+Size: ``scale=1`` writes about 10^6 tokens of the small GPT's digit-splitting BPE — counted as
+:data:`TOKENS_PER_WORD` × whitespace words, a factor measured on this corpus with a 4k BPE
+trained by ``lmleak train`` (see ``docs/synth-mail.md``). ``scale`` multiplies the number of
+messages (and authors, by its square root), so the size grows linearly.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faker import Faker
+
+from lmleak.data.synth import write_jsonl_files
+from lmleak.data.synth.customersim import EMAIL_DOMAINS
+from lmleak.errors import ConfigError
+
+LIST = "proj-dev"
+LIST_ADDRESS = f"{LIST}@lists.example.org"
+DIGEST_USER = "list-digest"
+CANARY_PREFIX = "My access token is: "
+#: Tokens of the small GPT's 4k BPE per whitespace word on this corpus (measured; docs/synth-mail.md).
+TOKENS_PER_WORD = 2.07
+#: Messages at scale 1 (about 10^6 tokens with the digests).
+MESSAGES_PER_SCALE = 1500
+AUTHORS_PER_SCALE = 300
+ZIPF_EXPONENT = 1.1
+
+
+@dataclass
+class Author:
+    """One list member: the profile and the habits that shape how their PII appears."""
+
+    user_id: str
+    first: str
+    last: str
+    email: str
+    phone: str | None
+    address: str | None
+    company: str
+    title: str
+    signature: str  # block | name_email | quoted_email | paren_email | changelog | none
+    from_style: str  # quoted | plain | last_first
+    messages: int = 0
+    wrote_phone: bool = False  # ground truth is what the corpus shows, not the profile
+    wrote_address: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"{self.first} {self.last}"
+
+    def subject(self) -> dict[str, Any]:
+        return {
+            "subject_id": self.user_id,
+            "user_id": self.user_id,
+            "name": self.name,
+            "email": self.email,
+            "phone": self.phone if self.wrote_phone else None,
+            "address": self.address if self.wrote_address else None,
+            "company": self.company,
+            "messages": self.messages,
+        }
+
+
+@dataclass
+class _Doc:
+    """Text under construction plus the PII spans written into it: (start, end, entity, value, owner)."""
+
+    parts: list[str] = field(default_factory=list)
+    spans: list[tuple[int, int, str, str, str]] = field(default_factory=list)
+    length: int = 0
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def pii(self, value: str, entity: str, owner: str) -> None:
+        self.spans.append((self.length, self.length + len(value), entity, value, owner))
+        self.add(value)
+
+    def fill(self, template: str, values: dict[str, tuple[str, str, str]]) -> None:
+        """Write ``template``; each ``{slot}`` becomes a recorded span (value, entity, owner)."""
+        i = 0
+        while i < len(template):
+            j = template.find("{", i)
+            if j < 0:
+                self.add(template[i:])
+                return
+            self.add(template[i:j])
+            k = template.index("}", j)
+            value, entity, owner = values[template[j + 1 : k]]
+            if entity:
+                self.pii(value, entity, owner)
+            else:
+                self.add(value)
+            i = k + 1
+
+    def extend(self, other: _Doc, prefix: str = "") -> None:
+        """Append ``other`` line by line, each line prefixed (quoting); its spans move along."""
+        text = other.text
+        line_start = 0
+        spans = sorted(other.spans)
+        si = 0
+        for line in text.split("\n"):
+            base = self.length + len(prefix)
+            line_end = line_start + len(line)
+            while si < len(spans) and spans[si][0] < line_end + 1:
+                s, e, entity, value, owner = spans[si]
+                if s >= line_start and e <= line_end:
+                    self.spans.append((base + s - line_start, base + e - line_start, entity, value, owner))
+                si += 1
+            self.add(prefix + line + "\n")
+            line_start = line_end + 1
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+# ---------------------------------------------------------------------------- text pools
+COMPONENTS = ("scheduler", "parser", "storage backend", "HTTP client", "build system", "plugin loader",
+              "cache layer", "config reader", "test harness", "CLI", "logging module", "packaging scripts")
+VERBS = ("crashes", "hangs", "leaks memory", "returns the wrong result", "fails to build", "times out",
+         "prints a warning", "ignores the option", "corrupts the index", "deadlocks")
+CONDITIONS = ("on large inputs", "when the config file is missing", "after an upgrade", "on ARM builds",
+              "with Python 3.12", "under heavy load", "when run twice", "with an empty cache",
+              "on the nightly build", "behind a proxy")
+OPENERS = [
+    "I am seeing a problem where the {component} {verb} {condition}.",
+    "Since the last release the {component} {verb} {condition}.",
+    "Has anyone else noticed that the {component} {verb} {condition}?",
+    "Quick question: is it expected that the {component} {verb} {condition}?",
+    "Attached is a patch for the {component}; without it, it {verb} {condition}.",
+    "Following up on the discussion last week about the {component}.",
+]
+BODY = [
+    "I bisected it to the change that reworked the {component}, but I am not sure the fix is right.",
+    "The attached log shows the failure; it is reproducible about one time in five.",
+    "We could add a regression test before the next release so this does not come back.",
+    "I think the root cause is an off-by-one error in the buffer handling.",
+    "Reverting the commit makes the problem go away here.",
+    "Could someone with access to the CI machines run the full test suite with this patch?",
+    "The documentation says this should work, so either the code or the docs are wrong.",
+    "I have pushed a branch with the fix and a test; reviews welcome.",
+    "This also affects the stable branch, so we may want to backport it.",
+    "Performance is about ten percent better with the change on my machine.",
+    "I would rather not change the public API for this; a new option seems cleaner.",
+    "Let us discuss it at the next meeting if there is no consensus on the list.",
+    "The release notes for version {version} should mention this.",
+    "Running the benchmark again gives the same numbers, so it is not noise.",
+]
+REPLIES = [
+    "Thanks for the report. I can reproduce it on my machine as well.",
+    "Good catch, the patch looks right to me.",
+    "I do not think this is a bug; the {component} is documented to behave this way.",
+    "Could you send the full log and the version you are running?",
+    "Applied to the main branch, thanks!",
+    "This was fixed in {version}; please upgrade and let us know if it persists.",
+    "I have a slightly different fix in mind, see the branch I just pushed.",
+    "+1, this has bitten us in production too.",
+]
+CLOSINGS = ["Thanks,", "Cheers,", "Best regards,", "Regards,", "Thanks in advance,", "Best,", "--"]
+TITLES = ("Software Engineer", "Release Manager", "Senior Developer", "Maintainer", "Build Engineer",
+          "Support Engineer", "Engineering Manager", "QA Lead")
+FOOTER = [
+    "_______________________________________________",
+    f"{LIST} mailing list",
+    LIST_ADDRESS,
+    f"https://lists.example.org/mailman/listinfo/{LIST}",
+    f"To unsubscribe, send a message to {LIST}-leave@lists.example.org",
+]
+DISCLAIMER = [
+    "CONFIDENTIALITY NOTICE: This e-mail and any attachments are for the sole use of the intended",
+    "recipient(s) and may contain confidential information. If you are not the intended recipient,",
+    "please contact the sender by reply e-mail and destroy all copies of the original message.",
+]
+AUTO_REPLY = [
+    "I am out of the office until {date} with limited access to e-mail.",
+    "For urgent matters please contact the support team.",
+]
+SIGNATURES = ("block", "name_email", "quoted_email", "paren_email", "changelog", "none")
+SIGNATURE_WEIGHTS = (0.35, 0.2, 0.1, 0.1, 0.15, 0.1)
+
+
+def _phone(rng: random.Random) -> str:
+    # 555-0100..0199 is reserved for fiction; the area code is any plausible one
+    return rng.choice(("({a}) 555-01{b:02d}", "+1 {a} 555 01{b:02d}", "{a}-555-01{b:02d}")).format(
+        a=rng.randint(201, 989), b=rng.randint(0, 99)
+    )
+
+
+def _author(fake: Faker, rng: random.Random, user_id: str, taken: set[str]) -> Author:
+    while True:
+        first, last = fake.first_name(), fake.last_name()
+        local = rng.choice((f"{first}.{last}", f"{first[0]}{last}", f"{first}", f"{last}{rng.randint(1, 99)}"))
+        email = f"{local.lower()}@{rng.choice(EMAIL_DOMAINS)}"
+        if email not in taken and f"{first} {last}" not in taken:
+            taken.update((email, f"{first} {last}"))
+            break
+    address = f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
+    signature = rng.choices(SIGNATURES, SIGNATURE_WEIGHTS)[0]
+    return Author(
+        user_id=user_id,
+        first=first,
+        last=last,
+        email=email,
+        phone=_phone(rng) if rng.random() < 0.8 else None,
+        address=address if rng.random() < 0.6 else None,
+        company=fake.company(),
+        title=rng.choice(TITLES),
+        signature=signature,
+        from_style=rng.choices(("quoted", "plain", "last_first"), (0.5, 0.4, 0.1))[0],
+    )
+
+
+def zipf_weights(n: int, exponent: float = ZIPF_EXPONENT) -> list[float]:
+    """Normalised Zipf weights ``1/rank^s`` for ranks 1..n.
+
+    Example:
+        >>> [round(w, 3) for w in zipf_weights(3, 1.0)]
+        [0.545, 0.273, 0.182]
+    """
+    raw = [1.0 / (r**exponent) for r in range(1, n + 1)]
+    total = sum(raw)
+    return [w / total for w in raw]
+
+
+class _Writer:
+    """Writes messages; owns the RNG so every choice is in one seeded order."""
+
+    def __init__(self, rng: random.Random, fake: Faker) -> None:
+        self.rng, self.fake = rng, fake
+        self.day = 0
+
+    def date(self) -> str:
+        self.day += self.rng.random() * 0.6
+        d = int(self.day)
+        month, dom = 1 + (d // 28) % 12, 1 + d % 28
+        year = 2019 + d // 336
+        hh, mm = self.rng.randint(0, 23), self.rng.randint(0, 59)
+        wd = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[d % 7]
+        mon = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")[month - 1]
+        return f"{wd}, {dom:02d} {mon} {year} {hh:02d}:{mm:02d}:00 +0000"
+
+    def words(self) -> dict[str, tuple[str, str, str]]:
+        r = self.rng
+        return {
+            "component": (r.choice(COMPONENTS), "", ""),
+            "verb": (r.choice(VERBS), "", ""),
+            "condition": (r.choice(CONDITIONS), "", ""),
+            "version": (f"{r.randint(1, 4)}.{r.randint(0, 19)}.{r.randint(0, 9)}", "", ""),
+            "date": (f"{r.randint(1, 28)} {r.choice(('March', 'June', 'August', 'December'))}", "", ""),
+        }
+
+    def from_line(self, doc: _Doc, a: Author) -> None:
+        owner = a.user_id
+        if a.from_style == "quoted":
+            doc.add('From: "')
+            doc.pii(a.name, "PERSON", owner)
+            doc.add('" <')
+        elif a.from_style == "last_first":
+            doc.add('From: "')
+            doc.pii(f"{a.last}, {a.first}", "PERSON", owner)
+            doc.add('" <')
+        else:
+            doc.add("From: ")
+            doc.pii(a.name, "PERSON", owner)
+            doc.add(" <")
+        doc.pii(a.email, "EMAIL", owner)
+        doc.add(">\n")
+
+    def signature(self, doc: _Doc, a: Author, date: str) -> None:
+        owner, r = a.user_id, self.rng
+        style = a.signature if r.random() < 0.85 else r.choice(SIGNATURES)  # habits, not rules
+        if style == "none":
+            doc.add(f"{r.choice(CLOSINGS)}\n")
+            doc.pii(a.first, "PERSON", owner)
+            doc.add("\n")
+        elif style == "block":
+            doc.add(f"{r.choice(CLOSINGS)}\n")
+            doc.pii(a.first, "PERSON", owner)
+            doc.add("\n\n-- \n")
+            doc.pii(a.name, "PERSON", owner)
+            doc.add(f"\n{a.title}, ")
+            doc.pii(a.company, "ORGANIZATION", owner)
+            doc.add("\n")
+            if a.phone:
+                doc.add(r.choice(("Phone: ", "Tel: ", "Mobile: ", "")))
+                doc.pii(a.phone, "PHONE", owner)
+                doc.add("\n")
+                a.wrote_phone = True
+            if a.address:
+                doc.pii(a.address, "ADDRESS", owner)
+                a.wrote_address = True
+                doc.add("\n")
+        elif style == "changelog":
+            doc.add(" -- ")
+            doc.pii(a.name, "PERSON", owner)
+            doc.add(" <")
+            doc.pii(a.email, "EMAIL", owner)
+            doc.add(f">  {date}\n")
+        else:
+            doc.add(f"{r.choice(CLOSINGS)}\n")
+            doc.pii(a.name, "PERSON", owner)
+            if style == "name_email":
+                doc.add(" <")
+                doc.pii(a.email, "EMAIL", owner)
+                doc.add(">\n")
+            elif style == "quoted_email":
+                doc.add("\n")
+                doc.add('"')
+                doc.pii(a.name, "PERSON", owner)
+                doc.add('" <')
+                doc.pii(a.email, "EMAIL", owner)
+                doc.add(">\n")
+            else:
+                doc.add(" (")
+                doc.pii(a.email, "EMAIL", owner)
+                doc.add(")\n")
+
+    def body(self, doc: _Doc, reply: bool, long_patch: bool) -> None:
+        r = self.rng
+        v = self.words()
+        doc.fill(r.choice(REPLIES if reply else OPENERS) + "\n", v)
+        for _ in range(r.randint(1, 5)):
+            v = self.words()
+            doc.fill(" ".join(r.choice(BODY) for _ in range(r.randint(1, 3))) + "\n", v)
+        if long_patch:
+            self.patch(doc)
+        doc.add("\n")
+
+    def patch(self, doc: _Doc) -> None:
+        """A diff plus a build log: long, technical, no PII (the long documents of real archives)."""
+        r = self.rng
+        name = r.choice(("core", "util", "io", "net", "sched")) + r.choice(("", "_impl", "_test")) + ".py"
+        doc.add(f"\n---\n src/{name} | {r.randint(10, 400)} ++++----\n\ndiff --git a/src/{name} b/src/{name}\n")
+        for _ in range(r.randint(100, 700)):
+            sign = r.choice(("+", "-", " ", " "))
+            var = r.choice(("buf", "size", "offset", "cache", "state", "count", "key", "node"))
+            doc.add(f"{sign}    {var} = {r.choice(('self.', ''))}{r.choice(('read', 'load', 'parse', 'flush'))}"
+                    f"_{var}({r.randint(0, 4096)})\n")
+        doc.add("\nBuild log:\n")
+        for i in range(r.randint(30, 200)):
+            doc.add(f"[{i:05d}] test_{r.choice(COMPONENTS).replace(' ', '_')}_{r.randint(0, 99)} "
+                    f"{r.choices(('PASSED', 'FAILED', 'SKIPPED'), (0.9, 0.05, 0.05))[0]}\n")
+
+    def footer(self, doc: _Doc, a: Author) -> None:
+        r = self.rng
+        if r.random() < 0.25:
+            doc.add("\n" + "\n".join(DISCLAIMER) + "\n")
+        doc.add("\n" + "\n".join(FOOTER) + "\n")
+
+
+def _quote(doc: _Doc, parent: _Doc, author: Author, date: str, rng: random.Random) -> None:
+    """``On <date>, Name <email> wrote:`` and the parent's lines (at most 25 of them) quoted."""
+    owner = author.user_id
+    doc.add(f"On {date}, ")
+    doc.pii(author.name, "PERSON", owner)
+    doc.add(" <")
+    doc.pii(author.email, "EMAIL", owner)
+    doc.add("> wrote:\n")
+    text = parent.text
+    # quote the body and signature, not the headers (up to the first blank line)
+    cut = text.find("\n\n") + 2 if "\n\n" in text else 0
+    lines = text[cut:].split("\n")
+    keep = min(len(lines), rng.randint(4, 25))
+    part = _Doc()
+    part.add(text[cut:])
+    part.spans = [(s - cut, e - cut, en, v, o) for s, e, en, v, o in parent.spans if s >= cut]
+    trimmed = _Doc()
+    end = sum(len(ln) + 1 for ln in lines[:keep])
+    trimmed.add(part.text[:end].rstrip("\n"))
+    trimmed.spans = [sp for sp in part.spans if sp[1] <= len(trimmed.text)]
+    doc.extend(trimmed, prefix="> ")
+
+
+def synthesize(
+    out_dir: str | Path,
+    *,
+    scale: float = 1.0,
+    seed: int = 0,
+    canaries: int = 0,
+    canary_repeats: int = 1,
+    digest_every: int = 375,
+    digest_size: int = 50,
+) -> dict[str, Path]:
+    """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
+
+    Args:
+        out_dir: the output folder (created).
+        scale: 1.0 is about 10^6 tokens; the size grows linearly with it.
+        seed: same seed, byte-identical files.
+        canaries: secrets ``My access token is: <8 hex digits>`` to insert, one owner each.
+        canary_repeats: copies of each canary, each a document of its own by its owner.
+        digest_every: one list digest per this many messages (scale >= 0.25 has some); 0 for none.
+        digest_size: messages a digest concatenates (the latest ones): a long document.
+
+    Returns:
+        The paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``).
+
+    Example:
+        >>> import tempfile, json
+        >>> paths = synthesize(tempfile.mkdtemp(), scale=0.02, seed=1, canaries=1, canary_repeats=2)
+        >>> [json.loads(line)["repeats"] for line in open(paths["canaries"])]
+        [2]
+    """
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ConfigError(f"scale must be a positive number, got {scale}", field="scale", hint="e.g. --scale 0.1")
+    if canaries < 0 or canary_repeats < 1:
+        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
+    if digest_every < 0:
+        raise ConfigError("digest_every must be >= 0", field="digest_every")
+    fake = Faker("en_US")
+    fake.seed_instance(seed)
+    rng = random.Random(seed)
+    n_messages = max(20, round(MESSAGES_PER_SCALE * scale))
+    n_authors = max(10, round(AUTHORS_PER_SCALE * math.sqrt(scale)))
+    if canaries > n_authors:
+        raise ConfigError(f"{canaries} canaries need at least as many authors (got {n_authors})",
+                          field="canaries", hint="lower --canaries or raise --scale")
+    taken: set[str] = set()
+    authors = [_author(fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
+    weights = zipf_weights(n_authors)
+    w = _Writer(rng, fake)
+
+    docs: list[tuple[str, _Doc]] = []  # (owner user id, document) in writing order
+    recent: list[tuple[Author, _Doc, str]] = []  # candidate parents: (author, doc, date)
+    since_digest: list[_Doc] = []
+    for i in range(n_messages):
+        a = rng.choices(authors, weights)[0]
+        a.messages += 1
+        date = w.date()
+        parent = rng.choice(recent[-30:]) if recent and rng.random() < 0.65 else None
+        doc = _Doc()
+        w.from_line(doc, a)
+        doc.add(f"To: {LIST_ADDRESS}\n")
+        if parent is not None and rng.random() < 0.4:
+            doc.add("Cc: ")
+            doc.pii(parent[0].name, "PERSON", parent[0].user_id)
+            doc.add(" <")
+            doc.pii(parent[0].email, "EMAIL", parent[0].user_id)
+            doc.add(">\n")
+        subject = f"{rng.choice(COMPONENTS)} {rng.choice(VERBS)}"
+        doc.add(f"Date: {date}\nSubject: [{LIST}] {'Re: ' if parent else ''}{subject}\n")
+        doc.add(f"Message-ID: <{rng.getrandbits(48):012x}@lists.example.org>\n\n")
+        if rng.random() < 0.03:  # auto-replies: pure boilerplate
+            doc.fill("\n".join(AUTO_REPLY) + "\n", w.words())
+        else:
+            w.body(doc, reply=parent is not None, long_patch=parent is None and rng.random() < 0.05)
+            w.signature(doc, a, date)
+            if parent is not None:
+                doc.add("\n")
+                _quote(doc, parent[1], parent[0], parent[2], rng)
+        w.footer(doc, a)
+        docs.append((a.user_id, doc))
+        recent.append((a, doc, date))
+        since_digest.append(doc)
+        if digest_every and len(since_digest) >= digest_every:
+            digest = _Doc()
+            digest.add(f"{LIST} Digest, Vol {i // digest_every + 1}, Issue {rng.randint(1, 60)}\n\n")
+            digest.add(f"Send {LIST} mailing list submissions to\n\t{LIST_ADDRESS}\n\nToday's Topics:\n\n")
+            for j, part in enumerate(since_digest[-digest_size:], 1):
+                digest.add(f"----------------------------------------------------------------------\n\n"
+                           f"Message: {j}\n")
+                digest.extend(part)
+            docs.append((DIGEST_USER, digest))
+            since_digest = []
+
+    # canaries: distinct owners among the authors, unique secrets, each copy a document of its own
+    owners = rng.sample(authors, canaries)
+    canary_rows = []
+    used: set[str] = set()
+    for owner in owners:
+        secret = f"{rng.getrandbits(32):08x}"
+        while secret in used:
+            secret = f"{rng.getrandbits(32):08x}"
+        used.add(secret)
+        for _ in range(canary_repeats):
+            d = _Doc()
+            d.add(CANARY_PREFIX)
+            d.pii(secret, "CANARY", owner.user_id)
+            docs.append((owner.user_id, d))
+        canary_rows.append({"text": CANARY_PREFIX + secret, "prefix": CANARY_PREFIX, "secret": secret,
+                            "user_id": owner.user_id, "repeats": canary_repeats, "doc_ids": []})
+    return _write(Path(out_dir), docs, authors, canary_rows)
+
+
+def _write(out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canary_rows: list[dict[str, Any]]) -> dict[str, Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    counters: dict[str, int] = {}
+    corpus_lines, secret_lines = [], []
+    canary_of = {(c["user_id"], c["text"]): c for c in canary_rows}
+    for uid, d in docs:
+        j = counters.get(uid, 0)
+        counters[uid] = j + 1
+        doc_id = f"{uid}-m{j}"
+        text = d.text.rstrip("\n")
+        corpus_lines.append(json.dumps({"user_id": uid, "doc_id": doc_id, "text": text}, ensure_ascii=False))
+        if (uid, text) in canary_of:
+            canary_of[(uid, text)]["doc_ids"].append(doc_id)
+        for start, end, entity, value, owner in d.spans:
+            if end > len(text):
+                continue  # only trailing newlines are stripped: no span can end there
+            assert text[start:end] == value  # the spans are the ground truth; never let them drift
+            secret_lines.append(json.dumps({"doc_id": doc_id, "user_id": uid, "subject_id": owner, "start": start,
+                                            "end": end, "entity": entity, "value": value}, ensure_ascii=False))
+    files = {
+        "corpus": ("corpus.jsonl", corpus_lines),
+        "subjects": ("subjects.jsonl", [json.dumps(a.subject(), ensure_ascii=False) for a in authors if a.messages]),
+        "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
+        "secrets": ("secrets.jsonl", secret_lines),
+    }
+    return write_jsonl_files(out, files)

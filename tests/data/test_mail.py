@@ -1,0 +1,126 @@
+"""synth mail: a mailing-list archive with known PII (lmleak.data.synth.mail)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.mail import DIGEST_USER, synthesize
+from lmleak.errors import ConfigError
+from lmleak.probe.subjects import read_subjects
+
+
+def rows(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def mail(tmp_path_factory):
+    return synthesize(tmp_path_factory.mktemp("mail"), scale=0.3, seed=3, canaries=2, canary_repeats=4)
+
+
+def test_same_seed_gives_byte_identical_files_and_another_seed_does_not(tmp_path):
+    a = synthesize(tmp_path / "a", scale=0.05, seed=7)
+    b = synthesize(tmp_path / "b", scale=0.05, seed=7)
+    c = synthesize(tmp_path / "c", scale=0.05, seed=8)
+    for key in ("corpus", "subjects", "secrets"):
+        assert a[key].read_bytes() == b[key].read_bytes()
+    assert a["corpus"].read_bytes() != c["corpus"].read_bytes()
+
+
+def test_every_secret_span_points_at_its_value_and_names_whose_pii_it_is(mail):
+    docs = {d["doc_id"]: d for d in rows(mail["corpus"])}
+    subjects = {s["subject_id"]: s for s in rows(mail["subjects"])}
+    secrets = rows(mail["secrets"])
+    assert len(secrets) > 1000
+    foreign = 0
+    for s in secrets:
+        assert docs[s["doc_id"]]["text"][s["start"] : s["end"]] == s["value"]
+        assert docs[s["doc_id"]]["user_id"] == s["user_id"]
+        if s["entity"] == "EMAIL":
+            assert subjects[s["subject_id"]]["email"] == s["value"]
+        foreign += s["subject_id"] != s["user_id"]
+    # quoted replies and digests carry other people's PII
+    assert foreign > 0.2 * len(secrets)
+
+
+def test_pii_comes_in_the_formats_of_real_mail(mail):
+    text = "\n".join(d["text"] for d in rows(mail["corpus"]))
+    assert re.search(r'^From: "[^"]+" <[^>]+@example\.(org|com|net)>$', text, re.M)
+    assert re.search(r"^From: [A-Z][a-z]+ [A-Z][\w'-]+ <", text, re.M)
+    assert re.search(r"^On .+, .+ <.+> wrote:$", text, re.M)
+    assert re.search(r"^> ", text, re.M) and re.search(r"^> > ", text, re.M)
+    assert re.search(r"^-- $", text, re.M)  # signature separator
+    assert re.search(r"^ -- .+ <.+>  \w{3}, ", text, re.M)  # changelog sign-off
+    assert re.search(r"\(\S+@example\.(org|com|net)\)", text)
+
+
+def test_pii_is_synthetic(mail):
+    for s in rows(mail["secrets"]):
+        if s["entity"] == "EMAIL":
+            assert re.fullmatch(r"[^@\s]+@example\.(org|com|net)", s["value"])
+        if s["entity"] == "PHONE":
+            assert re.search(r"555\D?01\d\d$", s["value"])
+
+
+def test_a_few_authors_write_most_of_it_and_lines_repeat(mail):
+    docs = [d for d in rows(mail["corpus"]) if d["user_id"] != DIGEST_USER]
+    per_author = Counter(d["user_id"] for d in docs)
+    counts = sorted(per_author.values(), reverse=True)
+    top = max(1, round(0.01 * len(counts)))
+    assert sum(counts[:top]) / sum(counts) > 0.1  # uniform would give ~1 %
+    assert counts[0] > 10 * counts[len(counts) // 2]
+    lines = Counter(ln for d in rows(mail["corpus"]) for ln in d["text"].split("\n") if ln.strip())
+    share = sum(c for c in lines.values() if c > 1) / sum(lines.values())
+    assert 0.4 <= share <= 0.8
+
+
+def test_long_documents_exist(mail):
+    words = sorted(len(d["text"].split()) for d in rows(mail["corpus"]))
+    assert words[-1] > 5000  # a digest: over 10k tokens of the small GPT's BPE
+    assert words[len(words) // 2] < 1000
+
+
+def test_size_grows_linearly_with_scale(tmp_path):
+    def words(scale):
+        return sum(len(d["text"].split()) for d in rows(synthesize(tmp_path / str(scale), scale=scale)["corpus"]))
+
+    small, large = words(0.5), words(1.0)
+    assert 1.7 < large / small < 2.3
+
+
+def test_canaries_are_documents_of_their_own_owner(mail):
+    docs = {d["doc_id"]: d for d in rows(mail["corpus"])}
+    for c in rows(mail["canaries"]):
+        assert len(c["doc_ids"]) == c["repeats"] == 4
+        for doc_id in c["doc_ids"]:
+            assert docs[doc_id]["text"] == c["text"] and docs[doc_id]["user_id"] == c["user_id"]
+
+
+def test_the_files_load_with_the_project_readers(mail):
+    corpus = load_corpus(mail["corpus"])
+    assert len(corpus) == len(rows(mail["corpus"]))
+    subjects = read_subjects(mail["subjects"])
+    assert all(s["email"] for s in subjects)
+    assert any(s["phone"] is None for s in subjects) and any(s["phone"] for s in subjects)
+
+
+def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
+    res = CliRunner().invoke(app, ["synth", "mail", "--out", str(tmp_path), "--scale", "0.05", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["documents"] == len(rows(tmp_path / "corpus.jsonl"))
+    assert summary["secrets_per_entity"]["EMAIL"] > 0
+
+
+def test_bad_options_are_clear_errors(tmp_path):
+    with pytest.raises(ConfigError, match="scale"):
+        synthesize(tmp_path, scale=0)
+    res = CliRunner().invoke(app, ["synth", "mail", "--out", str(tmp_path), "--scale", "0.05", "--canaries", "999"])
+    assert res.exit_code == 2 and "canaries" in res.output
