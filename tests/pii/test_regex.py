@@ -119,3 +119,32 @@ def test_faker_phone_formats_with_extensions(phone):
 def test_military_address():
     text = "Ship to PSC 4115, Box 7815, APO AA 41945 today."
     assert found(text) == [("ADDRESS", "PSC 4115, Box 7815, APO AA 41945")]
+
+
+def _detect_by_scanning(detector, text):
+    """The slow obvious overlap rule: a match is kept unless it overlaps any span kept before it."""
+    taken, out = [], []
+    for p in detector.patterns:
+        for m in p.regex.finditer(text):
+            a, b = m.span(p.group)
+            if a == b or (p.validate is not None and not p.validate(m.group(p.group))):
+                continue
+            if any(a < y and x < b for x, y in taken):
+                continue
+            taken.append((a, b))
+            out.append((a, b, p.entity))
+    return sorted(out)
+
+
+def test_overlap_resolution_by_neighbours_equals_scanning_every_kept_span():
+    import random
+
+    from lmleak.pii.regex import RegexDetector
+
+    rng = random.Random(0)
+    pieces = ["jane.doe7@example.org", "(201) 555-0142", "555-0142", "ORD-12345678", "123456", "Dear Ann Lee",
+              "10 Main St, Springfield, IL 62701", "12/03/2024", "192.168.0.1", " ", ", ", "x", "\n"]
+    d = RegexDetector()
+    for _ in range(200):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
+        assert [(s.start, s.end, s.entity) for s in d.detect(text)] == _detect_by_scanning(d, text)

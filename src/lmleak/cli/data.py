@@ -117,25 +117,45 @@ def check(
     skip_bad_rows: Annotated[bool, typer.Option(help="Count and report bad rows instead of failing on the first.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
-    """Validate a corpus and print its size: documents, users, documents per user, skipped rows."""
+    """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
     from lmleak.data.loaders import load_corpus_with_report
+    from lmleak.data.stats import corpus_stats
+    from lmleak.pii.regex import RegexDetector
 
+    quiet(json_out)
     corpus, report = load_corpus_with_report(
         path, format=format, text_field=text_field, user_field=user_field, doc_field=doc_field, skip_bad_rows=skip_bad_rows
     )
     per_user = [len(v) for v in corpus.by_user().values()]
+    stats = corpus_stats(corpus, detector=RegexDetector())
     summary = {
         "path": str(path),
         "documents": len(corpus),
         "users": len(per_user),
         "docs_per_user_min": min(per_user),
         "docs_per_user_max": max(per_user),
+        "words": stats.words,
+        "longest_document_words": stats.longest_document_words,
+        "duplicate_line_share": stats.duplicate_line_share,
+        "top1pct_users": stats.top1pct_users,
+        "top1pct_user_share": stats.top1pct_user_share,
+        "top1pct_document_share": stats.top1pct_document_share,
+        "pii_per_1k_words": stats.pii_per_1k_words,
+        "pii_per_entity": stats.pii_per_entity,
+        "warnings": list(stats.warnings),
         "skipped_rows": [{"line": line, "reason": reason} for line, reason in report.skipped],
     }
     if json_out:
         print_json(summary)
         return
     out.print(f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
-              f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user)")
+              f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words")
+    out.print(f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once")
+    out.print(f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
+              f"{stats.top1pct_document_share:.1%} of the documents")
+    entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
+    out.print(f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})")
     for line, reason in report.skipped:
         out.print(f"  [yellow]skipped[/] line {line}: {reason}")
+    for w in stats.warnings:
+        out.print(f"  [yellow]warning:[/] {w}")

@@ -1,0 +1,44 @@
+"""Corpus statistics (lmleak.data.stats) and `lmleak corpus check`."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.data.corpus import Document
+from lmleak.data.stats import corpus_stats
+from lmleak.data.synth.mail import synthesize
+from lmleak.pii.regex import RegexDetector
+
+
+def test_statistics_of_a_hand_computed_corpus():
+    docs = [Document(f"u{i}", f"d{i}", f"hello {i}\nfooter line") for i in range(99)]
+    docs.append(Document("heavy", "h", " ".join(["word"] * 800) + "\nfooter line\nmail jo@example.org now"))
+    s = corpus_stats(docs, detector=RegexDetector())
+    # lines: 99 x ("hello i", "footer line") + ("word...", "footer line", "mail ...") = 201;
+    # "footer line" occurs 100 times, nothing else repeats
+    assert s.lines == 201 and s.duplicate_line_share == round(100 / 201, 6)
+    # words: 99 x 4 + 800 + 2 + 3 = 1201; top 1 % of 100 users is one user, "heavy", with 805
+    assert s.words == 1201 and s.top1pct_users == 1 and s.top1pct_user_share == round(805 / 1201, 6)
+    assert s.top1pct_document_share == 0.01
+    assert s.pii_per_entity == {"EMAIL": 1} and s.pii_per_1k_words == round(1000 / 1201, 3)
+    assert len(s.warnings) == 2  # repeated lines and one heavy user
+
+
+def test_a_clean_corpus_gets_no_warnings():
+    docs = [Document(f"u{i}", f"d{i}", f"a distinct line {i}") for i in range(200)]
+    s = corpus_stats(docs)
+    assert s.duplicate_line_share == 0 and s.warnings == () and s.pii_per_1k_words is None
+
+
+def test_corpus_check_on_synth_mail_reports_and_warns(tmp_path):
+    paths = synthesize(tmp_path, scale=0.1)
+    res = CliRunner().invoke(app, ["corpus", "check", str(paths["corpus"]), "--json"])
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    for key in ("duplicate_line_share", "top1pct_user_share", "pii_per_1k_words", "warnings"):
+        assert key in s
+    assert s["duplicate_line_share"] > 0.4 and s["pii_per_1k_words"] > 10
+    assert any("repeated" in w for w in s["warnings"])
