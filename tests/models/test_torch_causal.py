@@ -85,3 +85,19 @@ def test_greedy_generation_follows_the_argmax(tiny_gpt2, id_tokenizer):
             break
         ids.append(nxt)
     assert out == id_tokenizer.decode(ids[3:])
+
+
+def test_overlap_zero_scores_every_token_once_against_the_per_prefix_oracle(tiny_gpt2, id_tokenizer):
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="t", max_length=8, overlap=0)
+    seq = list(range(3, 30))
+    full = [1, *seq]
+    s = lm.token_stats([seq])[0]
+    assert len(s) == len(seq) and np.all(s.ranks >= 1)
+    covered = []
+    for start, end, first in _windows(len(full), 8, 0):
+        for t in range(first, end):
+            covered.append(t)
+            rank, lp, _ = per_prefix_oracle(tiny_gpt2, full, start, t)
+            assert s.ranks[t - 1] == rank
+            assert s.logprobs[t - 1] == pytest.approx(lp, abs=1e-4)
+    assert covered == list(range(1, len(full)))

@@ -40,6 +40,10 @@ analyses:
     k: [1, 3]                   # top-k of the tab attack
     t: 1.0                      # curated = unique sequences with PP_public / PP_model >= t (paper 001 §5)
     p: 5                        # k-anonymity filter: user count in S < p
+    pii_policy: regex           # leaked PII = user-unique sequences overlapping this policy's detections
+    min_tokens: 5               # ...headlined when at least this many tokens long (shorter ones counted apart)
+    public_context_tokens: null # context the public model sees per sequence (null: ledger overlap, <= 128)
+    public_occurrences: 8       # occurrences per sequence the public model scores (the most confident ones)
   exposure:                     # canary exposure (Carlini et al.); needs a canaries file
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
   mia:                          # membership inference; needs member / non-member files. The public model
@@ -80,6 +84,10 @@ class ReportSpec:
     k: list[int] = field(default_factory=lambda: [1, 3])
     t: float = 1.0
     p: int = 5
+    public_context_tokens: int | None = None  # None: the ledger's window overlap, at most 128
+    public_occurrences: int = 8
+    pii_policy: str | None = "regex"
+    min_tokens: int = 5
 
 
 @dataclass(frozen=True, slots=True)

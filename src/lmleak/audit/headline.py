@@ -15,9 +15,12 @@ from lmleak.runs import read_summary
 
 # headline key -> the summary keys (in order of preference) that stages write it under
 HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
+    "pii_unique_sequences": ("pii_unique_sequences_total",),
+    "pii_unique_sequences_by_type": ("pii_unique_sequences",),
     "unique_sequences": ("unique_sequences",),
     "curated_unique_sequences": ("curated_unique_sequences",),
     "leakage_epsilon": ("leakage_epsilon",),
+    "log_leakage_epsilon": ("log_leakage_epsilon",),
     "max_exposure": ("max_exposure",),
     "mia_auc": ("mia_auc", "auc", "roc_auc"),
     "mia_accuracy": ("mia_accuracy", "best_accuracy", "accuracy"),
@@ -29,6 +32,8 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
 }
 
 EXPLANATIONS: dict[str, str] = {
+    "pii_unique_sequences": "Training text that only one user wrote, that the model reproduces token by token, and that holds PII (by the report's PII policy; sequences shorter than the report's min_tokens are counted apart): the leaks a person would call leaks.",
+    "log_leakage_epsilon": "The natural logarithm of the leakage ε: finite where ε itself is too large for a number.",
     "unique_sequences": "Runs of training text the model reproduces token by token (top-k) that occur in exactly one user's data: each is potentially private text leaking verbatim.",
     "curated_unique_sequences": "Unique leaked sequences that a public model finds at least t times less likely than the audited model (paper 001's curated count): the ones without plausible deniability.",
     "leakage_epsilon": "How much more likely the model finds its most user-specific leaked text than a public model does (max ratio of perplexities); 1 means no more than a model that never saw those users.",

@@ -129,7 +129,10 @@ class Auditor:
         from lmleak.report.leakage import ReportConfig, run_report
 
         public = self.cfg.public_model
-        run_report(model, self.corpus(), out, ReportConfig(ks=tuple(spec.k), t=spec.t, p=spec.p),
+        cfg = ReportConfig(ks=tuple(spec.k), t=spec.t, p=spec.p, public_context_tokens=spec.public_context_tokens,
+                           public_occurrences=spec.public_occurrences, pii_policy=spec.pii_policy,
+                           min_tokens=spec.min_tokens)
+        run_report(model, self.corpus(), out, cfg,
                    public_model=self.cfg.resolve(public) if public else None,
                    model_dir=model_path if Path(model_path).is_dir() else None,
                    anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))

@@ -139,19 +139,27 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
     from lmleak.cli.common import out
+    from lmleak.report.metrics import format_epsilon
 
+    pii = summary.get("pii_unique_sequences") or {}
+    if summary.get("pii_policy"):
+        listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
+        out.print(f"[bold]leaked PII[/] (user-unique sequences of >= {summary.get('min_tokens')} tokens holding PII, "
+                  f"k={summary['k']}, policy {summary['pii_policy']}): {listed}")
     t = Table(title=title)
     t.add_column("k", justify="right")
-    for col in ("sequences", "unique", "curated", "ε_l", "p-filtered", "top-k acc"):
+    for col in ("sequences", "unique", "with PII", "curated", "ε_l", "ln ε_l p50/p95", "p-filtered", "top-k acc"):
         t.add_column(col, justify="right")
     for k, m in summary["by_k"].items():
-        eps = m["leakage_epsilon"]
+        p50, p95 = m.get("log_ratio_p50"), m.get("log_ratio_p95")
         t.add_row(
             k,
             str(m["num_sequences"]),
             str(m["unique_sequences"]),
+            str(m.get("pii_unique_sequences_total", "-")),
             "-" if m["curated_unique_sequences"] is None else str(m["curated_unique_sequences"]),
-            "-" if eps is None else f"{eps:.3g}",
+            format_epsilon(m.get("log_leakage_epsilon")),
+            "-" if p50 is None else f"{p50:.2f} / {p95:.2f}",
             str(m["p_filtered_sequences"]),
             "-" if m["top_k_accuracy"] is None else f"{100 * m['top_k_accuracy']:.2f}%",
         )
@@ -160,6 +168,9 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     out.print(
         f"corpus perplexity: {'-' if pp is None else f'{pp:.3f}'} · documents: {summary['num_documents']} · tokens: {summary['num_tokens']}"
     )
+    if summary.get("public_model"):
+        out.print(f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
+                  f"context, at most {summary.get('public_occurrences')} occurrences per sequence")
 
 
 def _print_table(df: Any, title: str) -> None:
@@ -222,7 +233,30 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         ] = None,
         max_contexts: Annotated[
             int, typer.Option("--max-contexts", help="Context texts kept per sequence.")
-        ] = 20,
+        ] = 5,
+        public_context_tokens: Annotated[
+            int | None,
+            typer.Option(
+                "--public-context-tokens",
+                help="Tokens before a sequence that the public model sees with it (default: the "
+                "ledger's window overlap, at most 128).",
+            ),
+        ] = None,
+        public_occurrences: Annotated[
+            int,
+            typer.Option(
+                "--public-occurrences",
+                help="Occurrences per sequence the public model scores: the audited model's most "
+                "confident ones (0: all).",
+            ),
+        ] = 8,
+        pii_policy: Annotated[
+            str,
+            typer.Option("--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."),
+        ] = "regex",
+        min_tokens: Annotated[
+            int, typer.Option("--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined.")
+        ] = 5,
         leave_out_folds: Annotated[
             int | None,
             typer.Option(
@@ -275,6 +309,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError("k must be >= 1", field="k")
         if engine not in ("local", "ray"):
             raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local or ray")
+        if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
+            raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
+        if min_tokens < 1:
+            raise ConfigError("must be >= 1", field="--min-tokens")
         if num_workers < 1 or gpus_per_worker < 0:
             raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
         cfg = ReportConfig(
@@ -285,6 +323,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             max_contexts=max_contexts,
             public_scope=public_scope,
             index_cache=None if index_cache is None else str(index_cache),
+            public_context_tokens=public_context_tokens,
+            public_occurrences=public_occurrences,
+            pii_policy=None if pii_policy == "none" else pii_policy,
+            min_tokens=min_tokens,
         )
         data = _load_corpus(corpus)
         lm = _load_model(model, api_top_k, allow_pickle)

@@ -35,10 +35,14 @@ def _windows(n: int, max_length: int, overlap: int) -> list[tuple[int, int, int]
         [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
         >>> _windows(3, 8, 4)
         [(0, 3, 1)]
+        >>> _windows(10, 4, 0)
+        [(0, 4, 1), (3, 7, 4), (6, 10, 7)]
     """
     if n <= max_length:
         return [(0, n, 1)]
-    stride = max(max_length - overlap, 1)
+    # a window's first input is context only (nothing before it in the window predicts it), so
+    # windows share at least one token: overlap 0 means "as little as possible", not a crash
+    stride = max(max_length - max(overlap, 1), 1)
     out = [(0, max_length, 1)]
     scored_to = max_length  # targets < scored_to are done
     start = stride

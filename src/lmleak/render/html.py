@@ -19,6 +19,7 @@ from lmleak.errors import RunError
 from lmleak.runs import atomic_write_text, read_summary
 
 LABELS = {
+    "pii_unique_sequences": "Leaked PII (user-unique sequences)",
     "unique_sequences": "Unique leaked sequences",
     "curated_unique_sequences": "Curated unique sequences",
     "leakage_epsilon": "Leakage ε",
@@ -34,6 +35,7 @@ LABELS = {
 
 # which stage a headline metric comes from (for the scenario line under it)
 METRIC_STAGE = {
+    "pii_unique_sequences": "report",
     "unique_sequences": "report",
     "curated_unique_sequences": "report",
     "leakage_epsilon": "report",
@@ -59,6 +61,8 @@ SEQUENCE_COLUMNS = [
     ("perplexity", "PP (model)", False),
     ("public_perplexity", "PP (public)", False),
     ("perplexity_ratio", "PP public / PP model", False),
+    ("log_perplexity_ratio", "ln(PP public / PP model)", False),
+    ("pii_types", "PII", False),
 ]
 
 
@@ -75,11 +79,29 @@ def _fmt(v: Any) -> str:
         return "—"
     if isinstance(v, bool):
         return "yes" if v else "no"
+    if isinstance(v, list | tuple) or (hasattr(v, "tolist") and getattr(v, "ndim", 0) == 1):
+        return html.escape(", ".join(str(x) for x in list(v))) or "—"
     if isinstance(v, float):
         if v != v:  # NaN
             return "—"
         return f"{v:.4g}" if abs(v) < 1e5 else f"{v:.3e}"
     return html.escape(str(v))
+
+
+def _card_value(key: str, headline: dict[str, Any]) -> str:
+    if key == "leakage_epsilon" and "log_leakage_epsilon" in headline:
+        from lmleak.report.metrics import format_epsilon
+
+        return format_epsilon(headline["log_leakage_epsilon"])
+    return _fmt(headline[key])
+
+
+def _card_detail(key: str, headline: dict[str, Any]) -> str:
+    if key == "pii_unique_sequences":
+        by_type = headline.get("pii_unique_sequences_by_type") or {}
+        listed = ", ".join(f"{t} {n}" for t, n in sorted(by_type.items(), key=lambda kv: -kv[1]))
+        return f" By type: {listed}." if listed else ""
+    return ""
 
 
 def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
@@ -144,11 +166,14 @@ def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tupl
         df["mean_context_length"] = [float(sum(x) / max(len(x), 1)) for x in df["context_lengths"]]
     sort_key = "users_in_d" if "users_in_d" in df.columns else df.columns[0]
     df = df.sort_values(sort_key, kind="stable")
+    if "pii_types" in df.columns:  # leaked PII leads: the rows a reader must see first
+        has_pii = [v is not None and len(v) > 0 for v in df["pii_types"]]
+        df = df.assign(_pii=has_pii).sort_values("_pii", ascending=False, kind="stable").drop(columns="_pii")
     note = f"{len(df)} sequences"
     if "k" in df.columns and df["k"].nunique() > 1:
         note += " (" + ", ".join(f"k = {k}: {n}" for k, n in sorted(df["k"].value_counts().items())) + ")"
     if len(df) > limit:
-        note += f"; the {limit} with the fewest users in D shown"
+        note += f"; the {limit} with leaked PII first, then the fewest users in D, shown"
     df = df.head(limit)
     cols = [(c, h, t) for c, h, t in SEQUENCE_COLUMNS if c in df.columns and (show_text or not t)]
     head = "".join(
@@ -262,7 +287,7 @@ def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
     head = "<th>Model</th>" + "".join(f"<th>{html.escape(LABELS[k])}</th>" for k in metrics)
     rows = "".join(
         "<tr><td>" + html.escape(name) + "</td>"
-        + "".join(f'<td class="num" data-v="{h.get(k, "")}">{_fmt(h.get(k))}</td>' for k in metrics)
+        + "".join(f'<td class="num" data-v="{h.get(k, "")}">{_card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>' for k in metrics)
         + "</tr>"
         for name, h in headlines.items()
     )
@@ -301,12 +326,12 @@ def render_report(
         cards = [
             {
                 "label": LABELS[k],
-                "value": _fmt(headline[k]),
-                "explanation": EXPLANATIONS[k] + (report_k if METRIC_STAGE.get(k) == "report" else ""),
+                "value": _card_value(k, headline),
+                "explanation": EXPLANATIONS[k] + _card_detail(k, headline) + (report_k if METRIC_STAGE.get(k) == "report" else ""),
                 "scenario": describe_scenario(scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)),
             }
             for k in LABELS
-            if k in headline
+            if k in headline or (k == "leakage_epsilon" and "log_leakage_epsilon" in headline)
         ]
         seq_html, note = None, ""
         report_dir = stage_dirs.get(name, {}).get("report")

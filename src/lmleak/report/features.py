@@ -3,19 +3,25 @@
 For each distinct token sequence w in S (per k): its text, length in tokens and whitespace
 words, *total count in S*, *user count in S*, *total count in D*, *user count in D* (from
 :class:`~lmleak.ledger.index.CorpusIndex`, never by scanning text), the contexts (document text
-before each occurrence) with their lengths in tokens, and the model's perplexity of w at each
-occurrence.
+before each occurrence, bounded to a window) with their true lengths in tokens, the model's
+perplexity of w at each occurrence, and the PII types the sequence overlaps.
 
 Perplexity normalisation (so models with different tokenizers compare, §5 Eq. 2):
 ``PP(w | context) = exp(-(sum of the model's log-probs of w's tokens given the context) / words(w))``
 with ``words`` the whitespace words of w's text (at least 1). The model's value comes from the
 ledger's log-probabilities (no new forward pass); the public model's from
-``public.score_text(context, text)``, i.e. the same text given the same context text.
+``public.score_text(context, text)``: the same text given the same context text, where the context
+is the ``context_tokens`` tokens before the occurrence (:data:`PUBLIC_CONTEXT_TOKENS` by default).
 
-Per-sequence summaries of per-occurrence values: ``perplexity_ratio`` is the largest
-``PP_public / PP_lm`` over the scored occurrences (the worst case, as ε_l is), and
-``perplexity`` / ``public_perplexity`` are taken at that occurrence; without a public model
-``perplexity`` is the smallest (most confident) perplexity over the occurrences.
+Leakage is computed in log space: ``log_perplexity_ratio = ln(PP_public / PP_lm) =
+(logprob - public_logprob) / words``, finite where the ratio itself would overflow a float.
+Per-sequence values are taken at one occurrence: the one with the largest log ratio among those the
+public model scored (the worst case, as ε_l is), else the one with the lowest perplexity.
+
+Cost: every step is linear in the occurrences with a constant bounded by ``context_tokens`` — text
+is decoded from a window of token ids, never from a document's start, and the public model scores
+at most ``public_occurrences`` occurrences per sequence (the audited model's most confident ones),
+each identical (context, text) pair once.
 """
 
 from __future__ import annotations
@@ -32,8 +38,23 @@ from lmleak.models.base import count_words
 SEQUENCE_COLUMNS = [
     "k", "sequence_id", "text", "length_tokens", "length_words", "count_in_s", "users_in_s", "count_in_d",
     "users_in_d", "unique", "contexts", "context_lengths", "mean_context_length", "min_context_length",
-    "perplexities", "perplexity", "public_perplexities", "public_perplexity", "perplexity_ratio", "user_ids",
+    "perplexities", "perplexity", "public_perplexities", "public_perplexity", "perplexity_ratio",
+    "logprob", "public_logprob", "log_perplexity_ratio", "pii_types", "user_ids",
 ]  # fmt: skip
+
+#: Tokens of the audited model's tokenisation before a sequence that the public model sees (and that
+#: a displayed context holds). Bounded so the report's cost after the ledger is linear in the corpus;
+#: 128 tokens is the half-window of the small GPTs' 256-token ledger windows — every ledger token was
+#: scored with at least that much context (see docs/report-at-scale.md).
+PUBLIC_CONTEXT_TOKENS = 128
+#: Occurrences per sequence the public model scores: the ones where the audited model is most confident
+#: (lowest perplexity), where the ratio PP_public / PP_lm tends to peak.
+PUBLIC_OCCURRENCES = 8
+#: Tokens on either side of a unique sequence in which PII is detected (an e-mail address is at most
+#: ~30 tokens; a sequence holding part of one must see the rest to be recognised).
+PII_WINDOW_TOKENS = 24
+#: Tokens decoded before a sequence to recover its text with the leading space its first token folds in.
+_TEXT_LEAD = 8
 
 
 def per_word_perplexity(logprob_sum: np.ndarray | float, num_words: np.ndarray | int) -> np.ndarray:
@@ -48,24 +69,141 @@ def per_word_perplexity(logprob_sum: np.ndarray | float, num_words: np.ndarray |
         return np.round(np.exp(-np.asarray(logprob_sum, dtype=np.float64) / words), 12)
 
 
+def log_perplexity_ratio(logprob: Any, public_logprob: Any, num_words: Any) -> np.ndarray:
+    """``ln(PP_public / PP_lm) = (logprob - public_logprob) / words``, computed in log space.
+
+    The ratio itself overflows a float for long, surprising sequences (e^800); its logarithm never
+    does, so maxima and percentiles are taken here and exponentiated only for display.
+
+    Example:
+        >>> float(log_perplexity_ratio(-2.0, -1602.0, 2))
+        800.0
+    """
+    words = np.maximum(np.asarray(num_words, dtype=np.float64), 1.0)
+    return (np.asarray(logprob, dtype=np.float64) - np.asarray(public_logprob, dtype=np.float64)) / words
+
+
 class SpanTexts:
-    """Decodes occurrence and context texts so that ``context + text`` is the document's prefix.
+    """Decodes occurrence and context texts from a bounded window of the document's tokens.
 
     Decoding a slice on its own can drop a leading space that the tokenizer folds into the token
-    (Metaspace, byte-level BPE); cutting the decoded prefix ``ids[:end]`` at the length of the
-    decoded ``ids[:start]`` keeps it, so a public model sees exactly the text the user wrote.
+    (Metaspace, byte-level BPE); decoding ``ids[w0:end]`` and cutting it at the length of the decoded
+    ``ids[w0:start]`` keeps it, so a public model sees exactly the text the user wrote. The window
+    starts at most ``window`` tokens before the span, so each call costs O(window + span) whatever
+    the document's length (decoding from the document's start made the report quadratic in it).
     """
 
-    def __init__(self, ledger: Ledger, tokenizer: Any) -> None:
-        self.ledger, self.tokenizer = ledger, tokenizer
+    def __init__(self, ledger: Ledger, tokenizer: Any, window: int = PUBLIC_CONTEXT_TOKENS) -> None:
+        self.ledger, self.tokenizer, self.window = ledger, tokenizer, int(window)
+        self.decoded_tokens = 0  # work done, for the benchmark and the linearity test
 
-    def context_and_text(self, doc: int, start: int, end: int) -> tuple[str, str]:
-        ids = self.ledger.doc_tokens(doc)
-        ctx = self.tokenizer.decode(ids[:start].tolist()) if start else ""
-        full = self.tokenizer.decode(ids[:end].tolist())
-        if full.startswith(ctx):
-            return ctx, full[len(ctx) :]
-        return ctx, self.tokenizer.decode(ids[start:end].tolist())
+    def context_and_text(self, doc: int, start: int, end: int, *, window: int | None = None) -> tuple[str, str]:
+        (ctx, text), = self.many([doc], [start], [end], window=window)
+        return ctx, text
+
+    def many(self, docs: Sequence[int], starts: Sequence[int], ends: Sequence[int], *,
+             window: int | None = None) -> list[tuple[str, str]]:
+        """``(context, text)`` of many spans, decoded in batches (the Rust tokenizers' batch decode
+        when the tokenizer offers ``decode_many``)."""
+        w = self.window if window is None else int(window)
+        ids = self.ledger.token_ids
+        ctx_rows, full_rows = [], []
+        for d, s, e in zip(docs, starts, ends, strict=True):
+            b = int(self.ledger.offsets[int(d)])
+            w0 = max(0, int(s) - w)
+            ctx_rows.append(ids[b + w0 : b + int(s)].tolist())
+            full_rows.append(ids[b + w0 : b + int(e)].tolist())
+            self.decoded_tokens += (int(s) - w0) + (int(e) - w0)
+        ctxs, fulls = self._decode(ctx_rows), self._decode(full_rows)
+        out = []
+        for i, (ctx, full) in enumerate(zip(ctxs, fulls, strict=True)):
+            if full.startswith(ctx):
+                out.append((ctx, full[len(ctx) :]))
+            else:  # a tokenizer whose decode is not prefix-stable here: decode the span alone
+                span = full_rows[i][len(ctx_rows[i]) :]
+                self.decoded_tokens += len(span)
+                out.append((ctx, self.tokenizer.decode(span)))
+        return out
+
+    def _decode(self, rows: list[list[int]]) -> list[str]:
+        many = getattr(self.tokenizer, "decode_many", None)
+        if many is not None:
+            return list(many(rows))
+        return [self.tokenizer.decode(r) if r else "" for r in rows]
+
+    def text(self, doc: int, start: int, end: int) -> str:
+        """The span's text, without the separating space its first token may fold in."""
+        return self.context_and_text(doc, start, end, window=_TEXT_LEAD)[1].strip()
+
+
+def _most_confident(codes: np.ndarray, logprob_per_word: np.ndarray, candidates: np.ndarray, m: int) -> np.ndarray:
+    """Bool mask: among ``candidates``, the ``m`` occurrences of each group with the highest
+    per-word log-prob (ties: earlier occurrence first).
+
+    Example:
+        >>> _most_confident(np.array([0, 0, 0, 1]), np.array([-1., -3., -2., -5.]), np.ones(4, bool), 2)
+        array([ True, False,  True,  True])
+    """
+    out = np.zeros(codes.size, dtype=bool)
+    idx = np.nonzero(candidates)[0]
+    if idx.size == 0 or m <= 0:
+        return out
+    order = idx[np.lexsort((idx, -logprob_per_word[idx], codes[idx]))]
+    g = codes[order]
+    first = np.r_[0, np.nonzero(np.diff(g))[0] + 1]
+    rank = np.arange(order.size) - np.repeat(first, np.diff(np.r_[first, order.size]))
+    out[order[rank < m]] = True
+    return out
+
+
+def _score_public(public_model: Any, owners: np.ndarray, contexts: list[str], texts: list[str]) -> np.ndarray:
+    """Public log-probs of ``texts`` given ``contexts``; identical pairs scored once; a folded
+    leave-out public routes each occurrence to the model that never saw its owner."""
+    out = np.empty(len(texts), dtype=np.float64)
+    route = getattr(public_model, "model_for", None)
+    by_model: dict[int, tuple[Any, dict[tuple[str, str], list[int]]]] = {}
+    for j, (u, c, t) in enumerate(zip(owners, contexts, texts, strict=True)):
+        m = route(str(u)) if route is not None else public_model
+        by_model.setdefault(id(m), (m, {}))[1].setdefault((c, t), []).append(j)
+    for m, pairs in by_model.values():
+        keys = list(pairs)
+        scores = m.score_text([c for c, _ in keys], [t for _, t in keys])
+        for key, sc in zip(keys, scores, strict=True):
+            out[pairs[key]] = sc.logprob
+    return out
+
+
+def _pii_types(detector: Any, before: str, text: str, after: str) -> list[str]:
+    """Entity types of the PII spans detected in ``before + text + after`` that overlap ``text``:
+    a sequence holding only part of an e-mail address (its domain follows the sequence) counts."""
+    lo = len(before)
+    hi = lo + len(text)
+    return sorted({s.entity for s in detector.detect(before + text + after) if s.start < hi and s.end > lo})
+
+
+def _pii_column(texts: SpanTexts, detector: Any, seqs: Any, doc_arr: np.ndarray, starts: np.ndarray,
+                ends: np.ndarray) -> list[list[str] | None]:
+    """``pii_types`` of each user-unique sequence (None for the others), detected at its first
+    occurrence in a window of :data:`PII_WINDOW_TOKENS` tokens on either side."""
+    rows = np.nonzero(seqs["unique"].to_numpy())[0]
+    firsts = seqs["first_occurrence"].to_numpy()[rows]
+    sids = seqs["sequence_id"].to_numpy()[rows]
+    want: dict[str, int] = {}
+    for sid, i in zip(sids, firsts, strict=True):
+        want.setdefault(str(sid), int(i))
+    occ_idx = np.fromiter(want.values(), dtype=np.int64, count=len(want))
+    doc_end = texts.ledger.offsets[doc_arr[occ_idx] + 1] - texts.ledger.offsets[doc_arr[occ_idx]]
+    after_end = np.minimum(ends[occ_idx] + PII_WINDOW_TOKENS, doc_end)
+    with_before = texts.many(doc_arr[occ_idx], starts[occ_idx], ends[occ_idx], window=PII_WINDOW_TOKENS)
+    with_after = texts.many(doc_arr[occ_idx], ends[occ_idx], after_end, window=0)
+    found = {
+        sid: _pii_types(detector, before, text, after)
+        for sid, (before, text), (_, after) in zip(want, with_before, with_after, strict=True)
+    }
+    out: list[list[str] | None] = [None] * len(seqs)
+    for row, sid in zip(rows, sids, strict=True):
+        out[int(row)] = found[str(sid)]
+    return out
 
 
 def sequence_features(
@@ -77,8 +215,15 @@ def sequence_features(
     public_model: Any | None = None,
     public_scope: str = "unique",
     max_contexts: int = 20,
+    context_tokens: int = PUBLIC_CONTEXT_TOKENS,
+    public_occurrences: int = PUBLIC_OCCURRENCES,
+    pii_detector: Any | None = None,
+    texts: SpanTexts | None = None,
 ) -> tuple[Any, Any]:
     """Compute the features table (one row per (k, sequence)) and enrich the occurrence rows.
+
+    Every step is linear in the number of occurrences, with a constant bounded by
+    ``context_tokens``: no step looks at a document's text beyond that window before a span.
 
     Args:
         ledger: the model's ledger over D.
@@ -86,10 +231,16 @@ def sequence_features(
         index: the corpus index over the same tokenisation.
         tokenizer: the audited model's tokenizer (decodes the leaked tokens).
         public_model: a model with SCORE access, or None.
-        public_scope: ``"unique"`` scores only occurrences of sequences whose user count in D is
-            1 (all that ε_l and the curated count need); ``"all"`` scores every occurrence.
-        max_contexts: context texts kept per sequence (all context lengths and perplexities are
-            kept); bounds the size of the table for sequences leaked thousands of times.
+        public_scope: ``"unique"`` scores only sequences whose user count in D is 1 (all that ε_l
+            and the curated count need); ``"all"`` scores every sequence.
+        max_contexts: context texts kept per sequence for display (all context lengths and
+            perplexities are kept).
+        context_tokens: tokens before an occurrence in its displayed and public-scored context.
+        public_occurrences: occurrences per sequence the public model scores — those where the
+            audited model's per-word perplexity is lowest (0: all of them).
+        pii_detector: a PII detector (``detect(text)``); when given, ``pii_types`` lists the entity
+            types of PII overlapping each sequence (detected at its first occurrence, in context).
+        texts: the decoder to use (tests pass one to count its work).
 
     Returns:
         ``(sequences, occurrences)`` as pandas DataFrames.
@@ -102,8 +253,8 @@ def sequence_features(
         for c in ("context_length", "perplexity", "public_perplexity", "perplexity_ratio"):
             occ[c] = pd.Series(dtype=np.float64)
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SEQUENCE_COLUMNS}), occ
-    texts = SpanTexts(ledger, tokenizer)
-    base = ledger.offsets[occ["doc"].to_numpy()] if n else np.zeros(0, np.int64)
+    texts = texts or SpanTexts(ledger, tokenizer, context_tokens)
+    base = ledger.offsets[occ["doc"].to_numpy()]
     starts = occ["start"].to_numpy(np.int64)
     ends = occ["end"].to_numpy(np.int64)
     doc_arr = occ["doc"].to_numpy(np.int64)
@@ -115,15 +266,15 @@ def sequence_features(
     first = occ.reset_index().groupby(key, sort=False)["index"].first()
     seq_rows: list[dict[str, Any]] = []
     seq_tokens: list[np.ndarray] = []
-    text_of: dict[str, str] = {}
+    rep_of: dict[str, int] = {}
     for (k, sid), i in first.items():
         b, s, e = int(base[i]), int(starts[i]), int(ends[i])
-        toks = ledger.token_ids[b + s : b + e]
-        if sid not in text_of:
-            # shown without the separating space the tokenizer folds into the first token
-            text_of[sid] = texts.context_and_text(int(doc_arr[i]), s, e)[1].strip()
-        seq_tokens.append(toks)
+        rep_of.setdefault(sid, int(i))
+        seq_tokens.append(ledger.token_ids[b + s : b + e])
         seq_rows.append({"k": int(k), "sequence_id": sid, "length_tokens": int(e - s)})
+    reps = np.fromiter(rep_of.values(), dtype=np.int64, count=len(rep_of))
+    decoded = texts.many(doc_arr[reps], starts[reps], ends[reps], window=_TEXT_LEAD)
+    text_of = {sid: t.strip() for sid, (_, t) in zip(rep_of, decoded, strict=True)}
     seqs = pd.DataFrame(seq_rows, columns=["k", "sequence_id", "length_tokens"])
     seqs["text"] = [text_of[s] for s in seqs["sequence_id"]]
     seqs["length_words"] = [count_words(t) for t in seqs["text"]]
@@ -135,67 +286,71 @@ def sequence_features(
         if sid not in distinct:
             distinct[sid] = len(queries)
             queries.append(toks)
-    total_d, users_d = index.counts(queries) if queries else (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    total_d, users_d = index.counts(queries)
     seqs["count_in_d"] = [int(total_d[distinct[s]]) for s in seqs["sequence_id"]]
     seqs["users_in_d"] = [int(users_d[distinct[s]]) for s in seqs["sequence_id"]]
 
     words = seqs.set_index(key)["length_words"]
-    occ_words = words.reindex(pd.MultiIndex.from_frame(occ[key])).to_numpy() if n else np.zeros(0)
+    occ_words = words.reindex(pd.MultiIndex.from_frame(occ[key])).to_numpy()
     occ["context_length"] = starts
+    occ["logprob"] = lp_sum
     occ["perplexity"] = per_word_perplexity(lp_sum, occ_words)
     unique_ids = set(seqs.loc[seqs["users_in_d"] == 1, "sequence_id"])
 
-    # contexts: the first max_contexts occurrences of each sequence, plus every occurrence the
-    # public model scores
-    rank_in_seq = occ.groupby(key, sort=False).cumcount().to_numpy() if n else np.zeros(0, np.int64)
+    # which occurrences need a decoded context: the first max_contexts of each sequence (display)
+    # and the ones the public model scores
+    codes = occ.groupby(key, sort=False).ngroup().to_numpy()
+    rank_in_seq = occ.groupby(key, sort=False).cumcount().to_numpy()
     want_public = np.zeros(n, dtype=bool)
     if public_model is not None:
-        want_public = (
-            np.ones(n, dtype=bool)
-            if public_scope == "all"
-            else occ["sequence_id"].isin(unique_ids).to_numpy()
-        )
+        in_scope = np.ones(n, dtype=bool) if public_scope == "all" else occ["sequence_id"].isin(unique_ids).to_numpy()
+        m = public_occurrences if public_occurrences > 0 else n
+        want_public = _most_confident(codes, lp_sum / np.maximum(occ_words, 1), in_scope, m)
     need_ctx = (rank_in_seq < max_contexts) | want_public
     ctx_text = np.full(n, None, dtype=object)
     occ_text = np.full(n, None, dtype=object)
-    for i in np.nonzero(need_ctx)[0]:
-        ctx_text[i], occ_text[i] = texts.context_and_text(int(doc_arr[i]), int(starts[i]), int(ends[i]))
-    occ["public_perplexity"] = np.nan
-    if public_model is not None and want_public.any():
+    need = np.nonzero(need_ctx)[0]
+    for j, pair in zip(need, texts.many(doc_arr[need], starts[need], ends[need]), strict=True):
+        ctx_text[j], occ_text[j] = pair
+    occ["public_logprob"] = np.nan
+    if want_public.any():
         idx = np.nonzero(want_public)[0]
-        pub_lp = np.empty(idx.size, dtype=np.float64)
-        # a folded leave-out public scores each occurrence with the model that never saw its owner
-        route = getattr(public_model, "model_for", None)
         owners = occ["user_id"].to_numpy(dtype=object)[idx]
-        by_model: dict[int, tuple[Any, list[int]]] = {}
-        for j, u in enumerate(owners):
-            m = route(str(u)) if route is not None else public_model
-            by_model.setdefault(id(m), (m, []))[1].append(j)
-        for m, js in by_model.values():
-            scores = m.score_text([ctx_text[idx[j]] for j in js], [occ_text[idx[j]] for j in js])
-            pub_lp[js] = [sc.logprob for sc in scores]
-        pp_pub = per_word_perplexity(pub_lp, occ_words[idx])
-        col = occ["public_perplexity"].to_numpy(copy=True)
-        col[idx] = pp_pub
-        occ["public_perplexity"] = col
-    with np.errstate(invalid="ignore", divide="ignore"):
-        occ["perplexity_ratio"] = occ["public_perplexity"].to_numpy() / occ["perplexity"].to_numpy()
+        col = occ["public_logprob"].to_numpy(copy=True)
+        col[idx] = _score_public(public_model, owners, list(ctx_text[idx]), list(occ_text[idx]))
+        occ["public_logprob"] = col
+    pub_lp = occ["public_logprob"].to_numpy(np.float64)
+    occ["public_perplexity"] = per_word_perplexity(pub_lp, occ_words)
+    occ["log_perplexity_ratio"] = log_perplexity_ratio(lp_sum, pub_lp, occ_words)
+    with np.errstate(over="ignore", invalid="ignore"):
+        occ["perplexity_ratio"] = np.exp(occ["log_perplexity_ratio"].to_numpy())
 
     # per-group lists with one stable sort (pandas' Python-level list aggregation is slow)
-    codes = occ.groupby(key, sort=False).ngroup().to_numpy() if n else np.zeros(0, np.int64)
     order = np.argsort(codes, kind="stable")
     cuts = np.nonzero(np.diff(codes[order]))[0] + 1
 
     def lists(values: np.ndarray) -> list[list[Any]]:
-        return [part.tolist() for part in np.split(values[order], cuts)] if n else []
+        return [part.tolist() for part in np.split(values[order], cuts)]
 
-    group_keys = occ[key].drop_duplicates().to_numpy() if n else np.zeros((0, 2))
+    group_keys = occ[key].drop_duplicates().to_numpy()
     user_lists = [sorted(set(u)) for u in lists(occ["user_id"].to_numpy(dtype=object))]
     keep_ctx = rank_in_seq < max_contexts
     ctx_lists = [
         [str(c) for c, kp in zip(cs, ks_, strict=True) if kp]
         for cs, ks_ in zip(lists(ctx_text), lists(keep_ctx), strict=True)
     ]
+    # the representative occurrence of each group: the largest log ratio among the scored ones, else
+    # the most confident (lowest perplexity) one
+    log_ratio = occ["log_perplexity_ratio"].to_numpy(np.float64)
+    pick_score = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
+    fallback = np.where(np.isfinite(lp_sum), lp_sum / np.maximum(occ_words, 1), -np.inf)
+    best = np.array(
+        [
+            part[np.argmax(pick_score[part])] if np.isfinite(pick_score[part]).any() else part[np.argmax(fallback[part])]
+            for part in np.split(order, cuts)
+        ],
+        dtype=np.int64,
+    )
     agg = pd.DataFrame(
         {
             "k": [int(x) for x in group_keys[:, 0]],
@@ -207,30 +362,23 @@ def sequence_features(
             "perplexities": lists(occ["perplexity"].to_numpy(np.float64)),
             "public_perplexities": lists(occ["public_perplexity"].to_numpy(np.float64)),
             "user_ids": user_lists,
+            "perplexity": occ["perplexity"].to_numpy(np.float64)[best],
+            "public_perplexity": occ["public_perplexity"].to_numpy(np.float64)[best],
+            "perplexity_ratio": occ["perplexity_ratio"].to_numpy(np.float64)[best],
+            "logprob": lp_sum[best],
+            "public_logprob": pub_lp[best],
+            "log_perplexity_ratio": log_ratio[best],
+            "first_occurrence": np.array([part[0] for part in np.split(order, cuts)], dtype=np.int64),
         }
     ).set_index(key)
     seqs = seqs.join(agg, on=key)
     seqs["mean_context_length"] = [float(np.mean(x)) for x in seqs["context_lengths"]]
     seqs["min_context_length"] = [int(np.min(x)) for x in seqs["context_lengths"]]
-
-    # the per-sequence summaries described in the module docstring
-    best = []
-    for pp, pub in zip(seqs["perplexities"], seqs["public_perplexities"], strict=True):
-        pp_a, pub_a = np.asarray(pp, np.float64), np.asarray(pub, np.float64)
-        ratio = pub_a / pp_a
-        if np.isfinite(ratio).any():
-            j = int(np.nanargmax(np.where(np.isfinite(ratio), ratio, -np.inf)))
-            best.append((pp_a[j], pub_a[j], ratio[j]))
-        elif np.isfinite(pp_a).any():
-            best.append((float(np.nanmin(pp_a)), np.nan, np.nan))
-        else:
-            best.append((np.nan, np.nan, np.nan))
-    seqs["perplexity"] = [b[0] for b in best]
-    seqs["public_perplexity"] = [b[1] for b in best]
-    seqs["perplexity_ratio"] = [b[2] for b in best]
     seqs["unique"] = seqs["users_in_d"] == 1
-    cols = SEQUENCE_COLUMNS
-    return seqs[cols].reset_index(drop=True), occ
+    seqs["pii_types"] = None
+    if pii_detector is not None:
+        seqs["pii_types"] = _pii_column(texts, pii_detector, seqs, doc_arr, starts, ends)
+    return seqs[SEQUENCE_COLUMNS].reset_index(drop=True), occ
 
 
 def redact_sequences(seqs: Any) -> Any:

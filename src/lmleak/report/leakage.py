@@ -21,9 +21,19 @@ from typing import Any
 from lmleak.data.corpus import Corpus
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
-from lmleak.report.features import redact_occurrences, redact_sequences, sequence_features
+from lmleak.report.features import (
+    PUBLIC_CONTEXT_TOKENS,
+    PUBLIC_OCCURRENCES,
+    redact_occurrences,
+    redact_sequences,
+    sequence_features,
+)
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
 from lmleak.report.sequences import occurrences
+
+#: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
+#: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
+MIN_TOKENS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +49,15 @@ class ReportConfig:
         max_contexts: context texts kept per sequence.
         shard_size: documents per ledger shard.
         index_cache: folder for the memory-mapped corpus index (None: build in memory).
+        public_context_tokens: tokens before an occurrence that the public model sees with it
+            (and that a displayed context holds); bounds the report's cost after the ledger.
+            None: the least context every ledger token had (the model's window overlap), at most
+            :data:`~lmleak.report.features.PUBLIC_CONTEXT_TOKENS` (see :func:`public_context`).
+        public_occurrences: occurrences per sequence the public model scores, the audited model's
+            most confident ones (0: every occurrence).
+        pii_policy: the PII policy (:func:`lmleak.pii.policies.get_policy`) whose detections make a
+            unique sequence "leaked PII"; None: no PII columns.
+        min_tokens: unique PII sequences shorter than this are counted apart, not headlined.
     """
 
     ks: tuple[int, ...] = (1,)
@@ -46,9 +65,13 @@ class ReportConfig:
     p: int | None = None
     redact: bool = False
     public_scope: str = "unique"
-    max_contexts: int = 20
+    max_contexts: int = 5
     shard_size: int = 256
     index_cache: str | None = None
+    public_context_tokens: int | None = None
+    public_occurrences: int = PUBLIC_OCCURRENCES
+    pii_policy: str | None = "regex"
+    min_tokens: int = MIN_TOKENS
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -93,6 +116,17 @@ def analyse(
 
     for k in config.ks:
         ledger.check_k(k)
+    n_ctx = public_context(config, ledger)
+    if n_ctx < 0 or config.public_occurrences < 0 or config.min_tokens < 1:
+        from lmleak.errors import ConfigError
+
+        raise ConfigError("public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
+                          field="public_context_tokens")
+    detector = None
+    if config.pii_policy:
+        from lmleak.pii.policies import get_policy
+
+        detector = get_policy(config.pii_policy)
     occ = occurrences(ledger, config.ks, max_top1_perplexity=max_top1_perplexity)
     seqs, occ = sequence_features(
         ledger,
@@ -102,11 +136,15 @@ def analyse(
         public_model=public_model,
         public_scope=config.public_scope,
         max_contexts=config.max_contexts,
+        context_tokens=n_ctx,
+        public_occurrences=config.public_occurrences,
+        pii_detector=detector,
     )
     by_k: dict[str, Any] = {}
     for k in config.ks:
         part = seqs[seqs["k"] == k]
-        m = metrics_for_k(part, t=config.t, p=config.p, has_public=public_model is not None)
+        m = metrics_for_k(part, t=config.t, p=config.p, has_public=public_model is not None,
+                          min_tokens=config.min_tokens)
         m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
         by_k[str(k)] = m
     if not len(seqs):
@@ -114,6 +152,26 @@ def analyse(
     # the p filter of §5 as a column, so a reviewer can keep only these rows
     seqs["kept_by_p"] = True if config.p is None else seqs["users_in_s"].to_numpy() < config.p
     return seqs, occ, by_k
+
+
+def public_context(config: ReportConfig, ledger: Ledger) -> int:
+    """Tokens of context the public model sees before each scored sequence.
+
+    The configured value, or by default the window overlap of the ledger (every ledger token was
+    scored with at least that much context, so the public model is not given less than the audited
+    model had), capped at :data:`~lmleak.report.features.PUBLIC_CONTEXT_TOKENS` to keep the cost
+    linear; 64 when the ledger records no overlap (a black box).
+
+    Example:
+        >>> import numpy as np
+        >>> led = Ledger([], [], np.zeros(1, np.int64), *[np.zeros(0)] * 4, meta={"overlap": 64})
+        >>> public_context(ReportConfig(), led), public_context(ReportConfig(public_context_tokens=32), led)
+        (64, 32)
+    """
+    if config.public_context_tokens is not None:
+        return int(config.public_context_tokens)
+    overlap = (ledger.meta or {}).get("overlap")
+    return int(min(PUBLIC_CONTEXT_TOKENS, overlap)) if overlap else 64
 
 
 def unique_owners(seqs: Any) -> list[str]:
@@ -200,8 +258,18 @@ def run_report(
                 "unique_sequences",
                 "curated_unique_sequences",
                 "leakage_epsilon",
+                "log_leakage_epsilon",
+                "log_ratio_p50",
+                "log_ratio_p95",
+                "pii_unique_sequences",
+                "pii_unique_sequences_total",
+                "pii_unique_short_sequences",
             )
         },
+        "min_tokens": config.min_tokens,
+        "pii_policy": config.pii_policy,
+        "public_context_tokens": public_context(config, ledger),
+        "public_occurrences": config.public_occurrences,
         "t": config.t,
         "p": config.p,
         "p_filtered_sequences": head["p_filtered_sequences"],

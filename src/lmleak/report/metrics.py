@@ -5,7 +5,11 @@ Pure functions over feature columns and ledger arrays:
 - unique sequences: sequences of S whose *user count in D* is 1 (§5, metric 1);
 - curated unique sequences: the unique ones whose perplexity ratio ``PP_public / PP_lm`` is at
   least ``t`` — those with ratio below ``t`` are removed as plausibly deniable (§5, metric 2);
-- worst-case leakage epsilon ``epsilon_l = max over unique w of PP_public(w) / PP_lm(w)`` (§5, Eq. 2);
+- worst-case leakage epsilon ``epsilon_l = max over unique w of PP_public(w) / PP_lm(w)`` (§5, Eq. 2),
+  computed as its logarithm (``log_leakage_epsilon``) so that it never overflows, and given as
+  ``e^x`` only where that fits a float;
+- leaked PII: unique sequences whose text overlaps a detected PII span, by type, headlined only
+  when at least ``min_tokens`` long (short fragments are counted apart);
 - the p filter: keep sequences whose *user count in S* is below ``p`` (§5, k-anonymity style);
 - perplexity ``exp(-mean log p)`` per token and top-k accuracy (share of tokens with rank <= k)
   of the model on the corpus (§2), from the ledger.
@@ -39,15 +43,57 @@ def curated_unique_sequences(users_in_d: Any, perplexity_ratio: Any, t: float) -
     """
     u = np.asarray(users_in_d) == 1
     r = np.asarray(perplexity_ratio, dtype=np.float64)
-    if not np.isfinite(r[u]).any():
+    if np.isnan(r[u]).all():
         return None
-    return int((u & np.isfinite(r) & (r >= t)).sum())
+    return int((u & ~np.isnan(r) & (r >= t)).sum())  # an infinite ratio is the least deniable
+
+
+def log_leakage_epsilon(users_in_d: Any, log_ratio: Any) -> float | None:
+    """ln ε_l: the largest log perplexity ratio over the unique sequences (Eq. 2 in log space).
+
+    +inf (a public model that gives a sequence probability 0) is kept: it is the largest leak, not
+    a value to drop. None without a public model or without unique sequences.
+
+    Example:
+        >>> log_leakage_epsilon([1, 1, 4], [0.17, 0.64, 1.95])
+        0.64
+        >>> log_leakage_epsilon([1, 1], [0.5, float("inf")])
+        inf
+    """
+    u = np.asarray(users_in_d) == 1
+    r = np.asarray(log_ratio, dtype=np.float64)[u]
+    r = r[~np.isnan(r)]
+    return float(r.max()) if r.size else None
+
+
+def exp_if_finite(x: float | None) -> float | None:
+    """``e^x`` where it fits a float, else None (the log value is reported beside it).
+
+    Example:
+        >>> exp_if_finite(0.0), exp_if_finite(800.0), exp_if_finite(None)
+        (1.0, None, None)
+    """
+    if x is None or not np.isfinite(x) or x > 709.0:
+        return None
+    return float(np.exp(x))
+
+
+def format_epsilon(log_eps: float | None) -> str:
+    """ε_l for people: the number where it fits a float, ``e^x`` where it does not.
+
+    Example:
+        >>> format_epsilon(1.0), format_epsilon(800.0), format_epsilon(None)
+        ('2.72', 'e^800.0', '-')
+    """
+    if log_eps is None:
+        return "-"
+    value = exp_if_finite(log_eps)
+    return f"{value:.3g}" if value is not None else f"e^{log_eps:.1f}"
 
 
 def leakage_epsilon(users_in_d: Any, perplexity_ratio: Any) -> float | None:
-    """Worst-case leakage epsilon (Eq. 2): the largest ratio over the unique sequences.
-
-    None without a public model or without unique sequences.
+    """Worst-case leakage epsilon (Eq. 2) from the ratios themselves (see :func:`log_leakage_epsilon`,
+    which the report uses; kept for callers holding ratios only). An infinite ratio is the maximum.
 
     Example:
         >>> leakage_epsilon([1, 1, 4], [1.19, 1.89, 7.0])
@@ -55,8 +101,43 @@ def leakage_epsilon(users_in_d: Any, perplexity_ratio: Any) -> float | None:
     """
     u = np.asarray(users_in_d) == 1
     r = np.asarray(perplexity_ratio, dtype=np.float64)[u]
-    r = r[np.isfinite(r)]
+    r = r[~np.isnan(r)]
     return float(r.max()) if r.size else None
+
+
+def log_ratio_percentiles(users_in_d: Any, log_ratio: Any) -> tuple[float | None, float | None]:
+    """Median and 95th percentile of the log ratios of the unique sequences (None when none scored).
+
+    Example:
+        >>> log_ratio_percentiles([1, 1, 1, 2], [0.0, 1.0, 2.0, 9.0])
+        (1.0, 1.9)
+    """
+    u = np.asarray(users_in_d) == 1
+    r = np.asarray(log_ratio, dtype=np.float64)[u]
+    r = r[~np.isnan(r)]
+    if not r.size:
+        return None, None
+    with np.errstate(invalid="ignore"):
+        return float(np.percentile(r, 50)), float(np.percentile(r, 95))
+
+
+def pii_counts(users_in_d: Any, pii_types: Any, length_tokens: Any, min_tokens: int) -> tuple[dict[str, int], dict[str, int]]:
+    """Unique sequences that contain PII, by type: ``(headlined, short)``, where headlined ones have
+    at least ``min_tokens`` tokens and short ones fewer. A sequence with two types counts under both.
+
+    Example:
+        >>> pii_counts([1, 1, 1, 3], [["EMAIL"], ["EMAIL", "PHONE"], ["PHONE"], ["EMAIL"]], [9, 12, 2, 9], 5)
+        ({'EMAIL': 2, 'PHONE': 1}, {'PHONE': 1})
+    """
+    head: dict[str, int] = {}
+    short: dict[str, int] = {}
+    for u, types, n in zip(users_in_d, pii_types, length_tokens, strict=True):
+        if int(u) != 1:
+            continue
+        target = head if int(n) >= min_tokens else short
+        for t in types:
+            target[str(t)] = target.get(str(t), 0) + 1
+    return dict(sorted(head.items())), dict(sorted(short.items()))
 
 
 def p_filtered(users_in_s: Any, p: int | None) -> int:
@@ -94,21 +175,34 @@ def top_k_accuracy(ranks: Any, k: int) -> float | None:
     return float((r <= k).mean()) if r.size else None
 
 
-def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = False) -> dict[str, Any]:
+def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = False, min_tokens: int = 1) -> dict[str, Any]:
     """The §5 metrics of one k's feature rows (``has_public``: a public model scored them, so
     the curated count is 0 rather than unknown when there is no unique sequence)."""
     users_d = seqs["users_in_d"].to_numpy()
     ratio = seqs["perplexity_ratio"].to_numpy(dtype=np.float64)
+    log_ratio = seqs["log_perplexity_ratio"].to_numpy(dtype=np.float64) if "log_perplexity_ratio" in seqs else np.log(ratio)
     unique = seqs[users_d == 1]
-    curated = curated_unique_sequences(users_d, ratio, t)
+    with np.errstate(divide="ignore"):
+        curated = curated_unique_sequences(users_d, ratio, t)
     if curated is None and has_public and len(unique) == 0:
         curated = 0
+    log_eps = log_leakage_epsilon(users_d, log_ratio)
+    p50, p95 = log_ratio_percentiles(users_d, log_ratio)
+    pii_types = seqs["pii_types"] if "pii_types" in seqs else [[] for _ in range(len(seqs))]
+    head, short = pii_counts(users_d, pii_types, seqs["length_tokens"].to_numpy(), min_tokens)
     return {
         "num_sequences": int(len(seqs)),
         "num_occurrences": int(seqs["count_in_s"].sum()) if len(seqs) else 0,
         "unique_sequences": unique_sequences(users_d),
         "curated_unique_sequences": curated,
-        "leakage_epsilon": leakage_epsilon(users_d, ratio),
+        "leakage_epsilon": exp_if_finite(log_eps),
+        "log_leakage_epsilon": log_eps,
+        "log_ratio_p50": p50,
+        "log_ratio_p95": p95,
+        "pii_unique_sequences": head,
+        "pii_unique_sequences_total": int(sum(1 for u, ty, n in zip(users_d, pii_types, seqs["length_tokens"], strict=True)
+                                              if int(u) == 1 and ty and int(n) >= min_tokens)),
+        "pii_unique_short_sequences": short,
         "p_filtered_sequences": p_filtered(seqs["users_in_s"].to_numpy(), p),
         "unique_max_length_tokens": int(unique["length_tokens"].max()) if len(unique) else 0,
         "unique_users": int(len({u for us in unique["user_ids"] for u in us}))

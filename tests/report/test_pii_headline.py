@@ -1,0 +1,71 @@
+"""Leaked PII in the headline (issue 14): user-unique sequences that hold PII, by type, not fragments."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.mail import synthesize
+from lmleak.ledger.ledger import Ledger
+from lmleak.models.base import TokenStats
+from lmleak.models.fake import FakeLM
+from lmleak.report.leakage import ReportConfig, report_from_ledger, run_report
+
+
+class CharTokenizer:
+    vocab_size, bos_id, eos_id, pad_id = 256, 1, 2, 0
+
+    def encode(self, text):
+        return [ord(c) for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(i) for i in ids)
+
+
+DOCS = [
+    ("u1", "From: Ann Lee <ann.lee@example.org>\nhello there"),
+    ("u2", "Call Bob at (201) 555-0142 today"),
+    ("u3", "nothing personal in this one at all"),
+]
+
+
+def _ledger(leaks: dict[int, list[tuple[str, str]]]) -> Ledger:
+    """Hits exactly on the given substrings of each document (char tokens)."""
+    tok = CharTokenizer()
+    ids, stats = [], []
+    for d, (_, text) in enumerate(DOCS):
+        ranks = np.full(len(text), 50, np.int32)
+        for sub, _ in leaks.get(d, []):
+            a = text.index(sub)
+            ranks[a : a + len(sub)] = 1
+        ids.append(tok.encode(text))
+        stats.append(TokenStats(ranks, np.full(len(text), -1.0, np.float32), np.zeros(len(text), np.float32)))
+    return Ledger.from_stats([f"d{i}" for i in range(3)], [u for u, _ in DOCS], ids, stats)
+
+
+def test_a_sequence_holding_part_of_an_email_counts_as_leaked_email_and_short_fragments_apart():
+    ledger = _ledger({0: [("ann.lee@exa", "EMAIL")], 1: [("555-0142", "PHONE"), ("201", "PHONE")],
+                      2: [("personal", "")]})
+    seqs, _, by_k = report_from_ledger(ledger, CharTokenizer(), ReportConfig(ks=(1,), min_tokens=5))
+    types = dict(zip(seqs["text"], seqs["pii_types"], strict=True))
+    assert list(types["ann.lee@exa"]) == ["EMAIL"]  # the rest of the address follows the sequence
+    assert list(types["555-0142"]) == ["PHONE"]
+    assert list(types["201"]) == ["PHONE"]
+    assert list(types["personal"]) == []
+    m = by_k["1"]
+    assert m["pii_unique_sequences"] == {"EMAIL": 1, "PHONE": 1}  # "201" is 3 tokens: counted apart
+    assert m["pii_unique_short_sequences"] == {"PHONE": 1}
+    assert m["pii_unique_sequences_total"] == 2
+
+
+def test_leaked_signatures_of_a_memorising_model_lead_the_report_on_synth_mail(tmp_path):
+    paths = synthesize(tmp_path / "mail", scale=0.05, seed=2)
+    corpus = load_corpus(paths["corpus"])
+    model = FakeLM.from_texts([d.text for d in corpus], order=4)  # memorises every message
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,)))
+    assert s["pii_unique_sequences"].get("EMAIL", 0) > 0
+    assert s["pii_unique_sequences_total"] <= s["unique_sequences"]
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["pii_unique_sequences"] == s["pii_unique_sequences"] and saved["min_tokens"] == 5
