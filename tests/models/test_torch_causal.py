@@ -101,3 +101,14 @@ def test_overlap_zero_scores_every_token_once_against_the_per_prefix_oracle(tiny
             assert s.ranks[t - 1] == rank
             assert s.logprobs[t - 1] == pytest.approx(lp, abs=1e-4)
     assert covered == list(range(1, len(full)))
+
+
+def test_batch_decoding_equals_decoding_one_by_one():
+    from lmleak.models.small import build_tokenizer
+    from lmleak.models.tokenizer import HFTokenizer
+
+    texts = ["Hello there, Ann Lee <ann.lee@example.org>", "  call (201) 555-0142\n> quoted", "naïve café ünïcode"]
+    tok = HFTokenizer(build_tokenizer(texts * 5, kind="bpe", vocab_size=300))
+    ids = [tok.encode(t) for t in texts]
+    rows = [r[a:b] for r in ids for a in range(0, len(r), 5) for b in (a + 3, len(r))] + [[]]
+    assert tok.decode_many(rows) == [tok.decode(r) for r in rows]
