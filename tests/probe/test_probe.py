@@ -265,7 +265,7 @@ def test_builder_recovers_synthetic_subjects(tmp_path):
     from lmleak.probe.builder import RELATION_RE, build_subjects
 
     paths = synthesize(tmp_path / "syn", users=8, dialogs_per_user=2, seed=3)
-    subj, counts = build_subjects(load_corpus(paths["corpus"]))
+    subj, counts = build_subjects(load_corpus(paths["corpus"]), method="ner")
     truth = {json.loads(ln)["name"]: json.loads(ln) for ln in paths["subjects"].read_text().splitlines()}
     found = [s for s in subj if s["name"] in truth]
     assert len(found) >= 6
@@ -274,7 +274,7 @@ def test_builder_recovers_synthetic_subjects(tmp_path):
     assert counts["quadruplets"] + counts["triplets"] + counts["twins"] >= 6
     m = RELATION_RE.search("We met Ann Lee's father Bob Lee there.")
     assert m and m.group(2) == "father" and m.group(3) == "Bob Lee"
-    _, paper_counts = build_subjects(load_corpus(paths["corpus"]), paper_only=True)
+    _, paper_counts = build_subjects(load_corpus(paths["corpus"]), paper_only=True, method="ner")
     assert paper_counts["quadruplets"] <= counts["quadruplets"]  # "(NNN) NNN-NNNN" escapes the paper's regex
 
 

