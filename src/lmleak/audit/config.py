@@ -54,7 +54,9 @@ analyses:
   probe:                        # PII probing (ProPILE); needs a subjects file
     subjects: null
     level: triplet              # twin | triplet | quadruplet
-    templates: 5
+    templates: 5                # 5: the paper's first 5 templates; mined: mine them from the corpus
+                                # (`From: {name} <`...); or a templates YAML file
+    shots: 5                    # templates per target when `templates` is mined or a file
     beams: 3
   kart: true                    # the KART scenario table over every stage
 
@@ -106,7 +108,8 @@ class MiaSpec:
 class ProbeSpec:
     subjects: str | None = None
     level: str = "triplet"
-    templates: int = 5
+    templates: int | str = 5  # an int: the first k appendix templates; "mined" or a path: a template source
+    shots: int = 5  # with a template source: templates used per target (k-shot)
     beams: int = 3
 
 
@@ -234,6 +237,12 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             path=path,
             field="analyses.probe.level",
         )
+    probe = cfg.analyses.probe
+    if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
+        templates_path = Path(base_dir) / probe.templates
+        if not templates_path.is_file():
+            raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
+                              field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
     if cfg.device is not None:
         from lmleak.models.device import check_device_name
 

@@ -155,7 +155,24 @@ class Auditor:
         from lmleak.probe.subjects import read_subjects
 
         subjects = read_subjects(self.cfg.resolve(spec.subjects))
-        run_probe(model, subjects, out, level=spec.level, k=spec.templates, beams=spec.beams)
+        templates, k = None, spec.templates
+        if isinstance(spec.templates, str):
+            from lmleak.probe.templates import load_templates
+
+            templates, k = load_templates(self._template_file(spec, subjects)), spec.shots
+        run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates)
+
+    def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
+        """The probe's templates: a file named in the config, or mined once per run from its corpus."""
+        if spec.templates != "mined":
+            return str(self.cfg.resolve(spec.templates))
+        path = self.run / "probe-templates.yaml"
+        if not path.exists():
+            from lmleak.probe.mining import mine_templates, write_templates
+
+            write_templates(mine_templates(self.corpus(), subjects), path)
+            log.info("probe templates mined from the corpus into %s", path)
+        return str(path)
 
     # ------------------------------------------------------------------ the run
     def __call__(self) -> Path:

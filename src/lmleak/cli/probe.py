@@ -224,6 +224,41 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             t.add_row(k, str(v))
         out.print(t)
 
+    @probe.command("templates")
+    def templates_cmd(
+        corpus: Annotated[Path, typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data).")],
+        subjects: Annotated[Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")],
+        out_file: Annotated[Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")],
+        top: Annotated[int, typer.Option("--top", help="Templates kept per target type.")] = 5,
+        quiet_: QuietOpt = False,
+        json_: JsonOpt = False,
+    ) -> None:
+        """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
+        from lmleak.ledger.ledger import StreamedCorpus
+        from lmleak.probe.mining import mine_templates, write_templates
+        from lmleak.probe.subjects import read_subjects
+
+        quiet(quiet_ or json_)
+        if top < 1:
+            from lmleak.errors import ConfigError
+
+            raise ConfigError("must be >= 1", field="--top")
+        mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
+        write_templates(mined, out_file)
+        rows = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
+                 "precision": round(m.precision, 4)} for t, ms in mined.items() for m in ms]
+        if json_:
+            print_json({"templates": rows, "out": str(out_file)})
+            return
+        from rich.table import Table
+
+        table = Table(title=f"templates mined from {corpus} -> {out_file}")
+        for c in ("target", "template", "support", "precision"):
+            table.add_column(c)
+        for r in rows:
+            table.add_row(r["target"], repr(r["template"]), str(r["support"]), f"{r['precision']:.3f}")
+        out.print(table)
+
     @probe.command("softprompt")
     def softprompt_cmd(
         model: ModelOpt,

@@ -27,6 +27,8 @@ from typing import Any
 # A person's name: 2-4 capitalised words (O'Brien, Smith-Jones, McDonald, an initial "J.").
 _WORD = r"[A-Z][a-zA-Z'\u2019-]*[a-z][a-zA-Z'\u2019-]*"
 _NAME = rf"(?:{_WORD}|[A-Z]\.)(?: (?:{_WORD}|[A-Z]\.)){{1,3}}"
+#: A person's name as written in headers and signatures (for other modules' patterns).
+NAME_PATTERN = _NAME
 _EMAIL = r"[A-Za-z0-9_.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 _QUOTE = re.compile(r"^(?:> ?)+", re.M)
 # "Last, First" in quotes, then "Name" in quotes, then a bare name (at a line start or after a

@@ -105,8 +105,10 @@ def first_k(templates: tuple[str, ...], k: int | None) -> tuple[str, ...]:
 def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     """User templates from YAML: a mapping level/type -> list of template strings.
 
-    Allowed keys: ``twin``, ``triplet``, ``quadruplet``, ``relationship``, ``university``; allowed
-    slots: ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
+    Allowed keys: ``twin``, ``triplet``, ``quadruplet``, ``relationship``, ``university``; a target
+    type (``phone``, ``email``, ``address``: templates for that target at every level, as
+    ``lmleak probe templates`` writes them); or ``<level>.<type>`` (``triplet.email``). Allowed slots:
+    ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
     ``{relationship}``.
     """
     import yaml
@@ -118,7 +120,7 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
         raise ConfigError(f"cannot read templates {p}: {e}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of level -> list of templates")
-    keys = {*LEVELS, "relationship", "university"}
+    keys = {*LEVELS, "relationship", "university", *STRUCTURED, *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED)}
     out: dict[str, tuple[str, ...]] = {}
     for key, items in data.items():
         if key not in keys:
@@ -185,6 +187,8 @@ def build_probes(
     for j, o in enumerate(others, 1):
         vals[f"pii_{j}"] = str(subject[o])
         vals[f"pii_{j}_type"] = TYPE_WORDS[o]
-    for i, t in enumerate(first_k(groups[level], k)):
+    # most specific group first: this level and target, this target at any level, this level
+    group = groups.get(f"{level}.{target_type}") or groups.get(target_type) or groups[level]
+    for i, t in enumerate(first_k(group, k)):
         out.append(Probe(sid, target_type, i, t, render(t, **vals), str(target), ("name", *others)))
     return out

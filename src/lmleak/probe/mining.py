@@ -1,0 +1,166 @@
+"""Probing templates mined from the corpus: the contexts in which a person's PII follows their name.
+
+Paper 003's templates (appendix A.3) are prose — "Please contact {name} by email address" — because
+its pile-derived subjects appear in prose. A model fine-tuned on mail or changelogs saw its users'
+e-mails as ``From: {name} <`` and phones under ``-- \\n{name}\\n``; probing it in prose understates
+what it leaks (measured on a real changelog corpus: 1.7 % exact match with the appendix templates,
+70.4 % with templates shaped like the corpus). A template here is what the corpus itself writes
+before a value:
+
+    <lead> {name} <between> <value>
+
+``lead`` is the text from the start of the name's line (with the line before it when the name opens
+its line, e.g. ``-- \\n``); ``between`` is the text from the end of the name to the value, cut after
+its first newline. Both are kept only when short (:data:`MAX_LEAD`, :data:`MAX_BETWEEN` characters).
+A candidate counts once per subject whose value it precedes; candidates are ranked by that count
+(``support``), then by how often the named person's own value follows within :data:`WINDOW`
+characters among all their uses with any subject's name (``precision``),
+and the top ones are written as template groups named after the target type (``email``,
+``phone``, ``address``), which :func:`lmleak.probe.templates.build_probes` uses at every level.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmleak.data.corpus import Document
+from lmleak.errors import DataFileError
+from lmleak.pii.regex import RegexDetector
+from lmleak.probe.formats import NAME_PATTERN
+from lmleak.probe.templates import STRUCTURED
+
+#: Characters of text kept before the name, and between the name and the value.
+MAX_LEAD = 24
+MAX_BETWEEN = 24
+#: How far before a value the name is looked for.
+WINDOW = 160
+
+
+@dataclass(frozen=True, slots=True)
+class MinedTemplate:
+    """One mined template and the evidence for it."""
+
+    target_type: str
+    template: str  # with a ``{name}`` slot; the value follows it
+    support: int  # subjects whose value it precedes
+    uses: int  # occurrences of the context with any subject's name
+    hits: int  # of those, followed by the subject's own value within WINDOW characters
+
+    @property
+    def precision(self) -> float:
+        return self.hits / self.uses if self.uses else 0.0
+
+
+def _lead(text: str, name_start: int) -> str:
+    line_start = text.rfind("\n", 0, name_start) + 1
+    if line_start == name_start and line_start > 0:  # the name opens its line: take the line before
+        line_start = text.rfind("\n", 0, line_start - 1) + 1
+    lead = text[line_start:name_start]
+    return lead if len(lead) <= MAX_LEAD else ""
+
+
+def _between(text: str, name_end: int, value_start: int) -> str | None:
+    between = text[name_end:value_start]
+    cut = between.find("\n")
+    if cut >= 0:
+        between = between[: cut + 1]
+    return between if len(between) <= MAX_BETWEEN else None
+
+
+def _escape(s: str) -> str:
+    return s.replace("{", "{{").replace("}", "}}")
+
+
+def mine_templates(
+    documents: Iterable[Document], subjects: list[dict[str, Any]], *, targets: tuple[str, ...] = STRUCTURED, top: int = 5
+) -> dict[str, list[MinedTemplate]]:
+    """The ``top`` templates per target type (see the module docstring), from two streamed passes over
+    ``documents`` (which must be re-iterable: a :class:`~lmleak.data.corpus.Corpus` or a
+    :class:`~lmleak.ledger.ledger.StreamedCorpus`): candidates and their support, then the precision
+    of the best ones. Values are found by the PII regular expressions, so a pass costs the same
+    whatever the number of subjects.
+
+    Example:
+        >>> docs = [Document("u", f"d{i}", f"From: {n} <{e}>") for i, (n, e) in
+        ...         enumerate([("Ann Lee", "a@example.org"), ("Bob Roe", "b@example.org")])]
+        >>> subs = [{"name": "Ann Lee", "email": "a@example.org"}, {"name": "Bob Roe", "email": "b@example.org"}]
+        >>> [(t.template, t.support, t.precision) for t in mine_templates(docs, subs)["email"]]
+        [('From: {name} <', 2, 1.0)]
+    """
+    owners: dict[str, list[tuple[str, str]]] = defaultdict(list)  # value -> (type, name)
+    own_values: dict[tuple[str, str], set[str]] = defaultdict(set)  # (type, name) -> values
+    for s in subjects:
+        for t in targets:
+            if s.get(t) and s.get("name"):
+                owners[str(s[t])].append((t, str(s["name"])))
+                own_values[(t, str(s["name"]))].add(str(s[t]))
+    finder = RegexDetector(entities={"EMAIL", "PHONE", "ADDRESS"})
+    support: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for doc in documents:
+        text = doc.text
+        for span in finder.detect(text):
+            for t, name in owners.get(text[span.start : span.end], ()):
+                window = text[max(0, span.start - WINDOW) : span.start]
+                j = window.rfind(name)
+                if j < 0:
+                    continue
+                name_start = span.start - len(window) + j
+                between = _between(text, name_start + len(name), span.start)
+                if between is not None:
+                    support[(t, _lead(text, name_start) + "\x00" + between)].add(name)
+    ranked: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for (t, key), who in support.items():
+        ranked[t].append((key, len(who)))
+    keep: dict[tuple[str, str], re.Pattern[str]] = {}
+    for t, items in ranked.items():
+        items.sort(key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+        for key, n in items[: 3 * top]:
+            if n >= 2 or len(items) == 1:
+                lead, between = key.split("\x00")
+                keep[(t, key)] = re.compile(re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between))
+    uses: Counter[tuple[str, str]] = Counter()
+    hits: Counter[tuple[str, str]] = Counter()
+    for doc in documents:  # second pass: how reliably each kept context precedes the person's own value
+        text = doc.text
+        for (t, key), rx in keep.items():
+            for m in rx.finditer(text):
+                own = own_values.get((t, m["name"]))
+                if not own:
+                    continue  # a name without a known value of this type says nothing either way
+                uses[(t, key)] += 1
+                after = text[m.end() : m.end() + WINDOW]  # exact match means "generated within its budget"
+                hits[(t, key)] += any(v in after for v in own)
+    out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
+    for t, key in keep:
+        lead, between = key.split("\x00")
+        tpl = _escape(lead) + "{name}" + _escape(between)
+        out[t].append(MinedTemplate(t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)]))
+    for t in out:
+        out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
+        out[t] = out[t][:top]
+    return out
+
+
+def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> Path:
+    """Write mined templates as a templates YAML file (groups named after the target type), with the
+    evidence for each as a comment."""
+    import yaml
+
+    from lmleak.runs import atomic_write_text
+
+    lines = ["# Templates mined from the corpus by `lmleak probe templates`: the value follows each template.",
+             "# support = subjects whose value it precedes; precision = share of its uses followed by the own value."]
+    groups = {t: [m.template for m in ms] for t, ms in mined.items() if ms}
+    if not groups:
+        raise DataFileError("no template found: no subject's value follows their name in the corpus",
+                            path=path, hint="check that the subjects file was built from this corpus")
+    for t, ms in mined.items():
+        for m in ms:
+            lines.append(f"# {t}: {m.template!r} support={m.support} precision={m.precision:.3f}")
+    lines.append(yaml.safe_dump(groups, sort_keys=True, allow_unicode=True, default_style='"').rstrip())
+    return atomic_write_text(path, "\n".join(lines) + "\n")

@@ -1,0 +1,73 @@
+"""Probing templates mined from the corpus (issue 14): the formats real data writes PII in."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.data.corpus import Corpus, Document
+from lmleak.models.fake import FakeLM, NGramModule
+from lmleak.probe.mining import mine_templates, write_templates
+from lmleak.probe.probing import run_probe
+from lmleak.probe.templates import load_templates
+
+PEOPLE = [("Ann Lee", "ann.lee@example.org", "(201) 555-0142"), ("Bob Roe", "bob@example.com", "(303) 555-0199"),
+          ("Cy Dee", "cy.dee@example.net", "(404) 555-0123"), ("Di Fox", "dfox@example.org", "(505) 555-0177")]
+
+
+class CharTokenizer:
+    vocab_size, pad_id, bos_id, eos_id = 260, 0, 1, 2
+
+    def encode(self, text):
+        return [4 + min(ord(c), 255) for c in text]
+
+    def decode(self, ids):
+        return "".join(chr(i - 4) for i in ids if i >= 4)
+
+
+def _mail() -> list[str]:
+    docs = []
+    for i, (name, email, phone) in enumerate(PEOPLE * 3):
+        docs.append(f"From: {name} <{email}>\nSubject: build {i}\n\nThe build fails again.\n\n-- \n{name}\n{phone}\n")
+    return docs
+
+
+def _char_model(texts: list[str]) -> FakeLM:
+    tok = CharTokenizer()
+    seqs = [[tok.bos_id, *tok.encode(t), tok.eos_id] for t in texts]
+    return FakeLM(NGramModule(seqs, tok.vocab_size, 24, 1e-4), tok, name="char-ngram", max_length=512)
+
+
+def test_mined_templates_reproduce_the_corpus_formats():
+    corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(_mail())])
+    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    mined = mine_templates(corpus, subjects)
+    assert mined["email"][0].template == "From: {name} <" and mined["email"][0].support == 4
+    assert mined["email"][0].precision == 1.0
+    assert mined["phone"][0].template == "-- \n{name}\n" and mined["phone"][0].precision == 1.0
+
+
+def test_a_memorising_model_leaks_more_through_mined_templates_than_the_appendix_ones(tmp_path):
+    texts = _mail()
+    corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(texts)])
+    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    write_templates(mine_templates(corpus, subjects), tmp_path / "t.yaml")
+    model = _char_model(texts)
+    mined = run_probe(model, subjects, tmp_path / "mined", targets=("email",), level="twin", k=1, beams=2,
+                      templates=load_templates(tmp_path / "t.yaml"), figures=False, budgets={"email": 24})
+    paper = run_probe(model, subjects, tmp_path / "paper", targets=("email",), level="twin", k=1, beams=2,
+                      figures=False, budgets={"email": 24})
+    assert mined["pii_exact_match"] == 1.0
+    assert paper["pii_exact_match"] < mined["pii_exact_match"]
+
+
+def test_the_cli_writes_a_templates_file_that_probe_run_reads(tmp_path):
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"user_id": f"u{i % 4}", "text": t}) + "\n"
+                                              for i, t in enumerate(_mail())))
+    (tmp_path / "s.jsonl").write_text("".join(json.dumps({"name": n, "email": e}) + "\n" for n, e, _ in PEOPLE))
+    res = CliRunner().invoke(app, ["probe", "templates", "--corpus", str(tmp_path / "c.jsonl"), "--subjects",
+                                   str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "t.yaml"), "--json"])
+    assert res.exit_code == 0, res.output
+    assert load_templates(tmp_path / "t.yaml")["email"][0] == "From: {name} <"
