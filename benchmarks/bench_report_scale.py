@@ -84,7 +84,7 @@ def main() -> int:
     pub_paths = synthesize(work / "public-mail", scale=min(args.scale, 0.3), seed=1)
     print(f"corpus_seconds: {time.perf_counter() - t:.1f}")
     corpus = load_corpus(paths["corpus"])
-    cfg = TrainConfig(epochs=args.epochs, val_fraction=0.0)
+    cfg = TrainConfig(epochs=args.epochs, holdout_users=0.0)
     t = time.perf_counter()
     if not (work / "model" / "train.json").exists():
         train_model(corpus, work / "model", cfg, progress=False)

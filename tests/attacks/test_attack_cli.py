@@ -92,7 +92,10 @@ def test_mia_writes_metrics_curves_and_a_plot(files):
     assert set(metrics["level"]) == {"individual", "group5"}
     assert (run / "roc.png").stat().st_size > 1000
     summary = json.loads((run / "summary.json").read_text())
-    assert summary["accuracy"] > 0.9 and summary["num_per_side"] == 30
+    assert summary["mia_accuracy"] > 0.9 and summary["num_per_side"] == 30
+    assert summary["mia_attack"] == "perplexity" and set(summary["mia_auc_by_attack"]) == {"perplexity", "zlib", "min_k"}
+    # 30 non-members cannot support TPR at 1% FPR (needs 1,000): not printed, the reason stated
+    assert summary["mia_tpr_at_1pct_fpr"] is None and "1,000" in summary["mia_tpr_at_1pct_fpr_note"]
     assert "Membership inference" in r.stdout
 
 
@@ -114,7 +117,7 @@ def test_mia_rejects_a_bad_min_k(files):
             str(tmp / "m"),
         ],
     )
-    assert r.exit_code == 2 and "--min-k" in " ".join(r.output.split())
+    assert r.exit_code == 2 and "min_k" in " ".join(r.output.split())
 
 
 def test_experiment_list_options_take_several_values_and_reject_unknown_ones():

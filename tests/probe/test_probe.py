@@ -292,7 +292,7 @@ def test_trained_gpt_leaks_more_than_null(tmp_path):
     paths = synthesize(tmp_path / "syn", users=100, dialogs_per_user=4, seed=1)
     train_model(load_corpus(paths["corpus"]), tmp_path / "m", TrainConfig(
         arch="gpt", epochs=10, batch_size=16, lr=3e-3, seq_len=128, tokenizer="word", vocab_size=6000,
-        val_fraction=0.0, seed=0, n_embd=128, n_layer=2, n_head=4))
+        holdout_users=0.0, seed=0, n_embd=128, n_layer=2, n_head=4))
     model = load_model(tmp_path / "m")
     summ = run_probe(model, read_subjects(paths["subjects"]), tmp_path / "run", targets=("phone", "email"), k=5, beams=3)
     for t in ("phone", "email"):

@@ -92,7 +92,7 @@ def test_same_privacy_accounting_as_opacus(tmp_path):
     out = {}
     for clipping in ("bookkeeping", "ghost"):
         cfg = TrainConfig(mode="dp", target_epsilon=3.0, epochs=2, batch_size=4, seq_len=16, vocab_size=60, n_embd=16,
-                          n_head=2, val_fraction=0.0, dp_clipping=clipping)
+                          n_head=2, holdout_users=0.0, dp_clipping=clipping)
         out[clipping] = train_model(corpus, tmp_path / clipping, cfg, progress=False).privacy
     bk, ghost = out["bookkeeping"], out["ghost"]
     assert bk["clipping"] == "bookkeeping" and ghost["clipping"] == "ghost"

@@ -324,3 +324,57 @@ def exposure_table(results: Sequence[CanaryExposure]) -> Any:
             "extrapolated_bits": [r.extrapolated_bits for r in results],
         }
     )
+
+
+def run_exposure(
+    model: Any,
+    canaries: str | Path,
+    out_dir: str | Path,
+    *,
+    alphabet: str | None = None,
+    extrapolate: bool = False,
+    sample_size: int = 5000,
+    max_candidates: int = 10_000_000,
+    seed: int = 0,
+) -> tuple[dict[str, Any], list[Any]]:
+    """Canary exposure into a run directory: ``exposure.parquet`` and ``summary.json``.
+
+    Returns the summary and the per-canary results (for printing).
+    """
+    import time
+
+    from lmleak.runs import secure_dir, write_parquet, write_summary
+    from lmleak.scenarios import scenario_record
+
+    records = read_canaries(canaries)
+    stats = SearchStats()
+    t0 = time.perf_counter()
+    results = measure_exposure(model, records, alphabet=alphabet, max_enumerable=max_candidates,
+                               extrapolate=extrapolate, sample_size=sample_size, seed=seed, stats=stats,
+                               work_dir=Path(out_dir) / "passes" / "exposure")
+    seconds = time.perf_counter() - t0
+    table = exposure_table(results)
+    run = secure_dir(out_dir)
+    write_parquet(table, run / "exposure.parquet")
+    best = max(results, key=lambda r: r.exposure_bits)
+    summary = {
+        "attack": "canary_exposure",
+        "model": getattr(model, "name", type(model).__name__),
+        "canaries": str(canaries),
+        "num_canaries": len(results),
+        "max_exposure": best.exposure_bits,
+        "max_exposure_secret_rank": best.rank,
+        "max_possible_exposure": max(math.log2(r.num_candidates) for r in results),
+        "mean_exposure": float(table["exposure_bits"].mean()),
+        "methods": sorted(set(table["method"])),
+        "rank_rule": "1 + #strictly more likely (beyond 1e-4 nats) + floor(#other ties / 2)",
+        "search": {"nodes_scored": stats.nodes_scored, "model_calls": stats.model_calls, "tokens_fed": stats.tokens_fed},
+        "seconds": seconds,
+        "scenario": scenario_record(
+            attack="canary_exposure", access="scores", target="canary_secret",
+            knowledge=("canary_prefix", "secret_format"),
+            notes="rank of each inserted canary among all candidates of its format (Carlini et al. 2019)",
+        ),
+    }
+    write_summary(run, summary)
+    return summary, results

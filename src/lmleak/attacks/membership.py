@@ -264,3 +264,112 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
             "no texts in file", path=p, hint="one text per line, or JSONL with a 'text' field"
         )
     return out
+
+
+#: Words of a document kept as its candidate text when members and non-members come from a corpus
+#: (a digest of 40k tokens is not a "text" an attacker tests; its opening is).
+CANDIDATE_WORDS = 200
+
+
+def split_by_holdout(documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS) -> tuple[list[str], list[str]]:
+    """Members and non-members from a corpus: documents of users the model was trained on, and of
+    the users it held out (``holdout.json``), each cut to its first ``max_words`` words.
+
+    Example:
+        >>> from lmleak.data.corpus import Document
+        >>> docs = [Document("u1", "a", "x y z"), Document("u2", "b", "p q"), Document("u3", "c", "m n o")]
+        >>> split_by_holdout(docs, ["u2"], max_words=2)
+        (['x y', 'm n'], ['p q'])
+    """
+    out: tuple[list[str], list[str]] = ([], [])
+    held = set(held_out)
+    for d in documents:
+        out[1 if d.user_id in held else 0].append(" ".join(d.text.split()[:max_words]))
+    return out
+
+
+def headline_feature(features: Sequence[str]) -> str:
+    """The attack the headline reports: the reference-calibrated one when a reference model scored
+    the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity.
+
+    Example:
+        >>> headline_feature(["perplexity", "zlib", "reference"]), headline_feature(["perplexity", "zlib"])
+        ('reference', 'perplexity')
+    """
+    return "reference" if "reference" in features else "perplexity"
+
+
+def run_membership(
+    model: Any,
+    members: Sequence[str],
+    non_members: Sequence[str],
+    out_dir: str | Path,
+    *,
+    reference: Any = None,
+    num_per_side: int = 1000,
+    group_size: int = 20,
+    num_groups: int | None = None,
+    min_k: float = 0.2,
+    seed: int = 0,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
+    ``summary.json`` (returned).
+
+    The headline (``mia_auc``, ``mia_accuracy``, ``mia_attack``) is the reference-calibrated attack
+    when ``reference`` is given, else perplexity (:func:`headline_feature`); ``mia_auc_by_attack``
+    holds every attack's AUC. ``source`` says where the two sides came from (printed and stored).
+    """
+    import pandas as pd
+
+    from lmleak.attacks.roc import plot_roc
+    from lmleak.errors import ConfigError
+    from lmleak.runs import secure_dir, write_parquet, write_summary
+    from lmleak.scenarios import scenario_record
+
+    if not 0 < min_k <= 1:
+        raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
+    if group_size < 0:
+        raise ConfigError("group_size must be >= 0", field="group_size")
+    run = secure_dir(out_dir)
+    res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
+                              num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
+                              work_dir=run / "passes" / "mia-scores")
+    write_parquet(res.scores, run / "mia_scores.parquet")
+    write_parquet(res.metrics, run / "mia_metrics.parquet")
+    curves = pd.DataFrame(
+        [{"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
+         for name, c in res.curves.items() for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)]
+    )
+    write_parquet(curves, run / "roc.parquet")
+    name = getattr(model, "name", type(model).__name__)
+    plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {name}")
+    rows = res.metrics.to_dict(orient="records")
+    individual = {r["feature"]: r for r in rows if r["level"] == "individual"}
+    best = headline_feature(list(individual))
+    head = individual[best]
+    grp = next((r for r in rows if r["level"] != "individual" and r["feature"] == best), None)
+    summary = {
+        "attack": "membership_inference",
+        "model": name,
+        "reference": None if reference is None else getattr(reference, "name", None),
+        "source": source,
+        "num_per_side": res.num_per_side,
+        "group_size": group_size,
+        "mia_attack": best,
+        "mia_auc": head["auc"],
+        "mia_accuracy": head["accuracy"],
+        "mia_tpr_at_1pct_fpr": head["tpr_at_1pct_fpr"],
+        "mia_tpr_at_1pct_fpr_note": head["tpr_at_1pct_fpr_note"],
+        "mia_auc_by_attack": {f: r["auc"] for f, r in individual.items()},
+        "perplexity_auc": individual["perplexity"]["auc"],
+        "group_accuracy": None if grp is None else grp["accuracy"],
+        "metrics": rows,
+        "scenario": scenario_record(
+            attack="membership_inference", knowledge=("candidate_texts",), access="scores", target="membership",
+            resources=("reference_model",) if reference is not None else (),
+            notes="balanced members vs same-format non-members (paper 002 A.4)" + (f"; {source}" if source else ""),
+        ),
+    }
+    write_summary(run, summary)
+    return summary

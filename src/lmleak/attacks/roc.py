@@ -14,8 +14,10 @@ so the ROC has one point per distinct score plus (0, 0).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -114,25 +116,45 @@ def tpr_at_fpr(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.
     return float(c.tpr[ok].max())
 
 
-def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, float]:
+#: TPR at FPR f is reported only with at least this many / f negatives: with fewer, "FPR <= f" is met
+#: by a handful of non-members (or none), and the number is noise.
+MIN_NEGATIVES_FACTOR = 10
+
+
+def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
+    """Why TPR at ``fpr`` is not reported (None when there are enough negatives).
+
+    Example:
+        >>> low_fpr_note(300, 0.001)
+        'needs >= 10,000 non-members, have 300'
+        >>> low_fpr_note(1000, 0.01) is None
+        True
+    """
+    need = math.ceil(MIN_NEGATIVES_FACTOR / fpr - 1e-9)
+    return None if num_negatives >= need else f"needs >= {need:,} non-members, have {num_negatives:,}"
+
+
+def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, Any]:
     """Every metric of one score: accuracy (best threshold), AUC, TPR at 1 % and 0.1 % FPR.
+
+    TPR at FPR f is None, with the reason under ``tpr_at_<f>_fpr_note``, when there are fewer than
+    ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`).
 
     Example:
         >>> m = summarize([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0])
-        >>> m["accuracy"], m["auc"], m["tpr_at_1pct_fpr"]
-        (1.0, 1.0, 1.0)
+        >>> m["accuracy"], m["auc"], m["tpr_at_1pct_fpr"], m["tpr_at_1pct_fpr_note"]
+        (1.0, 1.0, None, 'needs >= 1,000 non-members, have 2')
     """
     acc, thr = best_accuracy(scores, labels)
     y = np.asarray(labels).astype(bool)
-    return {
-        "accuracy": acc,
-        "threshold": thr,
-        "auc": roc_auc(scores, labels),
-        "tpr_at_1pct_fpr": tpr_at_fpr(scores, labels, 0.01),
-        "tpr_at_0.1pct_fpr": tpr_at_fpr(scores, labels, 0.001),
-        "num_members": int(y.sum()),
-        "num_non_members": int((~y).sum()),
-    }
+    negatives = int((~y).sum())
+    out: dict[str, Any] = {"accuracy": acc, "threshold": thr, "auc": roc_auc(scores, labels)}
+    for name, f in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0.1pct_fpr", 0.001)):
+        note = low_fpr_note(negatives, f)
+        out[name] = None if note else tpr_at_fpr(scores, labels, f)
+        out[f"{name}_note"] = note
+    out.update({"num_members": int(y.sum()), "num_non_members": negatives})
+    return out
 
 
 def plot_roc(curves: dict[str, RocCurve], path: str, *, title: str = "Membership inference ROC") -> str:

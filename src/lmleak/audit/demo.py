@@ -77,7 +77,7 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     # whatever the audited model learnt (its reference-calibrated MIA would read AUC 1 for any model)
     unseen = synthesize(root / "unseen", users=max(size.users, 24), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000)
     corpus = load_corpus(data["corpus"])
-    common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, val_fraction=0.0,
+    common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, holdout_users=0.0,
                   n_embd=128, n_layer=2, n_head=4, lr=3e-3)
     models = {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]

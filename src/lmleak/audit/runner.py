@@ -117,8 +117,6 @@ class Auditor:
                 continue
             if stage == "exposure" and not spec.canaries:
                 continue
-            if stage == "mia" and not (spec.members and spec.non_members):
-                continue
             if stage == "probe" and not spec.subjects:
                 continue
             out.append((stage, spec))
@@ -138,17 +136,42 @@ class Auditor:
                    anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.cli.attacks import exposure_cmd
+        from lmleak.attacks.exposure import run_exposure
 
-        exposure_cmd(model=model, canaries=Path(self.cfg.resolve(spec.canaries) or ""), out_dir=out, quiet_=True)
+        run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.cli.attacks import mia_cmd
+        from lmleak.attacks.membership import read_texts, run_membership, split_by_holdout
+        from lmleak.data.holdout import read_holdout
+        from lmleak.models.loading import load_model
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
-        mia_cmd(model=model, members=Path(self.cfg.resolve(spec.members) or ""),
-                non_members=Path(self.cfg.resolve(spec.non_members) or ""), out_dir=out, group_size=spec.group_size,
-                reference=self.cfg.resolve(ref) if ref else None, quiet_=True)
+        if spec.members and spec.non_members:
+            mem = read_texts(self.cfg.resolve(spec.members) or "")
+            non = read_texts(self.cfg.resolve(spec.non_members) or "")
+            source = None
+        else:
+            holdout = read_holdout(model_path)
+            assert holdout is not None  # checked by mia_source() before the stage runs
+            mem, non = split_by_holdout(self.corpus(), holdout.users)
+            source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+                      f"(holdout.json); members: {len(mem)} documents of the other users")
+            self.echo(f"  {source}")
+        run_membership(model, mem, non, out, group_size=spec.group_size,
+                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source)
+
+    def mia_source(self, model_path: str) -> str | None:
+        """Why the MIA stage cannot run for this model (None when it can)."""
+        from lmleak.data.holdout import read_holdout
+
+        spec = self.cfg.analyses.mia
+        if spec is None or (spec.members and spec.non_members):
+            return None
+        holdout = read_holdout(model_path)
+        if holdout is None or not holdout.users:
+            return ("no members / non-members files, and the model records no held-out users (holdout.json): "
+                    "give analyses.mia.members and non_members, or train with --holdout-users")
+        return None
 
     def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.probe.probing import run_probe
@@ -160,7 +183,11 @@ class Auditor:
             from lmleak.probe.templates import load_templates
 
             templates, k = load_templates(self._template_file(spec, subjects)), spec.shots
-        run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates)
+        from lmleak.data.holdout import read_holdout
+
+        holdout = read_holdout(model_path)
+        run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates,
+                  controls=set(holdout.users) if holdout else None)
 
     def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""
@@ -201,6 +228,7 @@ class Auditor:
     def _audit_model(self, name: str, path: str) -> dict[str, Any]:
         model = None
         stages: dict[str, str] = {}
+        skipped: dict[str, str] = {}
         headline: dict[str, Any] = {}
         scenarios: dict[str, Any] = {}
         anon = anonymization_of(path if Path(path).is_dir() else None)
@@ -208,6 +236,12 @@ class Auditor:
             out = self.run / "models" / name / stage
             fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
             rel = str(out.relative_to(self.run))
+            why_not = self.mia_source(path) if stage == "mia" else None
+            if why_not:
+                self.echo(f"[yellow]{name}/{stage}: skipped[/] — {why_not}")
+                log.warning("%s/%s: skipped: %s", name, stage, why_not)
+                skipped[stage] = why_not
+                continue
             if not self.force and stage_done(out, fp):
                 self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
                 log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
@@ -228,7 +262,8 @@ class Auditor:
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon)
         privacy = self._privacy(path)
         headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
-        return {"path": path, "headline": headline, "stages": stages, "scenarios": scenarios, "privacy": privacy}
+        return {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
+                "privacy": privacy}
 
     def _privacy(self, path: str) -> dict[str, Any]:
         p = Path(path) / "privacy.json"

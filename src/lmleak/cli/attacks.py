@@ -150,61 +150,13 @@ def exposure_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Canary exposure (Carlini et al. 2019; paper 002 §5.1): exact rank of each canary among all candidates."""
-    import math
-    import time
-
-    from lmleak.attacks.exposure import exposure_table, measure_exposure, read_canaries
-    from lmleak.attacks.trie import SearchStats
-    from lmleak.runs import secure_dir, write_parquet, write_summary
+    from lmleak.attacks.exposure import run_exposure
 
     quiet(quiet_ or as_json)
-    records = read_canaries(canaries)
     lm = load_scoring_model(model)
-    info(f"ranking {len(records)} canaries with {lm.name}")
-    stats = SearchStats()
-    t0 = time.perf_counter()
-    results = measure_exposure(
-        lm,
-        records,
-        alphabet=alphabet,
-        max_enumerable=max_candidates,
-        extrapolate=extrapolate,
-        sample_size=sample_size,
-        seed=seed,
-        stats=stats,
-        work_dir=Path(out_dir) / "passes" / "exposure",
-    )
-    seconds = time.perf_counter() - t0
-    table = exposure_table(results)
-    run = secure_dir(out_dir)
-    write_parquet(table, run / "exposure.parquet")
-    best = max(results, key=lambda r: r.exposure_bits)
-    summary = {
-        "attack": "canary_exposure",
-        "model": lm.name,
-        "canaries": str(canaries),
-        "num_canaries": len(results),
-        "max_exposure": best.exposure_bits,
-        "max_exposure_secret_rank": best.rank,
-        "max_possible_exposure": max(math.log2(r.num_candidates) for r in results),
-        "mean_exposure": float(table["exposure_bits"].mean()),
-        "methods": sorted(set(table["method"])),
-        "rank_rule": "1 + #strictly more likely (beyond 1e-4 nats) + floor(#other ties / 2)",
-        "search": {
-            "nodes_scored": stats.nodes_scored,
-            "model_calls": stats.model_calls,
-            "tokens_fed": stats.tokens_fed,
-        },
-        "seconds": seconds,
-        "scenario": scenario(
-            attack="canary_exposure",
-            access="scores",
-            target="canary_secret",
-            knowledge=("canary_prefix", "secret_format"),
-            notes="rank of each inserted canary among all candidates of its format (Carlini et al. 2019)",
-        ),
-    }
-    write_summary(run, summary)
+    info(f"ranking the canaries of {canaries} with {lm.name}")
+    summary, results = run_exposure(lm, canaries, out_dir, alphabet=alphabet, extrapolate=extrapolate,
+                                    sample_size=sample_size, max_candidates=max_candidates, seed=seed)
     if as_json:
         print_json(summary)
         return
@@ -214,28 +166,25 @@ def exposure_cmd(
     for col in ("secret", "repeats", "rank", "exposure (bits)", "method"):
         t.add_column(col)
     for r in results:
-        t.add_row(
-            r.secret,
-            str(r.repeats or ""),
-            "" if r.rank is None else str(r.rank),
-            f"{r.exposure_bits:.2f}",
-            r.method,
-        )
+        t.add_row(r.secret, str(r.repeats or ""), "" if r.rank is None else str(r.rank), f"{r.exposure_bits:.2f}", r.method)
     out.print(t)
-    out.print(
-        f"max exposure {best.exposure_bits:.2f} of {summary['max_possible_exposure']:.2f} bits -> {run}"
-    )
+    out.print(f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}")
 
 
 def mia_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Target model.")],
-    members: Annotated[
-        Path, typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines).")
-    ],
-    non_members: Annotated[
-        Path, typer.Option("--non-members", help="Same-format texts that were not in training.")
-    ],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    members: Annotated[
+        Path | None, typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines).")
+    ] = None,
+    non_members: Annotated[
+        Path | None, typer.Option("--non-members", help="Same-format texts that were not in training.")
+    ] = None,
+    corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="Without --members/--non-members: the training corpus; its held-out users "
+                     "(holdout.json in the model folder) are the non-members, the other users the members."),
+    ] = None,
     group_size: Annotated[int, typer.Option(help="Texts per group for the group attack (0: skip it).")] = 20,
     num_groups: Annotated[
         int | None, typer.Option(help="Draw this many groups per side (A.4) instead of disjoint groups.")
@@ -253,91 +202,65 @@ def mia_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot."""
-    import pandas as pd
-
-    from lmleak.attacks.membership import evaluate_membership, read_texts
-    from lmleak.attacks.roc import plot_roc
-    from lmleak.errors import ConfigError
-    from lmleak.runs import secure_dir, write_parquet, write_summary
+    from lmleak.attacks.membership import read_texts, run_membership
 
     quiet(quiet_ or as_json)
-    if not 0 < min_k <= 1:
-        raise ConfigError(f"--min-k must be in (0, 1], got {min_k}", field="min_k")
-    if group_size < 0:
-        raise ConfigError("--group-size must be >= 0", field="group_size")
-    mem = read_texts(members, field=field)
-    non = read_texts(non_members, field=field)
     lm = load_scoring_model(model)
+    if members is not None and non_members is not None:
+        mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
+    else:
+        mem, non, source = members_from_holdout(model, corpus)
+        info(source)
     ref = load_scoring_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
-    res = evaluate_membership(
-        lm,
-        mem,
-        non,
-        num_per_side=num_per_side,
-        group_size=group_size,
-        num_groups=num_groups,
-        reference=ref,
-        min_k=min_k,
-        seed=seed,
-        work_dir=Path(out_dir) / "passes" / "mia-scores",
-    )
-    run = secure_dir(out_dir)
-    write_parquet(res.scores, run / "mia_scores.parquet")
-    write_parquet(res.metrics, run / "mia_metrics.parquet")
-    curves = pd.DataFrame(
-        [
-            {"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
-            for name, c in res.curves.items()
-            for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)
-        ]
-    )
-    write_parquet(curves, run / "roc.parquet")
-    plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {lm.name}")
-    rows = res.metrics.to_dict(orient="records")
-    ind = next(r for r in rows if r["level"] == "individual" and r["feature"] == "perplexity")
-    grp = next((r for r in rows if r["level"] != "individual" and r["feature"] == "perplexity"), None)
-    summary = {
-        "attack": "membership_inference",
-        "model": lm.name,
-        "reference": None if ref is None else ref.name,
-        "num_per_side": res.num_per_side,
-        "group_size": group_size,
-        "accuracy": ind["accuracy"],
-        "auc": ind["auc"],
-        "mia_accuracy": ind["accuracy"],
-        "mia_auc": ind["auc"],
-        "group_accuracy": None if grp is None else grp["accuracy"],
-        "metrics": rows,
-        "scenario": scenario(
-            attack="membership_inference",
-            access="scores",
-            target="membership",
-            knowledge=("candidate_texts",),
-            resources=("reference_model",) if ref is not None else (),
-            notes="balanced members vs same-format non-members (paper 002 A.4)",
-        ),
-    }
-    write_summary(run, summary)
+    summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side, group_size=group_size,
+                             num_groups=num_groups, min_k=min_k, seed=seed, source=source)
     if as_json:
         print_json(summary)
         return
+    print_membership(summary, out_dir)
+
+
+def members_from_holdout(model: str, corpus: Path | None) -> tuple[list[str], list[str], str]:
+    """Members and non-members from the training corpus and the users the model held out."""
+    from lmleak.attacks.membership import split_by_holdout
+    from lmleak.data.holdout import read_holdout
+    from lmleak.data.loaders import iter_documents
+    from lmleak.errors import ConfigError
+
+    holdout = read_holdout(model)
+    if corpus is None or holdout is None or not holdout.users:
+        raise ConfigError(
+            "no member / non-member texts: give --members and --non-members, or --corpus with a model "
+            "trained by `lmleak train` (its holdout.json names the users it never saw)",
+            field="--members", hint="retrain with --holdout-users 0.1, or write the two files",
+        )
+    mem, non = split_by_holdout(iter_documents(corpus), holdout.users)
+    source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+              f"(holdout.json); members: {len(mem)} documents of the other users")
+    return mem, non, source
+
+
+def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
     from rich.table import Table
 
-    t = Table(title=f"Membership inference — {lm.name} ({res.num_per_side} per side)")
-    for col in ("level", "score", "accuracy", "AUC", "TPR@1%FPR", "TPR@0.1%FPR"):
+    t = Table(title=f"Membership inference — {summary['model']} ({summary['num_per_side']} per side)")
+    for col in ("level", "attack", "accuracy", "AUC", "TPR@1%FPR", "TPR@0.1%FPR"):
         t.add_column(col)
-    for r in rows:
-        t.add_row(
-            r["level"],
-            r["feature"],
-            f"{r['accuracy']:.3f}",
-            f"{r['auc']:.3f}",
-            f"{r['tpr_at_1pct_fpr']:.3f}",
-            f"{r['tpr_at_0.1pct_fpr']:.3f}",
-        )
+    notes = set()
+    for r in summary["metrics"]:
+        cells = []
+        for key in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):
+            cells.append("-" if r[key] is None else f"{r[key]:.3f}")
+            if r.get(f"{key}_note"):
+                notes.add(f"TPR at {'1' if key == 'tpr_at_1pct_fpr' else '0.1'}% FPR: {r[key + '_note']}")
+        headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
+        t.add_row(r["level"], r["feature"] + (" (headline)" if headline else ""), f"{r['accuracy']:.3f}",
+                  f"{r['auc']:.3f}", *cells)
     out.print(t)
-    out.print(f"-> {run}")
+    for n in sorted(notes):
+        out.print(f"  not reported: {n}")
+    out.print(f"-> {out_dir}")
 
 
 def crt_cmd(

@@ -30,11 +30,14 @@ def train(
     epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
     batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).")] = 16,
     lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 2e-3,
-    seq_len: Annotated[int, typer.Option(help="Tokens per training sequence.")] = 128,
+    seq_len: Annotated[int, typer.Option("--seq-len", "--context", help="Tokens per training sequence (the GPT's context).")] = 128,
     tokenizer: Annotated[str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")] = None,
     vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")] = 4000,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    val_fraction: Annotated[float, typer.Option(help="Share of users held out for validation.")] = 0.1,
+    holdout_users: Annotated[float, typer.Option("--holdout-users", "--val-fraction", help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.")] = 0.1,
+    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.")] = 2,
+    width: Annotated[int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).")] = 128,
+    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.")] = 4,
     snapshots: Annotated[bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")] = False,
     noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).")] = None,
     target_epsilon: Annotated[float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.")] = None,
@@ -56,7 +59,8 @@ def train(
 
     quiet(quiet_ or json_out)
     cfg = TrainConfig(arch=arch, mode=mode, epochs=epochs, batch_size=batch_size, lr=lr, seq_len=seq_len,  # type: ignore[arg-type]
-                      tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, val_fraction=val_fraction,  # type: ignore[arg-type]
+                      tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, holdout_users=holdout_users,  # type: ignore[arg-type]
+                      n_layer=layers, n_embd=width, n_head=heads,
                       snapshots=snapshots, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
                       target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy,  # type: ignore[arg-type]
                       dp_clipping=dp_clipping)  # type: ignore[arg-type]
@@ -74,6 +78,7 @@ def train(
         "tokens_per_s": res.final.get("tokens_per_s"),
         "epsilon": res.privacy.get("epsilon"),
         "delta": res.privacy.get("delta"),
+        "held_out_users": res.val_users,
     }
     if json_out:
         print_json(summary)
@@ -91,6 +96,9 @@ def train(
         t.add_row(str(h["epoch"]), _f(h.get("train_loss")), _f(h.get("val_perplexity")), _f(h.get("val_top1_accuracy")),
                   _f(h.get("val_top3_accuracy")), _f(h.get("tokens_per_s"), 0))
     out.print(t)
+    held = res.val_users
+    out.print(f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
+              f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}")
     if res.privacy.get("epsilon") is not None:
         out.print(f"DP: epsilon = {res.privacy['epsilon']:.3f} at delta = {res.privacy['delta']:g} "
                   f"({res.privacy['accountant']} accountant, {res.privacy['steps']} private steps)")

@@ -32,11 +32,26 @@ def _table(summary: dict) -> None:
     t = Table(title=f"ProPILE probe of {summary['model']} ({summary['level']}, {summary['templates']} templates)")
     for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
         t.add_column(c)
+    def f(x: float | None) -> str:
+        return "-" if x is None else f"{x:.3g}"
+
     for name, v in summary["targets"].items():
-        f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
         t.add_row(name, str(v.get("subjects", "-")), f(v.get("mean_likelihood")), f(v.get("mean_null_likelihood")),
                   f(v.get("wilcoxon_p")), f(v.get("exact_match_rate")), f((v.get("gamma") or {}).get("<100")))
     out.print(t)
+    groups = summary.get("groups")
+    if groups:
+        g = Table(title="Members vs controls (users the model never saw)")
+        for c in ("group", "subjects", "exact match", "mean ln(target/null)", "Wilcoxon p (raw)", "Wilcoxon p (log)"):
+            g.add_column(c)
+        for name in ("members", "controls"):
+            v = groups[name]
+            g.add_row(name, str(v.get("subjects", "-")), f(v.get("exact_match_rate")),
+                      f(v.get("mean_log_likelihood_ratio")), f(v.get("wilcoxon_p")), f(v.get("wilcoxon_p_log")))
+        out.print(g)
+        tests = groups.get("tests", {})
+        out.print(f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
+                  f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}")
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -109,6 +124,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
                       {True: "yes", False: "no", None: "-"}[r.get("reproduced")], r["verdict"])
         out.print(t)
 
+    def held_out_users(model: str) -> set[str]:
+        from lmleak.data.holdout import read_holdout
+
+        holdout = read_holdout(model)
+        return set(holdout.users) if holdout else set()
+
     @probe.command("run")
     def run_cmd(
         model: ModelOpt,
@@ -140,10 +161,14 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         subj = read_subjects(subjects)[:limit]
         tpl = load_templates(template_file) if template_file else None
         m = load_model(model)
+        controls = held_out_users(model)
         info(f"probing {len(subj)} subjects of {m.name}")
+        if controls:
+            n_ctrl = sum(1 for x in subj if str(x.get("user_id", x.get("subject_id"))) in controls)
+            info(f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members")
         summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
                             samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl, seed=seed,
-                            budgets=budgets)
+                            budgets=budgets, controls=controls)
         if json_:
             print_json(summary)
         else:

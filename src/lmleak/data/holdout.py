@@ -91,7 +91,7 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
         users = data.get("val_users")
         if isinstance(users, list) and all(isinstance(u, str) for u in users):
             cfg = data.get("config") or {}
-            return Holdout(tuple(sorted(users)), float(cfg.get("val_fraction") or 0.0), cfg.get("seed"), None)
+            return Holdout(tuple(sorted(users)), float(cfg.get("holdout_users", cfg.get("val_fraction")) or 0.0), cfg.get("seed"), None)
     return None
 
 

@@ -225,7 +225,7 @@ class ProPILEExperimentConfig:
             seq_len=self.seq_len,
             tokenizer="word",
             vocab_size=self.vocab_size,
-            val_fraction=0.0,
+            holdout_users=0.0,
             seed=self.seed,
             n_embd=self.n_embd,
             n_layer=self.n_layer,

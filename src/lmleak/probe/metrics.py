@@ -45,18 +45,55 @@ def gamma_curve(likelihoods: Sequence[float], ks: Sequence[float] | None = None)
 
 
 def wilcoxon_p(target: Sequence[float], null: Sequence[float]) -> float | None:
-    """One-sided Wilcoxon signed-rank p-value for target log-likelihood > null (§4.2, Fig. 3).
+    """One-sided Wilcoxon signed-rank p-value for target > null, paired per subject (§4.2, Fig. 3).
 
-    Paired per subject; log-likelihoods are compared because likelihoods underflow. None with fewer
-    than two pairs or when all differences are zero.
+    Paper 003 (B.2, Table 3) tests the raw likelihoods, "without log"; the signed-rank test is not
+    invariant under the log (the ranks of the differences change), so :func:`wilcoxon_p` on
+    likelihoods and on log-likelihoods differ, and lmleak reports both (``wilcoxon_p``,
+    ``wilcoxon_p_log``). Likelihoods below ~1e-308 underflow to 0 in float64; pairs whose difference
+    is 0 are dropped (scipy's ``zero_method="wilcox"``). None with fewer than two non-zero pairs.
+
+    Example:
+        >>> round(wilcoxon_p([0.5, 0.4, 0.3, 0.6, 0.2], [0.1, 0.2, 0.35, 0.1, 0.1]), 4)
+        0.0625
     """
     from scipy.stats import wilcoxon
 
     t, n = np.asarray(target, dtype=np.float64), np.asarray(null, dtype=np.float64)
     d = t - n
-    if d.size < 2 or not np.any(d != 0):
+    if np.count_nonzero(d) < 2:
         return None
     return float(wilcoxon(t, n, alternative="greater").pvalue)
+
+
+def fisher_greater_p(hits_a: int, n_a: int, hits_b: int, n_b: int) -> float | None:
+    """One-sided Fisher exact test that group a's hit rate exceeds group b's (members vs controls).
+
+    Example:
+        >>> round(fisher_greater_p(8, 10, 1, 10), 5)
+        0.00274
+    """
+    from scipy.stats import fisher_exact
+
+    if n_a < 1 or n_b < 1:
+        return None
+    table = [[hits_a, n_a - hits_a], [hits_b, n_b - hits_b]]
+    return float(fisher_exact(table, alternative="greater").pvalue)
+
+
+def mann_whitney_greater_p(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """One-sided Mann-Whitney U p-value that values in ``a`` tend to exceed those in ``b``.
+
+    Example:
+        >>> round(mann_whitney_greater_p([5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0]), 4)
+        0.0143
+    """
+    from scipy.stats import mannwhitneyu
+
+    x, y = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    if x.size < 1 or y.size < 1:
+        return None
+    return float(mannwhitneyu(x, y, alternative="greater").pvalue)
 
 
 def _digits(s: str) -> str:

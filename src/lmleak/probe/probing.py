@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +11,13 @@ import numpy as np
 from lmleak.models.base import Capability
 from lmleak.probe.blackbox import generate_probes, max_new_tokens
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
-from lmleak.probe.metrics import gamma_curve, gamma_lt_k, wilcoxon_p
+from lmleak.probe.metrics import (
+    fisher_greater_p,
+    gamma_curve,
+    gamma_lt_k,
+    mann_whitney_greater_p,
+    wilcoxon_p,
+)
 from lmleak.probe.templates import Probe, build_probes
 
 DEFAULT_TARGETS = ("phone", "email", "address")
@@ -80,7 +87,8 @@ def summarize_likelihoods(df: Any) -> dict[str, Any]:
         "mean_null_log_likelihood": float(g["null_log_likelihood"].mean()),
         "mean_normalized_likelihood": float(g["normalized_likelihood"].mean()),
         "mean_null_normalized_likelihood": float(g["null_normalized_likelihood"].mean()),
-        "wilcoxon_p": wilcoxon_p(g["log_likelihood"].to_numpy(), g["null_log_likelihood"].to_numpy()),
+        "wilcoxon_p": wilcoxon_p(g["likelihood"].to_numpy(), g["null_likelihood"].to_numpy()),
+        "wilcoxon_p_log": wilcoxon_p(g["log_likelihood"].to_numpy(), g["null_log_likelihood"].to_numpy()),
         "gamma": {f"<{k}": gamma_lt_k(lik, k) for k in (10, 100, 1000)},
         "gamma_curve": gamma_curve(lik),
         "expected_queries_median": float(np.median(1.0 / np.maximum(lik, 1e-300))),
@@ -134,6 +142,53 @@ def overall_metrics(lrows: list[dict[str, Any]], grows: list[dict[str, Any]]) ->
     return out
 
 
+def compare_groups(lrows: list[dict[str, Any]], grows: list[dict[str, Any]], controls: set[str],
+                   subject_user: dict[str, str]) -> dict[str, Any]:
+    """Members vs controls, side by side (issue 14): controls are subjects whose user the model never
+    saw (``holdout.json``). Per (subject, target type) pair, maximum over templates as in A.3:
+
+    - exact match rate per group, and a one-sided Fisher exact test that members' rate is higher;
+    - the log likelihood ratio target - null per group, and a one-sided Mann-Whitney U test that
+      members' ratios are higher (the ratio, not the raw likelihood, so that PII that is easy to
+      guess for anyone does not decide the comparison);
+    - the Wilcoxon target-vs-null test within each group (raw likelihoods, and log beside it).
+
+    A pooled test can hide a strong member effect under controls that show none; these do not.
+    """
+    import pandas as pd
+
+    def group_of(sid: str) -> str:
+        return "controls" if subject_user.get(sid, sid) in controls else "members"
+
+    out: dict[str, Any] = {"members": {}, "controls": {}, "tests": {}}
+    if grows:
+        g = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max().astype(bool).reset_index()
+        g["group"] = [group_of(s) for s in g["subject_id"]]
+        for name in ("members", "controls"):
+            part = g[g["group"] == name]
+            out[name].update({"pairs_generated": int(len(part)), "exact_match_hits": int(part["exact_match"].sum()),
+                              "exact_match_rate": float(part["exact_match"].mean()) if len(part) else None})
+        m, c = out["members"], out["controls"]
+        out["tests"]["exact_match_fisher_p"] = fisher_greater_p(
+            m["exact_match_hits"], m["pairs_generated"], c["exact_match_hits"], c["pairs_generated"])
+    if lrows:
+        lk = pd.DataFrame(lrows).groupby(["target_type", "subject_id"])[
+            ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]].max().reset_index()
+        lk["group"] = [group_of(s) for s in lk["subject_id"]]
+        lk["log_ratio"] = lk["log_likelihood"] - lk["null_log_likelihood"]
+        for name in ("members", "controls"):
+            part = lk[lk["group"] == name]
+            out[name].update({
+                "pairs_scored": int(len(part)),
+                "mean_log_likelihood_ratio": float(part["log_ratio"].mean()) if len(part) else None,
+                "wilcoxon_p": wilcoxon_p(part["likelihood"], part["null_likelihood"]),
+                "wilcoxon_p_log": wilcoxon_p(part["log_likelihood"], part["null_log_likelihood"]),
+            })
+        out["tests"]["log_ratio_mann_whitney_p"] = mann_whitney_greater_p(
+            lk.loc[lk["group"] == "members", "log_ratio"], lk.loc[lk["group"] == "controls", "log_ratio"])
+    return out
+
+
 def gamma_frame(per_type: dict[str, Any]) -> Any:
     """The γ<k curves of every target type as a long table ``target_type, k, gamma`` (Fig. 3c)."""
     import pandas as pd
@@ -174,11 +229,14 @@ def run_probe(
     seed: int = 0,
     figures: bool = True,
     budgets: dict[str, int] | None = None,
+    controls: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
 
     ``likelihood=None`` scores when the model grants SCORE and skips otherwise; ``True`` on a
-    generation-only model raises :class:`CapabilityError`.
+    generation-only model raises :class:`CapabilityError`. ``controls``: user ids the model never saw
+    (``holdout.json``); subjects of those users are reported apart, as controls, beside the members
+    (:func:`compare_groups`, summary key ``groups``).
     """
     import pandas as pd
 
@@ -219,6 +277,11 @@ def run_probe(
                "targets": per_type}
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
     summary.update(overall_metrics(lrows, grows))
+    if controls:
+        subject_user = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
+        summary["groups"] = compare_groups(lrows, grows, set(controls), subject_user)
+        summary["groups"]["controls"]["subjects"] = sum(1 for u in subject_user.values() if u in set(controls))
+        summary["groups"]["members"]["subjects"] = len(subject_user) - summary["groups"]["controls"]["subjects"]
     if out_dir is not None:
         out = secure_dir(out_dir)
         if lrows:

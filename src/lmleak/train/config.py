@@ -33,7 +33,7 @@ class TrainConfig:
     tokenizer: Literal["word", "bpe"] | None = None  # None: bpe for gpt, word for lstm (paper 001 §6.1)
     vocab_size: int = 4000
     seed: int = 0
-    val_fraction: float = 0.1  # share of USERS held out for validation
+    holdout_users: float = 0.1  # share of USERS held out: validation, and the controls of MIA and probing
     snapshots: bool = False
     # small GPT shape
     n_embd: int = 128
@@ -57,8 +57,8 @@ class TrainConfig:
             raise ConfigError(f"unknown arch {self.arch!r}", field="arch", hint="use gpt or lstm")
         if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
             raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
-        if not 0.0 <= self.val_fraction < 1.0:
-            raise ConfigError("val_fraction must be in [0, 1)", field="val_fraction")
+        if not 0.0 <= self.holdout_users < 1.0:
+            raise ConfigError("holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1, or 0 for none")
         if self.mode in ("dp", "crt", "sdp"):
             if (self.noise_multiplier is None) == (self.target_epsilon is None):
                 raise ConfigError(
@@ -66,6 +66,9 @@ class TrainConfig:
                     field="noise_multiplier",
                     hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
                 )
+        if self.n_layer < 1 or self.n_head < 1 or self.n_embd < 1 or self.n_embd % self.n_head:
+            raise ConfigError(f"GPT width {self.n_embd} must be a positive multiple of the heads ({self.n_head}), "
+                              f"layers >= 1", field="width", hint="e.g. --width 256 --heads 8 --layers 4")
         if self.dp_clipping not in ("bookkeeping", "ghost"):
             raise ConfigError(f"unknown dp_clipping {self.dp_clipping!r}", field="dp_clipping",
                               hint="use bookkeeping (default) or ghost (Opacus)")

@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.train.config import TrainConfig
 
 IGNORE = -100
@@ -69,13 +70,13 @@ def encode_chunks(texts: list[str], tokenizer: Any, seq_len: int) -> Chunks:
     return Chunks(out, lengths)
 
 
-def split_users(corpus: Corpus, val_fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
-    """Hold out a seeded ``val_fraction`` of users (at least one when the fraction is > 0)."""
+def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
+    """Hold out a seeded ``fraction`` of users (at least one when the fraction is > 0)."""
     users = corpus.users
-    if val_fraction <= 0 or len(users) < 2:
+    if fraction <= 0 or len(users) < 2:
         return corpus, None
     rng = random.Random(seed)
-    held = set(rng.sample(users, max(1, round(len(users) * val_fraction))))
+    held = set(rng.sample(users, max(1, round(len(users) * fraction))))
     return corpus.without_users(held), corpus.select_users(held)
 
 
@@ -213,7 +214,7 @@ def train_model(
     """Train a small GPT or LSTM on ``corpus`` and save it to ``out_dir``.
 
     Args:
-        corpus: training data; ``config.val_fraction`` of its users are held out for validation
+        corpus: training data; ``config.holdout_users`` of its users are held out for validation
             unless ``val_corpus`` is given.
         public, private: for ``mode="crt"`` with a pre-computed split (otherwise the split is
             computed from ``corpus`` with ``config.policy``).
@@ -230,7 +231,7 @@ def train_model(
 
     config = config if config is not None else TrainConfig()
     torch.manual_seed(config.seed)
-    train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.val_fraction, config.seed)
+    train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.holdout_users, config.seed)
     extra: dict[str, Any] = {}
     if config.mode == "crt":
         from lmleak.train.dp import crt_split_for
@@ -304,6 +305,7 @@ def train_model(
         "split_stats": extra.get("split_stats"),
     }
     atomic_write_json(out / "train.json", info)
+    write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
     return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
 
@@ -313,4 +315,7 @@ def load_train_config(model_dir: str | Path) -> TrainConfig | None:
     p = Path(model_dir) / "train.json"
     if not p.exists():
         return None
-    return TrainConfig(**json.loads(p.read_text())["config"])
+    cfg = dict(json.loads(p.read_text())["config"])
+    if "val_fraction" in cfg:  # train.json written before the field was renamed
+        cfg["holdout_users"] = cfg.pop("val_fraction")
+    return TrainConfig(**cfg)

@@ -1,0 +1,56 @@
+"""Members vs controls in probing (issue 14) and the Wilcoxon test on raw likelihoods (issue 15)."""
+
+from __future__ import annotations
+
+import math
+from math import comb
+
+import pytest
+
+from lmleak.probe.metrics import fisher_greater_p, mann_whitney_greater_p, wilcoxon_p
+from lmleak.probe.probing import compare_groups
+
+
+def test_fisher_equals_the_hypergeometric_tail_by_hand():
+    # 8 of 10 members vs 1 of 10 controls: P(X >= 8), X ~ Hypergeometric(N=20, K=9 hits, n=10 members)
+    tail = sum(comb(9, x) * comb(11, 10 - x) for x in range(8, 10)) / comb(20, 10)
+    assert fisher_greater_p(8, 10, 1, 10) == pytest.approx(tail)
+
+
+def test_mann_whitney_equals_the_exact_count_by_hand():
+    # every member above every control: only 1 of the C(8, 4) = 70 orderings is as extreme
+    assert mann_whitney_greater_p([5.0, 6.0, 7.0, 8.0], [1.0, 2.0, 3.0, 4.0]) == pytest.approx(1 / 70)
+
+
+def test_wilcoxon_on_raw_likelihoods_differs_from_log_likelihoods_as_by_hand():
+    target, null = [0.9, 1e-5, 0.5], [0.1, 1e-9, 0.6]
+    # raw |d|: 1e-5 (rank 1), 0.1 (rank 2, negative), 0.8 (rank 3): W+ = 4, P(W+ >= 4 | n=3) = 3/8
+    assert wilcoxon_p(target, null) == pytest.approx(3 / 8)
+    # log |d|: 0.18 (rank 1, negative), 2.2 (rank 2), 9.2 (rank 3): W+ = 5, P(W+ >= 5) = 2/8
+    assert wilcoxon_p([math.log(x) for x in target], [math.log(x) for x in null]) == pytest.approx(2 / 8)
+
+
+def _rows(subject, member_like):
+    lik, null = (0.5, 0.01) if member_like else (0.01, 0.01)
+    return ({"subject_id": subject, "target_type": "email", "likelihood": lik, "null_likelihood": null,
+             "log_likelihood": math.log(lik), "null_log_likelihood": math.log(null)},
+            {"subject_id": subject, "target_type": "email", "exact_match": member_like})
+
+
+def test_groups_report_members_and_controls_side_by_side_where_a_pooled_test_would_blur_them():
+    lrows, grows, users = [], [], {}
+    for i in range(12):
+        member = i < 6
+        lr, gr = _rows(f"s{i}", member)
+        lr["null_likelihood"] = 0.01 + 0.001 * i  # distinct differences, so the signed ranks are untied
+        lr["null_log_likelihood"] = math.log(lr["null_likelihood"])
+        lrows.append(lr)
+        grows.append(gr)
+        users[f"s{i}"] = f"u{i}"
+    out = compare_groups(lrows, grows, controls={f"u{i}" for i in range(6, 12)}, subject_user=users)
+    m, c = out["members"], out["controls"]
+    assert (m["exact_match_rate"], c["exact_match_rate"]) == (1.0, 0.0)
+    assert out["tests"]["exact_match_fisher_p"] == pytest.approx(1 / comb(12, 6))
+    assert m["wilcoxon_p"] == pytest.approx(1 / 64)  # all 6 member differences positive
+    assert c["wilcoxon_p"] == pytest.approx(1.0)  # every control: target below null
+    assert out["tests"]["log_ratio_mann_whitney_p"] < 0.01
