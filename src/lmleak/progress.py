@@ -1,16 +1,37 @@
-"""Progress bars for long passes, shared by the library and the CLI.
+"""Progress of long passes, in a terminal and in a CI log.
 
-Library code wraps its loops in :func:`track`; the CLI turns bars off with ``--quiet``/``--json``
-(:func:`set_enabled`). Bars go to stderr, so ``--json`` output on stdout stays clean.
+Library code wraps its loops in :func:`track` and its multi-step work in :func:`stage`. Where the
+output goes decides the form:
+
+- stderr is a terminal: a Rich progress bar per loop;
+- stderr is a file or a pipe (CI logs, ``nohup``, ``| tee``): plain lines, one when a pass starts,
+  one at least every :data:`INTERVAL` seconds while it runs, one when it ends, e.g.::
+
+      [lmleak] ledger: started, 1,520 docs
+      [lmleak] ledger: 612/1,520 docs (40%), 10.2 docs/s, ETA 1m29s
+      [lmleak] ledger: done, 1,520 docs in 2m31s
+
+The CLI turns both off with ``--quiet`` / ``--json`` (:func:`set_enabled`); so does ``LMLEAK_QUIET=1``.
+Lines go to stderr, so ``--json`` output on stdout stays clean. The clock is injectable
+(:func:`set_clock`) so the heartbeat is tested without sleeping.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-from typing import TypeVar
+import contextlib
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import TextIO, TypeVar
 
 T = TypeVar("T")
-_ENABLED = True
+#: Seconds between two progress lines in a log (``LMLEAK_PROGRESS_INTERVAL`` overrides it).
+INTERVAL = 30.0
+_ENABLED = os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes")
+_clock: Callable[[], float] = time.monotonic
+_stream: TextIO | None = None  # None: sys.stderr at the time of writing (pytest swaps it)
 
 
 def set_enabled(enabled: bool) -> None:
@@ -22,11 +43,149 @@ def enabled() -> bool:
     return _ENABLED
 
 
-def track(iterable: Iterable[T], *, total: int | None = None, description: str = "working") -> Iterator[T]:
-    """Iterate with a Rich progress bar on stderr (a plain iterator when disabled or not a TTY-less test)."""
+def set_clock(clock: Callable[[], float]) -> None:
+    """Use ``clock`` (seconds) instead of :func:`time.monotonic` (tests)."""
+    global _clock
+    _clock = clock
+
+
+def set_stream(stream: TextIO | None) -> None:
+    """Write plain progress lines to ``stream`` (None: stderr)."""
+    global _stream
+    _stream = stream
+
+
+def _interval() -> float:
+    try:
+        return float(os.environ.get("LMLEAK_PROGRESS_INTERVAL", INTERVAL))
+    except ValueError:
+        return INTERVAL
+
+
+def _out() -> TextIO:
+    return _stream if _stream is not None else sys.stderr
+
+
+def _is_terminal() -> bool:
+    return _stream is None and sys.stderr.isatty()
+
+
+def format_duration(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``.
+
+    Example:
+        >>> format_duration(42.4), format_duration(185), format_duration(3725)
+        ('42s', '3m05s', '1h02m')
+    """
+    s = int(round(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+
+
+def progress_line(description: str, done: int, total: int | None, elapsed: float, unit: str = "items") -> str:
+    """One heartbeat line: stage, done/total, share, rate and ETA (when the total is known).
+
+    Example:
+        >>> progress_line("ledger", 612, 1520, 60.0, "docs")
+        '[lmleak] ledger: 612/1,520 docs (40%), 10.2 docs/s, ETA 1m29s'
+        >>> progress_line("scoring", 10, None, 4.0)
+        '[lmleak] scoring: 10 items, 2.5 items/s'
+    """
+    rate = done / elapsed if elapsed > 0 else 0.0
+    if total:
+        eta = format_duration((total - done) / rate) if rate > 0 else "?"
+        return (f"[lmleak] {description}: {done:,}/{total:,} {unit} ({100 * done // total}%), "
+                f"{rate:.1f} {unit}/s, ETA {eta}")
+    return f"[lmleak] {description}: {done:,} {unit}, {rate:.1f} {unit}/s"
+
+
+def log(message: str) -> None:
+    """A plain line on stderr (when progress is on); the stage messages of long commands."""
+    if _ENABLED:
+        print(f"[lmleak] {message}", file=_out(), flush=True)
+
+
+@contextlib.contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Log the start and end (with its duration) of a step that has no loop of its own to track."""
+    t0 = _clock()
+    if _ENABLED and not _is_terminal():
+        log(f"{name}: started")
+    yield
+    if _ENABLED and not _is_terminal():
+        log(f"{name}: done in {format_duration(_clock() - t0)}")
+
+
+def track(
+    iterable: Iterable[T], *, total: int | None = None, description: str = "working", unit: str = "items"
+) -> Iterator[T]:
+    """Iterate with progress: a Rich bar on a terminal, heartbeat lines in a log, nothing when disabled."""
     if not _ENABLED:
         yield from iterable
         return
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
+    if _is_terminal():
+        yield from _rich(iterable, total, description)
+        return
+    beat = _Heartbeat(description, total, unit)
+    log(f"{description}: started" + (f", {total:,} {unit}" if total else ""))
+    beat.start()
+    try:
+        for item in iterable:
+            yield item
+            beat.tick()
+    finally:
+        beat.stop()
+    log(f"{description}: done, {beat.done:,} {unit} in {format_duration(_clock() - beat.t0)}")
+
+
+class _Heartbeat:
+    """Prints a progress line when :data:`INTERVAL` has passed since the last one: checked at every
+    item, and by a background thread while one item takes long (a shard of a slow pass)."""
+
+    def __init__(self, description: str, total: int | None, unit: str) -> None:
+        self.description, self.total, self.unit = description, total, unit
+        self.interval = _interval()
+        self.done = 0
+        self.t0 = self.last = _clock()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if _clock is time.monotonic:  # a test's injected clock drives the beats through tick() alone
+            self._thread = threading.Thread(target=self._run, name="lmleak-progress", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(min(self.interval, 5.0)):
+            self.beat()
+
+    def tick(self) -> None:
+        with self._lock:
+            self.done += 1
+        self.beat()
+
+    def beat(self) -> None:
+        with self._lock:
+            now = _clock()
+            if now - self.last < self.interval:
+                return
+            self.last = now
+            line = progress_line(self.description, self.done, self.total, now - self.t0, self.unit)
+        print(line, file=_out(), flush=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=1.0)
+
+
+def _rich(iterable: Iterable[T], total: int | None, description: str) -> Iterator[T]:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -37,8 +196,6 @@ def track(iterable: Iterable[T], *, total: int | None = None, description: str =
         TimeRemainingColumn,
     )
 
-    if total is None and hasattr(iterable, "__len__"):
-        total = len(iterable)  # type: ignore[arg-type]
     columns = (
         TextColumn("[progress.description]{task.description}"),
         BarColumn(),

@@ -25,10 +25,11 @@ def offline_environment() -> None:
 
 
 def quiet(enabled: bool) -> None:
-    """Turn progress bars off (for --quiet and --json)."""
+    """Turn progress off for --quiet and --json (never back on: a global --quiet or LMLEAK_QUIET wins)."""
     from lmleak import progress
 
-    progress.set_enabled(not enabled)
+    if enabled:
+        progress.set_enabled(False)
 
 
 def print_json(obj: Any) -> None:

@@ -8,6 +8,7 @@ print one line and exit with status 2 — never a traceback.
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Annotated
 
 import click
@@ -63,10 +64,16 @@ def build_app() -> typer.Typer:
                 "Also LMLEAK_DEVICE. Training stays on the CPU.",
             ),
         ] = None,
+        quiet_all: Annotated[
+            bool,
+            typer.Option("--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."),
+        ] = False,
     ) -> None:
         """Privacy auditing of language models."""
+        from lmleak import progress
         from lmleak.models.device import resolve_device, use_device
 
+        progress.set_enabled(not quiet_all and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
         if device is not None:
             resolve_device(device)  # a GPU asked for but absent fails before the command starts
         ctx.with_resource(use_device(device))

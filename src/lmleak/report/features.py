@@ -34,6 +34,7 @@ import numpy as np
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import count_words
+from lmleak.progress import track
 
 SEQUENCE_COLUMNS = [
     "k", "sequence_id", "text", "length_tokens", "length_words", "count_in_s", "users_in_s", "count_in_d",
@@ -167,9 +168,12 @@ def _score_public(public_model: Any, owners: np.ndarray, contexts: list[str], te
         by_model.setdefault(id(m), (m, {}))[1].setdefault((c, t), []).append(j)
     for m, pairs in by_model.values():
         keys = list(pairs)
-        scores = m.score_text([c for c, _ in keys], [t for _, t in keys])
-        for key, sc in zip(keys, scores, strict=True):
-            out[pairs[key]] = sc.logprob
+        batch = 256  # the public model scores in chunks, so a long pass shows progress
+        for i in track(range(0, len(keys), batch), description="public model scoring", unit="batches"):
+            chunk = keys[i : i + batch]
+            scores = m.score_text([c for c, _ in chunk], [t for _, t in chunk])
+            for key, sc in zip(chunk, scores, strict=True):
+                out[pairs[key]] = sc.logprob
     return out
 
 

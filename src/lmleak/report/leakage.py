@@ -21,6 +21,7 @@ from typing import Any
 from lmleak.data.corpus import Corpus
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.progress import stage
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
     PUBLIC_OCCURRENCES,
@@ -212,7 +213,8 @@ def run_report(
 
     out = secure_dir(out_dir)
     ledger = build_ledger(model, corpus, out, shard_size=config.shard_size, k=max(config.ks))
-    index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
+    with stage("report: corpus index"):
+        index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
     public_info: dict[str, Any] | None = None
     pub = public_model
     if isinstance(pub, str | Path) and str(pub) == LEAVE_OUT:
@@ -236,7 +238,8 @@ def run_report(
 
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
         public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
-    seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
+    with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
+        seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
 
     occ_out = occ.drop(columns=["doc"])
     seq_out = seqs
