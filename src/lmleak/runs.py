@@ -43,13 +43,24 @@ def atomic_write_text(path: str | Path, text: str) -> Path:
 
 
 def _jsonable(obj: Any) -> Any:
-    """NaN/inf become null (JSON has no NaN); numpy scalars become Python numbers."""
+    """NaN/inf become null (JSON has no NaN); numpy scalars become Python numbers, numpy arrays (the
+    list columns of Parquet tables) lists, dates ISO strings.
+
+    Example:
+        >>> import numpy as np
+        >>> _jsonable({"a": np.array([1, 2]), "b": [np.float32(0.5), float("nan")], "c": {"d": np.int64(3)}})
+        {'a': [1, 2], 'b': [0.5, None], 'c': {'d': 3}}
+    """
     if isinstance(obj, dict):
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_jsonable(v) for v in obj]
+    if hasattr(obj, "tolist") and getattr(obj, "ndim", 0) >= 1:
+        return [_jsonable(v) for v in obj.tolist()]
     if hasattr(obj, "item") and callable(obj.item) and getattr(obj, "ndim", 1) == 0:
         obj = obj.item()
+    if hasattr(obj, "isoformat") and callable(obj.isoformat):
+        return obj.isoformat()
     if isinstance(obj, float) and not math.isfinite(obj):
         return None
     if isinstance(obj, Path):
