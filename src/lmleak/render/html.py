@@ -202,11 +202,11 @@ def _figure_html(fig: Any) -> str:
     return str(fig.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
 
 
-def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
+def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: bool = False) -> list[str]:
     import numpy as np
     import plotly.graph_objects as go
 
-    plots: list[str] = []
+    plots: list[str] = _stage_tables(stage_dirs)
     # per-epoch leakage (paper 001 Fig. 5) when a snapshots study exists
     for name, stages in stage_dirs.items():
         d = stages.get("report")
@@ -222,7 +222,8 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
         exp = _read_parquet(d / "exposure.parquet") if d else None
         col = next((c for c in ("exposure_bits", "exposure") if exp is not None and c in exp.columns), None)
         if col:
-            label = exp["secret"].astype(str) if "secret" in exp.columns else exp.index.astype(str)
+            # the secrets are what the audit protects: in hover text only when the report shows text
+            label = exp["secret"].astype(str) if show_text and "secret" in exp.columns else None
             fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
     if fig.data:
         fig.update_layout(title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group")
@@ -235,9 +236,10 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
         if roc is not None and {"fpr", "tpr"} <= set(roc.columns):
             col = next((c for c in ("curve", "method") if c in roc.columns), None)
             groups = roc.groupby(col) if col else [("perplexity", roc)]
+            headline = _summary_of(d).get("mia_attack", "perplexity")
             for method, part in groups:
-                # the paper's perplexity attack is shown; the other scores are one legend click away
-                shown = str(method).endswith("perplexity") or col is None
+                # the headline attack is shown; the other scores are one legend click away
+                shown = str(method) == f"individual/{headline}" or col is None
                 fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}",
                                 visible=True if shown else "legendonly")
     if fig.data:
@@ -278,6 +280,52 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path) -> list[str]:
             fig.update_layout(title="KART risk margins (percentage points; negative = ordering violation)", yaxis_title="margin (pp)")
             plots.append(_figure_html(fig))
     return plots
+
+
+def _summary_of(stage_dir: Path | None) -> dict[str, Any]:
+    p = None if stage_dir is None else stage_dir / "summary.json"
+    if p is None or not p.exists():
+        return {}
+    return dict(json.loads(p.read_text(encoding="utf-8")))
+
+
+def _html_table(title: str, head: list[str], rows: list[list[Any]], note: str = "") -> str:
+    th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f'<td class="num">{_fmt(v)}</td>' for v in r) + "</tr>" for r in rows)
+    foot = f'<p class="muted">{html.escape(note)}</p>' if note else ""
+    return f'<div class="plot"><h3>{html.escape(title)}</h3><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>{foot}</div>'
+
+
+def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
+    """Every membership attack's numbers, and probing's members vs controls, as tables."""
+    out = []
+    for name, stages in stage_dirs.items():
+        mia = _summary_of(stages.get("mia"))
+        if mia.get("metrics"):
+            rows, notes = [], set()
+            for r in mia["metrics"]:
+                star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
+                rows.append([r["level"], r["feature"] + star, r["auc"], r["accuracy"], r.get("tpr_at_1pct_fpr"),
+                             r.get("tpr_at_0.1pct_fpr")])
+                notes.update(v for k, v in r.items() if k.endswith("_note") and v)
+            note = ("TPR at a low FPR is left out where too few non-members support it: " + "; ".join(sorted(notes))
+                    if notes else "") + (f" Source: {mia['source']}" if mia.get("source") else "")
+            out.append(_html_table(f"Membership inference, every attack — {name}",
+                                   ["level", "attack", "AUC", "accuracy", "TPR @ 1% FPR", "TPR @ 0.1% FPR"], rows, note))
+        groups = _summary_of(stages.get("probe")).get("groups")
+        if groups:
+            rows = [[g, groups[g].get("subjects"), groups[g].get("exact_match_rate"),
+                     groups[g].get("mean_log_likelihood_ratio"), groups[g].get("wilcoxon_p"),
+                     groups[g].get("wilcoxon_p_log")] for g in ("members", "controls")]
+            t = groups.get("tests", {})
+            note = (f"Members > controls: exact match Fisher p = {_fmt(t.get('exact_match_fisher_p'))}, "
+                    f"ln(target/null) Mann-Whitney p = {_fmt(t.get('log_ratio_mann_whitney_p'))}. Controls are "
+                    "people whose own documents were held out of training (their PII can still appear in others' "
+                    "quoted replies).")
+            out.append(_html_table(f"PII probing, members vs controls — {name}",
+                                   ["group", "subjects", "exact match", "mean ln(target/null)", "Wilcoxon p (raw)",
+                                    "Wilcoxon p (log)"], rows, note))
+    return out
 
 
 def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
@@ -349,7 +397,7 @@ def render_report(
         show_text=show_text,
         models=views,
         comparison=_comparison(headlines),
-        plots=_plots(stage_dirs, run),
+        plots=_plots(stage_dirs, run, show_text),
         scenarios=_scenarios_table(summary),
         plotly_js=plotly.offline.get_plotlyjs(),
         version=__version__,
