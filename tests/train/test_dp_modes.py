@@ -136,3 +136,33 @@ def test_selective_dp_marks_digits_and_masks_and_trains(tmp_path):
     res = train_model(corpus, tmp_path, cfg)
     assert all(math.isfinite(h["train_loss"]) for h in res.history)
     assert res.privacy["mode"] == "sdp" and math.isfinite(res.privacy["epsilon"])
+
+
+@pytest.mark.parametrize(("arch", "clipping", "mode"), [("gpt", "bookkeeping", "dp"), ("gpt", "ghost", "dp"),
+                                                         ("lstm", "bookkeeping", "dp"), ("lstm", "bookkeeping", "sdp")])
+def test_an_empty_poisson_batch_takes_a_noise_only_step_and_every_accounted_step_drew_noise(arch, clipping, mode):
+    from lmleak.models.small import build_tokenizer
+    from lmleak.train.dp import make_strategy
+
+    texts = tiny_corpus(4, 2).texts()
+    cfg = TrainConfig(arch=arch, mode=mode, noise_multiplier=1.0, max_grad_norm=1.0, lr=1e-2, batch_size=1,
+                      seq_len=12, vocab_size=40, n_embd=16, n_head=2, epochs=1, dp_clipping=clipping, policy="regex")
+    tok = build_tokenizer(texts, kind=cfg.tokenizer_kind, vocab_size=40)
+    chunks = encode_chunks(texts, tok, cfg.seq_len)
+    strategy = make_strategy(cfg)
+    extra = {}
+    if mode == "sdp":
+        extra["sensitive"] = torch.zeros((len(chunks), chunks.ids.shape[1]), dtype=torch.bool)
+    module = strategy.setup(build_module(cfg, len(tok), tok), chunks, extra)
+    inner = getattr(module, "_module", module)
+    before = [p.detach().clone() for p in inner.parameters() if p.requires_grad]
+    strategy.step("private", chunks.ids[:0], chunks.lengths[:0])  # Poisson sampling drew nobody
+    after = [p.detach() for p in inner.parameters() if p.requires_grad]
+    assert strategy.empty_steps == 1
+    assert any(not torch.equal(a, b) for a, b in zip(before, after, strict=True))  # noise moved the weights
+    ids = torch.cat([chunks.ids, extra["sensitive"].long()], dim=1) if mode == "sdp" else chunks.ids
+    torch.manual_seed(3)
+    for _ in range(5):  # real batches too: each draws noise once and is counted once
+        idx = (torch.rand(len(chunks)) < 0.5).nonzero().reshape(-1)
+        strategy.step("private", ids[idx], chunks.lengths[idx])
+    assert strategy.noise_draws == strategy.accounted_steps() == strategy.steps == 6

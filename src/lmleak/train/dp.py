@@ -70,6 +70,7 @@ class DPStrategy:
         self.config = config
         self.steps = 0
         self.empty_steps = 0
+        self.noise_draws = 0  # steps that added Gaussian noise to the parameters' gradients
         self.batch_log: list[str] = []
 
     def _make_private(self, module: torch.nn.Module, chunks: Chunks) -> torch.nn.Module:
@@ -103,6 +104,13 @@ class DPStrategy:
         else:
             self.module, self.optimizer, self.loader = result
         self.sample_rate = 1 / len(self.loader)
+        add_noise = self.optimizer.add_noise
+
+        def counted_add_noise() -> None:  # every Opacus step draws its noise here
+            self.noise_draws += 1
+            add_noise()
+
+        self.optimizer.add_noise = counted_add_noise  # type: ignore[method-assign]
         self.noise_multiplier = float(self.optimizer.noise_multiplier)
         self.expected_batch_size = int(self.optimizer.expected_batch_size)
         self.private_chunks = chunks
@@ -144,13 +152,42 @@ class DPStrategy:
             losses = sequence_losses(forward_logits(self.module, x, m), y)
             losses.sum().backward()
         self.bk.clipped_sum(cfg.max_grad_norm)
-        std = self.noise_multiplier * cfg.max_grad_norm
-        for p in self.bk.params:
-            noise = torch.normal(0.0, std, size=p.shape) if std > 0 else 0.0
-            p.grad = (p.grad + noise) / self.expected_batch_size
+        self._add_noise(self.bk.params)
         self.optimizer.step()
         self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
         return float(losses.detach().mean())
+
+    def _add_noise(self, params: list[torch.nn.Parameter]) -> None:
+        """``grad <- (grad + N(0, σ²C²)) / expected batch size`` for every parameter (grad 0 when None)."""
+        std = self.noise_multiplier * self.config.max_grad_norm
+        self.noise_draws += 1
+        for p in params:
+            g = p.grad if p.grad is not None else torch.zeros_like(p)
+            noise = torch.normal(0.0, std, size=p.shape) if std > 0 else 0.0
+            p.grad = (g + noise) / self.expected_batch_size
+
+    def _noise_only_step(self) -> float:
+        """Poisson sampling drew nobody: the sum of clipped gradients is 0, so the step is pure noise —
+        taken, not skipped, so that every step the accountant counts released a noised update."""
+        self.empty_steps += 1
+        if self.bk is not None:
+            params = list(self.bk.params)
+            base = self.optimizer
+        else:
+            params = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
+            base = self.optimizer.original_optimizer
+        for p in params:
+            p.grad = None
+        self._add_noise(params)
+        base.step()
+        for p in params:
+            p.grad = None
+        self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+        return float("nan")
+
+    def accounted_steps(self) -> int:
+        """Steps the privacy accountant has counted (each a (σ, q) composition)."""
+        return int(sum(n for _, _, n in self.engine.accountant.history))
 
     def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
         self.original = module
@@ -170,10 +207,7 @@ class DPStrategy:
         self.batch_log.append("private")
         self.steps += 1
         if len(ids) == 0:
-            # Poisson sampling drew nobody: a noise-only step; keep the accountant honest.
-            self.empty_steps += 1
-            self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
-            return float("nan")
+            return self._noise_only_step()
         if self.bk is not None:
             return self._bookkeeping_step(ids, lengths)
         x, m, y = batch_tensors(ids, lengths)
@@ -219,6 +253,8 @@ class DPStrategy:
             "sample_rate": self.sample_rate,
             "steps": self.steps,
             "empty_batches": self.empty_steps,
+            "noise_draws": self.noise_draws,
+            "accounted_steps": self.accounted_steps(),
             "accountant": self.config.accountant,
             "clipping": ("bookkeeping" if self.bk is not None else "ghost") if self.ghost else "per-sample hooks",
             "privacy_unit": "one training sequence (a chunk of one document)",
@@ -297,9 +333,7 @@ class SDPStrategy(DPStrategy):
         self.batch_log.append("private")
         self.steps += 1
         if len(ids) == 0:
-            self.empty_steps += 1
-            self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
-            return float("nan")
+            return self._noise_only_step()
         tokens, sens = ids[:, : self.width], ids[:, self.width :].bool()
         x, m, y = batch_tensors(tokens, lengths)
         sens_t = sens[:, 1 : y.shape[1] + 1] & (y != IGNORE)
