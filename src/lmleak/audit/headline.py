@@ -28,7 +28,7 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "pii_likelihood_ratio": ("pii_likelihood_ratio",),
     "pii_likelihood_ratio_geomean": ("pii_likelihood_ratio_geomean",),
     "dp_epsilon": ("dp_epsilon",),
-    "confidentiality_epsilon": ("confidentiality_epsilon", "bayesian_epsilon"),
+    "confidentiality_epsilon": ("confidentiality_epsilon",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -55,18 +55,36 @@ def _first(summary: dict[str, Any], keys: tuple[str, ...]) -> Any:
     return None
 
 
+#: Report metrics measured at every k of the tab attack: ``headline["by_k"]`` holds them per k, so
+#: a gate checks every k, whatever order ``--k`` listed them in.
+PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
+    "unique_sequences": "unique_sequences",
+    "curated_unique_sequences": "curated_unique_sequences",
+    "leakage_epsilon": "leakage_epsilon",
+    "log_leakage_epsilon": "log_leakage_epsilon",
+    "pii_unique_sequences": "pii_unique_sequences_total",
+}
+
+
 def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
-    """Pick the headline metrics present in one stage's summary (missing ones are omitted).
+    """Pick the headline metrics present in one stage's summary (missing ones are omitted); a report's
+    per-k values go under ``by_k``.
 
     Example:
         >>> headline_from_summary({"unique_sequences": 3, "k": 1, "auc": 0.61})
         {'unique_sequences': 3, 'mia_auc': 0.61}
+        >>> headline_from_summary({"by_k": {"1": {"unique_sequences": 2}, "3": {"unique_sequences": 5}}})["by_k"]
+        {'1': {'unique_sequences': 2}, '3': {'unique_sequences': 5}}
     """
     out: dict[str, Any] = {}
     for name, keys in HEADLINE_KEYS.items():
         value = _first(summary, keys)
         if value is not None:
             out[name] = value
+    by_k = summary.get("by_k")
+    if isinstance(by_k, dict) and by_k:
+        out["by_k"] = {str(k): {m: v.get(key) for m, key in PER_K.items() if v.get(key) is not None}
+                       for k, v in by_k.items()}
     return out
 
 

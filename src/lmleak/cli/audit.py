@@ -24,6 +24,7 @@ def gate(
     max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
     max_exposure: Annotated[float | None, typer.Option(help="Largest canary exposure (bits) allowed.")] = None,
     max_mia_auc: Annotated[float | None, typer.Option(help="Largest membership-inference AUC allowed.")] = None,
+    max_pii_unique: Annotated[int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
@@ -36,11 +37,12 @@ def gate(
             "leakage_epsilon": max_leakage_epsilon,
             "max_exposure": max_exposure,
             "mia_auc": max_mia_auc,
+            "pii_unique_sequences": max_pii_unique,
         }.items()
         if v is not None
     }
     if not limits:
-        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc")
+        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc")
         raise typer.Exit(2)
     checks = check_gate(run, limits)
     failed = [c for c in checks if not c.passed]
