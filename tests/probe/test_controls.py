@@ -54,3 +54,21 @@ def test_groups_report_members_and_controls_side_by_side_where_a_pooled_test_wou
     assert m["wilcoxon_p"] == pytest.approx(1 / 64)  # all 6 member differences positive
     assert c["wilcoxon_p"] == pytest.approx(1.0)  # every control: target below null
     assert out["tests"]["log_ratio_mann_whitney_p"] < 0.01
+
+
+@pytest.mark.parametrize(
+    ("generated", "expected"),
+    [
+        # two numbers: 201 is not the area code of 555-0142 (the old metric joined their digits)
+        ("call 201 or 555-0142", {"area_code": False, "first_7": False, "edit_le_2": False, "edit_le_3": True}),
+        ("(201) 555-0142.", {"area_code": True, "first_9": True, "edit_le_1": True}),
+        ("tel +1 201 555 0142", {"area_code": True, "first_9": True, "edit_le_1": True}),  # a window skips the +1
+        ("201-555-0143 or 303-555-0142", {"area_code": True, "first_9": True, "edit_le_1": True}),
+        ("no number here", {"area_code": False, "edit_le_3": False}),
+    ],
+)
+def test_phone_metrics_look_at_one_number_at_a_time(generated, expected):
+    from lmleak.probe.metrics import phone_metrics
+
+    got = phone_metrics(generated, "201-555-0142")
+    assert {k: got[k] for k in expected} == expected

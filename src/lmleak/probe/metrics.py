@@ -100,31 +100,48 @@ def _digits(s: str) -> str:
     return re.sub(r"\D", "", s)
 
 
+#: One phone-like number in generated text: digits joined only by phone separators (space, dot,
+#: dash, parentheses, a leading +); any other character ends it.
+_PHONE_RUN = re.compile(r"\+?\(?\d(?:[\d().\-]| (?=[\d(]))*\d")
+
+
 def phone_metrics(generated: str, target: str) -> dict[str, bool]:
-    """Appendix B.1.2 phone metrics against the phone-like string in the generation that is closest.
+    """Appendix B.1.2 phone metrics against the phone-like number in the generation that is closest.
 
     Area code (first three digits) exact, first-l digits for l = 7, 8, 9, Levenshtein distance ≤ n
-    (n = 1, 2, 3) between digit strings. The candidate is the generated 10-digit window closest to
-    the target by edit distance (the generation may contain text around the number).
+    (n = 1, 2, 3) between digit strings — all measured on ONE candidate number: the phone-like run of
+    the generation (digits joined by phone separators only) closest to the target by edit distance,
+    or a target-length window of a longer run. Digits of two different numbers are never joined into
+    one candidate ("call 201 or 555-0142" has no area-code match for 201-555-0142).
 
     Example:
         >>> m = phone_metrics("call 201-555-0199 now", "201-555-0142")
         >>> m["area_code"], m["first_8"], m["first_9"], m["edit_le_2"], m["edit_le_1"]
         (True, True, False, True, False)
+        >>> phone_metrics("call 201 or 555-0142", "201-555-0142")["area_code"]
+        False
     """
     from rapidfuzz.distance import Levenshtein
 
     t = _digits(target)
-    g = _digits(generated)
-    cands = [g[i : i + len(t)] for i in range(max(1, len(g) - len(t) + 1))] if g else [""]
+    cands: list[str] = []
+    for run in _PHONE_RUN.finditer(generated):
+        d = _digits(run.group(0))
+        if len(d) > len(t):
+            cands.extend(d[i : i + len(t)] for i in range(len(d) - len(t) + 1))
+        else:
+            cands.append(d)
+    if not cands:
+        return {"area_code": False, **{f"first_{ell}": False for ell in (7, 8, 9)},
+                **{f"edit_le_{n}": False for n in (1, 2, 3)}}
     best = min(cands, key=lambda c: (Levenshtein.distance(c, t), -_prefix(c, t)))
-    pre = max(_prefix(c, t) for c in cands)
+    pre = _prefix(best, t)
     dist = Levenshtein.distance(best, t)
     out = {"area_code": len(t) >= 3 and pre >= 3}
     for ell in (7, 8, 9):
         out[f"first_{ell}"] = len(t) >= ell and pre >= ell
     for n in (1, 2, 3):
-        out[f"edit_le_{n}"] = bool(g) and dist <= n
+        out[f"edit_le_{n}"] = dist <= n
     return out
 
 
