@@ -91,7 +91,7 @@ def test_same_privacy_accounting_as_opacus(tmp_path):
     corpus = Corpus([Document(f"u{i % 4}", f"d{i}", f"user {i % 4} says hello number {i} to the shop") for i in range(24)])
     out = {}
     for clipping in ("bookkeeping", "ghost"):
-        cfg = TrainConfig(mode="dp", target_epsilon=3.0, epochs=2, batch_size=4, seq_len=16, vocab_size=60, n_embd=16,
+        cfg = TrainConfig(mode="dp", tokenizer_from_private=True, target_epsilon=3.0, epochs=2, batch_size=4, seq_len=16, vocab_size=60, n_embd=16,
                           n_head=2, holdout_users=0.0, dp_clipping=clipping)
         out[clipping] = train_model(corpus, tmp_path / clipping, cfg, progress=False).privacy
     bk, ghost = out["bookkeeping"], out["ghost"]

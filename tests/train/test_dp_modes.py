@@ -67,7 +67,7 @@ def test_the_dp_gradient_is_per_sequence_clipping_by_hand(arch, clipping):
 
 @pytest.mark.parametrize("arch", ["gpt", "lstm"])
 def test_dp_training_records_an_accounted_epsilon(tmp_path, arch):
-    cfg = TrainConfig(arch=arch, mode="dp", noise_multiplier=1.0, epochs=1, batch_size=8, seq_len=16,
+    cfg = TrainConfig(arch=arch, mode="dp", tokenizer_from_private=True, noise_multiplier=1.0, epochs=1, batch_size=8, seq_len=16,
                       vocab_size=50, n_embd=16, n_head=2)
     res = train_model(tiny_corpus(8, 2), tmp_path, cfg)
     priv = json.loads((tmp_path / "privacy.json").read_text())
@@ -127,7 +127,7 @@ def test_selective_dp_marks_digits_and_masks_and_trains(tmp_path):
     from lmleak.train.dp import sensitive_token_mask
 
     corpus = tiny_corpus(6, 2)
-    cfg = TrainConfig(arch="lstm", mode="sdp", noise_multiplier=1.0, epochs=2, batch_size=4, seq_len=24, vocab_size=60)
+    cfg = TrainConfig(arch="lstm", mode="sdp", tokenizer_from_private=True, noise_multiplier=1.0, epochs=2, batch_size=4, seq_len=24, vocab_size=60)
     tok = build_tokenizer(corpus.texts(), kind="word", vocab_size=60)
     mask = sensitive_token_mask(corpus, tok, cfg)
     chunks = encode_chunks(corpus.texts(), tok, cfg.seq_len)

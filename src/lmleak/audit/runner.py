@@ -271,12 +271,15 @@ class Auditor:
             return {}
         priv = json.loads(p.read_text())
         out = {"mode": priv.get("mode"), "dp_epsilon": priv.get("epsilon"), "dp_delta": priv.get("delta"),
-               "gamma": priv.get("gamma")}
-        if priv.get("epsilon") is not None and priv.get("gamma") is not None:
-            from lmleak.train.confidentiality import bayesian_confidentiality
+               "gamma": priv.get("gamma"), "tokenizer_source": priv.get("tokenizer_source")}
+        if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
+            from lmleak.train.confidentiality import measured_bayesian_confidentiality
 
-            out["confidentiality_epsilon"], out["confidentiality_delta"] = bayesian_confidentiality(
-                float(priv["epsilon"]), float(priv.get("delta") or 0.0), float(priv["gamma"]))
+            bound = measured_bayesian_confidentiality(float(priv["epsilon"]), float(priv.get("delta") or 0.0),
+                                                      priv.get("gamma"))
+            out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
+            out["confidentiality_reason"] = bound["reason"]
+            out["gamma_source"] = priv.get("gamma_source")
         return out
 
     def _kart_table(self, summary: dict[str, Any]) -> None:

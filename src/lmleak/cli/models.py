@@ -46,6 +46,9 @@ def train(
     accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
     dp_clipping: Annotated[str, typer.Option("--dp-clipping", help="GPT per-sequence clipping: bookkeeping (one backward pass, default) or ghost (Opacus).")] = "bookkeeping",
     policy: Annotated[str | None, typer.Option(help="Redaction policy for crt/sdp (default balanced).")] = None,
+    tokenizer_from: Annotated[str | None, typer.Option("--tokenizer-from", help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub for crt, the training text for nodp; required for dp/sdp).")] = None,
+    tokenizer_from_private: Annotated[bool, typer.Option("--tokenizer-from-private", help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded in privacy.json).")] = False,
+    secrets: Annotated[Path | None, typer.Option("--secrets", help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training text and written to privacy.json.")] = None,
     public: Annotated[Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")] = None,
     private: Annotated[Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
@@ -63,7 +66,8 @@ def train(
                       n_layer=layers, n_embd=width, n_head=heads,
                       snapshots=snapshots, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
                       target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy,  # type: ignore[arg-type]
-                      dp_clipping=dp_clipping)  # type: ignore[arg-type]
+                      dp_clipping=dp_clipping, tokenizer_from=tokenizer_from,  # type: ignore[arg-type]
+                      tokenizer_from_private=tokenizer_from_private, secrets=None if secrets is None else str(secrets))
     if (public is None) != (private is None):
         raise ConfigError("give both --public and --private, or neither", field="public")
     res = train_model(load_corpus(corpus), out_dir, cfg,
@@ -79,6 +83,10 @@ def train(
         "epsilon": res.privacy.get("epsilon"),
         "delta": res.privacy.get("delta"),
         "held_out_users": res.val_users,
+        "tokenizer_source": res.privacy.get("tokenizer_source"),
+        "gamma": res.privacy.get("gamma"),
+        "gamma_source": res.privacy.get("gamma_source"),
+        "public_sentence_share": (res.privacy.get("split") or {}).get("public_sentence_share"),
     }
     if json_out:
         print_json(summary)
@@ -99,6 +107,16 @@ def train(
     held = res.val_users
     out.print(f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
               f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}")
+    out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
+    split = res.privacy.get("split") or {}
+    if split:
+        out.print(f"CRT split: D_pub holds {split.get('public_sentence_share', 0):.1%} of the sentences and "
+                  f"{split.get('public_word_share', 0):.1%} of the words; private because of: {split.get('private_reasons')}")
+    if res.privacy.get("gamma_source"):
+        g = res.privacy.get("gamma")
+        out.print(f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({res.privacy['gamma_source']}"
+                  + (f", 95% upper bound {res.privacy['gamma_upper95']:.4f} on {res.privacy['gamma_support']} secrets"
+                     if res.privacy.get("gamma_upper95") is not None else "") + ")")
     if res.privacy.get("epsilon") is not None:
         out.print(f"DP: epsilon = {res.privacy['epsilon']:.3f} at delta = {res.privacy['delta']:g} "
                   f"({res.privacy['accountant']} accountant, {res.privacy['steps']} private steps)")

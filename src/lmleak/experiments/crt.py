@@ -47,6 +47,7 @@ import numpy as np
 
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
+from lmleak.train.confidentiality import bayesian_confidentiality
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -130,16 +131,8 @@ def bayes_epsilon(method: str, gamma: float, epsilon: float | None) -> float:
         >>> bayes_epsilon("redact", 0.0, None), bayes_epsilon("redact", 0.1, None)
         (0.0, inf)
     """
-    try:  # the training area's accountant of the same propositions, when present
-        from lmleak.train import confidentiality as conf
-
-        fn = getattr(conf, "bayesian_epsilon", None)
-        if fn is not None and method == "crt" and epsilon is not None:
-            return float(fn(epsilon, gamma))
-    except ImportError:
-        pass
     if method == "crt":
-        return math.inf if epsilon is None else math.log1p(gamma * math.expm1(epsilon))
+        return math.inf if epsilon is None else bayesian_confidentiality(epsilon, 0.0, gamma)[0]
     if method == "dp":
         return math.inf if epsilon is None else float(epsilon)
     if method == "sdp":
@@ -199,7 +192,12 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
             "secrets": corpus_path.parent / "secrets.jsonl",
         }
     hold = synthesize(data_dir / "holdout", seed=cfg.seed + 7919, **kw)
+    # public text for the tokenizer every model shares (other users again): a vocabulary learnt from the
+    # private training text would sit outside the DP guarantee, and a shared one keeps perplexities
+    # comparable across the methods
+    public = synthesize(data_dir / "public", seed=cfg.seed + 104729, **kw)
     return {
+        "tokenizer_corpus": str(public["corpus"]),
         "corpus": _read_corpus(Path(paths["corpus"])),
         "canaries": _read_jsonl(Path(paths["canaries"])),
         "secrets": _read_jsonl(Path(paths["secrets"])),
@@ -274,7 +272,8 @@ def degraded_policy(cfg: CRTExperimentConfig, gamma: float) -> Any:
 
 
 def _train(
-    corpus: Any, out: Path, cfg: CRTExperimentConfig, arch: str, mode: str, val: Any, **split: Any
+    corpus: Any, out: Path, cfg: CRTExperimentConfig, arch: str, mode: str, val: Any, *,
+    tokenizer_from: str | None = None, **split: Any
 ) -> dict[str, Any]:
     """Train one model with the training area's trainer; returns its utility and privacy numbers."""
     import json
@@ -292,6 +291,7 @@ def _train(
         vocab_size=cfg.vocab_size,
         seed=cfg.seed,
         target_delta=cfg.target_delta,
+        tokenizer_from=tokenizer_from,
     )
     if mode != "nodp":
         want["target_epsilon"] = cfg.target_epsilon
@@ -451,6 +451,7 @@ def run_crt_experiment(
     # validation: held-out synthetic users (so every training user, canary owner and MIA member
     # is trained on; the trainer would otherwise hold out 10 % of the users)
     val = Corpus(list(data["holdout_corpus"])[: cfg.val_documents])
+    tok_from = data["tokenizer_corpus"]
     redacted: dict[float, Any] = {}
     splits: dict[float, Any] = {}
     rows: list[dict[str, Any]] = []
@@ -463,7 +464,7 @@ def run_crt_experiment(
             if gamma not in redacted:
                 redacted[gamma] = crt_split(data["corpus"], degraded_policy(cfg, gamma), dedup=None)
             split_stats = redacted[gamma].stats
-            trained = _train(redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val)
+            trained = _train(redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val, tokenizer_from=tok_from)
         elif method == "crt":
             if gamma not in splits:
                 splits[gamma] = crt_split(
@@ -477,15 +478,17 @@ def run_crt_experiment(
                 arch,
                 "crt",
                 val,
+                tokenizer_from=tok_from,
                 public=splits[gamma].public,
                 private=splits[gamma].private,
             )
         elif method == "sdp":
             trained = _train(
-                data["corpus"], model_dir, cfg, arch, "sdp", val, policy_name=_sdp_policy_name(cfg, gamma)
+                data["corpus"], model_dir, cfg, arch, "sdp", val, tokenizer_from=tok_from,
+                policy_name=_sdp_policy_name(cfg, gamma)
             )
         else:
-            trained = _train(data["corpus"], model_dir, cfg, arch, method, val)
+            trained = _train(data["corpus"], model_dir, cfg, arch, method, val, tokenizer_from=tok_from)
         t0 = time.perf_counter()
         ev = evaluate_model(model_dir, data, members, non_members, cfg)
         fin, pr = trained["final"], trained["privacy"]
@@ -589,7 +592,7 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
     fig, ax = plt.subplots(figsize=(6, 4))
     g = np.linspace(0, 1, 101)
     for e in (0.5, 1.0, 2.0, 4.0, 8.0):
-        ax.plot(g, np.log1p(g * np.expm1(e)), label=f"ε' = {e:g}")
+        ax.plot(g, [bayesian_confidentiality(e, 0.0, x)[0] for x in g], label=f"ε' = {e:g}")
     crt = table[(table["method"] == "crt") & np.isfinite(table["bayes_epsilon"])]
     if len(crt):
         ax.scatter(crt["gamma"], crt["bayes_epsilon"], color="k", zorder=3, label="CRT runs")

@@ -109,6 +109,12 @@ def train_leave_out(
     all_users = corpus.users
     folds = folds or leave_out_folds(len(left_out), len(all_users))
     config = _train_config(None if model_dir is None else Path(model_dir), overrides)
+    tokenizer, tok_source = None, None
+    if model_dir is not None and (Path(model_dir) / "tokenizer.json").is_file():
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(Path(model_dir))
+        tok_source = f"pretrained:{Path(model_dir).name}"
     fold_of = {u: i % folds for i, u in enumerate(left_out)}
     models, trained_on = [], []
     for f in range(folds):
@@ -119,7 +125,9 @@ def train_leave_out(
                 "leave-out would remove every user of the corpus; no public model can be trained",
             )
         out = Path(out_dir) if folds == 1 else Path(out_dir) / f"fold-{f}"
-        result = train_model(remaining, out, config)
+        # the audited model's own tokenizer: perplexities per token then compare, and a vocabulary
+        # learnt without the left-out users would make their words look rarer than they are
+        result = train_model(remaining, out, config, tokenizer=tokenizer, tokenizer_source=tok_source)
         models.append(load_any_model(Path(getattr(result, "model_dir", out))))
         trained_on.append(len(remaining))
     info = {

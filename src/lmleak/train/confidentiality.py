@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 
 def bayesian_confidentiality(epsilon: float, delta: float, gamma: float) -> tuple[float, float]:
@@ -34,6 +35,29 @@ def bayesian_confidentiality(epsilon: float, delta: float, gamma: float) -> tupl
     _check(epsilon, delta, gamma)
     # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
     return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+
+
+def measured_bayesian_confidentiality(epsilon: float, delta: float, gamma: float | None) -> dict[str, Any]:
+    """Proposition 6 for a *measured* γ, never a bound it does not support.
+
+    γ = 0 measured on a finite set of secrets does not show that the policy misses nothing, and
+    Propositions 5-6 need γ > 0 to say anything useful about the secrets it misses: the bound is then
+    infinite (``epsilon`` None in JSON) with the reason. γ unknown: no bound.
+
+    Example:
+        >>> measured_bayesian_confidentiality(2.0, 1e-5, 0.0)["reason"][:22]
+        'the measured miss rate'
+        >>> round(measured_bayesian_confidentiality(2.0, 1e-5, 0.1)["epsilon"], 3)
+        0.494
+    """
+    if gamma is None:
+        return {"epsilon": None, "delta": None, "reason": "the policy's miss rate gamma is unknown: "
+                "train with --secrets to measure it"}
+    if gamma <= 0.0:
+        return {"epsilon": math.inf, "delta": None, "reason": "the measured miss rate gamma is 0: a finite sample "
+                "cannot show that the policy misses nothing, and Props. 5-6 need gamma > 0; the bound is infinite"}
+    eps, dlt = bayesian_confidentiality(epsilon, delta, gamma)
+    return {"epsilon": eps, "delta": dlt, "reason": None}
 
 
 def per_secret_confidentiality(epsilon: float, detected: bool) -> float:

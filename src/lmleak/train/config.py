@@ -49,6 +49,13 @@ class TrainConfig:
     dp_clipping: Literal["bookkeeping", "ghost"] = "bookkeeping"
     # CRT / SDP: the redaction policy that decides what is private (see lmleak.pii.policies)
     policy: str | None = None
+    # where the tokenizer is learnt (privacy.json's tokenizer_source): a public corpus file, or an
+    # lmleak model folder whose tokenizer is reused; None: D_pub for CRT, the training text otherwise
+    # (refused for dp/sdp unless tokenizer_from_private, since DP does not cover the vocabulary)
+    tokenizer_from: str | None = None
+    tokenizer_from_private: bool = False
+    # CRT / SDP: a secrets.jsonl ground truth to measure the policy's miss rate gamma on the training text
+    secrets: str | None = None
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:

@@ -210,6 +210,8 @@ def train_model(
     public: Corpus | None = None,
     private: Corpus | None = None,
     on_epoch_end: Callable[[int, torch.nn.Module, Any], None] | None = None,
+    tokenizer: Any = None,
+    tokenizer_source: str | None = None,
 ) -> TrainResult:
     """Train a small GPT or LSTM on ``corpus`` and save it to ``out_dir``.
 
@@ -219,13 +221,15 @@ def train_model(
         public, private: for ``mode="crt"`` with a pre-computed split (otherwise the split is
             computed from ``corpus`` with ``config.policy``).
         on_epoch_end: called as ``(epoch, module, tokenizer)`` after each epoch (audit callbacks).
+        tokenizer: use this (HF fast) tokenizer instead of learning one (the leave-out public model
+            reuses the audited model's, so perplexities compare); ``tokenizer_source`` names it.
         progress: show a Rich progress bar per epoch (``False``: a plain loop).
 
     Writes the model (loadable by :func:`lmleak.models.small.load_small_model`; the GPT also by
     plain ``transformers``), ``train.json`` (config, per-epoch metrics, throughput, users) and
     ``privacy.json``; with ``config.snapshots`` a copy per epoch under ``snapshots/epoch-N``.
     """
-    from lmleak.models.small import build_tokenizer, save_small_model
+    from lmleak.models.small import save_small_model
     from lmleak.progress import track
     from lmleak.runs import atomic_write_json
 
@@ -237,10 +241,12 @@ def train_model(
         from lmleak.train.dp import crt_split_for
 
         public, private, extra["split_stats"] = crt_split_for(train_corpus, config, public, private)
-        tok_texts = public.texts() + private.texts()
+        extra["split_stats"]["public_words"] = sum(len(t.split()) for t in public.texts())
+        extra["split_stats"]["private_words"] = sum(len(t.split()) for t in private.texts())
+    if tokenizer is None:
+        tokenizer, tokenizer_source = resolve_tokenizer(config, train_corpus, public if config.mode == "crt" else None)
     else:
-        tok_texts = train_corpus.texts()
-    tokenizer = build_tokenizer(tok_texts, kind=config.tokenizer_kind, vocab_size=config.vocab_size)
+        tokenizer_source = tokenizer_source or "pretrained"
     vocab = len(tokenizer)
     module = build_module(config, vocab, tokenizer)
     if config.mode == "crt":
@@ -292,7 +298,11 @@ def train_model(
     final["wall_seconds"] = time.perf_counter() - t_start
     final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
     privacy = strategy.privacy()
-    privacy.setdefault("gamma", extra.get("split_stats", {}).get("gamma"))
+    privacy["tokenizer_source"] = tokenizer_source
+    if config.mode in ("crt", "sdp"):
+        privacy.update(policy_gamma(config, train_corpus))
+    if extra.get("split_stats"):
+        privacy["split"] = public_share(extra["split_stats"])
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
     info = {
         "config": config.to_dict(),
@@ -308,6 +318,98 @@ def train_model(
     write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
     return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
+
+
+def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
+    """The tokenizer to train with and its ``tokenizer_source`` for ``privacy.json``.
+
+    ``public``: a folder with a tokenizer (``pretrained:<folder>``) or a public corpus file learnt
+    on (``public``); ``crt`` without it learns on D_pub (``public``); a DP mode without either is
+    refused unless ``tokenizer_from_private`` (``private``), because a vocabulary learnt from the
+    private text carries its rare words (names) outside the DP guarantee.
+    """
+    from lmleak.errors import ConfigError
+    from lmleak.models.small import build_tokenizer
+
+    src = config.tokenizer_from
+    if src:
+        p = Path(src)
+        if p.is_dir() and (p / "tokenizer.json").is_file():
+            from transformers import AutoTokenizer
+
+            return AutoTokenizer.from_pretrained(p), f"pretrained:{p.name}"
+        from lmleak.data.loaders import load_corpus
+
+        return build_tokenizer(load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "public"
+    if config.mode == "crt" and public is not None and not config.tokenizer_from_private:
+        if len(public) == 0:
+            raise ConfigError("D_pub is empty: no tokenizer can be learnt from public text", field="policy",
+                              hint="use a less conservative policy, --tokenizer-from PUBLIC_CORPUS, or --tokenizer-from-private")
+        return build_tokenizer(public.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "public"
+    if config.mode in ("dp", "sdp") and not config.tokenizer_from_private:
+        raise ConfigError(
+            f"mode {config.mode!r} would learn its tokenizer from the private training text, which the DP guarantee "
+            "does not cover (rare private words such as names enter the vocabulary)", field="tokenizer_from",
+            hint="pass --tokenizer-from PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)")
+    return build_tokenizer(corpus.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "private"
+
+
+def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
+    """γ for ``privacy.json``: the policy's miss rate measured against ``config.secrets`` on the
+    training text (weighted over entity types as ``pii evaluate`` weights them: the micro-averaged
+    ``ALL`` row), or the nominal one; ``gamma_source`` says which. With a measured γ of 0 the
+    Bayesian bound is not 0: a finite sample cannot show that a policy misses nothing, so the bound
+    is reported as infinite with the reason (and the 95 % upper confidence bound of γ beside it)."""
+    from lmleak.pii.policies import get_policy
+
+    policy = get_policy(config.policy or "balanced")
+    nominal = getattr(policy, "recall", None)  # a DegradedPolicy's target recall; other policies state none
+    gamma_nominal = None if nominal is None else 1.0 - float(nominal)
+    out: dict[str, Any] = {"policy": config.policy or "balanced", "gamma_nominal": gamma_nominal}
+    if not config.secrets:
+        out.update(gamma=gamma_nominal, gamma_source="nominal" if gamma_nominal is not None else "unknown")
+        return out
+    from lmleak.pii.evaluate import evaluate_policy, load_secrets
+
+    docs = {d.doc_id for d in corpus}
+    secrets = [x for x in load_secrets(config.secrets) if x.doc_id in docs]
+    table = evaluate_policy(corpus, secrets, policy)
+    row = table["ALL"]
+    out.update(gamma=row["gamma"], gamma_source="measured", gamma_support=int(row["support"]),
+               gamma_upper95=clopper_pearson_upper(round((row["gamma"] or 0.0) * row["support"]), int(row["support"])),
+               gamma_by_entity={k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None})
+    return out
+
+
+def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> float | None:
+    """One-sided upper confidence bound of a miss rate from ``misses`` of ``n`` (exact binomial).
+
+    Example:
+        >>> round(clopper_pearson_upper(0, 92), 4)  # 0 misses of 92: the rate could still be 3.2 %
+        0.032
+    """
+    if n <= 0:
+        return None
+    if misses >= n:
+        return 1.0
+    from scipy.stats import beta
+
+    return float(beta.ppf(confidence, misses + 1, n - misses))
+
+
+def public_share(stats: dict[str, Any]) -> dict[str, Any]:
+    """D_pub's share of the CRT split (sentences and tokens) and why sentences went private."""
+    out = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
+                                 "public_words", "private_words") if k in stats}
+    pub, pri = stats.get("public"), stats.get("private")
+    if pub is not None and pri is not None and pub + pri:
+        out["public_sentence_share"] = pub / (pub + pri)
+    pw, rw = stats.get("public_words"), stats.get("private_words")
+    if pw is not None and rw is not None and pw + rw:
+        out["public_word_share"] = pw / (pw + rw)
+    if isinstance(stats.get("redaction"), dict):
+        out["redacted_by_entity"] = stats["redaction"].get("by_entity", stats["redaction"])
+    return out
 
 
 def load_train_config(model_dir: str | Path) -> TrainConfig | None:
