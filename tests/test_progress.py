@@ -55,3 +55,13 @@ def test_a_command_in_a_pipe_logs_plain_lines_and_quiet_silences_them(tmp_path):
     res = subprocess.run([*base, "--quiet", *args, str(tmp_path / "r2")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "[lmleak]" not in res.stderr
+
+
+def test_only_the_outermost_pass_logs(monkeypatch):
+    stream = io.StringIO()
+    monkeypatch.setattr(progress, "_stream", stream)
+    monkeypatch.setattr(progress, "_ENABLED", True)
+    for _ in progress.track(range(3), description="outer"):
+        assert list(progress.track(range(4), description="inner")) == list(range(4))
+    text = stream.getvalue()
+    assert "outer: started" in text and "outer: done, 3 items" in text and "inner" not in text

@@ -32,6 +32,7 @@ INTERVAL = 30.0
 _ENABLED = os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes")
 _clock: Callable[[], float] = time.monotonic
 _stream: TextIO | None = None  # None: sys.stderr at the time of writing (pytest swaps it)
+_depth = 0  # tracked passes in progress (in a log, only the outermost one writes lines)
 
 
 def set_enabled(enabled: bool) -> None:
@@ -131,6 +132,18 @@ def track(
     if _is_terminal():
         yield from _rich(iterable, total, description)
         return
+    global _depth
+    if _depth > 0:  # a loop inside a tracked pass (a shard's items): the outer pass reports for both
+        yield from iterable
+        return
+    _depth += 1
+    try:
+        yield from _logged(iterable, total, description, unit)
+    finally:
+        _depth -= 1
+
+
+def _logged(iterable: Iterable[T], total: int | None, description: str, unit: str) -> Iterator[T]:
     beat = _Heartbeat(description, total, unit)
     log(f"{description}: started" + (f", {total:,} {unit}" if total else ""))
     beat.start()
