@@ -112,3 +112,15 @@ def test_batch_decoding_equals_decoding_one_by_one():
     ids = [tok.encode(t) for t in texts]
     rows = [r[a:b] for r in ids for a in range(0, len(r), 5) for b in (a + 3, len(r))] + [[]]
     assert tok.decode_many(rows) == [tok.decode(r) for r in rows]
+
+
+@settings(max_examples=10, deadline=None)
+@given(lengths=st.lists(st.integers(1, 12), min_size=1, max_size=5), beams=st.integers(1, 3),
+       steps=st.integers(1, 6), batch_tokens=st.integers(16, 200))
+def test_batched_beam_search_equals_one_prompt_at_a_time(tiny_gpt2, id_tokenizer, lengths, beams, steps, batch_tokens):
+    rng = np.random.default_rng(sum(lengths) + beams)
+    lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="b", max_length=32, batch_tokens=batch_tokens)
+    prompts = [[1, *rng.integers(3, 64, size=n).tolist()] for n in lengths]
+    batched = lm._beam_many(prompts, steps, beams)
+    one_by_one = [lm._beam(p, steps, beams) for p in prompts]
+    assert batched == one_by_one

@@ -166,7 +166,7 @@ def test_generation_budget_override_reaches_the_model(tmp_path):
         capabilities = frozenset({Capability.GENERATE})
 
         def generate(self, prompts, max_new_tokens, **k):
-            seen.append(max_new_tokens)
+            seen.extend([max_new_tokens] * len(prompts))  # one call may carry several prompts
             return [["(201) 555-0100"] for _ in prompts]
 
     s = [{"subject_id": "a", "name": "Ann Lee", "phone": "(201) 555-0100", "email": "ann@example.org"},

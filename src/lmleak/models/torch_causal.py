@@ -236,13 +236,13 @@ class TorchCausalLM:
         if num_return_sequences > num_beams and not do_sample:
             raise ValueError("num_return_sequences cannot exceed num_beams without sampling")
         gen = torch.Generator().manual_seed(0 if seed is None else seed)
+        starts = [[self.tokenizer.bos_id, *self.tokenizer.encode(p)][-self.max_length :] for p in prompts]
+        if not do_sample:  # every prompt's beams advance together: one forward pass per step for all
+            return [[self.tokenizer.decode(o) for o in outs[:num_return_sequences]]
+                    for outs in self._beam_many(starts, max_new_tokens, num_beams)]
         results: list[list[str]] = []
-        for prompt in prompts:
-            ids = [self.tokenizer.bos_id, *self.tokenizer.encode(prompt)][-self.max_length :]
-            if do_sample:
-                outs = self._sample(ids, max_new_tokens, num_return_sequences, temperature, top_k, gen)
-            else:
-                outs = self._beam(ids, max_new_tokens, num_beams)[:num_return_sequences]
+        for ids in starts:
+            outs = self._sample(ids, max_new_tokens, num_return_sequences, temperature, top_k, gen)
             results.append([self.tokenizer.decode(o) for o in outs])
         return results
 
@@ -282,6 +282,56 @@ class TorchCausalLM:
                 break
         pool = sorted(done + live, key=lambda c: -c[0])
         return [seq for _, seq in pool[:beams]]
+
+    def _beam_many(self, prompts: list[list[int]], steps: int, beams: int) -> list[list[list[int]]]:
+        """:meth:`_beam` for many prompts at once: the live beams of every prompt are scored in one
+        batched forward pass per step (rows padded on the right; each row's last real position is
+        read), and each prompt's search then proceeds exactly as :meth:`_beam` alone would."""
+        eos = self.tokenizer.eos_id
+        live: list[list[tuple[float, list[int]]]] = [[(0.0, [])] for _ in prompts]
+        done: list[list[tuple[float, list[int]]]] = [[] for _ in prompts]
+        active = list(range(len(prompts)))
+        for _ in range(steps):
+            if not active:
+                break
+            rows = [prompts[i] + seq for i in active for _, seq in live[i]]
+            lp = self._step_batched(rows)
+            r = 0
+            still = []
+            for i in active:
+                cands: list[tuple[float, list[int]]] = []
+                for score, seq in live[i]:
+                    vals, idx = torch.topk(lp[r], beams)
+                    r += 1
+                    for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
+                        cands.append((score + v, [*seq, t]))
+                cands.sort(key=lambda c: -c[0])
+                live[i] = []
+                for score, seq in cands:
+                    if eos is not None and seq[-1] == eos:
+                        done[i].append((score, seq[:-1]))
+                    else:
+                        live[i].append((score, seq))
+                    if len(live[i]) == beams:
+                        break
+                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                    still.append(i)
+            active = still
+        out = []
+        for i in range(len(prompts)):
+            pool = sorted(done[i] + live[i], key=lambda c: -c[0])
+            out.append([seq for _, seq in pool[:beams]])
+        return out
+
+    def _step_batched(self, rows: list[list[int]]) -> torch.Tensor:
+        """:meth:`_step` over many rows, in batches that respect ``batch_tokens``."""
+        rows = [r[-self.max_length :] for r in rows]
+        out: list[torch.Tensor | None] = [None] * len(rows)
+        for batch in self._batches([len(r) for r in rows]):
+            lp = self._step([rows[i] for i in batch])
+            for j, i in enumerate(batch):
+                out[i] = lp[j]
+        return torch.stack(out)  # type: ignore[arg-type]
 
     def _sample(
         self,

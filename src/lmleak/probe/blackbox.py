@@ -13,6 +13,8 @@ from lmleak.probe.templates import Probe
 
 #: Appendix A.3: maximum number of generated tokens per target PII type.
 MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
+#: Probes whose beams advance together in one batched forward pass per step.
+GENERATE_BATCH = 32
 
 
 def max_new_tokens(target_type: str, budgets: Mapping[str, int] | None = None) -> int:
@@ -62,7 +64,7 @@ def generate_probes(
     seed: int = 0,
     budgets: Mapping[str, int] | None = None,
     work_dir: str | Path | None = None,
-    shard_size: int = 16,
+    shard_size: int = 128,
 ) -> list[dict[str, Any]]:
     """One row per (probe, returned sequence): generated text, exact match and string metrics.
 
@@ -83,14 +85,26 @@ def generate_probes(
     from lmleak.progress import track
 
     rows: list[dict[str, Any]] = []
-    for p in track(list(probes), description="probing (generate)"):
-        prompt = p.prompt.rstrip()  # same text; a trailing space would be a lone token for BPE
-        n = max_new_tokens(p.target_type, budgets)
-        if samples > 0:
-            outs = model.generate([prompt], max_new_tokens=n, do_sample=True, num_return_sequences=samples,
-                                  seed=seed)[0]
-        else:
-            outs = model.generate([prompt], max_new_tokens=n, num_beams=beams)[0][:1]
+    probes = list(probes)
+    generated: list[list[str]] = [[] for _ in probes]
+    if samples > 0:
+        for i in track(range(len(probes)), description="probing (generate)"):
+            p = probes[i]
+            generated[i] = model.generate([p.prompt.rstrip()], max_new_tokens=max_new_tokens(p.target_type, budgets),
+                                          do_sample=True, num_return_sequences=samples, seed=seed)[0]
+    else:
+        # beam search batched over probes with the same budget: one forward pass per step for all
+        by_budget: dict[int, list[int]] = {}
+        for i, p in enumerate(probes):
+            by_budget.setdefault(max_new_tokens(p.target_type, budgets), []).append(i)
+        chunks = [(n, idx[s : s + GENERATE_BATCH]) for n, idx in by_budget.items()
+                  for s in range(0, len(idx), GENERATE_BATCH)]
+        for n, idx in track(chunks, description="probing (generate)", unit="batches"):
+            # same text; a trailing space would be a lone token for BPE
+            outs = model.generate([probes[i].prompt.rstrip() for i in idx], max_new_tokens=n, num_beams=beams)
+            for i, o in zip(idx, outs, strict=True):
+                generated[i] = o[:1]
+    for p, outs in zip(probes, generated, strict=True):
         for j, text in enumerate(outs):
             row: dict[str, Any] = {
                 "subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
