@@ -94,13 +94,17 @@ def progress_line(description: str, done: int, total: int | None, elapsed: float
         '[lmleak] ledger: 612/1,520 docs (40%), 10.2 docs/s, ETA 1m29s'
         >>> progress_line("scoring", 10, None, 4.0)
         '[lmleak] scoring: 10 items, 2.5 items/s'
+        >>> progress_line("ledger", 2, 7, 100.0, "shards")
+        '[lmleak] ledger: 2/7 shards (28%), 50s each, ETA 4m10s'
     """
     rate = done / elapsed if elapsed > 0 else 0.0
+    # slow passes (a shard a minute) read better as time per item than as 0.0 items/s
+    speed = f"{rate:.1f} {unit}/s" if rate >= 0.1 or rate == 0 else f"{format_duration(1 / rate)} each"
     if total:
         eta = format_duration((total - done) / rate) if rate > 0 else "?"
         return (f"[lmleak] {description}: {done:,}/{total:,} {unit} ({100 * done // total}%), "
-                f"{rate:.1f} {unit}/s, ETA {eta}")
-    return f"[lmleak] {description}: {done:,} {unit}, {rate:.1f} {unit}/s"
+                f"{speed}, ETA {eta}")
+    return f"[lmleak] {description}: {done:,} {unit}, {speed}"
 
 
 def log(message: str) -> None:

@@ -123,7 +123,7 @@ def run_sharded(
     shards = enumerate(_chunks(items, shard_size))
     if engine == "local":
         work: Work | None = None
-        for index, chunk in track(shards, total=total, description=description):
+        for index, chunk in track(shards, total=total, description=description, unit="shards"):
             if manifest.done(index, out):
                 continue
             if work is None:
@@ -186,7 +186,7 @@ def _run_ray(
             rows = _write_shard(out, index, ray.get(ref))
             manifest.record(index, n_items, rows)
 
-    for index, chunk in track(shards, total=total, description=description):
+    for index, chunk in track(shards, total=total, description=description, unit="shards"):
         if manifest.done(index, out):
             continue
         if not free:
