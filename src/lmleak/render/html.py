@@ -89,18 +89,36 @@ def _fmt(v: Any) -> str:
 
 
 def _card_value(key: str, headline: dict[str, Any]) -> str:
-    if key == "leakage_epsilon" and "log_leakage_epsilon" in headline:
-        from lmleak.report.metrics import format_epsilon
+    """The card's number; a report metric measured at several k shows every k (the strongest honest
+    value must not hide behind the first k listed)."""
+    from lmleak.audit.headline import PER_K
+    from lmleak.report.metrics import format_epsilon
 
-        return format_epsilon(headline["log_leakage_epsilon"])
-    return _fmt(headline[key])
+    def one(h: dict[str, Any]) -> str:
+        if key == "leakage_epsilon" and h.get("log_leakage_epsilon") is not None:
+            return format_epsilon(h["log_leakage_epsilon"])
+        return _fmt(h.get(key))
+
+    by_k = headline.get("by_k") or {}
+    if key in PER_K and len(by_k) > 1:
+        return " · ".join(one(by_k[k]) for k in sorted(by_k, key=int))
+    return one(headline)
+
+
+def _k_note(key: str, headline: dict[str, Any]) -> str:
+    from lmleak.audit.headline import PER_K
+
+    by_k = headline.get("by_k") or {}
+    if key in PER_K and len(by_k) > 1:
+        return f" Values at k = {' · '.join(sorted(by_k, key=int))} (the tab attack's top-k)."
+    return ""
 
 
 def _card_detail(key: str, headline: dict[str, Any]) -> str:
     if key == "pii_unique_sequences":
         by_type = headline.get("pii_unique_sequences_by_type") or {}
         listed = ", ".join(f"{t} {n}" for t, n in sorted(by_type.items(), key=lambda kv: -kv[1]))
-        return f" By type: {listed}." if listed else ""
+        return f" By type (first k): {listed}." if listed else ""
     return ""
 
 
@@ -264,7 +282,8 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
             for ttype, part in groups:
                 fig.add_scatter(x=part["k"], y=part["gamma"], mode="lines", name=str(ttype))
-            fig.update_layout(title=f"γ<k: share of PII revealed within k queries — {name}", xaxis_type="log", xaxis_title="k", yaxis_title="γ<k")
+            fig.update_layout(title=f"γ<k: share of PII revealed within k queries — {name}", xaxis_type="log", xaxis_title="k",
+                              yaxis_title="γ<k", yaxis_range=[0, 1])
             plots.append(_figure_html(fig))
     # KART margins
     margins_path = run_dir / "kart" / "margins.json"
@@ -293,7 +312,8 @@ def _html_table(title: str, head: list[str], rows: list[list[Any]], note: str = 
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f'<td class="num">{_fmt(v)}</td>' for v in r) + "</tr>" for r in rows)
     foot = f'<p class="muted">{html.escape(note)}</p>' if note else ""
-    return f'<div class="plot"><h3>{html.escape(title)}</h3><table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>{foot}</div>'
+    return (f'<div class="plot"><h3>{html.escape(title)}</h3><div class="scroll"><table><thead><tr>{th}</tr></thead>'
+            f'<tbody>{body}</tbody></table></div>{foot}</div>')
 
 
 def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
@@ -305,13 +325,14 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
             rows, notes = [], set()
             for r in mia["metrics"]:
                 star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
-                rows.append([r["level"], r["feature"] + star, r["auc"], r["accuracy"], r.get("tpr_at_1pct_fpr"),
-                             r.get("tpr_at_0.1pct_fpr")])
+                rows.append([r["level"], r["feature"] + star, f"{r.get('num_members')} / {r.get('num_non_members')}",
+                             r["auc"], r["accuracy"], r.get("tpr_at_1pct_fpr"), r.get("tpr_at_0.1pct_fpr")])
                 notes.update(v for k, v in r.items() if k.endswith("_note") and v)
             note = ("TPR at a low FPR is left out where too few non-members support it: " + "; ".join(sorted(notes))
                     if notes else "") + (f" Source: {mia['source']}" if mia.get("source") else "")
             out.append(_html_table(f"Membership inference, every attack — {name}",
-                                   ["level", "attack", "AUC", "accuracy", "TPR @ 1% FPR", "TPR @ 0.1% FPR"], rows, note))
+                                   ["level", "attack", "n (members / non-members)", "AUC", "accuracy", "TPR @ 1% FPR",
+                                    "TPR @ 0.1% FPR"], rows, note))
         groups = _summary_of(stages.get("probe")).get("groups")
         if groups:
             rows = [[g, groups[g].get("subjects"), groups[g].get("exact_match_rate"),
@@ -375,7 +396,8 @@ def render_report(
             {
                 "label": LABELS[k],
                 "value": _card_value(k, headline),
-                "explanation": EXPLANATIONS[k] + _card_detail(k, headline) + (report_k if METRIC_STAGE.get(k) == "report" else ""),
+                "explanation": EXPLANATIONS[k] + _card_detail(k, headline)
+                + (_k_note(k, headline) or (report_k if METRIC_STAGE.get(k) == "report" else "")),
                 "scenario": describe_scenario(scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)),
             }
             for k in LABELS
