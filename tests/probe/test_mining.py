@@ -71,3 +71,19 @@ def test_the_cli_writes_a_templates_file_that_probe_run_reads(tmp_path):
                                    str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "t.yaml"), "--json"])
     assert res.exit_code == 0, res.output
     assert load_templates(tmp_path / "t.yaml")["email"][0] == "From: {name} <"
+
+
+def test_mined_templates_carry_the_budget_their_values_need(tmp_path):
+    from lmleak.probe.blackbox import MAX_NEW_TOKENS
+    from lmleak.probe.mining import CHARS_PER_TOKEN
+    from lmleak.probe.templates import load_template_budgets
+
+    corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(_mail())])
+    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    mined = mine_templates(corpus, subjects)
+    # by hand: "-- \n{name}\n" is followed directly by the phone: the gap is the phone's own length
+    assert mined["phone"][0].gap_chars == len("(201) 555-0142")
+    write_templates(mined, tmp_path / "t.yaml")
+    budgets = load_template_budgets(tmp_path / "t.yaml")
+    assert budgets["phone"] == max(MAX_NEW_TOKENS["phone"], -(-len("(201) 555-0142") // CHARS_PER_TOKEN))
+    assert budgets["email"] >= MAX_NEW_TOKENS["email"]

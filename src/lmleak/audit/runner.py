@@ -178,16 +178,17 @@ class Auditor:
         from lmleak.probe.subjects import read_subjects
 
         subjects = read_subjects(self.cfg.resolve(spec.subjects))
-        templates, k = None, spec.templates
+        templates, k, budgets = None, spec.templates, None
         if isinstance(spec.templates, str):
-            from lmleak.probe.templates import load_templates
+            from lmleak.probe.templates import load_template_budgets, load_templates
 
-            templates, k = load_templates(self._template_file(spec, subjects)), spec.shots
+            path = self._template_file(spec, subjects)
+            templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
         from lmleak.data.holdout import read_holdout
 
         holdout = read_holdout(model_path)
         run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates,
-                  controls=set(holdout.users) if holdout else None)
+                  controls=set(holdout.users) if holdout else None, budgets=budgets)
 
     def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""

@@ -154,12 +154,13 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         from lmleak.probe.blackbox import parse_budgets
         from lmleak.probe.probing import run_probe
         from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.templates import load_templates
+        from lmleak.probe.templates import load_template_budgets, load_templates
 
         quiet(quiet_)
-        budgets = parse_budgets(max_new)
         subj = read_subjects(subjects)[:limit]
         tpl = load_templates(template_file) if template_file else None
+        # a templates file may carry the budgets its templates need; --max-new-tokens wins
+        budgets = {**(load_template_budgets(template_file) if template_file else {}), **parse_budgets(max_new)} or None
         m = load_model(model)
         controls = held_out_users(model)
         info(f"probing {len(subj)} subjects of {m.name}")

@@ -31,6 +31,7 @@ from typing import Any
 from lmleak.data.corpus import Document
 from lmleak.errors import DataFileError
 from lmleak.pii.regex import RegexDetector
+from lmleak.probe.blackbox import MAX_NEW_TOKENS
 from lmleak.probe.formats import NAME_PATTERN
 from lmleak.probe.templates import STRUCTURED
 
@@ -50,6 +51,7 @@ class MinedTemplate:
     support: int  # subjects whose value it precedes
     uses: int  # occurrences of the context with any subject's name
     hits: int  # of those, followed by the subject's own value within WINDOW characters
+    gap_chars: int = 0  # median characters between the template's end and the value (0: adjacent)
 
     @property
     def precision(self) -> float:
@@ -125,6 +127,7 @@ def mine_templates(
                 keep[(t, key)] = re.compile(re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between))
     uses: Counter[tuple[str, str]] = Counter()
     hits: Counter[tuple[str, str]] = Counter()
+    gaps: dict[tuple[str, str], list[int]] = defaultdict(list)
     for doc in documents:  # second pass: how reliably each kept context precedes the person's own value
         text = doc.text
         for (t, key), rx in keep.items():
@@ -134,21 +137,44 @@ def mine_templates(
                     continue  # a name without a known value of this type says nothing either way
                 uses[(t, key)] += 1
                 after = text[m.end() : m.end() + WINDOW]  # exact match means "generated within its budget"
-                hits[(t, key)] += any(v in after for v in own)
+                found = [after.find(v) + len(v) for v in own if v in after]
+                if found:
+                    hits[(t, key)] += 1
+                    gaps[(t, key)].append(min(found))
     out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
     for t, key in keep:
         lead, between = key.split("\x00")
         tpl = _escape(lead) + "{name}" + _escape(between)
-        out[t].append(MinedTemplate(t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)]))
+        g = sorted(gaps[(t, key)])
+        out[t].append(MinedTemplate(t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)],
+                                    g[len(g) // 2] if g else 0))
     for t in out:
         out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
         out[t] = out[t][:top]
     return out
 
 
+#: Characters per token assumed when turning a mined gap into a generation budget (a low estimate
+#: for English BPE, so the budget errs long: a longer generation can only find more).
+CHARS_PER_TOKEN = 2
+
+
+def mined_budgets(mined: dict[str, list[MinedTemplate]]) -> dict[str, int]:
+    """Generation budgets (new tokens) for mined templates: the value may sit a line or two after
+    the template (``-- \n{name}\n`` then title, company, phone), so the budget covers the largest
+    median distance from template end to the end of the value — and never less than A.3's budget.
+
+    Example:
+        >>> mined_budgets({"phone": [MinedTemplate("phone", "-- \\n{name}\\n", 5, 5, 5, 60)]})
+        {'phone': 30}
+    """
+    return {t: max(MAX_NEW_TOKENS.get(t, 1), -(-max(m.gap_chars for m in ms) // CHARS_PER_TOKEN))
+            for t, ms in mined.items() if ms}
+
+
 def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> Path:
     """Write mined templates as a templates YAML file (groups named after the target type), with the
-    evidence for each as a comment."""
+    evidence for each as a comment and the generation budgets they need (``max_new_tokens``)."""
     import yaml
 
     from lmleak.runs import atomic_write_text
@@ -161,6 +187,8 @@ def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> 
                             path=path, hint="check that the subjects file was built from this corpus")
     for t, ms in mined.items():
         for m in ms:
-            lines.append(f"# {t}: {m.template!r} support={m.support} precision={m.precision:.3f}")
+            lines.append(f"# {t}: {m.template!r} support={m.support} precision={m.precision:.3f} "
+                         f"value within {m.gap_chars} characters (median)")
     lines.append(yaml.safe_dump(groups, sort_keys=True, allow_unicode=True, default_style='"').rstrip())
+    lines.append(yaml.safe_dump({"max_new_tokens": mined_budgets(mined)}, sort_keys=True).rstrip())
     return atomic_write_text(path, "\n".join(lines) + "\n")

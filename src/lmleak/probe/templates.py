@@ -123,6 +123,8 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     keys = {*LEVELS, "relationship", "university", *STRUCTURED, *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED)}
     out: dict[str, tuple[str, ...]] = {}
     for key, items in data.items():
+        if key == "max_new_tokens":
+            continue  # generation budgets that go with the templates: load_template_budgets
         if key not in keys:
             raise ConfigError(f"{p}: unknown template group {key!r}; use one of {sorted(keys)}")
         if not isinstance(items, list) or not items or not all(isinstance(t, str) for t in items):
@@ -134,6 +136,21 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
                 raise ConfigError(f"{p}: template {t!r} has unknown slot(s) {sorted(bad)}; allowed {sorted(SLOTS)}")
         out[key] = tuple(items)
     return out
+
+
+def load_template_budgets(path: str | Path) -> dict[str, int]:
+    """The ``max_new_tokens`` mapping of a templates file (target type -> new tokens), or {}."""
+    import yaml
+
+    from lmleak.probe.blackbox import parse_budgets
+
+    data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    raw = data.get("max_new_tokens") if isinstance(data, dict) else None
+    if not raw:
+        return {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: max_new_tokens must map a target type to a number of tokens")
+    return parse_budgets(",".join(f"{k}={v}" for k, v in raw.items()))
 
 
 def build_probes(
