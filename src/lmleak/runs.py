@@ -92,7 +92,7 @@ def write_parquet(df: Any, path: str | Path) -> Path:
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any], *, name: str = "summary.json") -> Path:
     """Write ``summary.json`` with ``schema_version`` and the lmleak version first."""
-    from lmleak import __version__
+    from lmleak._version import __version__
 
     full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)

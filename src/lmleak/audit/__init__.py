@@ -1,1 +1,37 @@
-"""The whole audit from one config file: stages, run directory, headline metrics, the CI gate."""
+"""The whole audit from one config file: stages, run directory, headline metrics, the CI gate.
+
+``lmleak.audit`` is also the public function ``audit(config)`` (``from lmleak import audit``): the
+package and the function share the name, and Python sets a package's attribute to its subpackage
+once the subpackage is imported, so the subpackage itself is made callable instead of fighting over
+the name.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+
+def audit(config: Any, *, force: bool = False) -> Path:
+    """Run every analysis an audit config names and write the HTML report; returns the run directory.
+
+    ``config`` is a YAML file (``lmleak audit --example`` writes a commented one) or a parsed
+    :class:`~lmleak.audit.config.AuditConfig`. Stages whose results are complete are skipped on a
+    rerun unless ``force``.
+    """
+    from lmleak.audit.config import AuditConfig, load_config
+    from lmleak.audit.runner import run_audit
+
+    cfg = config if isinstance(config, AuditConfig) else load_config(config)
+    return run_audit(cfg, force=force)
+
+
+class _CallablePackage(types.ModuleType):
+    def __call__(self, config: Any, *, force: bool = False) -> Path:
+        return audit(config, force=force)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
+sys.modules[__name__].__doc__ = (__doc__ or "") + "\n\n" + (audit.__doc__ or "")

@@ -381,7 +381,7 @@ def render_report(
     """Write ``report.html`` for a run directory and return its path (owner-only permissions)."""
     import plotly.offline
 
-    from lmleak import __version__
+    from lmleak._version import __version__
 
     run = Path(run_dir)
     summary = read_summary(run)
