@@ -130,3 +130,64 @@ def test_cli_margins_json_prints_table3(tmp_path):
     assert [(m["anchor"], m["weakened"], m["margin"]) for m in d["margins"]] == [
         (a, w, m) for a, w, m in TABLE3_MARGINS
     ]
+
+
+# --- uncertainty of ratios and margins (issue 15, item 7) -------------------------------------
+
+def _score_test_accepts(p: float, correct: int, valid: int, z: float) -> bool:
+    """The score test the Wilson interval inverts: |p_hat - p| <= z * sqrt(p (1 - p) / n)."""
+    return abs(correct / valid - p) <= z * ((p * (1 - p) / valid) ** 0.5) + 1e-12
+
+
+def test_wilson_interval_is_the_set_of_proportions_the_score_test_accepts():
+    from lmleak.scenarios.margins import wilson_interval
+
+    z = 1.959963984540054
+    grid = [i / 20000 for i in range(20001)]
+    for correct, valid in [(0, 7), (3, 10), (352, 10_065), (10, 10), (1, 1)]:
+        accepted = [p for p in grid if _score_test_accepts(p, correct, valid, z)]
+        lo, hi = wilson_interval(correct, valid)
+        assert abs(lo - accepted[0]) <= 1e-4 and abs(hi - accepted[-1]) <= 1e-4
+
+
+def test_margin_interval_matches_newcombes_worked_examples():
+    from lmleak.scenarios.margins import difference_interval
+
+    # Newcombe (1998), Statistics in Medicine 17:873-890, Table II, method 10
+    cases = {
+        (56, 70, 48, 80): (0.0524, 0.3339),
+        (9, 10, 3, 10): (0.1705, 0.8090),
+        (5, 56, 0, 29): (-0.0381, 0.1926),
+        (0, 10, 0, 20): (-0.1611, 0.2775),
+        (10, 10, 0, 20): (0.6791, 1.0),
+    }
+    for (a, n, b, m), (lo, hi) in cases.items():
+        got = difference_interval(a, n, b, m)
+        assert abs(got[0] - lo) < 6e-4 and abs(got[1] - hi) < 6e-4
+
+
+def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
+    from lmleak.scenarios.margins import margins_table
+
+    # a 1-point inversion from ~100 predictions each: the paper's check flags it, the interval does not
+    small = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
+    (m,) = small["margins"]
+    assert m["margin"] == -1.0 and m["violation"] and m["significant"] is False
+    assert small["all_nonnegative"] is False and small["significant_violations"] == 0
+    # the same inversion measured on 100x the data is real
+    big = margins_table({"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}})
+    assert big["margins"][0]["significant"] is True and big["significant_violations"] == 1
+    assert big["ratio_intervals"]["K+"][0] < 3.0 < big["ratio_intervals"]["K+"][1]
+
+
+def test_the_html_greys_out_margins_whose_interval_contains_zero():
+    from lmleak.render.html import _margin_colour, _margin_error_bars
+    from lmleak.scenarios.margins import margins_table
+
+    res = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
+    assert _margin_colour(res["margins"][0]) == "#b8bcc6"
+    big = margins_table({"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}})
+    assert _margin_colour(big["margins"][0]) == "#b42318"
+    bars = _margin_error_bars(big["margins"])
+    m = big["margins"][0]
+    assert bars["array"][0] == m["ci_high"] - m["margin"] and bars["arrayminus"][0] == m["margin"] - m["ci_low"]

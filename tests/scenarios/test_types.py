@@ -161,9 +161,13 @@ def test_kart_run_computes_ratios_from_prediction_files(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["ratios"] == {"K+A+": 50.0, "K-A+": 0.0}
-    assert d["margins"] == [
-        {"anchor": "K+A+", "weakened": "K-A+", "factor": "K", "margin": 50.0, "violation": False}
-    ]
+    (m,) = d["margins"]
+    assert {k: m[k] for k in ("anchor", "weakened", "factor", "margin", "violation")} == {
+        "anchor": "K+A+", "weakened": "K-A+", "factor": "K", "margin": 50.0, "violation": False
+    }
+    # 1 of 2 against 0 of 1: far too few predictions for a 50-point margin to mean anything
+    assert m["ci_low"] < 0 < m["ci_high"] and m["significant"] is False
+    assert d["ratio_intervals"]["K-A+"][0] == 0.0 and d["significant_violations"] == 0
 
 
 def test_typed_severity_compares_scenarios_without_coded_names():

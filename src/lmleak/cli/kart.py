@@ -94,26 +94,31 @@ def describe_cmd(
 def _print_margins(res: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
-    t = Table(title=title)
-    for c in ("anchor", "ratio", "weakened", "ratio", "margin"):
+    t = Table(title=title, caption="95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0")
+    for c in ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"):
         t.add_column(c)
+    intervals = res.get("ratio_intervals") or {}
+
+    def ratio(name: str) -> str:
+        ci = intervals.get(name)
+        return _fmt(res["ratios"][name]) + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
+
     for m in res["margins"]:
-        mark = (
-            "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
+        mark = "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
+        sig = m.get("significant")
+        ci = (
+            "—"
+            if m.get("ci_low") is None
+            else f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]" + ("" if sig else " n.s.")
         )
-        t.add_row(
-            m["anchor"],
-            _fmt(res["ratios"][m["anchor"]]),
-            m["weakened"],
-            _fmt(res["ratios"][m["weakened"]]),
-            mark,
-        )
+        t.add_row(m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci)
     out.print(t)
-    out.print(
-        "all calculable margins ≥ 0"
-        if res["all_nonnegative"]
-        else "[bold red]ordering violation: a margin is negative[/]"
-    )
+    if res["all_nonnegative"]:
+        out.print("all calculable margins ≥ 0")
+    elif res.get("significant_violations", 1):
+        out.print("[bold red]ordering violation: a margin is negative and its 95% interval excludes 0[/]")
+    else:
+        out.print("[yellow]a margin is negative, but its 95% interval contains 0: within the noise of these counts[/]")
 
 
 @kart_app.command("margins")

@@ -294,11 +294,30 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             fig = go.Figure(go.Bar(
                 x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
                 y=[p["margin"] for p in pairs],
-                marker_color=["#b42318" if (p["margin"] or 0) < 0 else "#2e5aac" for p in pairs],
+                marker_color=[_margin_colour(p) for p in pairs],
+                error_y=_margin_error_bars(pairs),
             ))
-            fig.update_layout(title="KART risk margins (percentage points; negative = ordering violation)", yaxis_title="margin (pp)")
+            fig.update_layout(title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)")
             plots.append(_figure_html(fig))
     return plots
+
+
+def _margin_colour(pair: dict[str, Any]) -> str:
+    """Grey for a margin whose 95 % interval contains 0 (noise), red for a significant inversion."""
+    if pair.get("significant") is False or pair["margin"] is None:
+        return "#b8bcc6"
+    return "#b42318" if pair["margin"] < 0 else "#2e5aac"
+
+
+def _margin_error_bars(pairs: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not all(p.get("ci_low") is not None and p["margin"] is not None for p in pairs):
+        return None
+    return {
+        "type": "data",
+        "symmetric": False,
+        "array": [p["ci_high"] - p["margin"] for p in pairs],
+        "arrayminus": [p["margin"] - p["ci_low"] for p in pairs],
+    }
 
 
 def _summary_of(stage_dir: Path | None) -> dict[str, Any]:

@@ -14,11 +14,18 @@ are differences of those *rounded* ratios (K+A+R+ vs K+A-R+: 3.50 − 3.14 = 0.3
 difference of 352/10,065 and 306/9,737 is 0.3546 pp). :func:`risk_margins` therefore rounds the
 ratios first when ``decimals`` is given (the default, 2) and reports the exact difference with
 ``decimals=None``.
+
+Uncertainty (not in the paper, which prints bare ratios): a ratio is a binomial proportion, so
+each carries a Wilson score interval (Wilson 1927), and each margin, a difference of two
+independent proportions, carries Newcombe's hybrid score interval built from the two Wilson
+intervals (Newcombe 1998, method 10). A margin is *significant* when its interval excludes 0;
+a negative margin whose interval contains 0 is noise, not evidence against the ordering.
 """
 
 from __future__ import annotations
 
 import csv
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +48,54 @@ def leakage_ratio(correct: int, valid: int) -> float | None:
     if valid < 0 or correct < 0 or correct > valid:
         raise ValueError(f"need 0 <= correct <= valid, got correct={correct}, valid={valid}")
     return None if valid == 0 else correct / valid
+
+
+def wilson_interval(correct: int, valid: int, *, z: float = 1.959963984540054) -> tuple[float, float] | None:
+    """Wilson score interval of ``correct / valid`` (95 % for the default ``z``); None when valid = 0.
+
+    Unlike the normal approximation it stays inside [0, 1] and is not degenerate at 0 or n
+    successes (Wilson 1927; Newcombe 1998, method 3).
+
+    Example:
+        >>> [round(x, 4) for x in wilson_interval(81, 263)]
+        [0.2553, 0.3662]
+        >>> [round(x, 4) for x in wilson_interval(0, 10)]
+        [0.0, 0.2775]
+        >>> wilson_interval(0, 0) is None
+        True
+    """
+    if valid < 0 or correct < 0 or correct > valid:
+        raise ValueError(f"need 0 <= correct <= valid, got correct={correct}, valid={valid}")
+    if valid == 0:
+        return None
+    p = correct / valid
+    z2 = z * z
+    centre = (p + z2 / (2 * valid)) / (1 + z2 / valid)
+    half = z * math.sqrt(p * (1 - p) / valid + z2 / (4 * valid * valid)) / (1 + z2 / valid)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def difference_interval(
+    correct_a: int, valid_a: int, correct_b: int, valid_b: int, *, z: float = 1.959963984540054
+) -> tuple[float, float] | None:
+    """Newcombe's hybrid score interval for p_a - p_b from two independent samples (method 10).
+
+    With (l_i, u_i) the Wilson interval of p_i and d = p_a - p_b:
+    L = d - sqrt((p_a - l_a)^2 + (u_b - p_b)^2) and U = d + sqrt((u_a - p_a)^2 + (p_b - l_b)^2).
+    None when either sample is empty.
+
+    Example:
+        >>> [round(x, 4) for x in difference_interval(56, 70, 48, 80)]  # Newcombe 1998, Table II (a)
+        [0.0524, 0.3339]
+    """
+    wa, wb = wilson_interval(correct_a, valid_a, z=z), wilson_interval(correct_b, valid_b, z=z)
+    if wa is None or wb is None:
+        return None
+    pa, pb = correct_a / valid_a, correct_b / valid_b
+    d = pa - pb
+    lower = d - math.sqrt((pa - wa[0]) ** 2 + (wb[1] - pb) ** 2)
+    upper = d + math.sqrt((wa[1] - pa) ** 2 + (pb - wb[0]) ** 2)
+    return lower, upper
 
 
 def parse_scenario_name(name: str) -> tuple[tuple[str, bool], ...]:
@@ -75,17 +130,30 @@ def _order_key(parsed: tuple[tuple[str, bool], ...]) -> tuple[int, tuple[bool, .
 
 @dataclass(frozen=True, slots=True)
 class Margin:
-    """One anchor/weakened pair: ``margin`` in percentage points (None = NA)."""
+    """One anchor/weakened pair: ``margin`` in percentage points (None = NA).
+
+    ``ci_low``/``ci_high`` bound the margin (pp, 95 %, Newcombe's method 10) when the counts
+    behind both ratios are known; ``significant`` is whether that interval excludes 0 (None when
+    unknown).
+    """
 
     anchor: str
     weakened: str
     factor: str
     margin: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     @property
     def violation(self) -> bool:
         """A negative margin: the weakened scenario leaked more than its anchor."""
         return self.margin is not None and self.margin < 0
+
+    @property
+    def significant(self) -> bool | None:
+        if self.ci_low is None or self.ci_high is None:
+            return None
+        return self.ci_low > 0 or self.ci_high < 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -94,7 +162,67 @@ class Margin:
             "factor": self.factor,
             "margin": self.margin,
             "violation": self.violation,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "significant": self.significant,
         }
+
+
+def with_intervals(margins: list[Margin], counts: dict[str, tuple[int, int]], *, decimals: int | None = 2) -> list[Margin]:
+    """The same margins with their 95 % intervals from ``{scenario: (correct, valid)}`` counts.
+
+    Example:
+        >>> m = with_intervals([Margin("K+", "K-", "K", 1.0)], {"K+": (3, 100), "K-": (2, 100)})[0]
+        >>> m.ci_low < 0 < m.ci_high, m.significant
+        (True, False)
+    """
+    out = []
+    for m in margins:
+        ca, cb = counts.get(m.anchor), counts.get(m.weakened)
+        ci = None if ca is None or cb is None else difference_interval(ca[0], ca[1], cb[0], cb[1])
+        if ci is None:
+            out.append(m)
+            continue
+        lo, hi = 100.0 * ci[0], 100.0 * ci[1]
+        if decimals is not None:
+            lo, hi = round(lo, decimals) + 0.0, round(hi, decimals) + 0.0
+        out.append(Margin(m.anchor, m.weakened, m.factor, m.margin, lo, hi))
+    return out
+
+
+def ratio_intervals(
+    counts: dict[str, tuple[int, int]], *, decimals: int | None = 2
+) -> dict[str, list[float] | None]:
+    """Wilson 95 % intervals of each scenario's leakage ratio, in percentage points.
+
+    Example:
+        >>> ratio_intervals({"K+": (0, 10), "K-": (0, 0)})
+        {'K+': [0.0, 27.75], 'K-': None}
+    """
+    out: dict[str, list[float] | None] = {}
+    for name, (correct, valid) in counts.items():
+        w = wilson_interval(correct, valid)
+        if w is None:
+            out[name] = None
+            continue
+        lo, hi = 100.0 * w[0], 100.0 * w[1]
+        out[name] = [lo, hi] if decimals is None else [round(lo, decimals) + 0.0, round(hi, decimals) + 0.0]
+    return out
+
+
+def summarise_margins(margins: list[Margin]) -> dict[str, Any]:
+    """The verdict fields every margins result carries.
+
+    ``all_nonnegative`` is the paper's check (every calculable margin >= 0);
+    ``significant_violations`` counts negative margins whose 95 % interval excludes 0 — the only
+    ones that are evidence against the scenario ordering.
+    """
+    return {
+        "all_nonnegative": not any(m.violation for m in margins),
+        "significant_violations": sum(m.violation and bool(m.significant) for m in margins),
+        "num_calculable": sum(m.margin is not None for m in margins),
+        "interval": "95% Wilson (ratios), Newcombe method 10 (margins)",
+    }
 
 
 def ratios_pp(counts: dict[str, tuple[int, int]], *, decimals: int | None = 2) -> dict[str, float | None]:
@@ -213,12 +341,19 @@ def read_counts(path: str | Path) -> dict[str, dict[str, int]]:
 def margins_table(counts: dict[str, dict[str, int]], *, decimals: int | None = 2) -> dict[str, Any]:
     """Ratios (pp), margins and, when ``generated`` is known, Table 3's per-10k counts.
 
-    Returns ``{"ratios": {scenario: pp | None}, "margins": [{"anchor", "weakened", "factor",
-    "margin", "violation"}], "per_10k": {scenario: {"correct", "valid"}}, "all_nonnegative": bool}``.
+    Returns ``{"ratios": {scenario: pp | None}, "ratio_intervals": {scenario: [lo, hi] | None},
+    "margins": [{"anchor", "weakened", "factor", "margin", "violation", "ci_low", "ci_high",
+    "significant"}], "per_10k": {scenario: {"correct", "valid"}}, "all_nonnegative": bool,
+    "significant_violations": int, ...}``.
     """
-    ratios = ratios_pp({n: (c["correct"], c["valid"]) for n, c in counts.items()}, decimals=decimals)
-    margins = risk_margins(ratios, decimals=decimals)
-    out: dict[str, Any] = {"ratios": ratios, "margins": [m.to_dict() for m in margins]}
+    pairs = {n: (c["correct"], c["valid"]) for n, c in counts.items()}
+    ratios = ratios_pp(pairs, decimals=decimals)
+    margins = with_intervals(risk_margins(ratios, decimals=decimals), pairs, decimals=decimals)
+    out: dict[str, Any] = {
+        "ratios": ratios,
+        "ratio_intervals": ratio_intervals(pairs, decimals=decimals),
+        "margins": [m.to_dict() for m in margins],
+    }
     per = {
         n: {
             "correct": per_generations(c["correct"], c["generated"]),
@@ -229,6 +364,5 @@ def margins_table(counts: dict[str, dict[str, int]], *, decimals: int | None = 2
     }
     if per:
         out["per_10k"] = per
-    out["all_nonnegative"] = not any(m.violation for m in margins)
-    out["num_calculable"] = sum(m.margin is not None for m in margins)
+    out.update(summarise_margins(margins))
     return out

@@ -19,7 +19,15 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError, DataFileError
-from lmleak.scenarios.margins import Margin, leakage_ratio, parse_scenario_name, risk_margins
+from lmleak.scenarios.margins import (
+    Margin,
+    leakage_ratio,
+    parse_scenario_name,
+    ratio_intervals,
+    risk_margins,
+    summarise_margins,
+    with_intervals,
+)
 from lmleak.scenarios.types import ACCESS_IMPLIES, DPTraining, Identity, Scenario
 
 
@@ -155,10 +163,13 @@ def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
     except ConfigError:
         coded = False
     margins = risk_margins(ratios, decimals=decimals) if coded else typed_margins(scenarios, ratios, decimals)
+    pairs = {n: (c["correct"], c["valid"]) for n, c in counts.items()}
+    margins = with_intervals(margins, pairs, decimals=decimals)
     return {
         "counts": counts,
         "ratios": ratios,
+        "ratio_intervals": ratio_intervals(pairs, decimals=decimals),
         "margins": [m.to_dict() for m in margins],
-        "all_nonnegative": not any(m.violation for m in margins),
+        **summarise_margins(margins),
         "scenarios": {s.name: s.to_record() for s in scenarios},
     }
