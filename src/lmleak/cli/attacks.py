@@ -320,4 +320,18 @@ def crt_cmd(
     for _, r in table.iterrows():
         t.add_row(*[f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]) for c in cols])
     out.print(t)
+    for _, r in table[table["method"] == "crt"].drop_duplicates("gamma").iterrows():
+        mg = r.get("measured_gamma")
+        out.print(
+            f"CRT γ={r['gamma']:g}: measured γ {'n/a' if mg is None or mg != mg else f'{mg:.3f}'}, "
+            f"D_pub {r['public_sentence_share']:.1%} of sentences / {r['public_word_share']:.1%} of words, "
+            f"tokenizer {r['tokenizer_source']}"
+        )
+    for arch, rec in result["summary"]["ppl_ordering"].items():
+        if rec["holds"] is None:
+            continue
+        verdict = "holds" if rec["holds"] else f"does not hold: {rec.get('reason', '')}"
+        out.print(
+            f"{arch}: PPL No-DP {rec['nodp']:.1f} ≤ CRT {rec['crt']:.1f} ≤ DP-SGD {rec['dp']:.1f} {verdict}"
+        )
     out.print(f"-> {out_dir}")

@@ -48,6 +48,7 @@ import numpy as np
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.train.confidentiality import bayesian_confidentiality
+from lmleak.train.trainer import public_share
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -454,6 +455,7 @@ def run_crt_experiment(
     tok_from = data["tokenizer_corpus"]
     redacted: dict[float, Any] = {}
     splits: dict[float, Any] = {}
+    measured: dict[float, float | None] = {}
     rows: list[dict[str, Any]] = []
     for arch, method, gamma in track(plan(cfg), description="CRT experiment"):
         tag = f"{arch}-{method}" + ("" if math.isnan(gamma) else f"-g{gamma:g}")
@@ -494,6 +496,9 @@ def run_crt_experiment(
         fin, pr = trained["final"], trained["privacy"]
         eps = None if method in ("nodp", "redact") else _first(pr, "epsilon", "eps")
         g = 0.0 if math.isnan(gamma) else gamma
+        if not math.isnan(gamma) and gamma not in measured:
+            measured[gamma] = measured_gamma(data["corpus"], data["secrets"], degraded_policy(cfg, gamma))
+        share = {} if split_stats is None else public_share(split_stats)
         rows.append(
             {
                 "arch": arch,
@@ -506,6 +511,10 @@ def run_crt_experiment(
                 "bayes_epsilon": bayes_epsilon(method, g, None if eps is None else float(eps)),
                 **ev,
                 "private_fraction": None if split_stats is None else split_stats.get("private_fraction"),
+                "measured_gamma": None if math.isnan(gamma) else measured[gamma],
+                "public_sentence_share": share.get("public_sentence_share"),
+                "public_word_share": share.get("public_word_share"),
+                "tokenizer_source": "public",  # every model shares a tokenizer learnt on other, public users
                 "train_seconds": trained["seconds"],
                 "eval_seconds": time.perf_counter() - t0,
             }
@@ -517,6 +526,7 @@ def run_crt_experiment(
     summary = {
         "experiment": "crt",
         "config": dataclasses.asdict(cfg),
+        "ppl_ordering": ppl_ordering(table),
         "num_models": len(rows),
         "num_members": len(members),
         "num_non_members": len(non_members),
@@ -526,6 +536,48 @@ def run_crt_experiment(
     }
     write_summary(run, summary)
     return {"table": table, "summary": summary}
+
+
+def measured_gamma(corpus: Any, secrets: list[dict[str, Any]], policy: Any) -> float | None:
+    """The policy's miss rate on the training corpus against its ground-truth secrets (the
+    micro-averaged ``ALL`` row of ``pii evaluate``), as the trainer writes ``gamma`` for CRT."""
+    from lmleak.pii.evaluate import SECRET_FIELDS, Secret, evaluate_policy
+
+    docs = {d.doc_id for d in corpus}
+    gold = [Secret(**{k: s[k] for k in SECRET_FIELDS}) for s in secrets if s["doc_id"] in docs]
+    if not gold:
+        return None
+    return evaluate_policy(corpus, gold, policy)["ALL"]["gamma"]
+
+
+def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
+    """Per architecture: No-DP, CRT and DP-SGD perplexity and whether No-DP <= CRT <= DP-SGD holds
+    (paper 002 Fig. 3 puts CRT between the two). CRT is taken at its smallest γ; when the ordering
+    fails, ``reason`` says what the split left public, the usual cause (D_pub too small to learn
+    from, so CRT is DP-SGD on nearly everything, at a smaller sampling rate)."""
+    out: dict[str, dict[str, Any]] = {}
+    for arch, part in table.groupby("arch"):
+        def ppl(method: str) -> float | None:
+            rows = part[part["method"] == method].sort_values("gamma")
+            return None if rows.empty else float(rows["ppl"].iloc[0])
+
+        nodp, crt, dp = ppl("nodp"), ppl("crt"), ppl("dp")
+        rec: dict[str, Any] = {"nodp": nodp, "crt": crt, "dp": dp}
+        if None in (nodp, crt, dp):
+            rec["holds"] = None
+        else:
+            rec["holds"] = bool(nodp <= crt <= dp)
+            crt_rows = part[part["method"] == "crt"].sort_values("gamma")
+            if not rec["holds"] and "public_sentence_share" in crt_rows:
+                s, w = crt_rows["public_sentence_share"].iloc[0], crt_rows["public_word_share"].iloc[0]
+                rec["reason"] = (
+                    f"D_pub is {s:.1%} of the sentences ({w:.1%} of the words): almost everything is private, "
+                    "so CRT trains with DP-SGD on nearly the whole corpus (docs/crt-utility.md)"
+                    if s is not None and w is not None and s < 0.2
+                    else "see docs/crt-utility.md"
+                )
+        out[str(arch)] = rec
+    return out
 
 
 def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:

@@ -29,6 +29,9 @@ _CAPITAL = re.compile(r"(?<![\w<])[A-Z][\w'’-]*")
 _DIGITS = re.compile(r"\d+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'(]*")
 _SPEAKER = re.compile(r"[A-Z][a-z]+:\s+[\"'(]*")
+# a line that is one bare capitalised word — "Randy" under a mail — is a sign-off, i.e. a name;
+# a greeting or closing carries punctuation ("Thanks,", "Goodbye.") and stays initial
+_SIGN_OFF = re.compile(r"(?m)^[ \t>]*([A-Z][\w'’-]+)[ \t]*$")
 
 
 class ConservativeDetector:
@@ -39,6 +42,8 @@ class ConservativeDetector:
         >>> t = "Agent: Thanks, I will call Jane at 4 pm. Bye."
         >>> [t[s.start:s.end] for s in d.detect(t)]
         ['Jane', '4']
+        >>> [s.entity for s in d.detect("Thanks," + chr(10) + "Randy")]  # a bare capitalised line signs a mail
+        ['CAPITALISED']
     """
 
     name = "conservative"
@@ -51,8 +56,12 @@ class ConservativeDetector:
             if speaker is not None:
                 initial.add(speaker.end())
         out = [PiiSpan(m.start(), m.end(), "DIGITS", 0.1) for m in _DIGITS.finditer(text)]
+        sign_offs = {m.start(1) for m in _SIGN_OFF.finditer(text)}
         for m in _CAPITAL.finditer(text):
             word = m.group()
+            if m.start() in sign_offs and word != "I":
+                out.append(PiiSpan(m.start(), m.end(), "CAPITALISED", 0.1))
+                continue
             if m.start() in initial or word == "I" or word.startswith(("I'", "I’")):
                 continue
             if text[max(0, m.start() - 1) : m.start() + len(MASK) - 1] == MASK:

@@ -91,6 +91,10 @@ def split_public_private(
         "private": len(private),
         "private_fraction": len(private) / len(docs) if docs else 0.0,
         "private_reasons": dict(reasons),
+        # a sentence that is nothing but the mask is a repeat Dedup masked (or a sentence π took whole)
+        "mask_only": sum(d.text.strip() == mask for d in private),
+        "public_words": sum(len(d.text.split()) for d in public),
+        "private_words": sum(len(d.text.split()) for d in private),
         "conservative_policy": None if pi_c is None else getattr(pi_c, "name", type(pi_c).__name__),
         "conservative": dict(sorted(cons_entities.items())),
     }

@@ -241,8 +241,8 @@ def train_model(
         from lmleak.train.dp import crt_split_for
 
         public, private, extra["split_stats"] = crt_split_for(train_corpus, config, public, private)
-        extra["split_stats"]["public_words"] = sum(len(t.split()) for t in public.texts())
-        extra["split_stats"]["private_words"] = sum(len(t.split()) for t in private.texts())
+        extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
+        extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
     if tokenizer is None:
         tokenizer, tokenizer_source = resolve_tokenizer(config, train_corpus, public if config.mode == "crt" else None)
     else:
@@ -400,7 +400,7 @@ def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> floa
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:
     """D_pub's share of the CRT split (sentences and tokens) and why sentences went private."""
     out = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
-                                 "public_words", "private_words") if k in stats}
+                                 "public_words", "private_words", "mask_only") if k in stats}
     pub, pri = stats.get("public"), stats.get("private")
     if pub is not None and pri is not None and pub + pri:
         out["public_sentence_share"] = pub / (pub + pri)
