@@ -161,7 +161,7 @@ def measure_exposure(
     groups: dict[CanaryFormat, list[int]] = {}
     for i, c in enumerate(canaries):
         try:
-            fmt = CanaryFormat.infer(c["prefix"], c["secret"], alphabet)
+            fmt = CanaryFormat.infer(c["prefix"], c["secret"], alphabet or c.get("alphabet"))
         except ValueError as e:
             raise DataFileError(
                 str(e), line=i + 1, field="secret", hint="give the secrets' alphabet (--alphabet)"

@@ -116,7 +116,8 @@ class CanaryFormat:
 
     @classmethod
     def infer(cls, prefix: str, secret: str, alphabet: str | None = None) -> CanaryFormat:
-        """The format of a canary record: digits unless an alphabet is given.
+        """The format of a canary record: digits unless an alphabet is given (a canary record may
+        carry its own ``alphabet``: ``synth mail``'s hex tokens do).
 
         Example:
             >>> CanaryFormat.infer("My ID is: ", "123456")

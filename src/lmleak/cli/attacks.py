@@ -328,10 +328,14 @@ def crt_cmd(
             f"tokenizer {r['tokenizer_source']}"
         )
     for arch, rec in result["summary"]["ppl_ordering"].items():
-        if rec["holds"] is None:
-            continue
-        verdict = "holds" if rec["holds"] else f"does not hold: {rec.get('reason', '')}"
-        out.print(
-            f"{arch}: PPL No-DP {rec['nodp']:.1f} ≤ CRT {rec['crt']:.1f} ≤ DP-SGD {rec['dp']:.1f} {verdict}"
-        )
+        for suffix, what in (("", "validation PPL"), ("_redacted", "PPL with PII masked")):
+            if rec.get(f"holds{suffix}") is None:
+                continue
+            verdict = "holds" if rec[f"holds{suffix}"] else "does not hold" + (
+                f": {rec['reason']}" if not suffix and rec.get("reason") else ""
+            )
+            out.print(
+                f"{arch}: {what} No-DP {rec['nodp' + suffix]:.1f}, CRT {rec['crt' + suffix]:.1f}, "
+                f"DP-SGD {rec['dp' + suffix]:.1f}; No-DP ≤ CRT ≤ DP-SGD {verdict}"
+            )
     out.print(f"-> {out_dir}")

@@ -353,7 +353,7 @@ def evaluate_model(
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
     by_fmt: dict[CanaryFormat, list[str]] = {}
     for c in data["canaries"]:
-        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"]), []).append(c["secret"])
+        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(c["secret"])
     rng = np.random.default_rng(cfg.seed)
     for fmt, secrets in by_fmt.items():
         space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
@@ -389,7 +389,13 @@ def evaluate_model(
     )
     m = mia.metrics.set_index(["level", "feature"])
     group_level = f"group{cfg.group_size}"
+    from lmleak.models.evaluation import evaluate_model as quality
+
     return {
+        # utility on the language around the secrets: the validation text with every PII span the
+        # perfect policy finds masked; a model trained on redacted text cannot be expected to
+        # predict the raw names and numbers that dominate the raw validation perplexity
+        "ppl_redacted": quality(lm, data["val_redacted"])["perplexity"] if data.get("val_redacted") else math.nan,
         "max_exposure": best_bits,
         "max_exposure_rank": best_rank,
         "exposure_method": method,
@@ -452,6 +458,7 @@ def run_crt_experiment(
     # validation: held-out synthetic users (so every training user, canary owner and MIA member
     # is trained on; the trainer would otherwise hold out 10 % of the users)
     val = Corpus(list(data["holdout_corpus"])[: cfg.val_documents])
+    data["val_redacted"] = crt_split(val, base_policy(cfg.policy), dedup=None).redacted
     tok_from = data["tokenizer_corpus"]
     redacted: dict[float, Any] = {}
     splits: dict[float, Any] = {}
@@ -552,30 +559,32 @@ def measured_gamma(corpus: Any, secrets: list[dict[str, Any]], policy: Any) -> f
 
 def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
     """Per architecture: No-DP, CRT and DP-SGD perplexity and whether No-DP <= CRT <= DP-SGD holds
-    (paper 002 Fig. 3 puts CRT between the two). CRT is taken at its smallest γ; when the ordering
-    fails, ``reason`` says what the split left public, the usual cause (D_pub too small to learn
-    from, so CRT is DP-SGD on nearly everything, at a smaller sampling rate)."""
+    (paper 002 Fig. 3 puts CRT between the two), on the raw validation text (``ppl``) and on the
+    same text with its PII masked (``ppl_redacted``). CRT is taken at its smallest γ. When the raw
+    ordering fails, ``reason`` says why: a model trained on redacted text never sees the names and
+    numbers the raw validation text is full of (the redaction-only model shows the same cost), and
+    a small D_pub leaves CRT with DP-SGD on nearly the whole corpus."""
     out: dict[str, dict[str, Any]] = {}
     for arch, part in table.groupby("arch"):
-        def ppl(method: str) -> float | None:
-            rows = part[part["method"] == method].sort_values("gamma")
-            return None if rows.empty else float(rows["ppl"].iloc[0])
-
-        nodp, crt, dp = ppl("nodp"), ppl("crt"), ppl("dp")
-        rec: dict[str, Any] = {"nodp": nodp, "crt": crt, "dp": dp}
-        if None in (nodp, crt, dp):
-            rec["holds"] = None
-        else:
-            rec["holds"] = bool(nodp <= crt <= dp)
-            crt_rows = part[part["method"] == "crt"].sort_values("gamma")
-            if not rec["holds"] and "public_sentence_share" in crt_rows:
-                s, w = crt_rows["public_sentence_share"].iloc[0], crt_rows["public_word_share"].iloc[0]
-                rec["reason"] = (
-                    f"D_pub is {s:.1%} of the sentences ({w:.1%} of the words): almost everything is private, "
-                    "so CRT trains with DP-SGD on nearly the whole corpus (docs/crt-utility.md)"
-                    if s is not None and w is not None and s < 0.2
-                    else "see docs/crt-utility.md"
-                )
+        rec: dict[str, Any] = {}
+        for col, suffix in (("ppl", ""), ("ppl_redacted", "_redacted")):
+            vals = {}
+            for method in ("nodp", "crt", "dp", "redact"):
+                rows = part[part["method"] == method].sort_values("gamma")
+                vals[method] = None if rows.empty or col not in rows else float(rows[col].iloc[0])
+            rec.update({f"{m}{suffix}": v for m, v in vals.items()})
+            ok = None if None in (vals["nodp"], vals["crt"], vals["dp"]) else bool(vals["nodp"] <= vals["crt"] <= vals["dp"])
+            rec[f"holds{suffix}"] = ok
+        crt_rows = part[part["method"] == "crt"].sort_values("gamma")
+        if rec["holds"] is False and not crt_rows.empty:
+            why = []
+            red, nodp = rec.get("redact"), rec.get("nodp")
+            if red is not None and nodp is not None and red > 2 * nodp:
+                why.append(f"redaction alone raises the raw-text PPL {red / nodp:.1f}x (the model never sees the masked PII)")
+            s, w = crt_rows["public_sentence_share"].iloc[0], crt_rows["public_word_share"].iloc[0]
+            if s is not None and w is not None and s == s and s < 0.2:
+                why.append(f"D_pub is {s:.1%} of the sentences ({w:.1%} of the words), so CRT is DP-SGD on nearly everything")
+            rec["reason"] = "; ".join(why) + " (docs/crt-utility.md)" if why else "see docs/crt-utility.md"
         out[str(arch)] = rec
     return out
 

@@ -509,7 +509,8 @@ def synthesize(
             d.pii(secret, "CANARY", owner.user_id)
             docs.append((owner.user_id, d))
         canary_rows.append({"text": CANARY_PREFIX + secret, "prefix": CANARY_PREFIX, "secret": secret,
-                            "user_id": owner.user_id, "repeats": canary_repeats, "doc_ids": []})
+                            "user_id": owner.user_id, "repeats": canary_repeats, "doc_ids": [],
+                            "alphabet": "0123456789abcdef"})
     return _write(Path(out_dir), docs, authors, canary_rows)
 
 
