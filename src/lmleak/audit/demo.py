@@ -54,6 +54,37 @@ def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
     return out
 
 
+def training_lines(models_dir: Path, names: list[str]) -> list[str]:
+    """What each trained model is worth and how private it is, from its ``train.json`` and
+    ``privacy.json``: validation perplexity, ε, measured γ, D_pub's share and the tokenizer's source,
+    then whether the perplexities order No-DP <= CRT <= DP-SGD as paper 002 (Fig. 3) reports."""
+    lines, ppl = [], {}
+    for name in names:
+        d = models_dir / name
+        if not (d / "train.json").exists():
+            continue
+        final = json.loads((d / "train.json").read_text())["final"]
+        priv = json.loads((d / "privacy.json").read_text()) if (d / "privacy.json").exists() else {}
+        ppl[name] = final.get("val_perplexity")
+        parts = [f"{name}: validation PPL {ppl[name]:.1f}" if ppl[name] is not None else f"{name}:"]
+        if priv.get("epsilon") is not None:
+            parts.append(f"ε {priv['epsilon']:.2f}")
+        if priv.get("gamma") is not None:
+            up = priv.get("gamma_upper95")
+            parts.append(f"γ {priv['gamma']:.3f} ({priv.get('gamma_source')}" + (f", 95% upper {up:.3f})" if up is not None else ")"))
+        split = priv.get("split") or {}
+        if split.get("public_sentence_share") is not None:
+            parts.append(f"D_pub {split['public_sentence_share']:.1%} of sentences / {split.get('public_word_share', float('nan')):.1%} of words")
+        parts.append(f"tokenizer {priv.get('tokenizer_source', 'unknown')}")
+        lines.append(", ".join(parts))
+    trio = [ppl.get(n) for n in ("plain", "crt", "dp-sgd")]
+    if None not in trio:
+        holds = trio[0] <= trio[1] <= trio[2]
+        lines.append("validation PPL No-DP ≤ CRT ≤ DP-SGD " + ("holds" if holds else
+                     "does not hold: CRT trains on redacted text and its D_pub share is small (docs/crt-utility.md)"))
+    return lines
+
+
 def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_out: bool = False,
              echo: Callable[[str], None] = print) -> Path:
     """Run the demo into ``out_dir`` and return the audit run directory."""
@@ -89,7 +120,8 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     models = {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]
         "dp-sgd": TrainConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),  # type: ignore[arg-type]
-        "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced", **common),  # type: ignore[arg-type]
+        "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced",
+                           secrets=str(data["secrets"]), **common),  # type: ignore[arg-type]
     }
     for i, (name, cfg) in enumerate(models.items(), start=1):
         if (root / "models" / name / "train.json").exists():
@@ -97,6 +129,8 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
             continue
         echo(f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs)")
         train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
+    for line in training_lines(root / "models", list(models)):
+        echo(f"[bold]2/4[/] {line}")
     public = "leave-out"
     if not leave_out:
         public = str(root / "models" / "public")
