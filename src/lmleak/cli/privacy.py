@@ -33,6 +33,8 @@ def confidentiality(
                                         occurrences=occurrences, delta2=delta2)
     except ValueError as e:
         raise ConfigError(str(e), field="epsilon/delta/gamma") from None
+    # one rounding for the JSON and the table: 4 significant digits (1.0000000000000002e-06 is 1e-06)
+    report = {k: significant(v) for k, v in report.items()}
     if plot is not None:
         _plot(epsilon, plot)
         report["plot"] = str(plot)  # type: ignore[assignment]
@@ -46,16 +48,28 @@ def confidentiality(
     t.add_column("epsilon", justify="right")
     t.add_column("delta", justify="right")
     t.add_row("per secret, redacted by the policy (Prop. 5)", "0", "0")
-    t.add_row("per secret, missed by the policy (Prop. 5)", f"{epsilon:.4g}", f"{delta:.3g}")
-    t.add_row("Bayesian, random secret (Prop. 6)", f"{report['bayesian_epsilon']:.4g}", f"{report['bayesian_delta']:.3g}")
-    t.add_row(f"group of {unique_secrets} unique secrets (Prop. 5)", f"{report['group_epsilon']:.4g}", f"{report['group_delta']:.3g}")
+    t.add_row("per secret, missed by the policy (Prop. 5)", f"{report['per_secret_epsilon_missed']:g}", f"{report['delta']:g}")
+    t.add_row("Bayesian, random secret (Prop. 6)", f"{report['bayesian_epsilon']:g}", f"{report['bayesian_delta']:g}")
+    t.add_row(f"group of {unique_secrets} unique secrets (Prop. 5)", f"{report['group_epsilon']:g}", f"{report['group_delta']:g}")
     if occurrences is not None:
-        t.add_row(f"same group, {occurrences} occurrences, no dedup", f"{report['group_epsilon_without_dedup']:.4g}",
-                  f"{report['group_delta_without_dedup']:.3g}")
-    t.add_row("CRT Bayesian (Thm. 8.3)", f"{report['theorem8_bayesian_epsilon']:.4g}", f"{report['theorem8_bayesian_delta']:.3g}")
+        t.add_row(f"same group, {occurrences} occurrences, no dedup", f"{report['group_epsilon_without_dedup']:g}",
+                  f"{report['group_delta_without_dedup']:g}")
+    t.add_row("CRT Bayesian (Thm. 8.3)", f"{report['theorem8_bayesian_epsilon']:g}", f"{report['theorem8_bayesian_delta']:g}")
     out.print(t)
     if plot is not None:
         out.print(f"amplification curve written to {plot}")
+
+
+def significant(value: object, digits: int = 4) -> object:
+    """A float rounded to ``digits`` significant digits (other values unchanged); inf and 0 stay.
+
+    Example:
+        >>> significant(1.0000000000000002e-06), significant(0.4940287080441788), significant("x")
+        (1e-06, 0.494, 'x')
+    """
+    if not isinstance(value, float) or value == 0 or value != value or value in (float("inf"), float("-inf")):
+        return value
+    return float(f"{value:.{digits}g}")
 
 
 def _plot(epsilon: float, path: Path) -> None:
