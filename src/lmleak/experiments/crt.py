@@ -356,20 +356,25 @@ def evaluate_model(
         by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(c["secret"])
     rng = np.random.default_rng(cfg.seed)
     for fmt, secrets in by_fmt.items():
-        space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
-        costs = [path_cost(lm, space.context_ids, space.continuation(s)) for s in secrets]
-        best = int(np.argmin(costs))
         stats = SearchStats()
         # Only the most exposed canary matters here (the paper plots the highest of 10): search
         # with its cost as the threshold. A canary so unexposed that this needs more than
-        # exposure_max_nodes nodes gets its rank estimated from a uniform sample instead.
+        # exposure_max_nodes nodes gets its rank estimated from a uniform sample instead, and so
+        # does a format too large to enumerate (8 hex characters: 4.3e9 candidates, each of which a
+        # BPE tokenizer would have to tokenise to build the trie)
         try:
+            if fmt.num_candidates > MAX_ENUMERABLE:
+                raise SearchBudgetExceeded(f"{fmt.num_candidates} candidates")
+            space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
+            costs = [path_cost(lm, space.context_ids, space.continuation(s)) for s in secrets]
+            best = int(np.argmin(costs))
             more, tied = count_candidates(
                 lm, space, [costs[best]], stats=stats, max_nodes=cfg.exposure_max_nodes
             )
             rank, how = rank_from_counts(int(more[0]), int(tied[0])), "exact"
         except SearchBudgetExceeded:
             sample = fmt.candidates(rng.integers(0, fmt.num_candidates, size=cfg.exposure_sample))
+            best = int(np.argmin(string_costs(lm, fmt, secrets)))
             both = string_costs(lm, fmt, [secrets[best], *sample])
             c0, rest = both[0], both[1:]
             frac = float(np.mean(rest < c0 - 1e-4)) + 0.5 * float(np.mean(np.abs(rest - c0) <= 1e-4))
@@ -407,6 +412,10 @@ def evaluate_model(
         else math.nan,
         "mia_per_side": mia.num_per_side,
     }
+
+
+# formats with more candidates than this are never enumerated: their exposure is sampled
+MAX_ENUMERABLE = 10**7
 
 
 # ---------------------------------------------------------------------------------- driver
