@@ -29,6 +29,7 @@ AREAS = [
     "lmleak.cli.kart",  # kart, synth clinical (paper 004)
     "lmleak.cli.audit",  # audit, demo, gate, query
     "lmleak.cli.dpaudit",  # dp-audit bound, dp-audit run (Steinke et al. 2023)
+    "lmleak.cli.extract",  # extract (Carlini et al. 2021)
 ]
 
 
