@@ -61,6 +61,14 @@ def run(
     seq_len: Annotated[int, typer.Option("--seq-len", help="Tokens per training sequence.")] = 64,
     width: Annotated[int, typer.Option(help="GPT width.")] = 128,
     layers: Annotated[int, typer.Option(help="GPT layers.")] = 2,
+    heads: Annotated[int, typer.Option(help="GPT attention heads.")] = 4,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="word or bpe (default bpe), learnt on the corpus without canaries.")
+    ] = None,
+    vocab_size: Annotated[int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.")] = 4000,
+    max_grad_norm: Annotated[
+        float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.")
+    ] = 1.0,
     noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier.")] = None,
     target_epsilon: Annotated[
         float | None, typer.Option(help="DP target epsilon (the claim audited).")
@@ -89,6 +97,10 @@ def run(
         seq_len=seq_len,
         n_embd=width,  # type: ignore[arg-type]
         n_layer=layers,
+        n_head=heads,
+        tokenizer=tokenizer,  # type: ignore[arg-type]
+        vocab_size=vocab_size,
+        max_grad_norm=max_grad_norm,
         noise_multiplier=noise_multiplier,
         target_epsilon=target_epsilon,
         holdout_users=holdout_users,
@@ -101,6 +113,9 @@ def run(
         DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed),
         progress=not (quiet_ or json_out),
     )
+    from lmleak.render.html import render_report
+
+    summary["report"] = str(render_report(out_dir))
     if json_out:
         print_json(summary)
         return
@@ -114,4 +129,4 @@ def run(
         out.print(
             "[bold red]the measured lower bound exceeds the claimed epsilon: the DP claim is violated[/]"
         )
-    out.print(f"run: {out_dir}")
+    out.print(f"run: {out_dir}; report: {summary['report']}")
