@@ -98,6 +98,20 @@ def test_a_model_that_never_saw_the_corpus_extracts_nothing(tmp_path):
     assert summary["discoverable"]["documents"] == 0
 
 
+def test_samples_too_short_to_hold_a_verified_match_are_never_ranked(tmp_path):
+    lm = FakeLM.from_texts(["short one", "tiny two"], order=3)
+    cfg = ExtractConfig(
+        num_samples=6, max_new_tokens=10, temperature_start=1.0, min_match_tokens=5, discoverable_docs=0
+    )
+    summary = run_extraction(lm, Corpus([Document("u", "d", "short one")]), tmp_path, cfg)
+    df = pd.read_parquet(tmp_path / "extract.parquet")
+    assert (df["generated_tokens"] < 5).all()
+    assert df["rank_perplexity"].isna().all() and df["score_combined"].isna().all()
+    assert summary["verified_at_100"] == dict.fromkeys(
+        ["perplexity", "zlib", "lowercase", "window", "combined"], 0
+    )
+
+
 def test_the_longest_match_equals_a_brute_force_search():
     rng = np.random.default_rng(0)
     docs = [rng.integers(0, 6, size=rng.integers(5, 30)).tolist() for _ in range(8)]

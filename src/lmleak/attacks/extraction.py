@@ -35,6 +35,9 @@ model's next-token distribution at temperature ``T``, truncated to the top ``k``
 0 if a suffix token falls outside the top k), computed exactly from the model's probabilities.
 The chance that ``n`` independent samples produce the suffix at least once is ``1 - (1 - p)^n``;
 the suffix is (n, p)-discoverable when that reaches ``p_threshold``.
+
+Samples that generated fewer than ``min_match_tokens`` tokens (the model ended them early) are not
+ranked: they cannot hold a match long enough to count.
 """
 
 from __future__ import annotations
@@ -221,9 +224,32 @@ def metric_scores(
     else:
         out["small"] = np.full(n, np.nan)
         out["perplexity_public"] = np.full(n, np.nan)
-    used = [m for m in METRICS[:-1] if not np.all(np.isnan(out[m]))]
-    ranks = np.stack([rank_of(out[m]) for m in used]) if n else np.zeros((1, 0))
-    out["combined"] = -ranks.mean(axis=0) if n else np.zeros(0)
+    empty = ntok == 0  # nothing to score: never a candidate (a perplexity of "1" would rank first)
+    for m in METRICS[:-1]:
+        out[m] = np.where(empty, np.nan, out[m])
+    out["combined"] = combined_score(out)
+    return out
+
+
+def combined_score(scores: dict[str, np.ndarray], eligible: np.ndarray | None = None) -> np.ndarray:
+    """Minus the mean rank over the five base metrics present (1 = highest score), over the
+    ``eligible`` samples only (others NaN): the Borda count behind ``combined``.
+
+    Example:
+        >>> combined_score({"perplexity": np.array([3.0, 2.0, 1.0]), "zlib": np.array([2.0, 3.0, 1.0])}).tolist()
+        [-1.5, -1.5, -3.0]
+    """
+    base = [m for m in METRICS[:-1] if m in scores and not np.all(np.isnan(scores[m]))]
+    n = len(next(iter(scores.values()))) if scores else 0
+    keep = np.ones(n, dtype=bool) if eligible is None else np.asarray(eligible, dtype=bool)
+    for m in base:
+        keep &= ~np.isnan(scores[m])
+    out = np.full(n, np.nan)
+    if not base or not keep.any():
+        return out
+    idx = np.nonzero(keep)[0]
+    ranks = np.stack([rank_of(scores[m][idx]) for m in base])
+    out[idx] = -ranks.mean(axis=0)
     return out
 
 
@@ -452,7 +478,13 @@ def run_extraction(
     samples = [[*p, *g] for p, g in zip(prompts, generated, strict=True)]
     texts = [dec(s) for s in samples]
     scores = metric_scores(model, samples, texts, public_model=public_model, window=cfg.window)
-    metrics = [m for m in METRICS if not np.all(np.isnan(scores[m]))]
+    # a sample that generated fewer tokens than a verified match needs can never count as memorised;
+    # left in, short samples crowd the top of every ranking (Carlini et al. sample 256 tokens each)
+    short = np.array([len(g) < cfg.min_match_tokens for g in generated])
+    for m in METRICS[:-1]:
+        scores[m] = np.where(short, np.nan, scores[m])
+    scores["combined"] = combined_score(scores)
+    metrics = [m for m in METRICS if m != "small" or public_model is not None]
     grams = [word_trigrams(t) for t in texts]
     tops = {
         m: select_top(scores[m], texts, cfg.top_n, threshold=cfg.dedup_threshold, grams=grams)
