@@ -190,3 +190,43 @@ def test_one_audit_run_records_the_inclusion_and_writes_the_bound_beside_the_cla
     full, ctx = model.tokenizer.encode(c["text"]), model.tokenizer.encode(c["prefix"])
     one = float(model.token_stats([full])[0].logprobs[len(ctx) :].astype(np.float64).sum())
     assert table["logprob"].iloc[0] == pytest.approx(one, abs=1e-4)
+
+
+def test_a_canary_longer_than_one_training_sequence_is_refused_before_training(tmp_path):
+    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.data.synth.customersim import synthesize
+    from lmleak.train.config import TrainConfig
+
+    paths = synthesize(tmp_path / "data", users=3, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", epochs=1, seq_len=6, n_embd=32, n_layer=1, n_head=2, vocab_size=200)
+    with pytest.raises(ConfigError, match="seq_len"):
+        run_dp_audit(paths["corpus"], tmp_path / "run", cfg, DPAuditConfig(m=4), progress=False)
+    assert not (tmp_path / "run" / "model").exists()
+
+
+@pytest.mark.slow  # a DP-SGD training run
+def test_a_dp_run_reports_the_accountants_epsilon_beside_the_measured_bound(tmp_path):
+    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.data.synth.customersim import synthesize
+    from lmleak.train.config import TrainConfig
+
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="dp",
+        epochs=1,
+        batch_size=8,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        noise_multiplier=1.0,
+        holdout_users=0.0,
+    )
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, DPAuditConfig(m=16), progress=False)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    assert privacy["mode"] == "dp" and privacy["epsilon"] > 0
+    assert summary["dp_epsilon"] == privacy["epsilon"] and privacy["dp_audit"]["delta"] == privacy["delta"]
+    assert summary["claim_violated"] == (privacy["epsilon_lower_bound"] > privacy["epsilon"])
+    assert summary["statement"].startswith(f"claimed ε ≤ {privacy['epsilon']:.3g}; measured ≥ ")
+    assert summary["scenario"]["anonymization"].startswith("dp")

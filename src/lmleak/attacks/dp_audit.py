@@ -295,6 +295,10 @@ def run_dp_audit(
             [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
         )
         tok_source = "public"  # the base corpus: the audit's DP claim is about the canaries, not it
+    if tokenizer is not None:
+        _check_one_sequence(
+            canaries, tokenizer.encode(canaries[0]["text"], add_special_tokens=False), train_config
+        )
     result = train_model(
         train_corpus,
         run / "model",
@@ -305,6 +309,7 @@ def run_dp_audit(
         tokenizer_source=tok_source,
     )
     model = load_small_model(result.model_dir)
+    _check_one_sequence(canaries, model.tokenizer.encode(canaries[0]["text"]), train_config)
     scores = score_canaries(model, canaries)
     included = [c["included"] for c in canaries]
     privacy = dict(result.privacy)
@@ -361,6 +366,20 @@ def run_dp_audit(
     write_summary(run, summary)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary
+
+
+def _check_one_sequence(
+    canaries: Sequence[dict[str, Any]], sample_ids: Sequence[int], train_config: Any
+) -> None:
+    """Each canary must be one training sequence, the privacy unit of the DP modes: a canary cut into
+    several chunks is a group of units, and a bound above the per-unit ε would not refute the claim."""
+    if len(sample_ids) + 2 > train_config.seq_len + 1:  # BOS and EOS travel with it
+        raise ConfigError(
+            f"a canary takes {len(sample_ids) + 2} tokens with BOS/EOS, more than one training "
+            f"sequence ({train_config.seq_len} + 1)",
+            field="seq_len",
+            hint="raise --seq-len, or use fewer secret digits",
+        )
 
 
 def audit_statement(claimed: float | None, measured: float, confidence: float) -> str:
