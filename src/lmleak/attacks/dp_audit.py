@@ -264,8 +264,10 @@ def run_dp_audit(
     ``dp_audit``), ``RUN/canaries.parquet`` (secret, included, score, guess, correct per canary) and
     ``RUN/summary.json`` (``attack: dp_audit``, the accountant's ``dp_epsilon`` beside the measured
     ``epsilon_lower_bound``, the KART scenario). Validation users are split off the corpus before
-    the canaries are added, so no canary is ever held out; the tokenizer is learnt from the corpus
-    plus every digit, never from the canaries, so the vocabulary does not depend on the inclusion.
+    the canaries are added, so no canary is ever held out; unless ``train_config.tokenizer_from``
+    names one, the tokenizer is learnt from the corpus plus every digit, never from the canaries, so
+    the vocabulary does not depend on the inclusion (``privacy.json`` records it as
+    ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
     import json
 
@@ -294,7 +296,9 @@ def run_dp_audit(
         tokenizer = build_tokenizer(
             [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
         )
-        tok_source = "public"  # the base corpus: the audit's DP claim is about the canaries, not it
+        # the corpus's own text, without canaries: outside the DP guarantee for the corpus's users
+        # (as resolve_tokenizer warns), but independent of the canaries, which is what the audit tests
+        tok_source = "private:corpus-without-canaries"
     if tokenizer is not None:
         _check_one_sequence(
             canaries, tokenizer.encode(canaries[0]["text"], add_special_tokens=False), train_config

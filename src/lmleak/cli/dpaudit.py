@@ -66,6 +66,13 @@ def run(
         str | None, typer.Option(help="word or bpe (default bpe), learnt on the corpus without canaries.")
     ] = None,
     vocab_size: Annotated[int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.")] = 4000,
+    tokenizer_from: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer-from",
+            help="A public corpus or lmleak model folder for the tokenizer (default: the corpus without canaries).",
+        ),
+    ] = None,
     max_grad_norm: Annotated[
         float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.")
     ] = 1.0,
@@ -100,6 +107,7 @@ def run(
         n_head=heads,
         tokenizer=tokenizer,  # type: ignore[arg-type]
         vocab_size=vocab_size,
+        tokenizer_from=tokenizer_from,
         max_grad_norm=max_grad_norm,
         noise_multiplier=noise_multiplier,
         target_epsilon=target_epsilon,
