@@ -118,10 +118,13 @@ def sample_sequences(
             probs = np.exp(
                 sampling_logprobs(lp, temperature_at(step, temperature_start, decay_tokens), top_k)
             )
+            # inverse-CDF draw for every row at once; a zero-probability token has a flat CDF step
+            # and is never drawn
+            cdf = np.cumsum(probs, axis=1)
+            u = rng.random(len(active)) * cdf[:, -1]
+            drawn = np.minimum((cdf < u[:, None]).sum(axis=1), probs.shape[1] - 1)
             still = []
-            for row, i in enumerate(active):
-                p = probs[row] / probs[row].sum()
-                t = int(rng.choice(len(p), p=p))
+            for i, t in zip(active, drawn.tolist(), strict=True):
                 if eos is not None and t == eos:
                     continue
                 out[i].append(t)
