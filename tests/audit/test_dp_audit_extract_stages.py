@@ -38,12 +38,30 @@ def test_a_measured_bound_above_the_claimed_epsilon_fails_the_gate_whatever_the_
     assert "claimed" in checks[0].metric
 
 
-def test_a_bound_below_the_claim_passes_and_the_floor_checks_the_audits_power(tmp_path):
-    run = _summary(tmp_path, dp_epsilon=3.0, epsilon_lower_bound=0.4)
-    assert all(c.passed for c in check_gate(run, {"min_epsilon_lower_bound": 0.0}))
-    floor = [c for c in check_gate(run, {"min_epsilon_lower_bound": 1.0}) if c.direction == "min"]
+def test_a_bound_below_the_claim_passes_and_the_floor_checks_the_audits_power_on_controls(tmp_path):
+    (tmp_path / "summary.json").write_text(
+        json.dumps(
+            {
+                "models": {
+                    "dp": {"headline": {"dp_epsilon": 3.0, "epsilon_lower_bound": 0.4}},
+                    "plain": {"headline": {"epsilon_lower_bound": 0.7}},
+                }
+            }
+        )
+    )
+    checks = check_gate(tmp_path, {"min_epsilon_lower_bound": 0.5})
+    assert [(c.model, c.direction, c.passed) for c in checks] == [("dp", "max", True), ("plain", "min", True)]
+    floor = [c for c in check_gate(tmp_path, {"min_epsilon_lower_bound": 1.0}) if c.direction == "min"]
     assert len(floor) == 1 and not floor[0].passed
     assert "floor 1" in floor[0].describe()
+
+
+def test_the_floor_fails_when_every_model_claims_dp_and_zero_checks_only_the_claim(tmp_path):
+    run = _summary(tmp_path, dp_epsilon=3.0, epsilon_lower_bound=0.4)
+    assert [c.passed for c in check_gate(run, {"min_epsilon_lower_bound": 0.0})] == [True]  # the claim only
+    checks = check_gate(run, {"min_epsilon_lower_bound": 0.5})
+    assert [c.passed for c in checks] == [True, False]  # the claim holds; no control shows power
+    assert "without a DP claim" in checks[1].metric
 
 
 def test_the_gate_cli_counts_extracted_samples_and_a_missing_measurement_fails(tmp_path):

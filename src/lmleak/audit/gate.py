@@ -8,8 +8,9 @@ The one-run DP audit (issue 20) adds two checks. Wherever a run measured ``epsil
 for a model that claims a DP ``ε``, the gate checks the claim itself: it fails when the measured
 lower bound exceeds the claimed ε (the DP guarantee is then refuted at the audit's confidence),
 whatever limits were given. ``--min-epsilon-lower-bound X`` is a floor, not a ceiling: it fails
-when the bound is *below* X, for a run whose audit must show power (a plain, non-private control
-model on which the audit is expected to measure at least X; a weak audit proves nothing).
+when the bound is *below* X, and it applies to the models that claim no DP (plain-trained controls,
+on which the audit must show its power: a weak audit proves nothing); a positive floor fails a run
+without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run checks only its claim.
 """
 
 from __future__ import annotations
@@ -75,11 +76,17 @@ def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]
                                     float(headline["epsilon_lower_bound"])))
         for metric, limit in limits.items():
             if metric == "min_epsilon_lower_bound":
-                checks.append(GateCheck(model, "epsilon_lower_bound", float(limit),
-                                        _value(headline, "epsilon_lower_bound"), direction="min"))
+                if headline.get("dp_epsilon") is None:  # the floor is for controls; a DP model has its claim check
+                    checks.append(GateCheck(model, "epsilon_lower_bound", float(limit),
+                                            _value(headline, "epsilon_lower_bound"), direction="min"))
             elif metric in PER_K and by_k:
                 for k in sorted(by_k, key=int):
                     checks.append(GateCheck(model, f"{metric} (k={k})", float(limit), _value(by_k[k], metric)))
             else:
                 checks.append(GateCheck(model, metric, float(limit), _value(headline, metric)))
+    floor = limits.get("min_epsilon_lower_bound")
+    if floor is not None and floor > 0 and not any(c.direction == "min" for c in checks):
+        # every model claims DP: nothing shows the audit's power, and a floor must not pass silently
+        checks.append(GateCheck("(none)", "epsilon_lower_bound of a model without a DP claim",
+                                float(limits["min_epsilon_lower_bound"]), None, direction="min"))
     return checks
