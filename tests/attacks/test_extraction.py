@@ -256,6 +256,36 @@ def test_the_cli_writes_the_run_and_prints_verified_counts(tmp_path):
     assert set(summary["verified_at_100"]) == {"perplexity", "zlib", "lowercase", "window", "combined"}
     df = pd.read_parquet(tmp_path / "run" / "extract.parquet")
     assert set(df["prefix"]) == {"please note", "hello there"}
+    public = tmp_path / "public.txt"
+    public.write_text("hello there how are you\nthe weather is cold today\n")
+    res = CliRunner().invoke(
+        app,
+        [
+            "extract",
+            "--model",
+            f"fake:{corpus}",
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(tmp_path / "run-pub"),
+            "--num-samples",
+            "4",
+            "--max-new-tokens",
+            "8",
+            "--min-match-tokens",
+            "2",
+            "--public-model",
+            f"fake:{public}",
+            "--discoverable-docs",
+            "0",
+            "--json",
+            "--quiet",
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    pub = json.loads(res.output)
+    assert "small" in pub["metrics"] and set(pub["verified_at_100"]) == set(METRICS)
+    assert pub["scenario"]["resources"] == ["public_model"]
     res = CliRunner().invoke(
         app,
         [
