@@ -115,7 +115,7 @@ def epsilon_lower_bound(
     return lo
 
 
-def guess_membership(scores: Sequence[float], r: int) -> np.ndarray:
+def guess_membership(scores: Sequence[float] | np.ndarray, r: int) -> np.ndarray:
     """Guesses ``T ∈ {-1, 0, +1}^m``: ``+1`` for the ``r/2`` highest scores, ``-1`` for the ``r/2``
     lowest, 0 (abstain) for the rest; an odd ``r`` gives the extra guess to "in". Ties are broken
     by canary order (a stable sort), never by the (secret) inclusion.
@@ -136,7 +136,9 @@ def guess_membership(scores: Sequence[float], r: int) -> np.ndarray:
     return guesses
 
 
-def count_correct(guesses: Sequence[int], included: Sequence[bool]) -> tuple[int, int]:
+def count_correct(
+    guesses: Sequence[int] | np.ndarray, included: Sequence[bool] | np.ndarray
+) -> tuple[int, int]:
     """(r, v): non-abstaining guesses and how many of them match the inclusion.
 
     Example:
@@ -216,8 +218,8 @@ def score_canaries(model: Any, canaries: Sequence[dict[str, Any]]) -> np.ndarray
 
 
 def audit_scores(
-    scores: Sequence[float],
-    included: Sequence[bool],
+    scores: Sequence[float] | np.ndarray,
+    included: Sequence[bool] | np.ndarray,
     *,
     m: int | None = None,
     r: int | None = None,
@@ -292,7 +294,7 @@ def run_dp_audit(
     tok_source = None
     tokenizer = None
     if train_config.tokenizer_from is None:
-        kind = train_config.tokenizer or ("bpe" if train_config.arch == "gpt" else "word")
+        kind: Any = train_config.tokenizer or ("bpe" if train_config.arch == "gpt" else "word")
         tokenizer = build_tokenizer(
             [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
         )

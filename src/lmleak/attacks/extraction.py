@@ -584,7 +584,7 @@ def _discoverable(model: Any, docs: Sequence[Any], cfg: ExtractConfig) -> Any:
     enc = model.tokenizer.encode
     need = cfg.prefix_tokens + cfg.suffix_tokens
     eligible = [(d, ids) for d in docs if len(ids := enc(d.text)) >= need]
-    pick = rng.permutation(len(eligible))[: cfg.discoverable_docs] if cfg.discoverable_docs > 0 else []
+    pick: Any = rng.permutation(len(eligible))[: cfg.discoverable_docs] if cfg.discoverable_docs > 0 else []
     chosen = [eligible[int(i)] for i in pick]
     pre = [ids[: cfg.prefix_tokens] for _, ids in chosen]
     suf = [ids[cfg.prefix_tokens : need] for _, ids in chosen]

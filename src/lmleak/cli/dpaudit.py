@@ -97,12 +97,12 @@ def run(
 
     quiet(quiet_ or json_out)
     cfg = TrainConfig(
-        mode=mode,
+        mode=mode,  # type: ignore[arg-type]
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
         seq_len=seq_len,
-        n_embd=width,  # type: ignore[arg-type]
+        n_embd=width,
         n_layer=layers,
         n_head=heads,
         tokenizer=tokenizer,  # type: ignore[arg-type]
