@@ -4,6 +4,8 @@
 - :mod:`~lmleak.attacks.trie` — exact canary ranks by a pruned search over the candidates' token trie.
 - :mod:`~lmleak.attacks.membership` — individual and group membership inference (paper 002 A.4).
 - :mod:`~lmleak.attacks.roc` — accuracy at the best threshold, AUC, TPR at low FPR, ROC curves.
+- :mod:`~lmleak.attacks.dp_audit` — one-run DP auditing: an ε lower bound (Steinke et al. 2023).
+- :mod:`~lmleak.attacks.extraction` — untargeted and (n, p)-discoverable extraction (Carlini et al. 2021).
 """
 
 from lmleak.attacks.exposure import CanaryExposure, exposure, extrapolated_exposure, measure_exposure

@@ -58,6 +58,9 @@ analyses:
                                 # (`From: {name} <`...); or a templates YAML file
     shots: 5                    # templates per target when `templates` is mined or a file
     beams: 3
+  dp_audit: null                # one-run DP audit (Steinke et al. 2023): retrains the model's own recipe
+                                # (train.json) with m canaries, e.g. {m: 256, confidence: 0.95}
+  extract: null                 # untargeted extraction (Carlini et al. 2021), e.g. {num_samples: 1000}
   kart: true                    # the KART scenario table over every stage
 
 render:
@@ -114,11 +117,45 @@ class ProbeSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class DPAuditSpec:
+    """Issue 20: one-run DP audit (names as :class:`lmleak.attacks.dp_audit.DPAuditConfig`)."""
+
+    m: int = 256
+    r: int | None = None
+    delta: float | None = None
+    confidence: float = 0.95
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractSpec:
+    """Issue 20: untargeted extraction (names as :class:`lmleak.attacks.extraction.ExtractConfig`)."""
+
+    num_samples: int = 1000
+    max_new_tokens: int = 64
+    top_k: int = 40
+    temperature_start: float = 10.0
+    temperature_decay: int = 20
+    prefixes: str | None = None  # a public text file, one prompt per line; null: empty prompts
+    top_n: int = 100
+    min_match_tokens: int = 32
+    window: int = 50
+    discoverable_docs: int = 100
+    prefix_tokens: int = 32
+    suffix_tokens: int = 32
+    n: int = 100
+    p: float = 0.5
+    seed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
     mia: MiaSpec | None = None
     probe: ProbeSpec | None = None
+    dp_audit: DPAuditSpec | None = None
+    extract: ExtractSpec | None = None
     kart: bool = True
 
 

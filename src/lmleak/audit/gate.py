@@ -3,6 +3,14 @@
 ``lmleak gate RUN --max-unique N --max-leakage-epsilon X --max-exposure B --max-mia-auc A`` exits 0
 when every given limit holds for every audited model, 1 otherwise. A limit on a metric the run did
 not measure fails too (a gate must not pass because a stage was skipped).
+
+The one-run DP audit (issue 20) adds two checks. Wherever a run measured ``epsilon_lower_bound``
+for a model that claims a DP ``ε``, the gate checks the claim itself: it fails when the measured
+lower bound exceeds the claimed ε (the DP guarantee is then refuted at the audit's confidence),
+whatever limits were given. ``--min-epsilon-lower-bound X`` is a floor, not a ceiling: it fails
+when the bound is *below* X, and it applies to the models that claim no DP (plain-trained controls,
+on which the audit must show its power: a weak audit proves nothing); a positive floor fails a run
+without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run checks only its claim.
 """
 
 from __future__ import annotations
@@ -21,10 +29,13 @@ class GateCheck:
     metric: str
     limit: float
     value: float | None
+    direction: str = "max"  # "max": value <= limit passes; "min": value >= limit passes
 
     @property
     def passed(self) -> bool:
-        return self.value is not None and self.value <= self.limit
+        if self.value is None:
+            return False
+        return self.value >= self.limit if self.direction == "min" else self.value <= self.limit
 
     def describe(self) -> str:
         if self.value is None:
@@ -32,7 +43,8 @@ class GateCheck:
         if self.metric.startswith("leakage_epsilon") and self.value > 700:
             return f"{self.model}: {self.metric} = e^{math.log(self.value) if math.isfinite(self.value) else self.value:g} (limit {self.limit:g}) FAILED"
         verdict = "ok" if self.passed else "FAILED"
-        return f"{self.model}: {self.metric} = {self.value:g} (limit {self.limit:g}) {verdict}"
+        kind = "floor" if self.direction == "min" else "limit"
+        return f"{self.model}: {self.metric} = {self.value:g} ({kind} {self.limit:g}) {verdict}"
 
 
 def _value(headline: dict[str, Any], metric: str) -> float | None:
@@ -59,10 +71,22 @@ def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]
     checks = []
     for model, headline in collect_headlines(run_dir).items():
         by_k = headline.get("by_k") or {}
+        if headline.get("epsilon_lower_bound") is not None and headline.get("dp_epsilon") is not None:
+            checks.append(GateCheck(model, "epsilon_lower_bound <= claimed dp_epsilon", float(headline["dp_epsilon"]),
+                                    float(headline["epsilon_lower_bound"])))
         for metric, limit in limits.items():
-            if metric in PER_K and by_k:
+            if metric == "min_epsilon_lower_bound":
+                if headline.get("dp_epsilon") is None:  # the floor is for controls; a DP model has its claim check
+                    checks.append(GateCheck(model, "epsilon_lower_bound", float(limit),
+                                            _value(headline, "epsilon_lower_bound"), direction="min"))
+            elif metric in PER_K and by_k:
                 for k in sorted(by_k, key=int):
                     checks.append(GateCheck(model, f"{metric} (k={k})", float(limit), _value(by_k[k], metric)))
             else:
                 checks.append(GateCheck(model, metric, float(limit), _value(headline, metric)))
+    floor = limits.get("min_epsilon_lower_bound")
+    if floor is not None and floor > 0 and not any(c.direction == "min" for c in checks):
+        # every model claims DP: nothing shows the audit's power, and a floor must not pass silently
+        checks.append(GateCheck("(none)", "epsilon_lower_bound of a model without a DP claim",
+                                float(limits["min_epsilon_lower_bound"]), None, direction="min"))
     return checks

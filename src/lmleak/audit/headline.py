@@ -29,6 +29,9 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "pii_likelihood_ratio_geomean": ("pii_likelihood_ratio_geomean",),
     "dp_epsilon": ("dp_epsilon",),
     "confidentiality_epsilon": ("confidentiality_epsilon",),
+    # issue 20: one-run DP audit and untargeted extraction
+    "epsilon_lower_bound": ("epsilon_lower_bound",),
+    "extracted": ("extracted",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -45,6 +48,9 @@ EXPLANATIONS: dict[str, str] = {
     "pii_likelihood_ratio_geomean": "The typical factor by which the model prefers a person's true PII to another person's (geometric mean over people and PII types; 1 means no association), which no single PII type dominates.",
     "dp_epsilon": "The differential-privacy budget the model was trained with (smaller is more private; none for plain training).",
     "confidentiality_epsilon": "The Bayesian confidentiality bound for secrets the redaction policy missed (paper 002, Proposition 6).",
+    # issue 20: one-run DP audit and untargeted extraction
+    "epsilon_lower_bound": "An empirical lower bound on the ε of the training algorithm, from guessing which of m randomly included canaries were trained on in one run (Steinke, Nasr & Jagielski 2023). Above the claimed ε, the DP claim is false; far below it says only that this audit could not show more.",
+    "extracted": "Samples generated without any prompt about the training data, picked by Carlini et al.'s membership metrics, and found verbatim (at least min_match_tokens tokens) in the training corpus.",
 }
 
 

@@ -37,7 +37,7 @@ from lmleak.runs import (
 )
 
 log = logging.getLogger("lmleak.audit")
-STAGES = ("report", "exposure", "mia", "probe")
+STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
 COMPLETE = ".complete.json"
 
 
@@ -190,6 +190,41 @@ class Auditor:
         run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates,
                   controls=set(holdout.users) if holdout else None, budgets=budgets)
 
+    # ------------------------------------------------------------------ issue 20 stages
+    def dp_audit_source(self, model_path: str) -> str | None:
+        """Why the DP audit cannot run for this model (None when it can): it re-runs the model's own
+        training recipe with canaries, so it needs the ``train.json`` of an lmleak-trained model."""
+        from lmleak.train.trainer import load_train_config
+
+        if Path(model_path).is_dir() and load_train_config(model_path) is not None:
+            return None
+        return ("a one-run DP audit retrains the model's recipe with canaries, and this model records none "
+                "(train.json of `lmleak train`); audit the training algorithm with `lmleak dp-audit run`")
+
+    def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+        from lmleak.train.trainer import load_train_config
+
+        train_cfg = load_train_config(model_path)
+        assert train_cfg is not None  # checked by dp_audit_source() before the stage runs
+        run_dp_audit(self.cfg.resolve(self.cfg.corpus.path) or "", out, train_cfg,
+                     DPAuditConfig(m=spec.m, r=spec.r, delta=spec.delta, confidence=spec.confidence, seed=spec.seed),
+                     progress=False)
+
+    def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
+        from lmleak.models.loading import load_model
+
+        ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
+        cfg = ExtractConfig(num_samples=spec.num_samples, max_new_tokens=spec.max_new_tokens, top_k=spec.top_k,
+                            temperature_start=spec.temperature_start, decay_tokens=spec.temperature_decay,
+                            window=spec.window, top_n=spec.top_n, min_match_tokens=spec.min_match_tokens,
+                            seed=spec.seed, discoverable_docs=spec.discoverable_docs, prefix_tokens=spec.prefix_tokens,
+                            suffix_tokens=spec.suffix_tokens, n=spec.n, p_threshold=spec.p,
+                            prefixes=read_prefixes(self.cfg.resolve(spec.prefixes) or "") if spec.prefixes else [])
+        run_extraction(model, self.corpus(), out, cfg, public_model=load_model(self.cfg.resolve(ref)) if ref else None,
+                       anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
+
     def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""
         if spec.templates != "mined":
@@ -237,7 +272,7 @@ class Auditor:
             out = self.run / "models" / name / stage
             fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
             rel = str(out.relative_to(self.run))
-            why_not = self.mia_source(path) if stage == "mia" else None
+            why_not = self.mia_source(path) if stage == "mia" else self.dp_audit_source(path) if stage == "dp_audit" else None
             if why_not:
                 self.echo(f"[yellow]{name}/{stage}: skipped[/] — {why_not}")
                 log.warning("%s/%s: skipped: %s", name, stage, why_not)

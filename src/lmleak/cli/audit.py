@@ -25,6 +25,8 @@ def gate(
     max_exposure: Annotated[float | None, typer.Option(help="Largest canary exposure (bits) allowed.")] = None,
     max_mia_auc: Annotated[float | None, typer.Option(help="Largest membership-inference AUC allowed.")] = None,
     max_pii_unique: Annotated[int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")] = None,
+    min_epsilon_lower_bound: Annotated[float | None, typer.Option(help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.")] = None,
+    max_extracted: Annotated[int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
@@ -38,11 +40,13 @@ def gate(
             "max_exposure": max_exposure,
             "mia_auc": max_mia_auc,
             "pii_unique_sequences": max_pii_unique,
+            "min_epsilon_lower_bound": min_epsilon_lower_bound,
+            "extracted": max_extracted,
         }.items()
         if v is not None
     }
     if not limits:
-        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc")
+        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted")
         raise typer.Exit(2)
     checks = check_gate(run, limits)
     failed = [c for c in checks if not c.passed]

@@ -28,6 +28,8 @@ AREAS = [
     "lmleak.cli.probe",  # probe (paper 003)
     "lmleak.cli.kart",  # kart, synth clinical (paper 004)
     "lmleak.cli.audit",  # audit, demo, gate, query
+    "lmleak.cli.dpaudit",  # dp-audit bound, dp-audit run (Steinke et al. 2023)
+    "lmleak.cli.extract",  # extract (Carlini et al. 2021)
 ]
 
 

@@ -31,6 +31,9 @@ LABELS = {
     "pii_likelihood_ratio_geomean": "PII likelihood ratio, typical (geometric mean)",
     "dp_epsilon": "DP ε",
     "confidentiality_epsilon": "Confidentiality ε (Bayesian)",
+    # issue 20: one-run DP audit and untargeted extraction
+    "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
+    "extracted": "Extracted training samples (verified)",
 }
 
 # which stage a headline metric comes from (for the scenario line under it)
@@ -45,6 +48,8 @@ METRIC_STAGE = {
     "pii_exact_match": "probe",
     "pii_likelihood_ratio": "probe",
     "pii_likelihood_ratio_geomean": "probe",
+    "epsilon_lower_bound": "dp_audit",
+    "extracted": "extract",
 }
 
 SEQUENCE_COLUMNS = [
@@ -115,6 +120,12 @@ def _k_note(key: str, headline: dict[str, Any]) -> str:
 
 
 def _card_detail(key: str, headline: dict[str, Any]) -> str:
+    if key == "epsilon_lower_bound":  # issue 20: the claim beside the measurement, as one sentence
+        claimed = headline.get("dp_epsilon")
+        measured = headline.get("epsilon_lower_bound")
+        claim = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (plain training)"
+        verdict = " The claim is violated." if claimed is not None and measured > claimed else ""
+        return f" {claim}; measured ≥ {measured:.3g}.{verdict}"
     if key == "pii_unique_sequences":
         by_type = headline.get("pii_unique_sequences_by_type") or {}
         listed = ", ".join(f"{t} {n}" for t, n in sorted(by_type.items(), key=lambda kv: -kv[1]))

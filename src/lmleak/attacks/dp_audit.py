@@ -1,0 +1,401 @@
+"""One-run DP auditing (Steinke, Nasr & Jagielski 2023, "Privacy auditing with one (1) training
+run", NeurIPS 2023).
+
+The audit: ``m`` canaries, each included in the training data independently with probability 1/2
+(``S_i = +1`` in, ``-1`` out); one training run; the auditor guesses ``T_i ∈ {-1, 0, +1}`` for every
+canary from the trained model, making ``r`` non-abstaining guesses of which ``v`` are correct.
+
+The pure maths (this module's first half) is the paper's Theorem 3 (approximate DP; Theorem 2 is
+its ``δ = 0`` case). If the training algorithm is ``(ε, δ)``-DP, then for every ``v``::
+
+    P[#correct >= v]  <=  P[W >= v]  +  2 m δ · max_{i = 1..v} (1/i) · P[v - i <= W < v],
+                          W ~ Binomial(r, e^ε / (e^ε + 1))
+
+(:func:`p_value`; the ``δ`` term is the paper's, as their appendix algorithm computes it). The
+right-hand side is the p-value of the null hypothesis "the algorithm is (ε, δ)-DP" after observing
+``v`` correct guesses; :func:`epsilon_lower_bound` is the largest ``ε`` that the observation rejects
+at level ``1 - confidence``, found by bisection (the p-value grows with ``ε``). Binomial tails are
+exact (``scipy.stats.binom``), never normal approximations.
+
+The runner's half (:func:`run_dp_audit`) inserts the canaries, trains once with lmleak's trainer,
+scores each canary by ``log p(secret | prefix)`` and guesses the ``r/2`` highest-scoring canaries
+"in" and the ``r/2`` lowest "out". Exposure would order the canaries identically (for one secret
+format it is a decreasing function of the rank, which is a decreasing function of the likelihood),
+so the likelihood is the score.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lmleak.errors import ConfigError
+
+
+def _check(m: int, r: int, v: int, delta: float) -> None:
+    if not (0 <= v <= r <= m) or m < 1:
+        raise ConfigError(
+            f"need 0 <= v <= r <= m and m >= 1, got m={m}, r={r}, v={v}",
+            field="m/r/v",
+            hint="v correct guesses out of r guesses about m canaries",
+        )
+    if not 0.0 <= delta <= 1.0:
+        raise ConfigError(f"delta must lie in [0, 1], got {delta}", field="delta")
+
+
+def p_value(m: int, r: int, v: int, epsilon: float, delta: float = 0.0) -> float:
+    """The p-value of "the algorithm is (ε, δ)-DP" after ``v`` correct of ``r`` guesses (Theorem 3).
+
+    ``P[W >= v] + 2 m δ max_{1<=i<=v} P[v-i <= W < v] / i`` with ``W ~ Binomial(r, e^ε/(e^ε+1))``,
+    capped at 1. With ``delta = 0`` this is Theorem 2: the exact binomial upper tail.
+
+    Example:
+        >>> round(p_value(100, 10, 10, 0.0), 6)  # ten of ten right by coin flips: 2^-10
+        0.000977
+        >>> p_value(100, 10, 5, 0.0) > 0.5
+        True
+    """
+    from scipy.stats import binom
+
+    _check(m, r, v, delta)
+    if epsilon < 0:
+        raise ValueError("epsilon must be >= 0")
+    q = 1.0 / (1.0 + math.exp(-epsilon))  # accuracy of ε-DP randomised response, e^ε / (e^ε + 1)
+    beta = float(binom.sf(v - 1, r, q))  # P[W >= v]
+    if delta == 0.0 or v == 0:
+        return min(beta, 1.0)
+    # P[v - i <= W < v] for i = 1..v is the running sum of pmf(v-1), pmf(v-2), ..., pmf(v-i)
+    below = np.cumsum(binom.pmf(np.arange(v - 1, -1, -1), r, q))
+    alpha = float(np.max(below / np.arange(1, v + 1)))
+    return min(beta + 2.0 * m * delta * alpha, 1.0)
+
+
+def epsilon_lower_bound(
+    m: int, r: int, v: int, delta: float = 0.0, confidence: float = 0.95, *, tolerance: float = 1e-7
+) -> float:
+    """The largest ε such that ``v`` correct of ``r`` guesses rejects (ε, δ)-DP at ``confidence``.
+
+    With probability at least ``confidence`` over the canaries' coin flips, an (ε, δ)-DP algorithm
+    gives a :func:`p_value` above ``1 - confidence``; so every ε whose p-value falls below it is
+    refuted, and the audit reports the supremum of those ("the algorithm is not ε-DP for any
+    smaller ε"). 0 when nothing is refuted (e.g. ``v <= r/2``). Bisection to ``tolerance`` on a
+    bracket doubled until the p-value reaches ``1 - confidence``.
+
+    Example:
+        >>> round(epsilon_lower_bound(1000, 10, 10, confidence=0.95), 4)  # log(q/(1-q)), q = 0.05^(1/10)
+        1.0519
+        >>> epsilon_lower_bound(1000, 100, 50)
+        0.0
+    """
+    _check(m, r, v, delta)
+    if not 0.0 < confidence < 1.0:
+        raise ConfigError(
+            f"confidence must lie in (0, 1), got {confidence}", field="confidence", hint="e.g. 0.95"
+        )
+    level = 1.0 - confidence
+    if r == 0 or p_value(m, r, v, 0.0, delta) >= level:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while p_value(m, r, v, hi, delta) < level:
+        lo, hi = hi, 2.0 * hi
+        if hi > 1e4:  # q rounds to 1 long before this: the tail is 1 and the loop has ended
+            return lo
+    while hi - lo > tolerance:
+        mid = 0.5 * (lo + hi)
+        if p_value(m, r, v, mid, delta) < level:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def guess_membership(scores: Sequence[float] | np.ndarray, r: int) -> np.ndarray:
+    """Guesses ``T ∈ {-1, 0, +1}^m``: ``+1`` for the ``r/2`` highest scores, ``-1`` for the ``r/2``
+    lowest, 0 (abstain) for the rest; an odd ``r`` gives the extra guess to "in". Ties are broken
+    by canary order (a stable sort), never by the (secret) inclusion.
+
+    Example:
+        >>> guess_membership([0.1, 0.9, 0.5, 0.3], 2).tolist()
+        [-1, 1, 0, 0]
+    """
+    s = np.asarray(scores, dtype=np.float64)
+    if not 0 <= r <= len(s):
+        raise ConfigError(f"r = {r} guesses for {len(s)} canaries", field="r", hint="use 0 <= r <= m")
+    order = np.argsort(-s, kind="stable")
+    guesses = np.zeros(len(s), dtype=np.int64)
+    k_in = r - r // 2
+    guesses[order[:k_in]] = 1
+    if r // 2:
+        guesses[order[len(s) - r // 2 :]] = -1
+    return guesses
+
+
+def count_correct(
+    guesses: Sequence[int] | np.ndarray, included: Sequence[bool] | np.ndarray
+) -> tuple[int, int]:
+    """(r, v): non-abstaining guesses and how many of them match the inclusion.
+
+    Example:
+        >>> count_correct([1, -1, 0, 1], [True, True, False, True])
+        (3, 2)
+    """
+    g = np.asarray(guesses)
+    s = np.where(np.asarray(included, dtype=bool), 1, -1)
+    return int(np.count_nonzero(g)), int(np.count_nonzero(g * s > 0))
+
+
+# ---------------------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True, slots=True)
+class DPAuditConfig:
+    """One audit run: ``m`` canaries ``prefix + <digits random digits>``, ``r`` guesses (``None``:
+    ``m // 2``), the bound's ``delta`` (``None``: the accountant's δ, else 1e-5) and ``confidence``."""
+
+    m: int = 200
+    r: int | None = None
+    delta: float | None = None
+    confidence: float = 0.95
+    prefix: str = "My ID is: "
+    digits: int = 6
+    seed: int = 0
+
+
+def make_canaries(
+    m: int, *, prefix: str = "My ID is: ", digits: int = 6, seed: int = 0
+) -> list[dict[str, Any]]:
+    """``m`` canaries with distinct random secrets, each included with probability 1/2 (seeded).
+
+    Each is ``{"canary_id", "user_id", "prefix", "secret", "text", "included"}``; the user id is the
+    canary's own (one canary, one privacy unit).
+
+    Example:
+        >>> c = make_canaries(3, seed=1)
+        >>> [x["text"].startswith("My ID is: ") and len(x["secret"]) == 6 for x in c]
+        [True, True, True]
+    """
+    if m < 1 or digits < 1 or 10**digits < m:
+        raise ConfigError(f"cannot draw {m} distinct {digits}-digit secrets", field="m")
+    rng = random.Random(seed)
+    secrets = rng.sample(range(10**digits), m)
+    out = []
+    for i, s in enumerate(secrets):
+        secret = str(s).zfill(digits)
+        out.append(
+            {
+                "canary_id": i,
+                "user_id": f"dp-audit-canary-{i:05d}",
+                "prefix": prefix,
+                "secret": secret,
+                "text": prefix + secret,
+                "included": rng.random() < 0.5,
+            }
+        )
+    return out
+
+
+def score_canaries(model: Any, canaries: Sequence[dict[str, Any]]) -> np.ndarray:
+    """``log p(secret | prefix)`` in nats per canary (higher: more likely a member)."""
+    from lmleak.models.base import Capability, require
+
+    require(model, Capability.SCORE, attack="dp-audit")
+    enc = model.tokenizer.encode
+    contexts, continuations = [], []
+    for c in canaries:
+        # split the tokenised text where the prefix's tokens end, so the secret is scored exactly as
+        # it was trained (a separately tokenised secret can lose its leading-space token)
+        full, ctx = enc(c["text"]), enc(c["prefix"])
+        cut = len(ctx) if full[: len(ctx)] == ctx else 0  # the shared prefix only shifts every score alike
+        contexts.append(full[:cut])
+        continuations.append(full[cut:])
+    return np.asarray(model.score_ids(contexts, continuations), dtype=np.float64)
+
+
+def audit_scores(
+    scores: Sequence[float] | np.ndarray,
+    included: Sequence[bool] | np.ndarray,
+    *,
+    m: int | None = None,
+    r: int | None = None,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Guess, count and bound: the ``dp_audit`` record (``m, r, v, delta, confidence,
+    epsilon_lower_bound, accuracy``) from canary scores and the recorded inclusion.
+
+    Example:
+        >>> rec = audit_scores([5, 4, 3, 2, 1, 0], [True, True, True, False, False, False], r=6)
+        >>> rec["v"], round(rec["epsilon_lower_bound"], 3)
+        (6, 0.435)
+    """
+    m = len(scores) if m is None else m
+    r = m // 2 if r is None else r
+    guesses = guess_membership(scores, r)
+    r_made, v = count_correct(guesses, included)
+    eps = epsilon_lower_bound(m, r_made, v, delta, confidence)
+    return {
+        "m": m,
+        "r": r_made,
+        "v": v,
+        "delta": delta,
+        "confidence": confidence,
+        "accuracy": v / r_made if r_made else None,
+        "epsilon_lower_bound": eps,
+        "theorem": "Steinke, Nasr & Jagielski 2023, Theorem 3",
+        "guesses": guesses,
+    }
+
+
+def run_dp_audit(
+    corpus_path: str | Path,
+    out_dir: str | Path,
+    train_config: Any,
+    audit: DPAuditConfig | None = None,
+    *,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Insert canaries, train once, score, guess and bound; write the run directory.
+
+    Writes ``RUN/model/`` (the trained model; its ``privacy.json`` gains ``epsilon_lower_bound`` and
+    ``dp_audit``), ``RUN/canaries.parquet`` (secret, included, score, guess, correct per canary) and
+    ``RUN/summary.json`` (``attack: dp_audit``, the accountant's ``dp_epsilon`` beside the measured
+    ``epsilon_lower_bound``, the KART scenario). Validation users are split off the corpus before
+    the canaries are added, so no canary is ever held out; unless ``train_config.tokenizer_from``
+    names one, the tokenizer is learnt from the corpus plus every digit, never from the canaries, so
+    the vocabulary does not depend on the inclusion (``privacy.json`` records it as
+    ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
+    """
+    import json
+
+    import pandas as pd
+
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.data.loaders import load_corpus
+    from lmleak.models.small import build_tokenizer, load_small_model
+    from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
+    from lmleak.scenarios import scenario_record
+    from lmleak.train.trainer import split_users, train_model
+
+    audit = audit or DPAuditConfig()
+    run = secure_dir(out_dir)
+    base = load_corpus(corpus_path)
+    canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
+    docs = list(train_part) + [
+        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in canaries if c["included"]
+    ]
+    train_corpus = Corpus(docs, source=str(corpus_path))
+    tok_source = None
+    tokenizer = None
+    if train_config.tokenizer_from is None:
+        kind: Any = train_config.tokenizer or ("bpe" if train_config.arch == "gpt" else "word")
+        tokenizer = build_tokenizer(
+            [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
+        )
+        # the corpus's own text, without canaries: outside the DP guarantee for the corpus's users
+        # (as resolve_tokenizer warns), but independent of the canaries, which is what the audit tests
+        tok_source = "private:corpus-without-canaries"
+    if tokenizer is not None:
+        _check_one_sequence(
+            canaries, tokenizer.encode(canaries[0]["text"], add_special_tokens=False), train_config
+        )
+    result = train_model(
+        train_corpus,
+        run / "model",
+        train_config,
+        val_corpus=val,
+        progress=progress,
+        tokenizer=tokenizer,
+        tokenizer_source=tok_source,
+    )
+    model = load_small_model(result.model_dir)
+    _check_one_sequence(canaries, model.tokenizer.encode(canaries[0]["text"]), train_config)
+    scores = score_canaries(model, canaries)
+    included = [c["included"] for c in canaries]
+    privacy = dict(result.privacy)
+    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
+    rec = audit_scores(
+        scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
+    )
+    guesses = rec.pop("guesses")
+    table = pd.DataFrame(
+        {
+            "canary_id": [c["canary_id"] for c in canaries],
+            "user_id": [c["user_id"] for c in canaries],
+            "secret": [c["secret"] for c in canaries],
+            "included": included,
+            "logprob": scores,
+            "guess": guesses,
+            "correct": [bool(g != 0 and (g > 0) == inc) for g, inc in zip(guesses, included, strict=True)],
+        }
+    )
+    write_parquet(table, run / "canaries.parquet")
+    record = {
+        **rec,
+        "num_included": int(sum(included)),
+        "score": "logprob(secret | prefix)",
+        "seed": audit.seed,
+        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "config": asdict(audit),
+    }
+    privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
+    privacy["dp_audit"] = record
+    atomic_write_json(result.model_dir / "privacy.json", privacy)
+    claimed = privacy.get("epsilon")
+    summary = {
+        "attack": "dp_audit",
+        "model": str(result.model_dir),
+        "mode": train_config.mode,
+        "dp_epsilon": claimed,
+        "dp_delta": privacy.get("delta"),
+        "epsilon_lower_bound": rec["epsilon_lower_bound"],
+        "claim_violated": bool(claimed is not None and rec["epsilon_lower_bound"] > float(claimed)),
+        "dp_audit": record,
+        "statement": audit_statement(claimed, rec["epsilon_lower_bound"], rec["confidence"]),
+        "train": {"final": result.final, "num_train_documents": len(train_corpus)},
+        "scenario": scenario_record(
+            attack="dp_audit_one_run",
+            access="scores",
+            target="membership",
+            knowledge=("canary_prefix", "secret_format"),
+            anonymization=f"dp:{claimed:.3g}" if claimed is not None else "identity",
+            notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
+            "probability 1/2 and guesses their membership from log p(secret | prefix)",
+        ),
+    }
+    write_summary(run, summary)
+    (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
+    return summary
+
+
+def _check_one_sequence(
+    canaries: Sequence[dict[str, Any]], sample_ids: Sequence[int], train_config: Any
+) -> None:
+    """Each canary must be one training sequence, the privacy unit of the DP modes: a canary cut into
+    several chunks is a group of units, and a bound above the per-unit ε would not refute the claim."""
+    if len(sample_ids) + 2 > train_config.seq_len + 1:  # BOS and EOS travel with it
+        raise ConfigError(
+            f"a canary takes {len(sample_ids) + 2} tokens with BOS/EOS, more than one training "
+            f"sequence ({train_config.seq_len} + 1)",
+            field="seq_len",
+            hint="raise --seq-len, or use fewer secret digits",
+        )
+
+
+def audit_statement(claimed: float | None, measured: float, confidence: float) -> str:
+    """The one-line verdict for reports.
+
+    Example:
+        >>> audit_statement(3.0, 0.4, 0.95)
+        'claimed ε ≤ 3; measured ≥ 0.4 (95% confidence)'
+        >>> audit_statement(None, 1.25, 0.95)
+        'no DP claim (ε = ∞); measured ≥ 1.25 (95% confidence)'
+    """
+    c = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (ε = ∞)"
+    return f"{c}; measured ≥ {measured:.3g} ({confidence:.0%} confidence)"

@@ -1,0 +1,140 @@
+"""CLI: ``lmleak dp-audit bound`` and ``lmleak dp-audit run`` (Steinke, Nasr & Jagielski 2023)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lmleak.cli.common import out, print_json, quiet
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    group = typer.Typer(
+        help="One-run DP auditing: an empirical lower bound on epsilon (Steinke et al. 2023).",
+        no_args_is_help=True,
+    )
+    group.command("bound")(bound)
+    group.command("run")(run)
+    app.add_typer(group, name="dp-audit")
+
+
+def bound(
+    m: Annotated[int, typer.Option("--m", help="Canaries, each included with probability 1/2.")],
+    r: Annotated[int, typer.Option("--r", help="Guesses made (the rest abstain).")],
+    v: Annotated[int, typer.Option("--v", help="Correct guesses.")],
+    delta: Annotated[
+        float, typer.Option("--delta", help="The delta of the (epsilon, delta)-DP claim tested.")
+    ] = 0.0,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the lower bound.")] = 0.95,
+    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """The epsilon lower bound for v correct of r guesses about m canaries (Theorem 3, exact tails)."""
+    from lmleak.attacks.dp_audit import epsilon_lower_bound
+
+    eps = epsilon_lower_bound(m, r, v, delta, confidence)
+    if json_out:
+        print_json(
+            {"m": m, "r": r, "v": v, "delta": delta, "confidence": confidence, "epsilon_lower_bound": eps}
+        )
+        return
+    out.print(f"epsilon_lower_bound: {eps:.6g}")
+
+
+def run(
+    corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Run directory: model/, canaries.parquet, summary.json.")
+    ],
+    m: Annotated[
+        int, typer.Option("--m", help="Canaries, each included with probability 1/2 (recorded).")
+    ] = 200,
+    r: Annotated[
+        int | None,
+        typer.Option("--r", help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2)."),
+    ] = None,
+    mode: Annotated[str, typer.Option(help="Training mode: nodp | dp | crt | sdp.")] = "dp",
+    epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
+    batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch.")] = 16,
+    lr: Annotated[float, typer.Option(help="Learning rate.")] = 2e-3,
+    seq_len: Annotated[int, typer.Option("--seq-len", help="Tokens per training sequence.")] = 64,
+    width: Annotated[int, typer.Option(help="GPT width.")] = 128,
+    layers: Annotated[int, typer.Option(help="GPT layers.")] = 2,
+    heads: Annotated[int, typer.Option(help="GPT attention heads.")] = 4,
+    tokenizer: Annotated[
+        str | None, typer.Option(help="word or bpe (default bpe), learnt on the corpus without canaries.")
+    ] = None,
+    vocab_size: Annotated[int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.")] = 4000,
+    tokenizer_from: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer-from",
+            help="A public corpus or lmleak model folder for the tokenizer (default: the corpus without canaries).",
+        ),
+    ] = None,
+    max_grad_norm: Annotated[
+        float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.")
+    ] = 1.0,
+    noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier.")] = None,
+    target_epsilon: Annotated[
+        float | None, typer.Option(help="DP target epsilon (the claim audited).")
+    ] = None,
+    delta: Annotated[
+        float | None, typer.Option(help="The bound's delta (default: the accountant's, else 1e-5).")
+    ] = None,
+    confidence: Annotated[float, typer.Option(help="Confidence of the lower bound.")] = 0.95,
+    holdout_users: Annotated[
+        float, typer.Option("--holdout-users", help="Share of corpus users held out (validation).")
+    ] = 0.1,
+    seed: Annotated[int, typer.Option(help="Seed of the canaries, their inclusion and training.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+) -> None:
+    """Insert m canaries (each with probability 1/2), train once, guess membership, bound epsilon."""
+    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.train.config import TrainConfig
+
+    quiet(quiet_ or json_out)
+    cfg = TrainConfig(
+        mode=mode,  # type: ignore[arg-type]
+        epochs=epochs,
+        batch_size=batch_size,
+        lr=lr,
+        seq_len=seq_len,
+        n_embd=width,
+        n_layer=layers,
+        n_head=heads,
+        tokenizer=tokenizer,  # type: ignore[arg-type]
+        vocab_size=vocab_size,
+        tokenizer_from=tokenizer_from,
+        max_grad_norm=max_grad_norm,
+        noise_multiplier=noise_multiplier,
+        target_epsilon=target_epsilon,
+        holdout_users=holdout_users,
+        seed=seed,
+    )
+    summary = run_dp_audit(
+        corpus,
+        out_dir,
+        cfg,
+        DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed),
+        progress=not (quiet_ or json_out),
+    )
+    from lmleak.render.html import render_report
+
+    summary["report"] = str(render_report(out_dir))
+    if json_out:
+        print_json(summary)
+        return
+    a = summary["dp_audit"]
+    out.print(f"epsilon_lower_bound: {summary['epsilon_lower_bound']:.6g}")
+    out.print(
+        f"{summary['statement']}: {a['v']} of {a['r']} guesses right about {a['m']} canaries "
+        f"({a['num_included']} included), delta {a['delta']:g}"
+    )
+    if summary["claim_violated"]:
+        out.print(
+            "[bold red]the measured lower bound exceeds the claimed epsilon: the DP claim is violated[/]"
+        )
+    out.print(f"run: {out_dir}; report: {summary['report']}")

@@ -1,0 +1,115 @@
+"""CLI: ``lmleak extract`` — untargeted training-data extraction (Carlini et al. 2021)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from lmleak.cli.common import info, out, print_json, quiet
+
+
+def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
+    app.command("extract")(extract)
+
+
+def extract(
+    model: Annotated[
+        str, typer.Option(help="The audited model (a folder, .gguf, smollm2-135m, fake:CORPUS).")
+    ],
+    corpus: Annotated[Path, typer.Option(help="Its training corpus (candidates are verified against it).")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", help="Run directory: extract.parquet, discoverable.parquet, summary.json."),
+    ],
+    num_samples: Annotated[int, typer.Option("--num-samples", help="Samples to generate.")] = 1000,
+    max_new_tokens: Annotated[
+        int, typer.Option("--max-new-tokens", help="Tokens generated per sample.")
+    ] = 64,
+    top_k: Annotated[int, typer.Option("--top-k", help="Top-k sampling.")] = 40,
+    temperature_start: Annotated[
+        float, typer.Option("--temperature-start", help="Initial softmax temperature (1: no decay).")
+    ] = 10.0,
+    temperature_decay: Annotated[
+        int,
+        typer.Option(
+            "--temperature-decay", help="Generated tokens over which the temperature decays linearly to 1."
+        ),
+    ] = 20,
+    prefixes: Annotated[
+        str,
+        typer.Option("--prefixes", help="A public text file (one prompt per line), or 'empty' (BOS only)."),
+    ] = "empty",
+    public_model: Annotated[
+        str | None, typer.Option("--public-model", help="A public reference model for the 'small' ratio.")
+    ] = None,
+    window: Annotated[int, typer.Option(help="Sliding-window size (tokens) of the window metric.")] = 50,
+    top_n: Annotated[int, typer.Option("--top-n", help="Deduplicated candidates verified per metric.")] = 100,
+    min_match_tokens: Annotated[
+        int,
+        typer.Option("--min-match-tokens", help="Longest corpus match (tokens) that counts as memorised."),
+    ] = 32,
+    discoverable_docs: Annotated[
+        int,
+        typer.Option(
+            "--discoverable-docs", help="Training documents for (n,p)-discoverable extraction (0: skip)."
+        ),
+    ] = 100,
+    prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", help="Discoverable: prefix length.")] = 32,
+    suffix_tokens: Annotated[int, typer.Option("--suffix-tokens", help="Discoverable: suffix length.")] = 32,
+    n: Annotated[int, typer.Option("--n", help="Discoverable: samples an attacker draws.")] = 100,
+    p: Annotated[float, typer.Option("--p", help="Discoverable: probability threshold.")] = 0.5,
+    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
+) -> None:
+    """Generate samples, rank them by six membership metrics, verify the top ones against the corpus."""
+    from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
+    from lmleak.audit.runner import anonymization_of
+    from lmleak.data.loaders import load_corpus
+    from lmleak.models.loading import load_model
+
+    quiet(quiet_ or json_out)
+    cfg = ExtractConfig(
+        num_samples=num_samples,
+        max_new_tokens=max_new_tokens,
+        top_k=top_k,
+        temperature_start=temperature_start,
+        decay_tokens=temperature_decay,
+        window=window,
+        top_n=top_n,
+        min_match_tokens=min_match_tokens,
+        seed=seed,
+        discoverable_docs=discoverable_docs,
+        prefix_tokens=prefix_tokens,
+        suffix_tokens=suffix_tokens,
+        n=n,
+        p_threshold=p,
+        prefixes=[] if prefixes == "empty" else read_prefixes(prefixes),
+    )
+    lm = load_model(model)
+    pub = load_model(public_model) if public_model else None
+    info(f"sampling {num_samples} texts from {model} ...")
+    summary = run_extraction(
+        lm,
+        load_corpus(corpus),
+        out_dir,
+        cfg,
+        public_model=pub,
+        anonymization=anonymization_of(model if Path(model).is_dir() else None),
+    )
+    if json_out:
+        print_json(summary)
+        return
+    for metric, count in summary[f"verified_at_{top_n}"].items():
+        out.print(f"verified_at_{top_n} {metric}: {count}")
+    d = summary["discoverable"]
+    if d["documents"]:
+        out.print(
+            f"discoverable ({d['n']}, {d['p']:g}): {d['discoverable_fraction']:.3f} of {d['documents']} training prefixes"
+        )
+    out.print(
+        f"extracted: {summary['extracted']} memorised samples (>= {min_match_tokens} tokens verbatim), "
+        f"{summary['extracted_with_pii']} with PII; run: {out_dir}"
+    )
