@@ -25,7 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.config import AuditConfig, to_dict
+from lmleak.audit.config import AuditConfig, to_dict, validate_config
 from lmleak.audit.headline import headline_from_summary
 from lmleak.runs import (
     atomic_write_json,
@@ -307,6 +307,7 @@ def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], No
     """
     from lmleak.models.device import requested_device, use_device
 
+    validate_config(cfg)  # every range, file and model, before the run directory is touched
     explicit = requested_device() != "auto"  # the command line wins over the config file
     auditor = Auditor(cfg, force=force, echo=echo)
     with use_device(None if explicit else cfg.device), open_run(auditor.run):  # locked, marked incomplete until done
