@@ -187,12 +187,13 @@ def check_run(run_dir: str | Path, *, name: str = "summary.json") -> Path:
             info = json.loads(marker.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             info = {}
+        info = info if isinstance(info, dict) else {}
         where = "" if marker.parent == run else f" (in {marker.parent.relative_to(run)})"
-        cmd = info.get("command") if isinstance(info, dict) else None
+        when = f" started {info['started']}" if info.get("started") else ""
+        cmd = f" ({info['command']})" if info.get("command") else ""
         raise RunError(
-            f"{run} is incomplete: a write{where} started {info.get('started', '?') if isinstance(info, dict) else '?'} "
-            f"did not finish, so its results cannot be trusted; re-run the command that writes it"
-            + (f" ({cmd})" if cmd else "")
+            f"{run} is incomplete: a write{where}{when} did not finish, so its results cannot be trusted; "
+            f"re-run the command that writes it{cmd}"
         )
     summary = run / name
     if not summary.is_file():

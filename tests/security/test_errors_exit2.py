@@ -96,3 +96,20 @@ def test_debug_prints_the_traceback_of_a_user_error_in_a_real_process(tmp_path):
     debug = subprocess.run(args[:3] + ["--debug"] + args[3:], capture_output=True, text=True, env=_env(), timeout=120)
     assert debug.returncode != 0 and "Traceback (most recent call last)" in debug.stderr
     assert "RunError" in debug.stderr
+
+
+def test_a_model_folder_asking_for_remote_code_never_runs_it(tmp_path):
+    pytest.importorskip("transformers")
+    model_dir = tmp_path / "evil"
+    model_dir.mkdir()
+    marker = tmp_path / "code-ran"
+    (model_dir / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
+    (model_dir / "config.json").write_text(json.dumps({
+        "model_type": "evil", "architectures": ["EvilModel"],
+        "auto_map": {"AutoConfig": "modeling_evil.EvilConfig", "AutoModelForCausalLM": "modeling_evil.EvilModel"},
+    }))
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"text": "1 2 3", "user_id": "u"}) + "\n")
+    res = CliRunner().invoke(app, ["eval", "--model", str(model_dir), "--corpus", str(corpus)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert not marker.exists()
