@@ -144,7 +144,14 @@ def build_app() -> typer.Typer:
 app = build_app()
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM takes the Ctrl-C path: say what was kept, exit 130
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     app()
 
 
