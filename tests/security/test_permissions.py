@@ -4,6 +4,7 @@ written through the CLI or the library, even when the caller's umask is the usua
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 
@@ -48,19 +49,35 @@ def test_a_synth_corpus_through_the_cli_is_owner_only(tmp_path):
     _assert_owner_only(tmp_path / "nested")
 
 
-def test_a_report_run_and_its_html_through_the_library_are_owner_only(tmp_path):
+def test_a_report_run_its_html_and_plots_through_the_library_are_owner_only(tmp_path):
     from lmleak.data.corpus import Corpus, Document
     from lmleak.models.fake import FakeLM
     from lmleak.render.html import render_report
     from lmleak.report.leakage import ReportConfig, run_report
+    from lmleak.report.studies import hardening_study
 
     texts = [f"user {i} wrote to u{i}@example.org about code {i * 7919 % 1000}" for i in range(8)]
     run = tmp_path / "runs" / "report"
     run_report(FakeLM.from_texts(texts, order=2), Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
                run, ReportConfig(ks=(1, 3)))
     render_report(run)
-    assert (run / "ledger").is_dir() and (run / "report.html").exists()
+    hardening_study(run, None, [2.0])
+    assert (run / "ledger").is_dir() and (run / "report.html").exists() and (run / "hardening.png").exists()
     _assert_owner_only(tmp_path / "runs")
+
+
+def test_an_audit_run_with_its_log_through_the_cli_is_owner_only(tmp_path):
+    texts = [f"user {i} wrote to u{i}@example.org about code {i * 7919 % 1000}" for i in range(8)]
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"text": t, "user_id": f"u{i}"}) + "\n" for i, t in enumerate(texts)))
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(f"out: audits/run\ncorpus: {{path: corpus.jsonl}}\nmodels: [{{name: m, path: 'fake:{corpus}'}}]\n"
+                   "analyses: {report: {k: [1]}}\n")
+    res = CliRunner().invoke(app, ["audit", str(cfg), "--quiet"])
+    assert res.exit_code == 0, res.output
+    run = tmp_path / "audits" / "run"
+    assert (run / "audit.log").exists() and (run / "models" / "m" / "report" / "summary.json").exists()
+    _assert_owner_only(tmp_path / "audits")
 
 
 def test_a_trained_model_is_owner_only(tmp_path):
