@@ -111,3 +111,15 @@ def test_a_second_writer_fails_at_once_naming_the_holder(tmp_path):
     with open_run(run):  # released: the next writer gets it
         with open_run(run):  # re-entrant within one process (the audit renders into its own run)
             pass
+
+
+def test_a_nested_stage_summary_newer_than_the_run_summary_is_refused(report_run):
+    stage = report_run / "models" / "m" / "exposure"
+    write_summary(stage, {"stage": "exposure"})
+    t = (report_run / "summary.json").stat().st_mtime_ns
+    os.utime(stage / "summary.json", ns=(t + 10**9, t + 10**9))  # a stage re-ran; the audit summary was not rewritten
+    with pytest.raises(RunError, match=r"inconsistent: models/m/exposure/summary.json is newer"):
+        check_run(report_run)
+    (report_run / "hardening.parquet").touch()  # a study added to a finished run is not a stage output
+    os.utime(stage / "summary.json", ns=(t - 10**9, t - 10**9))
+    check_run(report_run)
