@@ -83,7 +83,8 @@ def test_alias_bombs_in_templates_and_scenario_files_fail_too(project):
         ({"report": {"t": -0.5}}, "analyses.report.t", "t >= 0"),
         ({"report": {"t": float("nan")}}, "analyses.report.t", "t >= 0"),
         ({"report": {"t": float("inf")}}, "analyses.report.t", "t >= 0"),
-        ({"report": {"public_context_tokens": 0}}, "analyses.report.public_context_tokens", ">= 1"),
+        ({"report": {"public_context_tokens": -1}}, "analyses.report.public_context_tokens", ">= 0"),
+        ({"report": {"min_tokens": 0}}, "analyses.report.min_tokens", ">= 1"),
         ({"report": {"k": "x"}}, "analyses.report.k", "expected"),
         ({"report": {"p": 2.5}}, "analyses.report.p", "expected"),
         ({"report": {"k": [True]}}, "analyses.report.k", "expected"),
@@ -127,3 +128,12 @@ def test_a_valid_config_loads(project):
     cfg = load_config(_write(project, _base(report={"k": [1, 3], "t": 0, "p": 0}, exposure={"canaries": "canaries.jsonl"})))
     assert cfg.analyses.report.k == [1, 3] and cfg.analyses.exposure.canaries == "canaries.jsonl"
     assert load_config(_write(project, {**_base(), "public_model": "leave-out"})).public_model == "leave-out"
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--t", "-0.5"), ("--t", "nan"), ("--p", "-1"), ("--k", "0")])
+def test_the_report_command_checks_its_ranges_before_loading_anything(tmp_path, flag, value):
+    res = CliRunner().invoke(app, ["report", "--model", str(tmp_path / "no-model"), "--corpus", str(tmp_path / "none.jsonl"),
+                                   "--out", str(tmp_path / "run"), flag, value])
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert flag.lstrip("-") in res.output and ">= " in res.output
+    assert not (tmp_path / "run").exists()
