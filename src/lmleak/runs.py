@@ -16,6 +16,7 @@ Rules every stage follows:
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import functools
 import inspect
@@ -97,9 +98,11 @@ def open_run(path: str | Path) -> Iterator[Path]:
     fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
+    except OSError as e:
         holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
+        if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            raise RunError(f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder") from None
         raise RunError(
             f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
             "or give another output folder"
