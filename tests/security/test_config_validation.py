@@ -137,3 +137,50 @@ def test_the_report_command_checks_its_ranges_before_loading_anything(tmp_path, 
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert flag.lstrip("-") in res.output and ">= " in res.output
     assert not (tmp_path / "run").exists()
+
+
+# every leaf of the audit config, and a value of each YAML type for it
+LEAVES = [
+    "out", "public_model", "device", "corpus.path", "corpus.format", "corpus.text_field", "corpus.skip_bad_rows",
+    "models.0.name", "models.0.path", "analyses.report.k", "analyses.report.t", "analyses.report.p",
+    "analyses.report.public_context_tokens", "analyses.report.public_occurrences", "analyses.report.pii_policy",
+    "analyses.report.min_tokens", "analyses.exposure.canaries", "analyses.mia.group_size", "analyses.probe.level",
+    "analyses.probe.templates", "analyses.probe.shots", "analyses.probe.beams", "analyses.kart", "render.show_text",
+]
+
+
+def _with(doc, dotted, value):
+    node = doc
+    parts = dotted.split(".")
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node.setdefault(part, {})
+    node[parts[-1]] = value
+    return doc
+
+
+def test_every_key_with_every_wrong_type_fails_before_any_work_naming_file_and_key(project):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    values = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=6),
+                       st.lists(st.integers(-2, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+
+    @settings(max_examples=80, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(leaf=st.sampled_from(LEAVES), value=values)
+    def check(leaf, value):
+        doc = _with({**_base(), "analyses": {"report": {}, "mia": {}, "probe": {"subjects": "corpus.jsonl"}}}, leaf, value)
+        cfg = project / "fuzz.yaml"
+        cfg.write_text(yaml.safe_dump(doc))
+        try:
+            loaded = load_config(cfg)
+        except ConfigError as e:
+            msg = str(e)
+            assert msg.startswith(str(cfg)), msg
+            key = leaf.replace(".0.", "[0].")
+            assert f"'{key}'" in msg or f"'{key.rsplit('.', 1)[0]}'" in msg, (leaf, value, msg)
+            assert "\n" not in msg
+        else:  # accepted: then the value is one the stages can use
+            assert isinstance(loaded.out, str) and all(isinstance(k, int) and k >= 1 for k in loaded.analyses.report.k)
+        assert not (project / "run").exists()
+
+    check()

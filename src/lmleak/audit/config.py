@@ -17,7 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.pii.policies import POLICY_NAMES
 from lmleak.safe_yaml import load_yaml_file
 
 EXAMPLE = """\
@@ -248,6 +250,14 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
                               field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
     _check_ranges(cfg, path)
+    report = cfg.analyses.report
+    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
+        raise ConfigError(f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
+                          path=path, field="analyses.report.pii_policy",
+                          hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns")
+    if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
+        raise ConfigError(f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
+                          path=path, field="corpus.format", hint=f"use one of {', '.join(FORMATS)}, or leave it out")
     if cfg.device is not None:
         from lmleak.models.device import check_device_name
 
