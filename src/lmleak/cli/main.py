@@ -7,7 +7,8 @@ Fail closed, in one place (:class:`_Group`):
 
 - errors a user can fix (:class:`LmleakError`, and :class:`OSError` such as a path that is a file
   or not writable) print one line and exit 2; anything else (a bug) prints one line and exits 2
-  too. ``lmleak --debug`` (or ``LMLEAK_DEBUG=1``) shows the traceback instead;
+  too, naming only its type and place (its message may quote the data). ``lmleak --debug`` (or
+  ``LMLEAK_DEBUG=1``) shows the traceback instead;
 - SIGINT/SIGTERM (:class:`Interrupted`, :class:`KeyboardInterrupt`) print what was kept and the
   exact command that resumes, and exit 130;
 - the umask is 0o077 from the start: every file lmleak writes is owner-only.
@@ -56,6 +57,18 @@ def _one_line(text: str) -> str:
     return " ".join(lines)[:2000] if lines else ""
 
 
+def _where(e: BaseException) -> str:
+    """`` at lmleak/x.py:12`` for the innermost frame, or ""."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return ""
+    name = frames[-1].filename.replace(os.sep, "/")
+    cut = name.rfind("/lmleak/")
+    return f" at {name[cut + 1:] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
+
+
 class _Group(TyperGroup):
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
         from rich.markup import escape
@@ -87,8 +100,9 @@ class _Group(TyperGroup):
         except Exception as e:
             if _debug(ctx):
                 raise
-            err.print(f"[bold red]error:[/] {type(e).__name__}: {escape(_one_line(str(e))[:300])}. This is "
-                      "unexpected: re-run with `lmleak --debug ...` for the traceback and report it", soft_wrap=True)
+            # the type and place only: an unexpected message may quote the data being processed
+            err.print(f"[bold red]error:[/] unexpected {type(e).__name__}{escape(_where(e))} (a bug in lmleak or a "
+                      "library). Re-run with `lmleak --debug ...` for the traceback and report it", soft_wrap=True)
             raise typer.Exit(2) from None
 
 
