@@ -174,7 +174,9 @@ def run_sharded(
                 _run_ray(shards, factory, out, manifest, ray_address, num_workers, num_gpus_per_worker, total,
                          description, stop)
         except KeyboardInterrupt:
-            stop.append(signal.SIGINT)  # a second signal (or a plain Ctrl-C): the shard in progress is dropped
+            if not stop:
+                raise  # not from a signal during this pass: leave it as it is
+            # the second signal: the shard in progress is dropped
         if stop:
             raise Interrupted(out, kept=len(manifest.shards), total=total, description=description)
     manifest.complete = True
