@@ -165,7 +165,7 @@ def test_every_key_with_every_wrong_type_fails_before_any_work_naming_file_and_k
     values = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=6),
                        st.lists(st.integers(-2, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
-    @settings(max_examples=80, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
+    @settings(max_examples=50, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
     @given(leaf=st.sampled_from(LEAVES), value=values)
     def check(leaf, value):
         doc = _with({**_base(), "analyses": {"report": {}, "mia": {}, "probe": {"subjects": "corpus.jsonl"}}}, leaf, value)
