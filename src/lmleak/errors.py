@@ -10,7 +10,8 @@ can print it as one clear message (never a traceback) and exit with status 2::
     │   └── DataFileError     subjects, canaries, secrets or other side files
     ├── ModelError            a model that cannot be found or loaded safely
     ├── CapabilityError       a model lacks the access an attack needs (raised before any work)
-    └── RunError              a run directory that is incomplete or inconsistent
+    ├── RunError              a run directory that is incomplete, inconsistent or locked by a writer
+    └── Interrupted           SIGINT/SIGTERM stopped a long command; says what was kept (exit 130)
 
 Bugs in lmleak itself are ordinary Python exceptions and keep their tracebacks.
 """
@@ -86,7 +87,26 @@ class CapabilityError(LmleakError):
 
 
 class RunError(LmleakError):
-    """A run directory that is missing results or is inconsistent."""
+    """A run directory that is missing results, is inconsistent, or is being written by another process."""
+
+
+class Interrupted(LmleakError):
+    """SIGINT/SIGTERM stopped a resumable pass between shards (or dropped the shard in progress).
+
+    The message says what was kept and where; the CLI adds the command that resumes and exits 130.
+
+    Example:
+        >>> str(Interrupted("run/ledger", kept=3, total=10, description="ledger"))
+        'interrupted: ledger stopped with 3 of 10 shards kept in run/ledger; the others are redone on resume'
+    """
+
+    def __init__(self, out_dir: str | Path, *, kept: int, total: int | None, description: str = "pass") -> None:
+        self.out_dir = str(out_dir)
+        self.kept = kept
+        self.total = total
+        of = f" of {total}" if total is not None else ""
+        super().__init__(f"interrupted: {description} stopped with {kept}{of} shards kept in {out_dir}; "
+                         "the others are redone on resume")
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:

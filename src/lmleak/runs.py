@@ -6,25 +6,209 @@ Rules every stage follows:
     - Run directories are created ``0o700`` and files ``0o600``: results contain training data.
     - ``summary.json`` carries ``schema_version``; a field is never renamed or redefined without
       bumping :data:`SCHEMA_VERSION`.
+    - A command that writes a run directory opens it with :func:`open_run`: it holds an exclusive
+      lock (``RUN/.lock``, holding the writer's pid) so a second writer fails at once, and leaves
+      ``RUN/.incomplete`` from its first write until its last. :func:`check_run` (used by ``gate``,
+      ``render`` and ``query``) refuses a run with that marker, without a summary, or whose summary
+      is older than the stage outputs it summarises: a CI gate must fail when it cannot be sure.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import fcntl
+import functools
+import inspect
 import json
 import math
 import os
+import sys
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from lmleak.errors import RunError
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 SCHEMA_VERSION = 1
+INCOMPLETE = ".incomplete"
+LOCK = ".lock"
+#: Files a study adds to a finished run after its summary (``lmleak report hardening``): newer than
+#: the summary by design, so they do not make the run inconsistent.
+ADDENDA = frozenset({"hardening.parquet"})
+
+_held: dict[str, int] = {}  # run dirs this process holds open -> nesting depth
+
+
+def owner_only() -> None:
+    """Make every file and folder this process creates owner-only (umask 0o077): results, models,
+    logs and plots hold training data. Called at CLI start and by every library writer."""
+    os.umask(0o077)
 
 
 def secure_dir(path: str | Path) -> Path:
-    """Create ``path`` (and parents) with owner-only permissions on the leaf."""
+    """Create ``path`` (and parents) owner-only; a file in the way is a user error, not a traceback."""
+    owner_only()
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise RunError(f"{p} exists and is not a folder; give an output folder path (or remove that file)")
+    for parent in p.parents:
+        if parent.exists() and not parent.is_dir():
+            raise RunError(f"{parent} is a file, so {p} cannot be created; give an output folder path")
     p.mkdir(parents=True, exist_ok=True)
     os.chmod(p, 0o700)
     return p
+
+
+def _command() -> str:
+    import shlex
+
+    return shlex.join(["lmleak", *sys.argv[1:]]) if sys.argv and sys.argv[0] else "lmleak"
+
+
+@contextlib.contextmanager
+def open_run(path: str | Path) -> Iterator[Path]:
+    """Open a run directory for writing: owner-only, locked against a second writer, and marked
+    incomplete (``.incomplete``) until the block ends without an exception.
+
+    Re-entrant within one process (the audit opens its run, then renders into it). A second
+    process opening the same folder gets a :class:`~lmleak.errors.RunError` naming the holder's pid.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()) / "run"
+        >>> with open_run(d) as run:
+        ...     (run / INCOMPLETE).exists()
+        True
+        >>> (d / INCOMPLETE).exists()
+        False
+    """
+    run = secure_dir(path)
+    key = str(run.resolve())
+    if key in _held:
+        _held[key] += 1
+        try:
+            yield run
+        finally:
+            _held[key] -= 1
+        return
+    fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+            raise RunError(f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder") from None
+        raise RunError(
+            f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
+            "or give another output folder"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    atomic_write_json(run / INCOMPLETE, {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                                         "command": _command()})
+    _held[key] = 1
+    finished = False
+    try:
+        yield run
+        finished = True
+    finally:
+        del _held[key]
+        if finished:
+            (run / INCOMPLETE).unlink(missing_ok=True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def writes_run(arg: str = "out_dir") -> Callable[[F], F]:
+    """Decorate a function that writes a run directory (its argument ``arg``): the call runs inside
+    :func:`open_run` on it (nothing happens when the argument is None).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> @writes_run("out")
+        ... def stage(out):
+        ...     return (pathlib.Path(out) / INCOMPLETE).exists()
+        >>> stage(pathlib.Path(tempfile.mkdtemp()) / "r")
+        True
+    """
+
+    def decorate(fn: F) -> F:
+        sig = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            path = sig.bind_partial(*args, **kwargs).arguments.get(arg)
+            if path is None:
+                return fn(*args, **kwargs)
+            with open_run(path):
+                return fn(*args, **kwargs)
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def _stage_outputs(run: Path) -> Iterator[Path]:
+    """What a run's summary is computed from: its Parquet tables and the summaries of nested stages."""
+    for f in run.rglob("*"):
+        if any(part.startswith(".") for part in f.relative_to(run).parts) or f.name in ADDENDA:
+            continue  # temporary files of a write in progress; the lock and marker; study addenda
+        if f.suffix == ".parquet" or (f.name == "summary.json" and f.parent != run):
+            yield f
+
+
+def check_run(run_dir: str | Path, *, name: str = "summary.json") -> Path:
+    """Refuse (:class:`~lmleak.errors.RunError`) a run that is incomplete or inconsistent.
+
+    Incomplete: a write started and did not finish (``.incomplete`` here or in a nested stage), or
+    there is no summary. Inconsistent: a stage output is newer than the summary (a later write
+    stopped before it rewrote the summary). Returns the run directory.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> with open_run(d):
+        ...     _ = write_summary(d, {"stage": "demo"})
+        >>> check_run(d) == d
+        True
+        >>> _ = (d / INCOMPLETE).write_text("{}")
+        >>> check_run(d)
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.RunError: ... is incomplete: ...
+    """
+    run = Path(run_dir)
+    if not run.is_dir():
+        raise RunError(f"{run} is not a run directory; pass the folder a command wrote (its --out)")
+    for marker in sorted(run.rglob(INCOMPLETE)):
+        try:
+            info = json.loads(marker.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            info = {}
+        info = info if isinstance(info, dict) else {}
+        where = "" if marker.parent == run else f" (in {marker.parent.relative_to(run)})"
+        when = f" started {info['started']}" if info.get("started") else ""
+        cmd = f" ({info['command']})" if info.get("command") else ""
+        raise RunError(
+            f"{run} is incomplete: a write{where}{when} did not finish, so its results cannot be trusted; "
+            f"re-run the command that writes it{cmd}"
+        )
+    summary = run / name
+    if not summary.is_file():
+        raise RunError(f"{run} has no {name}: the run did not finish; re-run the command that writes it")
+    written = summary.stat().st_mtime_ns
+    for f in _stage_outputs(run):
+        if f.stat().st_mtime_ns > written:
+            raise RunError(
+                f"{run} is inconsistent: {f.relative_to(run)} is newer than {name} (a later write stopped "
+                "before it finished); re-run the command that writes it"
+            )
+    return run
 
 
 def _finish(tmp: Path, path: Path) -> Path:
@@ -36,6 +220,7 @@ def _finish(tmp: Path, path: Path) -> Path:
 def atomic_write_text(path: str | Path, text: str) -> Path:
     """Write text to ``path`` via a temporary file and a rename; owner-only permissions."""
     path = Path(path)
+    owner_only()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text, encoding="utf-8")
@@ -83,6 +268,7 @@ def write_parquet(df: Any, path: str | Path) -> Path:
     import pyarrow.parquet as pq
 
     path = Path(path)
+    owner_only()
     path.parent.mkdir(parents=True, exist_ok=True)
     table = df if isinstance(df, pa.Table) else pa.Table.from_pandas(df, preserve_index=False)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -99,8 +285,6 @@ def write_summary(run_dir: str | Path, summary: dict[str, Any], *, name: str = "
 
 
 def read_summary(run_dir: str | Path, *, name: str = "summary.json") -> dict[str, Any]:
-    from lmleak.errors import RunError
-
     p = Path(run_dir) / name
     if not p.exists():
         raise RunError(f"{p} does not exist; run the stage that writes it first")

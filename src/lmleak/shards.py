@@ -14,18 +14,25 @@ Arrow table and writes ``shard-NNNNN.parquet`` (temporary name, then rename), th
   so memory stays flat as the corpus grows.
 - The work function is built once per worker by a picklable ``factory`` (loading a model is
   expensive): the local engine builds it once; Ray builds it once per actor.
+- SIGINT/SIGTERM during a pass (main thread): the first finishes the shard in progress, records it
+  and stops with :class:`~lmleak.errors.Interrupted` (what was kept; the CLI prints the command to
+  resume and exits 130); a second signal drops the shard in progress at once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lmleak.errors import RunError
+from lmleak.errors import Interrupted, RunError
 from lmleak.runs import atomic_write_json
 
 T = TypeVar("T")
@@ -37,6 +44,33 @@ def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
     it = iter(items)
     while chunk := list(islice(it, size)):
         yield chunk
+
+
+@contextlib.contextmanager
+def stop_requests() -> Iterator[list[int]]:
+    """While active, SIGINT/SIGTERM append to the yielded list instead of killing the process; a
+    second signal raises :class:`KeyboardInterrupt` (drop the work in progress). Outside the main
+    thread (where handlers cannot be set) the list simply stays empty."""
+    stop: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop:
+            raise KeyboardInterrupt
+        stop.append(signum)
+        sys.stderr.write("lmleak: stopping after the current shard (signal again to drop it)\n")
+        sys.stderr.flush()
+
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
+        signal.signal(sig, handler)
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def shard_path(out_dir: Path, index: int) -> Path:
@@ -121,19 +155,30 @@ def run_sharded(
         return out
     total = None if total_items is None else -(-total_items // shard_size)
     shards = enumerate(_chunks(items, shard_size))
-    if engine == "local":
-        work: Work | None = None
-        for index, chunk in track(shards, total=total, description=description, unit="shards"):
-            if manifest.done(index, out):
-                continue
-            if work is None:
-                work = factory()
-            rows = _write_shard(out, index, work(chunk))
-            manifest.record(index, len(chunk), rows)
-    elif engine == "ray":
-        _run_ray(shards, factory, out, manifest, ray_address, num_workers, num_gpus_per_worker, total, description)
-    else:
+    if engine not in ("local", "ray"):
         raise ValueError(f"unknown engine {engine!r}; use 'local' or 'ray'")
+    with stop_requests() as stop:
+        try:
+            if engine == "local":
+                work: Work | None = None
+                for index, chunk in track(shards, total=total, description=description, unit="shards"):
+                    if stop:
+                        break
+                    if manifest.done(index, out):
+                        continue
+                    if work is None:
+                        work = factory()
+                    rows = _write_shard(out, index, work(chunk))
+                    manifest.record(index, len(chunk), rows)
+            else:
+                _run_ray(shards, factory, out, manifest, ray_address, num_workers, num_gpus_per_worker, total,
+                         description, stop)
+        except KeyboardInterrupt:
+            if not stop:
+                raise  # not from a signal during this pass: leave it as it is
+            # the second signal: the shard in progress is dropped
+        if stop:
+            raise Interrupted(out, kept=len(manifest.shards), total=total, description=description)
     manifest.complete = True
     manifest.save()
     return out
@@ -149,6 +194,7 @@ def _run_ray(
     num_gpus: float,
     total: int | None,
     description: str,
+    stop: list[int] | None = None,
 ) -> None:
     import ray
 
@@ -187,6 +233,8 @@ def _run_ray(
             manifest.record(index, n_items, rows)
 
     for index, chunk in track(shards, total=total, description=description, unit="shards"):
+        if stop:
+            break  # stop submitting; the shards in flight are finished and kept below
         if manifest.done(index, out):
             continue
         if not free:

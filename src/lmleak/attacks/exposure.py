@@ -28,6 +28,7 @@ import numpy as np
 from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
 from lmleak.errors import DataFileError
 from lmleak.models.base import Capability, require
+from lmleak.runs import writes_run
 
 
 def exposure(rank: int | float, num_candidates: int) -> float:
@@ -326,6 +327,7 @@ def exposure_table(results: Sequence[CanaryExposure]) -> Any:
     )
 
 
+@writes_run("out_dir")
 def run_exposure(
     model: Any,
     canaries: str | Path,

@@ -34,6 +34,7 @@ import numpy as np
 from lmleak.attacks.roc import RocCurve, roc_curve, summarize
 from lmleak.errors import DataFileError
 from lmleak.models.base import Capability, count_words, require
+from lmleak.runs import writes_run
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -299,6 +300,7 @@ def headline_feature(features: Sequence[str]) -> str:
     return "reference" if "reference" in features else "perplexity"
 
 
+@writes_run("out_dir")
 def run_membership(
     model: Any,
     members: Sequence[str],

@@ -1,20 +1,26 @@
 """The audit config: one YAML file that names the corpus, the models, and the analyses to run.
 
 Unknown keys are rejected with the field path and a "did you mean" suggestion; every value is
-type-checked before anything runs. The resolved config (defaults filled in) is written into the
-run directory so the run is a complete record of what was done.
+type-checked and range-checked (``k >= 1``, ``t, p >= 0``...), and every file and model the config
+names must exist, all before anything runs: an error names the file, the key and the rule. The YAML
+is parsed with alias bounds (:mod:`lmleak.safe_yaml`). The resolved config (defaults filled in) is
+written into the run directory so the run is a complete record of what was done.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.pii.policies import POLICY_NAMES
+from lmleak.safe_yaml import load_yaml_file
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -280,6 +286,15 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         if not templates_path.is_file():
             raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
                               field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
+    _check_ranges(cfg, path)
+    report = cfg.analyses.report
+    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
+        raise ConfigError(f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
+                          path=path, field="analyses.report.pii_policy",
+                          hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns")
+    if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
+        raise ConfigError(f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
+                          path=path, field="corpus.format", hint=f"use one of {', '.join(FORMATS)}, or leave it out")
     if cfg.device is not None:
         from lmleak.models.device import check_device_name
 
@@ -290,19 +305,99 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     return dataclasses.replace(cfg, base_dir=base_dir)
 
 
-def load_config(path: str | Path) -> AuditConfig:
-    """Read and validate an audit YAML file."""
-    import yaml
+#: (field, smallest allowed value) for every numeric option; None values (optional) are not checked.
+RANGES: dict[str, tuple[str, float]] = {
+    "analyses.report.k": ("each k >= 1 (top-k of the tab attack)", 1),
+    "analyses.report.t": ("t >= 0 (a ratio of perplexities)", 0),
+    "analyses.report.p": ("p >= 0 (a user count)", 0),
+    "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
+    "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
+    "analyses.report.min_tokens": ("min_tokens >= 1", 1),
+    "analyses.mia.group_size": ("group_size >= 1", 1),
+    "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
+    "analyses.probe.shots": ("shots >= 1", 1),
+    "analyses.probe.beams": ("beams >= 1", 1),
+}
 
+
+def _get(cfg: Any, dotted: str) -> Any:
+    obj = cfg
+    for part in dotted.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _check_ranges(cfg: AuditConfig, path: str | None) -> None:
+    for name, (rule, low) in RANGES.items():
+        value = _get(cfg, name)
+        if value is None or isinstance(value, str):
+            continue
+        values = value if isinstance(value, list) else [value]
+        if name.endswith(".k") and not values:
+            raise ConfigError("empty list", path=path, field=name, hint="give at least one k, e.g. [1, 3]")
+        for v in values:
+            if not math.isfinite(v) or v < low:
+                raise ConfigError(f"{v!r} is out of range: {rule}", path=path, field=name, hint=f"use a value >= {low:g}")
+
+
+def _check_paths(cfg: AuditConfig, path: str | None) -> None:
+    """Every file and model the config names exists (named models, ``leave-out`` and ``fake:``/``topk:``
+    specs are checked by the model loader)."""
+    def need(value: str | None, name: str, what: str) -> None:
+        if value is None:
+            return
+        resolved = cfg.resolve(value)
+        if resolved in ("smollm2-135m", "leave-out") or ":" in value.split("/")[0]:
+            return
+        if not Path(resolved or value).exists():
+            raise ConfigError(f"{what} {value!r} does not exist (resolved against the config's folder: {resolved})",
+                              path=path, field=name, hint="fix the path; relative paths start at the config file's folder")
+
+    def model(value: str | None, name: str) -> None:
+        need(value, name, "model")
+        p = Path(cfg.resolve(value) or "") if value else None
+        if p is not None and p.is_dir() and not any(
+            (p / marker).exists() for marker in ("lmleak_model.json", "config.json")
+        ) and not any(p.glob("*.gguf")):
+            raise ConfigError(f"{value!r} is a folder but not a model (no lmleak_model.json, config.json or .gguf)",
+                              path=path, field=name, hint="point at the folder `lmleak train` or save_pretrained wrote")
+
+    need(cfg.corpus.path, "corpus.path", "corpus")
+    for i, m in enumerate(cfg.models):
+        model(m.path, f"models[{i}].path")
+    model(cfg.public_model, "public_model")
+    a = cfg.analyses
+    if a.exposure is not None:
+        need(a.exposure.canaries, "analyses.exposure.canaries", "canaries file")
+    if a.mia is not None:
+        need(a.mia.members, "analyses.mia.members", "members file")
+        need(a.mia.non_members, "analyses.mia.non_members", "non-members file")
+    if a.probe is not None:
+        need(a.probe.subjects, "analyses.probe.subjects", "subjects file")
+    out = Path(cfg.resolve(cfg.out) or cfg.out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"{cfg.out!r} is a file, not a run directory", path=path, field="out",
+                          hint="give a folder path for the run")
+
+
+def validate_config(cfg: AuditConfig, *, path: str | None = None) -> AuditConfig:
+    """Everything :func:`parse_config` checks on values, plus: every file and model the config names
+    exists and ``out`` is not a file. Run before any work starts (:func:`lmleak.audit.runner.run_audit`)."""
+    _check_ranges(cfg, path)
+    _check_paths(cfg, path)
+    return cfg
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate an audit YAML file (alias-bounded; every key, range, file and model checked)."""
     p = Path(path)
     if not p.exists():
         raise ConfigError("file does not exist", path=p, hint="write one with `lmleak audit --example > audit.yaml`")
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as e:
-        line = getattr(getattr(e, "problem_mark", None), "line", None)
-        raise ConfigError(f"not valid YAML: {e}", path=p, line=None if line is None else line + 1) from None
-    return parse_config(data, path=str(p), base_dir=str(p.parent.resolve()))
+    data = load_yaml_file(p)
+    cfg = parse_config(data, path=str(p), base_dir=str(p.parent.resolve()))
+    return validate_config(cfg, path=str(p))
 
 
 def to_dict(cfg: AuditConfig) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.audit.headline import PER_K, collect_headlines
+from lmleak.runs import check_run
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]
         >>> [c.passed for c in check_gate(d, {"unique_sequences": 3, "max_exposure": 10})]
         [False, False]
     """
+    check_run(run_dir)
     checks = []
     for model, headline in collect_headlines(run_dir).items():
         by_k = headline.get("by_k") or {}

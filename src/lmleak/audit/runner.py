@@ -25,11 +25,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.config import AuditConfig, to_dict
+from lmleak.audit.config import AuditConfig, to_dict, validate_config
 from lmleak.audit.headline import headline_from_summary
 from lmleak.runs import (
     atomic_write_json,
     atomic_write_text,
+    open_run,
     read_summary,
     secure_dir,
     write_parquet,
@@ -341,6 +342,8 @@ def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], No
     """
     from lmleak.models.device import requested_device, use_device
 
+    validate_config(cfg)  # every range, file and model, before the run directory is touched
     explicit = requested_device() != "auto"  # the command line wins over the config file
-    with use_device(None if explicit else cfg.device):
-        return Auditor(cfg, force=force, echo=echo)()
+    auditor = Auditor(cfg, force=force, echo=echo)
+    with use_device(None if explicit else cfg.device), open_run(auditor.run):  # locked, marked incomplete until done
+        return auditor()

@@ -1,8 +1,17 @@
 """Entry point: builds the ``lmleak`` Typer app from the area modules.
 
 Each area module exposes ``register(app, groups)`` and owns its commands; ``groups`` holds the
-sub-command groups several areas share (``synth``). Errors a user can fix (:class:`LmleakError`)
-print one line and exit with status 2 — never a traceback.
+sub-command groups several areas share (``synth``).
+
+Fail closed, in one place (:class:`_Group`):
+
+- errors a user can fix (:class:`LmleakError`, and :class:`OSError` such as a path that is a file
+  or not writable) print one line and exit 2; anything else (a bug) prints one line and exits 2
+  too, naming only its type and place (its message may quote the data). ``lmleak --debug`` (or
+  ``LMLEAK_DEBUG=1``) shows the traceback instead;
+- SIGINT/SIGTERM (:class:`Interrupted`, :class:`KeyboardInterrupt`) print what was kept and the
+  exact command that resumes, and exit 130;
+- the umask is 0o077 from the start: every file lmleak writes is owner-only.
 """
 
 from __future__ import annotations
@@ -16,7 +25,8 @@ import typer
 from typer.core import TyperGroup
 
 from lmleak.cli.common import err, offline_environment
-from lmleak.errors import LmleakError
+from lmleak.errors import Interrupted, LmleakError
+from lmleak.runs import owner_only
 
 AREAS = [
     "lmleak.cli.data",  # synth customersim, corpus checks
@@ -33,19 +43,74 @@ AREAS = [
 ]
 
 
+def _debug(ctx: click.Context) -> bool:
+    return bool(ctx.params.get("debug")) or os.environ.get("LMLEAK_DEBUG", "") in ("1", "true", "yes")
+
+
+def _resume_command() -> str:
+    import shlex
+    import sys
+
+    return shlex.join(["lmleak", *sys.argv[1:]])
+
+
+def _one_line(text: str) -> str:
+    lines = [line.strip() for line in str(text).strip().splitlines() if line.strip()]
+    return " ".join(lines)[:2000] if lines else ""
+
+
+def _where(e: BaseException) -> str:
+    """`` at lmleak/x.py:12`` for the innermost frame, or ""."""
+    import traceback
+
+    frames = traceback.extract_tb(e.__traceback__)
+    if not frames:
+        return ""
+    name = frames[-1].filename.replace(os.sep, "/")
+    cut = name.rfind("/lmleak/")
+    return f" at {name[cut + 1:] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
+
+
 class _Group(TyperGroup):
     def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+        from rich.markup import escape
+
         try:
             return super().invoke(ctx)
+        except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
+            raise  # usage errors and exits keep their own status
+        except Interrupted as e:
+            err.print(f"[bold yellow]{escape(str(e))}[/]", soft_wrap=True)
+            err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
+            raise typer.Exit(130) from None
+        except KeyboardInterrupt:
+            err.print("[bold yellow]interrupted[/]: completed stages and shards are kept; the run is marked incomplete", soft_wrap=True)
+            err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
+            raise typer.Exit(130) from None
         except LmleakError as e:
-            from rich.markup import escape
-
-            err.print(f"[bold red]error:[/] {escape(str(e))}")
+            if _debug(ctx):
+                raise
+            err.print(f"[bold red]error:[/] {escape(_one_line(str(e)))}", soft_wrap=True)
             raise typer.Exit(2) from None  # typer vendors click: only its own Exit sets the status
+        except OSError as e:
+            if _debug(ctx):
+                raise
+            where = f": {e.filename}" if getattr(e, "filename", None) else ""
+            err.print(f"[bold red]error:[/] {escape(_one_line(e.strerror or str(e)))}{escape(where)}. "
+                      "Fix: check the path and its permissions", soft_wrap=True)
+            raise typer.Exit(2) from None
+        except Exception as e:
+            if _debug(ctx):
+                raise
+            # the type and place only: an unexpected message may quote the data being processed
+            err.print(f"[bold red]error:[/] unexpected {type(e).__name__}{escape(_where(e))} (a bug in lmleak or a "
+                      "library). Re-run with `lmleak --debug ...` for the traceback and report it", soft_wrap=True)
+            raise typer.Exit(2) from None
 
 
 def build_app() -> typer.Typer:
     offline_environment()
+    owner_only()  # before any command writes: results, models, logs and plots hold training data
     app = typer.Typer(
         cls=_Group,
         name="lmleak",
@@ -70,8 +135,13 @@ def build_app() -> typer.Typer:
             bool,
             typer.Option("--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."),
         ] = False,
+        debug: Annotated[
+            bool,
+            typer.Option("--debug", help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1)."),
+        ] = False,
     ) -> None:
         """Privacy auditing of language models."""
+        owner_only()
         from lmleak import progress
         from lmleak.models.device import resolve_device, use_device
 
@@ -90,7 +160,14 @@ def build_app() -> typer.Typer:
 app = build_app()
 
 
+def _terminate_as_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # SIGTERM takes the Ctrl-C path: say what was kept, exit 130
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     app()
 
 

@@ -307,6 +307,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             )
         if any(v < 1 for v in ks):
             raise ConfigError("k must be >= 1", field="k")
+        if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
+            raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
+        if p is not None and p < 0:
+            raise ConfigError(f"p must be >= 0, got {p}", field="--p")
         if engine not in ("local", "ray"):
             raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local or ray")
         if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:

@@ -47,6 +47,7 @@ import numpy as np
 
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
+from lmleak.runs import writes_run
 from lmleak.train.confidentiality import bayesian_confidentiality
 from lmleak.train.trainer import public_share
 
@@ -445,6 +446,7 @@ def plan(cfg: CRTExperimentConfig) -> list[tuple[str, str, float]]:
     return out
 
 
+@writes_run("out_dir")
 def run_crt_experiment(
     out_dir: str | Path, cfg: CRTExperimentConfig, *, corpus: str | Path | None = None
 ) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from lmleak.attacks.mlm_generation import GibbsConfig, extract_pairs, generate_documents
 from lmleak.models.hf_masked import MaskedLMConfig
+from lmleak.runs import writes_run
 
 SCENARIOS = [f"K{k}A{a}R{r}" for k in "+-" for a in "+-" for r in "+-"]
 
@@ -71,6 +72,7 @@ def scenario_for(name: str) -> dict[str, Any]:
     )
 
 
+@writes_run("out_dir")
 def run_experiment(
     out_dir: str | Path, config: KartExperimentConfig = KartExperimentConfig()
 ) -> dict[str, Any]:

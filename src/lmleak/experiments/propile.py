@@ -57,6 +57,7 @@ from typing import Any
 
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
+from lmleak.runs import writes_run
 
 LEVELS = ("twin", "triplet", "quadruplet")
 TARGETS = ("phone", "email", "address")
@@ -379,6 +380,7 @@ def _write_table(df: Any, out: Path, stem: str) -> None:
     atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
 
 
+@writes_run("out_dir")
 def run_propile_experiment(
     out_dir: str | Path,
     config: ProPILEExperimentConfig | None = None,

@@ -112,7 +112,9 @@ class HFMaskedLM:
 
         hf_logging.disable_progress_bar()  # lmleak draws its own bars; HF's would interleave on stderr
         out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        from lmleak.runs import secure_dir
+
+        secure_dir(out)  # owner-only (umask 0o077): the weights memorise training data
         self.module.save_pretrained(out, safe_serialization=True)
         self.tokenizer.save_pretrained(out)
         return out

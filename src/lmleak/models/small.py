@@ -162,8 +162,10 @@ def save_small_model(module: torch.nn.Module, tokenizer: Any, out_dir: str | Pat
     """
     from safetensors.torch import save_file
 
+    from lmleak.runs import secure_dir
+
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    secure_dir(out)  # owner-only (umask 0o077): the weights memorise training data
     tokenizer.save_pretrained(out)
     if isinstance(module, SmallLSTM):
         state = {k: v.detach().contiguous() for k, v in module.state_dict().items()}

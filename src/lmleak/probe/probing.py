@@ -19,6 +19,7 @@ from lmleak.probe.metrics import (
     wilcoxon_p,
 )
 from lmleak.probe.templates import Probe, build_probes
+from lmleak.runs import writes_run
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -213,6 +214,7 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
                 "resources": [], "access": access, "target": [target], "notes": f"unvalidated: {e}"}
 
 
+@writes_run("out_dir")
 def run_probe(
     model: Any,
     subjects: list[dict[str, Any]],

@@ -18,6 +18,7 @@ from lmleak.probe.blackbox import max_new_tokens
 from lmleak.probe.likelihood import eq2_eq4, split_prompt
 from lmleak.probe.metrics import exact_match
 from lmleak.probe.templates import TYPE_WORDS, Probe
+from lmleak.runs import writes_run
 
 
 @dataclass
@@ -168,6 +169,7 @@ def project_to_tokens(model: Any, soft: torch.Tensor) -> tuple[list[int], str]:
     return ids, model.tokenizer.decode(ids)
 
 
+@writes_run("out_dir")
 def run_softprompt(
     model: Any, subjects: list[dict[str, Any]], out_dir: Any, *, target: str = "phone", level: str = "quadruplet",
     n_train: int = 64, length: int = 20, init: str = "word", epochs: int = 50, lr: float = 0.005, seed: int = 0,

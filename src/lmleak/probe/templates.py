@@ -111,13 +111,10 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
     ``{relationship}``.
     """
-    import yaml
+    from lmleak.safe_yaml import load_yaml_file
 
     p = Path(path)
-    try:
-        data: Any = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as e:
-        raise ConfigError(f"cannot read templates {p}: {e}") from None
+    data: Any = load_yaml_file(p)  # alias-bounded; errors name the file and line, never echo the document
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of level -> list of templates")
     keys = {*LEVELS, "relationship", "university", *STRUCTURED, *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED)}
@@ -140,11 +137,10 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
 
 def load_template_budgets(path: str | Path) -> dict[str, int]:
     """The ``max_new_tokens`` mapping of a templates file (target type -> new tokens), or {}."""
-    import yaml
-
     from lmleak.probe.blackbox import parse_budgets
+    from lmleak.safe_yaml import load_yaml_file
 
-    data: Any = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    data: Any = load_yaml_file(path)
     raw = data.get("max_new_tokens") if isinstance(data, dict) else None
     if not raw:
         return {}

@@ -31,6 +31,7 @@ from lmleak.report.features import (
 )
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
 from lmleak.report.sequences import occurrences
+from lmleak.runs import writes_run
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
 #: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
@@ -181,6 +182,7 @@ def unique_owners(seqs: Any) -> list[str]:
     return sorted({u for us in rows["user_ids"] for u in us})
 
 
+@writes_run("out_dir")
 def run_report(
     model: Any,
     corpus: Corpus,

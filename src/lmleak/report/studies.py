@@ -23,6 +23,7 @@ from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.report.leakage import ReportConfig, analyse, build_index, run_report
 from lmleak.report.metrics import corpus_perplexity, top_k_accuracy, unique_sequences
+from lmleak.runs import writes_run
 
 
 def snapshot_dirs(model_dir: str | Path) -> list[tuple[int, Path]]:
@@ -111,6 +112,7 @@ def _plot(path: Path, draw: Any) -> Path:
     return path
 
 
+@writes_run("out_dir")
 def snapshot_study(
     model_dir: str | Path,
     corpus: Corpus,
@@ -205,6 +207,7 @@ def snapshot_study(
     return table
 
 
+@writes_run("out_dir")
 def compare_models(
     models: dict[str, str | Path],
     corpus: Corpus,

@@ -60,17 +60,9 @@ def dump_scenarios(scenarios: list[Scenario]) -> str:
 
 
 def _parse(text: str, path: str | None) -> Any:
-    import yaml
+    from lmleak.safe_yaml import load_yaml
 
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        raise ConfigError(
-            f"invalid YAML: {getattr(e, 'problem', e)}",
-            path=path,
-            line=None if mark is None else mark.line + 1,
-        ) from None
+    return load_yaml(text, path=path)  # alias-bounded; errors name the file and line, never echo the document
 
 
 def load_entries(

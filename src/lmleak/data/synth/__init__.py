@@ -15,12 +15,15 @@ def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dic
         >>> paths["corpus"].read_text()
         '{"a": 1}\\n'
     """
-    out.mkdir(parents=True, exist_ok=True)
+    from lmleak.runs import secure_dir
+
+    secure_dir(out)  # owner-only: the secrets file lists every PII span
     paths = {}
     for key, (name, lines) in files.items():
         path = out / name
         tmp = path.with_name(f".{name}.tmp")
         tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        tmp.chmod(0o600)
         tmp.replace(path)
         paths[key] = path
     return paths

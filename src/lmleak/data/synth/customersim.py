@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.synth import write_jsonl_files
+from lmleak.runs import secure_dir
 
 CANARY_PREFIX = "My ID is: "
 RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
@@ -289,7 +290,7 @@ def synthesize(
         })
 
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
     corpus_lines, secret_lines = [], []
     for uid, idxs in by_user.items():
         for j, i in enumerate(idxs):

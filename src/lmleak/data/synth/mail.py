@@ -42,6 +42,7 @@ from faker import Faker
 from lmleak.data.synth import write_jsonl_files
 from lmleak.data.synth.customersim import EMAIL_DOMAINS
 from lmleak.errors import ConfigError
+from lmleak.runs import secure_dir
 
 LIST = "proj-dev"
 LIST_ADDRESS = f"{LIST}@lists.example.org"
@@ -515,7 +516,7 @@ def synthesize(
 
 
 def _write(out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canary_rows: list[dict[str, Any]]) -> dict[str, Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
     counters: dict[str, int] = {}
     corpus_lines, secret_lines = [], []
     canary_of = {(c["user_id"], c["text"]): c for c in canary_rows}
