@@ -69,3 +69,21 @@ def test_leaked_signatures_of_a_memorising_model_lead_the_report_on_synth_mail(t
     assert s["pii_unique_sequences_total"] <= s["unique_sequences"]
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved["pii_unique_sequences"] == s["pii_unique_sequences"] and saved["min_tokens"] == 5
+
+
+def test_without_a_pii_policy_leaked_pii_is_unknown_not_zero():
+    import pandas as pd
+
+    from lmleak.report.metrics import metrics_for_k
+
+    seqs = pd.DataFrame({
+        "users_in_d": [1, 1, 2], "users_in_s": [1, 1, 2], "count_in_s": [1, 1, 2], "length_tokens": [9, 6, 4],
+        "pii_types": [None, None, None], "user_ids": [["u1"], ["u2"], ["u1", "u2"]],
+        "perplexity_ratio": [float("nan")] * 3,
+    })
+    m = metrics_for_k(seqs, t=1.0, p=None, min_tokens=5)
+    # a gate reads None as "not measured" and fails; 0 would have passed a --max-pii-unique 0 gate
+    assert m["pii_unique_sequences"] is None and m["pii_unique_sequences_total"] is None
+    seqs["pii_types"] = [["EMAIL"], [], None]
+    m = metrics_for_k(seqs, t=1.0, p=None, min_tokens=5)
+    assert m["pii_unique_sequences"] == {"EMAIL": 1} and m["pii_unique_sequences_total"] == 1

@@ -123,11 +123,14 @@ def log_ratio_percentiles(users_in_d: Any, log_ratio: Any) -> tuple[float | None
 
 def pii_counts(users_in_d: Any, pii_types: Any, length_tokens: Any, min_tokens: int) -> tuple[dict[str, int], dict[str, int]]:
     """Unique sequences that contain PII, by type: ``(headlined, short)``, where headlined ones have
-    at least ``min_tokens`` tokens and short ones fewer. A sequence with two types counts under both.
+    at least ``min_tokens`` tokens and short ones fewer. A sequence with two types counts under both;
+    ``None`` types (no PII policy ran) count under none.
 
     Example:
         >>> pii_counts([1, 1, 1, 3], [["EMAIL"], ["EMAIL", "PHONE"], ["PHONE"], ["EMAIL"]], [9, 12, 2, 9], 5)
         ({'EMAIL': 2, 'PHONE': 1}, {'PHONE': 1})
+        >>> pii_counts([1], [None], [9], 5)
+        ({}, {})
     """
     head: dict[str, int] = {}
     short: dict[str, int] = {}
@@ -135,7 +138,7 @@ def pii_counts(users_in_d: Any, pii_types: Any, length_tokens: Any, min_tokens: 
         if int(u) != 1:
             continue
         target = head if int(n) >= min_tokens else short
-        for t in types:
+        for t in types if types is not None else ():
             target[str(t)] = target.get(str(t), 0) + 1
     return dict(sorted(head.items())), dict(sorted(short.items()))
 
@@ -190,6 +193,9 @@ def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = Fals
     p50, p95 = log_ratio_percentiles(users_d, log_ratio)
     pii_types = seqs["pii_types"] if "pii_types" in seqs else [[] for _ in range(len(seqs))]
     head, short = pii_counts(users_d, pii_types, seqs["length_tokens"].to_numpy(), min_tokens)
+    # no PII policy ran (every unique row's types are None): the count is unknown, not 0, so a gate
+    # on it fails instead of passing
+    unknown = bool(len(unique)) and all(ty is None for u, ty in zip(users_d, pii_types, strict=True) if int(u) == 1)
     return {
         "num_sequences": int(len(seqs)),
         "num_occurrences": int(seqs["count_in_s"].sum()) if len(seqs) else 0,
@@ -199,9 +205,10 @@ def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = Fals
         "log_leakage_epsilon": log_eps,
         "log_ratio_p50": p50,
         "log_ratio_p95": p95,
-        "pii_unique_sequences": head,
-        "pii_unique_sequences_total": int(sum(1 for u, ty, n in zip(users_d, pii_types, seqs["length_tokens"], strict=True)
-                                              if int(u) == 1 and ty and int(n) >= min_tokens)),
+        "pii_unique_sequences": None if unknown else head,
+        "pii_unique_sequences_total": None if unknown else int(sum(
+            1 for u, ty, n in zip(users_d, pii_types, seqs["length_tokens"], strict=True)
+            if int(u) == 1 and ty and int(n) >= min_tokens)),
         "pii_unique_short_sequences": short,
         "p_filtered_sequences": p_filtered(seqs["users_in_s"].to_numpy(), p),
         "unique_max_length_tokens": int(unique["length_tokens"].max()) if len(unique) else 0,
