@@ -154,12 +154,14 @@ def test_generation_through_every_tier_equals_in_process(local, server, tmp_path
     )
 
 
-def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, server, tmp_path):
-    """A text-tier model: the report (needs top-k) and exposure (needs scores) are skipped with one line
-    each; the probe runs generation-only and its KART record says so, with the HTTP tier in its notes."""
+def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, server, tmp_path, monkeypatch):
+    """An echo-tier API: the report runs (top-5) and its KART record names the API's access and tier;
+    exposure (needs scores) is skipped with one line. A text-tier API: both are skipped, each with one
+    line saying why. The API key reaches no file of the run."""
     from lmleak.audit.config import load_config
     from lmleak.audit.runner import run_audit
 
+    monkeypatch.setenv("LMLEAK_API_KEY", "secret-key")
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_text(
         "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
@@ -168,18 +170,43 @@ def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, se
     canaries.write_text(json.dumps({"prefix": "my phone is", "secret": "555 0100"}) + "\n")
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(
-        f"models:\n  - name: api\n    path: '{server['text'].url}?cache={tmp_path / 'c'}#tiny'\n"
+        f"models:\n  - name: echo-api\n    path: '{server['echo'].url}?cache={tmp_path / 'c'}#tiny'\n"
+        f"  - name: text-api\n    path: '{server['text'].url}?cache={tmp_path / 'c'}#tiny'\n"
         f"corpus:\n  path: {corpus}\nout: {tmp_path / 'run'}\n"
-        f"analyses:\n  report: {{k: [1]}}\n  exposure: {{canaries: {canaries}}}\n  mia: null\n  probe: null\n"
+        f"analyses:\n  report: {{k: [1, 3]}}\n  exposure: {{canaries: {canaries}}}\n  mia: null\n  probe: null\n"
     )
     lines: list[str] = []
     run = run_audit(load_config(cfg_path), echo=lines.append)
-    summary = json.loads((run / "summary.json").read_text())["models"]["api"]
-    assert set(summary["skipped"]) == {"report", "exposure"}
-    assert "'top_k'" in summary["skipped"]["report"] and "'score'" in summary["skipped"]["exposure"]
-    assert sum("skipped" in line for line in lines) == 2
-    assert summary["access"]["tier"] == "text" and summary["access"]["access"] == "generation"
-    assert "OPENAI_API_KEY" not in json.dumps(summary) and "secret-key" not in (run / "audit.log").read_text()
+    models = json.loads((run / "summary.json").read_text())["models"]
+    echo, text = models["echo-api"], models["text-api"]
+    assert set(echo["stages"]) == {"report"} and set(echo["skipped"]) == {"exposure"}
+    assert "'score'" in echo["skipped"]["exposure"]
+    rec = echo["scenarios"]["report"]
+    assert rec["access"] == "top_k" and "tier 'echo'" in rec["notes"]
+    assert echo["access"]["tier"] == "echo" and echo["access"]["requests"] > 0
+    assert set(text["skipped"]) == {"report", "exposure"} and "'top_k'" in text["skipped"]["report"]
+    assert text["access"] == {**text["access"], "tier": "text", "access": "generation"}
+    assert sum("skipped" in line for line in lines) == 3
+    assert all("secret-key" not in p.read_text(errors="replace") for p in run.rglob("*") if p.is_file())
+
+
+def test_audit_skips_a_report_k_beyond_the_api_top_k(local, server, tmp_path):
+    from lmleak.audit.config import load_config
+    from lmleak.audit.runner import run_audit
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(
+        f"models:\n  - name: api\n    path: '{server['echo'].url}?cache={tmp_path / 'c'}#tiny'\n"
+        f"corpus:\n  path: {corpus}\nout: {tmp_path / 'run'}\n"
+        "analyses:\n  report: {k: [1, 10]}\n  mia: null\n  probe: null\n"
+    )
+    run = run_audit(load_config(cfg_path))
+    skipped = json.loads((run / "summary.json").read_text())["models"]["api"]["skipped"]
+    assert "k = 10 needs the top 10 tokens" in skipped["report"] and "only its top 5" in skipped["report"]
 
 
 # ---------------------------------------------------------------------- the fake transport (error paths)
@@ -369,3 +396,22 @@ def test_load_model_dispatches_on_the_url(tmp_path):
         load_model("http://127.0.0.1:9/v1")
     with pytest.raises(ModelError, match="unknown tier 'full'"):
         load_model("http://127.0.0.1:9/v1?tier=full#m")
+
+
+def test_cli_max_requests_exits_2_with_one_line_and_a_rerun_resumes_from_the_cache(local, server, tmp_path):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    url = f"{server['prompt_logprobs'].url}?cache={tmp_path / 'c'}&batch=1&concurrency=1#tiny"
+    args = ["report", "--model", url, "--corpus", str(corpus), "--out", str(tmp_path / "run"), "--json"]
+    res = CliRunner().invoke(app, ["--max-requests", "5", *args])
+    assert res.exit_code == 2
+    assert "--max-requests 5 reached" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert json.loads((tmp_path / "run" / "ledger" / "ledger.json").read_text())["num_docs"] == len(TEXTS)
