@@ -24,6 +24,8 @@ request's prompts are batched by the model itself.
 from __future__ import annotations
 
 import contextlib
+import functools
+import json
 import socket
 import threading
 import time
@@ -32,7 +34,8 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
 
 from lmleak.errors import ConfigError
 from lmleak.models.base import Capability
@@ -40,6 +43,21 @@ from lmleak.models.base import Capability
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 ECHO_MAX_K = 5
 MAX_LOGPROBS = 20  # vLLM's default max_logprobs
+
+
+def _json(obj: Any) -> Response:
+    """JSON without FastAPI's per-field encoder (which costs more than the model on long prompts)."""
+    return Response(json.dumps(obj, separators=(",", ":")), media_type="application/json")
+
+
+async def _body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise _Refused(400, "the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise _Refused(400, "the request body must be a JSON object")
+    return body
 
 
 class _Refused(Exception):
@@ -124,6 +142,12 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
     tok = model.tokenizer
     lock = threading.Lock()
     scoring = Scoring(model)
+
+    @functools.lru_cache(maxsize=1 << 16)
+    def piece(i: int) -> str:
+        """One token decoded alone (vLLM's ``decoded_token``), cached: prompts repeat tokens."""
+        return tok.decode([i])
+
     app = FastAPI(title=f"lmleak serve: {served}", docs_url=None, redoc_url=None, openapi_url=None)
 
     def refuse(status: int, message: str, kind: str = "BadRequestError") -> None:
@@ -140,7 +164,7 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
             refuse(404, f"The model `{body.get('model')}` does not exist. Served: {served}", "NotFoundError")
 
     def token_text(i: int, as_ids: bool) -> str:
-        return f"token_id:{int(i)}" if as_ids else tok.decode([int(i)])
+        return f"token_id:{int(i)}" if as_ids else piece(int(i))
 
     def as_rows(prompt: Any) -> tuple[list[list[int]], bool]:
         """Prompts as BOS-led id rows; True when they came as text."""
@@ -183,12 +207,13 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
         return {"prompt_tokens": p, "completion_tokens": completion, "total_tokens": p + completion}
 
     def greedy_with_logprobs(
-        row: list[int], steps: int, n: int
+        row: list[int], steps: int, n: int, first: dict[str, np.ndarray] | None = None
     ) -> tuple[list[int], list[float], list[list[tuple[int, float]]]]:
-        """Greedy continuation of ``row``, each step's chosen logprob and top-n (one pass per step)."""
+        """Greedy continuation of ``row``, each step's chosen logprob and top-n (one pass per step; the
+        first step reuses ``first``, the prompt's own pass, when given)."""
         cur, ids, lps, tops = list(row), [], [], []
-        for _ in range(steps):
-            s = scoring.rows([cur[-model.max_length :]], n)[0]
+        for step in range(steps):
+            s = first if step == 0 and first is not None else scoring.rows([cur[-model.max_length :]], n)[0]
             t, lp = int(s["next_ids"][0]), float(s["next_lps"][0])
             if tok.eos_id is not None and t == tok.eos_id:
                 break
@@ -241,7 +266,7 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
 
     @app.post("/tokenize")
     async def tokenize(request: Request) -> dict[str, Any]:
-        body = await request.json()
+        body = await _body(request)
         check_model(body)
         ids = tok.encode(str(body.get("prompt", "")))
         if body.get("add_special_tokens", True):
@@ -250,13 +275,17 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
 
     @app.post("/detokenize")
     async def detokenize(request: Request) -> dict[str, Any]:
-        body = await request.json()
+        body = await _body(request)
         check_model(body)
         return {"prompt": tok.decode([int(t) for t in body.get("tokens", [])])}
 
     @app.post("/v1/completions")
-    async def completions(request: Request) -> dict[str, Any]:
-        body = await request.json()
+    async def completions(request: Request) -> Response:
+        body = await _body(request)
+        # the model and the JSON encoding run in a worker thread: the event loop keeps accepting requests
+        return await run_in_threadpool(lambda: _json(completions_sync(body)))
+
+    def completions_sync(body: dict[str, Any]) -> dict[str, Any]:
         check_model(body)
         prompt_n = body.get("prompt_logprobs")
         k = body.get("logprobs")
@@ -300,32 +329,25 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
             choices = []
             for i, (row, s) in enumerate(zip(rows, scored, strict=True)):
                 gen, gen_lps, gen_tops = (
-                    greedy_with_logprobs(row, steps, max(int(k or 0), 1)) if steps else ([], [], [])
+                    greedy_with_logprobs(row, steps, max(int(k or 0), 1), s) if steps else ([], [], [])
                 )
                 c: dict[str, Any] = {"index": i, "text": tok.decode(gen), "finish_reason": "length"}
                 if prompt_n is not None:
+                    pn = int(prompt_n)
+                    ti, tv = s["top_ids"][:, :pn].tolist(), s["top_lps"][:, :pn].tolist()
+                    ranks, lps = s["rank"].tolist(), s["logprob"].tolist()
                     plp: list[Any] = [None]
                     for p in range(len(row) - 1):
                         d = {
-                            int(t): {
-                                "logprob": float(v),
-                                "rank": r + 1,
-                                "decoded_token": tok.decode([int(t)]),
-                            }
-                            for r, (t, v) in enumerate(
-                                zip(
-                                    s["top_ids"][p][: int(prompt_n)],
-                                    s["top_lps"][p][: int(prompt_n)],
-                                    strict=True,
-                                )
-                            )
+                            str(t): {"logprob": v, "rank": r + 1, "decoded_token": piece(t)}
+                            for r, (t, v) in enumerate(zip(ti[p], tv[p], strict=True))
                         }
-                        d[row[p + 1]] = {
-                            "logprob": float(s["logprob"][p]),
-                            "rank": int(s["rank"][p]),
-                            "decoded_token": tok.decode([row[p + 1]]),
+                        d[str(row[p + 1])] = {
+                            "logprob": lps[p],
+                            "rank": ranks[p],
+                            "decoded_token": piece(row[p + 1]),
                         }
-                        plp.append({str(t): v for t, v in d.items()})
+                        plp.append(d)
                     c["prompt_logprobs"] = plp
                 if k is not None:
                     toks, tlps, tops = [], [], []
@@ -366,8 +388,11 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
             }
 
     @app.post("/v1/chat/completions")
-    async def chat(request: Request) -> dict[str, Any]:
-        body = await request.json()
+    async def chat(request: Request) -> Response:
+        body = await _body(request)
+        return await run_in_threadpool(lambda: _json(chat_sync(body)))
+
+    def chat_sync(body: dict[str, Any]) -> dict[str, Any]:
         check_model(body)
         messages = body.get("messages")
         if not isinstance(messages, list) or not messages:
@@ -490,6 +515,8 @@ def serve(
     port: int = 8000,
     tier: str = "prompt_logprobs",
     name: str | None = None,
+    dtype: str | None = None,
+    batch_tokens: int | None = None,
     echo: Any = None,
 ) -> None:
     """Load ``spec`` and serve it in the foreground until interrupted (``lmleak serve``)."""
@@ -497,7 +524,9 @@ def serve(
 
     from lmleak.models.loading import load_model
 
-    model = load_model(spec)
+    if tier not in TIERS:  # before loading the model
+        raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")
+    model = load_model(spec, dtype=dtype, batch_tokens=batch_tokens)
     app = build_app(model, tier=tier, name=name)
     if echo is not None:
         echo(

@@ -36,8 +36,23 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             str | None,
             typer.Option("--name", help="The model name clients give (URL#NAME); default: the model's name."),
         ] = None,
+        dtype: Annotated[
+            str | None, typer.Option("--dtype", help="float32, bfloat16 or float16 (default: the model's).")
+        ] = None,
+        batch_tokens: Annotated[
+            int | None, typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).")
+        ] = None,
     ) -> None:
         """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize)."""
         from lmleak.serve import serve
 
-        serve(model, host=host, port=port, tier=tier, name=name, echo=info)
+        serve(
+            model,
+            host=host,
+            port=port,
+            tier=tier,
+            name=name,
+            dtype=dtype,
+            batch_tokens=batch_tokens,
+            echo=info,
+        )

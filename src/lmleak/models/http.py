@@ -494,9 +494,12 @@ class HTTPModel:
         self,
         spec: str,
         *,
+        tokenizer: Any = None,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        """``tokenizer``: a :class:`~lmleak.models.base.TextTokenizer` object to use instead of
+        ``tokenizer=DIR`` or the server's /tokenize (library use)."""
         base, model, opts = parse_spec(spec)
         self.base_url = base
         self.model = model
@@ -510,10 +513,15 @@ class HTTPModel:
             or (card.get("lmleak") or {}).get("max_length")
             or 2048
         )
-        self.tokenizer: Any = (
-            load_tokenizer(opts.tokenizer) if opts.tokenizer else RemoteTokenizer(self.client, model, card)
-        )
-        self.tokenizer_source = opts.tokenizer or "server /tokenize"
+        if tokenizer is not None:
+            self.tokenizer: Any = tokenizer
+            self.tokenizer_source = f"given ({type(tokenizer).__name__})"
+        elif opts.tokenizer:
+            self.tokenizer = load_tokenizer(opts.tokenizer)
+            self.tokenizer_source = opts.tokenizer
+        else:
+            self.tokenizer = RemoteTokenizer(self.client, model, card)
+            self.tokenizer_source = "server /tokenize"
         self.tier = opts.tier or self.detect_tier()
         self.capabilities = TIER_CAPABILITIES[self.tier]
         self.access = TIER_ACCESS[self.tier]
