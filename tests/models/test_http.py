@@ -115,10 +115,30 @@ def test_prompt_logprobs_scores_and_top_k_match_in_process(local, server, tmp_pa
     for (gi, gl), (wi, wl) in zip(m.top_k(prefixes, 5), model.top_k(prefixes, 5), strict=True):
         np.testing.assert_array_equal(gi, wi)
         np.testing.assert_allclose(gl, wl, atol=1e-5)
-    nl = m.next_logprobs(prefixes[:1])
+    with pytest.raises(CapabilityError, match="full next-token distribution"):
+        m.next_logprobs(prefixes[:1])
+    nl = m.next_top_logprobs(prefixes[:1])
     top = np.argsort(-model.next_logprobs(prefixes[:1])[0], kind="stable")[:20]
     np.testing.assert_allclose(nl[0, top], model.next_logprobs(prefixes[:1])[0, top], atol=1e-5)
     assert np.isnan(nl).sum() == nl.shape[1] - 20  # only the top 20 are known
+
+
+def test_membership_through_http_equals_in_process_and_exposure_is_refused(local, server, tmp_path):
+    """Membership runs unchanged on a prompt_logprobs API (same numbers as in-process); canary exposure
+    (its trie walk reads whole next-token distributions, which an API never returns) is refused with a
+    CapabilityError instead of a silently wrong rank."""
+    from lmleak.attacks.exposure import measure_exposure
+    from lmleak.attacks.membership import text_scores
+
+    model, _ = local
+    m = _http(server, "prompt_logprobs", tmp_path)
+    a, b = text_scores(model, TEXTS[:4]), text_scores(m, TEXTS[:4])
+    for key in ("logprob", "min_k", "zlib"):
+        np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-5)
+    canaries = [{"prefix": "my phone is", "secret": "12"}]
+    assert measure_exposure(model, canaries, alphabet="0123456789")[0].rank >= 1
+    with pytest.raises(CapabilityError, match="full next-token distribution"):
+        measure_exposure(m, canaries, alphabet="0123456789")
 
 
 def test_echo_ledger_is_the_top5_view_with_exact_logprobs(local, server, tmp_path):

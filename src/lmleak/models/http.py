@@ -33,8 +33,10 @@ tries after the first, honouring ``Retry-After``), cached on disk under ``cache=
 interrupted audit asks nothing twice, and counted; ``max_requests=N`` (or ``lmleak
 --max-requests N``) stops the run with exit 2 once N requests have gone over the network.
 
-``next_logprobs`` can only fill the top ``top_n`` (default 20, vLLM's ``max_logprobs``) entries of
-each row; the rest are NaN (unknown), not ``-inf``.
+An API gives at most the top ``top_n`` (default 20, vLLM's ``max_logprobs``) next tokens, never the
+whole distribution: ``next_logprobs`` is refused with :class:`CapabilityError` (so canary exposure,
+whose trie walk reads every token's probability, is skipped by the audit with that reason), and
+``next_top_logprobs`` returns the known top ``top_n`` with NaN (unknown) elsewhere.
 """
 
 from __future__ import annotations
@@ -730,10 +732,26 @@ class HTTPModel:
         ]
 
     def next_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
-        """Log-probs of the top ``top_n`` next tokens after each prefix; every other entry is NaN (unknown)."""
+        """Refused: an API returns at most its top ``top_n`` next tokens, not the whole distribution.
+
+        Filling the rest with NaN would let a caller that indexes arbitrary tokens (canary exposure's
+        trie walk reads every child of a node) compute a wrong answer silently, so this raises
+        :class:`CapabilityError` (the audit then skips that stage with the reason). The known part is
+        :meth:`next_top_logprobs`.
+        """
+        raise CapabilityError(
+            f"the full next-token distribution is not available from {self.name}: an API returns at most its "
+            f"top {self.k} next tokens (canary exposure's trie walk needs every token's probability); "
+            "measure it on the model's weights, or use the ledger / membership / probing, which need only "
+            "per-token scores"
+        )
+
+    def next_top_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
+        """Log-probs of the top ``top_n`` next tokens after each prefix, shape (len(prefixes), vocab);
+        every other entry is NaN (unknown, not -inf)."""
         vocab = self.tokenizer.vocab_size
         if not vocab:
-            raise ModelError(f"{self.name}: next_logprobs needs the vocabulary size; give tokenizer=DIR")
+            raise ModelError(f"{self.name}: next_top_logprobs needs the vocabulary size; give tokenizer=DIR")
         out = np.full((len(prefixes), vocab), np.nan, dtype=np.float32)
         for i, (ids, lps) in enumerate(self.top_k(prefixes, self.k)):
             out[i, ids] = lps
