@@ -435,3 +435,28 @@ def test_cli_max_requests_exits_2_with_one_line_and_a_rerun_resumes_from_the_cac
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert json.loads((tmp_path / "run" / "ledger" / "ledger.json").read_text())["num_docs"] == len(TEXTS)
+
+
+def test_a_chat_only_api_without_logprobs_is_the_chat_tier(tmp_path):
+    refused = [(400, {"error": {"message": "logprobs are not supported"}})]
+    chat = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "hello"}}]}
+
+    class ChatOnly(Recorder):
+        def __call__(self, request):
+            body = json.loads(request.content) if request.content else {}
+            if request.url.path == "/v1/chat/completions":
+                self.calls.append((request.url.path, body))
+                return httpx.Response(*refused[0]) if body.get("logprobs") else httpx.Response(200, json=chat)
+            if request.url.path == "/v1/completions":
+                return httpx.Response(404, json={"error": {"message": "Not Found"}})
+            return super().__call__(request)
+
+    from lmleak.models.http import HTTPModel
+
+    m = HTTPModel(
+        f"http://127.0.0.1:9/v1?cache={tmp_path}#m",
+        transport=httpx.MockTransport(ChatOnly()),
+        tokenizer=type("T", (), {"bos_id": 1, "encode": lambda self, t: [5]})(),
+    )
+    assert m.tier == "chat" and m.capabilities == {Capability.GENERATE}
+    assert m.generate(["hi there"], max_new_tokens=3) == [["hello"]]

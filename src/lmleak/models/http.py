@@ -615,6 +615,12 @@ class HTTPModel:
                 {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
                 lambda a: "text" in a["choices"][0],
             ),
+            (  # a chat-only API without log-probabilities: generation through chat
+                "chat",
+                "/chat/completions",
+                {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
+                lambda a: "message" in a["choices"][0],
+            ),
         ]
         why = []
         for tier, path, body, ok in tries:
