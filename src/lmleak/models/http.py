@@ -254,8 +254,9 @@ class HTTPClient:
     def _cache_put(self, p: Path, answer: Any) -> None:
         for d in (self.cache_dir, p.parent):
             assert d is not None
-            d.mkdir(parents=True, exist_ok=True, mode=0o700)
-            os.chmod(d, 0o700)
+            if not d.is_dir():  # only folders lmleak creates are made owner-only (never a chmod of /tmp)
+                d.mkdir(parents=True, exist_ok=True, mode=0o700)
+                os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
         tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
