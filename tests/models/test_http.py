@@ -177,7 +177,7 @@ def test_generation_through_every_tier_equals_in_process(local, server, tmp_path
 def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, server, tmp_path, monkeypatch):
     """An echo-tier API: the report runs (top-5) and its KART record names the API's access and tier;
     exposure (needs scores) is skipped with one line. A text-tier API: both are skipped, each with one
-    line saying why. The API key reaches no file of the run."""
+    line saying why, and the probe runs by generation. The API key reaches no file of the run."""
     from lmleak.audit.config import load_config
     from lmleak.audit.runner import run_audit
 
@@ -188,23 +188,33 @@ def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, se
     )
     canaries = tmp_path / "canaries.jsonl"
     canaries.write_text(json.dumps({"prefix": "my phone is", "secret": "555 0100"}) + "\n")
+    subjects = tmp_path / "subjects.jsonl"
+    subjects.write_text(
+        json.dumps(
+            {"subject_id": "u0", "name": "ada lovelace", "phone": "555 0100", "email": "ada@example.org"}
+        )
+        + "\n"
+    )
     cfg_path = tmp_path / "audit.yaml"
     cfg_path.write_text(
         f"models:\n  - name: echo-api\n    path: '{server['echo'].url}?cache={tmp_path / 'c'}#tiny'\n"
         f"  - name: text-api\n    path: '{server['text'].url}?cache={tmp_path / 'c'}#tiny'\n"
         f"corpus:\n  path: {corpus}\nout: {tmp_path / 'run'}\n"
-        f"analyses:\n  report: {{k: [1, 3]}}\n  exposure: {{canaries: {canaries}}}\n  mia: null\n  probe: null\n"
+        f"analyses:\n  report: {{k: [1, 3]}}\n  exposure: {{canaries: {canaries}}}\n  mia: null\n"
+        f"  probe: {{subjects: {subjects}, level: twin, templates: 1, beams: 1}}\n"
     )
     lines: list[str] = []
     run = run_audit(load_config(cfg_path), echo=lines.append)
     models = json.loads((run / "summary.json").read_text())["models"]
     echo, text = models["echo-api"], models["text-api"]
-    assert set(echo["stages"]) == {"report"} and set(echo["skipped"]) == {"exposure"}
+    assert set(echo["stages"]) == {"report", "probe"} and set(echo["skipped"]) == {"exposure"}
     assert "'score'" in echo["skipped"]["exposure"]
     rec = echo["scenarios"]["report"]
     assert rec["access"] == "top_k" and "tier 'echo'" in rec["notes"]
     assert echo["access"]["tier"] == "echo" and echo["access"]["requests"] > 0
     assert set(text["skipped"]) == {"report", "exposure"} and "'top_k'" in text["skipped"]["report"]
+    probe = text["scenarios"]["probe"]  # probing by generation only, on the access the API grants
+    assert probe["access"] == "generation" and "tier 'text'" in probe["notes"]
     assert text["access"] == {**text["access"], "tier": "text", "access": "generation"}
     assert sum("skipped" in line for line in lines) == 3
     assert all("secret-key" not in p.read_text(errors="replace") for p in run.rglob("*") if p.is_file())
