@@ -27,6 +27,8 @@ from typing import Any
 
 from lmleak.audit.config import AuditConfig, to_dict, validate_config
 from lmleak.audit.headline import headline_from_summary
+from lmleak.errors import CapabilityError
+from lmleak.models.base import Capability
 from lmleak.runs import (
     atomic_write_json,
     atomic_write_text,
@@ -75,16 +77,18 @@ def anonymization_of(model_dir: str | None) -> str:
     return "identity"
 
 
-def with_anonymization(record: dict[str, Any] | None, anonymization: str) -> dict[str, Any] | None:
-    """The same KART record with the A factor the audit knows from the model's training."""
+def with_anonymization(record: dict[str, Any] | None, anonymization: str, *, access: str | None = None,
+                       note: str | None = None) -> dict[str, Any] | None:
+    """The same KART record with the A factor the audit knows from the model's training (and, for a model
+    behind an API, the access the API grants and a note naming its tier)."""
     if not record:
         return record
     from lmleak.scenarios import scenario_record
 
     try:
         return scenario_record(attack=record["attack"], knowledge=record.get("knowledge", ()), anonymization=anonymization,
-                               resources=record.get("resources", ()), access=record["access"], target=record["target"],
-                               notes=record.get("notes"))
+                               resources=record.get("resources", ()), access=access or record["access"],
+                               target=record["target"], notes="; ".join(x for x in (record.get("notes"), note) if x) or None)
     except Exception:  # a record from an older schema: keep it as written
         return record
 
@@ -160,6 +164,17 @@ class Auditor:
             self.echo(f"  {source}")
         run_membership(model, mem, non, out, group_size=spec.group_size,
                        reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source)
+
+    @staticmethod
+    def check_access(model: Any, stage: str, spec: Any) -> None:
+        """Raise :class:`CapabilityError` when a top-k-limited model cannot give the report's largest k
+        (its ranks beyond k are unknown, so "in the top k'" for k' > k would be wrong)."""
+        caps = getattr(model, "capabilities", frozenset())
+        k_max = getattr(model, "k", None)
+        if stage == "report" and Capability.SCORE not in caps and isinstance(k_max, int) and k_max:
+            if max(spec.k) > k_max:
+                raise CapabilityError(f"the tab attack at k = {max(spec.k)} needs the top {max(spec.k)} tokens, but "
+                                      f"model '{model.name}' returns only its top {k_max}; use report k <= {k_max}")
 
     def mia_source(self, model_path: str) -> str | None:
         """Why the MIA stage cannot run for this model (None when it can)."""
@@ -269,6 +284,14 @@ class Auditor:
         headline: dict[str, Any] = {}
         scenarios: dict[str, Any] = {}
         anon = anonymization_of(path if Path(path).is_dir() else None)
+        api: dict[str, Any] = {}
+        if path.startswith(("http://", "https://")):  # the API's tier decides what can run: learn it first
+            from lmleak.models.loading import load_model
+
+            model = load_model(path)
+            api = {"access": model.access, "note": f"model behind an HTTP API, tier '{model.tier}'"}
+            self.echo(f"{name}: HTTP API tier '{model.tier}' (grants {model.access} access)")
+            log.info("%s: HTTP API %s, tier %s", name, model.base_url, model.tier)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
             fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
@@ -289,18 +312,29 @@ class Auditor:
                     model = load_model(path)
                 self.echo(f"[bold]{name}/{stage}[/]: running")
                 t0 = time.perf_counter()
-                getattr(self, f"stage_{stage}")(model, path, spec, out)
+                try:
+                    self.check_access(model, stage, spec)
+                    getattr(self, f"stage_{stage}")(model, path, spec, out)
+                except CapabilityError as e:  # raised before any work: the model's access cannot support it
+                    self.echo(f"[yellow]{name}/{stage}: skipped[/] — {e}")
+                    log.warning("%s/%s: skipped: %s", name, stage, e)
+                    skipped[stage] = str(e)
+                    continue
                 seconds = time.perf_counter() - t0
                 atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
                 log.info("%s/%s: done in %.1f s", name, stage, seconds)
             stages[stage] = rel
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
-            scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon)
+            scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon, **api)
         privacy = self._privacy(path)
         headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
-        return {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
-                "privacy": privacy}
+        out_model = {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
+                     "privacy": privacy}
+        if api and model is not None:  # the tier and what this run asked of the API (never the key)
+            out_model["access"] = model.describe()
+            log.info("%s: %s", name, out_model["access"])
+        return out_model
 
     def _privacy(self, path: str) -> dict[str, Any]:
         p = Path(path) / "privacy.json"

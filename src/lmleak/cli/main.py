@@ -40,6 +40,7 @@ AREAS = [
     "lmleak.cli.audit",  # audit, demo, gate, query
     "lmleak.cli.dpaudit",  # dp-audit bound, dp-audit run (Steinke et al. 2023)
     "lmleak.cli.extract",  # extract (Carlini et al. 2021)
+    "lmleak.cli.serve",  # serve (an OpenAI-compatible server for the HTTP backend)
 ]
 
 
@@ -139,6 +140,16 @@ def build_app() -> typer.Typer:
             bool,
             typer.Option("--debug", help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1)."),
         ] = False,
+        max_requests: Annotated[
+            int | None,
+            typer.Option("--max-requests", help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
+                         "stop (exit 2) after this many requests; cached answers do not count."),
+        ] = None,
+        tokenizer: Annotated[
+            str | None,
+            typer.Option("--tokenizer", help="For models behind an HTTP API: the served model's tokenizer (its "
+                         "folder); default: the server's /tokenize."),
+        ] = None,
     ) -> None:
         """Privacy auditing of language models."""
         owner_only()
@@ -149,6 +160,10 @@ def build_app() -> typer.Typer:
         if device is not None:
             resolve_device(device)  # a GPU asked for but absent fails before the command starts
         ctx.with_resource(use_device(device))
+        if max_requests is not None or tokenizer is not None:
+            from lmleak.models.http import use_http_options  # httpx only when an HTTP option is given
+
+            ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
 
     groups = {"synth": typer.Typer(help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True)}
     app.add_typer(groups["synth"], name="synth")

@@ -3,6 +3,8 @@
 Accepted specs (checked in this order):
 
 - a model object (anything with ``capabilities``) — returned as is;
+- ``http://HOST:PORT/v1#MODEL`` — a model behind an OpenAI-compatible API, at the access tier the
+  server grants (see :mod:`lmleak.models.http`);
 - ``smollm2-135m`` — the offline SmolLM2 GGUF (see :mod:`lmleak.models.hf_causal`);
 - ``fake:PATH`` — :class:`~lmleak.models.fake.FakeLM` fitted on a JSONL corpus's ``text`` fields or
   a text file's lines (for tests and demos);
@@ -27,7 +29,7 @@ from lmleak.models.hf_causal import SMOLLM2
 NAMES = (SMOLLM2,)
 ACCEPTED = (
     "a model folder (lmleak-trained, or Hugging Face with config.json), a .gguf file, "
-    f"'{SMOLLM2}', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC'"
+    f"'{SMOLLM2}', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC', 'http://HOST:PORT/v1#MODEL'"
 )
 
 
@@ -53,10 +55,14 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
         >>> load_model("gpt2-xl")
         Traceback (most recent call last):
         ...
-        lmleak.errors.ModelError: 'gpt2-xl' is not a local file or folder, and models are never downloaded. Give a model folder (lmleak-trained, or Hugging Face with config.json), a .gguf file, 'smollm2-135m', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC'.
+        lmleak.errors.ModelError: 'gpt2-xl' is not a local file or folder, and models are never downloaded. Give a model folder (lmleak-trained, or Hugging Face with config.json), a .gguf file, 'smollm2-135m', 'fake:CORPUS', 'topk:K:SPEC', 'text:SPEC', 'http://HOST:PORT/v1#MODEL'.
     """
     if hasattr(spec, "capabilities"):
         return spec
+    if isinstance(spec, str) and spec.startswith(("http://", "https://")):
+        from lmleak.models.http import load_http_model  # httpx only for served models
+
+        return load_http_model(spec)
     from lmleak.models.device import place, resolve_device
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
