@@ -256,8 +256,9 @@ def teacher_forced_pass(
     for seq in sequences:
         nl = model.next_logprobs([list(seq[:t]) for t in range(len(seq))]).astype(np.float64)
         p = np.exp(nl)
-        mu = np.where(p > 0, p * nl, 0.0).sum(-1)
-        var = np.where(p > 0, p * (nl - mu[:, None]) ** 2, 0.0).sum(-1)
+        safe = np.where(p > 0, nl, 0.0)  # log 0 = -inf would turn 0 * -inf into NaN
+        mu = (p * safe).sum(-1)
+        var = (p * (safe - mu[:, None]) ** 2).sum(-1)
         mus.append(mu.astype(np.float32))
         sds.append(np.sqrt(var).astype(np.float32))
     return TokenPass(lps, mus, sds)
