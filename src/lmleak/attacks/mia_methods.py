@@ -340,15 +340,15 @@ def make_neighbours(texts: Sequence[str], mlm: Any, num: int = 8, *, seed: int =
             if len(where) == 0:  # the mask fell beyond the MLM's window: keep the text as it is
                 out[i].append(" ".join(words))
                 continue
-            order = torch.argsort(logits[r, int(where[0])], descending=True).tolist()
+            order = torch.argsort(logits[r, int(where[0])], descending=True)[:50].tolist()
             orig = words[p].lower()
+            # a whole word that differs from the original (WordPiece continuations "##x" are not words)
+            cands = (tok.decode([t]).strip() for t in order if t not in special)
             sub = next(
                 (
-                    tok.decode([t]).strip()
-                    for t in order
-                    if t not in special
-                    and tok.decode([t]).strip()
-                    and tok.decode([t]).strip().lower() != orig
+                    c
+                    for c in cands
+                    if c and not c.startswith("##") and len(c.split()) == 1 and c.lower() != orig
                 ),
                 words[p],
             )
