@@ -288,3 +288,27 @@ def test_recall_takes_its_prefix_from_non_members_that_it_then_leaves_out():
     )
     assert res.num_per_side == 17 and res.blind is None
     assert not set(res.scores["text"][res.scores["member"] == 0]) & set(texts[:20])
+
+
+# ----------------------------------------------------------------------------------- the CLI
+def test_lmleak_mia_takes_methods_and_warns_when_the_blind_baseline_matches(tmp_path):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    members = [f"my address is {100 + i} oak street" for i in range(30)]
+    corpus.write_text("".join(json.dumps({"user_id": "u", "doc_id": f"d{i}", "text": t}) + "\n"
+                              for i, t in enumerate(members)))
+    (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
+    (tmp_path / "n.txt").write_text("".join(f"my address is {500 + i} elm street\n" for i in range(30)))
+    args = ["mia", "--model", f"fake:{corpus}", "--members", str(tmp_path / "m.txt"), "--non-members",
+            str(tmp_path / "n.txt"), "--group-size", "0", "--out", str(tmp_path / "run")]
+    r = CliRunner().invoke(app, [*args, "--methods", "min_k_pp", "recall", "perplexity"])
+    assert r.exit_code == 0, r.output
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["mia_methods"] == ["min_k_pp", "recall", "perplexity"] and s["num_per_side"] == 27  # 3 went to ReCaLL
+    # oak vs elm: the split is biased, a text-only classifier sees it
+    assert s["blind_baseline_auc"] > 0.95 and "warning" in r.output and "blind baseline" in r.output
+    bad = CliRunner().invoke(app, [*args, "--methods", "min_k_plus"])
+    assert bad.exit_code == 2 and "min_k_pp" in bad.output
