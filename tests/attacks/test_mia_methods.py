@@ -298,17 +298,76 @@ def test_lmleak_mia_takes_methods_and_warns_when_the_blind_baseline_matches(tmp_
 
     corpus = tmp_path / "corpus.jsonl"
     members = [f"my address is {100 + i} oak street" for i in range(30)]
-    corpus.write_text("".join(json.dumps({"user_id": "u", "doc_id": f"d{i}", "text": t}) + "\n"
-                              for i, t in enumerate(members)))
+    corpus.write_text(
+        "".join(
+            json.dumps({"user_id": "u", "doc_id": f"d{i}", "text": t}) + "\n" for i, t in enumerate(members)
+        )
+    )
     (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
     (tmp_path / "n.txt").write_text("".join(f"my address is {500 + i} elm street\n" for i in range(30)))
-    args = ["mia", "--model", f"fake:{corpus}", "--members", str(tmp_path / "m.txt"), "--non-members",
-            str(tmp_path / "n.txt"), "--group-size", "0", "--out", str(tmp_path / "run")]
+    args = [
+        "mia",
+        "--model",
+        f"fake:{corpus}",
+        "--members",
+        str(tmp_path / "m.txt"),
+        "--non-members",
+        str(tmp_path / "n.txt"),
+        "--group-size",
+        "0",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     r = CliRunner().invoke(app, [*args, "--methods", "min_k_pp", "recall", "perplexity"])
     assert r.exit_code == 0, r.output
     s = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert s["mia_methods"] == ["min_k_pp", "recall", "perplexity"] and s["num_per_side"] == 27  # 3 went to ReCaLL
+    assert (
+        s["mia_methods"] == ["min_k_pp", "recall", "perplexity"] and s["num_per_side"] == 27
+    )  # 3 went to ReCaLL
     # oak vs elm: the split is biased, a text-only classifier sees it
     assert s["blind_baseline_auc"] > 0.95 and "warning" in r.output and "blind baseline" in r.output
     bad = CliRunner().invoke(app, [*args, "--methods", "min_k_plus"])
     assert bad.exit_code == 2 and "min_k_pp" in bad.output
+
+
+# ----------------------------------------------------------------------------------- the audit
+def test_the_audit_config_takes_membership_methods_and_reports_them_with_the_blind_baseline(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from lmleak.audit.config import parse_config
+    from lmleak.cli.main import app
+
+    rng = np.random.default_rng(5)
+    members = [t + " regards" for t in _notes(rng, 30)]  # a marker word only members carry
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(
+            json.dumps({"user_id": f"u{i % 3}", "doc_id": f"d{i}", "text": t}) + "\n"
+            for i, t in enumerate(members)
+        )
+    )
+    (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
+    (tmp_path / "n.txt").write_text("\n".join(_notes(rng, 30)) + "\n")
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "fake", "path": f"fake:{corpus}"}],
+        "analyses": {
+            "mia": {"members": "m.txt", "non_members": "n.txt", "group_size": 0},
+            "membership": {"methods": ["perplexity", "min_k_pp", "lowercase"]},
+        },
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    r = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml")])
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "run" / "summary.json").read_text())["models"]["fake"]
+    assert set(m["membership"]["mia_auc_by_attack"]) == {"perplexity", "min_k_pp", "lowercase"}
+    assert m["membership"]["blind_baseline_auc"] > 0.95 and m["membership"]["blind_baseline_warning"]
+    page = (tmp_path / "run" / "report.html").read_text()
+    assert "Membership attacks beside the blind baseline" in page and "Warning:" in page
+    base = {"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}]}
+    with pytest.raises(ConfigError, match="analyses.membership.methods.*min_k_pp"):
+        parse_config({**base, "analyses": {"membership": {"methods": ["min_k_p"]}}})
+    with pytest.raises(ConfigError, match="reference model"):
+        parse_config({**base, "analyses": {"membership": {"methods": ["reference"]}}})

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.mia_methods import parse_methods
 from lmleak.errors import ConfigError, did_you_mean
 
 EXAMPLE = """\
@@ -51,6 +52,11 @@ analyses:
     members: null
     non_members: null
     group_size: 20
+  membership:                   # which membership methods the mia stage scores (docs/membership.md)
+    methods: [perplexity, zlib, min_k, min_k_pp]  # also lowercase, recall, reference (needs public_model),
+                                # neighbourhood (needs mlm), or all; the blind baseline is always reported
+    mlm: null                   # HF masked-LM directory for the neighbourhood method's neighbours
+    recall_prefix: null         # file of non-member texts for ReCaLL's prefix (null: 3 non-members)
   probe:                        # PII probing (ProPILE); needs a subjects file
     subjects: null
     level: triplet              # twin | triplet | quadruplet
@@ -105,6 +111,19 @@ class MiaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class MembershipSpec:
+    """``analyses.membership``: the methods the mia stage scores (``lmleak.attacks.mia_methods``)."""
+
+    methods: list[str] | None = None  # None: perplexity, zlib, min_k (+ reference with a public model)
+    min_k: float = 0.2
+    mlm: str | None = None  # HF masked-LM directory (neighbourhood)
+    recall_prefix: str | None = None  # file of non-member texts (ReCaLL); None: recall_shots non-members
+    recall_shots: int = 3
+    neighbours: int = 8
+    blind: bool = True  # the text-only baseline beside the attacks
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeSpec:
     subjects: str | None = None
     level: str = "triplet"
@@ -118,6 +137,7 @@ class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
     mia: MiaSpec | None = None
+    membership: MembershipSpec | None = None  # with mia: its methods; alone: mia with defaults
     probe: ProbeSpec | None = None
     kart: bool = True
 
@@ -243,6 +263,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         if not templates_path.is_file():
             raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
                               field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
+    _check_membership(cfg, path)
     if cfg.device is not None:
         from lmleak.models.device import check_device_name
 
@@ -251,6 +272,24 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field="device") from None
     return dataclasses.replace(cfg, base_dir=base_dir)
+
+
+def _check_membership(cfg: AuditConfig, path: str | None) -> None:
+    """``analyses.membership``: known methods whose models are configured, sane numbers."""
+    spec = cfg.analyses.membership
+    if spec is None:
+        return
+    where = "analyses.membership"
+    if spec.methods is not None:
+        try:
+            parse_methods(spec.methods, reference=cfg.public_model not in (None, "leave-out"), mlm=spec.mlm is not None)
+        except ConfigError as e:
+            raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
+    if not 0 < spec.min_k <= 1:
+        raise ConfigError(f"min_k must be in (0, 1], got {spec.min_k}", path=path, field=f"{where}.min_k")
+    for name in ("recall_shots", "neighbours"):
+        if getattr(spec, name) < 1:
+            raise ConfigError(f"{name} must be >= 1", path=path, field=f"{where}.{name}")
 
 
 def load_config(path: str | Path) -> AuditConfig:

@@ -113,6 +113,10 @@ class Auditor:
         out = []
         for stage in STAGES:
             spec = getattr(a, stage)
+            if stage == "mia" and spec is None and a.membership is not None:
+                from lmleak.audit.config import MiaSpec
+
+                spec = MiaSpec()  # `membership:` alone asks for the mia stage with its defaults
             if spec is None:
                 continue
             if stage == "exposure" and not spec.canaries:
@@ -158,14 +162,40 @@ class Auditor:
                       f"(holdout.json); members: {len(mem)} documents of the other users")
             self.echo(f"  {source}")
         run_membership(model, mem, non, out, group_size=spec.group_size,
-                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source)
+                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source,
+                       **self._membership_options())
+
+    def _membership_options(self) -> dict[str, Any]:
+        """``analyses.membership`` as run_membership's keyword arguments (none when it is absent)."""
+        m = self.cfg.analyses.membership
+        if m is None:
+            return {}
+        from lmleak.attacks.membership import read_texts
+        from lmleak.attacks.mia_methods import MethodOptions
+
+        mlm = None
+        if m.mlm:
+            from lmleak.models.hf_masked import HFMaskedLM
+
+            mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
+        prefix = "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
+        opts = MethodOptions(methods=None if m.methods is None else tuple(m.methods), recall_prefix=prefix,
+                             recall_shots=m.recall_shots, num_neighbours=m.neighbours, mlm=mlm)
+        return {"options": opts, "min_k": m.min_k, "blind": m.blind}
+
+    def _extra_fingerprint(self, stage: str) -> tuple[Any, ...]:
+        """Options another config section adds to a stage (so changing them reruns it)."""
+        m = self.cfg.analyses.membership
+        return (dataclasses.asdict(m),) if stage == "mia" and m is not None else ()
 
     def mia_source(self, model_path: str) -> str | None:
         """Why the MIA stage cannot run for this model (None when it can)."""
         from lmleak.data.holdout import read_holdout
 
         spec = self.cfg.analyses.mia
-        if spec is None or (spec.members and spec.non_members):
+        if spec is None and self.cfg.analyses.membership is None:
+            return None
+        if spec is not None and spec.members and spec.non_members:
             return None
         holdout = read_holdout(model_path)
         if holdout is None or not holdout.users:
@@ -233,9 +263,11 @@ class Auditor:
         headline: dict[str, Any] = {}
         scenarios: dict[str, Any] = {}
         anon = anonymization_of(path if Path(path).is_dir() else None)
+        membership: dict[str, Any] | None = None
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
+            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model,
+                              *self._extra_fingerprint(stage))
             rel = str(out.relative_to(self.run))
             why_not = self.mia_source(path) if stage == "mia" else None
             if why_not:
@@ -260,11 +292,14 @@ class Auditor:
             stages[stage] = rel
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
+            if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
+                membership = {k: stage_summary.get(k) for k in ("mia_auc_by_attack", "blind_baseline_auc",
+                                                                 "blind_baseline_warning")}
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon)
         privacy = self._privacy(path)
         headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
         return {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
-                "privacy": privacy}
+                "privacy": privacy, **({"membership": membership} if membership else {})}
 
     def _privacy(self, path: str) -> dict[str, Any]:
         p = Path(path) / "privacy.json"
