@@ -371,3 +371,15 @@ def test_the_audit_config_takes_membership_methods_and_reports_them_with_the_bli
         parse_config({**base, "analyses": {"membership": {"methods": ["min_k_p"]}}})
     with pytest.raises(ConfigError, match="reference model"):
         parse_config({**base, "analyses": {"membership": {"methods": ["reference"]}}})
+
+
+def test_the_cached_prefix_pass_equals_scoring_prefix_and_text_whole(gpt):
+    from lmleak.attacks.mia_methods import conditional_logprobs
+
+    prefix = gpt.tokenizer.encode("thank you very much for the call today")
+    seqs = [gpt.tokenizer.encode(t) for t in TEXTS]
+    fast = conditional_logprobs(gpt, prefix, seqs)  # a transformers module within one window: cached prefix
+    whole = teacher_forced_pass(gpt, [[*prefix, *s] for s in seqs]).logprobs
+    for f, w, s in zip(fast, whole, seqs, strict=True):
+        assert len(f) == len(s)
+        np.testing.assert_allclose(f, w[len(prefix) :], rtol=1e-5, atol=1e-5)

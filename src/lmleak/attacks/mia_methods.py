@@ -288,13 +288,7 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
             logp = torch.log_softmax(model._forward(ids, mask).float(), dim=-1)[:, :-1]
             targets = ids[:, 1:].to(logp.device)
             true_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-            p = logp.exp()
-            # subtle: tokens with p = 0 have log p = -inf; 0 * -inf is NaN, so they are masked out
-            finite = p > 0
-            plogp = torch.where(finite, p * logp, 0.0)
-            mu = plogp.sum(-1)
-            var = torch.where(finite, p * (logp - mu.unsqueeze(-1)) ** 2, 0.0).sum(-1)
-            sd = var.clamp_min(0).sqrt()
+            mu, sd = _log_prob_moments(logp)
             for j, i in enumerate(batch):
                 s, first, start = owners[i]
                 n_in = len(rows[i])
@@ -306,6 +300,80 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
                 mus[s][t0:t1] = mu[j, cols].cpu().numpy()
                 sds[s][t0:t1] = sd[j, cols].cpu().numpy()
     return TokenPass(lps, mus, sds)
+
+
+def conditional_logprobs(
+    model: Any, prefix: Sequence[int], sequences: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    """``log p(x_t | BOS + prefix + x_<t)`` for every token of every sequence (ReCaLL's conditional pass).
+
+    Every sequence shares the prefix, so for a Hugging Face module whose inputs fit one window the
+    prefix runs once and its key/value cache serves every batch (the prefix's positions are neither
+    recomputed nor pushed through the output layer); otherwise each ``prefix + sequence`` is scored
+    whole by :func:`teacher_forced_pass` (same numbers up to float rounding).
+    """
+    from lmleak.models.torch_causal import TorchCausalLM
+
+    longest = max((len(s) for s in sequences), default=0)
+    if (
+        isinstance(model, TorchCausalLM)
+        and type(model.module).__module__.startswith("transformers.")
+        and 1 + len(prefix) + longest <= model.max_length
+    ):
+        return _cached_prefix_pass(model, prefix, sequences)
+    lps = teacher_forced_pass(model, [[*prefix, *s] for s in sequences]).logprobs
+    return [lp[len(prefix) :] for lp in lps]
+
+
+def _cached_prefix_pass(
+    model: Any, prefix: Sequence[int], sequences: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    import copy
+
+    import torch
+
+    dev = model.device
+    head = torch.tensor([[model.tokenizer.bos_id, *map(int, prefix)]], device=dev)
+    out = [np.empty(len(s), dtype=np.float32) for s in sequences]
+    with torch.inference_mode():
+        first = model.module(input_ids=head, use_cache=True)
+        cache = first.past_key_values
+        # the prefix's last position predicts every sequence's first token
+        lp0 = torch.log_softmax(first.logits[0, -1].float(), dim=-1).cpu().numpy()
+        for batch in model._batches([len(s) for s in sequences]):
+            ids, mask = model._pad([sequences[i] for i in batch])
+            past = copy.deepcopy(cache)
+            past.batch_repeat_interleave(len(batch))
+            am = torch.cat([torch.ones((len(batch), head.shape[1]), dtype=mask.dtype), mask], dim=1)
+            logits = model.module(
+                input_ids=ids.to(dev), attention_mask=am.to(dev), past_key_values=past, use_cache=True
+            ).logits
+            logp = torch.log_softmax(logits.float(), dim=-1)[:, :-1]
+            true_lp = logp.gather(-1, ids[:, 1:].to(dev).unsqueeze(-1)).squeeze(-1).cpu().numpy()
+            for j, i in enumerate(batch):
+                n = len(sequences[i])
+                out[i][0] = lp0[int(sequences[i][0])]
+                out[i][1:n] = true_lp[j, : n - 1]
+    return out
+
+
+def _log_prob_moments(logp: Any) -> tuple[Any, Any]:
+    """Mean and standard deviation of ``log p(z)`` under ``z ~ p``, for log-probabilities (..., V).
+
+    Two passes (centred second moment): ``E[log p^2] - mu^2`` cancels badly for the near-uniform
+    distributions of a barely trained model. The reductions are batched dot products (``bmm``),
+    which here cost less than half of ``(a * b).sum(-1)``.
+    """
+    import torch
+
+    shape, v = logp.shape[:-1], logp.shape[-1]
+    p = logp.exp().reshape(-1, 1, v)
+    # subtle: p is exactly 0 in float32 below log p ~ -104, so clamping -inf there changes no term
+    # and avoids 0 * -inf = NaN
+    lc = logp.clamp_min(-1e4).reshape(-1, v, 1)
+    mu = torch.bmm(p, lc).reshape(-1, 1, 1)
+    var = torch.bmm(p, lc.sub_(mu).square_()).reshape(shape)
+    return mu.reshape(shape), var.clamp_min(0).sqrt()
 
 
 # ----------------------------------------------------------------------------------- neighbours
@@ -427,7 +495,6 @@ def score_methods(
         extra["lowercase"] = lower_seqs
     if "recall" in methods:
         prefix_ids = enc(recall_prefix or "")
-        extra["recall"] = [[*prefix_ids, *s] for s in seqs]
     if "neighbourhood" in methods:
         nbr_texts = make_neighbours(texts, mlm, num_neighbours, seed=seed)
         extra["neighbourhood"] = [enc(x) or s for nb, s in zip(nbr_texts, seqs, strict=True) for x in nb]
@@ -488,8 +555,7 @@ def score_methods(
             res[m] = -log_ppl / np.maximum(low, 1e-6)
         elif m == "recall":
             assert prefix_ids is not None
-            k0 = len(prefix_ids)
-            cond = np.array([float(x[k0:].astype(np.float64).sum()) for x in out_extra["recall"]])
+            cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
             res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, _sum_lp(b.logprobs), strict=True)])
         elif m == "reference":
             res[m] = -(-_sum_lp(b.logprobs) / words) / np.maximum(ref_word, 1e-6)
