@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
-from lmleak.attacks.mia_methods import MethodOptions, method_scenarios, parse_methods, score_methods
+from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios, parse_methods, score_methods
 from lmleak.attacks.roc import RocCurve, roc_curve, summarize
 from lmleak.errors import DataFileError
 
@@ -392,7 +392,8 @@ def run_membership(
         "metrics": rows,
         "scenario": scenario_record(
             attack="membership_inference", knowledge=("candidate_texts",), access="scores", target="membership",
-            resources=("reference_model",) if reference is not None else (),
+            resources=tuple(dict.fromkeys((("reference_model",) if reference is not None else ())
+                                          + tuple(r for m in res.methods for r in METHODS[m].resources))),
             notes="balanced members vs same-format non-members (paper 002 A.4)" + (f"; {source}" if source else ""),
         ),
     }

@@ -451,7 +451,8 @@ def score_methods(
     ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``reference``).
 
     With ``shared=True`` the text's one pass serves every method and the methods' own inputs
-    (lowercased text, prefixed text, neighbours) go through one batched pass together; with
+    (lowercased text, neighbours) go through one batched pass together; ReCaLL's prefix runs once
+    for all texts (:func:`conditional_logprobs`) in both modes; with
     ``shared=False`` each method runs every pass it needs by itself. Both give the same scores.
 
     Raises:
