@@ -383,3 +383,22 @@ def test_the_cached_prefix_pass_equals_scoring_prefix_and_text_whole(gpt):
     for f, w, s in zip(fast, whole, seqs, strict=True):
         assert len(f) == len(s)
         np.testing.assert_allclose(f, w[len(prefix) :], rtol=1e-5, atol=1e-5)
+
+
+def test_on_a_user_split_the_blind_baseline_keeps_each_user_in_one_fold():
+    """Users assigned at random: no distribution shift. Folds that split a user's texts let the
+    classifier learn that user's name and label from their other texts (AUC well above 0.5)."""
+    from faker import Faker
+
+    rng, fake = np.random.default_rng(0), Faker()
+    Faker.seed(0)
+    words = "order parcel refund invoice ticket package letter account device voucher street".split()
+    texts, labels, groups = [], [], []
+    for u in range(100):
+        name = fake.name()
+        for _ in range(3):
+            texts.append(f"Hello, {name} here about my {' '.join(rng.choice(words, 6))}")
+            labels.append(int(u < 50))
+            groups.append(name)
+    assert blind_baseline(texts, labels).auc > 0.6
+    assert abs(blind_baseline(texts, labels, groups=groups).auc - 0.5) < 0.12

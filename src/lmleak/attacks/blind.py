@@ -96,13 +96,23 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def blind_baseline(
-    texts: Sequence[str], labels: Sequence[int], *, folds: int = 5, seed: int = 0, l2: float = 1.0
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    groups: Sequence[str] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    l2: float = 1.0,
 ) -> BlindResult:
     """Cross-validated AUC of a text-only member / non-member classifier (see the module docstring).
 
     Folds are stratified (members and non-members dealt round-robin after a seeded shuffle); each
     text's score comes from the model fitted on the other folds, and the AUC is over all of them.
     With fewer than 2 texts per class per fold, the folds shrink (at least 2; fewer texts: AUC 0.5).
+
+    ``groups`` (e.g. each text's user) keeps a group's texts in one fold. Give it when the split is
+    by user: otherwise a user's name in one fold teaches the classifier that user's label in another,
+    an AUC above 0.5 that no attacker without labels for those users could reach.
 
     Example:
         >>> texts = [f"note {i} from 2019" for i in range(10)] + [f"note {i} from 2023" for i in range(10)]
@@ -117,9 +127,23 @@ def blind_baseline(
     X = ngram_features(texts)
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=np.int64)
-    for cls in (0, 1):
-        idx = rng.permutation(np.flatnonzero(y == cls))
-        fold[idx] = np.arange(len(idx)) % k
+    if groups is None:
+        for cls in (0, 1):
+            idx = rng.permutation(np.flatnonzero(y == cls))
+            fold[idx] = np.arange(len(idx)) % k
+    else:
+        # whole groups, dealt round-robin per class (a group is one class when the split is by user)
+        keys = [(int(c), str(g)) for c, g in zip(y, groups, strict=True)]
+        for cls in (0, 1):
+            names = sorted({g for c, g in keys if c == cls})
+            k = min(k, len(names))
+            order = {g: j for j, g in enumerate(rng.permutation(names).tolist())}
+            for i, (c, g) in enumerate(keys):
+                if c == cls:
+                    fold[i] = order[g]
+        if k < 2:
+            return BlindResult(0.5, np.zeros(len(y)), 0, 0)
+        fold %= k
     scores = np.zeros(len(y))
     for f in range(k):
         test = fold == f

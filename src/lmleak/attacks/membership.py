@@ -139,6 +139,7 @@ def evaluate_membership(
     shard_size: int = 256,
     options: MethodOptions | None = None,
     blind: bool = True,
+    groups: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
@@ -150,7 +151,9 @@ def evaluate_membership(
     ``options`` picks the methods (:class:`~lmleak.attacks.mia_methods.MethodOptions`); ``recall``
     without a prefix takes ``options.recall_shots`` non-members as its prefix and leaves them out
     of the evaluation. ``blind`` adds the text-only baseline's cross-validated AUC
-    (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``.
+    (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
+    user of each member and of each non-member, aligned with them) keeps a user's texts in one of
+    its cross-validation folds.
     """
     import dataclasses
 
@@ -158,8 +161,11 @@ def evaluate_membership(
 
     opts = options or MethodOptions()
     methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
+    mem_groups, non_groups = groups if groups is not None else (None, None)
     if "recall" in methods and not opts.recall_prefix:
-        non_members, prefix = _recall_prefix(non_members, opts.recall_shots, seed)
+        keep, prefix = _recall_prefix(non_members, opts.recall_shots, seed)
+        non_members = [non_members[i] for i in keep]
+        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
         opts = dataclasses.replace(opts, recall_prefix=prefix)
     opts = dataclasses.replace(opts, methods=methods)
     n = min(num_per_side, len(members), len(non_members))
@@ -169,8 +175,10 @@ def evaluate_membership(
             hint="give more texts in --members / --non-members",
         )
     rng = np.random.default_rng(seed)
-    mem = [members[i] for i in sorted(rng.choice(len(members), size=n, replace=False))]
-    non = [non_members[i] for i in sorted(rng.choice(len(non_members), size=n, replace=False))]
+    mem_idx = sorted(rng.choice(len(members), size=n, replace=False))
+    non_idx = sorted(rng.choice(len(non_members), size=n, replace=False))
+    mem = [members[i] for i in mem_idx]
+    non = [non_members[i] for i in non_idx]
     texts = mem + non
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
     if work_dir is None:
@@ -178,7 +186,10 @@ def evaluate_membership(
     else:
         sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, opts)
     features = list(methods)
-    bl = blind_baseline(texts, labels, seed=seed) if blind else None
+    text_groups = None
+    if mem_groups is not None and non_groups is not None:
+        text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
+    bl = blind_baseline(texts, labels, groups=text_groups, seed=seed) if blind else None
     table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()},
                           **({"blind": bl.scores} if bl is not None else {})})
     rows: list[dict[str, Any]] = []
@@ -197,14 +208,15 @@ def evaluate_membership(
     return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
 
 
-def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[list[str], str]:
-    """ReCaLL's prefix from ``shots`` non-members (seeded), and the non-members left to evaluate."""
+def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[list[int], str]:
+    """ReCaLL's prefix from ``shots`` non-members (seeded), and the indices of the non-members left
+    to evaluate."""
     if len(non_members) < shots + 2:
         raise DataFileError(f"ReCaLL takes {shots} non-members as its prefix, but there are only {len(non_members)}",
                             hint="give more non-members, or a prefix file (--recall-prefix)")
     pick = set(np.random.default_rng(seed + 7).choice(len(non_members), size=shots, replace=False).tolist())
     prefix = "\n".join(non_members[i] for i in sorted(pick)) + "\n"
-    return [t for i, t in enumerate(non_members) if i not in pick], prefix
+    return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
 def _sharded_text_scores(
@@ -298,6 +310,27 @@ def split_by_holdout(documents: Any, held_out: Sequence[str], *, max_words: int 
     return out
 
 
+def split_users_by_holdout(
+    documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """:func:`split_by_holdout` with each text's user: (members, non-members, their users, in order).
+
+    Example:
+        >>> from lmleak.data.corpus import Document
+        >>> docs = [Document("u1", "a", "x y z"), Document("u2", "b", "p q")]
+        >>> split_users_by_holdout(docs, ["u2"])
+        (['x y z'], ['p q'], ['u1'], ['u2'])
+    """
+    texts: tuple[list[str], list[str]] = ([], [])
+    users: tuple[list[str], list[str]] = ([], [])
+    held = set(held_out)
+    for d in documents:
+        side = 1 if d.user_id in held else 0
+        texts[side].append(" ".join(d.text.split()[:max_words]))
+        users[side].append(d.user_id)
+    return texts[0], texts[1], users[0], users[1]
+
+
 def headline_feature(features: Sequence[str]) -> str:
     """The attack the headline reports: the reference-calibrated one when a reference model scored
     the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity
@@ -327,6 +360,7 @@ def run_membership(
     source: str | None = None,
     options: MethodOptions | None = None,
     blind: bool = True,
+    groups: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
     ``summary.json`` (returned).
@@ -337,7 +371,8 @@ def run_membership(
     ``options`` picks the methods (:mod:`lmleak.attacks.mia_methods`); ``blind_baseline_auc`` is the
     text-only classifier's cross-validated AUC on the same split and ``blind_baseline_warning`` the
     warning when it comes within 0.05 of the best attack (:mod:`lmleak.attacks.blind`; None when not).
-    ``mia_method_scenarios`` holds each method's KART record (the access it needs).
+    ``mia_method_scenarios`` holds each method's KART record (the access it needs). ``groups``: see
+    :func:`evaluate_membership` (give the users when the split is by user).
     """
     import pandas as pd
 
@@ -353,7 +388,8 @@ def run_membership(
     run = secure_dir(out_dir)
     res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
                               num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
-                              work_dir=run / "passes" / "mia-scores", options=options, blind=blind)
+                              work_dir=run / "passes" / "mia-scores", options=options, blind=blind,
+                              groups=groups)
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     curves = pd.DataFrame(

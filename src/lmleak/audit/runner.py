@@ -145,7 +145,7 @@ class Auditor:
         run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import read_texts, run_membership, split_by_holdout
+        from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
         from lmleak.data.holdout import read_holdout
         from lmleak.models.loading import load_model
 
@@ -153,17 +153,18 @@ class Auditor:
         if spec.members and spec.non_members:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
             non = read_texts(self.cfg.resolve(spec.non_members) or "")
-            source = None
+            source, groups = None, None
         else:
             holdout = read_holdout(model_path)
             assert holdout is not None  # checked by mia_source() before the stage runs
-            mem, non = split_by_holdout(self.corpus(), holdout.users)
+            mem, non, mem_users, non_users = split_users_by_holdout(self.corpus(), holdout.users)
+            groups = (mem_users, non_users)  # the blind baseline keeps each user in one fold
             source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
                       f"(holdout.json); members: {len(mem)} documents of the other users")
             self.echo(f"  {source}")
         run_membership(model, mem, non, out, group_size=spec.group_size,
                        reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source,
-                       **self._membership_options())
+                       groups=groups, **self._membership_options())
 
     def _membership_options(self) -> dict[str, Any]:
         """``analyses.membership`` as run_membership's keyword arguments (none when it is absent)."""

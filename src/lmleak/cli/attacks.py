@@ -235,25 +235,27 @@ def mia_cmd(
     options = MethodOptions(methods=methods, recall_prefix=prefix, recall_shots=recall_shots,
                             num_neighbours=neighbours, mlm=mlm_model, seed=seed)
     lm = load_scoring_model(model)
+    groups = None
     if members is not None and non_members is not None:
         mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
     else:
-        mem, non, source = members_from_holdout(model, corpus)
+        mem, non, source, groups = members_from_holdout(model, corpus, with_users=True)
         info(source)
     ref = load_scoring_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
     summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side, group_size=group_size,
                              num_groups=num_groups, min_k=min_k, seed=seed, source=source, options=options,
-                             blind=blind)
+                             blind=blind, groups=groups)
     if as_json:
         print_json(summary)
         return
     print_membership(summary, out_dir)
 
 
-def members_from_holdout(model: str, corpus: Path | None) -> tuple[list[str], list[str], str]:
-    """Members and non-members from the training corpus and the users the model held out."""
-    from lmleak.attacks.membership import split_by_holdout
+def members_from_holdout(model: str, corpus: Path | None, *, with_users: bool = False) -> Any:
+    """Members and non-members from the training corpus and the users the model held out
+    (``with_users``: also each side's users, for the blind baseline's folds)."""
+    from lmleak.attacks.membership import split_users_by_holdout
     from lmleak.data.holdout import read_holdout
     from lmleak.data.loaders import iter_documents
     from lmleak.errors import ConfigError
@@ -265,10 +267,10 @@ def members_from_holdout(model: str, corpus: Path | None) -> tuple[list[str], li
             "trained by `lmleak train` (its holdout.json names the users it never saw)",
             field="--members", hint="retrain with --holdout-users 0.1, or write the two files",
         )
-    mem, non = split_by_holdout(iter_documents(corpus), holdout.users)
+    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
     source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
               f"(holdout.json); members: {len(mem)} documents of the other users")
-    return mem, non, source
+    return (mem, non, source, (mem_users, non_users)) if with_users else (mem, non, source)
 
 
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
