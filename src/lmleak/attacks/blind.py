@@ -48,7 +48,9 @@ def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[in
     """
     from scipy import sparse
 
-    rows, cols, vals = [], [], []
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
     for i, text in enumerate(texts):
         counts: dict[int, int] = {}
         words = text.lower().split()
