@@ -10,7 +10,7 @@ little about the model (:func:`blind_warning`).
 
 The classifier: hashed character 1-4-grams (word-bounded, so digits of a date count) and word
 unigrams and bigrams, log(1 + count) weights, rows L2-normalised; an L2-regularised logistic
-regression fitted by L-BFGS (scipy); the AUC of the out-of-fold decision values over ``folds``
+regression fitted by Newton-CG (scipy); the AUC of the out-of-fold decision values over ``folds``
 stratified folds. Features hash with CRC-32, so runs are identical across processes.
 """
 
@@ -46,22 +46,36 @@ def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[in
         >>> X.shape, bool(abs(X[0].multiply(X[1]).sum() - 1.0) < 1e-9)
         ((3, 64), True)
     """
+    from collections import Counter
+
     from scipy import sparse
+
+    def h(gram: str) -> int:
+        return zlib.crc32(gram.encode("utf-8")) % dim
+
+    # a word's unigram and character n-grams are hashed once per distinct word (words repeat a lot)
+    per_word: dict[str, list[int]] = {}
+
+    def word_ids(w: str) -> list[int]:
+        ids = per_word.get(w)
+        if ids is None:
+            padded = f" {w} "
+            ids = [h(f"w:{w}")] + [
+                h(f"c:{padded[j : j + n]}")
+                for n in range(char_n[0], char_n[1] + 1)
+                for j in range(len(padded) - n + 1)
+            ]
+            per_word[w] = ids
+        return ids
 
     rows: list[int] = []
     cols: list[int] = []
     vals: list[float] = []
     for i, text in enumerate(texts):
-        counts: dict[int, int] = {}
         words = text.lower().split()
-        grams = [f"w:{w}" for w in words] + [f"b:{a} {b}" for a, b in zip(words, words[1:], strict=False)]
+        counts: Counter[int] = Counter(h(f"b:{a} {b}") for a, b in zip(words, words[1:], strict=False))
         for w in words:
-            padded = f" {w} "
-            for n in range(char_n[0], char_n[1] + 1):
-                grams.extend(f"c:{padded[j : j + n]}" for j in range(len(padded) - n + 1))
-        for g in grams:
-            h = zlib.crc32(g.encode("utf-8")) % dim
-            counts[h] = counts.get(h, 0) + 1
+            counts.update(word_ids(w))
         if not counts:
             continue
         v = np.log1p(np.fromiter(counts.values(), dtype=np.float64))
@@ -73,9 +87,11 @@ def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[in
 
 
 def fit_logistic(X, y: np.ndarray, *, l2: float = 1.0) -> tuple[np.ndarray, float]:  # noqa: ANN001
-    """L2-regularised logistic regression (intercept not penalised) by L-BFGS; returns (weights, bias).
+    """L2-regularised logistic regression (intercept not penalised); returns (weights, bias).
 
-    Minimises ``sum_i log(1 + exp(-s_i (x_i.w + b))) + l2/2 |w|^2`` with ``s_i = 2 y_i - 1``.
+    Minimises ``sum_i log(1 + exp(-s_i (x_i.w + b))) + l2/2 |w|^2`` with ``s_i = 2 y_i - 1`` by
+    Newton-CG with exact Hessian-vector products (two sparse products each): ~10 iterations, where
+    L-BFGS-B's per-iteration overhead at 16k features cost ~0.1 s a step.
     """
     from scipy.optimize import minimize
 
@@ -89,7 +105,12 @@ def fit_logistic(X, y: np.ndarray, *, l2: float = 1.0) -> tuple[np.ndarray, floa
         g = -s * _sigmoid(-m)
         return float(loss), np.r_[X.T @ g + l2 * w, g.sum()]
 
-    res = minimize(f, np.zeros(d + 1), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    def hessp(theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+        q = _sigmoid(X @ theta[:d] + theta[d])
+        xv = (X @ v[:d] + v[d]) * q * (1.0 - q)
+        return np.r_[X.T @ xv + l2 * v[:d], xv.sum()]
+
+    res = minimize(f, np.zeros(d + 1), jac=True, hessp=hessp, method="Newton-CG", options={"maxiter": 200})
     return res.x[:d], float(res.x[d])
 
 
