@@ -18,6 +18,10 @@ Scores (higher = "more likely a member"; every feature is one column):
 
 A group's score is the sum of its members' individual scores; for ``perplexity`` that is minus
 the sum of perplexities, the statistic of A.4.
+
+More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared pass, live in
+:mod:`lmleak.attacks.mia_methods` (pass ``methods=``); the blind baseline that every run reports
+beside them in :mod:`lmleak.attacks.blind`.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
+from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios, parse_methods, score_methods
 from lmleak.attacks.roc import RocCurve, roc_curve, summarize
 from lmleak.errors import DataFileError
-from lmleak.models.base import Capability, count_words, require
 from lmleak.runs import writes_run
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
@@ -64,46 +69,20 @@ def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
 
 
 def text_scores(
-    model: Any, texts: Sequence[str], *, reference: Any = None, min_k: float = 0.2
+    model: Any, texts: Sequence[str], *, reference: Any = None, min_k: float = 0.2,
+    options: MethodOptions | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-text statistics and attack scores (see the module docstring), as aligned arrays.
 
     Returns a dict with ``num_tokens``, ``logprob`` (nats, summed), ``log_ppl`` (per token),
     ``log_ppl_word``, ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without a reference) and one array per
-    feature in :data:`FEATURES` (``reference`` is NaN without a reference model).
+    method: ``options.methods`` (:mod:`lmleak.attacks.mia_methods`), by default :data:`FEATURES`
+    (``reference`` only with a reference model), all from one shared pass.
     """
-    require(model, Capability.SCORE, attack="membership inference")
-    if reference is not None:
-        require(reference, Capability.SCORE, attack="reference-calibrated membership inference")
-    enc = model.tokenizer.encode
-    seqs = [enc(t) for t in texts]
-    for i, s in enumerate(seqs):
-        if not s:
-            raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
-    stats = model.token_stats(seqs)
-    n_tok = np.array([len(s) for s in seqs], dtype=np.int64)
-    lp_sum = np.array([float(st.logprobs.astype(np.float64).sum()) for st in stats])
-    words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
-    log_ppl = -lp_sum / n_tok
-    log_ppl_word = -lp_sum / words
-    zbytes = np.array([zlib_entropy(t) for t in texts], dtype=np.float64)
-    mk = np.array([min_k_prob(st.logprobs, min_k) for st in stats])
-    ref_word = np.full(len(texts), np.nan)
-    if reference is not None:
-        ref = reference.score_text([""] * len(texts), list(texts))
-        ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
-    return {
-        "num_tokens": n_tok,
-        "logprob": lp_sum,
-        "log_ppl": log_ppl,
-        "log_ppl_word": log_ppl_word,
-        "zlib_bytes": zbytes,
-        "ref_log_ppl_word": ref_word,
-        "perplexity": -np.exp(log_ppl),
-        "zlib": -log_ppl / zbytes,
-        "min_k": mk,
-        "reference": -log_ppl_word / np.maximum(ref_word, 1e-6),
-    }
+    opts = options or MethodOptions()
+    methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
+    return score_methods(model, texts, methods, reference=reference, mlm=opts.mlm, recall_prefix=opts.recall_prefix,
+                         num_neighbours=opts.num_neighbours, min_k=min_k, seed=opts.seed)
 
 
 def group_scores(
@@ -142,6 +121,8 @@ class MembershipResult:
     curves: dict[str, RocCurve] = field(default_factory=dict)
     num_per_side: int = 0
     group_size: int = 0
+    blind: BlindResult | None = None  # the text-only baseline on the same split (None: not run)
+    methods: tuple[str, ...] = ()
 
 
 def evaluate_membership(
@@ -157,6 +138,9 @@ def evaluate_membership(
     seed: int = 0,
     work_dir: str | Path | None = None,
     shard_size: int = 256,
+    options: MethodOptions | None = None,
+    blind: bool = True,
+    groups: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
@@ -164,9 +148,27 @@ def evaluate_membership(
     cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack. With
     ``work_dir`` the scoring runs in resumable shards of ``shard_size`` texts there
     (:func:`lmleak.shards.run_rows`): an interrupted run picks up where it stopped.
+
+    ``options`` picks the methods (:class:`~lmleak.attacks.mia_methods.MethodOptions`); ``recall``
+    without a prefix takes ``options.recall_shots`` non-members as its prefix and leaves them out
+    of the evaluation. ``blind`` adds the text-only baseline's cross-validated AUC
+    (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
+    user of each member and of each non-member, aligned with them) keeps a user's texts in one of
+    its cross-validation folds.
     """
+    import dataclasses
+
     import pandas as pd
 
+    opts = options or MethodOptions()
+    methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
+    mem_groups, non_groups = groups if groups is not None else (None, None)
+    if "recall" in methods and not opts.recall_prefix:
+        keep, prefix = _recall_prefix(non_members, opts.recall_shots, seed)
+        non_members = [non_members[i] for i in keep]
+        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
+        opts = dataclasses.replace(opts, recall_prefix=prefix)
+    opts = dataclasses.replace(opts, methods=methods)
     n = min(num_per_side, len(members), len(non_members))
     if n < 2:
         raise DataFileError(
@@ -174,16 +176,23 @@ def evaluate_membership(
             hint="give more texts in --members / --non-members",
         )
     rng = np.random.default_rng(seed)
-    mem = [members[i] for i in sorted(rng.choice(len(members), size=n, replace=False))]
-    non = [non_members[i] for i in sorted(rng.choice(len(non_members), size=n, replace=False))]
+    mem_idx = sorted(rng.choice(len(members), size=n, replace=False))
+    non_idx = sorted(rng.choice(len(non_members), size=n, replace=False))
+    mem = [members[i] for i in mem_idx]
+    non = [non_members[i] for i in non_idx]
     texts = mem + non
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
     if work_dir is None:
-        sc = text_scores(model, texts, reference=reference, min_k=min_k)
+        sc = text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
     else:
-        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size)
-    features = [f for f in FEATURES if f != "reference" or reference is not None]
-    table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()}})
+        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, opts)
+    features = list(methods)
+    text_groups = None
+    if mem_groups is not None and non_groups is not None:
+        text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
+    bl = blind_baseline(texts, labels, groups=text_groups, seed=seed) if blind else None
+    table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()},
+                          **({"blind": bl.scores} if bl is not None else {})})
     rows: list[dict[str, Any]] = []
     curves: dict[str, RocCurve] = {}
     for f in features:
@@ -197,20 +206,33 @@ def evaluate_membership(
             g_labels = np.r_[np.ones(len(gm), dtype=np.int64), np.zeros(len(gn), dtype=np.int64)]
             rows.append({"level": f"group{group_size}", "feature": f, **summarize(g_scores, g_labels)})
             curves[f"group{group_size}/{f}"] = roc_curve(g_scores, g_labels)
-    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size)
+    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
+
+
+def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[list[int], str]:
+    """ReCaLL's prefix from ``shots`` non-members (seeded), and the indices of the non-members left
+    to evaluate."""
+    if len(non_members) < shots + 2:
+        raise DataFileError(f"ReCaLL takes {shots} non-members as its prefix, but there are only {len(non_members)}",
+                            hint="give more non-members, or a prefix file (--recall-prefix)")
+    pick = set(np.random.default_rng(seed + 7).choice(len(non_members), size=shots, replace=False).tolist())
+    prefix = "\n".join(non_members[i] for i in sorted(pick)) + "\n"
+    return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
 def _sharded_text_scores(
-    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int
+    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int,
+    options: MethodOptions | None = None,
 ) -> dict[str, np.ndarray]:
     from lmleak.shards import fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
-        sc = text_scores(model, chunk, reference=reference, min_k=min_k)
+        sc = text_scores(model, chunk, reference=reference, min_k=min_k, options=options)
         return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
 
     fp = fingerprint_of("mia", getattr(model, "name", ""), type(model).__name__,
-                        None if reference is None else getattr(reference, "name", ""), min_k, texts)
+                        None if reference is None else getattr(reference, "name", ""), min_k, texts,
+                        *(() if options is None else (options.record(),)))
     rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores")
     return {k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64) for k in rows[0]}
 
@@ -289,15 +311,39 @@ def split_by_holdout(documents: Any, held_out: Sequence[str], *, max_words: int 
     return out
 
 
+def split_users_by_holdout(
+    documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
+) -> tuple[list[str], list[str], list[str], list[str]]:
+    """:func:`split_by_holdout` with each text's user: (members, non-members, their users, in order).
+
+    Example:
+        >>> from lmleak.data.corpus import Document
+        >>> docs = [Document("u1", "a", "x y z"), Document("u2", "b", "p q")]
+        >>> split_users_by_holdout(docs, ["u2"])
+        (['x y z'], ['p q'], ['u1'], ['u2'])
+    """
+    texts: tuple[list[str], list[str]] = ([], [])
+    users: tuple[list[str], list[str]] = ([], [])
+    held = set(held_out)
+    for d in documents:
+        side = 1 if d.user_id in held else 0
+        texts[side].append(" ".join(d.text.split()[:max_words]))
+        users[side].append(d.user_id)
+    return texts[0], texts[1], users[0], users[1]
+
+
 def headline_feature(features: Sequence[str]) -> str:
     """The attack the headline reports: the reference-calibrated one when a reference model scored
-    the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity.
+    the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity
+    (else the first method scored, when perplexity was not asked for).
 
     Example:
         >>> headline_feature(["perplexity", "zlib", "reference"]), headline_feature(["perplexity", "zlib"])
         ('reference', 'perplexity')
     """
-    return "reference" if "reference" in features else "perplexity"
+    if "reference" in features:
+        return "reference"
+    return "perplexity" if "perplexity" in features or not features else features[0]
 
 
 @writes_run("out_dir")
@@ -314,6 +360,9 @@ def run_membership(
     min_k: float = 0.2,
     seed: int = 0,
     source: str | None = None,
+    options: MethodOptions | None = None,
+    blind: bool = True,
+    groups: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
     ``summary.json`` (returned).
@@ -321,6 +370,11 @@ def run_membership(
     The headline (``mia_auc``, ``mia_accuracy``, ``mia_attack``) is the reference-calibrated attack
     when ``reference`` is given, else perplexity (:func:`headline_feature`); ``mia_auc_by_attack``
     holds every attack's AUC. ``source`` says where the two sides came from (printed and stored).
+    ``options`` picks the methods (:mod:`lmleak.attacks.mia_methods`); ``blind_baseline_auc`` is the
+    text-only classifier's cross-validated AUC on the same split and ``blind_baseline_warning`` the
+    warning when it comes within 0.05 of the best attack (:mod:`lmleak.attacks.blind`; None when not).
+    ``mia_method_scenarios`` holds each method's KART record (the access it needs). ``groups``: see
+    :func:`evaluate_membership` (give the users when the split is by user).
     """
     import pandas as pd
 
@@ -336,7 +390,8 @@ def run_membership(
     run = secure_dir(out_dir)
     res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
                               num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
-                              work_dir=run / "passes" / "mia-scores")
+                              work_dir=run / "passes" / "mia-scores", options=options, blind=blind,
+                              groups=groups)
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     curves = pd.DataFrame(
@@ -364,12 +419,19 @@ def run_membership(
         "mia_tpr_at_1pct_fpr": head["tpr_at_1pct_fpr"],
         "mia_tpr_at_1pct_fpr_note": head["tpr_at_1pct_fpr_note"],
         "mia_auc_by_attack": {f: r["auc"] for f, r in individual.items()},
-        "perplexity_auc": individual["perplexity"]["auc"],
+        "perplexity_auc": individual["perplexity"]["auc"] if "perplexity" in individual else None,
+        "mia_methods": list(res.methods),
+        "mia_options": {**(options or MethodOptions()).record(), "methods": list(res.methods)},
+        "blind_baseline_auc": None if res.blind is None else res.blind.auc,
+        "blind_baseline_warning": None if res.blind is None else blind_warning(
+            res.blind.auc, {f: r["auc"] for f, r in individual.items()}),
+        "mia_method_scenarios": method_scenarios(res.methods),
         "group_accuracy": None if grp is None else grp["accuracy"],
         "metrics": rows,
         "scenario": scenario_record(
             attack="membership_inference", knowledge=("candidate_texts",), access="scores", target="membership",
-            resources=("reference_model",) if reference is not None else (),
+            resources=tuple(dict.fromkeys((("reference_model",) if reference is not None else ())
+                                          + tuple(r for m in res.methods for r in METHODS[m].resources))),
             notes="balanced members vs same-format non-members (paper 002 A.4)" + (f"; {source}" if source else ""),
         ),
     }

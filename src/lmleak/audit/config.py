@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.pii.policies import POLICY_NAMES
@@ -57,6 +58,11 @@ analyses:
     members: null
     non_members: null
     group_size: 20
+  membership:                   # which membership methods the mia stage scores (docs/membership.md)
+    methods: [perplexity, zlib, min_k, min_k_pp]  # also lowercase, recall, reference (needs public_model),
+                                # neighbourhood (needs mlm), or all; the blind baseline is always reported
+    mlm: null                   # HF masked-LM directory for the neighbourhood method's neighbours
+    recall_prefix: null         # file of non-member texts for ReCaLL's prefix (null: 3 non-members)
   probe:                        # PII probing (ProPILE); needs a subjects file
     subjects: null
     level: triplet              # twin | triplet | quadruplet
@@ -114,6 +120,19 @@ class MiaSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class MembershipSpec:
+    """``analyses.membership``: the methods the mia stage scores (``lmleak.attacks.mia_methods``)."""
+
+    methods: list[str] | None = None  # None: perplexity, zlib, min_k (+ reference with a public model)
+    min_k: float = 0.2
+    mlm: str | None = None  # HF masked-LM directory (neighbourhood)
+    recall_prefix: str | None = None  # file of non-member texts (ReCaLL); None: recall_shots non-members
+    recall_shots: int = 3
+    neighbours: int = 8
+    blind: bool = True  # the text-only baseline beside the attacks
+
+
+@dataclass(frozen=True, slots=True)
 class ProbeSpec:
     subjects: str | None = None
     level: str = "triplet"
@@ -159,6 +178,7 @@ class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
     mia: MiaSpec | None = None
+    membership: MembershipSpec | None = None  # with mia: its methods; alone: mia with defaults
     probe: ProbeSpec | None = None
     dp_audit: DPAuditSpec | None = None
     extract: ExtractSpec | None = None
@@ -295,6 +315,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
         raise ConfigError(f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
                           path=path, field="corpus.format", hint=f"use one of {', '.join(FORMATS)}, or leave it out")
+    _check_membership(cfg, path)
     if cfg.device is not None:
         from lmleak.models.device import check_device_name
 
@@ -318,6 +339,24 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),
 }
+
+
+def _check_membership(cfg: AuditConfig, path: str | None) -> None:
+    """``analyses.membership``: known methods whose models are configured, sane numbers."""
+    spec = cfg.analyses.membership
+    if spec is None:
+        return
+    where = "analyses.membership"
+    if spec.methods is not None:
+        try:
+            parse_methods(spec.methods, reference=cfg.public_model not in (None, "leave-out"), mlm=spec.mlm is not None)
+        except ConfigError as e:
+            raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
+    if not 0 < spec.min_k <= 1:
+        raise ConfigError(f"min_k must be in (0, 1], got {spec.min_k}", path=path, field=f"{where}.min_k")
+    for name in ("recall_shots", "neighbours"):
+        if getattr(spec, name) < 1:
+            raise ConfigError(f"{name} must be >= 1", path=path, field=f"{where}.{name}")
 
 
 def _get(cfg: Any, dotted: str) -> Any:

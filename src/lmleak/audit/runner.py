@@ -118,6 +118,10 @@ class Auditor:
         out = []
         for stage in STAGES:
             spec = getattr(a, stage)
+            if stage == "mia" and spec is None and a.membership is not None:
+                from lmleak.audit.config import MiaSpec
+
+                spec = MiaSpec()  # `membership:` alone asks for the mia stage with its defaults
             if spec is None:
                 continue
             if stage == "exposure" and not spec.canaries:
@@ -146,7 +150,7 @@ class Auditor:
         run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import read_texts, run_membership, split_by_holdout
+        from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
         from lmleak.data.holdout import read_holdout
         from lmleak.models.loading import load_model
 
@@ -154,16 +158,41 @@ class Auditor:
         if spec.members and spec.non_members:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
             non = read_texts(self.cfg.resolve(spec.non_members) or "")
-            source = None
+            source, groups = None, None
         else:
             holdout = read_holdout(model_path)
             assert holdout is not None  # checked by mia_source() before the stage runs
-            mem, non = split_by_holdout(self.corpus(), holdout.users)
+            mem, non, mem_users, non_users = split_users_by_holdout(self.corpus(), holdout.users)
+            groups = (mem_users, non_users)  # the blind baseline keeps each user in one fold
             source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
                       f"(holdout.json); members: {len(mem)} documents of the other users")
             self.echo(f"  {source}")
         run_membership(model, mem, non, out, group_size=spec.group_size,
-                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source)
+                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source,
+                       groups=groups, **self._membership_options())
+
+    def _membership_options(self) -> dict[str, Any]:
+        """``analyses.membership`` as run_membership's keyword arguments (none when it is absent)."""
+        m = self.cfg.analyses.membership
+        if m is None:
+            return {}
+        from lmleak.attacks.membership import read_texts
+        from lmleak.attacks.mia_methods import MethodOptions
+
+        mlm = None
+        if m.mlm:
+            from lmleak.models.hf_masked import HFMaskedLM
+
+            mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
+        prefix = "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
+        opts = MethodOptions(methods=None if m.methods is None else tuple(m.methods), recall_prefix=prefix,
+                             recall_shots=m.recall_shots, num_neighbours=m.neighbours, mlm=mlm)
+        return {"options": opts, "min_k": m.min_k, "blind": m.blind}
+
+    def _extra_fingerprint(self, stage: str) -> tuple[Any, ...]:
+        """Options another config section adds to a stage (so changing them reruns it)."""
+        m = self.cfg.analyses.membership
+        return (dataclasses.asdict(m),) if stage == "mia" and m is not None else ()
 
     @staticmethod
     def check_access(model: Any, stage: str, spec: Any) -> None:
@@ -181,7 +210,9 @@ class Auditor:
         from lmleak.data.holdout import read_holdout
 
         spec = self.cfg.analyses.mia
-        if spec is None or (spec.members and spec.non_members):
+        if spec is None and self.cfg.analyses.membership is None:
+            return None
+        if spec is not None and spec.members and spec.non_members:
             return None
         holdout = read_holdout(model_path)
         if holdout is None or not holdout.users:
@@ -292,9 +323,11 @@ class Auditor:
             api = {"access": model.access, "note": f"model behind an HTTP API, tier '{model.tier}'"}
             self.echo(f"{name}: HTTP API tier '{model.tier}' (grants {model.access} access)")
             log.info("%s: HTTP API %s, tier %s", name, model.base_url, model.tier)
+        membership: dict[str, Any] | None = None
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model)
+            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model,
+                              *self._extra_fingerprint(stage))
             rel = str(out.relative_to(self.run))
             why_not = self.mia_source(path) if stage == "mia" else self.dp_audit_source(path) if stage == "dp_audit" else None
             if why_not:
@@ -326,11 +359,14 @@ class Auditor:
             stages[stage] = rel
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
+            if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
+                membership = {k: stage_summary.get(k) for k in ("mia_auc_by_attack", "blind_baseline_auc",
+                                                                 "blind_baseline_warning")}
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon, **api)
         privacy = self._privacy(path)
         headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
         out_model = {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
-                     "privacy": privacy}
+                     "privacy": privacy, **({"membership": membership} if membership else {})}
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
             log.info("%s: %s", name, out_model["access"])

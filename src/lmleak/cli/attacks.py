@@ -114,7 +114,8 @@ def parse_list_options(args: list[str], names: set[str]) -> dict[str, list[str]]
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add ``exposure``, ``mia`` and the ``experiment`` group with ``crt``."""
     app.command("exposure")(exposure_cmd)
-    app.command("mia")(mia_cmd)
+    # --methods takes several values (``--methods min_k_pp recall``): extra args, parse_list_options
+    app.command("mia", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(mia_cmd)
     if "experiment" not in groups:
         groups["experiment"] = typer.Typer(
             help="Reproduce the papers' experiments end to end.", no_args_is_help=True
@@ -172,6 +173,7 @@ def exposure_cmd(
 
 
 def mia_cmd(
+    ctx: typer.Context,
     model: Annotated[str, typer.Option("--model", "-m", help="Target model.")],
     out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
     members: Annotated[
@@ -196,34 +198,64 @@ def mia_cmd(
         int, typer.Option("--n", help="Texts per side (balanced; A.4 uses 1000).")
     ] = 1000,
     min_k: Annotated[float, typer.Option(help="Fraction of least likely tokens for Min-K% Prob.")] = 0.2,
+    mlm: Annotated[
+        Path | None, typer.Option("--mlm", help="HF masked-LM directory that makes the neighbourhood method's neighbours.")
+    ] = None,
+    recall_prefix: Annotated[
+        Path | None, typer.Option("--recall-prefix", help="Non-member texts (file) forming ReCaLL's prefix "
+                                  "(default: --recall-shots non-members, left out of the evaluation).")
+    ] = None,
+    recall_shots: Annotated[int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.")] = 3,
+    neighbours: Annotated[int, typer.Option(help="Neighbours per text for the neighbourhood method.")] = 8,
+    blind: Annotated[bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")] = True,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option()] = 0,
     quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot."""
+    """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot.
+
+    Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
+    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The blind
+    baseline (a text-only classifier) is reported beside them, with a warning when it comes close.
+    """
     from lmleak.attacks.membership import read_texts, run_membership
+    from lmleak.attacks.mia_methods import MethodOptions, parse_methods
 
     quiet(quiet_ or as_json)
+    lists = parse_list_options(ctx.args, {"--methods"})
+    methods = parse_methods(lists["--methods"], reference=reference is not None, mlm=mlm is not None,
+                            field="--methods") if "--methods" in lists else None
+    mlm_model = None
+    if mlm is not None:
+        from lmleak.models.hf_masked import HFMaskedLM
+
+        mlm_model = HFMaskedLM.load(mlm)
+    prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
+    options = MethodOptions(methods=methods, recall_prefix=prefix, recall_shots=recall_shots,
+                            num_neighbours=neighbours, mlm=mlm_model, seed=seed)
     lm = load_scoring_model(model)
+    groups = None
     if members is not None and non_members is not None:
         mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
     else:
-        mem, non, source = members_from_holdout(model, corpus)
+        mem, non, source, groups = members_from_holdout(model, corpus, with_users=True)
         info(source)
     ref = load_scoring_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
     summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side, group_size=group_size,
-                             num_groups=num_groups, min_k=min_k, seed=seed, source=source)
+                             num_groups=num_groups, min_k=min_k, seed=seed, source=source, options=options,
+                             blind=blind, groups=groups)
     if as_json:
         print_json(summary)
         return
     print_membership(summary, out_dir)
 
 
-def members_from_holdout(model: str, corpus: Path | None) -> tuple[list[str], list[str], str]:
-    """Members and non-members from the training corpus and the users the model held out."""
-    from lmleak.attacks.membership import split_by_holdout
+def members_from_holdout(model: str, corpus: Path | None, *, with_users: bool = False) -> Any:
+    """Members and non-members from the training corpus and the users the model held out
+    (``with_users``: also each side's users, for the blind baseline's folds)."""
+    from lmleak.attacks.membership import split_users_by_holdout
     from lmleak.data.holdout import read_holdout
     from lmleak.data.loaders import iter_documents
     from lmleak.errors import ConfigError
@@ -235,10 +267,10 @@ def members_from_holdout(model: str, corpus: Path | None) -> tuple[list[str], li
             "trained by `lmleak train` (its holdout.json names the users it never saw)",
             field="--members", hint="retrain with --holdout-users 0.1, or write the two files",
         )
-    mem, non = split_by_holdout(iter_documents(corpus), holdout.users)
+    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
     source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
               f"(holdout.json); members: {len(mem)} documents of the other users")
-    return mem, non, source
+    return (mem, non, source, (mem_users, non_users)) if with_users else (mem, non, source)
 
 
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
@@ -257,9 +289,14 @@ def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
         headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
         t.add_row(r["level"], r["feature"] + (" (headline)" if headline else ""), f"{r['accuracy']:.3f}",
                   f"{r['auc']:.3f}", *cells)
+    if summary.get("blind_baseline_auc") is not None:
+        t.add_row("individual", "blind baseline (text only, no model)", "-", f"{summary['blind_baseline_auc']:.3f}",
+                  "-", "-")
     out.print(t)
     for n in sorted(notes):
         out.print(f"  not reported: {n}")
+    if summary.get("blind_baseline_warning"):
+        out.print(f"[bold yellow]warning:[/] {summary['blind_baseline_warning']}")
     out.print(f"-> {out_dir}")
 
 

@@ -346,6 +346,24 @@ def _html_table(title: str, head: list[str], rows: list[list[Any]], note: str = 
             f'<tbody>{body}</tbody></table></div>{foot}</div>')
 
 
+def _blind_baseline_block(name: str, mia: dict[str, Any]) -> list[str]:
+    """Each method's AUC and the access it needs (KART), beside the blind baseline's AUC, and the
+    warning when the baseline comes close (values from the mia stage's summary.json)."""
+    if mia.get("blind_baseline_auc") is None:
+        return []
+    tags = mia.get("mia_method_scenarios") or {}
+    rows = [[m, auc, (tags.get(m) or {}).get("access", "scores"), (tags.get(m) or {}).get("needs", "")]
+            for m, auc in (mia.get("mia_auc_by_attack") or {}).items()]
+    rows.append(["blind baseline (text only)", mia["blind_baseline_auc"], "none",
+                 "nothing from the model: n-gram logistic regression, cross-validated"])
+    warning = mia.get("blind_baseline_warning")
+    banner = f'<p class="banner"><strong>Warning:</strong> {html.escape(warning)}</p>' if warning else ""
+    table = _html_table(f"Membership attacks beside the blind baseline — {name}", ["method", "AUC", "access", "needs"],
+                        rows, "The blind baseline never queries the model (Das et al. 2024): an attack that it matches "
+                        "measures a difference between the member and non-member texts, not memorisation.")
+    return [banner + table if banner else table]
+
+
 def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
     """Every membership attack's numbers, and probing's members vs controls, as tables."""
     out = []
@@ -363,6 +381,7 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
             out.append(_html_table(f"Membership inference, every attack — {name}",
                                    ["level", "attack", "n (members / non-members)", "AUC", "accuracy", "TPR @ 1% FPR",
                                     "TPR @ 0.1% FPR"], rows, note))
+            out.extend(_blind_baseline_block(name, mia))
         groups = _summary_of(stages.get("probe")).get("groups")
         if groups:
             rows = [[g, groups[g].get("subjects"), groups[g].get("exact_match_rate"),

@@ -1,0 +1,200 @@
+"""The blind baseline of membership inference: a text-only classifier that never queries the model.
+
+Das et al. (2024, "Blind baselines beat membership inference attacks for foundation models") and
+the 2024 SoK on LLM membership inference showed that many MIA evaluation sets separate members
+from non-members by their *text alone* (a date range, a topic, a marker word), so an attack's AUC
+can measure that shift instead of the model's memory. The check is cheap: train a bag-of-n-grams
+classifier on the same member / non-member split, cross-validated, and report its AUC beside every
+attack. When it comes within :data:`WARN_MARGIN` of the best attack, the attack's number says
+little about the model (:func:`blind_warning`).
+
+The classifier: hashed character 1-4-grams (word-bounded, so digits of a date count) and word
+unigrams and bigrams, log(1 + count) weights, rows L2-normalised; an L2-regularised logistic
+regression fitted by Newton-CG (scipy); the AUC of the out-of-fold decision values over ``folds``
+stratified folds. Features hash with CRC-32, so runs are identical across processes.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from lmleak.attacks.roc import roc_auc
+
+#: The blind baseline within this much AUC of the best attack triggers the warning.
+WARN_MARGIN = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class BlindResult:
+    """Cross-validated AUC of the text-only classifier and its out-of-fold scores (higher = member)."""
+
+    auc: float
+    scores: np.ndarray
+    folds: int
+    num_features: int
+
+
+def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[int, int] = (1, 4)):  # noqa: ANN201
+    """Hashed n-gram counts as a scipy CSR matrix (rows: texts), weighted ``log(1 + count)`` and L2-normalised.
+
+    Example:
+        >>> X = ngram_features(["a b", "a b", "c"], dim=64)
+        >>> X.shape, bool(abs(X[0].multiply(X[1]).sum() - 1.0) < 1e-9)
+        ((3, 64), True)
+    """
+    from collections import Counter
+
+    from scipy import sparse
+
+    def h(gram: str) -> int:
+        return zlib.crc32(gram.encode("utf-8")) % dim
+
+    # a word's unigram and character n-grams are hashed once per distinct word (words repeat a lot)
+    per_word: dict[str, list[int]] = {}
+
+    def word_ids(w: str) -> list[int]:
+        ids = per_word.get(w)
+        if ids is None:
+            padded = f" {w} "
+            ids = [h(f"w:{w}")] + [
+                h(f"c:{padded[j : j + n]}")
+                for n in range(char_n[0], char_n[1] + 1)
+                for j in range(len(padded) - n + 1)
+            ]
+            per_word[w] = ids
+        return ids
+
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+    for i, text in enumerate(texts):
+        words = text.lower().split()
+        counts: Counter[int] = Counter(h(f"b:{a} {b}") for a, b in zip(words, words[1:], strict=False))
+        for w in words:
+            counts.update(word_ids(w))
+        if not counts:
+            continue
+        v = np.log1p(np.fromiter(counts.values(), dtype=np.float64))
+        v /= np.linalg.norm(v)
+        rows.extend([i] * len(counts))
+        cols.extend(counts.keys())
+        vals.extend(v.tolist())
+    return sparse.csr_matrix((vals, (rows, cols)), shape=(len(texts), dim))
+
+
+def fit_logistic(X, y: np.ndarray, *, l2: float = 1.0) -> tuple[np.ndarray, float]:  # noqa: ANN001
+    """L2-regularised logistic regression (intercept not penalised); returns (weights, bias).
+
+    Minimises ``sum_i log(1 + exp(-s_i (x_i.w + b))) + l2/2 |w|^2`` with ``s_i = 2 y_i - 1`` by
+    Newton-CG with exact Hessian-vector products (two sparse products each): ~10 iterations, where
+    L-BFGS-B's per-iteration overhead at 16k features cost ~0.1 s a step.
+    """
+    from scipy.optimize import minimize
+
+    s = 2.0 * np.asarray(y, dtype=np.float64) - 1.0
+    d = X.shape[1]
+
+    def f(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        w, b = theta[:d], theta[d]
+        m = s * (X @ w + b)
+        loss = np.logaddexp(0.0, -m).sum() + 0.5 * l2 * w @ w
+        g = -s * _sigmoid(-m)
+        return float(loss), np.r_[X.T @ g + l2 * w, g.sum()]
+
+    def hessp(theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+        q = _sigmoid(X @ theta[:d] + theta[d])
+        xv = (X @ v[:d] + v[d]) * q * (1.0 - q)
+        return np.r_[X.T @ xv + l2 * v[:d], xv.sum()]
+
+    res = minimize(f, np.zeros(d + 1), jac=True, hessp=hessp, method="Newton-CG", options={"maxiter": 200})
+    return res.x[:d], float(res.x[d])
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    return np.exp(-np.logaddexp(0.0, -x))
+
+
+def blind_baseline(
+    texts: Sequence[str],
+    labels: Sequence[int],
+    *,
+    groups: Sequence[str] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    l2: float = 1.0,
+) -> BlindResult:
+    """Cross-validated AUC of a text-only member / non-member classifier (see the module docstring).
+
+    Folds are stratified (members and non-members dealt round-robin after a seeded shuffle); each
+    text's score comes from the model fitted on the other folds, and the AUC is over all of them.
+    With fewer than 2 texts per class per fold, the folds shrink (at least 2; fewer texts: AUC 0.5).
+
+    ``groups`` (e.g. each text's user) keeps a group's texts in one fold. Give it when the split is
+    by user: otherwise a user's name in one fold teaches the classifier that user's label in another,
+    an AUC above 0.5 that no attacker without labels for those users could reach.
+
+    Example:
+        >>> texts = [f"note {i} from 2019" for i in range(10)] + [f"note {i} from 2023" for i in range(10)]
+        >>> blind_baseline(texts, [1] * 10 + [0] * 10, folds=5).auc
+        1.0
+    """
+    y = np.asarray(labels, dtype=np.int64)
+    n_pos, n_neg = int(y.sum()), int((1 - y).sum())
+    k = min(folds, n_pos, n_neg)
+    if k < 2:
+        return BlindResult(0.5, np.zeros(len(y)), 0, 0)
+    X = ngram_features(texts)
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(y), dtype=np.int64)
+    if groups is None:
+        for cls in (0, 1):
+            idx = rng.permutation(np.flatnonzero(y == cls))
+            fold[idx] = np.arange(len(idx)) % k
+    else:
+        # whole groups, dealt round-robin per class (a group is one class when the split is by user)
+        keys = [(int(c), str(g)) for c, g in zip(y, groups, strict=True)]
+        for cls in (0, 1):
+            names = sorted({g for c, g in keys if c == cls})
+            k = min(k, len(names))
+            order = {g: j for j, g in enumerate(rng.permutation(names).tolist())}
+            for i, (c, g) in enumerate(keys):
+                if c == cls:
+                    fold[i] = order[g]
+        if k < 2:
+            return BlindResult(0.5, np.zeros(len(y)), 0, 0)
+        fold %= k
+    scores = np.zeros(len(y))
+    for f in range(k):
+        test = fold == f
+        w, b = fit_logistic(X[~test], y[~test], l2=l2)
+        scores[test] = X[test] @ w + b
+    return BlindResult(float(roc_auc(scores, y)), scores, k, X.shape[1])
+
+
+def blind_warning(
+    blind_auc: float, attack_aucs: dict[str, float], *, margin: float = WARN_MARGIN
+) -> str | None:
+    """The warning text when the blind baseline comes within ``margin`` AUC of the best attack, else None.
+
+    Example:
+        >>> blind_warning(0.97, {"perplexity": 0.99, "zlib": 0.9}) is not None
+        True
+        >>> blind_warning(0.55, {"perplexity": 0.99}) is None
+        True
+    """
+    finite = {k: v for k, v in attack_aucs.items() if v is not None and np.isfinite(v)}
+    if not finite:
+        return None
+    best = max(finite, key=lambda k: finite[k])
+    if blind_auc < finite[best] - margin:
+        return None
+    return (
+        f"the blind baseline (a text-only classifier that never queries the model) reaches AUC "
+        f"{blind_auc:.3f}, within {margin} of the best attack ({best}, AUC {finite[best]:.3f}): members and "
+        "non-members differ in their text, so these AUCs may measure that shift, not the model's memory; "
+        "draw both sides from the same distribution (e.g. held-out users of the same corpus)"
+    )

@@ -1,0 +1,607 @@
+"""Membership-inference scores of the current literature, from one shared forward pass where the maths allows.
+
+Every score is oriented so that **higher = more likely a member**; each is one float per text.
+
+=================  ==========================================================================  ===========================
+method             score (higher = member)                                                     passes it needs
+=================  ==========================================================================  ===========================
+``perplexity``     ``-PPL`` per token (the loss attack; Yeom et al. 2018, Carlini et al. 2021)  the text
+``zlib``           ``-log PPL / zlib bytes`` (Carlini et al. 2021 §6.1)                        the text
+``min_k``          mean of the ``k`` % lowest token log-probabilities (Shi et al. 2024)        the text
+``min_k_pp``       mean of the ``k`` % lowest ``(log p(x_t) - mu_t) / sigma_t`` (Zhang et      the text, with the full
+                   al. 2024, "Min-K%++"), ``mu_t = E_{z~p_t}[log p_t(z)]``, ``sigma_t`` its     next-token distributions
+                   standard deviation under the model's next-token distribution ``p_t``
+``lowercase``      ``-log PPL(x) / log PPL(lower(x))`` (Carlini et al. 2021 §6.1)              the text, the lowercased text
+``recall``         ``LL(x | P) / LL(x)``, LL the mean token log-likelihood and P a prefix of   the text, P + the text
+                   known non-members (Xie et al. 2024, "ReCaLL"; members lose more likelihood
+                   under a non-member context, so their ratio is larger)
+``reference``      ``-log PPL_target / log PPL_reference`` per word (Carlini et al. 2021       the text, the reference model
+                   §6.1; calibration by a public model)
+``neighbourhood``  ``LL(x) - mean_j LL(x~_j)``, the x~_j neighbours made by replacing a word   the text, every neighbour
+                   with a masked LM's best substitute (Mattern et al. 2023)
+=================  ==========================================================================  ===========================
+
+One teacher-forced pass over the text gives every token's log-probability *and* the moments of the
+full next-token distribution at every position, so ``perplexity``, ``zlib``, ``min_k`` and
+``min_k_pp`` cost one pass together, and ``lowercase``, ``recall``, ``reference`` and
+``neighbourhood`` reuse it and add only the passes of their own inputs (the table's last column).
+:func:`score_methods` with ``shared=False`` runs each method on its own instead (its own passes,
+nothing reused): the benchmark's baseline and the tests' oracle of the sharing.
+
+The blind baseline (:mod:`lmleak.attacks.blind`) never queries the model; it is reported beside
+these scores (Das et al. 2024).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from lmleak.errors import ConfigError, DataFileError, did_you_mean
+from lmleak.models.base import Capability, count_words, require
+
+
+@dataclass(frozen=True, slots=True)
+class MethodInfo:
+    """What a membership method is and the access it needs (its KART tags).
+
+    ``access`` is a KART access kind (:func:`lmleak.scenarios.scenario_record`), ``needs`` the
+    capabilities and calls the method uses, ``resources`` the KART R items besides the model.
+    """
+
+    name: str
+    citation: str
+    access: str
+    needs: str
+    resources: tuple[str, ...] = ()
+
+
+METHODS: dict[str, MethodInfo] = {
+    m.name: m
+    for m in (
+        MethodInfo(
+            "perplexity", "Carlini et al. 2021", "scores", "Capability.SCORE: token log-probabilities"
+        ),
+        MethodInfo("zlib", "Carlini et al. 2021 §6.1", "scores", "Capability.SCORE: token log-probabilities"),
+        MethodInfo("min_k", "Shi et al. 2024", "scores", "Capability.SCORE: token log-probabilities"),
+        MethodInfo(
+            "min_k_pp",
+            "Zhang et al. 2024",
+            "scores",
+            "Capability.SCORE with next_logprobs: full next-token distributions",
+        ),
+        MethodInfo(
+            "lowercase", "Carlini et al. 2021 §6.1", "scores", "Capability.SCORE: token log-probabilities"
+        ),
+        MethodInfo(
+            "recall",
+            "Xie et al. 2024",
+            "scores",
+            "Capability.SCORE: conditional token log-probabilities",
+            ("similar_corpus",),
+        ),
+        MethodInfo(
+            "reference",
+            "Carlini et al. 2021 §6.1",
+            "scores",
+            "Capability.SCORE on the target and on a reference model",
+            ("reference_model",),
+        ),
+        MethodInfo(
+            "neighbourhood",
+            "Mattern et al. 2023",
+            "scores",
+            "Capability.SCORE on the target; a masked LM makes the neighbours",
+            ("other_model:masked_lm",),
+        ),
+    )
+}
+#: What ``lmleak mia`` scores when no ``--methods`` are given (``reference`` too when a reference is).
+DEFAULT_METHODS = ("perplexity", "zlib", "min_k")
+
+
+@dataclass(frozen=True, slots=True)
+class MethodOptions:
+    """Which methods to score and their settings.
+
+    Attributes:
+        methods: method names (:data:`METHODS`); ``None``: :data:`DEFAULT_METHODS`.
+        recall_prefix: ReCaLL's non-member prefix text; ``None``: ``recall_shots`` non-members of the
+            evaluation's pool become the prefix and leave the evaluation.
+        recall_shots: non-member texts in the prefix when it is taken from the pool.
+        num_neighbours: neighbours per text for ``neighbourhood``.
+        mlm: the masked LM that makes the neighbours (an :class:`~lmleak.models.hf_masked.HFMaskedLM`).
+        seed: seeds the neighbours' word choice.
+    """
+
+    methods: tuple[str, ...] | None = None
+    recall_prefix: str | None = None
+    recall_shots: int = 3
+    num_neighbours: int = 8
+    mlm: Any = field(default=None, repr=False, compare=False)
+    seed: int = 0
+
+    def record(self) -> dict[str, Any]:
+        """A JSON-able record (the MLM by name) for fingerprints and summaries."""
+        return {
+            "methods": None if self.methods is None else list(self.methods),
+            "recall_prefix": self.recall_prefix,
+            "recall_shots": self.recall_shots,
+            "num_neighbours": self.num_neighbours,
+            "mlm": None if self.mlm is None else getattr(self.mlm, "name", type(self.mlm).__name__),
+            "seed": self.seed,
+        }
+
+
+def parse_methods(
+    methods: Sequence[str] | None, *, reference: bool = False, mlm: bool = False, field: str = "methods"
+) -> tuple[str, ...]:
+    """Validate method names; ``None`` gives :data:`DEFAULT_METHODS` (plus ``reference`` with one).
+
+    ``all`` expands to every method the given resources allow.
+
+    Raises:
+        ConfigError: an unknown name (with a "did you mean"), or ``reference`` / ``neighbourhood``
+            without the reference model / masked LM they need.
+
+    Example:
+        >>> parse_methods(["min_k_pp", "zlib"])
+        ('min_k_pp', 'zlib')
+        >>> parse_methods(None, reference=True)
+        ('perplexity', 'zlib', 'min_k', 'reference')
+    """
+    if methods is None:
+        return DEFAULT_METHODS + (("reference",) if reference else ())
+    out: list[str] = []
+    for m in methods:
+        for name in str(m).replace(",", " ").split():
+            if name == "all":
+                out.extend(
+                    n for n in METHODS if (n != "reference" or reference) and (n != "neighbourhood" or mlm)
+                )
+                continue
+            if name not in METHODS:
+                raise ConfigError(
+                    f"unknown membership method {name!r}." + did_you_mean(name, list(METHODS)),
+                    field=field,
+                    hint=f"use some of: {', '.join(METHODS)}, all",
+                )
+            if name == "reference" and not reference:
+                raise ConfigError(
+                    "method 'reference' needs a reference model",
+                    field=field,
+                    hint="give --reference (CLI) or public_model (audit config)",
+                )
+            if name == "neighbourhood" and not mlm:
+                raise ConfigError(
+                    "method 'neighbourhood' needs a masked LM to make the neighbours",
+                    field=field,
+                    hint="give --mlm DIR (an HF masked-LM directory, e.g. one `lmleak` pre-trained)",
+                )
+            out.append(name)
+    if not out:
+        raise ConfigError(
+            "no membership methods given", field=field, hint=f"use some of: {', '.join(METHODS)}"
+        )
+    return tuple(dict.fromkeys(out))
+
+
+# ----------------------------------------------------------------------------------- pure maths
+def min_k_plus_plus(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: float = 0.2) -> float:
+    """Min-K%++ (Zhang et al. 2024, Eq. 3-4): mean of the ``ceil(k * n)`` lowest per-token scores
+    ``(log p(x_t) - mu_t) / sigma_t``.
+
+    ``mu_t`` and ``sigma_t`` are the mean and standard deviation of ``log p_t(z)`` for ``z`` drawn
+    from the model's next-token distribution ``p_t``. A position whose distribution is a point
+    mass (``sigma_t = 0``) scores 0 there (the token is as expected; the paper's formula is 0/0).
+
+    Example:
+        >>> min_k_plus_plus(np.array([-1.0, -3.0]), np.array([-2.0, -2.0]), np.array([1.0, 0.5]), 0.5)
+        -2.0
+    """
+    lp = np.asarray(logprobs, dtype=np.float64)
+    if len(lp) == 0:
+        raise ValueError("no tokens")
+    sd = np.asarray(sigma, dtype=np.float64)
+    z = np.where(sd > 0, (lp - np.asarray(mu, dtype=np.float64)) / np.where(sd > 0, sd, 1.0), 0.0)
+    m = max(1, math.ceil(k * len(z)))
+    return float(np.sort(z)[:m].mean())
+
+
+def recall_ratio(cond_logprob: float, uncond_logprob: float) -> float:
+    """ReCaLL (Xie et al. 2024): ``LL(x | P) / LL(x)``; higher = more likely a member.
+
+    Mean or summed log-likelihoods give the same ratio (same tokens of x on both sides).
+
+    Example:
+        >>> recall_ratio(-6.0, -4.0)
+        1.5
+    """
+    return float(cond_logprob) / min(float(uncond_logprob), -1e-12)
+
+
+# ----------------------------------------------------------------------------------- the pass
+@dataclass(frozen=True, slots=True)
+class TokenPass:
+    """Per-sequence arrays from one teacher-forced pass: log p of each token, and (when asked)
+    ``mu`` and ``sigma`` of the log-probabilities under each position's next-token distribution."""
+
+    logprobs: list[np.ndarray]
+    mu: list[np.ndarray] | None = None
+    sigma: list[np.ndarray] | None = None
+
+
+def teacher_forced_pass(
+    model: Any, sequences: Sequence[Sequence[int]], *, moments: bool = False
+) -> TokenPass:
+    """Token log-probabilities, and the next-token distributions' moments with ``moments=True``.
+
+    For a :class:`~lmleak.models.torch_causal.TorchCausalLM` both come from the same forward
+    passes as its ``token_stats`` (same windows and batches, so the log-probabilities are the
+    ones ``token_stats`` returns). Any other SCORE model gets ``token_stats`` and, for the
+    moments, one ``next_logprobs`` query per prefix (correct, slow).
+    """
+    from lmleak.models.torch_causal import TorchCausalLM
+
+    if not moments:
+        return TokenPass([st.logprobs for st in model.token_stats(sequences)])
+    if isinstance(model, TorchCausalLM):
+        return _torch_pass(model, sequences)
+    lps = [st.logprobs for st in model.token_stats(sequences)]
+    mus, sds = [], []
+    for seq in sequences:
+        nl = model.next_logprobs([list(seq[:t]) for t in range(len(seq))]).astype(np.float64)
+        p = np.exp(nl)
+        safe = np.where(p > 0, nl, 0.0)  # log 0 = -inf would turn 0 * -inf into NaN
+        mu = (p * safe).sum(-1)
+        var = (p * (safe - mu[:, None]) ** 2).sum(-1)
+        mus.append(mu.astype(np.float32))
+        sds.append(np.sqrt(var).astype(np.float32))
+    return TokenPass(lps, mus, sds)
+
+
+def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
+    """:meth:`TorchCausalLM.token_stats`'s loop, also reducing each position's distribution to its
+    mean and standard deviation of log p (the extra work is elementwise over the logits it already has)."""
+    import torch
+
+    from lmleak.models.torch_causal import _windows
+
+    bos = model.tokenizer.bos_id
+    rows: list[list[int]] = []
+    owners: list[tuple[int, int, int]] = []
+    for s, seq in enumerate(sequences):
+        full = [bos, *map(int, seq)]
+        for start, end, first in _windows(len(full), model.max_length, model.overlap):
+            rows.append(full[start:end])
+            owners.append((s, first, start))
+    lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+    mus = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+    sds = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+    with torch.inference_mode():
+        for batch in model._batches([len(r) for r in rows]):
+            ids, mask = model._pad([rows[i] for i in batch])
+            logp = torch.log_softmax(model._forward(ids, mask).float(), dim=-1)[:, :-1]
+            targets = ids[:, 1:].to(logp.device)
+            true_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+            mu, sd = _log_prob_moments(logp)
+            for j, i in enumerate(batch):
+                s, first, start = owners[i]
+                n_in = len(rows[i])
+                c0 = first - start - 1
+                cols = slice(c0, n_in - 1)
+                t0 = first - 1
+                t1 = t0 + (n_in - 1 - c0)
+                lps[s][t0:t1] = true_lp[j, cols].cpu().numpy()
+                mus[s][t0:t1] = mu[j, cols].cpu().numpy()
+                sds[s][t0:t1] = sd[j, cols].cpu().numpy()
+    return TokenPass(lps, mus, sds)
+
+
+def conditional_logprobs(
+    model: Any, prefix: Sequence[int], sequences: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    """``log p(x_t | BOS + prefix + x_<t)`` for every token of every sequence (ReCaLL's conditional pass).
+
+    Every sequence shares the prefix, so for a Hugging Face module whose inputs fit one window the
+    prefix runs once and its key/value cache serves every batch (the prefix's positions are neither
+    recomputed nor pushed through the output layer); otherwise each ``prefix + sequence`` is scored
+    whole by :func:`teacher_forced_pass` (same numbers up to float rounding).
+    """
+    from lmleak.models.torch_causal import TorchCausalLM
+
+    longest = max((len(s) for s in sequences), default=0)
+    if (
+        isinstance(model, TorchCausalLM)
+        and type(model.module).__module__.startswith("transformers.")
+        and 1 + len(prefix) + longest <= model.max_length
+    ):
+        return _cached_prefix_pass(model, prefix, sequences)
+    lps = teacher_forced_pass(model, [[*prefix, *s] for s in sequences]).logprobs
+    return [lp[len(prefix) :] for lp in lps]
+
+
+def _cached_prefix_pass(
+    model: Any, prefix: Sequence[int], sequences: Sequence[Sequence[int]]
+) -> list[np.ndarray]:
+    import copy
+
+    import torch
+
+    dev = model.device
+    head = torch.tensor([[model.tokenizer.bos_id, *map(int, prefix)]], device=dev)
+    out = [np.empty(len(s), dtype=np.float32) for s in sequences]
+    with torch.inference_mode():
+        first = model.module(input_ids=head, use_cache=True)
+        cache = first.past_key_values
+        # the prefix's last position predicts every sequence's first token
+        lp0 = torch.log_softmax(first.logits[0, -1].float(), dim=-1).cpu().numpy()
+        for batch in model._batches([len(s) for s in sequences]):
+            ids, mask = model._pad([sequences[i] for i in batch])
+            past = copy.deepcopy(cache)
+            past.batch_repeat_interleave(len(batch))
+            am = torch.cat([torch.ones((len(batch), head.shape[1]), dtype=mask.dtype), mask], dim=1)
+            logits = model.module(
+                input_ids=ids.to(dev), attention_mask=am.to(dev), past_key_values=past, use_cache=True
+            ).logits
+            logp = torch.log_softmax(logits.float(), dim=-1)[:, :-1]
+            true_lp = logp.gather(-1, ids[:, 1:].to(dev).unsqueeze(-1)).squeeze(-1).cpu().numpy()
+            for j, i in enumerate(batch):
+                n = len(sequences[i])
+                out[i][0] = lp0[int(sequences[i][0])]
+                out[i][1:n] = true_lp[j, : n - 1]
+    return out
+
+
+def _log_prob_moments(logp: Any) -> tuple[Any, Any]:
+    """Mean and standard deviation of ``log p(z)`` under ``z ~ p``, for log-probabilities (..., V).
+
+    Two passes (centred second moment): ``E[log p^2] - mu^2`` cancels badly for the near-uniform
+    distributions of a barely trained model. The reductions are batched dot products (``bmm``),
+    which here cost less than half of ``(a * b).sum(-1)``.
+    """
+    import torch
+
+    shape, v = logp.shape[:-1], logp.shape[-1]
+    p = logp.exp().reshape(-1, 1, v)
+    # subtle: p is exactly 0 in float32 below log p ~ -104, so clamping -inf there changes no term
+    # and avoids 0 * -inf = NaN
+    lc = logp.clamp_min(-1e4).reshape(-1, v, 1)
+    mu = torch.bmm(p, lc).reshape(-1, 1, 1)
+    var = torch.bmm(p, lc.sub_(mu).square_()).reshape(shape)
+    return mu.reshape(shape), var.clamp_min(0).sqrt()
+
+
+# ----------------------------------------------------------------------------------- neighbours
+def make_neighbours(texts: Sequence[str], mlm: Any, num: int = 8, *, seed: int = 0) -> list[list[str]]:
+    """``num`` neighbours per text (Mattern et al. 2023): each replaces one word, chosen at random
+    (seeded, distinct words while there are enough), with the masked LM's most likely substitute
+    that differs from the word. ``mlm`` is an :class:`~lmleak.models.hf_masked.HFMaskedLM` (or any
+    object with its ``tokenizer`` and ``logits``). A one-word text's neighbours replace that word.
+    """
+    import torch
+
+    tok = mlm.tokenizer
+    rng = np.random.default_rng(seed)
+    jobs: list[tuple[int, list[str], int]] = []  # (text index, words, position)
+    for i, t in enumerate(texts):
+        words = t.split()
+        if not words:
+            raise DataFileError("text has no words", line=i + 1, field="text", hint="drop empty texts")
+        pos = rng.permutation(len(words))
+        for j in range(num):
+            jobs.append((i, words, int(pos[j % len(words)])))
+    special = set(getattr(tok, "all_special_ids", []))
+    out: list[list[str]] = [[] for _ in texts]
+    limit = int(getattr(mlm, "max_length", 512))
+    for b in range(0, len(jobs), 64):
+        chunk = jobs[b : b + 64]
+        masked = [" ".join([*w[:p], tok.mask_token, *w[p + 1 :]]) for _, w, p in chunk]
+        enc = tok(masked, padding=True, truncation=True, max_length=limit, return_tensors="pt")
+        logits = mlm.logits(enc["input_ids"])
+        for r, (i, words, p) in enumerate(chunk):
+            where = (enc["input_ids"][r] == tok.mask_token_id).nonzero().flatten()
+            if len(where) == 0:  # the mask fell beyond the MLM's window: keep the text as it is
+                out[i].append(" ".join(words))
+                continue
+            order = torch.argsort(logits[r, int(where[0])], descending=True)[:50].tolist()
+            orig = words[p].lower()
+            # a whole word that differs from the original (WordPiece continuations "##x" are not words)
+            cands = (tok.decode([t]).strip() for t in order if t not in special)
+            sub = next(
+                (
+                    c
+                    for c in cands
+                    if c and not c.startswith("##") and len(c.split()) == 1 and c.lower() != orig
+                ),
+                words[p],
+            )
+            out[i].append(" ".join([*words[:p], sub, *words[p + 1 :]]))
+    return out
+
+
+# ----------------------------------------------------------------------------------- scoring
+def _mean_lp(lps: list[np.ndarray]) -> np.ndarray:
+    return np.array([float(x.astype(np.float64).mean()) for x in lps])
+
+
+def _sum_lp(lps: list[np.ndarray]) -> np.ndarray:
+    return np.array([float(x.astype(np.float64).sum()) for x in lps])
+
+
+def score_methods(
+    model: Any,
+    texts: Sequence[str],
+    methods: Sequence[str],
+    *,
+    reference: Any = None,
+    mlm: Any = None,
+    recall_prefix: str | None = None,
+    num_neighbours: int = 8,
+    min_k: float = 0.2,
+    seed: int = 0,
+    shared: bool = True,
+) -> dict[str, np.ndarray]:
+    """Every requested method's score per text (higher = more likely a member), plus the statistics
+    the table keeps: ``num_tokens``, ``logprob`` (summed nats), ``log_ppl``, ``log_ppl_word``,
+    ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``reference``).
+
+    With ``shared=True`` the text's one pass serves every method and the methods' own inputs
+    (lowercased text, neighbours) go through one batched pass together; ReCaLL's prefix runs once
+    for all texts (:func:`conditional_logprobs`) in both modes; with
+    ``shared=False`` each method runs every pass it needs by itself. Both give the same scores.
+
+    Raises:
+        CapabilityError: the model lacks SCORE (or the reference does).
+        ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` without their model.
+    """
+    methods = tuple(methods)
+    bad = [m for m in methods if m not in METHODS]
+    if bad:
+        raise ConfigError(
+            f"unknown membership method {bad[0]!r}." + did_you_mean(bad[0], list(METHODS)), field="methods"
+        )
+    require(model, Capability.SCORE, attack="membership inference")
+    if "reference" in methods:
+        if reference is None:
+            raise ConfigError("method 'reference' needs a reference model", field="methods")
+        require(reference, Capability.SCORE, attack="reference-calibrated membership inference")
+    if "recall" in methods and not recall_prefix:
+        raise ConfigError(
+            "method 'recall' needs a non-member prefix",
+            field="recall_prefix",
+            hint="give non-member texts for the prefix (--recall-prefix FILE)",
+        )
+    if "neighbourhood" in methods and mlm is None:
+        raise ConfigError("method 'neighbourhood' needs a masked LM", field="mlm", hint="give --mlm DIR")
+    if not 0 < min_k <= 1:
+        raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
+    enc = model.tokenizer.encode
+    seqs = [enc(t) for t in texts]
+    for i, s in enumerate(seqs):
+        if not s:
+            raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
+    n = len(texts)
+    need_moments = "min_k_pp" in methods
+    # the methods' own inputs, each a list of token sequences
+    extra: dict[str, list[list[int]]] = {}
+    lower_seqs = prefix_ids = None
+    nbr_texts: list[list[str]] = []
+    if "lowercase" in methods:
+        lower_seqs = [enc(t.lower()) or s for t, s in zip(texts, seqs, strict=True)]
+        extra["lowercase"] = lower_seqs
+    if "recall" in methods:
+        prefix_ids = enc(recall_prefix or "")
+    if "neighbourhood" in methods:
+        nbr_texts = make_neighbours(texts, mlm, num_neighbours, seed=seed)
+        extra["neighbourhood"] = [enc(x) or s for nb, s in zip(nbr_texts, seqs, strict=True) for x in nb]
+
+    out_extra: dict[str, list[np.ndarray]] = {}
+    if shared:
+        base = teacher_forced_pass(model, seqs, moments=need_moments)
+        if extra:  # every method's own inputs in one batched pass
+            allrows = [r for rows in extra.values() for r in rows]
+            lps = teacher_forced_pass(model, allrows).logprobs
+            at = 0
+            for name, rows in extra.items():
+                out_extra[name] = lps[at : at + len(rows)]
+                at += len(rows)
+        bases = {m: base for m in methods}
+    else:
+        # each method on its own: its own pass over the text (Min-K%++ with moments), its own extra pass
+        bases = {m: teacher_forced_pass(model, seqs, moments=(m == "min_k_pp")) for m in methods}
+        for name, rows in extra.items():
+            out_extra[name] = teacher_forced_pass(model, rows).logprobs
+    ref_word = np.full(n, np.nan)
+    if "reference" in methods:
+        ref = reference.score_text([""] * n, list(texts))
+        ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
+
+    first = bases[methods[0]] if methods else teacher_forced_pass(model, seqs)
+    n_tok = np.array([len(s) for s in seqs], dtype=np.int64)
+    lp_sum = _sum_lp(first.logprobs)
+    words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
+    zbytes = np.array([_zlib_bytes(t) for t in texts], dtype=np.float64)
+    res: dict[str, np.ndarray] = {
+        "num_tokens": n_tok,
+        "logprob": lp_sum,
+        "log_ppl": -lp_sum / n_tok,
+        "log_ppl_word": -lp_sum / words,
+        "zlib_bytes": zbytes,
+        "ref_log_ppl_word": ref_word,
+    }
+    for m in methods:
+        b = bases[m]
+        log_ppl = -_sum_lp(b.logprobs) / n_tok
+        if m == "perplexity":
+            res[m] = -np.exp(log_ppl)
+        elif m == "zlib":
+            res[m] = -log_ppl / zbytes
+        elif m == "min_k":
+            res[m] = np.array([_min_k(lp, min_k) for lp in b.logprobs])
+        elif m == "min_k_pp":
+            assert b.mu is not None and b.sigma is not None
+            res[m] = np.array(
+                [
+                    min_k_plus_plus(lp, mu, sd, min_k)
+                    for lp, mu, sd in zip(b.logprobs, b.mu, b.sigma, strict=True)
+                ]
+            )
+        elif m == "lowercase":
+            low = -_mean_lp(out_extra["lowercase"])
+            res[m] = -log_ppl / np.maximum(low, 1e-6)
+        elif m == "recall":
+            assert prefix_ids is not None
+            cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
+            res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, _sum_lp(b.logprobs), strict=True)])
+        elif m == "reference":
+            res[m] = -(-_sum_lp(b.logprobs) / words) / np.maximum(ref_word, 1e-6)
+        elif m == "neighbourhood":
+            nb = _mean_lp(out_extra["neighbourhood"]).reshape(n, num_neighbours)
+            res[m] = -log_ppl - nb.mean(axis=1)
+    return res
+
+
+def _zlib_bytes(text: str) -> int:
+    import zlib
+
+    return len(zlib.compress(text.encode("utf-8")))
+
+
+def _min_k(lp: np.ndarray, k: float) -> float:
+    x = np.sort(np.asarray(lp, dtype=np.float64))
+    return float(x[: max(1, math.ceil(k * len(x)))].mean())
+
+
+def method_scenarios(methods: Sequence[str], *, notes: str | None = None) -> dict[str, dict[str, Any]]:
+    """The KART record of each method (what access and resources it assumes), plus the blind
+    baseline's (no access to the model at all: it is not an attack on the model, so its record
+    is a plain mapping with ``access: none``)."""
+    from lmleak.scenarios import scenario_record
+
+    out: dict[str, dict[str, Any]] = {}
+    for m in methods:
+        info = METHODS[m]
+        rec = scenario_record(
+            attack=f"membership_inference:{m}",
+            knowledge=("candidate_texts",),
+            access=info.access,
+            target="membership",
+            resources=info.resources,
+            notes=notes,
+        )
+        out[m] = {**rec, "needs": info.needs, "citation": info.citation}
+    out["blind"] = {
+        "attack": "membership_inference:blind",
+        "access": "none",
+        "knowledge": ["candidate_texts"],
+        "resources": ["labelled member / non-member texts"],
+        "target": "membership",
+        "needs": "nothing from the model: a text-only classifier",
+        "citation": "Das et al. 2024",
+    }
+    return out
