@@ -32,7 +32,7 @@ models:                         # the model(s) under audit
   - name: my-model
     path: path/to/hf-model-dir  # an HF causal LM directory, a .gguf file, an lmleak model, or smollm2-135m
 
-public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, or leave-out
+public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, leave-out, or base (a fine-tune's recorded base)
 device: auto                    # where models run: auto (a GPU when torch sees one), cpu, cuda, cuda:N
 
 analyses:
@@ -140,7 +140,7 @@ class AuditConfig:
 
     def resolve(self, path: str | None) -> str | None:
         """A path from the config, made absolute against the config file's folder."""
-        if path is None or path in ("leave-out", "smollm2-135m") or ":" in path.split("/")[0]:
+        if path is None or path in ("leave-out", "smollm2-135m", "base") or ":" in path.split("/")[0]:
             return path
         p = Path(path)
         return str(p if p.is_absolute() else Path(self.base_dir) / p)
