@@ -309,3 +309,29 @@ def test_public_model_base_uses_the_recorded_base(llama_dir, corpus, tmp_path):
     summary2 = run_report(load_model(out), corpus, tmp_path / "run2", ReportConfig(ks=(1,)), public_model="base")
     assert summary2["public_model"]["path"] == str(llama_dir.resolve())
     assert summary2["leakage_epsilon"] == summary["leakage_epsilon"]
+
+
+@pytest.mark.slow
+def test_cli_dp_lora_fine_tune_of_smollm2_on_cpu(tmp_path, corpus):
+    """The real pretrained model: `lmleak train --base smollm2-135m --lora 4 --mode dp`, a few steps."""
+    pytest.importorskip("gguf")
+    from lmleak.cli.main import app
+    from lmleak.models.loading import load_model
+
+    data = tmp_path / "c.jsonl"
+    data.write_text("".join(json.dumps(d.to_dict()) + "\n" for d in corpus))
+    out = tmp_path / "smol"
+    r = CliRunner().invoke(app, ["train", "--corpus", str(data), "--out", str(out), "--base", "smollm2-135m",
+                                 "--lora", "4", "--mode", "dp", "--noise-multiplier", "1.0", "--seq-len", "32",
+                                 "--batch-size", "4", "--epochs", "1", "--max-steps", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.output)
+    assert summary["base"] == "smollm2-135m" and summary["tokenizer_source"] == "pretrained:smollm2-135m"
+    assert math.isfinite(summary["epsilon"])
+    privacy = json.loads((out / "privacy.json").read_text())
+    assert privacy["accounted_steps"] == privacy["noise_draws"] == 2 and privacy["clipping"] == "bookkeeping"
+    lm = load_model(out)
+    manifest = json.loads((out / "lmleak_finetune.json").read_text())
+    # scored after the start token it was trained after (the one load_model("smollm2-135m") scores with)
+    assert lm.base == "smollm2-135m" and lm.tokenizer.bos_id == manifest["bos_id"]
+    assert math.isfinite(lm.token_stats([lm.tokenizer.encode("Hello there, how are you?")])[0].logprobs.sum())
