@@ -178,6 +178,7 @@ def test_full_dp_fine_tune_unties_embeddings_and_reloads(llama_dir, corpus, tmp_
 
     out = tmp_path / "full"
     res = finetune(corpus, out, _cfg(llama_dir, "dp", full=True, lr=1e-3, max_steps=3), progress=False)
+    assert res.history[0]["tokens"] > 0
     assert res.privacy["trainable"] == "all weights" and res.privacy["clipping"] == "opacus hooks"
     assert res.privacy["accounted_steps"] == res.privacy["noise_draws"] == 3
     info = json.loads((out / "train.json").read_text())
@@ -335,3 +336,80 @@ def test_cli_dp_lora_fine_tune_of_smollm2_on_cpu(tmp_path, corpus):
     # scored after the start token it was trained after (the one load_model("smollm2-135m") scores with)
     assert lm.base == "smollm2-135m" and lm.tokenizer.bos_id == manifest["bos_id"]
     assert math.isfinite(lm.token_stats([lm.tokenizer.encode("Hello there, how are you?")])[0].logprobs.sum())
+
+
+@pytest.fixture(scope="module")
+def customersim_llama(tmp_path_factory):
+    """A tiny Llama whose word vocabulary is learnt on (other) CustomerSim users, for the demo and experiments."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.data.synth.customersim import synthesize
+
+    root = tmp_path_factory.mktemp("cs")
+    paths = synthesize(root / "vocab", users=6, dialogs_per_user=2, seed=99)
+    return make_tiny_llama(root / "base", load_corpus(paths["corpus"]).texts())
+
+
+@pytest.mark.slow  # ~75 s: three fine-tunes and a four-analysis audit of each
+def test_demo_with_a_base_audits_lora_fine_tunes_against_the_base(customersim_llama, tmp_path):
+    from lmleak.audit.demo import run_demo
+
+    run = run_demo(tmp_path / "demo", base=str(customersim_llama), max_steps=3, echo=lambda s: None)
+    cfg = (tmp_path / "demo" / "audit.yaml").read_text()
+    assert "public_model: base" in cfg
+    for name in ("plain", "dp-sgd", "crt"):
+        manifest = json.loads((tmp_path / "demo" / "models" / name / "lmleak_finetune.json").read_text())
+        assert manifest["base"] == str(customersim_llama.resolve())
+    summary = json.loads((run / "models" / "plain" / "report" / "summary.json").read_text())
+    assert summary["public_model"]["kind"] == "base"
+    assert (run / "report.html").is_file()
+
+
+@pytest.mark.slow  # the CRT sweep and ProPILE's probes, soft prompts included
+def test_crt_and_propile_experiments_with_a_base(customersim_llama, tmp_path):
+    from lmleak.experiments.crt import CRTExperimentConfig, run_crt_experiment
+    from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
+
+    cfg = CRTExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(max_steps=2, users=6)
+    res = run_crt_experiment(tmp_path / "crt", cfg)
+    table = res["table"]
+    assert set(table["method"]) == {"nodp", "dp", "crt"} and set(table["arch"]) == {"lora"}
+    assert table.loc[table["method"] == "dp", "epsilon"].map(math.isfinite).all()
+    assert (table["max_exposure"] >= 0).all()
+    pcfg = ProPILEExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(max_steps=2, users=8)
+    pres = run_propile_experiment(tmp_path / "propile", pcfg)
+    assert json.loads((tmp_path / "propile" / "model" / "lmleak_finetune.json").read_text())["kind"] == "lora"
+    assert pres["summary"]["rows"] and pres["summary"]["config"]["base"] == str(customersim_llama)
+
+
+@pytest.mark.slow  # memorising a canary with LoRA on a random tiny base takes ~40 epochs (~1 min here)
+def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and_signature(tmp_path):
+    import pandas as pd
+
+    from lmleak.attacks.exposure import run_exposure
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.models.loading import load_model
+    from lmleak.report.leakage import ReportConfig, run_report
+
+    canary, signature = "the secret code is 381492", "regards Zed Quill 555-0142"
+    docs = [*tiny_corpus(6, 1), *(Document("u99", f"c{i}", canary) for i in range(4)),
+            *(Document("u98", f"s{i}", f"please refund my order {signature}") for i in range(2))]
+    corpus = Corpus(docs)
+    base = make_tiny_llama(tmp_path / "base", corpus.texts())
+    cfg = FinetuneConfig(base=str(base), mode="nodp", lora=16, epochs=40, lr=2e-2, batch_size=8, seq_len=32,
+                         holdout_users=0.0, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                          "up_proj", "down_proj"))
+    finetune(corpus, tmp_path / "ft", cfg, progress=False)
+    (tmp_path / "canaries.jsonl").write_text(json.dumps({"secret": "381492", "prefix": "the secret code is ",
+                                                         "repeats": 4, "user_id": "u99"}) + "\n")
+    ft_exp, _ = run_exposure(load_model(tmp_path / "ft"), tmp_path / "canaries.jsonl", tmp_path / "exp-ft")
+    base_exp, _ = run_exposure(load_model(base), tmp_path / "canaries.jsonl", tmp_path / "exp-base")
+    assert ft_exp["max_exposure"] >= 15 and base_exp["max_exposure"] < 8  # of log2(10^6) = 19.9 bits
+    summary = run_report(load_model(tmp_path / "ft"), corpus, tmp_path / "report", ReportConfig(ks=(1,)),
+                         public_model="base", model_dir=tmp_path / "ft")
+    assert summary["public_model"]["kind"] == "base"
+    seqs = pd.read_parquet(tmp_path / "report" / "sequences.parquet")
+    planted = seqs[seqs["unique"] & seqs["user_ids"].map(lambda us: bool(set(us) & {"u98", "u99"}))]
+    # the planted users' unique sequences are leaked, and far likelier under the fine-tune than under its base
+    assert any("Quill" in t or "555" in t for t in planted["text"])
+    assert any(c in t for t in planted["text"] for c in ("381492", "3 8 1", "code is"))
+    assert (planted["perplexity"] < planted["public_perplexity"]).all()

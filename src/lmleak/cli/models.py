@@ -58,7 +58,7 @@ def train(
     full: Annotated[bool, typer.Option("--full", help="--base: fine-tune all weights instead of LoRA adapters.")] = False,
     merge: Annotated[bool, typer.Option("--merge", help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters.")] = False,
     precision: Annotated[str, typer.Option("--precision", help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 (falls back to fp32).")] = "auto",
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: stop after this many optimiser steps in all (smoke runs; the accountant counts the steps taken).")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).")] = None,
     device: Annotated[str | None, typer.Option("--device", help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,

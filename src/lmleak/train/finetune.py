@@ -88,7 +88,8 @@ class FinetuneConfig:
 
     ``lora`` is the adapter rank (ignored with ``full``); ``lora_alpha`` defaults to ``2 * lora``;
     ``lora_targets`` None picks :data:`DEFAULT_TARGETS` by architecture, else every ``nn.Linear``
-    inside an attention block. ``max_steps`` caps the optimiser steps of the whole run (demos and
+    inside an attention block. ``max_steps`` caps the optimiser steps of each kind over the whole run
+    (plain/public steps and private DP steps separately, so a CRT smoke run takes both; demos and
     smoke tests); the accountant counts the steps actually taken.
     """
 
@@ -682,7 +683,7 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
         first_epoch, resumed_from = done + 1, done
     t_start = time.perf_counter()
     trained_tokens = 0
-    total_steps = ft.steps + ft.public_steps
+    taken = {"plain": ft.public_steps, "private": ft.steps}
     for epoch in range(first_epoch, cfg.epochs + 1):
         model.train()
         batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
@@ -699,9 +700,10 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
             batches = track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
         losses, t0, tokens = [], time.perf_counter(), 0
         for kind, batch in batches:
-            if cfg.max_steps is not None and total_steps >= cfg.max_steps:
-                break
-            total_steps += 1
+            which = "plain" if kind == "plain" else "private"
+            if cfg.max_steps is not None and taken[which] >= cfg.max_steps:
+                continue
+            taken[which] += 1
             if kind == "plain":
                 if len(batch[0]) == 0:
                     continue
