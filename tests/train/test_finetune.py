@@ -369,7 +369,7 @@ def test_crt_and_propile_experiments_with_a_base(customersim_llama, tmp_path):
     from lmleak.experiments.crt import CRTExperimentConfig, run_crt_experiment
     from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
 
-    cfg = CRTExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(max_steps=2, users=6)
+    cfg = CRTExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(max_steps=2)
     res = run_crt_experiment(tmp_path / "crt", cfg)
     table = res["table"]
     assert set(table["method"]) == {"nodp", "dp", "crt"} and set(table["arch"]) == {"lora"}
@@ -381,7 +381,7 @@ def test_crt_and_propile_experiments_with_a_base(customersim_llama, tmp_path):
     assert pres["summary"]["rows"] and pres["summary"]["config"]["base"] == str(customersim_llama)
 
 
-@pytest.mark.slow  # memorising a canary with LoRA on a random tiny base takes ~40 epochs (~1 min here)
+@pytest.mark.slow  # memorising a canary with LoRA on a random tiny base takes ~25 epochs (~45 s here)
 def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and_signature(tmp_path):
     import pandas as pd
 
@@ -395,7 +395,7 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
             *(Document("u98", f"s{i}", f"please refund my order {signature}") for i in range(2))]
     corpus = Corpus(docs)
     base = make_tiny_llama(tmp_path / "base", corpus.texts())
-    cfg = FinetuneConfig(base=str(base), mode="nodp", lora=16, epochs=40, lr=2e-2, batch_size=8, seq_len=32,
+    cfg = FinetuneConfig(base=str(base), mode="nodp", lora=16, epochs=25, lr=1e-2, batch_size=8, seq_len=32,
                          holdout_users=0.0, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
                                                           "up_proj", "down_proj"))
     finetune(corpus, tmp_path / "ft", cfg, progress=False)
@@ -411,5 +411,5 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
     planted = seqs[seqs["unique"] & seqs["user_ids"].map(lambda us: bool(set(us) & {"u98", "u99"}))]
     # the planted users' unique sequences are leaked, and far likelier under the fine-tune than under its base
     assert any("Quill" in t or "555" in t for t in planted["text"])
-    assert any(c in t for t in planted["text"] for c in ("381492", "3 8 1", "code is"))
+    assert any("381492" in t for t in planted["text"])
     assert (planted["perplexity"] < planted["public_perplexity"]).all()

@@ -107,10 +107,10 @@ class CRTExperimentConfig:
     @classmethod
     def for_base(cls, base: str, *, gpu: bool) -> CRTExperimentConfig:
         """LoRA fine-tunes of ``base`` in place of the small models: the default sizes on a GPU; on the
-        CPU a smoke-sized run (8 users, γ = 0 only, nodp / dp / crt, at most 6 steps per model)."""
+        CPU a smoke-sized run (10 users, γ = 0 only, nodp / dp / crt, at most 6 steps per model)."""
         if gpu:
             return cls(base=base, archs=("lora",), methods=("nodp", "redact", "dp", "crt", "sdp"))
-        return cls(base=base, archs=("lora",), methods=("nodp", "dp", "crt"), gammas=(0.0,), users=8,
+        return cls(base=base, archs=("lora",), methods=("nodp", "dp", "crt"), gammas=(0.0,), users=10,
                    dialogs_per_user=2, canary_repeats=5, epochs=1, batch_size=8, seq_len=48, max_steps=6,
                    mia_per_side=20, num_groups=20, group_size=5, val_documents=5, exposure_max_nodes=2000,
                    exposure_sample=200)
