@@ -381,7 +381,6 @@ def test_crt_and_propile_experiments_with_a_base(customersim_llama, tmp_path):
     assert pres["summary"]["rows"] and pres["summary"]["config"]["base"] == str(customersim_llama)
 
 
-@pytest.mark.slow  # memorising a canary with LoRA on a random tiny base takes ~25 epochs (~45 s here)
 def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and_signature(tmp_path):
     import pandas as pd
 

@@ -575,6 +575,24 @@ def evaluate_chunks(model: torch.nn.Module, chunks: Chunks, device: str, precisi
             "top1_accuracy": hits1 / n, "top3_accuracy": hits3 / n}
 
 
+def save_plain(module: torch.nn.Module, out: Path) -> None:
+    """``save_pretrained`` as safetensors. A model loaded from a de-quantised GGUF copy (SmolLM2's cache
+    keeps ``quantization_config: gguf`` in its config) is refused by transformers although its weights
+    are dense: its weights then go into a plain model of the same config without that entry."""
+    try:
+        module.save_pretrained(out, safe_serialization=True)
+        return
+    except ValueError as e:
+        if "not serializable" not in str(e):
+            raise
+    from transformers import AutoModelForCausalLM
+
+    cfg = module.config.__class__.from_dict({k: v for k, v in module.config.to_dict().items() if k != "quantization_config"})
+    plain = AutoModelForCausalLM.from_config(cfg)
+    plain.load_state_dict(module.state_dict())
+    plain.save_pretrained(out, safe_serialization=True)
+
+
 def _fingerprint(config: FinetuneConfig, n_train: int, n_val: int) -> str:
     keep = {k: v for k, v in config.to_dict().items() if k not in ("device", "merge")}
     return hashlib.sha256(json.dumps([keep, n_train, n_val], sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -730,7 +748,10 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
     if before is not None:
         final["val_perplexity_before"] = before["perplexity"]
     final["wall_seconds"] = time.perf_counter() - t_start
-    final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
+    # over every epoch's own time (an epoch trained before a resumption included)
+    epoch_seconds = sum(h.get("seconds") or 0.0 for h in history)
+    final["tokens_per_s"] = sum(h.get("tokens") or 0 for h in history) / epoch_seconds if epoch_seconds > 0 else None
+    final["tokens_this_run"] = trained_tokens
     privacy = ft.privacy()
     privacy["tokenizer_source"] = f"pretrained:{base['name']}"
     privacy["base"] = base["spec"]
@@ -745,14 +766,14 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
                 "bos_id": tok.bos_token_id, "mode": cfg.mode, "model": model_info, "merged_dir": None}
     merged_dir = None
     if cfg.full:
-        model.save_pretrained(out, safe_serialization=True)
+        save_plain(model, out)
         tok.hf.save_pretrained(out)
     else:
         model.save_pretrained(out)
         if cfg.merge:
             merged_dir = out / "merged"
             merged = model.merge_and_unload()
-            merged.save_pretrained(merged_dir, safe_serialization=True)
+            save_plain(merged, merged_dir)
             tok.hf.save_pretrained(merged_dir)
             atomic_write_json(merged_dir / MANIFEST, {**manifest, "kind": "merged", "merged_dir": None})
             manifest["merged_dir"] = "merged"
