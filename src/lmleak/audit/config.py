@@ -39,7 +39,7 @@ models:                         # the model(s) under audit
   - name: my-model
     path: path/to/hf-model-dir  # an HF causal LM directory, a .gguf file, an lmleak model, or smollm2-135m
 
-public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, or leave-out
+public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, leave-out, or base (a fine-tune's recorded base)
 device: auto                    # where models run: auto (a GPU when torch sees one), cpu, cuda, cuda:N
 
 analyses:
@@ -203,7 +203,7 @@ class AuditConfig:
 
     def resolve(self, path: str | None) -> str | None:
         """A path from the config, made absolute against the config file's folder."""
-        if path is None or path in ("leave-out", "smollm2-135m") or ":" in path.split("/")[0]:
+        if path is None or path in ("leave-out", "smollm2-135m", "base") or ":" in path.split("/")[0]:
             return path
         p = Path(path)
         return str(p if p.is_absolute() else Path(self.base_dir) / p)
@@ -334,7 +334,7 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
-    "analyses.mia.group_size": ("group_size >= 1", 1),
+    "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
     "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),

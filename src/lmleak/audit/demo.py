@@ -13,6 +13,11 @@ The public model of the leakage report (also the reference of the calibrated mem
 a model of the same architecture trained on half of the unseen users only. It has never seen any data of the audited users, which is what paper 001 (§5, §6.2)
 asks of a leave-out model; training it once serves all three audited models. ``--leave-out``
 retrains one per audited model without the owners of its unique sequences instead (slower).
+
+``--base NAME_OR_DIR`` runs the same job on a pretrained model: the three audited models are LoRA
+fine-tunes of the base (plain, DP-SGD, CRT; :mod:`lmleak.train.finetune`) and the public model is
+the base itself (``public_model: base``), paper 001's setting. On the CPU it is smoke-sized (8 users,
+at most ``max_steps`` optimiser steps per model); on a GPU it uses the full size.
 """
 
 from __future__ import annotations
@@ -41,6 +46,9 @@ class DemoSize:
 SIZES = {
     "quick": DemoSize(users=16, dialogs_per_user=3, canary_repeats=10, epochs=12, dp_epochs=3, mia_per_side=60, probe_subjects=6),
     "full": DemoSize(users=40, dialogs_per_user=3, canary_repeats=20, epochs=20, dp_epochs=3, mia_per_side=200, probe_subjects=30),
+    # --base: LoRA fine-tunes of a pretrained model (CPU: smoke-sized and step-capped; GPU: full data)
+    "base-cpu": DemoSize(users=10, dialogs_per_user=2, canary_repeats=10, epochs=2, dp_epochs=1, mia_per_side=20, probe_subjects=3),
+    "base-gpu": DemoSize(users=40, dialogs_per_user=3, canary_repeats=20, epochs=5, dp_epochs=3, mia_per_side=200, probe_subjects=30),
 }
 
 
@@ -86,8 +94,9 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
 
 
 def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_out: bool = False,
-             echo: Callable[[str], None] = print) -> Path:
-    """Run the demo into ``out_dir`` and return the audit run directory."""
+             echo: Callable[[str], None] = print, base: str | None = None, max_steps: int | None = None) -> Path:
+    """Run the demo into ``out_dir`` and return the audit run directory (``base``: see the module docstring;
+    ``max_steps`` caps each fine-tune, default 12 on the CPU)."""
     from lmleak.audit.config import parse_config
     from lmleak.audit.runner import run_audit
     from lmleak.data.corpus import Corpus
@@ -97,7 +106,16 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     from lmleak.train.config import TrainConfig
     from lmleak.train.trainer import train_model
 
-    size = SIZES["quick" if quick else "full"]
+    gpu = False
+    if base is not None:
+        from lmleak.models.device import resolve_device
+
+        gpu = resolve_device() != "cpu"
+        size = SIZES["base-gpu" if gpu else "base-cpu"]
+        if max_steps is None and not gpu:
+            max_steps = 12
+    else:
+        size = SIZES["quick" if quick else "full"]
     root = secure_dir(out_dir)
     t0 = time.perf_counter()
     echo(f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}")
@@ -123,16 +141,26 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
         "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced",
                            secrets=str(data["secrets"]), **common),  # type: ignore[arg-type]
     }
+    if base is not None:
+        models = _finetune_configs(base, size, seed, max_steps)
     for i, (name, cfg) in enumerate(models.items(), start=1):
         if (root / "models" / name / "train.json").exists():
             echo(f"[bold]2/4[/] model {name}: already trained, reused")
             continue
-        echo(f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs)")
-        train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
+        echo(f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs"
+             + (f", LoRA fine-tune of {base})" if base is not None else ")"))
+        if base is not None:
+            from lmleak.train.finetune import finetune
+
+            finetune(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus, progress=False)
+        else:
+            train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
     for line in training_lines(root / "models", list(models)):
         echo(f"[bold]2/4[/] {line}")
     public = "leave-out"
-    if not leave_out:
+    if base is not None:
+        public, leave_out = "base", True  # the fine-tunes' own base is the public model (paper 001)
+    elif not leave_out:
         public = str(root / "models" / "public")
         if not (root / "models" / "public" / "train.json").exists():
             echo("[bold]2/4[/] training the public model on unseen users only")
@@ -153,12 +181,15 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
             "report": {"k": [1, 3], "t": 1.0, "p": 5},
             "exposure": {"canaries": "data/canaries.jsonl"},
             "mia": {"members": "data/members.jsonl", "non_members": "data/non_members.jsonl", "group_size": 20},
-            "probe": {"subjects": "data/probe_subjects.jsonl", "level": "triplet", "templates": 2, "beams": 2},
+            "probe": {"subjects": "data/probe_subjects.jsonl", "level": "triplet", "templates": 1 if base and not gpu else 2,
+                      "beams": 1 if base and not gpu else 2},
             "kart": True,
         },
     }
     atomic_write_text(root / "audit.yaml", "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
                       + yaml.safe_dump(config, sort_keys=False))
+    if base is not None and not gpu:
+        config["analyses"]["report"]["k"] = [1]
     echo("[bold]3/4[/] auditing the three models (leakage report, exposure, membership, PII probing, KART)")
     cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
     run = run_audit(cfg, echo=echo)
@@ -166,3 +197,17 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     summary["demo_seconds"] = time.perf_counter() - t0
     echo(f"[bold]4/4[/] done in {summary['demo_seconds']:.0f} s")
     return run
+
+
+def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | None) -> dict[str, Any]:
+    """The three audited models of ``--base``: LoRA fine-tunes, plain / DP-SGD / CRT."""
+    from lmleak.train.finetune import FinetuneConfig
+
+    common: dict[str, Any] = dict(base=base, lora=8, batch_size=8, seq_len=128, seed=seed, holdout_users=0.0,
+                                  lr=2e-3, max_steps=max_steps)
+    return {
+        "plain": FinetuneConfig(mode="nodp", epochs=size.epochs, **common),
+        "dp-sgd": FinetuneConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),
+        "crt": FinetuneConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0,
+                              policy="balanced", **common),
+    }

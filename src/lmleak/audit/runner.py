@@ -155,6 +155,10 @@ class Auditor:
         from lmleak.models.loading import load_model
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
+        if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
+            from lmleak.models.adapters import recorded_base
+
+            ref = recorded_base(model_path)
         if spec.members and spec.non_members:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
             non = read_texts(self.cfg.resolve(spec.non_members) or "")

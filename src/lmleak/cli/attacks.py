@@ -311,6 +311,8 @@ def crt_cmd(
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).")] = None,
     quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -330,8 +332,13 @@ def crt_cmd(
 
         raise ConfigError(f"--gammas takes numbers, got {lists['--gammas']}", field="gammas") from None
     archs = tuple(lists["--archs"]) if "--archs" in lists else None
-    cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    cfg = cfg.with_options(gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr)
+    if base is not None:
+        from lmleak.models.device import resolve_device
+
+        cfg = CRTExperimentConfig.for_base(base, gpu=resolve_device() != "cpu")
+    else:
+        cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
+    cfg = cfg.with_options(gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps)
     result = run_crt_experiment(out_dir, cfg, corpus=corpus)
     if as_json:
         print_json(result["summary"])

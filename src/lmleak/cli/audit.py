@@ -163,15 +163,18 @@ def demo(
     leave_out: Annotated[bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")] = False,
     seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
     json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
+    base: Annotated[str | None, typer.Option("--base", help="Audit LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) against the base as the public model; smoke-sized on the CPU, full size on a GPU.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).")] = None,
 ) -> None:
-    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs, audit all three."""
+    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
     import time
 
     from lmleak.audit.demo import run_demo
 
     quiet(json_out)
     t0 = time.perf_counter()
-    run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print)
+    run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print,
+                   base=base, max_steps=max_steps)
     if json_out:
         from lmleak.audit.headline import collect_headlines
 

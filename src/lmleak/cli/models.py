@@ -44,23 +44,63 @@ def train(
     delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
     max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.")] = 1.0,
     accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
-    dp_clipping: Annotated[str, typer.Option("--dp-clipping", help="GPT per-sequence clipping: bookkeeping (one backward pass, default) or ghost (Opacus).")] = "bookkeeping",
+    dp_clipping: Annotated[str | None, typer.Option("--dp-clipping", help="Per-sequence clipping: bookkeeping (one backward pass; default for the small GPT) or ghost (Opacus); with --base: auto (default: bookkeeping where it applies, else Opacus hooks), bookkeeping or hooks.")] = None,
     policy: Annotated[str | None, typer.Option(help="Redaction policy for crt/sdp (default balanced).")] = None,
     tokenizer_from: Annotated[str | None, typer.Option("--tokenizer-from", help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub for crt, the training text for nodp; required for dp/sdp).")] = None,
     tokenizer_from_private: Annotated[bool, typer.Option("--tokenizer-from-private", help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded in privacy.json).")] = False,
     secrets: Annotated[Path | None, typer.Option("--secrets", help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training text and written to privacy.json.")] = None,
     public: Annotated[Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")] = None,
     private: Annotated[Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) instead of training a small model from scratch (docs/finetune.md).")] = None,
+    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).")] = 8,
+    lora_targets: Annotated[str | None, typer.Option("--lora-targets", help="--base: comma-separated module names to adapt (default per architecture: q_proj,v_proj for llama/mistral/qwen, c_attn for gpt2; else every Linear in attention).")] = None,
+    lora_alpha: Annotated[float | None, typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).")] = None,
+    full: Annotated[bool, typer.Option("--full", help="--base: fine-tune all weights instead of LoRA adapters.")] = False,
+    merge: Annotated[bool, typer.Option("--merge", help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters.")] = False,
+    precision: Annotated[str, typer.Option("--precision", help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 (falls back to fp32).")] = "auto",
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).")] = None,
+    device: Annotated[str | None, typer.Option("--device", help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
 ) -> None:
-    """Train a small GPT or LSTM on a corpus, plainly or with DP-SGD / CRT / selective DP."""
+    """Train a small GPT or LSTM on a corpus, or fine-tune a pretrained model (--base), plainly or with DP-SGD / CRT / selective DP."""
     from lmleak.data.loaders import load_corpus
     from lmleak.errors import ConfigError
+
+    quiet(quiet_ or json_out)
+    if (public is None) != (private is None):
+        raise ConfigError("give both --public and --private, or neither", field="public")
+    if base is not None:
+        from lmleak.train.finetune import FinetuneConfig, finetune
+
+        fcfg = FinetuneConfig(
+            base=base, mode=mode, lora=lora, lora_alpha=lora_alpha, full=full, merge=merge, epochs=epochs,
+            lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None,
+            batch_size=batch_size, lr=lr, seq_len=seq_len, seed=seed, holdout_users=holdout_users, max_steps=max_steps,
+            max_grad_norm=max_grad_norm, noise_multiplier=noise_multiplier, target_epsilon=target_epsilon,
+            target_delta=delta, accountant=accountant, dp_clipping=dp_clipping or "auto", policy=policy,
+            secrets=None if secrets is None else str(secrets), device=device, precision=precision)
+        res = finetune(load_corpus(corpus), out_dir, fcfg, progress=not (quiet_ or json_out),
+                       public=load_corpus(public) if public else None, private=load_corpus(private) if private else None)
+        arch = f"{'full' if full else f'LoRA r={lora}'} fine-tune of {base}"
+    else:
+        res = _train_small(corpus, out_dir, arch, mode, epochs, batch_size, lr, seq_len, tokenizer, vocab_size, seed,
+                           holdout_users, layers, width, heads, snapshots, noise_multiplier, target_epsilon, delta,
+                           max_grad_norm, accountant, policy, dp_clipping or "bookkeeping", tokenizer_from,
+                           tokenizer_from_private, secrets, public, private)
+    _print_result(res, out_dir, arch, mode, json_out)
+
+
+def _train_small(corpus: Path, out_dir: Path, arch: str, mode: str, epochs: int, batch_size: int, lr: float, seq_len: int,
+                 tokenizer: str | None, vocab_size: int, seed: int, holdout_users: float, layers: int, width: int,
+                 heads: int, snapshots: bool, noise_multiplier: float | None, target_epsilon: float | None,
+                 delta: float, max_grad_norm: float, accountant: str, policy: str | None, dp_clipping: str,
+                 tokenizer_from: str | None, tokenizer_from_private: bool, secrets: Path | None,
+                 public: Path | None, private: Path | None) -> Any:
+    from lmleak.data.loaders import load_corpus
     from lmleak.train.config import TrainConfig
     from lmleak.train.trainer import train_model
 
-    quiet(quiet_ or json_out)
     cfg = TrainConfig(arch=arch, mode=mode, epochs=epochs, batch_size=batch_size, lr=lr, seq_len=seq_len,  # type: ignore[arg-type]
                       tokenizer=tokenizer, vocab_size=vocab_size, seed=seed, holdout_users=holdout_users,  # type: ignore[arg-type]
                       n_layer=layers, n_embd=width, n_head=heads,
@@ -68,10 +108,11 @@ def train(
                       target_delta=delta, max_grad_norm=max_grad_norm, accountant=accountant, policy=policy,  # type: ignore[arg-type]
                       dp_clipping=dp_clipping, tokenizer_from=tokenizer_from,  # type: ignore[arg-type]
                       tokenizer_from_private=tokenizer_from_private, secrets=None if secrets is None else str(secrets))
-    if (public is None) != (private is None):
-        raise ConfigError("give both --public and --private, or neither", field="public")
-    res = train_model(load_corpus(corpus), out_dir, cfg,
-                      public=load_corpus(public) if public else None, private=load_corpus(private) if private else None)
+    return train_model(load_corpus(corpus), out_dir, cfg,
+                       public=load_corpus(public) if public else None, private=load_corpus(private) if private else None)
+
+
+def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool) -> None:
     summary = {
         "model_dir": str(res.model_dir),
         "mode": mode,
@@ -88,6 +129,9 @@ def train(
         "gamma_source": res.privacy.get("gamma_source"),
         "public_sentence_share": (res.privacy.get("split") or {}).get("public_sentence_share"),
     }
+    if getattr(res, "merged_dir", None) is not None or "val_perplexity_before" in res.final:
+        summary.update(base=res.privacy.get("base"), val_perplexity_before=res.final.get("val_perplexity_before"),
+                       merged_dir=None if res.merged_dir is None else str(res.merged_dir))
     if json_out:
         print_json(summary)
         return

@@ -335,6 +335,8 @@ def experiment_cmd(
     users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")] = None,
     softprompt_epochs: Annotated[int | None, typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: the fine-tune's optimiser steps (default 20 on the CPU).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -346,8 +348,14 @@ def experiment_cmd(
     from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
 
     quiet(quiet_ or as_json)
-    cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
-    cfg = cfg.with_options(smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs)
+    if base is not None:
+        from lmleak.models.device import resolve_device
+
+        cfg = ProPILEExperimentConfig.for_base(base, gpu=resolve_device() != "cpu", seed=seed)
+    else:
+        cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
+    cfg = cfg.with_options(smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs,
+                           max_steps=max_steps)
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])

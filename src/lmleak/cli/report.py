@@ -215,7 +215,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
         ] = None,
         public_model: Annotated[
-            str | None, typer.Option("--public-model", help="A public model spec, or 'leave-out'.")
+            str | None, typer.Option("--public-model", help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).")
         ] = None,
         t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
         p: Annotated[
@@ -400,7 +400,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         k: Annotated[int, typer.Option("--k")] = 1,
         val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
         public_model: Annotated[
-            str | None, typer.Option("--public-model", help="A public model spec, or 'leave-out'.")
+            str | None, typer.Option("--public-model", help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).")
         ] = None,
         json_out: Annotated[bool, typer.Option("--json")] = False,
         quiet_: Annotated[bool, typer.Option("--quiet")] = False,

@@ -85,6 +85,10 @@ class CRTExperimentConfig:
     group_size: int = 20
     num_groups: int = 1000
     seed: int = 0
+    # --base: LoRA fine-tunes of this pretrained model (arch "lora") instead of small models from scratch
+    base: str | None = None
+    lora: int = 8
+    max_steps: int | None = None  # cap on each fine-tune's optimiser steps (CPU-sized runs)
 
     @classmethod
     def quick(cls) -> CRTExperimentConfig:
@@ -102,14 +106,26 @@ class CRTExperimentConfig:
             exposure_sample=2000,
         )
 
+    @classmethod
+    def for_base(cls, base: str, *, gpu: bool) -> CRTExperimentConfig:
+        """LoRA fine-tunes of ``base`` in place of the small models: the default sizes on a GPU; on the
+        CPU a smoke-sized run (10 users, γ = 0 only, nodp / dp / crt, at most 6 steps per model)."""
+        if gpu:
+            return cls(base=base, archs=("lora",), methods=("nodp", "redact", "dp", "crt", "sdp"))
+        return cls(base=base, archs=("lora",), methods=("nodp", "dp", "crt"), gammas=(0.0,), users=10,
+                   dialogs_per_user=2, canary_repeats=5, epochs=1, batch_size=8, seq_len=48, max_steps=6,
+                   mia_per_side=20, num_groups=20, group_size=5, val_documents=5, exposure_max_nodes=2000,
+                   exposure_sample=200)
+
     def with_options(self, **kw: Any) -> CRTExperimentConfig:
         """A copy with the options that are not None replaced, validated."""
         return replace_validated(self, **kw)
 
     def validate(self) -> None:
-        bad = [a for a in self.archs if a not in ("lstm", "gpt")]
+        bad = [a for a in self.archs if a not in (("lora",) if self.base else ("lstm", "gpt"))]
         if bad:
-            raise ConfigError(f"unknown architecture {bad[0]!r}; use lstm or gpt", field="archs")
+            raise ConfigError(f"unknown architecture {bad[0]!r}; use " + ("lora with --base" if self.base else "lstm or gpt"),
+                              field="archs")
         if any(not 0.0 <= g <= 1.0 for g in self.gammas):
             raise ConfigError("every gamma must be in [0, 1]", field="gammas")
         require_positive_counts(self, ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"))
@@ -282,6 +298,9 @@ def _train(
 
     from lmleak.train.trainer import TrainConfig, train_model
 
+    if cfg.base:
+        return _finetune(corpus, out, cfg, mode, val, **split)
+
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     want: dict[str, Any] = dict(
         arch=arch,
@@ -313,6 +332,24 @@ def _train(
         "final": dict(res.final),
         "seconds": secs,
     }
+
+
+def _finetune(corpus: Any, out: Path, cfg: CRTExperimentConfig, mode: str, val: Any, **split: Any) -> dict[str, Any]:
+    """A LoRA fine-tune of ``cfg.base`` in ``mode`` (the pretrained tokenizer: nothing is learnt from the data)."""
+    import json
+
+    from lmleak.train.finetune import FinetuneConfig, finetune
+
+    policy = split.pop("policy_name", None)
+    fc = FinetuneConfig(base=cfg.base or "", mode=mode, lora=cfg.lora, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                        lr=cfg.lr or 1e-3, seq_len=cfg.seq_len, seed=cfg.seed, holdout_users=0.0,
+                        max_steps=cfg.max_steps, target_delta=cfg.target_delta, policy=policy,
+                        target_epsilon=None if mode == "nodp" else cfg.target_epsilon)
+    t0 = time.perf_counter()
+    res = finetune(corpus, out, fc, val_corpus=val, progress=False, **split)
+    info = json.loads((out / "train.json").read_text())
+    return {"result": res, "train": info, "privacy": dict(res.privacy), "final": dict(res.final),
+            "seconds": time.perf_counter() - t0}
 
 
 def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
@@ -348,9 +385,10 @@ def evaluate_model(
         path_cost,
         rank_from_counts,
     )
+    from lmleak.models.loading import load_model
     from lmleak.models.small import load_small_model
 
-    lm = load_small_model(model_dir)
+    lm = load_model(model_dir) if cfg.base else load_small_model(model_dir)
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
     by_fmt: dict[CanaryFormat, list[str]] = {}
     for c in data["canaries"]:
@@ -430,7 +468,7 @@ def plan(cfg: CRTExperimentConfig) -> list[tuple[str, str, float]]:
     out = []
     for arch in cfg.archs:
         for method in cfg.methods:
-            if method == "sdp" and arch != "lstm":
+            if method == "sdp" and arch not in ("lstm", "lora"):
                 continue
             if method == "sdp":
                 # the trainer takes selective DP's policy by registered name only, so it cannot be

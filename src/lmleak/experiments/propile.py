@@ -142,6 +142,10 @@ class ProPILEExperimentConfig:
     # when A.3's budget is too short for a target under the GPT's tokenizer, generate it again at the
     # last level with a budget that fits every subject's item (an extra row; A.3's row stays)
     fit_budgets: bool = True
+    # --base: the target is a LoRA fine-tune of this pretrained model (rows keep the label "gpt": the target)
+    base: str | None = None
+    lora: int = 8
+    max_steps: int | None = None  # cap on the fine-tune's optimiser steps (CPU-sized runs)
 
     @classmethod
     def quick(cls, seed: int = 0) -> ProPILEExperimentConfig:
@@ -163,6 +167,18 @@ class ProPILEExperimentConfig:
             smollm2_templates=1,
             smollm2_generate_subjects=4,
         )
+
+    @classmethod
+    def for_base(cls, base: str, *, gpu: bool, seed: int = 0) -> ProPILEExperimentConfig:
+        """The target is a LoRA fine-tune of ``base``: the default sizes on a GPU (the base also probed
+        as the control when it is SmolLM2); on the CPU a smoke-sized run (12 users, phone only, one
+        template, 20 fine-tuning steps, 2 soft-prompt epochs, no separate control)."""
+        if gpu:
+            return cls(base=base, seed=seed, lr=1e-3, smollm2_spec=base, smollm2=True)
+        return cls(base=base, seed=seed, users=12, dialogs_per_user=2, epochs=2, lr=1e-3, seq_len=64, max_steps=20,
+                   levels=("triplet",), targets=("phone",), templates=1, beams=1, softprompt_targets=("phone",),
+                   softprompt_train_subjects=6, softprompt_length=4, softprompt_epochs=2, smollm2=False,
+                   figures=False, fit_budgets=False)
 
     def with_options(self, **kw: Any) -> ProPILEExperimentConfig:
         """A copy with the options that are not None replaced, validated."""
@@ -428,11 +444,20 @@ def run_propile_experiment(
     subjects = read_subjects(paths["subjects"])
     seconds["synthesise"] = time.perf_counter() - t
 
-    say(f"training the target GPT ({cfg.epochs} epochs)")
     t = time.perf_counter()
-    trained = train_model(
-        load_corpus(paths["corpus"]), secure_dir(out / "model"), cfg.train_config(), progress=bars.enabled()
-    )
+    if cfg.base:
+        from lmleak.train.finetune import FinetuneConfig, finetune
+
+        say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
+        trained = finetune(load_corpus(paths["corpus"]), secure_dir(out / "model"),
+                           FinetuneConfig(base=cfg.base, lora=cfg.lora, epochs=cfg.epochs, batch_size=cfg.batch_size,
+                                          lr=cfg.lr, seq_len=cfg.seq_len, holdout_users=0.0, seed=cfg.seed,
+                                          max_steps=cfg.max_steps), progress=bars.enabled())
+    else:
+        say(f"training the target GPT ({cfg.epochs} epochs)")
+        trained = train_model(
+            load_corpus(paths["corpus"]), secure_dir(out / "model"), cfg.train_config(), progress=bars.enabled()
+        )
     model = load_model(out / "model")
     seconds["train"] = time.perf_counter() - t
 

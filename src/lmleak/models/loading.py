@@ -10,8 +10,10 @@ Accepted specs (checked in this order):
   a text file's lines (for tests and demos);
 - ``topk:K:SPEC`` / ``topk:K:P:SPEC`` — the black-box top-K view of SPEC (abstaining below top-1
   probability P); ``text:SPEC`` — the generation-only view;
-- a folder written by lmleak's trainer (``lmleak_model.json``), a Hugging Face causal or masked LM
-  folder (``config.json``), a ``.gguf`` file or a folder holding one.
+- a folder written by lmleak's trainer (``lmleak_model.json``), a fine-tune folder written by
+  ``lmleak train --base`` (``lmleak_finetune.json`` and/or ``peft`` adapters: see
+  :mod:`lmleak.models.adapters`), a Hugging Face causal or masked LM folder (``config.json``), a
+  ``.gguf`` file or a folder holding one.
 
 Nothing is downloaded: a spec that is not a local path is an error, also when it looks like a
 Hugging Face hub id.
@@ -136,6 +138,14 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
 def _load_folder(path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None,
                  opts: dict[str, Any]) -> Any:
     """The model in a folder, or None when the folder holds no recognised model files."""
+    from lmleak.models.adapters import is_finetune_dir, load_finetuned
+
+    if is_finetune_dir(path):  # written by `lmleak train --base` (adapters, full or merged fine-tune)
+        return load_finetuned(
+            path, name=name,
+            load_base=lambda spec: _load(spec, allow_pickle=allow_pickle, dtype=opts.get("dtype"),
+                                         batch_tokens=batch_tokens, name=None, device=None),
+            load_dir=lambda d: _load_hf(d, allow_pickle=allow_pickle, opts=opts))
     if (path / "lmleak_model.json").exists():
         from lmleak.models.small import load_small_model
 
@@ -146,12 +156,16 @@ def _load_folder(path: Path, *, allow_pickle: bool, name: str | None, batch_toke
             from lmleak.models import hf_masked
 
             return hf_masked.HFMaskedLM.load(path, name=name)
-        from lmleak.models.hf_causal import load_hf_dir
-
-        return load_hf_dir(path, allow_pickle=allow_pickle, **opts)
+        return _load_hf(path, allow_pickle=allow_pickle, opts=opts)
     ggufs = sorted(path.glob("*.gguf"))
     if len(ggufs) == 1:
         from lmleak.models.hf_causal import load_gguf
 
         return load_gguf(ggufs[0], **opts)
     return None
+
+
+def _load_hf(path: Path, *, allow_pickle: bool, opts: dict[str, Any]) -> Any:
+    from lmleak.models.hf_causal import load_hf_dir
+
+    return load_hf_dir(path, allow_pickle=allow_pickle, **opts)

@@ -203,13 +203,15 @@ def run_report(
         out_dir: the run directory (created owner-only).
         config: see :class:`ReportConfig`.
         public_model: a loaded model, a spec for :func:`lmleak.report.public.load_any_model`,
-            ``"leave-out"`` (retrain without the owners of unique sequences) or None.
+            ``"leave-out"`` (retrain without the owners of unique sequences), ``"base"`` (the base
+            recorded by ``lmleak train --base`` in ``model_dir``) or None.
         model_dir: where the audited model lives (its ``train.json`` configures leave-out).
         leave_out_overrides: ``TrainConfig`` fields to override for the leave-out model.
         leave_out_folds: leave-out models to train (see :class:`lmleak.report.public.FoldedPublic`;
             None: one, or two when the owners of unique sequences are most of the users).
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
     """
+    from lmleak.models.adapters import BASE
     from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
     from lmleak.runs import secure_dir, write_parquet, write_summary
 
@@ -230,6 +232,13 @@ def run_report(
             overrides=leave_out_overrides,
             folds=leave_out_folds,
         )
+    elif isinstance(pub, str | Path) and str(pub) == BASE:  # the fine-tuned model's own base (paper 001's setting)
+        from lmleak.models.adapters import recorded_base
+
+        spec = getattr(model, "base", None) if model_dir is None else None
+        spec = spec or recorded_base(model_dir)
+        public_info = {"kind": "base", "path": str(spec)}
+        pub = load_any_model(spec)
     elif isinstance(pub, str | Path):
         public_info = {"kind": "model", "path": str(pub)}
         pub = load_any_model(pub)
