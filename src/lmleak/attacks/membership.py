@@ -156,13 +156,17 @@ def evaluate_membership(
     seed: int = 0,
     work_dir: str | Path | None = None,
     shard_size: int = 256,
+    engine: Any = None,
+    model_specs: dict[str, Any] | None = None,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
     ``num_per_side`` texts are drawn (seeded) from each side; if a side has fewer, both sides are
     cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack. With
     ``work_dir`` the scoring runs in resumable shards of ``shard_size`` texts there
-    (:func:`lmleak.shards.run_rows`): an interrupted run picks up where it stopped.
+    (:func:`lmleak.shards.run_rows`): an interrupted run picks up where it stopped. ``engine`` (a
+    :class:`lmleak.shards.ShardEngine`) of kind ``"ray"`` scores those shards on Ray actors, which
+    load ``model_specs["model"]`` / ``["reference"]`` (or receive the models pickled); same scores.
     """
     import pandas as pd
 
@@ -180,7 +184,7 @@ def evaluate_membership(
     if work_dir is None:
         sc = text_scores(model, texts, reference=reference, min_k=min_k)
     else:
-        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size)
+        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, engine, model_specs)
     features = [f for f in FEATURES if f != "reference" or reference is not None]
     table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()}})
     rows: list[dict[str, Any]] = []
@@ -199,18 +203,27 @@ def evaluate_membership(
     return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size)
 
 
+def _score_rows(chunk: list[str], *, model: Any, reference: Any, min_k: float) -> list[dict[str, Any]]:
+    sc = text_scores(model, chunk, reference=reference, min_k=min_k)
+    return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
+
+
 def _sharded_text_scores(
-    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int
+    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int,
+    engine: Any = None, model_specs: dict[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    from lmleak.shards import fingerprint_of, run_rows
+    from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
-        sc = text_scores(model, chunk, reference=reference, min_k=min_k)
-        return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
+        return _score_rows(chunk, model=model, reference=reference, min_k=min_k)
 
+    specs = model_specs or {}
+    loaders = {"model": specs.get("model") or Shipped(model),
+               "reference": None if reference is None else specs.get("reference") or Shipped(reference)}
     fp = fingerprint_of("mia", getattr(model, "name", ""), type(model).__name__,
                         None if reference is None else getattr(reference, "name", ""), min_k, texts)
-    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores")
+    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores",
+                    engine=engine, factory=ModelWork(_score_rows, loaders, min_k=min_k))
     return {k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64) for k in rows[0]}
 
 
@@ -312,6 +325,8 @@ def run_membership(
     min_k: float = 0.2,
     seed: int = 0,
     source: str | None = None,
+    engine: Any = None,
+    model_specs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
     ``summary.json`` (returned).
@@ -319,6 +334,7 @@ def run_membership(
     The headline (``mia_auc``, ``mia_accuracy``, ``mia_attack``) is the reference-calibrated attack
     when ``reference`` is given, else perplexity (:func:`headline_feature`); ``mia_auc_by_attack``
     holds every attack's AUC. ``source`` says where the two sides came from (printed and stored).
+    ``engine``/``model_specs``: where the scoring shards run (see :func:`evaluate_membership`).
     """
     import pandas as pd
 
@@ -334,7 +350,7 @@ def run_membership(
     run = secure_dir(out_dir)
     res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
                               num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
-                              work_dir=run / "passes" / "mia-scores")
+                              work_dir=run / "passes" / "mia-scores", engine=engine, model_specs=model_specs)
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     curves = pd.DataFrame(

@@ -198,13 +198,24 @@ def mia_cmd(
     min_k: Annotated[float, typer.Option(help="Fraction of least likely tokens for Min-K% Prob.")] = 0.2,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option()] = 0,
+    engine: Annotated[str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
+    ] = None,
+    num_workers: Annotated[int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")] = 2,
+    gpus_per_worker: Annotated[
+        float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+    ] = 0.0,
     quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot."""
     from lmleak.attacks.membership import read_texts, run_membership
+    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.shards import ShardEngine, ray_session
 
     quiet(quiet_ or as_json)
+    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lm = load_scoring_model(model)
     if members is not None and non_members is not None:
         mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
@@ -213,8 +224,11 @@ def mia_cmd(
         info(source)
     ref = load_scoring_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
-    summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side, group_size=group_size,
-                             num_groups=num_groups, min_k=min_k, seed=seed, source=source)
+    specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
+    with ray_session(eng):
+        summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side,
+                                 group_size=group_size, num_groups=num_groups, min_k=min_k, seed=seed, source=source,
+                                 engine=eng, model_specs=specs)
     if as_json:
         print_json(summary)
         return
