@@ -88,6 +88,7 @@ class SubprocessBackend:
         env.pop("PYTHONPATH", None)  # lmleak's path would shadow the venv's own packages
         cmd = [
             str(python),
+            "-P",  # not the script's folder on sys.path: lmleak/models holds names like tokenizer.py
             str(WORKER),
             "--model",
             model_dir,
