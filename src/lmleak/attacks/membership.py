@@ -141,6 +141,8 @@ def evaluate_membership(
     options: MethodOptions | None = None,
     blind: bool = True,
     groups: tuple[Sequence[str], Sequence[str]] | None = None,
+    engine: Any = None,
+    model_specs: dict[str, Any] | None = None,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
@@ -155,6 +157,9 @@ def evaluate_membership(
     (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
     user of each member and of each non-member, aligned with them) keeps a user's texts in one of
     its cross-validation folds.
+    ``engine`` (a
+    :class:`lmleak.shards.ShardEngine`) of kind ``"ray"`` scores those shards on Ray actors, which
+    load ``model_specs["model"]`` / ``["reference"]`` (or receive the models pickled); same scores.
     """
     import dataclasses
 
@@ -185,7 +190,8 @@ def evaluate_membership(
     if work_dir is None:
         sc = text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
     else:
-        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, opts)
+        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, opts,
+                                  engine, model_specs)
     features = list(methods)
     text_groups = None
     if mem_groups is not None and non_groups is not None:
@@ -220,20 +226,30 @@ def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[l
     return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
+def _score_rows(chunk: list[str], *, model: Any, reference: Any, min_k: float,
+                options: MethodOptions | None = None) -> list[dict[str, Any]]:
+    sc = text_scores(model, chunk, reference=reference, min_k=min_k, options=options)
+    return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
+
+
 def _sharded_text_scores(
     model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int,
     options: MethodOptions | None = None,
+    engine: Any = None, model_specs: dict[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    from lmleak.shards import fingerprint_of, run_rows
+    from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
-        sc = text_scores(model, chunk, reference=reference, min_k=min_k, options=options)
-        return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
+        return _score_rows(chunk, model=model, reference=reference, min_k=min_k, options=options)
 
+    specs = model_specs or {}
+    loaders = {"model": specs.get("model") or Shipped(model),
+               "reference": None if reference is None else specs.get("reference") or Shipped(reference)}
     fp = fingerprint_of("mia", getattr(model, "name", ""), type(model).__name__,
                         None if reference is None else getattr(reference, "name", ""), min_k, texts,
                         *(() if options is None else (options.record(),)))
-    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores")
+    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores",
+                    engine=engine, factory=ModelWork(_score_rows, loaders, min_k=min_k, options=options))
     return {k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64) for k in rows[0]}
 
 
@@ -363,6 +379,8 @@ def run_membership(
     options: MethodOptions | None = None,
     blind: bool = True,
     groups: tuple[Sequence[str], Sequence[str]] | None = None,
+    engine: Any = None,
+    model_specs: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
     ``summary.json`` (returned).
@@ -375,6 +393,7 @@ def run_membership(
     warning when it comes within 0.05 of the best attack (:mod:`lmleak.attacks.blind`; None when not).
     ``mia_method_scenarios`` holds each method's KART record (the access it needs). ``groups``: see
     :func:`evaluate_membership` (give the users when the split is by user).
+    ``engine``/``model_specs``: where the scoring shards run (see :func:`evaluate_membership`).
     """
     import pandas as pd
 
@@ -391,7 +410,7 @@ def run_membership(
     res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
                               num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
                               work_dir=run / "passes" / "mia-scores", options=options, blind=blind,
-                              groups=groups)
+                              groups=groups, engine=engine, model_specs=model_specs)
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     curves = pd.DataFrame(

@@ -210,6 +210,14 @@ def mia_cmd(
     blind: Annotated[bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")] = True,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: Annotated[int, typer.Option()] = 0,
+    engine: Annotated[str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")] = "local",
+    ray_address: Annotated[
+        str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
+    ] = None,
+    num_workers: Annotated[int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")] = 2,
+    gpus_per_worker: Annotated[
+        float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+    ] = 0.0,
     quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -221,8 +229,11 @@ def mia_cmd(
     """
     from lmleak.attacks.membership import read_texts, run_membership
     from lmleak.attacks.mia_methods import MethodOptions, parse_methods
+    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.shards import ShardEngine, ray_session
 
     quiet(quiet_ or as_json)
+    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
     methods = parse_methods(lists["--methods"], reference=reference is not None, mlm=mlm is not None,
                             field="--methods") if "--methods" in lists else None
@@ -243,9 +254,11 @@ def mia_cmd(
         info(source)
     ref = load_scoring_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
-    summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side, group_size=group_size,
-                             num_groups=num_groups, min_k=min_k, seed=seed, source=source, options=options,
-                             blind=blind, groups=groups)
+    specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
+    with ray_session(eng):
+        summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side,
+                                 group_size=group_size, num_groups=num_groups, min_k=min_k, seed=seed, source=source,
+                                 options=options, blind=blind, groups=groups, engine=eng, model_specs=specs)
     if as_json:
         print_json(summary)
         return

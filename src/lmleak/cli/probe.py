@@ -146,17 +146,24 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
         seed: Annotated[int, typer.Option("--seed")] = 0,
         max_new: Annotated[str, typer.Option("--max-new-tokens", help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.")] = "",
+        engine: Annotated[str, typer.Option("--engine", help="Where the probing passes run: local | ray.")] = "local",
+        ray_address: Annotated[str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")] = None,
+        num_workers: Annotated[int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")] = 2,
+        gpus_per_worker: Annotated[float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")] = 0.0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
         """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
+        from lmleak.ledger.ledger import ModelSpec
         from lmleak.models.loading import load_model
         from lmleak.probe.blackbox import parse_budgets
         from lmleak.probe.probing import run_probe
         from lmleak.probe.subjects import read_subjects
         from lmleak.probe.templates import load_template_budgets, load_templates
+        from lmleak.shards import ShardEngine, ray_session
 
         quiet(quiet_)
+        eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
         subj = read_subjects(subjects)[:limit]
         tpl = load_templates(template_file) if template_file else None
         # a templates file may carry the budgets its templates need; --max-new-tokens wins
@@ -167,9 +174,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if controls:
             n_ctrl = sum(1 for x in subj if str(x.get("user_id", x.get("subject_id"))) in controls)
             info(f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members")
-        summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
-                            samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl, seed=seed,
-                            budgets=budgets, controls=controls)
+        with ray_session(eng):  # one Ray start-up for every pass of the run
+            summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
+                                samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl,
+                                seed=seed, budgets=budgets, controls=controls, engine=eng, model_spec=ModelSpec(model))
         if json_:
             print_json(summary)
         else:

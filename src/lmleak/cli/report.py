@@ -135,6 +135,15 @@ def _ledger_on_ray(
             ray.shutdown()
 
 
+def _ledger_on_vllm(lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int) -> None:
+    """Run the ledger pass through vLLM; :func:`run_report` then finds it complete and reuses it."""
+    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
+    from lmleak.runs import secure_dir
+
+    secure_dir(out_dir)
+    run_ledger_pass(lm, corpus, out_dir, k=k, shard_size=shard_size, engine="vllm", model_spec=ModelSpec(spec))
+
+
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
@@ -267,7 +276,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
         ] = "unique",
         engine: Annotated[
-            str, typer.Option("--engine", help="Where the ledger pass runs: local | ray.")
+            str, typer.Option("--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md).")
         ] = "local",
         ray_address: Annotated[
             str | None,
@@ -311,8 +320,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
         if p is not None and p < 0:
             raise ConfigError(f"p must be >= 0, got {p}", field="--p")
-        if engine not in ("local", "ray"):
-            raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local or ray")
+        if engine not in ("local", "ray", "vllm"):
+            raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
+        if engine == "vllm" and api_top_k is not None:
+            raise ConfigError("--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local")
         if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
             raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
         if min_tokens < 1:
@@ -353,6 +364,8 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
                     "api_top_k": api_top_k,
                 },
             )
+        elif engine == "vllm":
+            _ledger_on_vllm(lm, model, data, out_dir, k=max(ks), shard_size=cfg.shard_size)
         summary = run_report(
             lm,
             data,

@@ -311,6 +311,35 @@ class LedgerWork:
         return lambda items: ledger_table(model, items, k)
 
 
+class VllmLedgerWork:
+    """The ledger's work factory for ``engine="vllm"``: scores through vLLM (see
+    :mod:`lmleak.models.vllm_engine`), in-process where vLLM imports, else in a worker run by the
+    vLLM venv's Python. Built once per pass (loading a model into vLLM takes minutes on a CPU);
+    ``model`` is the in-process lmleak model, used for its tokenizer and window settings, so the
+    tokens, windows and BOS are the transformers path's own."""
+
+    def __init__(self, model: Any, model_dir: str | Path, *, dtype: str = "float32",
+                 extra: dict[str, Any] | None = None) -> None:
+        self.model, self.model_dir, self.dtype, self.extra = model, str(model_dir), dtype, dict(extra or {})
+        self.scorer: Any = None
+
+    def __call__(self) -> Callable[[list[tuple[str, str, str]]], Any]:
+        from lmleak.models.vllm_engine import VllmScorer, open_backend
+
+        m = self.model
+        max_length = int(m.max_length)
+        overlap = int(getattr(m, "overlap", None) or max_length // 2)
+        backend = open_backend(self.model_dir, dtype=self.dtype, max_model_len=max_length + 1, extra=self.extra)
+        self.scorer = scorer = VllmScorer(backend, m.tokenizer, name=getattr(m, "name", "vllm"),
+                                          max_length=max_length, overlap=overlap)
+        return lambda items: ledger_table(scorer, items, None)
+
+    def close(self) -> None:
+        if self.scorer is not None:
+            self.scorer.close()
+            self.scorer = None
+
+
 def run_ledger_pass(
     model: Any,
     corpus: Iterable[Document],
@@ -323,6 +352,8 @@ def run_ledger_pass(
     num_workers: int = 2,
     num_gpus_per_worker: float = 0.0,
     model_spec: ModelSpec | None = None,
+    vllm_model_dir: str | Path | None = None,
+    vllm_dtype: str = "float32",
 ) -> dict[str, Any]:
     """Run the ledger pass into ``run_dir/ledger`` without reading it back; returns ``ledger.json``.
 
@@ -337,7 +368,11 @@ def run_ledger_pass(
             documents (it is iterated twice: fingerprint, then the pass).
         model_spec: for ``engine="ray"``: each actor loads the model from this spec instead of
             receiving a pickled copy (None: ship ``model`` itself, fine for small models).
-        engine, ray_address, num_workers, num_gpus_per_worker: see :func:`lmleak.shards.run_sharded`.
+        engine, ray_address, num_workers, num_gpus_per_worker: see :func:`lmleak.shards.run_sharded`;
+            ``"vllm"`` scores through vLLM in this process's pass (:class:`VllmLedgerWork`).
+        vllm_model_dir: for ``engine="vllm"``: the Hugging Face folder vLLM loads (None: derived
+            from ``model_spec`` by :func:`lmleak.models.vllm_env.vllm_model_dir`).
+        vllm_dtype: the dtype vLLM runs the model in (float32 matches the transformers path).
     """
     import pyarrow.parquet as pq
 
@@ -348,25 +383,42 @@ def run_ledger_pass(
     if access == "top_k":
         k_avail = k
     out = Path(run_dir) / LEDGER_DIR
-    settings = {"access": access, "k": k_avail}
-    fp = _fingerprint(model, corpus, settings)
-    if engine == "ray" and model_spec is not None:
+    settings: dict[str, Any] = {"access": access, "k": k_avail}
+    factory: Any
+    if engine == "vllm":
+        if access != "score":
+            from lmleak.errors import CapabilityError
+
+            raise CapabilityError("--engine vllm scores the model itself; a black-box (top-k) model needs --engine local")
+        if vllm_model_dir is None:
+            if model_spec is None:
+                raise ValueError("engine='vllm' needs vllm_model_dir or model_spec")
+            from lmleak.models.vllm_env import vllm_model_dir as _vllm_dir
+
+            vllm_model_dir = _vllm_dir(model_spec.spec)
+        factory = VllmLedgerWork(model, vllm_model_dir, dtype=vllm_dtype)
+    elif engine == "ray" and model_spec is not None:
         factory = LedgerWork(k_avail, spec=model_spec)
     else:
         factory = LedgerWork(k_avail, model=model)
-    run_sharded(
-        ((d.doc_id, d.user_id, d.text) for d in corpus),
-        factory,
-        out,
-        fingerprint=fp,
-        shard_size=shard_size,
-        engine=engine,
-        ray_address=ray_address,
-        num_workers=num_workers,
-        num_gpus_per_worker=num_gpus_per_worker,
-        total_items=len(corpus) if hasattr(corpus, "__len__") else None,
-        description="ledger",
-    )
+    fp = _fingerprint(model, corpus, settings)
+    try:
+        run_sharded(
+            ((d.doc_id, d.user_id, d.text) for d in corpus),
+            factory,
+            out,
+            fingerprint=fp,
+            shard_size=shard_size,
+            engine="local" if engine == "vllm" else engine,
+            ray_address=ray_address,
+            num_workers=num_workers,
+            num_gpus_per_worker=num_gpus_per_worker,
+            total_items=len(corpus) if hasattr(corpus, "__len__") else None,
+            description="ledger",
+        )
+    finally:
+        if isinstance(factory, VllmLedgerWork):
+            factory.close()
     shards = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["shards"]
     num_docs = num_tokens = 0
     for i in sorted(shards):  # one shard's ranks column at a time
@@ -383,6 +435,13 @@ def run_ledger_pass(
         "num_tokens": num_tokens,
         "fingerprint": fp,
     }
+    # The engine is not in the fingerprint, so that a report finds a ledger scored by vLLM complete
+    # and reuses it (as it does a Ray pass); ledger.json says which engine scored it.
+    prev = json.loads((out / META).read_text(encoding="utf-8")) if (out / META).exists() else {}
+    if engine == "vllm":
+        meta["engine"] = "vllm"
+    elif prev.get("fingerprint") == fp and "engine" in prev:
+        meta["engine"] = prev["engine"]
     atomic_write_json(out / META, meta)
     return meta
 

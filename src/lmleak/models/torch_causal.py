@@ -238,8 +238,14 @@ class TorchCausalLM:
         gen = torch.Generator().manual_seed(0 if seed is None else seed)
         starts = [[self.tokenizer.bos_id, *self.tokenizer.encode(p)][-self.max_length :] for p in prompts]
         if not do_sample:  # every prompt's beams advance together: one forward pass per step for all
-            return [[self.tokenizer.decode(o) for o in outs[:num_return_sequences]]
-                    for outs in self._beam_many(starts, max_new_tokens, num_beams)]
+            if starts and self._cacheable(starts, max_new_tokens):
+                # groups whose beams x (prompt + new tokens) stay within batch_tokens, like _step_batched's
+                per = max(1, self.batch_tokens // (num_beams * (max(map(len, starts)) + max_new_tokens)))
+                found = [o for g in range(0, len(starts), per)
+                         for o in self._beam_many_cached(starts[g : g + per], max_new_tokens, num_beams)]
+            else:
+                found = self._beam_many(starts, max_new_tokens, num_beams)
+            return [[self.tokenizer.decode(o) for o in outs[:num_return_sequences]] for outs in found]
         results: list[list[str]] = []
         for ids in starts:
             outs = self._sample(ids, max_new_tokens, num_return_sequences, temperature, top_k, gen)
@@ -322,6 +328,80 @@ class TorchCausalLM:
             pool = sorted(done[i] + live[i], key=lambda c: -c[0])
             out.append([seq for _, seq in pool[:beams]])
         return out
+
+    def _cacheable(self, prompts: list[list[int]], steps: int) -> bool:
+        """Whether :meth:`_beam_many_cached` applies: a Hugging Face module (it takes position ids and
+        returns a key/value cache) and no row that would outgrow the window (that slides instead)."""
+        from transformers import PreTrainedModel
+
+        return isinstance(self.module, PreTrainedModel) and max(map(len, prompts)) + steps <= self.max_length
+
+    def _beam_many_cached(self, prompts: list[list[int]], steps: int, beams: int) -> list[list[list[int]]]:
+        """:meth:`_beam_many` with a key/value cache: the prompts (left-padded, explicit position ids)
+        are run once, then each step feeds only the newest token of every live beam, and the cache
+        rows follow the beams they extend (``reorder_cache``). The search itself — candidates,
+        their order, EOS handling, the stopping rule — is :meth:`_beam_many`'s, line for line;
+        only the arithmetic that produces each step's log-probabilities is shorter (one token per
+        row instead of the whole prefix)."""
+        eos = self.tokenizer.eos_id
+        n, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((n, width), self.tokenizer.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        out = self.module(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
+                          position_ids=pos.to(self.device), use_cache=True)
+        cache, last_pos = out.past_key_values, pos[:, -1]
+        lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
+        # live beams carry the cache row they were scored in: (score, tokens, row)
+        live: list[list[tuple[float, list[int], int]]] = [[(0.0, [], i)] for i in range(n)]
+        done: list[list[tuple[float, list[int]]]] = [[] for _ in prompts]
+        active = list(range(n))
+        for step in range(steps):
+            if not active:
+                break
+            r = 0
+            still = []
+            for i in active:
+                cands: list[tuple[float, list[int], int]] = []
+                for score, seq, _ in live[i]:
+                    vals, idx = torch.topk(lp[r], beams)
+                    for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
+                        cands.append((score + v, [*seq, t], r))
+                    r += 1
+                cands.sort(key=lambda c: -c[0])
+                live[i] = []
+                for score, seq, parent in cands:
+                    if eos is not None and seq[-1] == eos:
+                        done[i].append((score, seq[:-1]))
+                    else:
+                        live[i].append((score, seq, parent))
+                    if len(live[i]) == beams:
+                        break
+                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                    still.append(i)
+            active = still
+            if not active or step == steps - 1:
+                break
+            parents = torch.tensor([b[2] for i in active for b in live[i]], dtype=torch.long)
+            new = torch.tensor([[b[1][-1]] for i in active for b in live[i]], dtype=torch.long)
+            cache.reorder_cache(parents)
+            mask = torch.cat([mask[parents], torch.ones((len(parents), 1), dtype=torch.long)], 1)
+            last_pos = last_pos[parents] + 1
+            out = self.module(input_ids=new.to(self.device), attention_mask=mask.to(self.device),
+                              position_ids=last_pos[:, None].to(self.device), past_key_values=cache, use_cache=True)
+            cache = out.past_key_values
+            lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
+            r = 0
+            for i in active:  # the rows of the new step are the live beams, in order
+                live[i] = [(score, seq, (r := r + 1) - 1) for score, seq, _ in live[i]]
+        result = []
+        for i in range(n):
+            pool = sorted(done[i] + [(s, q) for s, q, _ in live[i]], key=lambda c: -c[0])
+            result.append([seq for _, seq in pool[:beams]])
+        return result
 
     def _step_batched(self, rows: list[list[int]]) -> torch.Tensor:
         """:meth:`_step` over many rows, in batches that respect ``batch_tokens``."""

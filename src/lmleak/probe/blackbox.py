@@ -10,6 +10,7 @@ from typing import Any
 from lmleak.models.base import Capability, require
 from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
 from lmleak.probe.templates import Probe
+from lmleak.shards import ShardEngine
 
 #: Appendix A.3: maximum number of generated tokens per target PII type.
 MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
@@ -55,6 +56,10 @@ def parse_budgets(spec: str) -> dict[str, int]:
     return out
 
 
+def _generate_chunk(chunk: list[Probe], *, model: Any, **options: Any) -> list[dict[str, Any]]:
+    return generate_probes(model, chunk, **options)
+
+
 def generate_probes(
     model: Any,
     probes: Sequence[Probe],
@@ -65,23 +70,29 @@ def generate_probes(
     budgets: Mapping[str, int] | None = None,
     work_dir: str | Path | None = None,
     shard_size: int = 128,
+    engine: ShardEngine | None = None,
+    model_spec: Any = None,
 ) -> list[dict[str, Any]]:
     """One row per (probe, returned sequence): generated text, exact match and string metrics.
 
     Beam search with ``beams`` beams (A.3; the best beam is kept), or ``samples`` > 0 sampled
     continuations per prompt (§3.3.1 "sends the prompts N times"); ``budgets`` overrides A.3's
     maximum new tokens per target type. With ``work_dir``, in resumable shards of ``shard_size``
-    probes there (:func:`lmleak.shards.run_rows`).
+    probes there (:func:`lmleak.shards.run_rows`), on ``engine`` (Ray actors load ``model_spec``,
+    or receive ``model`` pickled when it is None).
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
-        from lmleak.shards import fingerprint_of, run_rows
+        from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
 
         fp = fingerprint_of("probe-generate", getattr(model, "name", ""), type(model).__name__, list(probes),
                             beams, samples, seed, sorted((budgets or {}).items()))
+        factory = ModelWork(_generate_chunk, {"model": model_spec or Shipped(model)}, beams=beams, samples=samples,
+                            seed=seed, budgets=budgets)
         return run_rows(list(probes), lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples,
                                                                     seed=seed, budgets=budgets),
-                        work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)")
+                        work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)",
+                        engine=engine, factory=factory)
     from lmleak.progress import track
 
     rows: list[dict[str, Any]] = []

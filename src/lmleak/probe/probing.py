@@ -20,6 +20,7 @@ from lmleak.probe.metrics import (
 )
 from lmleak.probe.templates import Probe, build_probes
 from lmleak.runs import writes_run
+from lmleak.shards import ShardEngine
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -58,18 +59,25 @@ def _score_probes(model: Any, pairs: list[tuple[Probe, str]]) -> list[dict[str, 
     ]
 
 
+def _score_chunk(chunk: list[tuple[Probe, str]], *, model: Any) -> list[dict[str, Any]]:
+    return _score_probes(model, chunk)
+
+
 def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir: str | Path | None = None,
-                    shard_size: int = 64) -> list[dict[str, Any]]:
+                    shard_size: int = 64, engine: ShardEngine | None = None,
+                    model_spec: Any = None) -> list[dict[str, Any]]:
     """Eq. 2 / Eq. 4 for every probe, and for its null target (:func:`null_targets`), scored with the
-    same prompt. With ``work_dir``, in resumable shards of ``shard_size`` probes there."""
+    same prompt. With ``work_dir``, in resumable shards of ``shard_size`` probes there, on
+    ``engine`` (Ray actors load ``model_spec``, or receive ``model`` pickled when it is None)."""
     pairs = list(zip(probes, null_targets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
-    from lmleak.shards import fingerprint_of, run_rows
+    from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
 
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
+    factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
     return run_rows(pairs, lambda chunk: _score_probes(model, chunk), work_dir, fingerprint=fp,
-                    shard_size=shard_size, description="probing (likelihood)")
+                    shard_size=shard_size, description="probing (likelihood)", engine=engine, factory=factory)
 
 
 def summarize_likelihoods(df: Any) -> dict[str, Any]:
@@ -232,18 +240,25 @@ def run_probe(
     figures: bool = True,
     budgets: dict[str, int] | None = None,
     controls: Collection[str] | None = None,
+    engine: ShardEngine | None = None,
+    model_spec: Any = None,
 ) -> dict[str, Any]:
     """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
 
     ``likelihood=None`` scores when the model grants SCORE and skips otherwise; ``True`` on a
     generation-only model raises :class:`CapabilityError`. ``controls``: user ids the model never saw
     (``holdout.json``); subjects of those users are reported apart, as controls, beside the members
-    (:func:`compare_groups`, summary key ``groups``).
+    (:func:`compare_groups`, summary key ``groups``). ``engine`` of kind ``"ray"`` shards the
+    likelihood and generation passes over Ray actors (each loads ``model_spec``, or receives
+    ``model`` pickled when it is None); the rows are the local engine's (same shards, same order).
+    It needs ``out_dir`` (the shards live in ``out_dir/passes``).
     """
     import pandas as pd
 
     from lmleak.runs import secure_dir, write_parquet, write_summary
 
+    if engine is not None and engine.kind == "ray" and out_dir is None:
+        raise ValueError("engine 'ray' needs an out_dir for its shards")
     caps = getattr(model, "capabilities", frozenset())
     if likelihood is None:
         likelihood = Capability.SCORE in caps
@@ -260,7 +275,8 @@ def run_probe(
         passes = None if out_dir is None else Path(out_dir) / "passes"
         if likelihood:
             rows = likelihood_rows(model, probes, seed=seed,
-                                   work_dir=None if passes is None else passes / f"likelihood-{t}")
+                                   work_dir=None if passes is None else passes / f"likelihood-{t}",
+                                   engine=engine, model_spec=model_spec)
             lrows.extend(rows)
             df = pd.DataFrame(rows)
             if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
@@ -269,7 +285,8 @@ def run_probe(
             entry.update(summarize_likelihoods(df))
         if generate:
             rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed, budgets=budgets,
-                                   work_dir=None if passes is None else passes / f"generate-{t}")
+                                   work_dir=None if passes is None else passes / f"generate-{t}",
+                                   engine=engine, model_spec=model_spec)
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
