@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.headline import PER_K, collect_headlines
+from lmleak.render.headline import PER_K, collect_headlines
 
 
 @dataclass(frozen=True, slots=True)

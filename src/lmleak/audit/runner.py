@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.audit.config import AuditConfig, to_dict
-from lmleak.audit.headline import headline_from_summary
+from lmleak.render.headline import headline_from_summary
 from lmleak.runs import (
     atomic_write_json,
     atomic_write_text,

@@ -105,7 +105,7 @@ def _cell(v: object) -> str:
 def _summary_table(run: Path) -> None:
     from rich.table import Table
 
-    from lmleak.audit.headline import collect_headlines
+    from lmleak.render.headline import collect_headlines
     from lmleak.render.html import LABELS
 
     heads = collect_headlines(run)
@@ -143,7 +143,7 @@ def audit(
     cfg = load_config(config)
     run = run_audit(cfg, force=force, echo=(lambda s: None) if (quiet_ or json_out) else err.print)
     if json_out:
-        from lmleak.audit.headline import collect_headlines
+        from lmleak.render.headline import collect_headlines
 
         print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
         return
@@ -167,7 +167,7 @@ def demo(
     t0 = time.perf_counter()
     run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print)
     if json_out:
-        from lmleak.audit.headline import collect_headlines
+        from lmleak.render.headline import collect_headlines
 
         print_json({"run": str(run), "report": str(run / "report.html"), "seconds": time.perf_counter() - t0,
                     "headlines": collect_headlines(run)})

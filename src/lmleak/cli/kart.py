@@ -216,10 +216,11 @@ def synth_clinical_cmd(
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
     from lmleak.data.synth.clinical import synthesize
     from lmleak.errors import ConfigError
+    from lmleak.pii.hipaa import patient_anonymizer
 
     if patients < 1 or notes_per_patient < 1:
         raise ConfigError("need at least one patient and one note per patient", field="patients")
-    paths = synthesize(out_dir, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
+    paths = synthesize(out_dir, anonymizer=patient_anonymizer, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

@@ -151,10 +151,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     ) -> None:
         """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
         from lmleak.models.loading import load_model
-        from lmleak.probe.blackbox import parse_budgets
         from lmleak.probe.probing import run_probe
         from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.templates import load_template_budgets, load_templates
+        from lmleak.probe.templates import load_template_budgets, load_templates, parse_budgets
 
         quiet(quiet_)
         subj = read_subjects(subjects)[:limit]

@@ -79,7 +79,7 @@ def run_experiment(
 
     from lmleak.data.synth.clinical import extract_concepts, name_lists, read_jsonl, synthesize
     from lmleak.models.hf_masked import train_masked_lm
-    from lmleak.pii.hipaa import strip_placeholders
+    from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
     from lmleak.runs import atomic_write_text, secure_dir, write_summary
     from lmleak.scenarios import Scenario
     from lmleak.scenarios.margins import margins_table
@@ -91,7 +91,11 @@ def run_experiment(
         Scenario.from_dict({**rec, "name": s}).check_access("fill_mask", attack="mlm_generation")
     torch.manual_seed(config.seed)
     paths = synthesize(
-        out / "data", patients=config.patients, notes_per_patient=config.notes_per_patient, seed=config.seed
+        out / "data",
+        anonymizer=patient_anonymizer,
+        patients=config.patients,
+        notes_per_patient=config.notes_per_patient,
+        seed=config.seed,
     )
     private = [d["text"] for d in read_jsonl(paths["private"])]
     public = [d["text"] for d in read_jsonl(paths["public"])]

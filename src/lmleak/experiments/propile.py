@@ -311,7 +311,7 @@ def checks(rows: list[dict[str, Any]], sp_rows: list[dict[str, Any]]) -> dict[st
         "softprompt_beats_hard": {},
         "smollm2_near_null": {},
     }
-    from lmleak.probe.blackbox import max_new_tokens
+    from lmleak.probe.templates import max_new_tokens
 
     for r in rows:
         key = f"{r['level']}/{r['target']}"
@@ -349,7 +349,7 @@ def generation_budget(model: Any, subjects: list[dict[str, Any]], targets: tuple
     ``fits`` is the share of subjects whose item can be generated in full within the budget; no
     exact-match rate of generation with that budget can exceed it.
     """
-    from lmleak.probe.blackbox import max_new_tokens
+    from lmleak.probe.templates import max_new_tokens
 
     out: dict[str, Any] = {}
     for t in targets:

@@ -31,9 +31,8 @@ from typing import Any
 from lmleak.data.corpus import Document
 from lmleak.errors import DataFileError
 from lmleak.pii.regex import RegexDetector
-from lmleak.probe.blackbox import MAX_NEW_TOKENS
 from lmleak.probe.formats import NAME_PATTERN
-from lmleak.probe.templates import STRUCTURED
+from lmleak.probe.templates import MAX_NEW_TOKENS, STRUCTURED
 
 #: Characters of text kept before the name, and between the name and the value.
 MAX_LEAD = 24

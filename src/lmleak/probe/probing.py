@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.models.base import Capability
-from lmleak.probe.blackbox import generate_probes, max_new_tokens
+from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
 from lmleak.probe.metrics import (
     fisher_greater_p,
@@ -18,7 +18,7 @@ from lmleak.probe.metrics import (
     mann_whitney_greater_p,
     wilcoxon_p,
 )
-from lmleak.probe.templates import Probe, build_probes
+from lmleak.probe.templates import Probe, build_probes, max_new_tokens
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 

@@ -14,10 +14,9 @@ import numpy as np
 import torch
 
 from lmleak.models.base import Capability, require
-from lmleak.probe.blackbox import max_new_tokens
 from lmleak.probe.likelihood import eq2_eq4, split_prompt
 from lmleak.probe.metrics import exact_match
-from lmleak.probe.templates import TYPE_WORDS, Probe
+from lmleak.probe.templates import TYPE_WORDS, Probe, max_new_tokens
 
 
 @dataclass
