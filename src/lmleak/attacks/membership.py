@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.roc import RocCurve, roc_curve, summarize
-from lmleak.errors import DataFileError
+from lmleak.data.holdout import read_holdout
+from lmleak.errors import ConfigError, DataFileError
 from lmleak.models.base import Capability, count_words, require
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
@@ -288,6 +289,27 @@ def split_by_holdout(documents: Any, held_out: Sequence[str], *, max_words: int 
     return out
 
 
+def members_from_holdout(model_dir: str | Path, documents: Any) -> tuple[list[str], list[str], str]:
+    """Members and non-members of a model trained by ``lmleak train``: the corpus documents of the
+    users it held out (its ``holdout.json``) are the non-members, the other users' the members.
+
+    Returns ``(members, non_members, source)``, ``source`` saying where the two sides came from.
+
+    Raises:
+        ConfigError: the model folder records no held-out users.
+    """
+    holdout = read_holdout(model_dir)
+    if holdout is None or not holdout.users:
+        raise ConfigError(
+            f"{model_dir}: the model records no held-out users (holdout.json), so there are no non-members",
+            field="--members", hint="give members and non-members files, or retrain with --holdout-users 0.1",
+        )
+    mem, non = split_by_holdout(documents, holdout.users)
+    source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+              f"(holdout.json); members: {len(mem)} documents of the other users")
+    return mem, non, source
+
+
 def headline_feature(features: Sequence[str]) -> str:
     """The attack the headline reports: the reference-calibrated one when a reference model scored
     the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity.
@@ -323,7 +345,6 @@ def run_membership(
     import pandas as pd
 
     from lmleak.attacks.roc import plot_roc
-    from lmleak.errors import ConfigError
     from lmleak.runs import secure_dir, write_parquet, write_summary
     from lmleak.scenarios import scenario_record
 

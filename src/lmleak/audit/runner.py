@@ -141,8 +141,7 @@ class Auditor:
         run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import read_texts, run_membership, split_by_holdout
-        from lmleak.data.holdout import read_holdout
+        from lmleak.attacks.membership import members_from_holdout, read_texts, run_membership
         from lmleak.models.loading import load_model
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
@@ -151,11 +150,7 @@ class Auditor:
             non = read_texts(self.cfg.resolve(spec.non_members) or "")
             source = None
         else:
-            holdout = read_holdout(model_path)
-            assert holdout is not None  # checked by mia_source() before the stage runs
-            mem, non = split_by_holdout(self.corpus(), holdout.users)
-            source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-                      f"(holdout.json); members: {len(mem)} documents of the other users")
+            mem, non, source = members_from_holdout(model_path, self.corpus())
             self.echo(f"  {source}")
         run_membership(model, mem, non, out, group_size=spec.group_size,
                        reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import err, out, print_json, quiet
+from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, err, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -25,7 +25,7 @@ def gate(
     max_exposure: Annotated[float | None, typer.Option(help="Largest canary exposure (bits) allowed.")] = None,
     max_mia_auc: Annotated[float | None, typer.Option(help="Largest membership-inference AUC allowed.")] = None,
     max_pii_unique: Annotated[int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
     from lmleak.audit.gate import check_gate
@@ -60,7 +60,7 @@ def gate(
 def query_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     sql: Annotated[str, typer.Argument(help='SQL over the run\'s Parquet files, e.g. "SELECT * FROM sequences LIMIT 5".')],
-    json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON records.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
     from lmleak.audit.query import query
@@ -85,7 +85,7 @@ def render_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     out_path: Annotated[Path | None, typer.Option("--out", help="Where to write the HTML (default RUN/report.html).")] = None,
     show_text: Annotated[bool, typer.Option(help="Include leaked text (off by default: lengths and counts only).")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Write the self-contained HTML report of a run directory."""
     from lmleak.render.html import render_report
@@ -124,8 +124,8 @@ def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
     example: Annotated[bool, typer.Option("--example", help="Print a commented example config and exit.")] = False,
     force: Annotated[bool, typer.Option(help="Rerun every stage, even complete ones.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars or stage messages.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
     import sys
@@ -155,8 +155,8 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's data, models and audit.")] = Path("lmleak-demo"),
     quick: Annotated[bool, typer.Option("--quick", help="Smaller corpus and fewer epochs (about 3 minutes).")] = False,
     leave_out: Annotated[bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")] = False,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs, audit all three."""
     import time

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -23,10 +23,10 @@ def customersim(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
     users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).")] = 100,
     dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.")] = 5,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    seed: SeedOpt = 0,
     canaries: Annotated[int, typer.Option(help="Number of 'My ID is: <6 digits>' canaries to insert.")] = 0,
     canary_repeats: Annotated[int, typer.Option(help="Copies of each canary in its user's documents.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
     import json
@@ -64,10 +64,10 @@ def customersim(
 def mail(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
     scale: Annotated[float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    seed: SeedOpt = 0,
     canaries: Annotated[int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")] = 0,
     canary_repeats: Annotated[int, typer.Option(help="Copies of each canary, each a message of its own.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
     import json
@@ -115,7 +115,7 @@ def check(
     user_field: Annotated[str, typer.Option(help="Column holding the user id.")] = "user_id",
     doc_field: Annotated[str, typer.Option(help="Column holding the document id (optional in the data).")] = "doc_id",
     skip_bad_rows: Annotated[bool, typer.Option(help="Count and report bad rows instead of failing on the first.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
     from lmleak.data.loaders import load_corpus_with_report

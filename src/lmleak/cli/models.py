@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -33,7 +33,7 @@ def train(
     seq_len: Annotated[int, typer.Option("--seq-len", "--context", help="Tokens per training sequence (the GPT's context).")] = 128,
     tokenizer: Annotated[str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")] = None,
     vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")] = 4000,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: SeedOpt = 0,
     holdout_users: Annotated[float, typer.Option("--holdout-users", "--val-fraction", help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.")] = 0.1,
     layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.")] = 2,
     width: Annotated[int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).")] = 128,
@@ -51,8 +51,8 @@ def train(
     secrets: Annotated[Path | None, typer.Option("--secrets", help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training text and written to privacy.json.")] = None,
     public: Annotated[Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")] = None,
     private: Annotated[Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Train a small GPT or LSTM on a corpus, plainly or with DP-SGD / CRT / selective DP."""
     from lmleak.data.loaders import load_corpus
@@ -131,8 +131,8 @@ def evaluate_cmd(
     corpus: Annotated[Path, typer.Option(help="Corpus to evaluate on.")],
     k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).")] = [1, 3],  # noqa: B006
     out_path: Annotated[Path | None, typer.Option("--out", help="Also write the metrics to this JSON file.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing)."""
     from lmleak.data.loaders import load_corpus

@@ -8,15 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
+from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
 
 pii_app = typer.Typer(
     help="PII detection policies: detect spans, evaluate against ground truth.", no_args_is_help=True
 )
 
-CorpusOpt = Annotated[
-    Path, typer.Option("--corpus", help="Corpus file (JSONL/CSV/Parquet/text; see `lmleak corpus check`).")
-]
 PolicyOpt = Annotated[
     str, typer.Option("--policy", help="regex | presidio | balanced | conservative | digits | paper003.")
 ]
@@ -24,16 +21,12 @@ RecallOpt = Annotated[
     float | None,
     typer.Option("--recall", help="Degrade the policy to this recall (γ sweep): drop detections at random."),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the degradation.")]
 BaseRecallOpt = Annotated[
     float,
     typer.Option(
         "--base-recall", help="The policy's measured recall, so --recall is absolute (default 1: relative)."
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
-OutDirOpt = Annotated[Path, typer.Option("--out", help="Output folder (created owner-only).")]
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import out, print_json
+from lmleak.cli.common import JsonOpt, out, print_json
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -22,7 +22,7 @@ def confidentiality(
     occurrences: Annotated[int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")] = None,
     delta2: Annotated[float, typer.Option(help="The conservative policy's miss rate (Thm. 8.3).")] = 0.0,
     plot: Annotated[Path | None, typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON (keys named after the results).")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
     from lmleak.errors import ConfigError

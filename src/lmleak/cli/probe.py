@@ -8,11 +8,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
-
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+from lmleak.cli.common import JsonOpt, ModelOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
 
 
 def _targets(s: str) -> tuple[str, ...]:
@@ -134,7 +130,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def run_cmd(
         model: ModelOpt,
         subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
         templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
         beams: Annotated[int, typer.Option("--beams")] = 3,
@@ -144,7 +140,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
         no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
         likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: SeedOpt = 0,
         max_new: Annotated[str, typer.Option("--max-new-tokens", help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.")] = "",
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
@@ -178,7 +174,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def sweep_cmd(
         model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
         subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: Annotated[Path, typer.Option("--out")],
+        out_dir: OutDirOpt,
         target: Annotated[str, typer.Option("--target")] = "email",
         limit: Annotated[int | None, typer.Option("--limit")] = None,
         quiet_: QuietOpt = False,
@@ -214,7 +210,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     @probe.command("build")
     def build_cmd(
         corpus: Annotated[Path, typer.Option("--corpus", "-c")],
-        out_file: Annotated[Path, typer.Option("--out")],
+        out_file: OutDirOpt,
         method: Annotated[str, typer.Option("--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow).")] = "formats",
         min_count: Annotated[int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")] = 1,
         quiet_: QuietOpt = False,
@@ -288,7 +284,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def softprompt_cmd(
         model: ModelOpt,
         subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: Annotated[Path, typer.Option("--out")],
+        out_dir: OutDirOpt,
         target: Annotated[str, typer.Option("--target")] = "phone",
         level: Annotated[str, typer.Option("--level")] = "quadruplet",
         train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
@@ -297,7 +293,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         epochs: Annotated[int, typer.Option("--epochs")] = 50,
         lr: Annotated[float, typer.Option("--lr")] = 0.005,
         transfer_to: Annotated[str | None, typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model.")] = None,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: SeedOpt = 0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
@@ -327,14 +323,14 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def experiment_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    out_dir: OutDirOpt,
     quick: Annotated[bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of data, training, null derangement and soft prompts.")] = 0,
+    seed: SeedOpt = 0,
     smollm2: Annotated[bool | None, typer.Option("--smollm2/--no-smollm2", help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).")] = None,
     users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")] = None,
     softprompt_epochs: Annotated[int | None, typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
     """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and

@@ -19,6 +19,8 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, info, out, print_json, quiet
+
 _MULTI = ("--k",)
 
 
@@ -138,7 +140,6 @@ def _ledger_on_ray(
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
-    from lmleak.cli.common import out
     from lmleak.report.metrics import format_epsilon
 
     pii = summary.get("pii_unique_sequences") or {}
@@ -175,8 +176,6 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
 
 def _print_table(df: Any, title: str) -> None:
     from rich.table import Table
-
-    from lmleak.cli.common import out
 
     t = Table(title=title)
     for c in df.columns:
@@ -220,7 +219,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
         p: Annotated[
             int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")
-        ] = None,
+        ] = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
         redact: Annotated[
             bool, typer.Option("--redact", help="No text, contexts or user ids in the outputs.")
         ] = False,
@@ -283,13 +282,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             bool,
             typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
         ] = False,
-        json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
         if ctx.invoked_subcommand is not None:
             return
-        from lmleak.cli.common import info, print_json, quiet
         from lmleak.errors import ConfigError
         from lmleak.report.leakage import ReportConfig, as_int_list, run_report
 
@@ -367,16 +365,15 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def snapshots(
         model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
         corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
         val: Annotated[
             Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.report.studies import snapshot_study
 
         quiet(quiet_ or json_out)
@@ -392,17 +389,16 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def compare(
         model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
         corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         k: Annotated[int, typer.Option("--k")] = 1,
         val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
         public_model: Annotated[
             str | None, typer.Option("--public-model", help="A public model spec, or 'leave-out'.")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """Compare models trained on the same data (paper 001 Table 2)."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.errors import ConfigError
         from lmleak.report.studies import compare_models
 
@@ -442,11 +438,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         val_run: Annotated[
             Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.report.studies import hardening_study
 
         quiet(quiet_ or json_out)

@@ -44,7 +44,8 @@ class ReportConfig:
     Attributes:
         ks: the top-k values of the tab attack (the first one gives the headline metrics).
         t: curation threshold on ``PP_public / PP_lm`` (§5 metric 2).
-        p: the p filter on the user count in S (None: no filter).
+        p: the p filter on the user count in S (None: no filter). The one default, 5, is shared by
+            ``lmleak report --p`` and the audit config's ``report.p``.
         redact: write no text, contexts or user ids.
         public_scope: which occurrences the public model scores ("unique" or "all").
         max_contexts: context texts kept per sequence.
@@ -63,7 +64,7 @@ class ReportConfig:
 
     ks: tuple[int, ...] = (1,)
     t: float = 1.0
-    p: int | None = None
+    p: int | None = 5
     redact: bool = False
     public_scope: str = "unique"
     max_contexts: int = 5
