@@ -29,5 +29,9 @@ test: install
 test-slow: install
 	$(PY) -m pytest -m slow
 
+# ruff (style and imports), mypy (strict on the pure maths, see pyproject), import-linter (the layers)
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy src
+	$(VENV)/bin/lint-imports
