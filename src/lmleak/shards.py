@@ -172,7 +172,7 @@ def _run_ray(
         def process(self, chunk: list[Any]) -> Any:
             return self.work(chunk)
 
-    workers = [ShardWorker.remote(factory) for _ in range(num_workers)]
+    workers = [ShardWorker.remote(factory) for _ in range(num_workers)]  # type: ignore[attr-defined]  # ray.remote
     pending: dict[Any, tuple[int, int]] = {}
     free = list(range(num_workers))
     busy: dict[Any, int] = {}

@@ -138,6 +138,10 @@ class AuditConfig:
     render: RenderSpec = field(default_factory=RenderSpec)
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
+    @typing.overload
+    def resolve(self, path: str) -> str: ...
+    @typing.overload
+    def resolve(self, path: None) -> None: ...
     def resolve(self, path: str | None) -> str | None:
         """A path from the config, made absolute against the config file's folder."""
         if path is None or path in ("leave-out", "smollm2-135m") or ":" in path.split("/")[0]:
@@ -194,7 +198,7 @@ def _build(cls: type, data: Any, where: str, path: str | None) -> Any:
 def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     target = args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
-    if dataclasses.is_dataclass(target):
+    if isinstance(target, type) and dataclasses.is_dataclass(target):
         if value is None and target is not tp:
             return None
         if value is True and target is not tp:  # `report: true` means "with defaults"

@@ -45,7 +45,7 @@ SIZES = {
 
 
 def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
-    out = []
+    out: list[str] = []
     for line in paths.read_text(encoding="utf-8").splitlines():
         doc = json.loads(line)
         if users is not None and doc["user_id"] not in users:
@@ -126,8 +126,8 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     atomic_write_text(root / "audit.yaml", "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
                       + yaml.safe_dump(config, sort_keys=False))
     echo("[bold]3/4[/] auditing the three models (leakage report, exposure, membership, PII probing, KART)")
-    cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
-    run = run_audit(cfg, echo=echo)
+    audit_cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
+    run = run_audit(audit_cfg, echo=echo)
     summary = json.loads((run / "summary.json").read_text())
     summary["demo_seconds"] = time.perf_counter() - t0
     echo(f"[bold]4/4[/] done in {summary['demo_seconds']:.0f} s")

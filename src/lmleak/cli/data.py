@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -37,7 +37,7 @@ def customersim(
     paths = synthesize(out_dir, users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
     docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
     entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
-    summary = {
+    summary: dict[str, Any] = {
         "documents": len(docs),
         "users": users,
         "words": sum(len(d["text"].split()) for d in docs),
@@ -80,7 +80,7 @@ def mail(
     entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
     words = sum(len(d["text"].split()) for d in docs)
     lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
-    summary = {
+    summary: dict[str, Any] = {
         "documents": len(docs),
         "authors": len({d["user_id"] for d in docs}),
         "words": words,
@@ -128,7 +128,7 @@ def check(
     )
     per_user = [len(v) for v in corpus.by_user().values()]
     stats = corpus_stats(corpus, detector=RegexDetector())
-    summary = {
+    summary: dict[str, Any] = {
         "path": str(path),
         "documents": len(corpus),
         "users": len(per_user),

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -32,7 +31,7 @@ AREAS = [
 
 
 class _Group(TyperGroup):
-    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         try:
             return super().invoke(ctx)
         except LmleakError as e:

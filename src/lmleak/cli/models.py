@@ -144,18 +144,18 @@ def evaluate_cmd(
     lm = resolve_model(model)
     require(lm, Capability.SCORE, attack="eval")
     metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(k))
-    metrics = {"model": model, "corpus": str(corpus), **metrics}
+    record: dict[str, Any] = {"model": model, "corpus": str(corpus), **metrics}
     if out_path:
-        atomic_write_json(out_path, metrics)
+        atomic_write_json(out_path, record)
     if json_out:
-        print_json(metrics)
+        print_json(record)
         return
     from rich.table import Table
 
     t = Table(title=f"{model} on {corpus}")
     t.add_column("metric")
     t.add_column("value", justify="right")
-    for key, v in metrics.items():
+    for key, v in record.items():
         if isinstance(v, float):
             t.add_row(key, f"{v:.4f}")
     out.print(t)

@@ -129,12 +129,14 @@ def detect_cmd(
     quiet(q or as_json)
     if (corpus is None) == (text is None):
         raise InputError("give exactly one of --corpus and --text", field="corpus")
-    docs = (
-        [("text", "-", text)] if text is not None else [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
-    )  # type: ignore[arg-type]
+    if text is not None:
+        docs = [("text", "-", text)]
+    else:
+        assert corpus is not None  # exactly one of the two, checked above
+        docs = [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
     pol = _policy(policy, recall, seed, 1.0)
     found = detect_many(pol, [d[2] for d in docs])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "doc_id": doc_id,
             "user_id": uid,

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -231,17 +231,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
             raise InputError("no subjects found: no name was linked to an e-mail, phone or address", path=corpus,
                              hint="try --method ner for prose, or write the subjects file by hand")
-        counts["seconds"] = round(time.perf_counter() - t0, 2)
+        timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
         write_subjects(subj, out_file)
         if json_:
-            print_json(counts)
+            print_json(timed)
             return
         from rich.table import Table
 
         t = Table(title=f"probe set {out_file}")
         t.add_column("kind")
         t.add_column("count")
-        for k, v in counts.items():
+        for k, v in timed.items():
             t.add_row(k, str(v))
         out.print(t)
 
@@ -266,7 +266,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError("must be >= 1", field="--top")
         mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
         write_templates(mined, out_file)
-        rows = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
+        rows: list[dict[str, Any]] = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
                  "precision": round(m.precision, 4)} for t, ms in mined.items() for m in ms]
         if json_:
             print_json({"templates": rows, "out": str(out_file)})

@@ -15,7 +15,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -27,7 +26,7 @@ _MULTI = ("--k",)
 class _ReportGroup(TyperGroup):
     """A group whose own callback is the main command and whose ``--k`` takes several values."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         fixed: list[str] = []
         i = 0
         while i < len(args):
@@ -63,7 +62,8 @@ def _jsonl_corpus(path: Path) -> Any:
 
     if not path.exists():
         raise CorpusError("file does not exist", path=path)
-    docs, ordinal = [], {}
+    docs: list[Any] = []
+    ordinal: dict[Any, int] = {}
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         if not line.strip():
             continue

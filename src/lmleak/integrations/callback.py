@@ -49,8 +49,9 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
         from lmleak.models.torch_causal import TorchCausalLM
         from lmleak.report.leakage import ReportConfig, analyse, build_index
 
-        cfg = getattr(model, "config", None)
-        max_length = self.max_length or min(int(getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)), 1024)
+        cfg: Any = getattr(model, "config", None)
+        positions: Any = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
+        max_length = self.max_length or min(int(positions), 1024)
         was_training = model.training
         lm = TorchCausalLM(model, HFTokenizer(tokenizer), name="training", max_length=max_length)
         try:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -138,7 +138,7 @@ def model_access(model: Any) -> tuple[str, int | None]:
 
     Raises :class:`~lmleak.errors.CapabilityError` when the model grants neither SCORE nor TOP_K.
     """
-    caps = getattr(model, "capabilities", frozenset())
+    caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if Capability.SCORE in caps and hasattr(model, "token_stats"):
         return "score", None
     require(model, Capability.TOP_K, attack="the leakage report (tab attack)")
@@ -364,7 +364,7 @@ def run_ledger_pass(
         ray_address=ray_address,
         num_workers=num_workers,
         num_gpus_per_worker=num_gpus_per_worker,
-        total_items=len(corpus) if hasattr(corpus, "__len__") else None,
+        total_items=len(corpus) if isinstance(corpus, Sized) else None,
         description="ledger",
     )
     shards = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["shards"]

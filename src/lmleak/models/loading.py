@@ -70,8 +70,8 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
         spec = str(spec)
     if not isinstance(spec, str) or not spec:
         raise ModelError(f"expected a model spec string, got {spec!r}")
-    opts = {"dtype": dtype, "batch_tokens": batch_tokens, "name": name}
-    opts = {k: v for k, v in opts.items() if v is not None}
+    given: dict[str, Any] = {"dtype": dtype, "batch_tokens": batch_tokens, "name": name}
+    opts = {k: v for k, v in given.items() if v is not None}
     if spec == SMOLLM2:
         from lmleak.models.hf_causal import load_smollm2
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,11 +109,11 @@ class _Row:
 
 
 def score_spans(
-    gold: dict[str, Sequence[tuple[int, int, str]]],
-    predicted: dict[str, Sequence[PiiSpan]],
+    gold: Mapping[str, Sequence[tuple[int, int, str]]],
+    predicted: Mapping[str, Sequence[PiiSpan]],
     *,
     min_overlap: float = 0.5,
-    sentences: dict[str, Sequence[tuple[int, int]]] | None = None,
+    sentences: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per-entity table from gold ``(start, end, entity)`` and predicted spans, keyed by doc.
 

@@ -242,7 +242,7 @@ def run_probe(
 
     from lmleak.runs import secure_dir, write_parquet, write_summary
 
-    caps = getattr(model, "capabilities", frozenset())
+    caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if likelihood is None:
         likelihood = Capability.SCORE in caps
     lrows: list[dict[str, Any]] = []
@@ -271,7 +271,7 @@ def run_probe(
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
-    summary = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
+    summary: dict[str, Any] = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
                "templates": k, "beams": beams, "samples": samples, "subjects": len(subjects),
                "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
                "targets": per_type}

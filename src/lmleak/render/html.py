@@ -235,7 +235,7 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
         d = stages.get("exposure")
         exp = _read_parquet(d / "exposure.parquet") if d else None
         col = next((c for c in ("exposure_bits", "exposure") if exp is not None and c in exp.columns), None)
-        if col:
+        if col and exp is not None:
             # the secrets are what the audit protects: in hover text only when the report shows text
             label = exp["secret"].astype(str) if show_text and "secret" in exp.columns else None
             fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
@@ -318,7 +318,8 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
     for name, stages in stage_dirs.items():
         mia = _summary_of(stages.get("mia"))
         if mia.get("metrics"):
-            rows, notes = [], set()
+            rows: list[list[Any]] = []
+            notes: set[str] = set()
             for r in mia["metrics"]:
                 star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
                 rows.append([r["level"], r["feature"] + star, f"{r.get('num_members')} / {r.get('num_non_members')}",

@@ -31,6 +31,7 @@ from lmleak.report.features import (
 )
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
 from lmleak.report.sequences import occurrences
+from lmleak.scenarios import scenario_record
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
 #: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
@@ -80,7 +81,7 @@ class ReportConfig:
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
     """The KART record of the tab attack: K = ∅, A as given, R = ∅, T = any training substring,
     top-k access (paper 004's factors for paper 001's threat model, §3)."""
-    kwargs = dict(
+    return scenario_record(
         attack="tab_attack",
         knowledge=(),
         anonymization=anonymization,
@@ -89,13 +90,6 @@ def scenario(anonymization: str = "identity") -> dict[str, Any]:
         target="any training substring",
         notes="paper 001 tab attack: top-k next-token predictions on the training contexts",
     )
-    try:
-        from lmleak.scenarios import scenario_record  # type: ignore[attr-defined]
-    except ImportError:
-        scenario_record = None
-    if scenario_record is not None:
-        return dict(scenario_record(**kwargs))
-    return {**kwargs, "knowledge": [], "resources": []}
 
 
 def build_index(ledger: Ledger, cache_dir: str | Path | None = None, *, salt: str = "") -> CorpusIndex:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -206,7 +206,7 @@ def snapshot_study(
 
 
 def compare_models(
-    models: dict[str, str | Path],
+    models: Mapping[str, str | Path],
     corpus: Corpus,
     out_dir: str | Path,
     *,

@@ -92,7 +92,7 @@ class DPStrategy:
 
         cfg = self.config
         self.ghost = cfg.arch == "gpt"
-        self.bk = None
+        self.bk: BookKeeping | None = None
         if self.ghost and cfg.dp_clipping == "bookkeeping":
             return self._make_private_bookkeeping(module, chunks)
         if not self.ghost:

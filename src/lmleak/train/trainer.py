@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,7 +146,7 @@ def train_model(
     for epoch in range(1, config.epochs + 1):
         module.train()
         losses, t0, tokens = [], time.perf_counter(), 0
-        batches = list(strategy.batches(epoch))
+        batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]] = list(strategy.batches(epoch))
         if progress:
             batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
         for kind, ids, lengths in batches:
@@ -179,7 +179,7 @@ def train_model(
     if extra.get("split_stats"):
         privacy["split"] = public_share(extra["split_stats"])
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
-    info = {
+    info: dict[str, Any] = {
         "config": config.to_dict(),
         "history": history,
         "final": final,
@@ -269,7 +269,7 @@ def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> floa
 
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:
     """D_pub's share of the CRT split (sentences and tokens) and why sentences went private."""
-    out = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
+    out: dict[str, Any] = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
                                  "public_words", "private_words") if k in stats}
     pub, pri = stats.get("public"), stats.get("private")
     if pub is not None and pri is not None and pub + pri:
