@@ -7,7 +7,8 @@ import re
 
 from typer.testing import CliRunner
 
-from lmleak.data.synth.clinical import DISEASES, extract_concepts, read_jsonl, synthesize
+from lmleak.data.synth.clinical import DISEASES, extract_concepts, synthesize
+from lmleak.jsonl import read_jsonl
 from lmleak.pii.hipaa import HipaaAnonymizer, patient_anonymizer, strip_placeholders
 
 

@@ -27,6 +27,7 @@ import numpy as np
 
 from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
 from lmleak.errors import DataFileError
+from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require
 
 
@@ -259,24 +260,9 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         DataFileError: with the path, line and field of the first bad line.
     """
-    import json
-
-    from lmleak.data.sidefiles import read_side_file
-
     p = Path(path)
-    lines = read_side_file(p, hint="give canaries.jsonl as written by `lmleak synth customersim`").splitlines()
     out: list[dict[str, Any]] = []
-    for i, ln in enumerate(lines, start=1):
-        if not ln.strip():
-            continue
-        try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise DataFileError(
-                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataFileError("line is not a JSON object", path=p, line=i)
+    for i, obj in iter_jsonl(p, hint="give canaries.jsonl as written by `lmleak synth customersim`"):
         secret = obj.get("secret")
         if not isinstance(secret, str) or not secret:
             raise DataFileError(

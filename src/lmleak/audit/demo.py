@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from lmleak.jsonl import read_jsonl
+
 
 @dataclass(frozen=True, slots=True)
 class DemoSize:
@@ -46,8 +48,7 @@ SIZES = {
 
 def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
     out: list[str] = []
-    for line in paths.read_text(encoding="utf-8").splitlines():
-        doc = json.loads(line)
+    for doc in read_jsonl(paths):
         if users is not None and doc["user_id"] not in users:
             continue
         out.extend(s for s in doc["text"].split("\n") if marker in s)

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.jsonl import read_jsonl
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -29,14 +30,13 @@ def customersim(
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
-    import json
 
     from lmleak.data.synth.customersim import synthesize
 
     quiet(json_out)
     paths = synthesize(out_dir, users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
-    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     summary: dict[str, Any] = {
         "documents": len(docs),
         "users": users,
@@ -70,14 +70,13 @@ def mail(
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
-    import json
 
     from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
 
     quiet(json_out)
     paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
-    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     words = sum(len(d["text"].split()) for d in docs)
     lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
     summary: dict[str, Any] = {

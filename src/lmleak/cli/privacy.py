@@ -59,16 +59,13 @@ def confidentiality(
 
 
 def _plot(epsilon: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    from lmleak.figures import pyplot, save_figure
     from lmleak.train.confidentiality import bayesian_confidentiality
 
     gammas = np.linspace(0, 1, 101)
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = pyplot().subplots(figsize=(5.5, 3.8))
     for eps in sorted({0.5, 1.0, 2.0, 4.0, float(epsilon)}):
         ax.plot(gammas, [bayesian_confidentiality(eps, 0.0, g)[0] for g in gammas], label=f"ε' = {eps:g}")
     ax.set_xlabel("γ (policy miss rate, 1 − recall)")
@@ -76,6 +73,4 @@ def _plot(epsilon: float, path: Path) -> None:
     ax.set_title("Confidentiality amplification by redaction (Prop. 6)")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -45,8 +45,11 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
+from lmleak.figures import pyplot, save_figure
+from lmleak.jsonl import read_jsonl
 from lmleak.train.confidentiality import bayesian_confidentiality
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
@@ -144,30 +147,13 @@ def bayes_epsilon(method: str, gamma: float, epsilon: float | None) -> float:
 
 # ---------------------------------------------------------------------------------- data
 def _read_corpus(path: Path) -> Any:
-    try:
-        from lmleak.data.loaders import load_corpus
-    except ImportError:  # the loaders may land later; synthetic corpora are plain JSONL
-        import json
-
-        from lmleak.data.corpus import Corpus, Document
-
-        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        return Corpus([Document(r["user_id"], r["doc_id"], r["text"]) for r in rows], source=str(path))
     return load_corpus(path)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    import json
-
-    from lmleak.errors import DataFileError
-
-    if not path.is_file():
-        raise DataFileError(
-            "not found",
-            path=path,
-            hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes",
-        )
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return read_jsonl(
+        path, hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes"
+    )
 
 
 def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | None) -> dict[str, Any]:
@@ -530,23 +516,13 @@ def run_crt_experiment(
 
 def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
     """Figs. 2-6 of paper 002 as PNGs (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out: list[Path] = []
 
     def save(fig: Any, name: str) -> None:
-        import os
-
         p = run / name
-        tmp = run / f".{name}.tmp.png"
         fig.tight_layout()
-        fig.savefig(tmp, dpi=100)
-        plt.close(fig)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, p)
+        save_figure(fig, p, dpi=100)
         out.append(p)
 
     def vs_gamma(col: str, ylabel: str, name: str, chance: float | None = None) -> None:

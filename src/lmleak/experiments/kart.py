@@ -77,7 +77,8 @@ def run_experiment(
     """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
     import torch
 
-    from lmleak.data.synth.clinical import extract_concepts, name_lists, read_jsonl, synthesize
+    from lmleak.data.synth.clinical import extract_concepts, name_lists, synthesize
+    from lmleak.jsonl import read_jsonl
     from lmleak.models.hf_masked import train_masked_lm
     from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
     from lmleak.runs import atomic_write_text, secure_dir, write_summary

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import LmleakError, ModelError, did_you_mean
+from lmleak.jsonl import read_jsonl
 from lmleak.models.hf_causal import SMOLLM2
 
 NAMES = (SMOLLM2,)
@@ -38,7 +39,7 @@ def _fake(path: str, **kw: Any) -> Any:
     if not p.exists():
         raise ModelError(f"fake model corpus {p} does not exist")
     if p.suffix in (".jsonl", ".json"):
-        texts = [json.loads(line)["text"] for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        texts = [str(row.get("text", "")) for row in read_jsonl(p, hint='a corpus JSONL with a "text" field per line')]
     else:
         texts = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
     return FakeLM.from_texts(texts, name=f"fake:{p.name}")

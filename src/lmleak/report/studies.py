@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.corpus import Corpus
+from lmleak.figures import pyplot, save_figure
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.report.leakage import ReportConfig, analyse, build_index, run_report
@@ -95,19 +96,10 @@ def hardening_curve(
 
 
 def _plot(path: Path, draw: Any) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.0))
     draw(ax)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    save_figure(fig, path, dpi=110)
     return path
 
 

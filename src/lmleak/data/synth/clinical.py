@@ -29,7 +29,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.runs import atomic_write_json, atomic_write_text, secure_dir
@@ -319,7 +318,3 @@ def synthesize(
     )
     paths["diseases"] = atomic_write_json(out / "diseases.json", {k: list(v) for k, v in DISEASES.items()})
     return paths
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(ln) for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]
