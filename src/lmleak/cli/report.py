@@ -47,55 +47,14 @@ class _ReportGroup(TyperGroup):
 
 
 def _load_corpus(path: Path) -> Any:
-    try:
-        from lmleak.data.loaders import load_corpus
-    except ImportError:  # pragma: no cover - until the data area lands
-        return _jsonl_corpus(path)
+    from lmleak.data.loaders import load_corpus  # lazy: keeps `lmleak --help` light
+
     return load_corpus(path)
 
 
-def _jsonl_corpus(path: Path) -> Any:
-    import json
-
-    from lmleak.data.corpus import Corpus, Document, stable_doc_id
-    from lmleak.errors import CorpusError
-
-    if not path.exists():
-        raise CorpusError("file does not exist", path=path)
-    docs: list[Any] = []
-    ordinal: dict[Any, int] = {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"invalid JSON ({e.msg})", path=path, line=n) from None
-        text, user = row.get("text"), row.get("user_id")
-        if not isinstance(text, str) or not text:
-            raise CorpusError("missing or empty", path=path, line=n, field="text")
-        if not isinstance(user, str) or not user:
-            raise CorpusError("missing or empty", path=path, line=n, field="user_id")
-        i = ordinal.get(user, 0)
-        ordinal[user] = i + 1
-        docs.append(Document(user, str(row.get("doc_id") or stable_doc_id(user, text, i)), text))
-    return Corpus(docs, source=str(path))
-
-
 def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
-    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.ledger.ledger import ModelSpec  # lazy: imports torch
 
-    try:
-        import lmleak.models.loading  # noqa: F401
-    except ImportError:  # pragma: no cover - only before the models area lands
-        from lmleak.report.public import load_any_model
-
-        model = load_any_model(spec)
-        if api_top_k is not None:
-            from lmleak.models.blackbox import TopKOnly  # type: ignore[import-not-found]
-
-            model = TopKOnly(model, api_top_k)
-        return model
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 

@@ -13,10 +13,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-try:
-    from transformers import TrainerCallback
-except ImportError:  # pragma: no cover - transformers is a core dependency
-    TrainerCallback = object  # type: ignore[assignment,misc]
+from transformers import TrainerCallback
 
 from lmleak.data.corpus import Corpus
 

@@ -19,14 +19,9 @@ LEAVE_OUT = "leave-out"
 
 
 def load_any_model(spec: str | Path) -> Any:
-    """Load a model through :func:`lmleak.models.loading.load_model`, or a small-model directory
-    with :func:`lmleak.models.small.load_small_model` while the loader is not installed."""
-    try:
-        from lmleak.models.loading import load_model
-    except ImportError:  # pragma: no cover - only before the models area lands
-        from lmleak.models.small import load_small_model
+    """Load a model through :func:`lmleak.models.loading.load_model` (a path or any model spec)."""
+    from lmleak.models.loading import load_model  # lazy: imports torch
 
-        return load_small_model(spec)
     return load_model(str(spec))
 
 
