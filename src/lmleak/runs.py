@@ -16,6 +16,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from lmleak._version import __version__
+from lmleak.errors import RunError
+
 SCHEMA_VERSION = 1
 
 
@@ -92,15 +95,12 @@ def write_parquet(df: Any, path: str | Path) -> Path:
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any], *, name: str = "summary.json") -> Path:
     """Write ``summary.json`` with ``schema_version`` and the lmleak version first."""
-    from lmleak._version import __version__
 
     full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)
 
 
 def read_summary(run_dir: str | Path, *, name: str = "summary.json") -> dict[str, Any]:
-    from lmleak.errors import RunError
-
     p = Path(run_dir) / name
     if not p.exists():
         raise RunError(f"{p} does not exist; run the stage that writes it first")

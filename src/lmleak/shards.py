@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lmleak.errors import RunError
-from lmleak.runs import atomic_write_json
+from lmleak.progress import track
+from lmleak.runs import atomic_write_json, secure_dir
 
 T = TypeVar("T")
 Work = Callable[[list[Any]], Any]  # items -> pyarrow.Table
@@ -110,8 +111,6 @@ def run_sharded(
         engine: ``"local"`` (in-process) or ``"ray"`` (one actor per worker; a local Ray is started
             when ``ray_address`` is None and none is running).
     """
-    from lmleak.progress import track
-    from lmleak.runs import secure_dir
 
     if shard_size < 1:
         raise ValueError("shard_size must be >= 1")
@@ -152,7 +151,6 @@ def _run_ray(
 ) -> None:
     import ray
 
-    from lmleak.progress import track
 
     if not ray.is_initialized():
         os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import types
 from dataclasses import dataclass
 
@@ -40,10 +39,10 @@ def fake_trainer(monkeypatch, tmp_path):
         )
         return types.SimpleNamespace(model_dir=out_dir)
 
-    mod = types.ModuleType("lmleak.train.trainer")
-    mod.TrainConfig = _TrainConfig  # type: ignore[attr-defined]
-    mod.train_model = train_model  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "lmleak.train.trainer", mod)
+    from lmleak.report import public
+
+    monkeypatch.setattr(public, "TrainConfig", _TrainConfig)
+    monkeypatch.setattr(public, "train_model", train_model)
     return calls
 
 

@@ -29,6 +29,9 @@ from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact
 from lmleak.errors import DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require
+from lmleak.runs import secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
+from lmleak.shards import fingerprint_of, run_rows
 
 
 def exposure(rank: int | float, num_candidates: int) -> float:
@@ -215,7 +218,6 @@ def measure_exposure(
 
 def _sharded_ranks(model: Any, space: Any, fmt: CanaryFormat, secrets: list[str], tie_tolerance: float,
                    stats: SearchStats | None, seed: int, work_dir: Path, shard_size: int) -> tuple[np.ndarray, np.ndarray]:
-    from lmleak.shards import fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         r, c = exact_ranks(model, space, chunk, tie_tolerance=tie_tolerance, stats=stats)
@@ -329,8 +331,6 @@ def run_exposure(
     """
     import time
 
-    from lmleak.runs import secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
 
     records = read_canaries(canaries)
     stats = SearchStats()

@@ -31,10 +31,14 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.roc import RocCurve, roc_curve, summarize
+from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve, summarize
 from lmleak.data.holdout import read_holdout
+from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.models.base import Capability, count_words, require
+from lmleak.runs import secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
+from lmleak.shards import fingerprint_of, run_rows
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -203,7 +207,6 @@ def evaluate_membership(
 def _sharded_text_scores(
     model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int
 ) -> dict[str, np.ndarray]:
-    from lmleak.shards import fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         sc = text_scores(model, chunk, reference=reference, min_k=min_k)
@@ -227,7 +230,6 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
     """
     import json
 
-    from lmleak.data.sidefiles import read_side_file
 
     p = Path(path)
     lines = read_side_file(p, hint="give a JSONL file with a 'text' field or a text file").splitlines()
@@ -344,9 +346,6 @@ def run_membership(
     """
     import pandas as pd
 
-    from lmleak.attacks.roc import plot_roc
-    from lmleak.runs import secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
 
     if not 0 < min_k <= 1:
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.models.device import check_device_name
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -248,8 +249,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
                               field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
     if cfg.device is not None:
-        from lmleak.models.device import check_device_name
-
         try:
             check_device_name(cfg.device)
         except ConfigError as e:

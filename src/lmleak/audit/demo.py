@@ -26,7 +26,15 @@ from typing import Any
 
 import yaml
 
+from lmleak.audit.config import parse_config
+from lmleak.audit.runner import run_audit
+from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
 from lmleak.jsonl import read_jsonl
+from lmleak.runs import atomic_write_text, secure_dir
+from lmleak.train.config import TrainConfig
+from lmleak.train.trainer import train_model
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +66,6 @@ def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
 def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_out: bool = False,
              echo: Callable[[str], None] = print) -> Path:
     """Run the demo into ``out_dir`` and return the audit run directory."""
-    from lmleak.audit.config import parse_config
-    from lmleak.audit.runner import run_audit
-    from lmleak.data.corpus import Corpus
-    from lmleak.data.loaders import load_corpus
-    from lmleak.data.synth.customersim import synthesize
-    from lmleak.runs import atomic_write_text, secure_dir
-    from lmleak.train.config import TrainConfig
-    from lmleak.train.trainer import train_model
 
     size = SIZES["quick" if quick else "full"]
     root = secure_dir(out_dir)

@@ -45,12 +45,25 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.exposure import exposure, string_costs
+from lmleak.attacks.membership import evaluate_membership
+from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.figures import pyplot, save_figure
 from lmleak.jsonl import read_jsonl
+from lmleak.models.small import load_small_model
+from lmleak.pii import policies
+from lmleak.pii.addresses import AddressDetector
+from lmleak.pii.compose import UnionDetector
+from lmleak.pii.policies import POLICY_NAMES, DegradedPolicy
+from lmleak.progress import track
+from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary
 from lmleak.train.confidentiality import bayesian_confidentiality
+from lmleak.train.split import crt_split
+from lmleak.train.trainer import TrainConfig, train_model
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -164,7 +177,6 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     ``secrets.jsonl`` beside it (what ``lmleak synth customersim`` writes). The held-out synthesis
     (another seed, same generator) supplies same-format non-member secrets for A.4's MIA sets.
     """
-    from lmleak.data.synth.customersim import synthesize
 
     kw = dict(users=cfg.users, dialogs_per_user=cfg.dialogs_per_user)
     if corpus_path is None:
@@ -238,12 +250,8 @@ def base_policy(name: str) -> Any:
     """π before degradation: a policy name, or ``regex+address`` (paper 002's CustomerSim regex
     redacts whole addresses; lmleak's ``regex`` catches only their digits, so pyap's addresses
     are added)."""
-    from lmleak.pii import policies
 
     if name == "regex+address":
-        from lmleak.pii.addresses import AddressDetector
-        from lmleak.pii.compose import UnionDetector
-
         return UnionDetector([policies.get_policy("regex"), AddressDetector()], name="regex+address")
     return policies.get_policy(name)
 
@@ -251,7 +259,6 @@ def base_policy(name: str) -> Any:
 def degraded_policy(cfg: CRTExperimentConfig, gamma: float) -> Any:
     """π with false-negative rate γ: the base policy's detections kept with probability 1 - γ,
     decided per secret value (:class:`lmleak.pii.policies.DegradedPolicy`)."""
-    from lmleak.pii.policies import DegradedPolicy
 
     base = base_policy(cfg.policy)
     return base if gamma == 0 else DegradedPolicy(base, recall=1.0 - gamma, seed=cfg.seed)
@@ -264,7 +271,6 @@ def _train(
     """Train one model with the training area's trainer; returns its utility and privacy numbers."""
     import json
 
-    from lmleak.train.trainer import TrainConfig, train_model
 
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     want: dict[str, Any] = dict(
@@ -301,7 +307,6 @@ def _train(
 
 def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
     """Selective DP takes its policy by registered name in the trainer config (γ = 0 only)."""
-    from lmleak.pii.policies import POLICY_NAMES
 
     return cfg.policy if cfg.policy in POLICY_NAMES else "regex"
 
@@ -321,8 +326,6 @@ def evaluate_model(
     cfg: CRTExperimentConfig,
 ) -> dict[str, Any]:
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
-    from lmleak.attacks.exposure import exposure, string_costs
-    from lmleak.attacks.membership import evaluate_membership
     from lmleak.attacks.trie import (
         CanaryFormat,
         CandidateSpace,
@@ -332,7 +335,6 @@ def evaluate_model(
         path_cost,
         rank_from_counts,
     )
-    from lmleak.models.small import load_small_model
 
     lm = load_small_model(model_dir)
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
@@ -421,8 +423,6 @@ def run_crt_experiment(
     """Train and evaluate every model of :func:`plan`; write the table, figures and summary."""
     import pandas as pd
 
-    from lmleak.progress import track
-    from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary
 
     cfg.validate()
     run = secure_dir(out_dir)
@@ -431,8 +431,6 @@ def run_crt_experiment(
     members, non_members = mia_sets(
         data["corpus"], data["secrets"], data["holdout_corpus"], data["holdout_secrets"], cfg.mia_entity
     )
-    from lmleak.data.corpus import Corpus
-    from lmleak.train.split import crt_split
 
     # validation: held-out synthetic users (so every training user, canary owner and MIA member
     # is trained on; the trainer would otherwise hold out 10 % of the users)

@@ -24,7 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.mlm_generation import GibbsConfig, extract_pairs, generate_documents
-from lmleak.models.hf_masked import MaskedLMConfig
+from lmleak.data.synth.clinical import extract_concepts, name_lists, synthesize
+from lmleak.jsonl import read_jsonl
+from lmleak.models.hf_masked import MaskedLMConfig, train_masked_lm
+from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
+from lmleak.runs import atomic_write_text, secure_dir, write_summary
+from lmleak.scenarios import Scenario, scenario_record
+from lmleak.scenarios.margins import margins_table
 
 SCENARIOS = [f"K{k}A{a}R{r}" for k in "+-" for a in "+-" for r in "+-"]
 
@@ -57,7 +63,6 @@ class KartExperimentConfig:
 
 def scenario_for(name: str) -> dict[str, Any]:
     """The KART record of one of the eight scenarios (§5.1; A+ is a = id, A- is a = f_HIPAA)."""
-    from lmleak.scenarios import scenario_record
 
     k, a, r = name[1] == "+", name[3] == "+", name[5] == "+"
     return scenario_record(
@@ -77,13 +82,6 @@ def run_experiment(
     """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
     import torch
 
-    from lmleak.data.synth.clinical import extract_concepts, name_lists, synthesize
-    from lmleak.jsonl import read_jsonl
-    from lmleak.models.hf_masked import train_masked_lm
-    from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
-    from lmleak.runs import atomic_write_text, secure_dir, write_summary
-    from lmleak.scenarios import Scenario
-    from lmleak.scenarios.margins import margins_table
 
     t0 = time.perf_counter()
     out = secure_dir(out_dir)

@@ -31,6 +31,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from lmleak.runs import atomic_write_json, secure_dir
+
 _CHUNK = 16_384
 _FILES = ("text.npy", "sa.npy", "doc_starts.npy", "doc_users.npy", "sa_users.npy")
 
@@ -117,7 +119,6 @@ class CorpusIndex:
 
     def save(self, directory: str | Path) -> Path:
         """Write the arrays as ``.npy`` files (owner-only) so :meth:`load` can memory-map them."""
-        from lmleak.runs import atomic_write_json, secure_dir
 
         d = secure_dir(directory)
         arrays = (self.text, self.sa, self.doc_starts, self.doc_users, self.sa_users)

@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.corpus import Document
+from lmleak.data.loaders import iter_documents
+from lmleak.errors import CapabilityError, ConfigError, RunError
 from lmleak.models.base import Capability, TokenStats, require
+from lmleak.models.blackbox import TopKOnly
+from lmleak.models.loading import load_model
+from lmleak.runs import atomic_write_json
+from lmleak.shards import MANIFEST, read_shards, run_sharded, shard_path
 
 LEDGER_DIR = "ledger"
 META = "ledger.json"
@@ -85,11 +91,8 @@ class Ledger:
 
     def check_k(self, k: int) -> None:
         """Refuse a k the model never revealed (a top-k-only model ranks everything else k+1)."""
-        from lmleak.errors import CapabilityError
 
         if k < 1:
-            from lmleak.errors import ConfigError
-
             raise ConfigError(f"k must be >= 1, got {k}", field="k")
         if self.k_available is not None and k > self.k_available:
             raise CapabilityError(
@@ -194,8 +197,6 @@ def score_documents(
         stats = [_as_stats(r, len(s)) for r, s in zip(model.topk_ranks(seqs), seqs, strict=True)]
     else:
         if k is None:
-            from lmleak.errors import ConfigError
-
             raise ConfigError("a top-k-only model needs the k to query with", field="k")
         stats = _per_prefix_stats(model, seqs, k)
     for i, st in zip(nonempty, stats, strict=True):
@@ -238,8 +239,6 @@ class StreamedCorpus:
         self.options = options
 
     def __iter__(self) -> Iterator[Document]:
-        from lmleak.data.loaders import iter_documents
-
         return iter(iter_documents(self.path, **self.options))
 
 
@@ -261,12 +260,8 @@ class ModelSpec:
         self.api_top_k = api_top_k
 
     def load(self) -> Any:
-        from lmleak.models.loading import load_model
-
         model = load_model(self.spec, allow_pickle=self.allow_pickle)
         if self.api_top_k is not None:
-            from lmleak.models.blackbox import TopKOnly
-
             model = TopKOnly(model, self.api_top_k)
         return model
 
@@ -341,8 +336,6 @@ def run_ledger_pass(
     """
     import pyarrow.parquet as pq
 
-    from lmleak.runs import atomic_write_json
-    from lmleak.shards import MANIFEST, run_sharded, shard_path
 
     access, k_avail = model_access(model)
     if access == "top_k":
@@ -422,8 +415,6 @@ def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger
     """Load ``run_dir/ledger`` (complete shards only) as flat arrays."""
     import pyarrow as pa
 
-    from lmleak.errors import RunError
-    from lmleak.shards import read_shards
 
     out = Path(run_dir) / LEDGER_DIR
     meta: dict[str, Any] = {}

@@ -10,6 +10,8 @@ from typing import Any
 from lmleak.models.base import Capability, require
 from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
 from lmleak.probe.templates import Probe, max_new_tokens
+from lmleak.progress import track
+from lmleak.shards import fingerprint_of, run_rows
 
 #: Probes whose beams advance together in one batched forward pass per step.
 GENERATE_BATCH = 32
@@ -35,14 +37,11 @@ def generate_probes(
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
-        from lmleak.shards import fingerprint_of, run_rows
-
         fp = fingerprint_of("probe-generate", getattr(model, "name", ""), type(model).__name__, list(probes),
                             beams, samples, seed, sorted((budgets or {}).items()))
         return run_rows(list(probes), lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples,
                                                                     seed=seed, budgets=budgets),
                         work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)")
-    from lmleak.progress import track
 
     rows: list[dict[str, Any]] = []
     probes = list(probes)

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.figures import pyplot, save_figure
+from lmleak.probe.metrics import gamma_curve
 
 
 def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
@@ -17,7 +18,6 @@ def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
 
     plt = pyplot()
 
-    from lmleak.probe.metrics import gamma_curve
 
     out = Path(out_dir)
     g = lik_df.groupby(["target_type", "subject_id"]).agg(

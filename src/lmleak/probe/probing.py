@@ -10,6 +10,7 @@ import numpy as np
 
 from lmleak.models.base import Capability
 from lmleak.probe.blackbox import generate_probes
+from lmleak.probe.figures import write_figures
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
 from lmleak.probe.metrics import (
     fisher_greater_p,
@@ -19,6 +20,9 @@ from lmleak.probe.metrics import (
     wilcoxon_p,
 )
 from lmleak.probe.templates import Probe, build_probes, max_new_tokens
+from lmleak.runs import secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
+from lmleak.shards import fingerprint_of, run_rows
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -64,7 +68,6 @@ def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir:
     pairs = list(zip(probes, null_targets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
-    from lmleak.shards import fingerprint_of, run_rows
 
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
     return run_rows(pairs, lambda chunk: _score_probes(model, chunk), work_dir, fingerprint=fp,
@@ -203,8 +206,6 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
     tmap = {"name": "full_name", "phone": "phone_number", "email": "email", "address": "address",
             "university": "university", "relationship": "relatives"}
     try:
-        from lmleak.scenarios import scenario_record
-
         return scenario_record(attack="propile_probing", knowledge=tuple(tmap.get(x, x) for x in known),
                                access=access, target=tmap.get(target.split(":")[0], target),
                                notes="paper 003 black-box probing")
@@ -240,7 +241,6 @@ def run_probe(
     """
     import pandas as pd
 
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if likelihood is None:
@@ -287,8 +287,6 @@ def run_probe(
         if lrows:
             write_parquet(pd.DataFrame(lrows), out / "likelihoods.parquet")
             if figures:
-                from lmleak.probe.figures import write_figures
-
                 write_figures(pd.DataFrame(lrows), out)
             write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
         if grows:

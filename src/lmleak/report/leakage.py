@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import ConfigError
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.models.base import Capability, require
+from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
@@ -30,7 +33,9 @@ from lmleak.report.features import (
     sequence_features,
 )
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
 from lmleak.report.sequences import occurrences
+from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
@@ -114,14 +119,10 @@ def analyse(
         ledger.check_k(k)
     n_ctx = public_context(config, ledger)
     if n_ctx < 0 or config.public_occurrences < 0 or config.min_tokens < 1:
-        from lmleak.errors import ConfigError
-
         raise ConfigError("public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
                           field="public_context_tokens")
     detector = None
     if config.pii_policy:
-        from lmleak.pii.policies import get_policy
-
         detector = get_policy(config.pii_policy)
     occ = occurrences(ledger, config.ks, max_top1_perplexity=max_top1_perplexity)
     seqs, occ = sequence_features(
@@ -203,8 +204,6 @@ def run_report(
             None: one, or two when the owners of unique sequences are most of the users).
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
     """
-    from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     out = secure_dir(out_dir)
     ledger = build_ledger(model, corpus, out, shard_size=config.shard_size, k=max(config.ks))
@@ -229,8 +228,6 @@ def run_report(
     elif pub is not None:
         public_info = {"kind": "model", "name": getattr(pub, "name", type(pub).__name__)}
     if pub is not None:
-        from lmleak.models.base import Capability, require
-
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
         public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import RunError
+from lmleak.train.trainer import TrainConfig, train_model
 
 LEAVE_OUT = "leave-out"
 
@@ -29,7 +31,6 @@ def _train_config(model_dir: Path | None, overrides: dict[str, Any] | None) -> A
     """The audited model's training config (from its ``train.json``) as a ``TrainConfig``."""
     import dataclasses
 
-    from lmleak.train.trainer import TrainConfig
 
     values: dict[str, Any] = {}
     if model_dir is not None:
@@ -97,8 +98,6 @@ def train_leave_out(
     inflated by a deliberately weakened reference. With ``folds > 1`` (default: see
     :func:`leave_out_folds`) the result is a :class:`FoldedPublic`.
     """
-    from lmleak.errors import RunError
-    from lmleak.train.trainer import train_model
 
     left_out = sorted(set(users))
     all_users = corpus.users

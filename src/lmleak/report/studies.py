@@ -19,11 +19,14 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import InputError
 from lmleak.figures import pyplot, save_figure
 from lmleak.ledger.index import CorpusIndex
-from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.ledger.ledger import Ledger, build_ledger, read_ledger
 from lmleak.report.leakage import ReportConfig, analyse, build_index, run_report
 from lmleak.report.metrics import corpus_perplexity, top_k_accuracy, unique_sequences
+from lmleak.report.public import load_any_model
+from lmleak.runs import secure_dir, write_parquet, write_summary
 
 
 def snapshot_dirs(model_dir: str | Path) -> list[tuple[int, Path]]:
@@ -31,7 +34,6 @@ def snapshot_dirs(model_dir: str | Path) -> list[tuple[int, Path]]:
 
     Raises :class:`~lmleak.errors.InputError` when there is none.
     """
-    from lmleak.errors import InputError
 
     root = Path(model_dir) / "snapshots"
     found = []
@@ -122,8 +124,6 @@ def snapshot_study(
     """
     import pandas as pd
 
-    from lmleak.report.public import load_any_model
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     load = load or load_any_model
     out = secure_dir(out_dir)
@@ -210,8 +210,6 @@ def compare_models(
     """The Table-2 comparison: one report per model (``out_dir/<name>``) and ``compare.parquet``."""
     import pandas as pd
 
-    from lmleak.report.public import load_any_model
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     load = load or load_any_model
     out = secure_dir(out_dir)
@@ -254,8 +252,6 @@ def hardening_study(
     ``tokenizer_model`` is unused by the counts (sequences are compared by token ids) and may be
     None; texts are not needed for the curve.
     """
-    from lmleak.ledger.ledger import read_ledger
-    from lmleak.runs import write_parquet
 
     run = Path(run_dir)
     ledger = read_ledger(run)

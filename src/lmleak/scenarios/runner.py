@@ -20,6 +20,7 @@ from typing import Any
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.scenarios.margins import Margin, leakage_ratio, parse_scenario_name, risk_margins
+from lmleak.scenarios.spec import load_entries
 from lmleak.scenarios.types import ACCESS_IMPLIES, DPTraining, Identity, Scenario
 
 
@@ -109,7 +110,6 @@ def typed_margins(
 
 def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
     """Compute counts, ratios and margins for the scenario file at ``path``."""
-    from lmleak.scenarios.spec import load_entries
 
     p = Path(path)
     if not p.is_file():
