@@ -47,6 +47,15 @@ import numpy as np
 
 from lmleak.attacks.exposure import exposure, string_costs
 from lmleak.attacks.membership import evaluate_membership
+from lmleak.attacks.trie import (
+    CanaryFormat,
+    CandidateSpace,
+    SearchBudgetExceeded,
+    SearchStats,
+    count_candidates,
+    path_cost,
+    rank_from_counts,
+)
 from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
@@ -326,16 +335,6 @@ def evaluate_model(
     cfg: CRTExperimentConfig,
 ) -> dict[str, Any]:
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
-    from lmleak.attacks.trie import (
-        CanaryFormat,
-        CandidateSpace,
-        SearchBudgetExceeded,
-        SearchStats,
-        count_candidates,
-        path_cost,
-        rank_from_counts,
-    )
-
     lm = load_small_model(model_dir)
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
     by_fmt: dict[CanaryFormat, list[str]] = {}

@@ -15,6 +15,7 @@ from typing import Any
 
 from lmleak.data.corpus import Corpus
 from lmleak.errors import RunError
+from lmleak.models.loading import load_model
 from lmleak.train.trainer import TrainConfig, train_model
 
 LEAVE_OUT = "leave-out"
@@ -22,8 +23,6 @@ LEAVE_OUT = "leave-out"
 
 def load_any_model(spec: str | Path) -> Any:
     """Load a model through :func:`lmleak.models.loading.load_model` (a path or any model spec)."""
-    from lmleak.models.loading import load_model  # lazy: imports torch
-
     return load_model(str(spec))
 
 
