@@ -73,12 +73,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if model is None or subject is None:
             out.print(ctx.get_help())
             raise typer.Exit(0 if model is None and subject is None else 2)
-        import pandas as pd
-
-        from lmleak.models.loading import load_model
-        from lmleak.probe.probing import run_probe
+        from lmleak.models.loading import load_model  # lazy: imports torch
         from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.verdict import subject_report
+        from lmleak.probe.verdict import subject_view
 
         quiet(quiet_)
         subj = read_subjects(subject)
@@ -87,27 +84,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
             raise InputError(f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many")
         m = load_model(model)
-        # the null baseline needs another person's value: synthetic decoys of the same shape
-        decoy = _decoy(subj[0])
-        targets = tuple(t for t in ("phone", "email", "address", "university") if subj[0].get(t))
-        if subj[0].get("relations"):
-            targets += ("relationship",)
-        lrows, grows = [], []
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as td:
-            level = "triplet" if sum(bool(subj[0].get(t)) for t in ("phone", "email", "address")) >= 2 else "twin"
-            summary = run_probe(m, [subj[0], decoy], td, targets=targets, level=level, k=templates, beams=beams)
-            p = Path(td)
-            if (p / "likelihoods.parquet").exists():
-                lrows = pd.read_parquet(p / "likelihoods.parquet")
-                lrows = lrows[lrows["subject_id"] == subj[0]["subject_id"]]
-            if (p / "generations.parquet").exists():
-                grows = pd.read_parquet(p / "generations.parquet")
-                grows = grows[grows["subject_id"] == subj[0]["subject_id"]]
-        rows = subject_report(summary, lrows if len(lrows) else None, grows if len(grows) else None)
+        view = subject_view(m, subj[0], templates=templates, beams=beams)
+        rows = view.items
         if json_:
-            print_json({"subject": subj[0]["name"], "model": m.name, "items": rows})
+            print_json(view.to_dict())
             return
         from rich.table import Table
 
@@ -373,11 +353,3 @@ def experiment_cmd(
                       str(r["best_epoch"]) if r["prompt"] == "soft" else "-")
         out.print(t)
     out.print(f"-> {out_dir}")
-
-
-def _decoy(subject: dict) -> dict:
-    """A synthetic person of the same shape, whose values serve as the null baseline a_{m,Null}."""
-    return {"subject_id": "__decoy__", "name": "Jordan Example", "phone": "(555) 555-0123",
-            "email": "jordan.example@example.org", "address": "12 Example Street, Springfield, IL 62701",
-            "university": "Example State University",
-            "relations": {k: "Sam Example" for k in (subject.get("relations") or {})}}
