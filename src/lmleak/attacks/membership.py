@@ -35,6 +35,7 @@ from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve, summarize
 from lmleak.data.holdout import read_holdout
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, count_words, require
 from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
@@ -228,30 +229,12 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
     Raises:
         DataFileError: with the path, line and field of the first bad line.
     """
-    import json
-
-
     p = Path(path)
     lines = read_side_file(p, hint="give a JSONL file with a 'text' field or a text file").splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     is_jsonl = p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")
-    out: list[str] = []
-    for i, ln in enumerate(lines, start=1):
-        if not ln.strip():
-            continue
-        if not is_jsonl:
-            out.append(ln)
-            continue
-        try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise DataFileError(
-                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataFileError(
-                "line is not a JSON object", path=p, line=i, hint=f'write {{"{field}": "..."}}'
-            )
+    out: list[str] = [] if is_jsonl else [ln for ln in lines if ln.strip()]
+    for i, obj in iter_jsonl(p, hint=f'write {{"{field}": "..."}} per line') if is_jsonl else ():
         val = obj.get(field)
         if not isinstance(val, str) or not val.strip():
             raise DataFileError(
