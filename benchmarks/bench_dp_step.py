@@ -32,7 +32,8 @@ def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, cl
           fix_lstm: bool = False, clipping: str = "bookkeeping"):
     from lmleak.train.config import TrainConfig
     from lmleak.train.dp import DPStrategy
-    from lmleak.train.trainer import Chunks, PlainStrategy, build_module
+    from lmleak.train.plain import Chunks, PlainStrategy
+    from lmleak.train.trainer import build_module
 
     vocab = 4000
     torch.manual_seed(0)

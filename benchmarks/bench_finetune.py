@@ -87,7 +87,7 @@ def child(which: str, device: str, mode: str, steps: int, batch: int, seq_len: i
 
 def check_gradients(which: str, device: str, batch: int, seq_len: int) -> float:
     """Relative difference of Σ clip(g_i) with an unreachable bound and noise 0 vs the plain gradient."""
-    from lmleak.train.trainer import batch_tensors, sequence_losses
+    from lmleak.train.plain import batch_tensors, sequence_losses
 
     ft, vocab, _, _ = build(which, device, "dp", noise=0.0, clip=1e9)
     with torch.no_grad():  # LoRA's B starts at 0, where A's gradient is 0: move off that point

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+from lmleak._version import __version__
 from lmleak.errors import RunError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -278,7 +279,6 @@ def write_parquet(df: Any, path: str | Path) -> Path:
 
 def write_summary(run_dir: str | Path, summary: dict[str, Any], *, name: str = "summary.json") -> Path:
     """Write ``summary.json`` with ``schema_version`` and the lmleak version first."""
-    from lmleak._version import __version__
 
     full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)

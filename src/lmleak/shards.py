@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from lmleak.errors import Interrupted, RunError
-from lmleak.runs import atomic_write_json
+from lmleak.progress import track
+from lmleak.runs import atomic_write_json, secure_dir
 
 T = TypeVar("T")
 Work = Callable[[list[Any]], Any]  # items -> pyarrow.Table
@@ -241,8 +242,6 @@ def run_sharded(
         engine: ``"local"`` (in-process) or ``"ray"`` (one actor per worker; a local Ray is started
             when ``ray_address`` is None and none is running).
     """
-    from lmleak.progress import track
-    from lmleak.runs import secure_dir
 
     if shard_size < 1:
         raise ValueError("shard_size must be >= 1")
@@ -295,7 +294,6 @@ def _run_ray(
 ) -> None:
     import ray
 
-    from lmleak.progress import track
 
     _init_ray(ray_address, num_workers)
 
@@ -310,7 +308,7 @@ def _run_ray(
         def process(self, chunk: list[Any]) -> Any:
             return self.work(chunk)
 
-    workers = [ShardWorker.remote(factory) for _ in range(num_workers)]
+    workers = [ShardWorker.remote(factory) for _ in range(num_workers)]  # type: ignore[attr-defined]  # ray.remote
     pending: dict[Any, tuple[int, int]] = {}
     free = list(range(num_workers))
     busy: dict[Any, int] = {}

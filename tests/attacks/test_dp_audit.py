@@ -145,7 +145,7 @@ def test_the_cli_prints_the_bound(capsys):
 def test_one_audit_run_records_the_inclusion_and_writes_the_bound_beside_the_claim(tmp_path):
     import pandas as pd
 
-    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit
     from lmleak.data.synth.customersim import synthesize
     from lmleak.train.config import TrainConfig
 
@@ -193,7 +193,7 @@ def test_one_audit_run_records_the_inclusion_and_writes_the_bound_beside_the_cla
 
 
 def test_a_canary_longer_than_one_training_sequence_is_refused_before_training(tmp_path):
-    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit
     from lmleak.data.synth.customersim import synthesize
     from lmleak.train.config import TrainConfig
 
@@ -206,7 +206,7 @@ def test_a_canary_longer_than_one_training_sequence_is_refused_before_training(t
 
 @pytest.mark.slow  # a DP-SGD training run
 def test_a_dp_run_reports_the_accountants_epsilon_beside_the_measured_bound(tmp_path):
-    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit
     from lmleak.data.synth.customersim import synthesize
     from lmleak.train.config import TrainConfig
 

@@ -74,9 +74,8 @@ def test_the_cli_writes_a_templates_file_that_probe_run_reads(tmp_path):
 
 
 def test_mined_templates_carry_the_budget_their_values_need(tmp_path):
-    from lmleak.probe.blackbox import MAX_NEW_TOKENS
     from lmleak.probe.mining import CHARS_PER_TOKEN
-    from lmleak.probe.templates import load_template_budgets
+    from lmleak.probe.templates import MAX_NEW_TOKENS, load_template_budgets
 
     corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(_mail())])
     subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]

@@ -156,8 +156,8 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
 
 def test_generation_budget_override_reaches_the_model(tmp_path):
     from lmleak.errors import ConfigError
-    from lmleak.probe.blackbox import MAX_NEW_TOKENS, parse_budgets
     from lmleak.probe.probing import run_probe
+    from lmleak.probe.templates import MAX_NEW_TOKENS, parse_budgets
 
     seen: list[int] = []
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 import types
 from dataclasses import dataclass
 
@@ -40,10 +39,10 @@ def fake_trainer(monkeypatch, tmp_path):
         )
         return types.SimpleNamespace(model_dir=out_dir)
 
-    mod = types.ModuleType("lmleak.train.trainer")
-    mod.TrainConfig = _TrainConfig  # type: ignore[attr-defined]
-    mod.train_model = train_model  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "lmleak.train.trainer", mod)
+    from lmleak.report import public
+
+    monkeypatch.setattr(public, "TrainConfig", _TrainConfig)
+    monkeypatch.setattr(public, "train_model", train_model)
     return calls
 
 
@@ -107,5 +106,7 @@ def test_when_every_user_leaks_leave_out_trains_folds_that_never_saw_the_scored_
     assert s["public_model"]["folds"] == 2 and s["public_model"]["users_left_out"] == 4
     trained = [{d.user_id for d in c} for c, _ in fake_trainer]
     assert trained == [{"u1", "u3"}, {"u0", "u2"}]  # fold f leaves out owners f, f+2, ...
-    assert isinstance(FoldedPublic([object()], {"u0": 0}).model_for("u9"), object)
+    first, second = object(), object()
+    folded = FoldedPublic([first, second], {"u0": 0, "u1": 1})
+    assert folded.model_for("u1") is second and folded.model_for("u9") is first  # unknown users: fold 0
     assert s["leakage_epsilon"] is not None

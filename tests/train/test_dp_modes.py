@@ -12,14 +12,8 @@ from tests.train.test_trainer import tiny_corpus
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.train.config import TrainConfig
-from lmleak.train.trainer import (
-    batch_tensors,
-    build_module,
-    encode_chunks,
-    forward_logits,
-    sequence_losses,
-    train_model,
-)
+from lmleak.train.plain import batch_tensors, encode_chunks, forward_logits, sequence_losses
+from lmleak.train.trainer import build_module, train_model
 
 
 @pytest.mark.parametrize(("arch", "clipping"), [("gpt", "bookkeeping"), ("gpt", "ghost"), ("lstm", "bookkeeping")])

@@ -26,7 +26,7 @@ from lmleak.train.finetune import (
     prepare_model,
     resolve_precision,
 )
-from lmleak.train.trainer import batch_tensors, encode_chunks, sequence_losses
+from lmleak.train.plain import batch_tensors, encode_chunks, sequence_losses
 
 
 def make_tiny_llama(path, texts, *, tied: bool = True, seed: int = 0):

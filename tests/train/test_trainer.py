@@ -8,7 +8,8 @@ import torch
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.train.config import TrainConfig
-from lmleak.train.trainer import encode_chunks, split_users, train_model
+from lmleak.train.plain import encode_chunks
+from lmleak.train.trainer import split_users, train_model
 
 
 def tiny_corpus(users: int = 12, docs: int = 3) -> Corpus:

@@ -27,8 +27,11 @@ import numpy as np
 
 from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
 from lmleak.errors import DataFileError
+from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require
-from lmleak.runs import writes_run
+from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
+from lmleak.scenarios import scenario_record
+from lmleak.shards import fingerprint_of, run_rows
 
 
 def exposure(rank: int | float, num_candidates: int) -> float:
@@ -215,7 +218,6 @@ def measure_exposure(
 
 def _sharded_ranks(model: Any, space: Any, fmt: CanaryFormat, secrets: list[str], tie_tolerance: float,
                    stats: SearchStats | None, seed: int, work_dir: Path, shard_size: int) -> tuple[np.ndarray, np.ndarray]:
-    from lmleak.shards import fingerprint_of, run_rows
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         r, c = exact_ranks(model, space, chunk, tie_tolerance=tie_tolerance, stats=stats)
@@ -260,24 +262,9 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         DataFileError: with the path, line and field of the first bad line.
     """
-    import json
-
-    from lmleak.data.sidefiles import read_side_file
-
     p = Path(path)
-    lines = read_side_file(p, hint="give canaries.jsonl as written by `lmleak synth customersim`").splitlines()
     out: list[dict[str, Any]] = []
-    for i, ln in enumerate(lines, start=1):
-        if not ln.strip():
-            continue
-        try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise DataFileError(
-                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataFileError("line is not a JSON object", path=p, line=i)
+    for i, obj in iter_jsonl(p, hint="give canaries.jsonl as written by `lmleak synth customersim`"):
         secret = obj.get("secret")
         if not isinstance(secret, str) or not secret:
             raise DataFileError(
@@ -345,8 +332,6 @@ def run_exposure(
     """
     import time
 
-    from lmleak.runs import secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
 
     records = read_canaries(canaries)
     stats = SearchStats()

@@ -37,9 +37,14 @@ import numpy as np
 
 from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
 from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios, parse_methods, score_methods
-from lmleak.attacks.roc import RocCurve, roc_curve, summarize
-from lmleak.errors import DataFileError
-from lmleak.runs import writes_run
+from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve, summarize
+from lmleak.data.holdout import read_holdout
+from lmleak.data.sidefiles import read_side_file
+from lmleak.errors import ConfigError, DataFileError
+from lmleak.jsonl import iter_jsonl
+from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
+from lmleak.scenarios import scenario_record
+from lmleak.shards import fingerprint_of, run_rows
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -237,7 +242,7 @@ def _sharded_text_scores(
     options: MethodOptions | None = None,
     engine: Any = None, model_specs: dict[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
+    from lmleak.shards import ModelWork, Shipped
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         return _score_rows(chunk, model=model, reference=reference, min_k=min_k, options=options)
@@ -263,31 +268,12 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
     Raises:
         DataFileError: with the path, line and field of the first bad line.
     """
-    import json
-
-    from lmleak.data.sidefiles import read_side_file
-
     p = Path(path)
     lines = read_side_file(p, hint="give a JSONL file with a 'text' field or a text file").splitlines()
     first = next((ln for ln in lines if ln.strip()), "")
     is_jsonl = p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")
-    out: list[str] = []
-    for i, ln in enumerate(lines, start=1):
-        if not ln.strip():
-            continue
-        if not is_jsonl:
-            out.append(ln)
-            continue
-        try:
-            obj = json.loads(ln)
-        except json.JSONDecodeError as e:
-            raise DataFileError(
-                f"not valid JSON ({e.msg})", path=p, line=i, hint="one JSON object per line"
-            ) from None
-        if not isinstance(obj, dict):
-            raise DataFileError(
-                "line is not a JSON object", path=p, line=i, hint=f'write {{"{field}": "..."}}'
-            )
+    out: list[str] = [] if is_jsonl else [ln for ln in lines if ln.strip()]
+    for i, obj in iter_jsonl(p, hint=f'write {{"{field}": "..."}} per line') if is_jsonl else ():
         val = obj.get(field)
         if not isinstance(val, str) or not val.strip():
             raise DataFileError(
@@ -348,6 +334,27 @@ def split_users_by_holdout(
     return texts[0], texts[1], users[0], users[1]
 
 
+def members_from_holdout(model_dir: str | Path, documents: Any) -> tuple[list[str], list[str], str]:
+    """Members and non-members of a model trained by ``lmleak train``: the corpus documents of the
+    users it held out (its ``holdout.json``) are the non-members, the other users' the members.
+
+    Returns ``(members, non_members, source)``, ``source`` saying where the two sides came from.
+
+    Raises:
+        ConfigError: the model folder records no held-out users.
+    """
+    holdout = read_holdout(model_dir)
+    if holdout is None or not holdout.users:
+        raise ConfigError(
+            f"{model_dir}: the model records no held-out users (holdout.json), so there are no non-members",
+            field="--members", hint="give members and non-members files, or retrain with --holdout-users 0.1",
+        )
+    mem, non = split_by_holdout(documents, holdout.users)
+    source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+              f"(holdout.json); members: {len(mem)} documents of the other users")
+    return mem, non, source
+
+
 def headline_feature(features: Sequence[str]) -> str:
     """The attack the headline reports: the reference-calibrated one when a reference model scored
     the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity
@@ -397,10 +404,6 @@ def run_membership(
     """
     import pandas as pd
 
-    from lmleak.attacks.roc import plot_roc
-    from lmleak.errors import ConfigError
-    from lmleak.runs import secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
 
     if not 0 < min_k <= 1:
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")

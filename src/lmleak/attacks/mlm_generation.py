@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lmleak.progress import track
+
 
 @dataclass(frozen=True, slots=True)
 class GibbsConfig:
@@ -102,7 +104,6 @@ def generate_documents(model: Any, names: Sequence[str | None], config: GibbsCon
     """
     import torch
 
-    from lmleak.progress import track
 
     tok = model.tokenizer
     g = torch.Generator().manual_seed(config.seed)

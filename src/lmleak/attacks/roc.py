@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.figures import pyplot, save_figure
+
 
 @dataclass(frozen=True, slots=True)
 class RocCurve:
@@ -159,12 +161,7 @@ def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.n
 
 def plot_roc(curves: dict[str, RocCurve], path: str, *, title: str = "Membership inference ROC") -> str:
     """Write ROC curves to a PNG: linear axes and log-log axes (low-FPR regime) side by side."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.5))
+    fig, axes = pyplot().subplots(1, 2, figsize=(10, 4.5))
     for name, c in curves.items():
         axes[0].plot(c.fpr, c.tpr, label=name, drawstyle="steps-post")
         axes[1].plot(np.maximum(c.fpr, 1e-4), np.maximum(c.tpr, 1e-4), label=name, drawstyle="steps-post")
@@ -177,12 +174,5 @@ def plot_roc(curves: dict[str, RocCurve], path: str, *, title: str = "Membership
     axes[0].legend(fontsize=8)
     fig.suptitle(title)
     fig.tight_layout()
-    import os
-
-    # written like lmleak.runs does: temporary name, owner-only, then rename
-    tmp = f"{path}.tmp-{os.getpid()}.png"
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    save_figure(fig, path, dpi=110)
     return path

@@ -409,10 +409,12 @@ class _NodeScorer:
         self.stats.nodes_scored += n
         if self.lstm_state is not None:
             if d == 0:
+                assert self.root is not None  # set together with the state
                 return np.repeat(self.root, n, axis=0)
             return self._lstm(prefixes)
         if self.cache is not None and len(self.context) + 1 + d <= int(self.model.max_length):
             if d == 0:
+                assert self.root is not None  # set together with the cache
                 return np.repeat(self.root, n, axis=0)
             return self._cached(prefixes)
         rows = [[*self.context, *map(int, r)] for r in prefixes]
@@ -476,7 +478,7 @@ def path_cost(model: Any, context: list[int], tokens: Sequence[int]) -> float:
 def count_candidates(
     model: Any,
     space: CandidateSpace,
-    canary_costs: Sequence[float],
+    canary_costs: Sequence[float] | np.ndarray,
     *,
     tie_tolerance: float = 1e-4,
     prune: bool = True,
@@ -583,7 +585,7 @@ def count_candidates(
 def count_more_likely(
     model: Any,
     space: CandidateSpace,
-    canary_costs: Sequence[float],
+    canary_costs: Sequence[float] | np.ndarray,
     *,
     tie_tolerance: float = 1e-4,
     prune: bool = True,

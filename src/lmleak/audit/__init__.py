@@ -21,6 +21,7 @@ def audit(config: Any, *, force: bool = False) -> Path:
     :class:`~lmleak.audit.config.AuditConfig`. Stages whose results are complete are skipped on a
     rerun unless ``force``.
     """
+    # lazy: importing lmleak.audit (for its config, say) must not load every stage and torch
     from lmleak.audit.config import AuditConfig, load_config
     from lmleak.audit.runner import run_audit
 

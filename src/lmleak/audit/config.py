@@ -20,6 +20,7 @@ from typing import Any
 from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.models.device import check_device_name
 from lmleak.pii.policies import POLICY_NAMES
 from lmleak.safe_yaml import load_yaml_file
 
@@ -201,6 +202,10 @@ class AuditConfig:
     render: RenderSpec = field(default_factory=RenderSpec)
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
+    @typing.overload
+    def resolve(self, path: str) -> str: ...
+    @typing.overload
+    def resolve(self, path: None) -> None: ...
     def resolve(self, path: str | None) -> str | None:
         """A path from the config, made absolute against the config file's folder."""
         if path is None or path in ("leave-out", "smollm2-135m", "base") or ":" in path.split("/")[0]:
@@ -257,7 +262,7 @@ def _build(cls: type, data: Any, where: str, path: str | None) -> Any:
 def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     target = args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
-    if dataclasses.is_dataclass(target):
+    if isinstance(target, type) and dataclasses.is_dataclass(target):
         if value is None and target is not tp:
             return None
         if value is True and target is not tp:  # `report: true` means "with defaults"
@@ -317,8 +322,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
                           path=path, field="corpus.format", hint=f"use one of {', '.join(FORMATS)}, or leave it out")
     _check_membership(cfg, path)
     if cfg.device is not None:
-        from lmleak.models.device import check_device_name
-
         try:
             check_device_name(cfg.device)
         except ConfigError as e:

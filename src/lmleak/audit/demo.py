@@ -31,6 +31,16 @@ from typing import Any
 
 import yaml
 
+from lmleak.audit.config import parse_config
+from lmleak.audit.runner import run_audit
+from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
+from lmleak.jsonl import read_jsonl
+from lmleak.runs import atomic_write_text, secure_dir
+from lmleak.train.config import TrainConfig
+from lmleak.train.trainer import train_model
+
 
 @dataclass(frozen=True, slots=True)
 class DemoSize:
@@ -53,9 +63,8 @@ SIZES = {
 
 
 def _lines_with(paths: Path, users: set[str] | None, marker: str) -> list[str]:
-    out = []
-    for line in paths.read_text(encoding="utf-8").splitlines():
-        doc = json.loads(line)
+    out: list[str] = []
+    for doc in read_jsonl(paths):
         if users is not None and doc["user_id"] not in users:
             continue
         out.extend(s for s in doc["text"].split("\n") if marker in s)
@@ -97,14 +106,6 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
              echo: Callable[[str], None] = print, base: str | None = None, max_steps: int | None = None) -> Path:
     """Run the demo into ``out_dir`` and return the audit run directory (``base``: see the module docstring;
     ``max_steps`` caps each fine-tune, default 12 on the CPU)."""
-    from lmleak.audit.config import parse_config
-    from lmleak.audit.runner import run_audit
-    from lmleak.data.corpus import Corpus
-    from lmleak.data.loaders import load_corpus
-    from lmleak.data.synth.customersim import synthesize
-    from lmleak.runs import atomic_write_text, secure_dir
-    from lmleak.train.config import TrainConfig
-    from lmleak.train.trainer import train_model
 
     gpu = False
     if base is not None:
@@ -191,8 +192,8 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     if base is not None and not gpu:
         config["analyses"]["report"]["k"] = [1]
     echo("[bold]3/4[/] auditing the three models (leakage report, exposure, membership, PII probing, KART)")
-    cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
-    run = run_audit(cfg, echo=echo)
+    audit_cfg = parse_config(config, path=str(root / "audit.yaml"), base_dir=str(root.resolve()))
+    run = run_audit(audit_cfg, echo=echo)
     summary = json.loads((run / "summary.json").read_text())
     summary["demo_seconds"] = time.perf_counter() - t0
     echo(f"[bold]4/4[/] done in {summary['demo_seconds']:.0f} s")

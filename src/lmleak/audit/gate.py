@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.headline import PER_K, collect_headlines
+from lmleak.render.headline import PER_K, collect_headlines
 from lmleak.runs import check_run
 
 

@@ -25,10 +25,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.exposure import run_exposure
+from lmleak.attacks.membership import read_texts, run_membership
 from lmleak.audit.config import AuditConfig, to_dict, validate_config
-from lmleak.audit.headline import headline_from_summary
+from lmleak.data.holdout import read_holdout
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError
 from lmleak.models.base import Capability
+from lmleak.models.device import requested_device, use_device
+from lmleak.models.loading import load_model
+from lmleak.probe.mining import mine_templates, write_templates
+from lmleak.probe.probing import run_probe
+from lmleak.probe.subjects import read_subjects
+from lmleak.probe.templates import load_template_budgets, load_templates
+from lmleak.render.headline import headline_from_summary
+from lmleak.render.html import render_report
+from lmleak.report.leakage import ReportConfig, run_report
 from lmleak.runs import (
     atomic_write_json,
     atomic_write_text,
@@ -38,6 +50,8 @@ from lmleak.runs import (
     write_parquet,
     write_summary,
 )
+from lmleak.scenarios import scenario_record
+from lmleak.train.confidentiality import measured_bayesian_confidentiality
 
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
@@ -83,7 +97,6 @@ def with_anonymization(record: dict[str, Any] | None, anonymization: str, *, acc
     behind an API, the access the API grants and a note naming its tier)."""
     if not record:
         return record
-    from lmleak.scenarios import scenario_record
 
     try:
         return scenario_record(attack=record["attack"], knowledge=record.get("knowledge", ()), anonymization=anonymization,
@@ -106,8 +119,6 @@ class Auditor:
     # ------------------------------------------------------------------ helpers
     def corpus(self) -> Any:
         if self._corpus is None:
-            from lmleak.data.loaders import load_corpus
-
             c = self.cfg.corpus
             self._corpus = load_corpus(self.cfg.resolve(c.path), format=c.format, text_field=c.text_field,
                                        user_field=c.user_field, doc_field=c.doc_field, skip_bad_rows=c.skip_bad_rows)
@@ -133,8 +144,6 @@ class Auditor:
 
     # ------------------------------------------------------------------ stages
     def stage_report(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.report.leakage import ReportConfig, run_report
-
         public = self.cfg.public_model
         cfg = ReportConfig(ks=tuple(spec.k), t=spec.t, p=spec.p, public_context_tokens=spec.public_context_tokens,
                            public_occurrences=spec.public_occurrences, pii_policy=spec.pii_policy,
@@ -145,12 +154,10 @@ class Auditor:
                    anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.exposure import run_exposure
-
         run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
+        from lmleak.attacks.membership import split_users_by_holdout
         from lmleak.data.holdout import read_holdout
         from lmleak.models.loading import load_model
 
@@ -180,7 +187,6 @@ class Auditor:
         m = self.cfg.analyses.membership
         if m is None:
             return {}
-        from lmleak.attacks.membership import read_texts
         from lmleak.attacks.mia_methods import MethodOptions
 
         mlm = None
@@ -211,7 +217,6 @@ class Auditor:
 
     def mia_source(self, model_path: str) -> str | None:
         """Why the MIA stage cannot run for this model (None when it can)."""
-        from lmleak.data.holdout import read_holdout
 
         spec = self.cfg.analyses.mia
         if spec is None and self.cfg.analyses.membership is None:
@@ -225,17 +230,11 @@ class Auditor:
         return None
 
     def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.probe.probing import run_probe
-        from lmleak.probe.subjects import read_subjects
-
         subjects = read_subjects(self.cfg.resolve(spec.subjects))
         templates, k, budgets = None, spec.templates, None
         if isinstance(spec.templates, str):
-            from lmleak.probe.templates import load_template_budgets, load_templates
-
             path = self._template_file(spec, subjects)
             templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
-        from lmleak.data.holdout import read_holdout
 
         holdout = read_holdout(model_path)
         run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates,
@@ -253,7 +252,8 @@ class Auditor:
                 "(train.json of `lmleak train`); audit the training algorithm with `lmleak dp-audit run`")
 
     def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+        from lmleak.attacks.dp_audit import DPAuditConfig
+        from lmleak.audit.dp_audit import run_dp_audit
         from lmleak.train.trainer import load_train_config
 
         train_cfg = load_train_config(model_path)
@@ -264,7 +264,6 @@ class Auditor:
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-        from lmleak.models.loading import load_model
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         cfg = ExtractConfig(num_samples=spec.num_samples, max_new_tokens=spec.max_new_tokens, top_k=spec.top_k,
@@ -282,8 +281,6 @@ class Auditor:
             return str(self.cfg.resolve(spec.templates))
         path = self.run / "probe-templates.yaml"
         if not path.exists():
-            from lmleak.probe.mining import mine_templates, write_templates
-
             write_templates(mine_templates(self.corpus(), subjects), path)
             log.info("probe templates mined from the corpus into %s", path)
         return str(path)
@@ -303,7 +300,6 @@ class Auditor:
                 summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
             self._kart_table(summary)
             write_summary(self.run, summary)
-            from lmleak.render.html import render_report
 
             render_report(self.run, show_text=self.cfg.render.show_text)
             log.info("report written to %s", self.run / "report.html")
@@ -344,8 +340,6 @@ class Auditor:
                 log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
             else:
                 if model is None:
-                    from lmleak.models.loading import load_model
-
                     model = load_model(path)
                 self.echo(f"[bold]{name}/{stage}[/]: running")
                 t0 = time.perf_counter()
@@ -384,8 +378,6 @@ class Auditor:
         out = {"mode": priv.get("mode"), "dp_epsilon": priv.get("epsilon"), "dp_delta": priv.get("delta"),
                "gamma": priv.get("gamma"), "tokenizer_source": priv.get("tokenizer_source")}
         if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
-            from lmleak.train.confidentiality import measured_bayesian_confidentiality
-
             bound = measured_bayesian_confidentiality(float(priv["epsilon"]), float(priv.get("delta") or 0.0),
                                                       priv.get("gamma"))
             out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
@@ -414,7 +406,6 @@ def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], No
     Models load onto ``cfg.device`` (by default a GPU when torch sees one), unless ``lmleak --device``
     or a caller's :func:`~lmleak.models.device.use_device` already chose.
     """
-    from lmleak.models.device import requested_device, use_device
 
     validate_config(cfg)  # every range, file and model, before the run directory is touched
     explicit = requested_device() != "auto"  # the command line wins over the config file

@@ -1,7 +1,8 @@
 """CLI of the attacks area: ``lmleak exposure``, ``lmleak mia``, ``lmleak experiment crt`` (paper 002 §5).
 
 Thin: parse, load, call one library function, write the run directory, print a summary table.
-Heavy imports live inside the commands so ``lmleak --help`` stays fast.
+main.py imports every area module to build the app, so library imports stay inside the commands
+(numpy and torch would make ``lmleak --help`` slow).
 """
 
 from __future__ import annotations
@@ -11,76 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
-
-
-def load_scoring_model(spec: str) -> Any:
-    """Load a model for scoring: the models helper's ``load_model`` when present, else a small-model dir
-    or ``fake:<corpus.jsonl>``."""
-    try:
-        from lmleak.models.loading import load_model
-    except ImportError:  # until the models area lands
-        load_model = None
-    if load_model is not None:
-        return load_model(spec)
-    from lmleak.errors import ModelError
-
-    if spec.startswith("fake:"):
-        import json
-
-        from lmleak.models.fake import FakeLM
-
-        p = Path(spec[5:])
-        if not p.is_file():
-            raise ModelError(f"{p}: corpus for the fake model not found")
-        texts = [json.loads(ln)["text"] for ln in p.read_text(encoding="utf-8").splitlines() if ln.strip()]
-        return FakeLM.from_texts(texts, order=4, name=f"fake:{p.name}")
-    p = Path(spec)
-    if (p / "lmleak_model.json").is_file():
-        from lmleak.models.small import load_small_model
-
-        return load_small_model(p)
-    raise ModelError(
-        f"cannot load model {spec!r}: expected a directory written by `lmleak train` or fake:<corpus.jsonl>"
-    )
-
-
-def scenario(
-    *,
-    attack: str,
-    access: str,
-    target: str,
-    knowledge: tuple[str, ...] = (),
-    resources: tuple[str, ...] = (),
-    anonymization: str = "identity",
-    notes: str | None = None,
-) -> dict[str, Any]:
-    """The KART scenario record of a run (``lmleak.scenarios.scenario_record`` when it exists)."""
-    try:
-        from lmleak.scenarios import scenario_record
-    except ImportError:
-        scenario_record = None
-    if scenario_record is not None:
-        return dict(
-            scenario_record(
-                attack=attack,
-                knowledge=knowledge,
-                anonymization=anonymization,
-                resources=resources,
-                access=access,
-                target=target,
-                notes=notes,
-            )
-        )
-    return {
-        "attack": attack,
-        "knowledge": list(knowledge),
-        "anonymization": anonymization,
-        "resources": list(resources),
-        "access": access,
-        "target": target,
-        "notes": notes,
-    }
+from lmleak.cli.common import JsonOpt, ModelOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
+from lmleak.errors import ConfigError, did_you_mean
 
 
 def parse_list_options(args: list[str], names: set[str]) -> dict[str, list[str]]:
@@ -90,8 +23,6 @@ def parse_list_options(args: list[str], names: set[str]) -> dict[str, list[str]]
         >>> parse_list_options(["--gammas", "0", "0.1", "--archs=lstm,gpt"], {"--gammas", "--archs"})
         {'--gammas': ['0', '0.1'], '--archs': ['lstm', 'gpt']}
     """
-    from lmleak.errors import ConfigError, did_you_mean
-
     out: dict[str, list[str]] = {}
     cur: str | None = None
     for a in args:
@@ -146,15 +77,16 @@ def exposure_cmd(
     max_candidates: Annotated[
         int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.")
     ] = 10_000_000,
-    seed: Annotated[int, typer.Option()] = 0,
-    quiet_: Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    seed: SeedOpt = 0,
+    quiet_: QuietOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Canary exposure (Carlini et al. 2019; paper 002 §5.1): exact rank of each canary among all candidates."""
-    from lmleak.attacks.exposure import run_exposure
+    from lmleak.attacks.exposure import run_exposure  # lazy: numpy, keeps --help fast
+    from lmleak.models.loading import load_model  # lazy: imports torch
 
     quiet(quiet_ or as_json)
-    lm = load_scoring_model(model)
+    lm = load_model(model)
     info(f"ranking the canaries of {canaries} with {lm.name}")
     summary, results = run_exposure(lm, canaries, out_dir, alphabet=alphabet, extrapolate=extrapolate,
                                     sample_size=sample_size, max_candidates=max_candidates, seed=seed)
@@ -174,8 +106,8 @@ def exposure_cmd(
 
 def mia_cmd(
     ctx: typer.Context,
-    model: Annotated[str, typer.Option("--model", "-m", help="Target model.")],
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    model: ModelOpt,
+    out_dir: OutDirOpt,
     members: Annotated[
         Path | None, typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines).")
     ] = None,
@@ -209,7 +141,7 @@ def mia_cmd(
     neighbours: Annotated[int, typer.Option(help="Neighbours per text for the neighbourhood method.")] = 8,
     blind: Annotated[bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")] = True,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: SeedOpt = 0,
     engine: Annotated[str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")] = "local",
     ray_address: Annotated[
         str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
@@ -218,8 +150,8 @@ def mia_cmd(
     gpus_per_worker: Annotated[
         float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
     ] = 0.0,
-    quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    quiet_: QuietOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot.
 
@@ -230,6 +162,7 @@ def mia_cmd(
     from lmleak.attacks.membership import read_texts, run_membership
     from lmleak.attacks.mia_methods import MethodOptions, parse_methods
     from lmleak.ledger.ledger import ModelSpec
+    from lmleak.models.loading import load_model  # lazy: imports torch
     from lmleak.shards import ShardEngine, ray_session
 
     quiet(quiet_ or as_json)
@@ -245,14 +178,14 @@ def mia_cmd(
     prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
     options = MethodOptions(methods=methods, recall_prefix=prefix, recall_shots=recall_shots,
                             num_neighbours=neighbours, mlm=mlm_model, seed=seed)
-    lm = load_scoring_model(model)
+    lm = load_model(model)
     groups = None
     if members is not None and non_members is not None:
         mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
     else:
         mem, non, source, groups = members_from_holdout(model, corpus, with_users=True)
         info(source)
-    ref = load_scoring_model(reference) if reference else None
+    ref = load_model(reference) if reference else None
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(eng):
@@ -315,19 +248,19 @@ def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
 
 def crt_cmd(
     ctx: typer.Context,
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    out_dir: OutDirOpt,
     corpus: Annotated[
         Path | None, typer.Option("--corpus", help="Corpus JSONL (default: synthesise CustomerSim).")
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
-    seed: Annotated[int, typer.Option()] = 0,
+    seed: SeedOpt = 0,
     epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")] = None,
     users: Annotated[int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")] = None,
     lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one).")] = None,
     base: Annotated[str | None, typer.Option("--base", help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).")] = None,
-    quiet_: Annotated[bool, typer.Option("--quiet", "-q")] = False,
-    as_json: Annotated[bool, typer.Option("--json")] = False,
+    quiet_: QuietOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Paper 002 Figs. 2-6: No-DP, redaction, DP-SGD, CRT and selective DP across policy recall γ.
 
@@ -341,8 +274,6 @@ def crt_cmd(
     try:
         gammas = tuple(float(g) for g in lists["--gammas"]) if "--gammas" in lists else None
     except ValueError:
-        from lmleak.errors import ConfigError
-
         raise ConfigError(f"--gammas takes numbers, got {lists['--gammas']}", field="gammas") from None
     archs = tuple(lists["--archs"]) if "--archs" in lists else None
     if base is not None:

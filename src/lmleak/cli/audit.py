@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import err, out, print_json, quiet
+from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, err, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -27,7 +27,7 @@ def gate(
     max_pii_unique: Annotated[int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")] = None,
     min_epsilon_lower_bound: Annotated[float | None, typer.Option(help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.")] = None,
     max_extracted: Annotated[int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
     from lmleak.audit.gate import check_gate
@@ -64,7 +64,7 @@ def gate(
 def query_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     sql: Annotated[str, typer.Argument(help='SQL over the run\'s Parquet files, e.g. "SELECT * FROM sequences LIMIT 5".')],
-    json_out: Annotated[bool, typer.Option("--json", help="Print rows as JSON records.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
     from lmleak.audit.query import query
@@ -89,7 +89,7 @@ def render_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
     out_path: Annotated[Path | None, typer.Option("--out", help="Where to write the HTML (default RUN/report.html).")] = None,
     show_text: Annotated[bool, typer.Option(help="Include leaked text (off by default: lengths and counts only).")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Write the self-contained HTML report of a run directory."""
     from lmleak.render.html import render_report
@@ -111,7 +111,7 @@ def _cell(v: object) -> str:
 def _summary_table(run: Path) -> None:
     from rich.table import Table
 
-    from lmleak.audit.headline import collect_headlines
+    from lmleak.render.headline import collect_headlines
     from lmleak.render.html import LABELS
 
     heads = collect_headlines(run)
@@ -130,8 +130,8 @@ def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
     example: Annotated[bool, typer.Option("--example", help="Print a commented example config and exit.")] = False,
     force: Annotated[bool, typer.Option(help="Rerun every stage, even complete ones.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars or stage messages.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
     import sys
@@ -149,7 +149,7 @@ def audit(
     cfg = load_config(config)
     run = run_audit(cfg, force=force, echo=(lambda s: None) if (quiet_ or json_out) else err.print)
     if json_out:
-        from lmleak.audit.headline import collect_headlines
+        from lmleak.render.headline import collect_headlines
 
         print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
         return
@@ -161,8 +161,8 @@ def demo(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's data, models and audit.")] = Path("lmleak-demo"),
     quick: Annotated[bool, typer.Option("--quick", help="Smaller corpus and fewer epochs (about 3 minutes).")] = False,
     leave_out: Annotated[bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")] = False,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the headline metrics as JSON.")] = False,
+    seed: SeedOpt = 0,
+    json_out: JsonOpt = False,
     base: Annotated[str | None, typer.Option("--base", help="Audit LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) against the base as the public model; smoke-sized on the CPU, full size on a GPU.")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).")] = None,
 ) -> None:
@@ -176,7 +176,7 @@ def demo(
     run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print,
                    base=base, max_steps=max_steps)
     if json_out:
-        from lmleak.audit.headline import collect_headlines
+        from lmleak.render.headline import collect_headlines
 
         print_json({"run": str(run), "report": str(run / "report.html"), "seconds": time.perf_counter() - t0,
                     "headlines": collect_headlines(run)})

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.jsonl import read_jsonl
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -23,21 +24,20 @@ def customersim(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
     users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).")] = 100,
     dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.")] = 5,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    seed: SeedOpt = 0,
     canaries: Annotated[int, typer.Option(help="Number of 'My ID is: <6 digits>' canaries to insert.")] = 0,
     canary_repeats: Annotated[int, typer.Option(help="Copies of each canary in its user's documents.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
-    import json
 
     from lmleak.data.synth.customersim import synthesize
 
     quiet(json_out)
     paths = synthesize(out_dir, users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
-    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
-    summary = {
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
+    summary: dict[str, Any] = {
         "documents": len(docs),
         "users": users,
         "words": sum(len(d["text"].split()) for d in docs),
@@ -64,23 +64,22 @@ def customersim(
 def mail(
     out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
     scale: Annotated[float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.")] = 1.0,
-    seed: Annotated[int, typer.Option(help="Random seed (same seed, byte-identical files).")] = 0,
+    seed: SeedOpt = 0,
     canaries: Annotated[int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")] = 0,
     canary_repeats: Annotated[int, typer.Option(help="Copies of each canary, each a message of its own.")] = 1,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
-    import json
 
     from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
 
     quiet(json_out)
     paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
-    entities = Counter(json.loads(line)["entity"] for line in paths["secrets"].read_text().splitlines())
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     words = sum(len(d["text"].split()) for d in docs)
     lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
-    summary = {
+    summary: dict[str, Any] = {
         "documents": len(docs),
         "authors": len({d["user_id"] for d in docs}),
         "words": words,
@@ -115,7 +114,7 @@ def check(
     user_field: Annotated[str, typer.Option(help="Column holding the user id.")] = "user_id",
     doc_field: Annotated[str, typer.Option(help="Column holding the document id (optional in the data).")] = "doc_id",
     skip_bad_rows: Annotated[bool, typer.Option(help="Count and report bad rows instead of failing on the first.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
     from lmleak.data.loaders import load_corpus_with_report
@@ -128,7 +127,7 @@ def check(
     )
     per_user = [len(v) for v in corpus.by_user().values()]
     stats = corpus_stats(corpus, detector=RegexDetector())
-    summary = {
+    summary: dict[str, Any] = {
         "path": str(path),
         "documents": len(corpus),
         "users": len(per_user),

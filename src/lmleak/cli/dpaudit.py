@@ -92,7 +92,7 @@ def run(
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
 ) -> None:
     """Insert m canaries (each with probability 1/2), train once, guess membership, bound epsilon."""
-    from lmleak.attacks.dp_audit import DPAuditConfig, run_dp_audit
+    from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit
     from lmleak.train.config import TrainConfig
 
     quiet(quiet_ or json_out)

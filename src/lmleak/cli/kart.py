@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.",
@@ -30,7 +30,7 @@ def _fmt(v: float | None) -> str:
 
 
 @kart_app.command("review")
-def review_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+def review_cmd(as_json: JsonOpt = False) -> None:
     """Print paper 004's Table 2: prior studies parameterised by KART."""
     from lmleak.scenarios.catalogue import review
 
@@ -71,7 +71,7 @@ def review_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.
 @kart_app.command("describe")
 def describe_cmd(
     run: Annotated[Path, typer.Argument(help="An lmleak run directory (or its summary.json).")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """State a run's scenario in the paper's notation (I_K, a, R, I_T)."""
     from lmleak.scenarios.describe import run_scenarios
@@ -124,7 +124,7 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
 @kart_app.command("margins")
 def margins_cmd(
     counts: Annotated[Path, typer.Argument(help="CSV with columns scenario,valid,correct[,generated].")],
-    as_json: Annotated[bool, typer.Option("--json", help="Print {ratios, margins} as JSON.")] = False,
+    as_json: JsonOpt = False,
     decimals: Annotated[
         int, typer.Option(help="Round ratios (pp) before differencing, as Table 3 does.")
     ] = 2,
@@ -143,7 +143,7 @@ def margins_cmd(
 def run_cmd(
     spec: Annotated[Path, typer.Argument(help="Scenario YAML with predictions and gold per scenario.")],
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write summary.json here.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Leakage ratio per scenario and margins for any (subject, attribute) predictions."""
     from lmleak.scenarios.runner import run_spec
@@ -161,15 +161,15 @@ def run_cmd(
 
 @kart_app.command("experiment")
 def experiment_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    out_dir: OutDirOpt,
     quick: Annotated[bool, typer.Option("--quick", help="A few minutes instead of ~15.")] = False,
     patients: Annotated[int | None, typer.Option(help="Patients in the synthetic notes.")] = None,
     docs: Annotated[int | None, typer.Option(help="Generated documents per K±A± cell.")] = None,
     epochs: Annotated[int | None, typer.Option(help="MLM pre-training epochs.")] = None,
     iterations: Annotated[int | None, typer.Option(help="Gibbs updates per document.")] = None,
-    seed: Annotated[int, typer.Option(help="Seed of data, training and sampling.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    seed: SeedOpt = 0,
+    as_json: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6)."""
     import dataclasses
@@ -214,17 +214,18 @@ def experiment_cmd(
 def synth_clinical_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
     patients: Annotated[int, typer.Option(help="Number of patients.")] = 200,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: SeedOpt = 0,
     notes_per_patient: Annotated[int, typer.Option(help="Notes per patient.")] = 3,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the written paths as JSON.")] = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
     from lmleak.data.synth.clinical import synthesize
     from lmleak.errors import ConfigError
+    from lmleak.pii.hipaa import patient_anonymizer
 
     if patients < 1 or notes_per_patient < 1:
         raise ConfigError("need at least one patient and one note per patient", field="patients")
-    paths = synthesize(out_dir, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
+    paths = synthesize(out_dir, anonymizer=patient_anonymizer, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

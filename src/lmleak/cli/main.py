@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Annotated
+from typing import Annotated, Any
 
 import click
 import typer
@@ -73,7 +73,7 @@ def _where(e: BaseException) -> str:
 
 
 class _Group(TyperGroup):
-    def invoke(self, ctx: click.Context):  # type: ignore[no-untyped-def]
+    def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
 
         try:

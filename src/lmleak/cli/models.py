@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, out, print_json, quiet
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -33,7 +33,7 @@ def train(
     seq_len: Annotated[int, typer.Option("--seq-len", "--context", help="Tokens per training sequence (the GPT's context).")] = 128,
     tokenizer: Annotated[str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")] = None,
     vocab_size: Annotated[int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")] = 4000,
-    seed: Annotated[int, typer.Option(help="Random seed.")] = 0,
+    seed: SeedOpt = 0,
     holdout_users: Annotated[float, typer.Option("--holdout-users", "--val-fraction", help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.")] = 0.1,
     layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.")] = 2,
     width: Annotated[int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).")] = 128,
@@ -60,8 +60,8 @@ def train(
     precision: Annotated[str, typer.Option("--precision", help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 (falls back to fp32).")] = "auto",
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).")] = None,
     device: Annotated[str | None, typer.Option("--device", help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Train a small GPT or LSTM on a corpus, or fine-tune a pretrained model (--base), plainly or with DP-SGD / CRT / selective DP."""
     from lmleak.data.loaders import load_corpus
@@ -175,8 +175,8 @@ def evaluate_cmd(
     corpus: Annotated[Path, typer.Option(help="Corpus to evaluate on.")],
     k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).")] = [1, 3],  # noqa: B006
     out_path: Annotated[Path | None, typer.Option("--out", help="Also write the metrics to this JSON file.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print the metrics as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
 ) -> None:
     """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing)."""
     from lmleak.data.loaders import load_corpus
@@ -188,18 +188,18 @@ def evaluate_cmd(
     lm = resolve_model(model)
     require(lm, Capability.SCORE, attack="eval")
     metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(k))
-    metrics = {"model": model, "corpus": str(corpus), **metrics}
+    record: dict[str, Any] = {"model": model, "corpus": str(corpus), **metrics}
     if out_path:
-        atomic_write_json(out_path, metrics)
+        atomic_write_json(out_path, record)
     if json_out:
-        print_json(metrics)
+        print_json(record)
         return
     from rich.table import Table
 
     t = Table(title=f"{model} on {corpus}")
     t.add_column("metric")
     t.add_column("value", justify="right")
-    for key, v in metrics.items():
+    for key, v in record.items():
         if isinstance(v, float):
             t.add_row(key, f"{v:.4f}")
     out.print(t)

@@ -8,15 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
+from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
 
 pii_app = typer.Typer(
     help="PII detection policies: detect spans, evaluate against ground truth.", no_args_is_help=True
 )
 
-CorpusOpt = Annotated[
-    Path, typer.Option("--corpus", help="Corpus file (JSONL/CSV/Parquet/text; see `lmleak corpus check`).")
-]
 PolicyOpt = Annotated[
     str, typer.Option("--policy", help="regex | presidio | balanced | conservative | digits | paper003.")
 ]
@@ -24,16 +21,12 @@ RecallOpt = Annotated[
     float | None,
     typer.Option("--recall", help="Degrade the policy to this recall (γ sweep): drop detections at random."),
 ]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of the degradation.")]
 BaseRecallOpt = Annotated[
     float,
     typer.Option(
         "--base-recall", help="The policy's measured recall, so --recall is absolute (default 1: relative)."
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")]
-OutDirOpt = Annotated[Path, typer.Option("--out", help="Output folder (created owner-only).")]
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -136,12 +129,14 @@ def detect_cmd(
     quiet(q or as_json)
     if (corpus is None) == (text is None):
         raise InputError("give exactly one of --corpus and --text", field="corpus")
-    docs = (
-        [("text", "-", text)] if text is not None else [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
-    )  # type: ignore[arg-type]
+    if text is not None:
+        docs = [("text", "-", text)]
+    else:
+        assert corpus is not None  # exactly one of the two, checked above
+        docs = [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
     pol = _policy(policy, recall, seed, 1.0)
     found = detect_many(pol, [d[2] for d in docs])
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "doc_id": doc_id,
             "user_id": uid,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import out, print_json
+from lmleak.cli.common import JsonOpt, out, print_json
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -22,7 +22,7 @@ def confidentiality(
     occurrences: Annotated[int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")] = None,
     delta2: Annotated[float, typer.Option(help="The conservative policy's miss rate (Thm. 8.3).")] = 0.0,
     plot: Annotated[Path | None, typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON (keys named after the results).")] = False,
+    json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
     from lmleak.errors import ConfigError
@@ -73,16 +73,13 @@ def significant(value: object, digits: int = 4) -> object:
 
 
 def _plot(epsilon: float, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
+    from lmleak.figures import pyplot, save_figure
     from lmleak.train.confidentiality import bayesian_confidentiality
 
     gammas = np.linspace(0, 1, 101)
-    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    fig, ax = pyplot().subplots(figsize=(5.5, 3.8))
     for eps in sorted({0.5, 1.0, 2.0, 4.0, float(epsilon)}):
         ax.plot(gammas, [bayesian_confidentiality(eps, 0.0, g)[0] for g in gammas], label=f"ε' = {eps:g}")
     ax.set_xlabel("γ (policy miss rate, 1 − recall)")
@@ -90,6 +87,4 @@ def _plot(epsilon: float, path: Path) -> None:
     ax.set_title("Confidentiality amplification by redaction (Prop. 6)")
     ax.legend()
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path, dpi=120)

@@ -4,15 +4,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
-
-ModelOpt = Annotated[str, typer.Option("--model", "-m", help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")]
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress output.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON.")]
+from lmleak.cli.common import JsonOpt, ModelOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
 
 
 def _targets(s: str) -> tuple[str, ...]:
@@ -77,12 +73,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if model is None or subject is None:
             out.print(ctx.get_help())
             raise typer.Exit(0 if model is None and subject is None else 2)
-        import pandas as pd
-
-        from lmleak.models.loading import load_model
-        from lmleak.probe.probing import run_probe
+        from lmleak.models.loading import load_model  # lazy: imports torch
         from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.verdict import subject_report
+        from lmleak.probe.verdict import subject_view
 
         quiet(quiet_)
         subj = read_subjects(subject)
@@ -91,27 +84,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
             raise InputError(f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many")
         m = load_model(model)
-        # the null baseline needs another person's value: synthetic decoys of the same shape
-        decoy = _decoy(subj[0])
-        targets = tuple(t for t in ("phone", "email", "address", "university") if subj[0].get(t))
-        if subj[0].get("relations"):
-            targets += ("relationship",)
-        lrows, grows = [], []
-        import tempfile
-
-        with tempfile.TemporaryDirectory() as td:
-            level = "triplet" if sum(bool(subj[0].get(t)) for t in ("phone", "email", "address")) >= 2 else "twin"
-            summary = run_probe(m, [subj[0], decoy], td, targets=targets, level=level, k=templates, beams=beams)
-            p = Path(td)
-            if (p / "likelihoods.parquet").exists():
-                lrows = pd.read_parquet(p / "likelihoods.parquet")
-                lrows = lrows[lrows["subject_id"] == subj[0]["subject_id"]]
-            if (p / "generations.parquet").exists():
-                grows = pd.read_parquet(p / "generations.parquet")
-                grows = grows[grows["subject_id"] == subj[0]["subject_id"]]
-        rows = subject_report(summary, lrows if len(lrows) else None, grows if len(grows) else None)
+        view = subject_view(m, subj[0], templates=templates, beams=beams)
+        rows = view.items
         if json_:
-            print_json({"subject": subj[0]["name"], "model": m.name, "items": rows})
+            print_json(view.to_dict())
             return
         from rich.table import Table
 
@@ -134,7 +110,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def run_cmd(
         model: ModelOpt,
         subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
         templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
         beams: Annotated[int, typer.Option("--beams")] = 3,
@@ -144,7 +120,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
         no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
         likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: SeedOpt = 0,
         max_new: Annotated[str, typer.Option("--max-new-tokens", help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.")] = "",
         engine: Annotated[str, typer.Option("--engine", help="Where the probing passes run: local | ray.")] = "local",
         ray_address: Annotated[str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")] = None,
@@ -156,10 +132,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
         from lmleak.ledger.ledger import ModelSpec
         from lmleak.models.loading import load_model
-        from lmleak.probe.blackbox import parse_budgets
         from lmleak.probe.probing import run_probe
         from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.templates import load_template_budgets, load_templates
+        from lmleak.probe.templates import load_template_budgets, load_templates, parse_budgets
         from lmleak.shards import ShardEngine, ray_session
 
         quiet(quiet_)
@@ -187,7 +162,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def sweep_cmd(
         model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
         subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: Annotated[Path, typer.Option("--out")],
+        out_dir: OutDirOpt,
         target: Annotated[str, typer.Option("--target")] = "email",
         limit: Annotated[int | None, typer.Option("--limit")] = None,
         quiet_: QuietOpt = False,
@@ -223,7 +198,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     @probe.command("build")
     def build_cmd(
         corpus: Annotated[Path, typer.Option("--corpus", "-c")],
-        out_file: Annotated[Path, typer.Option("--out")],
+        out_file: OutDirOpt,
         method: Annotated[str, typer.Option("--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow).")] = "formats",
         min_count: Annotated[int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")] = 1,
         quiet_: QuietOpt = False,
@@ -244,17 +219,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
             raise InputError("no subjects found: no name was linked to an e-mail, phone or address", path=corpus,
                              hint="try --method ner for prose, or write the subjects file by hand")
-        counts["seconds"] = round(time.perf_counter() - t0, 2)
+        timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
         write_subjects(subj, out_file)
         if json_:
-            print_json(counts)
+            print_json(timed)
             return
         from rich.table import Table
 
         t = Table(title=f"probe set {out_file}")
         t.add_column("kind")
         t.add_column("count")
-        for k, v in counts.items():
+        for k, v in timed.items():
             t.add_row(k, str(v))
         out.print(t)
 
@@ -279,7 +254,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError("must be >= 1", field="--top")
         mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
         write_templates(mined, out_file)
-        rows = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
+        rows: list[dict[str, Any]] = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
                  "precision": round(m.precision, 4)} for t, ms in mined.items() for m in ms]
         if json_:
             print_json({"templates": rows, "out": str(out_file)})
@@ -297,7 +272,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def softprompt_cmd(
         model: ModelOpt,
         subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: Annotated[Path, typer.Option("--out")],
+        out_dir: OutDirOpt,
         target: Annotated[str, typer.Option("--target")] = "phone",
         level: Annotated[str, typer.Option("--level")] = "quadruplet",
         train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
@@ -306,7 +281,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         epochs: Annotated[int, typer.Option("--epochs")] = 50,
         lr: Annotated[float, typer.Option("--lr")] = 0.005,
         transfer_to: Annotated[str | None, typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model.")] = None,
-        seed: Annotated[int, typer.Option("--seed")] = 0,
+        seed: SeedOpt = 0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
@@ -336,16 +311,16 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def experiment_cmd(
-    out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+    out_dir: OutDirOpt,
     quick: Annotated[bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")] = False,
-    seed: Annotated[int, typer.Option(help="Seed of data, training, null derangement and soft prompts.")] = 0,
+    seed: SeedOpt = 0,
     smollm2: Annotated[bool | None, typer.Option("--smollm2/--no-smollm2", help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).")] = None,
     users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
     epochs: Annotated[int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")] = None,
     softprompt_epochs: Annotated[int | None, typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).")] = None,
     base: Annotated[str | None, typer.Option("--base", help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: the fine-tune's optimiser steps (default 20 on the CPU).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
     """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and
@@ -394,11 +369,3 @@ def experiment_cmd(
                       str(r["best_epoch"]) if r["prompt"] == "soft" else "-")
         out.print(t)
     out.print(f"-> {out_dir}")
-
-
-def _decoy(subject: dict) -> dict:
-    """A synthetic person of the same shape, whose values serve as the null baseline a_{m,Null}."""
-    return {"subject_id": "__decoy__", "name": "Jordan Example", "phone": "(555) 555-0123",
-            "email": "jordan.example@example.org", "address": "12 Example Street, Springfield, IL 62701",
-            "university": "Example State University",
-            "relations": {k: "Sam Example" for k in (subject.get("relations") or {})}}

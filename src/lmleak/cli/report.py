@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
+
+from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, info, out, print_json, quiet
 
 _MULTI = ("--k",)
 
@@ -25,7 +26,7 @@ _MULTI = ("--k",)
 class _ReportGroup(TyperGroup):
     """A group whose own callback is the main command and whose ``--k`` takes several values."""
 
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         fixed: list[str] = []
         i = 0
         while i < len(args):
@@ -46,54 +47,14 @@ class _ReportGroup(TyperGroup):
 
 
 def _load_corpus(path: Path) -> Any:
-    try:
-        from lmleak.data.loaders import load_corpus
-    except ImportError:  # pragma: no cover - until the data area lands
-        return _jsonl_corpus(path)
+    from lmleak.data.loaders import load_corpus  # lazy: keeps `lmleak --help` light
+
     return load_corpus(path)
 
 
-def _jsonl_corpus(path: Path) -> Any:
-    import json
-
-    from lmleak.data.corpus import Corpus, Document, stable_doc_id
-    from lmleak.errors import CorpusError
-
-    if not path.exists():
-        raise CorpusError("file does not exist", path=path)
-    docs, ordinal = [], {}
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"invalid JSON ({e.msg})", path=path, line=n) from None
-        text, user = row.get("text"), row.get("user_id")
-        if not isinstance(text, str) or not text:
-            raise CorpusError("missing or empty", path=path, line=n, field="text")
-        if not isinstance(user, str) or not user:
-            raise CorpusError("missing or empty", path=path, line=n, field="user_id")
-        i = ordinal.get(user, 0)
-        ordinal[user] = i + 1
-        docs.append(Document(user, str(row.get("doc_id") or stable_doc_id(user, text, i)), text))
-    return Corpus(docs, source=str(path))
-
-
 def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
-    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.ledger.ledger import ModelSpec  # lazy: imports torch
 
-    try:
-        import lmleak.models.loading  # noqa: F401
-    except ImportError:  # pragma: no cover - only before the models area lands
-        from lmleak.report.public import load_any_model
-
-        model = load_any_model(spec)
-        if api_top_k is not None:
-            from lmleak.models.blackbox import TopKOnly  # type: ignore[import-not-found]
-
-            model = TopKOnly(model, api_top_k)
-        return model
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 
@@ -147,7 +108,6 @@ def _ledger_on_vllm(lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, s
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
-    from lmleak.cli.common import out
     from lmleak.report.metrics import format_epsilon
 
     pii = summary.get("pii_unique_sequences") or {}
@@ -184,8 +144,6 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
 
 def _print_table(df: Any, title: str) -> None:
     from rich.table import Table
-
-    from lmleak.cli.common import out
 
     t = Table(title=title)
     for c in df.columns:
@@ -229,7 +187,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
         p: Annotated[
             int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")
-        ] = None,
+        ] = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
         redact: Annotated[
             bool, typer.Option("--redact", help="No text, contexts or user ids in the outputs.")
         ] = False,
@@ -292,13 +250,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             bool,
             typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
         ] = False,
-        json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
         if ctx.invoked_subcommand is not None:
             return
-        from lmleak.cli.common import info, print_json, quiet
         from lmleak.errors import ConfigError
         from lmleak.report.leakage import ReportConfig, as_int_list, run_report
 
@@ -384,16 +341,15 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def snapshots(
         model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
         corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
         val: Annotated[
             Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.report.studies import snapshot_study
 
         quiet(quiet_ or json_out)
@@ -409,17 +365,16 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def compare(
         model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
         corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
-        out_dir: Annotated[Path, typer.Option("--out", help="Run directory.")],
+        out_dir: OutDirOpt,
         k: Annotated[int, typer.Option("--k")] = 1,
         val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
         public_model: Annotated[
             str | None, typer.Option("--public-model", help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """Compare models trained on the same data (paper 001 Table 2)."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.errors import ConfigError
         from lmleak.report.studies import compare_models
 
@@ -459,11 +414,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         val_run: Annotated[
             Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
         ] = None,
-        json_out: Annotated[bool, typer.Option("--json")] = False,
-        quiet_: Annotated[bool, typer.Option("--quiet")] = False,
+        json_out: JsonOpt = False,
+        quiet_: QuietOpt = False,
     ) -> None:
         """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
-        from lmleak.cli.common import print_json, quiet
         from lmleak.report.studies import hardening_study
 
         quiet(quiet_ or json_out)

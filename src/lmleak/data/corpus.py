@@ -16,6 +16,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmleak.errors import CorpusError
+
 
 @dataclass(frozen=True, slots=True)
 class Document:
@@ -61,8 +63,6 @@ class Corpus:
         seen: dict[str, int] = {}
         for i, doc in enumerate(self.documents):
             if doc.doc_id in seen:
-                from lmleak.errors import CorpusError
-
                 raise CorpusError(
                     f"duplicate doc_id {doc.doc_id!r} (first at document {seen[doc.doc_id] + 1})",
                     path=source,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmleak.errors import DataFileError
+from lmleak.runs import atomic_write_json
 
 HOLDOUT_FILE = "holdout.json"
 
@@ -51,7 +52,6 @@ def write_holdout(model_dir: str | Path, holdout: Holdout) -> Path:
         >>> read_holdout(d)
         Holdout(users=('u1', 'u2'), fraction=0.5, seed=3, corpus=None)
     """
-    from lmleak.runs import atomic_write_json
 
     record = {
         "held_out_users": sorted(holdout.users),

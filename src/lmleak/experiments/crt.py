@@ -45,11 +45,35 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.exposure import exposure, string_costs
+from lmleak.attacks.membership import evaluate_membership
+from lmleak.attacks.trie import (
+    CanaryFormat,
+    CandidateSpace,
+    SearchBudgetExceeded,
+    SearchStats,
+    count_candidates,
+    path_cost,
+    rank_from_counts,
+)
+from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
-from lmleak.runs import writes_run
+from lmleak.figures import pyplot, save_figure
+from lmleak.jsonl import read_jsonl
+from lmleak.models.loading import load_model
+from lmleak.models.small import load_small_model
+from lmleak.pii import policies
+from lmleak.pii.addresses import AddressDetector
+from lmleak.pii.compose import UnionDetector
+from lmleak.pii.policies import POLICY_NAMES, DegradedPolicy
+from lmleak.progress import track
+from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.confidentiality import bayesian_confidentiality
-from lmleak.train.trainer import public_share
+from lmleak.train.split import crt_split
+from lmleak.train.trainer import TrainConfig, public_share, train_model
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -162,30 +186,13 @@ def bayes_epsilon(method: str, gamma: float, epsilon: float | None) -> float:
 
 # ---------------------------------------------------------------------------------- data
 def _read_corpus(path: Path) -> Any:
-    try:
-        from lmleak.data.loaders import load_corpus
-    except ImportError:  # the loaders may land later; synthetic corpora are plain JSONL
-        import json
-
-        from lmleak.data.corpus import Corpus, Document
-
-        rows = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-        return Corpus([Document(r["user_id"], r["doc_id"], r["text"]) for r in rows], source=str(path))
     return load_corpus(path)
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    import json
-
-    from lmleak.errors import DataFileError
-
-    if not path.is_file():
-        raise DataFileError(
-            "not found",
-            path=path,
-            hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes",
-        )
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    return read_jsonl(
+        path, hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes"
+    )
 
 
 def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | None) -> dict[str, Any]:
@@ -196,7 +203,6 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     ``secrets.jsonl`` beside it (what ``lmleak synth customersim`` writes). The held-out synthesis
     (another seed, same generator) supplies same-format non-member secrets for A.4's MIA sets.
     """
-    from lmleak.data.synth.customersim import synthesize
 
     kw = dict(users=cfg.users, dialogs_per_user=cfg.dialogs_per_user)
     if corpus_path is None:
@@ -270,12 +276,8 @@ def base_policy(name: str) -> Any:
     """π before degradation: a policy name, or ``regex+address`` (paper 002's CustomerSim regex
     redacts whole addresses; lmleak's ``regex`` catches only their digits, so pyap's addresses
     are added)."""
-    from lmleak.pii import policies
 
     if name == "regex+address":
-        from lmleak.pii.addresses import AddressDetector
-        from lmleak.pii.compose import UnionDetector
-
         return UnionDetector([policies.get_policy("regex"), AddressDetector()], name="regex+address")
     return policies.get_policy(name)
 
@@ -283,7 +285,6 @@ def base_policy(name: str) -> Any:
 def degraded_policy(cfg: CRTExperimentConfig, gamma: float) -> Any:
     """π with false-negative rate γ: the base policy's detections kept with probability 1 - γ,
     decided per secret value (:class:`lmleak.pii.policies.DegradedPolicy`)."""
-    from lmleak.pii.policies import DegradedPolicy
 
     base = base_policy(cfg.policy)
     return base if gamma == 0 else DegradedPolicy(base, recall=1.0 - gamma, seed=cfg.seed)
@@ -296,7 +297,6 @@ def _train(
     """Train one model with the training area's trainer; returns its utility and privacy numbers."""
     import json
 
-    from lmleak.train.trainer import TrainConfig, train_model
 
     if cfg.base:
         return _finetune(corpus, out, cfg, mode, val, **split)
@@ -354,7 +354,6 @@ def _finetune(corpus: Any, out: Path, cfg: CRTExperimentConfig, mode: str, val: 
 
 def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
     """Selective DP takes its policy by registered name in the trainer config (γ = 0 only)."""
-    from lmleak.pii.policies import POLICY_NAMES
 
     return cfg.policy if cfg.policy in POLICY_NAMES else "regex"
 
@@ -374,20 +373,6 @@ def evaluate_model(
     cfg: CRTExperimentConfig,
 ) -> dict[str, Any]:
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
-    from lmleak.attacks.exposure import exposure, string_costs
-    from lmleak.attacks.membership import evaluate_membership
-    from lmleak.attacks.trie import (
-        CanaryFormat,
-        CandidateSpace,
-        SearchBudgetExceeded,
-        SearchStats,
-        count_candidates,
-        path_cost,
-        rank_from_counts,
-    )
-    from lmleak.models.loading import load_model
-    from lmleak.models.small import load_small_model
-
     lm = load_model(model_dir) if cfg.base else load_small_model(model_dir)
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
     by_fmt: dict[CanaryFormat, list[str]] = {}
@@ -491,8 +476,6 @@ def run_crt_experiment(
     """Train and evaluate every model of :func:`plan`; write the table, figures and summary."""
     import pandas as pd
 
-    from lmleak.progress import track
-    from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary
 
     cfg.validate()
     run = secure_dir(out_dir)
@@ -501,8 +484,6 @@ def run_crt_experiment(
     members, non_members = mia_sets(
         data["corpus"], data["secrets"], data["holdout_corpus"], data["holdout_secrets"], cfg.mia_entity
     )
-    from lmleak.data.corpus import Corpus
-    from lmleak.train.split import crt_split
 
     # validation: held-out synthetic users (so every training user, canary owner and MIA member
     # is trained on; the trainer would otherwise hold out 10 % of the users)
@@ -640,23 +621,13 @@ def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
 
 def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
     """Figs. 2-6 of paper 002 as PNGs (matplotlib, Agg)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     out: list[Path] = []
 
     def save(fig: Any, name: str) -> None:
-        import os
-
         p = run / name
-        tmp = run / f".{name}.tmp.png"
         fig.tight_layout()
-        fig.savefig(tmp, dpi=100)
-        plt.close(fig)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, p)
+        save_figure(fig, p, dpi=100)
         out.append(p)
 
     def vs_gamma(col: str, ylabel: str, name: str, chance: float | None = None) -> None:

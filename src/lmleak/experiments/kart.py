@@ -24,8 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.mlm_generation import GibbsConfig, extract_pairs, generate_documents
-from lmleak.models.hf_masked import MaskedLMConfig
-from lmleak.runs import writes_run
+from lmleak.data.synth.clinical import extract_concepts, name_lists, synthesize
+from lmleak.jsonl import read_jsonl
+from lmleak.models.hf_masked import MaskedLMConfig, train_masked_lm
+from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
+from lmleak.runs import atomic_write_text, secure_dir, write_summary, writes_run
+from lmleak.scenarios import Scenario, scenario_record
+from lmleak.scenarios.margins import margins_table
 
 SCENARIOS = [f"K{k}A{a}R{r}" for k in "+-" for a in "+-" for r in "+-"]
 
@@ -58,7 +63,6 @@ class KartExperimentConfig:
 
 def scenario_for(name: str) -> dict[str, Any]:
     """The KART record of one of the eight scenarios (§5.1; A+ is a = id, A- is a = f_HIPAA)."""
-    from lmleak.scenarios import scenario_record
 
     k, a, r = name[1] == "+", name[3] == "+", name[5] == "+"
     return scenario_record(
@@ -79,12 +83,6 @@ def run_experiment(
     """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
     import torch
 
-    from lmleak.data.synth.clinical import extract_concepts, name_lists, read_jsonl, synthesize
-    from lmleak.models.hf_masked import train_masked_lm
-    from lmleak.pii.hipaa import strip_placeholders
-    from lmleak.runs import atomic_write_text, secure_dir, write_summary
-    from lmleak.scenarios import Scenario
-    from lmleak.scenarios.margins import margins_table
 
     t0 = time.perf_counter()
     out = secure_dir(out_dir)
@@ -93,7 +91,11 @@ def run_experiment(
         Scenario.from_dict({**rec, "name": s}).check_access("fill_mask", attack="mlm_generation")
     torch.manual_seed(config.seed)
     paths = synthesize(
-        out / "data", patients=config.patients, notes_per_patient=config.notes_per_patient, seed=config.seed
+        out / "data",
+        anonymizer=patient_anonymizer,
+        patients=config.patients,
+        notes_per_patient=config.notes_per_patient,
+        seed=config.seed,
     )
     private = [d["text"] for d in read_jsonl(paths["private"])]
     public = [d["text"] for d in read_jsonl(paths["public"])]

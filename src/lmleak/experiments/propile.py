@@ -55,9 +55,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak import progress as bars
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.customersim import synthesize
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
-from lmleak.runs import writes_run
+from lmleak.models.loading import load_model
+from lmleak.probe.probing import run_probe
+from lmleak.probe.softprompt import run_softprompt
+from lmleak.probe.subjects import read_subjects
+from lmleak.probe.templates import max_new_tokens
+from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
+from lmleak.train.config import TrainConfig
+from lmleak.train.trainer import train_model
 
 LEVELS = ("twin", "triplet", "quadruplet")
 TARGETS = ("phone", "email", "address")
@@ -232,7 +242,6 @@ class ProPILEExperimentConfig:
 
     def train_config(self) -> Any:
         """The :class:`~lmleak.train.config.TrainConfig` of the target model (all users trained on)."""
-        from lmleak.train.config import TrainConfig
 
         return TrainConfig(
             arch="gpt",
@@ -328,7 +337,6 @@ def checks(rows: list[dict[str, Any]], sp_rows: list[dict[str, Any]]) -> dict[st
         "softprompt_beats_hard": {},
         "smollm2_near_null": {},
     }
-    from lmleak.probe.blackbox import max_new_tokens
 
     for r in rows:
         key = f"{r['level']}/{r['target']}"
@@ -366,7 +374,6 @@ def generation_budget(model: Any, subjects: list[dict[str, Any]], targets: tuple
     ``fits`` is the share of subjects whose item can be generated in full within the budget; no
     exact-match rate of generation with that budget can exceed it.
     """
-    from lmleak.probe.blackbox import max_new_tokens
 
     out: dict[str, Any] = {}
     for t in targets:
@@ -390,8 +397,6 @@ def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Any:
 
 
 def _write_table(df: Any, out: Path, stem: str) -> None:
-    from lmleak.runs import atomic_write_text, write_parquet
-
     write_parquet(df, out / f"{stem}.parquet")
     atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
 
@@ -411,15 +416,6 @@ def run_propile_experiment(
     """
     import torch
 
-    from lmleak import progress as bars
-    from lmleak.data.loaders import load_corpus
-    from lmleak.data.synth.customersim import synthesize
-    from lmleak.models.loading import load_model
-    from lmleak.probe.probing import run_probe
-    from lmleak.probe.softprompt import run_softprompt
-    from lmleak.probe.subjects import read_subjects
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.trainer import train_model
 
     cfg = config if config is not None else ProPILEExperimentConfig()
     cfg.validate()

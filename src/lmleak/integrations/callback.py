@@ -13,12 +13,14 @@ import random
 from pathlib import Path
 from typing import Any
 
-try:
-    from transformers import TrainerCallback
-except ImportError:  # pragma: no cover - transformers is a core dependency
-    TrainerCallback = object  # type: ignore[assignment,misc]
+from transformers import TrainerCallback
 
 from lmleak.data.corpus import Corpus
+from lmleak.ledger.ledger import Ledger, score_documents
+from lmleak.models.tokenizer import HFTokenizer
+from lmleak.models.torch_causal import TorchCausalLM
+from lmleak.report.leakage import ReportConfig, analyse, build_index
+from lmleak.runs import atomic_write_json
 
 
 class LeakageCallback(TrainerCallback):  # type: ignore[misc]
@@ -44,13 +46,9 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
         self.history: list[dict[str, Any]] = []
 
     def _metrics(self, model: Any, tokenizer: Any) -> dict[str, Any]:
-        from lmleak.ledger.ledger import Ledger, score_documents
-        from lmleak.models.tokenizer import HFTokenizer
-        from lmleak.models.torch_causal import TorchCausalLM
-        from lmleak.report.leakage import ReportConfig, analyse, build_index
-
-        cfg = getattr(model, "config", None)
-        max_length = self.max_length or min(int(getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)), 1024)
+        cfg: Any = getattr(model, "config", None)
+        positions: Any = getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
+        max_length = self.max_length or min(int(positions), 1024)
         was_training = model.training
         lm = TorchCausalLM(model, HFTokenizer(tokenizer), name="training", max_length=max_length)
         try:
@@ -72,7 +70,5 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
         self.history.append(metrics)
         state.log_history.append({f"leakage/{key}": v for key, v in metrics.items()} | {"step": state.global_step})
         if self.out_dir is not None:
-            from lmleak.runs import atomic_write_json
-
             atomic_write_json(self.out_dir / f"leakage-epoch-{len(self.history)}.json", metrics)
         return control

@@ -27,9 +27,11 @@ import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+
+from lmleak.runs import atomic_write_json, secure_dir
 
 _CHUNK = 16_384
 _FILES = ("text.npy", "sa.npy", "doc_starts.npy", "doc_users.npy", "sa_users.npy")
@@ -117,7 +119,6 @@ class CorpusIndex:
 
     def save(self, directory: str | Path) -> Path:
         """Write the arrays as ``.npy`` files (owner-only) so :meth:`load` can memory-map them."""
-        from lmleak.runs import atomic_write_json, secure_dir
 
         d = secure_dir(directory)
         arrays = (self.text, self.sa, self.doc_starts, self.doc_users, self.sa_users)
@@ -134,7 +135,7 @@ class CorpusIndex:
     def load(cls, directory: str | Path, *, mmap: bool = True) -> CorpusIndex:
         """Load an index written by :meth:`save` (memory-mapped by default: nothing is copied)."""
         d = Path(directory)
-        mode = "r" if mmap else None
+        mode: Literal["r"] | None = "r" if mmap else None
         arrs = [np.load(d / name, mmap_mode=mode) for name in _FILES]
         meta = json.loads((d / "index.json").read_text(encoding="utf-8"))
         return cls(arrs[0], arrs[1], arrs[2], arrs[3], list(meta["users"]), arrs[4])
@@ -178,7 +179,7 @@ class CorpusIndex:
         sign = np.sign(sym[rows, first] - queries[rows, first])
         return np.where(has, sign, 0)
 
-    def ranges(self, queries: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def ranges(self, queries: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """Half-open suffix-array ranges ``[lo, hi)`` of the suffixes starting with each query.
 
         An empty query matches nothing (range of size 0).
@@ -226,7 +227,7 @@ class CorpusIndex:
         """Document number holding each text position."""
         return np.searchsorted(self.doc_starts, positions, side="right") - 1
 
-    def counts(self, queries: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray]:
+    def counts(self, queries: Sequence[Sequence[int] | np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
         """(total count in D, user count in D) for each query (paper 001 §4)."""
         lo, hi = self.ranges(queries)
         total = (hi - lo).astype(np.int64)

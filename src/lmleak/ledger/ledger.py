@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,13 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.corpus import Document
+from lmleak.data.loaders import iter_documents
+from lmleak.errors import CapabilityError, ConfigError, RunError
 from lmleak.models.base import Capability, TokenStats, require
+from lmleak.models.blackbox import TopKOnly
+from lmleak.models.loading import load_model
+from lmleak.runs import atomic_write_json
+from lmleak.shards import MANIFEST, read_shards, run_sharded, shard_path
 
 LEDGER_DIR = "ledger"
 META = "ledger.json"
@@ -85,11 +91,8 @@ class Ledger:
 
     def check_k(self, k: int) -> None:
         """Refuse a k the model never revealed (a top-k-only model ranks everything else k+1)."""
-        from lmleak.errors import CapabilityError
 
         if k < 1:
-            from lmleak.errors import ConfigError
-
             raise ConfigError(f"k must be >= 1, got {k}", field="k")
         if self.k_available is not None and k > self.k_available:
             raise CapabilityError(
@@ -138,7 +141,7 @@ def model_access(model: Any) -> tuple[str, int | None]:
 
     Raises :class:`~lmleak.errors.CapabilityError` when the model grants neither SCORE nor TOP_K.
     """
-    caps = getattr(model, "capabilities", frozenset())
+    caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if Capability.SCORE in caps and hasattr(model, "token_stats"):
         return "score", None
     require(model, Capability.TOP_K, attack="the leakage report (tab attack)")
@@ -194,8 +197,6 @@ def score_documents(
         stats = [_as_stats(r, len(s)) for r, s in zip(model.topk_ranks(seqs), seqs, strict=True)]
     else:
         if k is None:
-            from lmleak.errors import ConfigError
-
             raise ConfigError("a top-k-only model needs the k to query with", field="k")
         stats = _per_prefix_stats(model, seqs, k)
     for i, st in zip(nonempty, stats, strict=True):
@@ -238,8 +239,6 @@ class StreamedCorpus:
         self.options = options
 
     def __iter__(self) -> Iterator[Document]:
-        from lmleak.data.loaders import iter_documents
-
         return iter(iter_documents(self.path, **self.options))
 
 
@@ -261,12 +260,8 @@ class ModelSpec:
         self.api_top_k = api_top_k
 
     def load(self) -> Any:
-        from lmleak.models.loading import load_model
-
         model = load_model(self.spec, allow_pickle=self.allow_pickle)
         if self.api_top_k is not None:
-            from lmleak.models.blackbox import TopKOnly
-
             model = TopKOnly(model, self.api_top_k)
         return model
 
@@ -376,8 +371,6 @@ def run_ledger_pass(
     """
     import pyarrow.parquet as pq
 
-    from lmleak.runs import atomic_write_json
-    from lmleak.shards import MANIFEST, run_sharded, shard_path
 
     access, k_avail = model_access(model)
     if access == "top_k":
@@ -413,7 +406,7 @@ def run_ledger_pass(
             ray_address=ray_address,
             num_workers=num_workers,
             num_gpus_per_worker=num_gpus_per_worker,
-            total_items=len(corpus) if hasattr(corpus, "__len__") else None,
+            total_items=len(corpus) if isinstance(corpus, Sized) else None,
             description="ledger",
         )
     finally:
@@ -481,8 +474,6 @@ def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger
     """Load ``run_dir/ledger`` (complete shards only) as flat arrays."""
     import pyarrow as pa
 
-    from lmleak.errors import RunError
-    from lmleak.shards import read_shards
 
     out = Path(run_dir) / LEDGER_DIR
     meta: dict[str, Any] = {}

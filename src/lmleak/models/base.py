@@ -187,7 +187,7 @@ def require(model: Any, *needed: Capability, attack: str | None = None) -> None:
         ...
         lmleak.errors.CapabilityError: exposure needs 'score' access, but model 'api' grants only 'generate'. Use a model loaded with full access (a local checkpoint), or an attack that needs only 'generate'.
     """
-    have = getattr(model, "capabilities", frozenset())
+    have: frozenset[Capability] = getattr(model, "capabilities", frozenset())
     missing = [c for c in needed if c not in have]
     if not missing:
         return

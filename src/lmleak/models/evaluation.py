@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.models.base import count_words
+from lmleak.progress import track
 
 
 def evaluate_model(model: Any, corpus: Any, *, ks: tuple[int, ...] = (1, 3), batch_docs: int = 64) -> dict[str, float]:
@@ -16,7 +17,6 @@ def evaluate_model(model: Any, corpus: Any, *, ks: tuple[int, ...] = (1, 3), bat
     document through ``model.token_stats``). Per-word perplexity divides the total negative
     log-likelihood by the number of whitespace words, so models with different tokenizers compare.
     """
-    from lmleak.progress import track
 
     nll, tokens, words = 0.0, 0, 0
     hits = dict.fromkeys(ks, 0)

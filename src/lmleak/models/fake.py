@@ -93,7 +93,8 @@ class FakeLM(TorchCausalLM):
     """A memorising n-gram model; see the module docstring."""
 
     def __init__(self, module: NGramModule, tokenizer: SimpleWordTokenizer, *, name: str = "fake", max_length: int = 64):
-        super().__init__(module, tokenizer, name=name, max_length=max_length, batch_tokens=1 << 14)
+        # eos_id is an int here, where TextTokenizer allows None: the protocol's attribute is invariant
+        super().__init__(module, tokenizer, name=name, max_length=max_length, batch_tokens=1 << 14)  # type: ignore[arg-type]
         self.capabilities = frozenset({Capability.SCORE, Capability.TOP_K, Capability.GENERATE})
 
     @classmethod

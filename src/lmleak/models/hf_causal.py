@@ -150,7 +150,8 @@ def load_smollm2(**kw: Any) -> TorchCausalLM:
     # Subtle: SmolLM2's BOS is the chat token <|im_start|>; plain text in pretraining follows
     # <|endoftext|>, and scoring after it is what the model knows (per-token perplexity of a plain
     # English sentence: ~9 vs ~31 after <|im_start|>).
-    endoftext = lm.tokenizer.hf.convert_tokens_to_ids("<|endoftext|>")
-    if isinstance(endoftext, int) and endoftext != lm.tokenizer.hf.unk_token_id:
+    hf: Any = lm.tokenizer.hf  # type: ignore[attr-defined]  # load_hf_dir's tokenizer is an HFTokenizer
+    endoftext = hf.convert_tokens_to_ids("<|endoftext|>")
+    if isinstance(endoftext, int) and endoftext != hf.unk_token_id:
         lm.tokenizer.bos_id = endoftext
     return lm

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.models.base import Capability
+from lmleak.progress import track
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -156,7 +157,6 @@ def train_masked_lm(
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from lmleak.progress import track
 
     torch.manual_seed(config.seed)
     tok = build_mlm_tokenizer(texts)

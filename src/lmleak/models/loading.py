@@ -26,7 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import LmleakError, ModelError, did_you_mean
-from lmleak.models.hf_causal import SMOLLM2
+from lmleak.jsonl import read_jsonl
+from lmleak.models import hf_masked
+from lmleak.models.blackbox import TextOnly, TopKOnly
+from lmleak.models.device import place, resolve_device
+from lmleak.models.fake import FakeLM
+from lmleak.models.hf_causal import SMOLLM2, load_gguf, load_hf_dir, load_smollm2
+from lmleak.models.small import load_small_model
 
 NAMES = (SMOLLM2,)
 ACCEPTED = (
@@ -36,13 +42,11 @@ ACCEPTED = (
 
 
 def _fake(path: str, **kw: Any) -> Any:
-    from lmleak.models.fake import FakeLM
-
     p = Path(path)
     if not p.exists():
         raise ModelError(f"fake model corpus {p} does not exist")
     if p.suffix in (".jsonl", ".json"):
-        texts = [json.loads(line)["text"] for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
+        texts = [str(row.get("text", "")) for row in read_jsonl(p, hint='a corpus JSONL with a "text" field per line')]
     else:
         texts = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
     return FakeLM.from_texts(texts, name=f"fake:{p.name}")
@@ -65,7 +69,6 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
         from lmleak.models.http import load_http_model  # httpx only for served models
 
         return load_http_model(spec)
-    from lmleak.models.device import place, resolve_device
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
     return place(_load(spec, allow_pickle=allow_pickle, dtype=dtype, batch_tokens=batch_tokens, name=name,
@@ -78,17 +81,13 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
         spec = str(spec)
     if not isinstance(spec, str) or not spec:
         raise ModelError(f"expected a model spec string, got {spec!r}")
-    opts = {"dtype": dtype, "batch_tokens": batch_tokens, "name": name}
-    opts = {k: v for k, v in opts.items() if v is not None}
+    given: dict[str, Any] = {"dtype": dtype, "batch_tokens": batch_tokens, "name": name}
+    opts = {k: v for k, v in given.items() if v is not None}
     if spec == SMOLLM2:
-        from lmleak.models.hf_causal import load_smollm2
-
         return load_smollm2(**opts)
     if spec.startswith("fake:"):
         return _fake(spec[5:])
     if spec.startswith("topk:"):
-        from lmleak.models.blackbox import TopKOnly
-
         parts = spec.split(":", 2)
         try:
             k = int(parts[1])
@@ -102,13 +101,9 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
             pass
         return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p)
     if spec.startswith("text:"):
-        from lmleak.models.blackbox import TextOnly
-
         return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype, device=device))
     path = Path(spec).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        from lmleak.models.hf_causal import load_gguf
-
         try:
             return load_gguf(path, **opts)
         except LmleakError:
@@ -147,25 +142,18 @@ def _load_folder(path: Path, *, allow_pickle: bool, name: str | None, batch_toke
                                          batch_tokens=batch_tokens, name=None, device=None),
             load_dir=lambda d: _load_hf(d, allow_pickle=allow_pickle, opts=opts))
     if (path / "lmleak_model.json").exists():
-        from lmleak.models.small import load_small_model
-
         return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
     if (path / "config.json").exists():
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         if any("MaskedLM" in a for a in config.get("architectures") or []):
-            from lmleak.models import hf_masked
-
             return hf_masked.HFMaskedLM.load(path, name=name)
         return _load_hf(path, allow_pickle=allow_pickle, opts=opts)
     ggufs = sorted(path.glob("*.gguf"))
     if len(ggufs) == 1:
-        from lmleak.models.hf_causal import load_gguf
-
         return load_gguf(ggufs[0], **opts)
     return None
 
 
 def _load_hf(path: Path, *, allow_pickle: bool, opts: dict[str, Any]) -> Any:
-    from lmleak.models.hf_causal import load_hf_dir
 
     return load_hf_dir(path, allow_pickle=allow_pickle, **opts)

@@ -25,6 +25,9 @@ from typing import Any, Literal
 
 import torch
 
+from lmleak.models.tokenizer import HFTokenizer
+from lmleak.models.torch_causal import TorchCausalLM
+
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>", "<MASK>"]
 MANIFEST = "lmleak_model.json"
 
@@ -192,8 +195,6 @@ def load_small_model(model_dir: str | Path, *, name: str | None = None, batch_to
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from lmleak.models.tokenizer import HFTokenizer
-    from lmleak.models.torch_causal import TorchCausalLM
 
     d = Path(model_dir)
     manifest = json.loads((d / MANIFEST).read_text())

@@ -17,14 +17,15 @@ Span matching (overlap-based, label-agnostic):
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import DataFileError
+from lmleak.jsonl import iter_jsonl
 from lmleak.pii.spans import Detector, PiiSpan, detect_many, merge_spans
 
 SECRET_FIELDS = ("doc_id", "user_id", "start", "end", "entity", "value")
@@ -48,37 +49,24 @@ def load_secrets(path: str | Path, corpus: Corpus | None = None) -> list[Secret]
     Raises:
         DataFileError: bad JSON, a missing field, an unknown doc_id or a span that does not match.
     """
-    from lmleak.errors import DataFileError
-
     path = Path(path)
-    if not path.is_file():
-        raise DataFileError(
-            "secrets file not found", path=path, hint="pass the secrets.jsonl that `lmleak synth` wrote"
-        )
     out = []
-    with open(path, encoding="utf-8") as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
+    for n, row in iter_jsonl(path, hint="pass the secrets.jsonl that `lmleak synth` wrote"):
+        missing = [k for k in SECRET_FIELDS if k not in row]
+        if missing:
+            raise DataFileError(f"missing {', '.join(missing)}", path=path, line=n, field=missing[0])
+        s = Secret(str(row["doc_id"]), str(row["user_id"]), int(row["start"]), int(row["end"]),
+                   str(row["entity"]), str(row["value"]))  # fmt: skip
+        if corpus is not None:
             try:
-                row = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise DataFileError(f"invalid JSON ({e.msg})", path=path, line=n) from None
-            missing = [k for k in SECRET_FIELDS if k not in row]
-            if missing:
-                raise DataFileError(f"missing {', '.join(missing)}", path=path, line=n, field=missing[0])
-            s = Secret(str(row["doc_id"]), str(row["user_id"]), int(row["start"]), int(row["end"]),
-                       str(row["entity"]), str(row["value"]))  # fmt: skip
-            if corpus is not None:
-                try:
-                    text = corpus.get(s.doc_id).text
-                except KeyError:
-                    raise DataFileError(f"doc_id {s.doc_id!r} is not in the corpus", path=path, line=n,
-                                        field="doc_id", hint="use the secrets file written with this corpus") from None  # fmt: skip
-                if text[s.start : s.end] != s.value:
-                    raise DataFileError(f"span [{s.start}, {s.end}) reads {text[s.start:s.end]!r}, not {s.value!r}",
-                                        path=path, line=n, field="start")  # fmt: skip
-            out.append(s)
+                text = corpus.get(s.doc_id).text
+            except KeyError:
+                raise DataFileError(f"doc_id {s.doc_id!r} is not in the corpus", path=path, line=n,
+                                    field="doc_id", hint="use the secrets file written with this corpus") from None  # fmt: skip
+            if text[s.start : s.end] != s.value:
+                raise DataFileError(f"span [{s.start}, {s.end}) reads {text[s.start:s.end]!r}, not {s.value!r}",
+                                    path=path, line=n, field="start")  # fmt: skip
+        out.append(s)
     return out
 
 
@@ -109,11 +97,11 @@ class _Row:
 
 
 def score_spans(
-    gold: dict[str, Sequence[tuple[int, int, str]]],
-    predicted: dict[str, Sequence[PiiSpan]],
+    gold: Mapping[str, Sequence[tuple[int, int, str]]],
+    predicted: Mapping[str, Sequence[PiiSpan]],
     *,
     min_overlap: float = 0.5,
-    sentences: dict[str, Sequence[tuple[int, int]]] | None = None,
+    sentences: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Per-entity table from gold ``(start, end, entity)`` and predicted spans, keyed by doc.
 

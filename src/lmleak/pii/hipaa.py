@@ -20,8 +20,10 @@ What is detected, and how:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+
+from lmleak.data.synth.clinical import HOSPITALS, Patient, name_lists
 
 # (pattern, class letter, placeholder); order matters: earlier patterns win on overlaps
 _PATTERNS: list[tuple[str, str, str]] = [
@@ -115,8 +117,6 @@ class HipaaAnonymizer:
         return out
 
     def _listed_names(self, text: str) -> list[PhiSpan]:
-        from lmleak.data.synth.clinical import name_lists
-
         firsts, lasts = name_lists()
         out = []
         for m in re.finditer(r"\b([A-Z][a-z]+) ([A-Z][a-z]+)\b", text):
@@ -132,6 +132,12 @@ class HipaaAnonymizer:
             pos = s.end
         parts.append(text[pos:])
         return "".join(parts)
+
+
+def patient_anonymizer(patients: Sequence[Patient]) -> Callable[[str], str]:
+    """f_HIPAA for the synthetic clinical notes: knows the patients' names and the bundled hospitals
+    (pass it as ``anonymizer`` to :func:`lmleak.data.synth.clinical.synthesize`)."""
+    return HipaaAnonymizer(known_names=[p.name for p in patients], known_places=HOSPITALS).anonymize
 
 
 PLACEHOLDER = re.compile(r"\[\*\*[^*\]]*\*\*\]")

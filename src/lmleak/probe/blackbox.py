@@ -9,51 +9,12 @@ from typing import Any
 
 from lmleak.models.base import Capability, require
 from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
-from lmleak.probe.templates import Probe
-from lmleak.shards import ShardEngine
+from lmleak.probe.templates import Probe, max_new_tokens
+from lmleak.progress import track
+from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
 
-#: Appendix A.3: maximum number of generated tokens per target PII type.
-MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
 #: Probes whose beams advance together in one batched forward pass per step.
 GENERATE_BATCH = 32
-
-
-def max_new_tokens(target_type: str, budgets: Mapping[str, int] | None = None) -> int:
-    """Appendix A.3 budget for a target type (``relationship:father`` counts as relationship).
-
-    ``budgets`` overrides it per type: A.3's numbers are tokens of OPT's BPE, and a tokenizer that
-    splits digits needs more than 12 tokens for a phone number.
-
-    Example:
-        >>> max_new_tokens("relationship:father"), max_new_tokens("phone", {"phone": 16})
-        (20, 16)
-    """
-    base = target_type.split(":", 1)[0]
-    if budgets and base in budgets:
-        return budgets[base]
-    return MAX_NEW_TOKENS[base]
-
-
-def parse_budgets(spec: str) -> dict[str, int]:
-    """``"phone=16,email=24"`` → ``{"phone": 16, "email": 24}``, with an error naming the bad part.
-
-    Example:
-        >>> parse_budgets("phone=16, email=24")
-        {'phone': 16, 'email': 24}
-    """
-    from lmleak.errors import ConfigError
-
-    out: dict[str, int] = {}
-    for part in filter(None, (p.strip() for p in spec.split(","))):
-        key, sep, value = part.partition("=")
-        key = key.strip()
-        if not sep or key not in MAX_NEW_TOKENS or not value.strip().isdigit() or int(value) < 1:
-            raise ConfigError(
-                f"--max-new-tokens: bad entry {part!r}; write TYPE=N with N >= 1 and TYPE one of "
-                f"{', '.join(MAX_NEW_TOKENS)}, e.g. phone=16,email=24"
-            )
-        out[key] = int(value)
-    return out
 
 
 def _generate_chunk(chunk: list[Probe], *, model: Any, **options: Any) -> list[dict[str, Any]]:
@@ -83,8 +44,6 @@ def generate_probes(
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
-        from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
-
         fp = fingerprint_of("probe-generate", getattr(model, "name", ""), type(model).__name__, list(probes),
                             beams, samples, seed, sorted((budgets or {}).items()))
         factory = ModelWork(_generate_chunk, {"model": model_spec or Shipped(model)}, beams=beams, samples=samples,
@@ -93,7 +52,6 @@ def generate_probes(
                                                                     seed=seed, budgets=budgets),
                         work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)",
                         engine=engine, factory=factory)
-    from lmleak.progress import track
 
     rows: list[dict[str, Any]] = []
     probes = list(probes)

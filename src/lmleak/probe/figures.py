@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.figures import pyplot, save_figure
+from lmleak.probe.metrics import gamma_curve
+
 
 def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
     """Write ``density_likelihood.png``, ``density_normalized.png`` and ``gamma_curve.png``."""
-    import matplotlib
+    from scipy.stats import gaussian_kde  # lazy: scipy.stats is a slow import
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from scipy.stats import gaussian_kde
+    plt = pyplot()
 
-    from lmleak.probe.metrics import gamma_curve
 
     out = Path(out_dir)
     g = lik_df.groupby(["target_type", "subject_id"]).agg(
@@ -42,9 +42,7 @@ def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
             ax.set_xlabel(label)
         axes[0][0].legend()
         fig.tight_layout()
-        fig.savefig(out / fname, dpi=100)
-        plt.close(fig)
-        paths.append(out / fname)
+        paths.append(save_figure(fig, out / fname, dpi=100))
     fig, ax = plt.subplots(figsize=(5, 3))
     for t in types:
         curve = gamma_curve(np.exp(g[g["target_type"] == t]["lp"].to_numpy()))
@@ -54,7 +52,5 @@ def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
     ax.set_ylabel("γ<k")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "gamma_curve.png", dpi=100)
-    plt.close(fig)
-    paths.append(out / "gamma_curve.png")
+    paths.append(save_figure(fig, out / "gamma_curve.png", dpi=100))
     return paths

@@ -39,9 +39,8 @@ def gamma_curve(likelihoods: Sequence[float], ks: Sequence[float] | None = None)
         >>> gamma_curve([0.5, 0.02], ks=[1, 10, 100])
         [(1.0, 0.0), (10.0, 0.5), (100.0, 1.0)]
     """
-    if ks is None:
-        ks = np.unique(np.round(np.logspace(0, 6, 61)))
-    return [(float(k), gamma_lt_k(likelihoods, k)) for k in ks]
+    grid = [float(k) for k in np.unique(np.round(np.logspace(0, 6, 61)))] if ks is None else ks
+    return [(float(k), gamma_lt_k(likelihoods, k)) for k in grid]
 
 
 def wilcoxon_p(target: Sequence[float], null: Sequence[float]) -> float | None:

@@ -31,9 +31,9 @@ from typing import Any
 from lmleak.data.corpus import Document
 from lmleak.errors import DataFileError
 from lmleak.pii.regex import RegexDetector
-from lmleak.probe.blackbox import MAX_NEW_TOKENS
 from lmleak.probe.formats import NAME_PATTERN
-from lmleak.probe.templates import STRUCTURED
+from lmleak.probe.templates import MAX_NEW_TOKENS, STRUCTURED
+from lmleak.runs import atomic_write_text
 
 #: Characters of text kept before the name, and between the name and the value.
 MAX_LEAD = 24
@@ -177,7 +177,6 @@ def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> 
     evidence for each as a comment and the generation budgets they need (``max_new_tokens``)."""
     import yaml
 
-    from lmleak.runs import atomic_write_text
 
     lines = ["# Templates mined from the corpus by `lmleak probe templates`: the value follows each template.",
              "# support = subjects whose value it precedes; precision = share of its uses followed by the own value."]

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from lmleak.models.base import Capability
-from lmleak.probe.blackbox import generate_probes, max_new_tokens
+from lmleak.probe.blackbox import generate_probes
+from lmleak.probe.figures import write_figures
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
 from lmleak.probe.metrics import (
     fisher_greater_p,
@@ -18,9 +19,10 @@ from lmleak.probe.metrics import (
     mann_whitney_greater_p,
     wilcoxon_p,
 )
-from lmleak.probe.templates import Probe, build_probes
-from lmleak.runs import writes_run
-from lmleak.shards import ShardEngine
+from lmleak.probe.templates import Probe, build_probes, max_new_tokens
+from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
+from lmleak.scenarios import scenario_record
+from lmleak.shards import ShardEngine, fingerprint_of, run_rows
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -72,7 +74,7 @@ def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir:
     pairs = list(zip(probes, null_targets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
-    from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
+    from lmleak.shards import ModelWork, Shipped
 
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
     factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
@@ -212,8 +214,6 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
     tmap = {"name": "full_name", "phone": "phone_number", "email": "email", "address": "address",
             "university": "university", "relationship": "relatives"}
     try:
-        from lmleak.scenarios import scenario_record
-
         return scenario_record(attack="propile_probing", knowledge=tuple(tmap.get(x, x) for x in known),
                                access=access, target=tmap.get(target.split(":")[0], target),
                                notes="paper 003 black-box probing")
@@ -255,11 +255,10 @@ def run_probe(
     """
     import pandas as pd
 
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     if engine is not None and engine.kind == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
-    caps = getattr(model, "capabilities", frozenset())
+    caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if likelihood is None:
         likelihood = Capability.SCORE in caps
     lrows: list[dict[str, Any]] = []
@@ -290,7 +289,7 @@ def run_probe(
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
-    summary = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
+    summary: dict[str, Any] = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
                "templates": k, "beams": beams, "samples": samples, "subjects": len(subjects),
                "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
                "targets": per_type}
@@ -306,8 +305,6 @@ def run_probe(
         if lrows:
             write_parquet(pd.DataFrame(lrows), out / "likelihoods.parquet")
             if figures:
-                from lmleak.probe.figures import write_figures
-
                 write_figures(pd.DataFrame(lrows), out)
             write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
         if grows:

@@ -13,12 +13,14 @@ from typing import Any
 import numpy as np
 import torch
 
+from lmleak.errors import ConfigError, InputError
 from lmleak.models.base import Capability, require
-from lmleak.probe.blackbox import max_new_tokens
-from lmleak.probe.likelihood import eq2_eq4, split_prompt
+from lmleak.probe.blackbox import generate_probes
+from lmleak.probe.likelihood import eq2_eq4, split_prompt, target_likelihoods
 from lmleak.probe.metrics import exact_match
-from lmleak.probe.templates import TYPE_WORDS, Probe
-from lmleak.runs import writes_run
+from lmleak.probe.probing import collect_probes, scenario
+from lmleak.probe.templates import TYPE_WORDS, Probe, max_new_tokens
+from lmleak.runs import atomic_write_json, secure_dir, write_summary, writes_run
 
 
 @dataclass
@@ -41,7 +43,6 @@ def init_soft_prompt(model: Any, length: int, init: str, target_type: str, seed:
         ids = model.tokenizer.encode(TYPE_WORDS.get(target_type, target_type).split()[0]) or [0]
         rows = emb[torch.tensor(ids)]
         return rows[torch.arange(length) % len(ids)].clone()
-    from lmleak.errors import ConfigError
 
     raise ConfigError(f"unknown soft prompt init {init!r}; use word, uniform or mean")
 
@@ -177,9 +178,6 @@ def run_softprompt(
 ) -> dict[str, Any]:
     """Train on ``n_train`` subjects, evaluate on the disjoint rest (A.4): the first template (1-shot),
     hard prompt vs soft prompt; optionally the projected hard-token prompt on another model (Table 1)."""
-    from lmleak.errors import InputError
-    from lmleak.probe.probing import collect_probes, scenario
-    from lmleak.runs import atomic_write_json, secure_dir, write_summary
 
     probes = collect_probes(subjects, target, level=level, k=1)
     if len(probes) < n_train + 2:
@@ -200,9 +198,6 @@ def run_softprompt(
     ids, text = project_to_tokens(model, res.prompt)
     summary["projected_prompt"] = text
     if transfer is not None:
-        from lmleak.probe.blackbox import generate_probes
-        from lmleak.probe.likelihood import target_likelihoods
-
         moved = [Probe(p.subject_id, p.target_type, p.template_index, p.template, text + " " + p.prompt, p.target, p.known)
                  for p in ev]
         lik, _, _ = target_likelihoods(transfer, [p.prompt for p in moved], [p.target for p in moved])

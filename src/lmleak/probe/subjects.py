@@ -6,7 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import DataFileError
+from lmleak.runs import atomic_write_text
 
 
 def read_subjects(path: str | Path) -> list[dict[str, Any]]:
@@ -16,7 +18,6 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
     Raises:
         DataFileError: unreadable file, bad JSON line, or a subject without ``name``.
     """
-    from lmleak.data.sidefiles import read_side_file
 
     p = Path(path)
     text = read_side_file(p, hint="give a subjects JSONL file (one person per line) or me.json")
@@ -61,6 +62,5 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
 
 def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:
     """Write subjects as JSONL atomically."""
-    from lmleak.runs import atomic_write_text
 
     return atomic_write_text(path, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in subjects))

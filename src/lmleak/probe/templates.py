@@ -9,11 +9,52 @@ templates the text clearly intends (see :data:`QUADRUPLETS`).
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
+
+#: Appendix A.3: maximum number of generated tokens per target PII type.
+MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
+
+
+def max_new_tokens(target_type: str, budgets: Mapping[str, int] | None = None) -> int:
+    """Appendix A.3 budget for a target type (``relationship:father`` counts as relationship).
+
+    ``budgets`` overrides it per type: A.3's numbers are tokens of OPT's BPE, and a tokenizer that
+    splits digits needs more than 12 tokens for a phone number.
+
+    Example:
+        >>> max_new_tokens("relationship:father"), max_new_tokens("phone", {"phone": 16})
+        (20, 16)
+    """
+    base = target_type.split(":", 1)[0]
+    if budgets and base in budgets:
+        return budgets[base]
+    return MAX_NEW_TOKENS[base]
+
+
+def parse_budgets(spec: str) -> dict[str, int]:
+    """``"phone=16,email=24"`` → ``{"phone": 16, "email": 24}``, with an error naming the bad part.
+
+    Example:
+        >>> parse_budgets("phone=16, email=24")
+        {'phone': 16, 'email': 24}
+    """
+    out: dict[str, int] = {}
+    for part in filter(None, (p.strip() for p in spec.split(","))):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in MAX_NEW_TOKENS or not value.strip().isdigit() or int(value) < 1:
+            raise ConfigError(
+                f"--max-new-tokens: bad entry {part!r}; write TYPE=N with N >= 1 and TYPE one of "
+                f"{', '.join(MAX_NEW_TOKENS)}, e.g. phone=16,email=24"
+            )
+        out[key] = int(value)
+    return out
+
 
 #: Appendix A.3, "For twins of structured PII".
 TWINS: tuple[str, ...] = (
@@ -137,7 +178,6 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
 
 def load_template_budgets(path: str | Path) -> dict[str, int]:
     """The ``max_new_tokens`` mapping of a templates file (target type -> new tokens), or {}."""
-    from lmleak.probe.blackbox import parse_budgets
     from lmleak.safe_yaml import load_yaml_file
 
     data: Any = load_yaml_file(path)

@@ -3,9 +3,15 @@ queries to reveal it (1/likelihood), the null baseline, and whether any template
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+from lmleak.probe.probing import run_probe
 
 
 def subject_report(summary: dict[str, Any], lik_df: Any | None, gen_df: Any | None) -> list[dict[str, Any]]:
@@ -53,3 +59,57 @@ def verdict(row: dict[str, Any]) -> str:
     if ratio > 10:
         return f"memorised signal: {ratio:,.0f}x more likely than another person's value, but ~{q:.2g} queries needed."
     return "no sign of leakage: no more likely than another person's value."
+
+
+@dataclass(frozen=True)
+class SubjectView:
+    """What a model reveals about one data subject: one row per PII item (see :func:`subject_report`)."""
+
+    subject: str
+    model: str
+    items: list[dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"subject": self.subject, "model": self.model, "items": self.items}
+
+
+def decoy_like(subject: dict[str, Any]) -> dict[str, Any]:
+    """A synthetic person of the same shape, whose values serve as the null baseline a_{m,Null}.
+
+    Example:
+        >>> sorted(decoy_like({"name": "A", "relations": {"father": "B"}})["relations"])
+        ['father']
+    """
+    return {"subject_id": "__decoy__", "name": "Jordan Example", "phone": "(555) 555-0123",
+            "email": "jordan.example@example.org", "address": "12 Example Street, Springfield, IL 62701",
+            "university": "Example State University",
+            "relations": {k: "Sam Example" for k in (subject.get("relations") or {})}}
+
+
+def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, beams: int = 3) -> SubjectView:
+    """Probe ``model`` for one subject's own PII (``lmleak probe --subject me.json``).
+
+    The null baseline needs another person's value of each item, so a synthetic decoy of the same
+    shape is probed alongside; the probe runs in a temporary folder and only the subject's rows are kept.
+    """
+    decoy = decoy_like(subject)
+    targets = tuple(t for t in ("phone", "email", "address", "university") if subject.get(t))
+    if subject.get("relations"):
+        targets += ("relationship",)
+    structured = sum(bool(subject.get(t)) for t in ("phone", "email", "address"))
+    level = "triplet" if structured >= 2 else "twin"
+    lrows: Any = None
+    grows: Any = None
+    with tempfile.TemporaryDirectory() as td:
+        summary = run_probe(model, [subject, decoy], td, targets=targets, level=level, k=templates, beams=beams)
+        p = Path(td)
+        if (p / "likelihoods.parquet").exists():
+            lrows = pd.read_parquet(p / "likelihoods.parquet")
+            lrows = lrows[lrows["subject_id"] == subject["subject_id"]]
+        if (p / "generations.parquet").exists():
+            grows = pd.read_parquet(p / "generations.parquet")
+            grows = grows[grows["subject_id"] == subject["subject_id"]]
+    rows = subject_report(
+        summary, lrows if lrows is not None and len(lrows) else None, grows if grows is not None and len(grows) else None
+    )
+    return SubjectView(subject=str(subject["name"]), model=str(getattr(model, "name", model)), items=rows)

@@ -14,9 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.headline import EXPLANATIONS, collect_headlines
-from lmleak.errors import RunError
+from lmleak._version import __version__
+from lmleak.errors import LmleakError, RunError
+from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
+from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, read_summary
+from lmleak.scenarios.describe import notation
 
 LABELS = {
     "pii_unique_sequences": "Leaked PII (user-unique sequences)",
@@ -96,9 +99,6 @@ def _fmt(v: Any) -> str:
 def _card_value(key: str, headline: dict[str, Any]) -> str:
     """The card's number; a report metric measured at several k shows every k (the strongest honest
     value must not hide behind the first k listed)."""
-    from lmleak.audit.headline import PER_K
-    from lmleak.report.metrics import format_epsilon
-
     def one(h: dict[str, Any]) -> str:
         if key == "leakage_epsilon" and h.get("log_leakage_epsilon") is not None:
             return format_epsilon(h["log_leakage_epsilon"])
@@ -111,8 +111,6 @@ def _card_value(key: str, headline: dict[str, Any]) -> str:
 
 
 def _k_note(key: str, headline: dict[str, Any]) -> str:
-    from lmleak.audit.headline import PER_K
-
     by_k = headline.get("by_k") or {}
     if key in PER_K and len(by_k) > 1:
         return f" Values at k = {' · '.join(sorted(by_k, key=int))} (the tab attack's top-k)."
@@ -134,14 +132,12 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
 
 
 def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
-    """The scenario in paper 004's notation when the scenarios package can, else compact JSON."""
+    """The scenario in paper 004's notation, or compact JSON for a record that does not parse."""
     if not scenario:
         return None
     try:
-        from lmleak.scenarios.describe import notation  # type: ignore[attr-defined]
-
-        return str(notation(scenario))
-    except Exception:  # the describer is optional presentation; fall back to the raw record
+        return notation(scenario)
+    except (LmleakError, KeyError, TypeError, ValueError):  # an old or hand-edited record: show it as it is rather than fail the page
         return json.dumps(scenario, sort_keys=True)
 
 
@@ -250,7 +246,7 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
         d = stages.get("exposure")
         exp = _read_parquet(d / "exposure.parquet") if d else None
         col = next((c for c in ("exposure_bits", "exposure") if exp is not None and c in exp.columns), None)
-        if col:
+        if col and exp is not None:
             # the secrets are what the audit protects: in hover text only when the report shows text
             label = exp["secret"].astype(str) if show_text and "secret" in exp.columns else None
             fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
@@ -370,7 +366,8 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
     for name, stages in stage_dirs.items():
         mia = _summary_of(stages.get("mia"))
         if mia.get("metrics"):
-            rows, notes = [], set()
+            rows: list[list[Any]] = []
+            notes: set[str] = set()
             for r in mia["metrics"]:
                 star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
                 rows.append([r["level"], r["feature"] + star, f"{r.get('num_members')} / {r.get('num_non_members')}",
@@ -428,9 +425,7 @@ def render_report(
     run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False, max_rows: int = 2000
 ) -> Path:
     """Write ``report.html`` for a run directory and return its path (owner-only permissions)."""
-    import plotly.offline
-
-    from lmleak._version import __version__
+    import plotly.offline  # lazy: optional [report] extra, and a 0.3 s import
 
     run = Path(run_dir)
     summary = read_summary(run)

@@ -102,7 +102,8 @@ class SpanTexts:
         (ctx, text), = self.many([doc], [start], [end], window=window)
         return ctx, text
 
-    def many(self, docs: Sequence[int], starts: Sequence[int], ends: Sequence[int], *,
+    def many(self, docs: Sequence[int] | np.ndarray, starts: Sequence[int] | np.ndarray,
+             ends: Sequence[int] | np.ndarray, *,
              window: int | None = None) -> list[tuple[str, str]]:
         """``(context, text)`` of many spans, decoded in batches (the Rust tokenizers' batch decode
         when the tokenizer offers ``decode_many``)."""

@@ -19,8 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import ConfigError
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.models.base import Capability, require
+from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
@@ -30,8 +33,10 @@ from lmleak.report.features import (
     sequence_features,
 )
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
 from lmleak.report.sequences import occurrences
-from lmleak.runs import writes_run
+from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
+from lmleak.scenarios import scenario_record
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
 #: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
@@ -45,7 +50,8 @@ class ReportConfig:
     Attributes:
         ks: the top-k values of the tab attack (the first one gives the headline metrics).
         t: curation threshold on ``PP_public / PP_lm`` (§5 metric 2).
-        p: the p filter on the user count in S (None: no filter).
+        p: the p filter on the user count in S (None: no filter). The one default, 5, is shared by
+            ``lmleak report --p`` and the audit config's ``report.p``.
         redact: write no text, contexts or user ids.
         public_scope: which occurrences the public model scores ("unique" or "all").
         max_contexts: context texts kept per sequence.
@@ -64,7 +70,7 @@ class ReportConfig:
 
     ks: tuple[int, ...] = (1,)
     t: float = 1.0
-    p: int | None = None
+    p: int | None = 5
     redact: bool = False
     public_scope: str = "unique"
     max_contexts: int = 5
@@ -80,7 +86,7 @@ class ReportConfig:
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
     """The KART record of the tab attack: K = ∅, A as given, R = ∅, T = any training substring,
     top-k access (paper 004's factors for paper 001's threat model, §3)."""
-    kwargs = dict(
+    return scenario_record(
         attack="tab_attack",
         knowledge=(),
         anonymization=anonymization,
@@ -89,13 +95,6 @@ def scenario(anonymization: str = "identity") -> dict[str, Any]:
         target="any training substring",
         notes="paper 001 tab attack: top-k next-token predictions on the training contexts",
     )
-    try:
-        from lmleak.scenarios import scenario_record  # type: ignore[attr-defined]
-    except ImportError:
-        scenario_record = None
-    if scenario_record is not None:
-        return dict(scenario_record(**kwargs))
-    return {**kwargs, "knowledge": [], "resources": []}
 
 
 def build_index(ledger: Ledger, cache_dir: str | Path | None = None, *, salt: str = "") -> CorpusIndex:
@@ -120,14 +119,10 @@ def analyse(
         ledger.check_k(k)
     n_ctx = public_context(config, ledger)
     if n_ctx < 0 or config.public_occurrences < 0 or config.min_tokens < 1:
-        from lmleak.errors import ConfigError
-
         raise ConfigError("public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
                           field="public_context_tokens")
     detector = None
     if config.pii_policy:
-        from lmleak.pii.policies import get_policy
-
         detector = get_policy(config.pii_policy)
     occ = occurrences(ledger, config.ks, max_top1_perplexity=max_top1_perplexity)
     seqs, occ = sequence_features(
@@ -212,8 +207,6 @@ def run_report(
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
     """
     from lmleak.models.adapters import BASE
-    from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     out = secure_dir(out_dir)
     ledger = build_ledger(model, corpus, out, shard_size=config.shard_size, k=max(config.ks))
@@ -245,8 +238,6 @@ def run_report(
     elif pub is not None:
         public_info = {"kind": "model", "name": getattr(pub, "name", type(pub).__name__)}
     if pub is not None:
-        from lmleak.models.base import Capability, require
-
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
         public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):

@@ -14,19 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import RunError
+from lmleak.models.loading import load_model
+from lmleak.train.trainer import TrainConfig, train_model
 
 LEAVE_OUT = "leave-out"
 
 
 def load_any_model(spec: str | Path) -> Any:
-    """Load a model through :func:`lmleak.models.loading.load_model`, or a small-model directory
-    with :func:`lmleak.models.small.load_small_model` while the loader is not installed."""
-    try:
-        from lmleak.models.loading import load_model
-    except ImportError:  # pragma: no cover - only before the models area lands
-        from lmleak.models.small import load_small_model
-
-        return load_small_model(spec)
+    """Load a model through :func:`lmleak.models.loading.load_model` (a path or any model spec)."""
     return load_model(str(spec))
 
 
@@ -34,7 +30,6 @@ def _train_config(model_dir: Path | None, overrides: dict[str, Any] | None) -> A
     """The audited model's training config (from its ``train.json``) as a ``TrainConfig``."""
     import dataclasses
 
-    from lmleak.train.trainer import TrainConfig
 
     values: dict[str, Any] = {}
     if model_dir is not None:
@@ -102,8 +97,6 @@ def train_leave_out(
     inflated by a deliberately weakened reference. With ``folds > 1`` (default: see
     :func:`leave_out_folds`) the result is a :class:`FoldedPublic`.
     """
-    from lmleak.errors import RunError
-    from lmleak.train.trainer import train_model
 
     left_out = sorted(set(users))
     all_users = corpus.users

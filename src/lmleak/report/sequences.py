@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.ledger.ledger import Ledger
+from lmleak.models.base import Capability
 
 
 def leaked_runs(hits: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -139,7 +140,6 @@ def algorithm1_per_prefix(model: Any, token_ids: Sequence[int], k: int) -> list[
     Returns:
         ``(start, end)`` token offsets of every run in S for this document.
     """
-    from lmleak.models.base import Capability
 
     ids = list(map(int, token_ids))
     runs: list[tuple[int, int]] = []

@@ -12,18 +12,21 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import InputError
+from lmleak.figures import pyplot, save_figure
 from lmleak.ledger.index import CorpusIndex
-from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.ledger.ledger import Ledger, build_ledger, read_ledger
 from lmleak.report.leakage import ReportConfig, analyse, build_index, run_report
 from lmleak.report.metrics import corpus_perplexity, top_k_accuracy, unique_sequences
-from lmleak.runs import writes_run
+from lmleak.report.public import load_any_model
+from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 
 
 def snapshot_dirs(model_dir: str | Path) -> list[tuple[int, Path]]:
@@ -31,7 +34,6 @@ def snapshot_dirs(model_dir: str | Path) -> list[tuple[int, Path]]:
 
     Raises :class:`~lmleak.errors.InputError` when there is none.
     """
-    from lmleak.errors import InputError
 
     root = Path(model_dir) / "snapshots"
     found = []
@@ -96,19 +98,10 @@ def hardening_curve(
 
 
 def _plot(path: Path, draw: Any) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    fig, ax = pyplot().subplots(figsize=(6.4, 4.0))
     draw(ax)
     fig.tight_layout()
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    save_figure(fig, path, dpi=110)
     return path
 
 
@@ -132,8 +125,6 @@ def snapshot_study(
     """
     import pandas as pd
 
-    from lmleak.report.public import load_any_model
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     load = load or load_any_model
     out = secure_dir(out_dir)
@@ -209,7 +200,7 @@ def snapshot_study(
 
 @writes_run("out_dir")
 def compare_models(
-    models: dict[str, str | Path],
+    models: Mapping[str, str | Path],
     corpus: Corpus,
     out_dir: str | Path,
     *,
@@ -221,8 +212,6 @@ def compare_models(
     """The Table-2 comparison: one report per model (``out_dir/<name>``) and ``compare.parquet``."""
     import pandas as pd
 
-    from lmleak.report.public import load_any_model
-    from lmleak.runs import secure_dir, write_parquet, write_summary
 
     load = load or load_any_model
     out = secure_dir(out_dir)
@@ -265,8 +254,6 @@ def hardening_study(
     ``tokenizer_model`` is unused by the counts (sequences are compared by token ids) and may be
     None; texts are not needed for the curve.
     """
-    from lmleak.ledger.ledger import read_ledger
-    from lmleak.runs import write_parquet
 
     run = Path(run_dir)
     ledger = read_ledger(run)

@@ -14,11 +14,11 @@ scenarios are compared when exactly one factor differs and one value is clearly 
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.jsonl import iter_jsonl
 from lmleak.scenarios.margins import (
     Margin,
     leakage_ratio,
@@ -28,6 +28,7 @@ from lmleak.scenarios.margins import (
     summarise_margins,
     with_intervals,
 )
+from lmleak.scenarios.spec import load_entries
 from lmleak.scenarios.types import ACCESS_IMPLIES, DPTraining, Identity, Scenario
 
 
@@ -40,12 +41,7 @@ def read_pairs(path: str | Path, *, base: Path | None = None) -> set[tuple[str, 
         raise DataFileError("file not found", path=p)
     rows: list[tuple[int, dict[str, Any]]] = []
     if p.suffix == ".jsonl":
-        for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                try:
-                    rows.append((i, json.loads(line)))
-                except json.JSONDecodeError as e:
-                    raise DataFileError(f"invalid JSON ({e.msg})", path=p, line=i) from None
+        rows = list(iter_jsonl(p))
     else:
         with p.open(newline="", encoding="utf-8") as f:
             rows = [(i, r) for i, r in enumerate(csv.DictReader(f), start=2)]
@@ -122,7 +118,6 @@ def typed_margins(
 
 def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
     """Compute counts, ratios and margins for the scenario file at ``path``."""
-    from lmleak.scenarios.spec import load_entries
 
     p = Path(path)
     if not p.is_file():

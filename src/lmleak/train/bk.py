@@ -34,10 +34,8 @@ from torch import nn
 
 
 def _conv1d_type() -> type | None:
-    try:
-        from transformers.pytorch_utils import Conv1D
-    except ImportError:  # pragma: no cover - transformers is a core dependency
-        return None
+    from transformers.pytorch_utils import Conv1D  # lazy: transformers takes seconds to import
+
     return Conv1D
 
 

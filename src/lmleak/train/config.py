@@ -83,8 +83,10 @@ class TrainConfig:
             raise ConfigError("selective DP (sdp) is the LSTM baseline of Shi et al. 2021", field="arch", hint="use --arch lstm")
 
     @property
-    def tokenizer_kind(self) -> str:
-        return self.tokenizer or ("bpe" if self.arch == "gpt" else "word")
+    def tokenizer_kind(self) -> Literal["word", "bpe"]:
+        if self.tokenizer is not None:
+            return self.tokenizer
+        return "bpe" if self.arch == "gpt" else "word"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

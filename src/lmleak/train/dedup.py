@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
+from lmleak.errors import ConfigError, did_you_mean
 from lmleak.pii.spans import MASK
 
 DEDUP_MODES = ("exact", "bloom")
@@ -150,7 +151,6 @@ def dedup_texts(
         >>> list(dedup_texts(["hi.", "ok.", "hi.", "<MASK>", "hi."]))
         ['hi.', 'ok.', '<MASK>', '<MASK>', '<MASK>']
     """
-    from lmleak.errors import ConfigError, did_you_mean
 
     if mode not in DEDUP_MODES:
         raise ConfigError(f"unknown dedup mode {mode!r}", field="dedup",

@@ -19,14 +19,27 @@ an empty Poisson batch still counts as a step (a noise-only step in DP-SGD).
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
+from lmleak.models.small import SmallLSTM
+from lmleak.pii.policies import get_policy
+from lmleak.train.bk import BookKeeping
 from lmleak.train.config import TrainConfig
-from lmleak.train.trainer import IGNORE, Chunks, PlainStrategy, batch_tensors, forward_logits, sequence_losses
+from lmleak.train.plain import (
+    IGNORE,
+    Chunks,
+    PlainStrategy,
+    batch_tensors,
+    encode_chunks,
+    forward_logits,
+    sequence_losses,
+)
+from lmleak.train.split import crt_split
 
 # Opacus' per-sample hooks fire on the first layer, whose input (token ids) needs no gradient; torch
 # warns about that on every backward pass although the gradients are right (tests compare by hand).
@@ -79,7 +92,7 @@ class DPStrategy:
 
         cfg = self.config
         self.ghost = cfg.arch == "gpt"
-        self.bk = None
+        self.bk: BookKeeping | None = None
         if self.ghost and cfg.dp_clipping == "bookkeeping":
             return self._make_private_bookkeeping(module, chunks)
         if not self.ghost:
@@ -120,11 +133,7 @@ class DPStrategy:
         """Opacus' rules without its wrappers: ``len(loader)`` Poisson batches per epoch at sample rate
         1 / len(loader), σ from the target ε like ``make_private_with_epsilon``, the sum of clipped
         gradients plus N(0, σ²C²) divided by the expected batch size, the same accountant."""
-        import math
-
         from opacus.accountants.utils import get_noise_multiplier
-
-        from lmleak.train.bk import BookKeeping
 
         cfg = self.config
         n = len(chunks)
@@ -231,8 +240,6 @@ class DPStrategy:
         """The plain (unwrapped) model: a GPT2LMHeadModel or a SmallLSTM with nn.LSTM."""
         inner = getattr(self.module, "_module", self.module)
         if self.config.arch == "lstm":
-            from lmleak.models.small import SmallLSTM
-
             plain = SmallLSTM(self.original.config)
             # DPLSTM's state dict carries nn.LSTM's names (RenameParamsMixin) beside its own
             wanted = plain.state_dict()
@@ -374,21 +381,14 @@ def crt_split_for(train: Any, config: TrainConfig, public: Any, private: Any) ->
     """The (public, private) corpora for CRT: given ones, or the paper-002 split of ``train``."""
     if public is not None and private is not None:
         return public, private, {"public_sequences": len(public), "private_sequences": len(private)}
-    from lmleak.pii.policies import get_policy
-    from lmleak.train.split import crt_split
-
     res = crt_split(train, get_policy(config.policy or "balanced"), conservative=get_policy("conservative"), dedup="exact")
     return res.public, res.private, dict(res.stats)
 
 
 def sensitive_token_mask(corpus: Any, tokenizer: Any, config: TrainConfig) -> torch.Tensor:
     """Per chunk token (aligned with :func:`encode_chunks`), True where the token is sensitive."""
-    from lmleak.train.trainer import encode_chunks
-
     policy = None
     if config.policy:
-        from lmleak.pii.policies import get_policy
-
         policy = get_policy(config.policy)
     rows: list[list[bool]] = []
     mask_id = tokenizer.convert_tokens_to_ids("<MASK>")

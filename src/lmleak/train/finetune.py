@@ -59,16 +59,8 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.errors import ConfigError
 from lmleak.models.adapters import MANIFEST, base_record
-from lmleak.train.trainer import (
-    IGNORE,
-    Chunks,
-    batch_tensors,
-    encode_chunks,
-    policy_gamma,
-    public_share,
-    sequence_losses,
-    split_users,
-)
+from lmleak.train.plain import IGNORE, Chunks, batch_tensors, encode_chunks, sequence_losses
+from lmleak.train.trainer import policy_gamma, public_share, split_users
 
 MODES = ("nodp", "dp", "crt", "sdp")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.errors import ConfigError
+from lmleak.pii.policies import get_policy
 from lmleak.pii.spans import MASK, Detector, detect_many
 from lmleak.train.dedup import dedup_corpus
 from lmleak.train.redact import redact_corpus
@@ -47,7 +49,6 @@ class SplitResult:
 def _resolve(policy: Detector | str | None) -> Detector | None:
     if policy is None or not isinstance(policy, str):
         return policy
-    from lmleak.pii.policies import get_policy
 
     return get_policy(policy)
 
@@ -132,8 +133,6 @@ def crt_split(
     """
     pi = _resolve(policy)
     if pi is None:
-        from lmleak.errors import ConfigError
-
         raise ConfigError("crt_split needs a redaction policy π", field="policy")
     sentences = sentence_corpus(corpus)
     stats: dict[str, Any] = {"documents": len(corpus), "policy": getattr(pi, "name", type(pi).__name__)}

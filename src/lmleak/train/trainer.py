@@ -15,10 +15,9 @@ turns a batch into an update (:mod:`lmleak.train.dp` for DP-SGD, CRT and selecti
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,46 +27,23 @@ import torch
 
 from lmleak.data.corpus import Corpus
 from lmleak.data.holdout import Holdout, write_holdout
+from lmleak.data.loaders import load_corpus
+from lmleak.errors import ConfigError
+from lmleak.models.small import (
+    SmallGPTConfig,
+    SmallLSTM,
+    SmallLSTMConfig,
+    build_tokenizer,
+    new_small_gpt,
+    save_small_model,
+)
+from lmleak.pii.evaluate import evaluate_policy, load_secrets
+from lmleak.pii.policies import get_policy
+from lmleak.progress import track
+from lmleak.runs import atomic_write_json
+from lmleak.train import dp
 from lmleak.train.config import TrainConfig
-
-IGNORE = -100
-
-
-@dataclass
-class Chunks:
-    """Fixed-width training sequences: ``ids`` (N, seq_len + 1) padded, ``lengths`` (N,)."""
-
-    ids: torch.Tensor
-    lengths: torch.Tensor
-
-    def __len__(self) -> int:
-        return int(self.ids.shape[0])
-
-
-def encode_chunks(texts: list[str], tokenizer: Any, seq_len: int) -> Chunks:
-    """Tokenise documents into fixed-width chunks (see the module docstring for the rule).
-
-    Example:
-        >>> from lmleak.models.small import build_tokenizer
-        >>> tok = build_tokenizer(["a b c d e"], kind="word", vocab_size=20)
-        >>> c = encode_chunks(["a b c d e"], tok, seq_len=4)
-        >>> c.lengths.tolist(), len(c)  # [BOS a b c d] then [d e EOS]
-        ([5, 3], 2)
-    """
-    pad = tokenizer.pad_token_id
-    rows: list[list[int]] = []
-    for text in texts:
-        ids = [tokenizer.bos_token_id, *tokenizer.encode(text, add_special_tokens=False), tokenizer.eos_token_id]
-        start = 0
-        while start < len(ids) - 1:
-            rows.append(ids[start : start + seq_len + 1])
-            start += seq_len
-    out = torch.full((len(rows), seq_len + 1), pad, dtype=torch.long)
-    lengths = torch.zeros(len(rows), dtype=torch.long)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r)
-        lengths[i] = len(r)
-    return Chunks(out, lengths)
+from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
 
 
 def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
@@ -81,62 +57,12 @@ def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Cor
 
 
 def build_module(config: TrainConfig, vocab_size: int, tokenizer: Any) -> torch.nn.Module:
-    from lmleak.models.small import SmallGPTConfig, SmallLSTM, SmallLSTMConfig, new_small_gpt
-
     if config.arch == "gpt":
         shape = SmallGPTConfig(n_positions=config.seq_len + 1, n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head)
         return new_small_gpt(vocab_size, shape, seed=config.seed, bos_id=tokenizer.bos_token_id,
                              eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
     torch.manual_seed(config.seed)
     return SmallLSTM(SmallLSTMConfig(vocab_size=vocab_size, max_length=config.seq_len + 1))
-
-
-def forward_logits(module: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """Logits for inputs; explicit per-sample position ids (Opacus ghost clipping needs them)."""
-    b, t = ids.shape
-    pos = torch.arange(t).repeat(b, 1)  # .repeat, not .expand: per-sample tensors must not alias
-    out = module(input_ids=ids, attention_mask=mask, position_ids=pos)
-    return out.logits if hasattr(out, "logits") else out[0]
-
-
-def batch_tensors(ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(inputs, attention mask, targets with IGNORE on padding) for a batch of chunks."""
-    width = int(lengths.max()) if len(lengths) else 1
-    ids = ids[:, :width].contiguous()
-    pos = torch.arange(width).unsqueeze(0)
-    mask = (pos < lengths.unsqueeze(1)).long()
-    targets = ids[:, 1:].masked_fill(mask[:, 1:] == 0, IGNORE).contiguous()
-    return ids[:, :-1].contiguous(), mask[:, :-1].contiguous(), targets
-
-
-def sequence_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Mean token loss per sequence (B,), padding excluded."""
-    tok = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1),
-                                            ignore_index=IGNORE, reduction="none").view(targets.shape)
-    valid = (targets != IGNORE).sum(1).clamp(min=1)
-    return tok.sum(1) / valid
-
-
-@torch.inference_mode()
-def evaluate(module: torch.nn.Module, chunks: Chunks, *, batch_size: int = 32, ks: tuple[int, ...] = (1, 3)) -> dict[str, float]:
-    """Token-level loss, perplexity and top-k next-token accuracy over chunks (teacher forcing)."""
-    module.eval()
-    total_loss, total_tokens = 0.0, 0
-    hits = dict.fromkeys(ks, 0)
-    for s in range(0, len(chunks), batch_size):
-        x, m, y = batch_tensors(chunks.ids[s : s + batch_size], chunks.lengths[s : s + batch_size])
-        logits = forward_logits(module, x, m).float()
-        valid = y != IGNORE
-        total_loss += float(torch.nn.functional.cross_entropy(logits[valid], y[valid], reduction="sum"))
-        total_tokens += int(valid.sum())
-        top = logits.topk(max(ks), dim=-1).indices
-        for k in ks:
-            hits[k] += int(((top[..., :k] == y.unsqueeze(-1)).any(-1) & valid).sum())
-    n = max(total_tokens, 1)
-    loss = total_loss / n
-    out = {"loss": loss, "perplexity": math.exp(min(loss, 50.0)), "tokens": total_tokens}
-    out.update({f"top{k}_accuracy": hits[k] / n for k in ks})
-    return out
 
 
 @dataclass
@@ -151,52 +77,9 @@ class TrainResult:
     val_users: list[str] = field(default_factory=list)
 
 
-class PlainStrategy:
-    """Non-private SGD (AdamW) over shuffled mini-batches of chunks."""
-
-    mode = "nodp"
-
-    def __init__(self, config: TrainConfig) -> None:
-        self.config = config
-        self.steps = 0
-
-    def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
-        self.module = module
-        self.train = train
-        self.optimizer = torch.optim.AdamW(module.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
-        self.gen = torch.Generator().manual_seed(self.config.seed)
-        return module
-
-    def batches(self, epoch: int) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
-        order = torch.randperm(len(self.train), generator=self.gen)
-        bs = self.config.batch_size
-        for s in range(0, len(order), bs):
-            idx = order[s : s + bs]
-            yield "train", self.train.ids[idx], self.train.lengths[idx]
-
-    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor) -> float:
-        x, m, y = batch_tensors(ids, lengths)
-        self.optimizer.zero_grad(set_to_none=True)
-        loss = sequence_losses(forward_logits(self.module, x, m), y).mean()
-        loss.backward()
-        self.optimizer.step()
-        self.steps += 1
-        return float(loss.detach())
-
-    def trained_module(self) -> torch.nn.Module:
-        return self.module
-
-    def privacy(self) -> dict[str, Any]:
-        return {"mode": "nodp", "epsilon": None, "delta": None, "noise_multiplier": 0.0, "sample_rate": None,
-                "steps": self.steps, "accountant": None,
-                "note": "no differential privacy: epsilon is unbounded (reported as null)"}
-
-
 def make_strategy(config: TrainConfig) -> Any:
     if config.mode == "nodp":
         return PlainStrategy(config)
-    from lmleak.train import dp
-
     return dp.make_strategy(config)
 
 
@@ -229,18 +112,12 @@ def train_model(
     plain ``transformers``), ``train.json`` (config, per-epoch metrics, throughput, users) and
     ``privacy.json``; with ``config.snapshots`` a copy per epoch under ``snapshots/epoch-N``.
     """
-    from lmleak.models.small import save_small_model
-    from lmleak.progress import track
-    from lmleak.runs import atomic_write_json
-
     config = config if config is not None else TrainConfig()
     torch.manual_seed(config.seed)
     train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.holdout_users, config.seed)
     extra: dict[str, Any] = {}
     if config.mode == "crt":
-        from lmleak.train.dp import crt_split_for
-
-        public, private, extra["split_stats"] = crt_split_for(train_corpus, config, public, private)
+        public, private, extra["split_stats"] = dp.crt_split_for(train_corpus, config, public, private)
         extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
         extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
     if tokenizer is None:
@@ -257,9 +134,7 @@ def train_model(
     else:
         train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
     if config.mode == "sdp":
-        from lmleak.train.dp import sensitive_token_mask
-
-        extra["sensitive"] = sensitive_token_mask(train_corpus, tokenizer, config)
+        extra["sensitive"] = dp.sensitive_token_mask(train_corpus, tokenizer, config)
     val_chunks = encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
 
     strategy = make_strategy(config)
@@ -271,7 +146,7 @@ def train_model(
     for epoch in range(1, config.epochs + 1):
         module.train()
         losses, t0, tokens = [], time.perf_counter(), 0
-        batches = list(strategy.batches(epoch))
+        batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]] = list(strategy.batches(epoch))
         if progress:
             batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
         for kind, ids, lengths in batches:
@@ -304,7 +179,7 @@ def train_model(
     if extra.get("split_stats"):
         privacy["split"] = public_share(extra["split_stats"])
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
-    info = {
+    info: dict[str, Any] = {
         "config": config.to_dict(),
         "history": history,
         "final": final,
@@ -328,8 +203,6 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
     refused unless ``tokenizer_from_private`` (``private``), because a vocabulary learnt from the
     private text carries its rare words (names) outside the DP guarantee.
     """
-    from lmleak.errors import ConfigError
-    from lmleak.models.small import build_tokenizer
 
     src = config.tokenizer_from
     if src:
@@ -338,7 +211,6 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
             from transformers import AutoTokenizer
 
             return AutoTokenizer.from_pretrained(p), f"pretrained:{p.name}"
-        from lmleak.data.loaders import load_corpus
 
         return build_tokenizer(load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "public"
     if config.mode == "crt" and public is not None and not config.tokenizer_from_private:
@@ -360,7 +232,6 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
     ``ALL`` row), or the nominal one; ``gamma_source`` says which. With a measured γ of 0 the
     Bayesian bound is not 0: a finite sample cannot show that a policy misses nothing, so the bound
     is reported as infinite with the reason (and the 95 % upper confidence bound of γ beside it)."""
-    from lmleak.pii.policies import get_policy
 
     policy = get_policy(config.policy or "balanced")
     nominal = getattr(policy, "recall", None)  # a DegradedPolicy's target recall; other policies state none
@@ -369,7 +240,6 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
     if not config.secrets:
         out.update(gamma=gamma_nominal, gamma_source="nominal" if gamma_nominal is not None else "unknown")
         return out
-    from lmleak.pii.evaluate import evaluate_policy, load_secrets
 
     docs = {d.doc_id for d in corpus}
     secrets = [x for x in load_secrets(config.secrets) if x.doc_id in docs]
@@ -399,8 +269,8 @@ def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> floa
 
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:
     """D_pub's share of the CRT split (sentences and tokens) and why sentences went private."""
-    out = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
-                                 "public_words", "private_words", "mask_only") if k in stats}
+    out: dict[str, Any] = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
+                                                 "public_words", "private_words", "mask_only") if k in stats}
     pub, pri = stats.get("public"), stats.get("private")
     if pub is not None and pri is not None and pub + pri:
         out["public_sentence_share"] = pub / (pub + pri)

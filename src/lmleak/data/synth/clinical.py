@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
+from lmleak.runs import atomic_write_json, atomic_write_text, secure_dir
 
 # concept id -> synonyms (first = preferred name). Ids are invented ("K" + number), not UMLS CUIs.
 DISEASES: dict[str, tuple[str, ...]] = {
@@ -250,26 +251,33 @@ def extract_concepts(text: str) -> list[str]:
 
 
 def synthesize(
-    out_dir: str | Path, *, patients: int = 200, notes_per_patient: int = 3, seed: int = 0
+    out_dir: str | Path,
+    *,
+    anonymizer: Callable[[Sequence[Patient]], Callable[[str], str]],
+    patients: int = 200,
+    notes_per_patient: int = 3,
+    seed: int = 0,
 ) -> dict[str, Path]:
-    """Write D_private, D_public (HIPAA-anonymised), the gold pairs and the vocabulary.
+    """Write D_private, D_public (anonymised), the gold pairs and the vocabulary.
+
+    Args:
+        anonymizer: given the patients, the function f that makes D_public = f(D_private); the
+            paper's is :func:`lmleak.pii.hipaa.patient_anonymizer` (passed in because ``data`` sits
+            below ``pii`` in the layers).
 
     Returns the paths by name (``private``, ``public``, ``gold``, ``patients``, ``diseases``).
     """
-    from lmleak.pii.hipaa import HipaaAnonymizer
-    from lmleak.runs import atomic_write_json, atomic_write_text, secure_dir
-
     out = secure_dir(out_dir)
     rng = random.Random(seed + 1)
     pts = make_patients(patients, seed=seed)
-    anonymizer = HipaaAnonymizer(known_names=[p.name for p in pts], known_places=HOSPITALS)
+    anonymize = anonymizer(pts)
     priv, pub = [], []
     for p in pts:
         for j in range(notes_per_patient):
             text = write_note(p, rng, j)
             doc_id = f"{p.patient_id}-n{j}"
             priv.append(Document(p.patient_id, doc_id, text))
-            pub.append(Document(p.patient_id, doc_id, anonymizer.anonymize(text)))
+            pub.append(Document(p.patient_id, doc_id, anonymize(text)))
     paths = {
         "private": Corpus(priv).write_jsonl(out / "private.jsonl"),
         "public": Corpus(pub).write_jsonl(out / "public.jsonl"),
@@ -310,7 +318,3 @@ def synthesize(
     )
     paths["diseases"] = atomic_write_json(out / "diseases.json", {k: list(v) for k, v in DISEASES.items()})
     return paths
-
-
-def read_jsonl(path: str | Path) -> list[dict[str, Any]]:
-    return [json.loads(ln) for ln in Path(path).read_text(encoding="utf-8").splitlines() if ln.strip()]

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.synth import write_jsonl_files
+from lmleak.errors import ConfigError
 from lmleak.runs import secure_dir
 
 CANARY_PREFIX = "My ID is: "
@@ -240,7 +241,6 @@ def synthesize(
     """
     from faker import Faker
 
-    from lmleak.errors import ConfigError
 
     if users < 1 or dialogs_per_user < 1:
         raise ConfigError("users and dialogs per user must be at least 1", field="users")

@@ -259,7 +259,7 @@ class _Writer:
 
     def __init__(self, rng: random.Random, fake: Faker) -> None:
         self.rng, self.fake = rng, fake
-        self.day = 0
+        self.day = 0.0
 
     def date(self) -> str:
         self.day += self.rng.random() * 0.6

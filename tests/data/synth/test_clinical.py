@@ -7,12 +7,13 @@ import re
 
 from typer.testing import CliRunner
 
-from lmleak.data.synth.clinical import DISEASES, extract_concepts, read_jsonl, synthesize
-from lmleak.pii.hipaa import HipaaAnonymizer, strip_placeholders
+from lmleak.data.synth.clinical import DISEASES, extract_concepts, synthesize
+from lmleak.jsonl import read_jsonl
+from lmleak.pii.hipaa import HipaaAnonymizer, patient_anonymizer, strip_placeholders
 
 
 def test_the_anonymised_corpus_contains_no_name_date_or_phone_of_the_private_one(tmp_path):
-    paths = synthesize(tmp_path, patients=40, seed=3)
+    paths = synthesize(tmp_path, anonymizer=patient_anonymizer, patients=40, seed=3)
     private = read_jsonl(paths["private"])
     public = read_jsonl(paths["public"])
     patients = read_jsonl(paths["patients"])
@@ -29,7 +30,7 @@ def test_the_anonymised_corpus_contains_no_name_date_or_phone_of_the_private_one
 
 
 def test_notes_open_with_the_demographics_sentence_and_gold_pairs_come_from_the_notes(tmp_path):
-    paths = synthesize(tmp_path, patients=10, seed=1)
+    paths = synthesize(tmp_path, anonymizer=patient_anonymizer, patients=10, seed=1)
     patients = {p["patient_id"]: p for p in read_jsonl(paths["patients"])}
     for d in read_jsonl(paths["private"]):
         p = patients[d["user_id"]]

@@ -7,7 +7,7 @@ import torch
 
 from lmleak.models.small import SmallGPTConfig, new_small_gpt
 from lmleak.train.bk import BookKeeping, UnsupportedModel
-from lmleak.train.trainer import batch_tensors, forward_logits, sequence_losses
+from lmleak.train.plain import batch_tensors, forward_logits, sequence_losses
 
 
 def _model_and_batch(vocab: int = 50):

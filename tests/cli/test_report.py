@@ -1,14 +1,20 @@
-"""`lmleak report` and its studies through the CLI (typer's CliRunner against the real app)."""
+"""`lmleak report` and its studies through the CLI (typer's CliRunner against the real app), and the
+defaults it shares with the library and the audit config."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pandas as pd
 import pytest
+import typer
 from typer.testing import CliRunner
 
+from lmleak.audit.config import ReportSpec
+from lmleak.cli.main import app
 from lmleak.data.corpus import Corpus, Document
+from lmleak.report.leakage import ReportConfig
 
 TEXTS = [
     "hello my name is ada and my phone is 555 0100",
@@ -42,8 +48,6 @@ def setup(tmp_path_factory):
 
 
 def _app():
-    from lmleak.cli.main import app
-
     return app
 
 
@@ -239,3 +243,18 @@ def test_report_against_a_top_k_black_box_uses_only_its_k(setup):
         ],
     )
     assert res.exit_code == 2 and "k=6 is not available" in res.output
+
+
+# One default per concept: the CLI, the audit config's report section and ReportConfig agree.
+def _cli_defaults(name: str) -> dict[str, object]:
+    cmd = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    return {p.name: p.default for p in cmd.params}
+
+
+def test_report_cli_audit_config_and_library_share_their_defaults():
+    cli = _cli_defaults("report")
+    lib = {f.name: f.default for f in dataclasses.fields(ReportConfig)}
+    spec = {f.name: f.default for f in dataclasses.fields(ReportSpec)}
+    for key in ("t", "p", "public_occurrences", "pii_policy", "min_tokens", "public_context_tokens"):
+        assert cli[key] == lib[key] == spec[key], key
+    assert lib["p"] == 5

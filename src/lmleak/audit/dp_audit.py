@@ -1,0 +1,160 @@
+"""The one-run DP audit as a training experiment (Steinke, Nasr & Jagielski 2023): insert m canaries,
+each with probability 1/2, train once, score them, and bound epsilon from below.
+
+The maths (the bound, the guesses, canary scoring) lives in :mod:`lmleak.attacks.dp_audit`; this
+module trains, so it sits above the methods layer (attacks may not import train).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from lmleak.attacks.dp_audit import (
+    DPAuditConfig,
+    audit_scores,
+    audit_statement,
+    make_canaries,
+    score_canaries,
+)
+from lmleak.errors import ConfigError
+
+__all__ = ["DPAuditConfig", "run_dp_audit"]
+
+
+def run_dp_audit(
+    corpus_path: str | Path,
+    out_dir: str | Path,
+    train_config: Any,
+    audit: DPAuditConfig | None = None,
+    *,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """Insert canaries, train once, score, guess and bound; write the run directory.
+
+    Writes ``RUN/model/`` (the trained model; its ``privacy.json`` gains ``epsilon_lower_bound`` and
+    ``dp_audit``), ``RUN/canaries.parquet`` (secret, included, score, guess, correct per canary) and
+    ``RUN/summary.json`` (``attack: dp_audit``, the accountant's ``dp_epsilon`` beside the measured
+    ``epsilon_lower_bound``, the KART scenario). Validation users are split off the corpus before
+    the canaries are added, so no canary is ever held out; unless ``train_config.tokenizer_from``
+    names one, the tokenizer is learnt from the corpus plus every digit, never from the canaries, so
+    the vocabulary does not depend on the inclusion (``privacy.json`` records it as
+    ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
+    """
+    import json
+
+    import pandas as pd
+
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.data.loaders import load_corpus
+    from lmleak.models.small import build_tokenizer, load_small_model
+    from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
+    from lmleak.scenarios import scenario_record
+    from lmleak.train.trainer import split_users, train_model
+
+    audit = audit or DPAuditConfig()
+    run = secure_dir(out_dir)
+    base = load_corpus(corpus_path)
+    canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
+    docs = list(train_part) + [
+        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in canaries if c["included"]
+    ]
+    train_corpus = Corpus(docs, source=str(corpus_path))
+    tok_source = None
+    tokenizer = None
+    if train_config.tokenizer_from is None:
+        kind: Any = train_config.tokenizer or ("bpe" if train_config.arch == "gpt" else "word")
+        tokenizer = build_tokenizer(
+            [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
+        )
+        # the corpus's own text, without canaries: outside the DP guarantee for the corpus's users
+        # (as resolve_tokenizer warns), but independent of the canaries, which is what the audit tests
+        tok_source = "private:corpus-without-canaries"
+    if tokenizer is not None:
+        _check_one_sequence(
+            canaries, tokenizer.encode(canaries[0]["text"], add_special_tokens=False), train_config
+        )
+    result = train_model(
+        train_corpus,
+        run / "model",
+        train_config,
+        val_corpus=val,
+        progress=progress,
+        tokenizer=tokenizer,
+        tokenizer_source=tok_source,
+    )
+    model = load_small_model(result.model_dir)
+    _check_one_sequence(canaries, model.tokenizer.encode(canaries[0]["text"]), train_config)
+    scores = score_canaries(model, canaries)
+    included = [c["included"] for c in canaries]
+    privacy = dict(result.privacy)
+    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
+    rec = audit_scores(
+        scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
+    )
+    guesses = rec.pop("guesses")
+    table = pd.DataFrame(
+        {
+            "canary_id": [c["canary_id"] for c in canaries],
+            "user_id": [c["user_id"] for c in canaries],
+            "secret": [c["secret"] for c in canaries],
+            "included": included,
+            "logprob": scores,
+            "guess": guesses,
+            "correct": [bool(g != 0 and (g > 0) == inc) for g, inc in zip(guesses, included, strict=True)],
+        }
+    )
+    write_parquet(table, run / "canaries.parquet")
+    record = {
+        **rec,
+        "num_included": int(sum(included)),
+        "score": "logprob(secret | prefix)",
+        "seed": audit.seed,
+        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "config": asdict(audit),
+    }
+    privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
+    privacy["dp_audit"] = record
+    atomic_write_json(result.model_dir / "privacy.json", privacy)
+    claimed = privacy.get("epsilon")
+    summary = {
+        "attack": "dp_audit",
+        "model": str(result.model_dir),
+        "mode": train_config.mode,
+        "dp_epsilon": claimed,
+        "dp_delta": privacy.get("delta"),
+        "epsilon_lower_bound": rec["epsilon_lower_bound"],
+        "claim_violated": bool(claimed is not None and rec["epsilon_lower_bound"] > float(claimed)),
+        "dp_audit": record,
+        "statement": audit_statement(claimed, rec["epsilon_lower_bound"], rec["confidence"]),
+        "train": {"final": result.final, "num_train_documents": len(train_corpus)},
+        "scenario": scenario_record(
+            attack="dp_audit_one_run",
+            access="scores",
+            target="membership",
+            knowledge=("canary_prefix", "secret_format"),
+            anonymization=f"dp:{claimed:.3g}" if claimed is not None else "identity",
+            notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
+            "probability 1/2 and guesses their membership from log p(secret | prefix)",
+        ),
+    }
+    write_summary(run, summary)
+    (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
+    return summary
+
+
+def _check_one_sequence(
+    canaries: Sequence[dict[str, Any]], sample_ids: Sequence[int], train_config: Any
+) -> None:
+    """Each canary must be one training sequence, the privacy unit of the DP modes: a canary cut into
+    several chunks is a group of units, and a bound above the per-unit ε would not refute the claim."""
+    if len(sample_ids) + 2 > train_config.seq_len + 1:  # BOS and EOS travel with it
+        raise ConfigError(
+            f"a canary takes {len(sample_ids) + 2} tokens with BOS/EOS, more than one training "
+            f"sequence ({train_config.seq_len} + 1)",
+            field="seq_len",
+            hint="raise --seq-len, or use fewer secret digits",
+        )
