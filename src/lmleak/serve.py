@@ -130,7 +130,7 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
     """The FastAPI app serving ``model`` at ``tier`` (see the module docstring)."""
     if tier not in TIERS:
         raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")
-    caps = getattr(model, "capabilities", frozenset())
+    caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if tier != "text" and Capability.SCORE not in caps:
         raise ConfigError(
             f"tier {tier!r} needs a model with scores; {model.name} grants "
@@ -302,7 +302,8 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
         if prompt_n is not None and not 0 <= int(prompt_n) <= MAX_LOGPROBS:
             refuse(400, f"prompt_logprobs must be between 0 and {MAX_LOGPROBS}")
         rows, _ = as_rows(body.get("prompt"))
-        steps = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        max_tokens: Any = body.get("max_tokens")
+        steps = int(max_tokens if max_tokens is not None else 16)
         as_ids = bool(body.get("return_tokens_as_token_ids"))
         with lock:
             if prompt_n is None and k is None and not echo:  # plain text: the model's own generate
@@ -394,7 +395,7 @@ def build_app(model: Any, *, tier: str = "prompt_logprobs", name: str | None = N
 
     def chat_sync(body: dict[str, Any]) -> dict[str, Any]:
         check_model(body)
-        messages = body.get("messages")
+        messages: Any = body.get("messages")
         if not isinstance(messages, list) or not messages:
             refuse(400, "messages must be a non-empty list")
         text = "\n".join(str(m.get("content", "")) for m in messages if isinstance(m, dict))

@@ -87,7 +87,7 @@ class ModelWork:
 
             if torch.cuda.is_available():  # a Ray actor that reserved a GPU sees it as cuda:0
                 for m in loaded.values():
-                    if hasattr(m, "to_device"):
+                    if m is not None and hasattr(m, "to_device"):
                         m.to_device("cuda")
         return partial(self.fn, **loaded, **self.kwargs)
 

@@ -94,9 +94,9 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
             parts.append(f"D_pub {split['public_sentence_share']:.1%} of sentences / {split.get('public_word_share', float('nan')):.1%} of words")
         parts.append(f"tokenizer {priv.get('tokenizer_source', 'unknown')}")
         lines.append(", ".join(parts))
-    trio = [ppl.get(n) for n in ("plain", "crt", "dp-sgd")]
-    if None not in trio:
-        holds = trio[0] <= trio[1] <= trio[2]
+    nodp, crt, dp = (ppl.get(n) for n in ("plain", "crt", "dp-sgd"))
+    if nodp is not None and crt is not None and dp is not None:
+        holds = nodp <= crt <= dp
         lines.append("validation PPL No-DP ≤ CRT ≤ DP-SGD " + ("holds" if holds else
                      "does not hold: CRT trains on redacted text and its D_pub share is small (docs/crt-utility.md)"))
     return lines
@@ -136,7 +136,7 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     atomic_write_text(public_path, "".join(json.dumps(d.to_dict()) + "\n" for d in unseen_corpus))
     common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, holdout_users=0.0,
                   n_embd=128, n_layer=2, n_head=4, lr=3e-3, tokenizer_from=str(public_path))
-    models = {
+    models: dict[str, Any] = {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]
         "dp-sgd": TrainConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),  # type: ignore[arg-type]
         "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced",

@@ -208,7 +208,7 @@ class Auditor:
     def check_access(model: Any, stage: str, spec: Any) -> None:
         """Raise :class:`CapabilityError` when a top-k-limited model cannot give the report's largest k
         (its ranks beyond k are unknown, so "in the top k'" for k' > k would be wrong)."""
-        caps = getattr(model, "capabilities", frozenset())
+        caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
         k_max = getattr(model, "k", None)
         if stage == "report" and Capability.SCORE not in caps and isinstance(k_max, int) and k_max:
             if max(spec.k) > k_max:

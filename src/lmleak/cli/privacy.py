@@ -34,7 +34,7 @@ def confidentiality(
     except ValueError as e:
         raise ConfigError(str(e), field="epsilon/delta/gamma") from None
     # one rounding for the JSON and the table: 4 significant digits (1.0000000000000002e-06 is 1e-06)
-    report = {k: significant(v) for k, v in report.items()}
+    report = {k: significant(v) for k, v in report.items()}  # type: ignore[misc]
     if plot is not None:
         _plot(epsilon, plot)
         report["plot"] = str(plot)  # type: ignore[assignment]

@@ -603,7 +603,8 @@ def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
                 rows = part[part["method"] == method].sort_values("gamma")
                 vals[method] = None if rows.empty or col not in rows else float(rows[col].iloc[0])
             rec.update({f"{m}{suffix}": v for m, v in vals.items()})
-            ok = None if None in (vals["nodp"], vals["crt"], vals["dp"]) else bool(vals["nodp"] <= vals["crt"] <= vals["dp"])
+            nodp, crt, dp = vals["nodp"], vals["crt"], vals["dp"]
+            ok = None if nodp is None or crt is None or dp is None else bool(nodp <= crt <= dp)
             rec[f"holds{suffix}"] = ok
         crt_rows = part[part["method"] == "crt"].sort_values("gamma")
         if rec["holds"] is False and not crt_rows.empty:

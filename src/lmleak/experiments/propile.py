@@ -445,7 +445,7 @@ def run_propile_experiment(
         from lmleak.train.finetune import FinetuneConfig, finetune
 
         say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
-        trained = finetune(load_corpus(paths["corpus"]), secure_dir(out / "model"),
+        trained: Any = finetune(load_corpus(paths["corpus"]), secure_dir(out / "model"),
                            FinetuneConfig(base=cfg.base, lora=cfg.lora, epochs=cfg.epochs, batch_size=cfg.batch_size,
                                           lr=cfg.lr, seq_len=cfg.seq_len, holdout_users=0.0, seed=cfg.seed,
                                           max_steps=cfg.max_steps), progress=bars.enabled())

@@ -121,7 +121,7 @@ def serve(argv: list[str]) -> int:
             continue
         try:
             prompts = json.loads(line)["prompts"]
-            res = score_prompts(llm, prompts)
+            res: list[dict[str, Any]] = list(score_prompts(llm, prompts))
             for r in res:
                 r["logprobs"] = [_clean(x) for x in r["logprobs"]]
                 r["top1"] = [_clean(x) for x in r["top1"]]

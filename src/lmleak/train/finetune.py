@@ -707,7 +707,7 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
             kind = "sdp" if cfg.mode == "sdp" else "dp"
             batches.extend((kind, b) for b in ft.poisson_batches(train_chunks, sensitive))
         if progress:
-            batches = track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
+            batches = list(track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})"))
         losses, t0, tokens = [], time.perf_counter(), 0
         for kind, batch in batches:
             which = "plain" if kind == "plain" else "private"
@@ -770,7 +770,7 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
             atomic_write_json(merged_dir / MANIFEST, {**manifest, "kind": "merged", "merged_dir": None})
             manifest["merged_dir"] = "merged"
     atomic_write_json(out / MANIFEST, manifest)
-    info = {
+    info: dict[str, Any] = {
         "config": cfg.to_dict(),
         "kind": "finetune",
         "base": base["spec"],
