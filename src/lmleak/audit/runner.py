@@ -158,8 +158,6 @@ class Auditor:
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.membership import split_users_by_holdout
-        from lmleak.data.holdout import read_holdout
-        from lmleak.models.loading import load_model
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
@@ -317,8 +315,6 @@ class Auditor:
         anon = anonymization_of(path if Path(path).is_dir() else None)
         api: dict[str, Any] = {}
         if path.startswith(("http://", "https://")):  # the API's tier decides what can run: learn it first
-            from lmleak.models.loading import load_model
-
             model = load_model(path)
             api = {"access": model.access, "note": f"model behind an HTTP API, tier '{model.tier}'"}
             self.echo(f"{name}: HTTP API tier '{model.tier}' (grants {model.access} access)")

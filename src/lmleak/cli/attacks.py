@@ -204,7 +204,6 @@ def members_from_holdout(model: str, corpus: Path | None, *, with_users: bool = 
     from lmleak.attacks.membership import split_users_by_holdout
     from lmleak.data.holdout import read_holdout
     from lmleak.data.loaders import iter_documents
-    from lmleak.errors import ConfigError
 
     holdout = read_holdout(model)
     if corpus is None or holdout is None or not holdout.users:

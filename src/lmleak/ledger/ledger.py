@@ -380,8 +380,6 @@ def run_ledger_pass(
     factory: Any
     if engine == "vllm":
         if access != "score":
-            from lmleak.errors import CapabilityError
-
             raise CapabilityError("--engine vllm scores the model itself; a black-box (top-k) model needs --engine local")
         if vllm_model_dir is None:
             if model_spec is None:
