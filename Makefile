@@ -62,4 +62,5 @@ $(VLLM_VENV)/.installed:
 # vLLM's OpenAI server on SmolLM2-135M vs the in-process ledger (skipped with a reason without the env)
 .PHONY: test-vllm
 test-vllm: install
-	LMLEAK_VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -m slow -s tests/models/test_vllm_http.py
+	LMLEAK_TEST_VLLM=1 LMLEAK_VLLM_VENV=$(VLLM_VENV) VLLM_VENV=$(VLLM_VENV) $(PY) -m pytest -m vllm -s \
+		tests/models/test_vllm_http.py tests/models/test_vllm_engine.py

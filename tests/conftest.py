@@ -95,3 +95,14 @@ def _guarded_getaddrinfo(host, *args, **kwargs):  # type: ignore[no-untyped-def]
 
 socket.socket.connect = _guarded_connect  # type: ignore[method-assign]
 socket.getaddrinfo = _guarded_getaddrinfo
+
+
+def pytest_collection_modifyitems(config, items):
+    """vLLM tests start a vLLM server or engine from its separate venv (minutes on a CPU, and the venv
+    may exist on the machine by chance): they run only through ``make test-vllm`` (LMLEAK_TEST_VLLM=1)."""
+    if os.environ.get("LMLEAK_TEST_VLLM") == "1":
+        return
+    skip = pytest.mark.skip(reason="vLLM tests run with `make test-vllm` (LMLEAK_TEST_VLLM=1)")
+    for item in items:
+        if "vllm" in item.keywords and item.get_closest_marker("vllm") is not None:
+            item.add_marker(skip)

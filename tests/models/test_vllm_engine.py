@@ -192,6 +192,7 @@ def _vllm_env_or_skip():
 
 
 @pytest.mark.slow
+@pytest.mark.vllm
 def test_cli_report_engine_vllm_equals_transformers(tmp_path):
     """The real vLLM: ledger via --engine vllm equals the transformers ledger (ranks equal, logprobs within 1e-3)."""
     _vllm_env_or_skip()

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.vllm]
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = [
