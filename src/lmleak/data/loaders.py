@@ -109,7 +109,7 @@ class _Validator:
             return None
         if len(user) > MAX_ID_CHARS:
             self.bad(line, f"user id is {len(user):,} characters long (at most {MAX_ID_CHARS:,})", f.user,
-                     "check that the user column holds ids, not text (see --user-field/--text-field)")
+                     "check that the user column holds ids, not text")
             return None
         doc_id = row.get(f.doc)
         if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
@@ -196,7 +196,7 @@ def _csv(path: Path, v: _Validator) -> Iterator[Document]:
             if missing:
                 raise CorpusError(f"no column '{missing[0]}' in the header (columns: {', '.join(map(_short, header))})",
                                   path=path, line=1, field=missing[0],
-                                  hint="rename the column, or name it with --text-field / --user-field")
+                                  hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
             for row in reader:
                 line = reader.line_num
                 if None in row:  # more fields than the header has
@@ -228,7 +228,7 @@ def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
     missing = [c for c in (v.fields.user, v.fields.text) if c not in names]
     if missing:
         raise CorpusError(f"no column '{missing[0]}' (columns: {', '.join(map(_short, names))})", path=path,
-                          field=missing[0], hint="rename the column, or name it with --text-field / --user-field")
+                          field=missing[0], hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
     row_no = 0
     batches = pf.iter_batches(batch_size=4096)
     while True:

@@ -5,7 +5,8 @@ not see the data — lengths, counts, context lengths, perplexities — and noth
 the text:
 
 - **No token ids.** The ledger (one row of token ids, ranks and log-probabilities per document) is
-  built in a private temporary folder outside the run and deleted when the report ends; a redacted
+  built in a private (0700) temporary folder under ``$TMPDIR``, outside the run, and deleted when
+  the report ends, also on an error or Ctrl-C (only a SIGKILL leaves it behind); a redacted
   run cannot re-derive S for another k or resume a pass — that needs an unredacted run. No column
   of ``occurrences.parquet`` or ``sequences.parquet`` holds token ids (offsets and lengths stay).
 - **No text.** ``text``, ``contexts`` and every other text column are dropped: the tables keep
