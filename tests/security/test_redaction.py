@@ -225,6 +225,8 @@ def test_redaction_refuses_what_would_leak(corpus, tmp_path, case):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 2, res.output
     assert "redact" in res.output.lower() or "key" in res.output.lower()
+    if case == "short-key":
+        assert not run.exists()  # refused before anything is written
     assert not (run / "occurrences.parquet").exists() or case == "unredacted-run"
 
 

@@ -223,11 +223,13 @@ def run_report(
     """
     from lmleak.runs import secure_dir
 
-    out = secure_dir(out_dir)
     if not config.redact:
+        out = secure_dir(out_dir)
         return _run_report(model, corpus, out, out, config, public_model=public_model, model_dir=model_dir,
                            leave_out_overrides=leave_out_overrides, anonymization=anonymization,
                            leave_out_folds=leave_out_folds)
+    out = Path(out_dir)
+    # every refusal comes before the run directory is created: a refused command leaves nothing
     redactor = redactor_from(config.redact_key_file, run_dir=out)
     leftovers = unredacted_leftovers(out)
     if leftovers:
@@ -240,6 +242,7 @@ def run_report(
 
         raise ConfigError("a redacted run cannot keep the corpus index (token ids) inside the run",
                           field="--index-cache", hint="put the index cache outside the run, or leave it out")
+    out = secure_dir(out)
     # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
     # folder outside the run, deleted however the report ends
     with tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
