@@ -178,7 +178,7 @@ def _per_prefix_stats(model: Any, seqs: Sequence[Sequence[int]], k: int) -> list
 
 
 def score_documents(
-    model: Any, token_ids: Sequence[Sequence[int]], *, k: int | None = None
+    model: Any, token_ids: Sequence[Sequence[int] | np.ndarray], *, k: int | None = None
 ) -> list[TokenStats]:
     """Ledger statistics of already tokenised documents, through the best access ``model`` grants."""
     access, _ = model_access(model)
