@@ -20,7 +20,8 @@ corpus index, leaked sequences and their features) on a corpus holding one ``--l
 documents. Memory must be bounded by the model and its window, not by the largest document:
 prints ``long_doc_rss_ratio`` (peak RSS with the one long document / with the pieces; goal <= 1.5),
 both peaks, tokens and pass times. The model is a 1-layer GPT of width 32 with a 512-word
-vocabulary (random init: the benchmark measures memory, not leakage), so 50 MB run in minutes.
+vocabulary (random init: the benchmark measures memory, not leakage); the 50 MB default took
+about 7 minutes on an idle 2-core machine (``--long-doc-mb 5`` for a quick look).
 Correctness: both corpora hold the same text (the pieces concatenate to the long document), and
 the two ledgers cover every document and the same number of tokens to within 1% (a cut may
 change the tokenisation of one word).
