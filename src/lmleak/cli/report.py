@@ -189,8 +189,14 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")
         ] = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
         redact: Annotated[
-            bool, typer.Option("--redact", help="No text, contexts or user ids in the outputs.")
+            bool,
+            typer.Option("--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."),
         ] = False,
+        redact_key_file: Annotated[
+            Path | None,
+            typer.Option("--redact-key-file", help="HMAC key for redacted ids, kept outside the run "
+                         "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded)."),
+        ] = None,
         api_top_k: Annotated[
             int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
         ] = None,
@@ -287,11 +293,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError("must be >= 1", field="--min-tokens")
         if num_workers < 1 or gpus_per_worker < 0:
             raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
+        if redact and engine == "ray":
+            raise ConfigError("a redacted report builds its ledger outside the run, on the local engine",
+                              field="--engine", hint="drop --engine ray, or run without --redact")
+        if redact_key_file is not None and not redact:
+            raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
         cfg = ReportConfig(
             ks=ks,
             t=t,
             p=p,
             redact=redact,
+            redact_key_file=None if redact_key_file is None else str(redact_key_file),
             max_contexts=max_contexts,
             public_scope=public_scope,
             index_cache=None if index_cache is None else str(index_cache),

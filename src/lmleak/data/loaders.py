@@ -24,6 +24,12 @@ from lmleak.data.corpus import Corpus, Document, stable_doc_id
 from lmleak.errors import CorpusError
 
 FORMATS = ("jsonl", "csv", "parquet", "folder", "hf")
+#: Longest user or document id accepted: a longer one is almost always a text column named as an id.
+MAX_ID_CHARS = 1024
+#: Largest CSV field (characters): one document may be long, far beyond csv's 128 kB default.
+MAX_CSV_FIELD = 1 << 30
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
 
 
 @dataclass
@@ -90,11 +96,20 @@ class _Validator:
                 self.bad(line, f"expected a string, got {type(row[name]).__name__}", name, "quote the value")
                 return None
         text, user = row[f.text], row[f.user]
+        for name, value in ((f.user, user), (f.text, text), (f.doc, row.get(f.doc))):
+            if isinstance(value, str) and "\x00" in value:
+                self.bad(line, "contains a NUL character", name,
+                         "remove the NUL bytes (often a binary or UTF-16 file read as text)")
+                return None
         if not text.strip():
             self.bad(line, "text is empty", f.text, "drop the row or use --skip-bad-rows")
             return None
         if not user.strip():
             self.bad(line, "user id is empty", f.user, "give every row its user's id")
+            return None
+        if len(user) > MAX_ID_CHARS:
+            self.bad(line, f"user id is {len(user):,} characters long (at most {MAX_ID_CHARS:,})", f.user,
+                     "check that the user column holds ids, not text")
             return None
         doc_id = row.get(f.doc)
         if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
@@ -104,7 +119,11 @@ class _Validator:
         elif isinstance(doc_id, int) and not isinstance(doc_id, bool):
             doc_id = str(doc_id)
         elif not isinstance(doc_id, str) or not doc_id.strip():
-            self.bad(line, f"expected a non-empty string, got {doc_id!r}", f.doc, "use string ids or omit the column")
+            self.bad(line, f"expected a non-empty string, got {_short(doc_id)}", f.doc, "use string ids or omit the column")
+            return None
+        if len(doc_id) > MAX_ID_CHARS:
+            self.bad(line, f"doc id is {len(doc_id):,} characters long (at most {MAX_ID_CHARS:,})", f.doc,
+                     "check that the doc id column holds ids, not text")
             return None
         if doc_id in self.seen:
             self.bad(line, f"duplicate doc_id {doc_id!r} (first on line {self.seen[doc_id]})", f.doc,
@@ -115,9 +134,34 @@ class _Validator:
         return Document(user, doc_id, text)
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters (an error line never echoes a whole field)."""
+    r = repr(value)
+    return r if len(r) <= limit else r[: limit - 3] + "..."
+
+
+def _check_bom(path: Path, head: bytes) -> None:
+    """Refuse a UTF-16/32 file up front: read as UTF-8 its errors would point at NUL bytes."""
+    for bom, name in _BOMS:
+        if head.startswith(bom):
+            raise CorpusError(f"the file is {name} (it starts with a {name} byte order mark), not UTF-8", path=path,
+                              line=1, hint=f"re-encode it as UTF-8, e.g. iconv -f {name} -t UTF-8")
+
+
+def _open_binary(path: Path) -> Any:
+    try:
+        return open(path, "rb")
+    except OSError as e:
+        raise CorpusError(f"cannot read the file ({e.strerror or e})", path=path,
+                          hint="check the path and its permissions") from None
+
+
 def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
-    with open(path, "rb") as fh:
+    with _open_binary(path) as fh:
         for line_no, raw in enumerate(fh, start=1):
+            if line_no == 1:
+                _check_bom(path, raw)
+                raw = raw.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark is harmless
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
@@ -137,30 +181,64 @@ def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
 
 def _csv(path: Path, v: _Validator) -> Iterator[Document]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
+    with _open_binary(path) as fh:
+        _check_bom(path, fh.read(4))
+    old_limit = csv.field_size_limit()
+    line = 0
     try:
-        with open(path, encoding="utf-8", newline="") as fh:
+        csv.field_size_limit(MAX_CSV_FIELD)
+        with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, delimiter=delimiter)
             if reader.fieldnames is None:
                 raise CorpusError("file is empty (no header row)", path=path, hint="write a header: user_id,doc_id,text")
+            header = [h for h in reader.fieldnames if h is not None]
+            missing = [c for c in (v.fields.user, v.fields.text) if c not in header]
+            if missing:
+                raise CorpusError(f"no column '{missing[0]}' in the header (columns: {', '.join(map(_short, header))})",
+                                  path=path, line=1, field=missing[0],
+                                  hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
             for row in reader:
-                doc = v.row(reader.line_num, {k: (val if val != "" else None) for k, val in row.items() if k is not None})
+                line = reader.line_num
+                if None in row:  # more fields than the header has
+                    v.bad(line, f"the row has {len(header) + len(row[None])} fields, the header {len(header)}", None,
+                          "quote fields that contain the delimiter, or add the column to the header")
+                    continue
+                doc = v.row(line, {k: (val if val != "" else None) for k, val in row.items()})
                 if doc is not None:
                     yield doc
     except UnicodeDecodeError as e:
-        raise CorpusError(f"not UTF-8 ({e.reason})", path=path, hint="re-encode the file as UTF-8") from None
+        raise CorpusError(f"not UTF-8 ({e.reason} after line {line})", path=path,
+                          hint="re-encode the file as UTF-8") from None
     except csv.Error as e:
-        raise CorpusError(f"malformed CSV ({e})", path=path, hint="quote fields that contain commas or newlines") from None
+        raise CorpusError(f"malformed CSV ({e})", path=path, line=line + 1 if line else None,
+                          hint="quote fields that contain commas or newlines") from None
+    finally:
+        csv.field_size_limit(old_limit)
 
 
 def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
     import pyarrow.parquet as pq
 
+    hint = "re-export the corpus (the file is damaged or not Parquet)"
     try:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises several types for a corrupt file
-        raise CorpusError(f"not a readable Parquet file ({e})", path=path) from None
+        raise CorpusError(f"not a readable Parquet file ({_short(str(e), 120)})", path=path, hint=hint) from None
+    names = pf.schema_arrow.names
+    missing = [c for c in (v.fields.user, v.fields.text) if c not in names]
+    if missing:
+        raise CorpusError(f"no column '{missing[0]}' (columns: {', '.join(map(_short, names))})", path=path,
+                          field=missing[0], hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
     row_no = 0
-    for batch in pf.iter_batches(batch_size=4096):
+    batches = pf.iter_batches(batch_size=4096)
+    while True:
+        try:
+            batch = next(batches, None)
+        except Exception as e:  # a damaged page surfaces only when read
+            raise CorpusError(f"not a readable Parquet file after row {row_no} ({_short(str(e), 120)})", path=path,
+                              hint=hint) from None
+        if batch is None:
+            break
         for row in batch.to_pylist():
             row_no += 1
             doc = v.row(row_no, row)

@@ -181,7 +181,7 @@ def _per_prefix_stats(model: Any, seqs: Sequence[Sequence[int]], k: int) -> list
 
 
 def score_documents(
-    model: Any, token_ids: Sequence[Sequence[int]], *, k: int | None = None
+    model: Any, token_ids: Sequence[Sequence[int] | np.ndarray], *, k: int | None = None
 ) -> list[TokenStats]:
     """Ledger statistics of already tokenised documents, through the best access ``model`` grants."""
     access, _ = model_access(model)
@@ -217,8 +217,12 @@ def _fingerprint(model: Any, corpus: Iterable[Document], extra: dict[str, Any]) 
             )
         ).encode()
     )
+    step = 1 << 20
     for d in corpus:
-        h.update(f"{d.user_id}\x00{d.doc_id}\x00".encode() + d.text.encode() + b"\x01")
+        h.update(f"{d.user_id}\x00{d.doc_id}\x00".encode())
+        for i in range(0, len(d.text), step):  # the same digest as the whole text, without a copy of it
+            h.update(d.text[i : i + step].encode())
+        h.update(b"\x01")
     return h.hexdigest()[:24]
 
 
@@ -266,22 +270,92 @@ class ModelSpec:
         return model
 
 
+#: Characters per piece when a long text is tokenised piecewise (see :func:`encode_long`).
+ENCODE_CHUNK_CHARS = 1 << 16
+_PROBES = ("hello world", "My ID is: 123456", "a, b. c", "555-0100 x", "x\ny z", "über straße", "<MASK> w")
+
+
+def _splits_at_spaces(tokenizer: Any) -> bool:
+    """Whether ``encode(a + " " + b) == encode(a) + encode(" " + b)`` on probe texts, i.e. whether
+    cutting a text just before a single space between two words leaves its tokenisation unchanged
+    (true of word-level Metaspace and byte-level BPE tokenizers; not of every SentencePiece setup)."""
+    cached = getattr(tokenizer, "_lmleak_splits_at_spaces", None)
+    if cached is not None:
+        return bool(cached)
+    ok = True
+    for probe in _PROBES:
+        for i, ch in enumerate(probe):
+            if ch == " " and 0 < i < len(probe) - 1 and not probe[i - 1].isspace() and not probe[i + 1].isspace():
+                whole = list(map(int, tokenizer.encode(probe)))
+                if whole != list(map(int, tokenizer.encode(probe[:i]))) + list(map(int, tokenizer.encode(probe[i:]))):
+                    ok = False
+    try:
+        tokenizer._lmleak_splits_at_spaces = ok
+    except AttributeError:  # a tokenizer with __slots__: probe again next time
+        pass
+    return ok
+
+
+def _cut_points(text: str, chunk: int) -> list[int]:
+    """Cut positions about ``chunk`` characters apart, each just before a single space between two
+    non-space characters (the only cut :func:`_splits_at_spaces` vouches for)."""
+    cuts, i, n = [0], 0, len(text)
+    while n - i > chunk:
+        j = i + chunk
+        while j < n - 1 and not (text[j] == " " and not text[j - 1].isspace() and not text[j + 1].isspace()):
+            j += 1
+        if j >= n - 1:
+            break
+        cuts.append(j)
+        i = j
+    return cuts + [n]
+
+
+def encode_long(tokenizer: Any, text: str, *, chunk_chars: int = ENCODE_CHUNK_CHARS) -> np.ndarray:
+    """Token ids of ``text`` as an int64 array, tokenised piece by piece when it is long.
+
+    A fast tokenizer encoding a 50 MB string at once holds offsets and token strings for every
+    token (~600 bytes a token, measured); pieces of ``chunk_chars`` characters, cut just before a
+    single space, keep that transient memory bounded. Cutting is used only when the tokenizer
+    passes :func:`_splits_at_spaces`; otherwise the text is encoded whole.
+
+    Example:
+        >>> from lmleak.models.fake import SimpleWordTokenizer
+        >>> tok = SimpleWordTokenizer("a b c".split())
+        >>> encode_long(tok, "a b c a b", chunk_chars=2).tolist() == tok.encode("a b c a b")
+        True
+    """
+    if len(text) <= chunk_chars or not _splits_at_spaces(tokenizer):
+        return np.asarray(tokenizer.encode(text), dtype=np.int64)
+    cuts = _cut_points(text, chunk_chars)
+    parts = [np.asarray(tokenizer.encode(text[a:b]), dtype=np.int64) for a, b in zip(cuts, cuts[1:], strict=False)]
+    return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+
+
+def _list_column(arrays: Sequence[np.ndarray], dtype: Any) -> Any:
+    """A list<dtype> Arrow column from numpy arrays, without a Python int per value."""
+    import pyarrow as pa
+
+    offsets = np.zeros(len(arrays) + 1, dtype=np.int32)
+    np.cumsum([len(a) for a in arrays], out=offsets[1:])
+    flat = np.concatenate([np.asarray(a, dtype=dtype) for a in arrays]) if arrays else np.zeros(0, dtype)
+    return pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat))
+
+
 def ledger_table(model: Any, items: list[tuple[str, str, str]], k: int | None) -> Any:
     """One shard of the ledger: ``(doc_id, user_id, text)`` items -> an Arrow table (one row per document)."""
     import pyarrow as pa
 
-    ids = [model.tokenizer.encode(text) for _, _, text in items]
+    ids = [encode_long(model.tokenizer, text) for _, _, text in items]
     stats = score_documents(model, ids, k=k)
     return pa.table(
         {
             "doc_id": [d for d, _, _ in items],
             "user_id": [u for _, u, _ in items],
-            "token_ids": pa.array([list(map(int, t)) for t in ids], pa.list_(pa.int32())),
-            "ranks": pa.array([s.ranks.astype(np.int32) for s in stats], pa.list_(pa.int32())),
-            "logprobs": pa.array([s.logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())),
-            "top1_logprobs": pa.array(
-                [s.top1_logprobs.astype(np.float32) for s in stats], pa.list_(pa.float32())
-            ),
+            "token_ids": _list_column(ids, np.int32),
+            "ranks": _list_column([s.ranks for s in stats], np.int32),
+            "logprobs": _list_column([s.logprobs for s in stats], np.float32),
+            "top1_logprobs": _list_column([s.top1_logprobs for s in stats], np.float32),
         }
     )
 

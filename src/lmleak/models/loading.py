@@ -121,6 +121,11 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
                              "re-save the model or fix config.json / lmleak_model.json") from None
         except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
             raise ModelError(f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}") from None
+        except Exception as e:
+            if type(e).__name__ != "SafetensorError":  # safetensors' own error type is not a subclass of the above
+                raise
+            raise ModelError(f"{path}: the weights are not a complete safetensors file ({e}); "
+                             "copy or save the model again") from None
         if model is not None:
             return model
         raise ModelError(f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file")

@@ -431,6 +431,12 @@ def render_report(
     summary = read_summary(run)
     headlines = collect_headlines(run)
     stage_dirs = _stage_dirs(run, summary)
+    redacted = [name for name, stages in stage_dirs.items() if _summary_of(stages.get("report")).get("redacted")]
+    if show_text and redacted:
+        from lmleak.errors import ConfigError
+
+        raise ConfigError(f"the report of {', '.join(redacted)} is redacted; a redacted run is rendered without text",
+                          field="--show-text", hint="render without --show-text, or render an unredacted run")
     models_meta = summary.get("models") or {}
     views = []
     for i, (name, headline) in enumerate(headlines.items(), start=1):

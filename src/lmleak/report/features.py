@@ -398,23 +398,3 @@ def redact_sequences(seqs: Any) -> Any:
         ['sequence_id', 'length_tokens']
     """
     return seqs.drop(columns=[c for c in ("text", "contexts", "user_ids") if c in seqs.columns])
-
-
-def redact_occurrences(occ: Any) -> Any:
-    """Occurrences with user ids replaced by their hashes (offsets and ids of documents stay)."""
-    occ = occ.copy()
-    if "user_id" in occ.columns:
-        occ["user_id"] = hashed([str(u) for u in occ["user_id"]])
-    return occ
-
-
-def hashed(values: Sequence[str]) -> list[str]:
-    """Unsalted, stable hashes of identifiers for redacted outputs.
-
-    Example:
-        >>> hashed(["u1"]) == hashed(["u1"])
-        True
-    """
-    import xxhash
-
-    return [xxhash.xxh3_64_hexdigest(v.encode()) for v in values]

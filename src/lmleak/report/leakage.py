@@ -6,13 +6,16 @@
 - ``occurrences.parquet``: one row per element of S: ``doc_id, user_id, start, end, k,
   sequence_id`` plus the occurrence's context length, perplexity and public perplexity;
 - ``sequences.parquet``: the features of each distinct sequence per k (:mod:`lmleak.report.features`);
-  with ``redact=True`` neither file holds text, contexts or user ids (§4, end);
+  with ``redact=True`` neither file holds text, contexts, token ids or plain ids, and the ledger
+  is not kept (see :mod:`lmleak.report.redaction`);
 - ``summary.json``: the §5 metrics for the first k at the top level and for every k under
   ``by_k``, the model's corpus perplexity and top-k accuracy, and the KART scenario.
 """
 
 from __future__ import annotations
 
+import os
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,18 +25,26 @@ from lmleak.data.corpus import Corpus
 from lmleak.errors import ConfigError
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
+from lmleak.models.adapters import BASE, recorded_base
 from lmleak.models.base import Capability, require
 from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
     PUBLIC_OCCURRENCES,
-    redact_occurrences,
     redact_sequences,
     sequence_features,
 )
 from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
 from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
+from lmleak.report.redaction import (
+    LEDGER_NOTE,
+    Redactor,
+    is_inside,
+    redact_table,
+    redactor_from,
+    unredacted_leftovers,
+)
 from lmleak.report.sequences import occurrences
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
@@ -52,7 +63,9 @@ class ReportConfig:
         t: curation threshold on ``PP_public / PP_lm`` (§5 metric 2).
         p: the p filter on the user count in S (None: no filter). The one default, 5, is shared by
             ``lmleak report --p`` and the audit config's ``report.p``.
-        redact: write no text, contexts or user ids.
+        redact: write no text, contexts, token ids or plain ids (:mod:`lmleak.report.redaction`).
+        redact_key_file: the HMAC key of a redacted run's ids (None: ``$LMLEAK_REDACT_KEY``, else
+            a random key that is discarded).
         public_scope: which occurrences the public model scores ("unique" or "all").
         max_contexts: context texts kept per sequence.
         shard_size: documents per ledger shard.
@@ -72,6 +85,7 @@ class ReportConfig:
     t: float = 1.0
     p: int | None = 5
     redact: bool = False
+    redact_key_file: str | None = None
     public_scope: str = "unique"
     max_contexts: int = 5
     shard_size: int = 256
@@ -206,10 +220,50 @@ def run_report(
             None: one, or two when the owners of unique sequences are most of the users).
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
     """
-    from lmleak.models.adapters import BASE
 
-    out = secure_dir(out_dir)
-    ledger = build_ledger(model, corpus, out, shard_size=config.shard_size, k=max(config.ks))
+    if not config.redact:
+        out = secure_dir(out_dir)
+        return _run_report(model, corpus, out, out, config, public_model=public_model, model_dir=model_dir,
+                           leave_out_overrides=leave_out_overrides, anonymization=anonymization,
+                           leave_out_folds=leave_out_folds)
+    out = Path(out_dir)
+    # every refusal comes before the run directory is created: a refused command leaves nothing
+    redactor = redactor_from(config.redact_key_file, run_dir=out)
+    leftovers = unredacted_leftovers(out)
+    if leftovers:
+        raise ConfigError(f"{out} already holds an unredacted report ({', '.join(leftovers)})", field="--out",
+                          hint="give a new, empty run directory for a redacted report")
+    if config.index_cache is not None and is_inside(Path(config.index_cache), out):
+        raise ConfigError("a redacted run cannot keep the corpus index (token ids) inside the run",
+                          field="--index-cache", hint="put the index cache outside the run, or leave it out")
+    out = secure_dir(out)
+    # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
+    # folder outside the run, deleted however the report ends
+    with tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
+        os.chmod(scratch, 0o700)
+        return _run_report(model, corpus, out, Path(scratch), config, public_model=public_model,
+                           model_dir=model_dir, leave_out_overrides=leave_out_overrides,
+                           anonymization=anonymization, leave_out_folds=leave_out_folds, redactor=redactor)
+
+
+def _run_report(
+    model: Any,
+    corpus: Corpus,
+    out: Path,
+    work: Path,
+    config: ReportConfig,
+    *,
+    public_model: Any | str | None,
+    model_dir: str | Path | None,
+    leave_out_overrides: dict[str, Any] | None,
+    anonymization: str,
+    leave_out_folds: int | None,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
+    temporary folder for a redacted run) and the tables and summary under ``out``."""
+
+    ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
     with stage("report: corpus index"):
         index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
     public_info: dict[str, Any] | None = None
@@ -220,14 +274,12 @@ def run_report(
         pub, public_info = train_leave_out(
             corpus,
             owners,
-            out / "leave-out-model",
+            work / "leave-out-model",
             model_dir=model_dir,
             overrides=leave_out_overrides,
             folds=leave_out_folds,
         )
     elif isinstance(pub, str | Path) and str(pub) == BASE:  # the fine-tuned model's own base (paper 001's setting)
-        from lmleak.models.adapters import recorded_base
-
         spec = getattr(model, "base", None) if model_dir is None else None
         spec = spec or recorded_base(model_dir)
         public_info = {"kind": "base", "path": str(spec)}
@@ -245,8 +297,10 @@ def run_report(
 
     occ_out = occ.drop(columns=["doc"])
     seq_out = seqs
-    if config.redact:
-        occ_out, seq_out = redact_occurrences(occ_out), redact_sequences(seqs)
+    if redactor is not None:
+        occ_out, seq_out = redact_table(occ_out, redactor), redact_table(redact_sequences(seqs), redactor)
+        if public_info and public_info.get("kind") == LEAVE_OUT:
+            public_info = {**public_info, "path": "deleted (trained on the corpus; a redacted run keeps no model)"}
     write_parquet(occ_out, out / "occurrences.parquet")
     write_parquet(seq_out, out / "sequences.parquet")
 
@@ -286,8 +340,9 @@ def run_report(
         "num_documents": ledger.num_docs,
         "num_tokens": ledger.num_tokens,
         "num_users": len(set(ledger.user_ids)),
-        "ledger": ledger.meta,
+        "ledger": ledger.meta if redactor is None else {**(ledger.meta or {}), "kept": False, "note": LEDGER_NOTE},
         "redacted": config.redact,
+        **({"redaction": redactor.describe()} if redactor is not None else {}),
         "config": repr(config),
         "scenario": scenario(anonymization),
     }

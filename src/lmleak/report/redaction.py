@@ -1,0 +1,181 @@
+"""Redacted leakage reports: outputs that hold no way back to the training text.
+
+A redacted run (``lmleak report --redact``) keeps what paper 001 §4 (end) shows a reviewer who may
+not see the data — lengths, counts, context lengths, perplexities — and nothing that leads back to
+the text:
+
+- **No token ids.** The ledger (one row of token ids, ranks and log-probabilities per document) is
+  built in a private (0700) temporary folder under ``$TMPDIR``, outside the run, and deleted when
+  the report ends, also on an error or Ctrl-C (only a SIGKILL leaves it behind); a redacted
+  run cannot re-derive S for another k or resume a pass — that needs an unredacted run. No column
+  of ``occurrences.parquet`` or ``sequences.parquet`` holds token ids (offsets and lengths stay).
+- **No text.** ``text``, ``contexts`` and every other text column are dropped: the tables keep
+  numeric columns, the PII type labels and keyed ids, nothing else (a whitelist, so a new text
+  column is dropped until someone decides otherwise). A leave-out public model, trained on the
+  corpus, lives in the temporary folder too.
+- **Keyed ids.** ``user_id``, ``doc_id`` and ``sequence_id`` are replaced by HMAC-SHA256 under a key
+  kept outside the run: the ``LMLEAK_REDACT_KEY`` environment variable, a key file the user names,
+  or, with neither, 32 random bytes used once and discarded (ids then join within the run only).
+  An unkeyed hash of a user id or of a token sequence could be confirmed by anyone who guesses the
+  value; a keyed one only by the key's holder. ``summary.json`` says which key source was used,
+  never the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import ConfigError
+
+#: The environment variable holding the redaction key.
+KEY_ENV = "LMLEAK_REDACT_KEY"
+#: Shortest key accepted (bytes): a short passphrase would let anyone with the run brute-force it.
+MIN_KEY_BYTES = 16
+#: Identifier columns replaced by their keyed hash.
+HASHED_COLUMNS = ("user_id", "doc_id", "sequence_id")
+#: Non-numeric columns a redacted table may keep (lists of numbers, PII type labels).
+SAFE_OBJECT_COLUMNS = ("context_lengths", "perplexities", "public_perplexities", "pii_types")
+#: What a redacted run says about its ledger.
+LEDGER_NOTE = (
+    "not kept: a redacted run holds no token ids; re-deriving S (another k, API hardening) needs "
+    "an unredacted run of the same model and corpus"
+)
+
+
+@dataclass(frozen=True)
+class Redactor:
+    """Keyed hashing of identifiers. The key never appears in ``repr`` or in any output.
+
+    Example:
+        >>> r = Redactor(b"k" * 32, "test")
+        >>> r.hash("u1") == r.hash("u1") != Redactor(b"j" * 32, "test").hash("u1")
+        True
+        >>> "kkkk" in repr(r)
+        False
+    """
+
+    key: bytes = field(repr=False)
+    source: str
+
+    def hash(self, value: str, *, kind: str = "") -> str:
+        """HMAC-SHA256 of ``kind:value``, 32 hex digits (128 bits)."""
+        return hmac.new(self.key, f"{kind}:{value}".encode(), hashlib.sha256).hexdigest()[:32]
+
+    def hash_all(self, values: Sequence[Any], *, kind: str = "") -> list[str]:
+        return [self.hash(str(v), kind=kind) for v in values]
+
+    def describe(self) -> dict[str, Any]:
+        """What ``summary.json`` records about the redaction (no key, nothing derived from it)."""
+        return {
+            "ids": "hmac-sha256",
+            "hashed_columns": list(HASHED_COLUMNS),
+            "key": self.source,
+            "ledger": LEDGER_NOTE,
+            "text": "dropped (text, contexts, user id lists)",
+        }
+
+
+def redactor_from(key_file: str | Path | None = None, *, run_dir: str | Path | None = None) -> Redactor:
+    """The redaction key: ``key_file`` if given, else ``$LMLEAK_REDACT_KEY``, else random and discarded.
+
+    Raises :class:`~lmleak.errors.ConfigError` for a missing, short or in-run key file, or a short
+    environment key.
+
+    Example:
+        >>> redactor_from(None).source in ("random, discarded", "environment variable LMLEAK_REDACT_KEY")
+        True
+    """
+    if key_file is not None:
+        path = Path(key_file)
+        if run_dir is not None and is_inside(path, Path(run_dir)):
+            raise ConfigError(
+                f"the key file {path} is inside the run directory",
+                field="--redact-key-file",
+                hint="keep the key outside the run (the run is what you hand out)",
+            )
+        try:
+            key = path.read_bytes().strip()
+        except OSError as e:
+            raise ConfigError(
+                f"cannot read the key file {path}: {e.strerror or e}",
+                field="--redact-key-file",
+                hint=f"give a readable file of at least {MIN_KEY_BYTES} random bytes",
+            ) from None
+        if len(key) < MIN_KEY_BYTES:
+            raise ConfigError(
+                f"the key file {path} holds {len(key)} bytes, fewer than {MIN_KEY_BYTES}",
+                field="--redact-key-file",
+                hint="e.g. `head -c 32 /dev/urandom | base64 > KEYFILE`",
+            )
+        return Redactor(key, "key file (outside the run)")
+    env = os.environ.get(KEY_ENV)
+    if env:
+        if len(env.encode()) < MIN_KEY_BYTES:
+            raise ConfigError(
+                f"{KEY_ENV} holds fewer than {MIN_KEY_BYTES} bytes",
+                field=KEY_ENV,
+                hint="e.g. export LMLEAK_REDACT_KEY=$(head -c 32 /dev/urandom | base64)",
+            )
+        return Redactor(env.encode(), f"environment variable {KEY_ENV}")
+    return Redactor(secrets.token_bytes(32), "random, discarded")
+
+
+def is_inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies in ``folder`` (after resolving links)."""
+    try:
+        path.resolve().relative_to(folder.resolve())
+    except ValueError:
+        return False
+    return True
+
+
+def redact_table(df: Any, redactor: Redactor) -> Any:
+    """A copy of ``df`` with the identifier columns keyed, numeric columns and the safe object
+    columns kept, and every other column dropped.
+
+    Example:
+        >>> import pandas as pd
+        >>> df = pd.DataFrame({"user_id": ["u1"], "text": ["my pin 1234"], "start": [3], "pii_types": [["PHONE"]]})
+        >>> out = redact_table(df, Redactor(b"k" * 32, "test"))
+        >>> list(out.columns), out["user_id"][0] != "u1"
+        (['user_id', 'start', 'pii_types'], True)
+    """
+    import pandas as pd
+
+    out = {}
+    for col in df.columns:
+        values = df[col]
+        if col in HASHED_COLUMNS:
+            out[col] = pd.Series(redactor.hash_all(values.tolist(), kind=col), index=df.index, dtype=object)
+        elif (
+            col in SAFE_OBJECT_COLUMNS
+            or pd.api.types.is_numeric_dtype(values)
+            or pd.api.types.is_bool_dtype(values)
+        ):
+            out[col] = values
+        # anything else (text, contexts, user id lists, a column added later) is dropped
+    return pd.DataFrame(out, index=df.index)
+
+
+def unredacted_leftovers(run_dir: str | Path) -> list[str]:
+    """Files of an earlier unredacted report in ``run_dir`` that a redacted report must not sit beside."""
+    run = Path(run_dir)
+    found = [name for name in ("ledger", "leave-out-model") if (run / name).exists()]
+    summary = run / "summary.json"
+    if summary.exists():
+        import json
+
+        try:
+            redacted = json.loads(summary.read_text(encoding="utf-8")).get("redacted")
+        except (OSError, ValueError):
+            redacted = None
+        if redacted is not True:
+            found.append("summary.json")
+    return found

@@ -1,0 +1,240 @@
+"""A redacted run holds no way back to the training text (issue 16, item 2).
+
+The corpus is a small CustomerSim (names, addresses, phones, e-mails, order ids, canaries); the
+model is the memorising :class:`~lmleak.models.fake.FakeLM` fitted on it, so the report finds
+real leaks. ``lmleak report --redact`` and ``lmleak render`` run through the CLI; then every file
+of the run is read back byte by byte, every Parquet file is decoded with pyarrow and every value
+dumped as text, and (library test) every integer column is decoded as token ids with the model's
+tokenizer. No secret, canary, user id or document id may come back.
+
+The token-id decoding uses a FakeLM over a byte-level BPE that splits digits: every secret is then
+several tokens, so a run of small integers (offsets, counts) cannot spell one by chance. Under the
+``fake:`` spec's whitespace tokenizer a whole order id is one token with a small id, and any count
+column "decodes" to it. The same scan on the *unredacted* run
+must find them (the positive control: a scanner that finds nothing anywhere proves nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+
+KEY = "k" * 40
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory):
+    from lmleak.data.synth.customersim import synthesize
+
+    root = tmp_path_factory.mktemp("redaction")
+    paths = synthesize(root / "data", users=6, dialogs_per_user=2, seed=3, canaries=2, canary_repeats=3)
+    secrets = {json.loads(line)["value"] for line in paths["secrets"].read_text().splitlines()}
+    canaries = [json.loads(line) for line in paths["canaries"].read_text().splitlines()]
+    secrets |= {c["secret"] for c in canaries} | {c["text"] for c in canaries}
+    docs = [json.loads(line) for line in paths["corpus"].read_text().splitlines()]
+    ids = {d["user_id"] for d in docs} | {d["doc_id"] for d in docs}
+    return root, paths["corpus"], sorted(secrets), sorted(ids)
+
+
+def _cli(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(app, list(args), env=env or {}, catch_exceptions=False)
+
+
+def _report(root: Path, corpus: Path, name: str, *extra: str, env: dict[str, str] | None = None):
+    run = root / name
+    res = _cli(
+        "report",
+        "--model",
+        f"fake:{corpus}",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(run),
+        "--k",
+        "1",
+        "--k",
+        "3",
+        *extra,
+        env=env,
+    )
+    assert res.exit_code == 0, res.output
+    res2 = _cli("render", str(run))
+    assert res2.exit_code == 0, res2.output
+    return run, res.output + res2.output
+
+
+def _parquet_dump(path: Path) -> tuple[str, list[list[list[int]]]]:
+    """Every value of every column as text, and every integer column as rows of ints (a list column
+    row by row — one document's token ids —, a scalar column as one row)."""
+    table = pq.read_table(path)
+    text, ints = [str(table.schema)], []
+    for name in table.column_names:
+        col = table.column(name).combine_chunks()
+        values = col.to_pylist()
+        text.append(json.dumps(values, default=str))
+        leaf = col.type
+        while pa.types.is_list(leaf) or pa.types.is_large_list(leaf):
+            leaf = leaf.value_type
+        if pa.types.is_integer(leaf):
+            rows = values if leaf != col.type else [values]
+            ints.append([[int(v) for v in _flat(r) if v is not None] for r in rows if r is not None])
+    return "\n".join(text), ints
+
+
+def _flat(row):
+    for v in row:
+        if isinstance(v, list):
+            yield from _flat(v)
+        else:
+            yield v
+
+
+def _scan(run: Path, tokenizer, needles: list[str], logs: str) -> dict[str, list[str]]:
+    """Where each needle shows up: raw bytes, decoded Parquet values, decoded integer columns, logs."""
+    found: dict[str, list[str]] = {}
+    files = [p for p in run.rglob("*") if p.is_file()]
+    assert files
+    haystacks = [("logs", logs)]
+    for p in files:
+        haystacks.append((f"{p.relative_to(run)} (bytes)", p.read_bytes().decode("latin-1")))
+        if p.suffix == ".parquet":
+            text, int_cols = _parquet_dump(p)
+            haystacks.append((f"{p.relative_to(run)} (values)", text))
+            for i, rows in enumerate(int_cols if tokenizer is not None else []):
+                # an id the vocabulary does not hold cannot be a token of the text
+                text = "\n".join(
+                    tokenizer.decode([v for v in r if 0 <= v < tokenizer.vocab_size]) for r in rows
+                )
+                haystacks.append((f"{p.relative_to(run)} (int column {i} decoded)", text))
+    for needle in needles:
+        # token boundaries: "104030" inside the digits of a float is not the canary
+        pat = re.compile(r"(?<![0-9A-Za-z])" + re.escape(needle) + r"(?![0-9A-Za-z])")
+        hits = [where for where, hay in haystacks if needle in hay and pat.search(hay)]
+        if hits:
+            found[needle] = hits
+    return found
+
+
+def test_redacted_run_holds_no_secret_canary_id_or_token(corpus):
+    root, corpus_path, secrets, ids = corpus
+    run, logs = _report(root, corpus_path, "redacted", "--redact", env={"LMLEAK_REDACT_KEY": KEY})
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["redacted"] is True and summary["unique_sequences"] > 0  # the model did leak
+    assert summary["redaction"]["key"] == "environment variable LMLEAK_REDACT_KEY"
+    assert summary["ledger"]["kept"] is False
+    assert not (run / "ledger").exists()
+    for name in ("occurrences.parquet", "sequences.parquet"):
+        assert "token_ids" not in pq.read_schema(run / name).names
+    assert (run / "report.html").exists()
+    found = _scan(run, None, [*secrets, *ids, KEY], logs)
+    assert found == {}
+
+
+def test_the_scan_finds_secrets_and_ids_in_an_unredacted_run(corpus):
+    """Positive control: the same scan over the plain run finds the leaked text and the ids."""
+    root, corpus_path, secrets, ids = corpus
+    run, logs = _report(root, corpus_path, "plain")
+    found = _scan(run, None, [*secrets, *ids], logs)
+    assert set(ids) <= set(found)
+    assert any(s in found for s in secrets)
+
+
+def _bpe_fake(corpus_path: Path):
+    from lmleak.models.fake import FakeLM, NGramModule
+    from lmleak.models.small import build_tokenizer
+    from lmleak.models.tokenizer import HFTokenizer
+
+    texts = [json.loads(line)["text"] for line in corpus_path.read_text().splitlines()]
+    tok = HFTokenizer(build_tokenizer(texts, kind="bpe", vocab_size=400))
+    seqs = [[tok.bos_id, *tok.encode(t)] for t in texts]
+    return FakeLM(NGramModule(seqs, tok.vocab_size, 8, 0.01), tok, name="fake-bpe", max_length=64)
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_no_integer_column_decodes_to_a_secret(corpus, redact):
+    """Every integer column of every Parquet file (the ledger's token ids included, when kept)
+    decoded with the audited model's tokenizer; the plain run is the positive control."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.render.html import render_report
+    from lmleak.report.leakage import ReportConfig, run_report
+
+    root, corpus_path, secrets, _ = corpus
+    model = _bpe_fake(corpus_path)
+    run = root / f"bpe-{redact}"
+    summary = run_report(model, load_corpus(corpus_path), run, ReportConfig(ks=(1, 3), redact=redact))
+    assert summary["unique_sequences"] > 0
+    render_report(run)
+    found = _scan(run, model.tokenizer, secrets, "")
+    decoded = {s for s, hits in found.items() if any("decoded" in w for w in hits)}
+    if redact:
+        assert found == {}
+    else:  # the ledger's token ids give back every secret of the corpus
+        assert decoded == set(secrets)
+
+
+def test_keyed_ids_join_under_one_key_and_differ_under_another(corpus, tmp_path):
+    root, corpus_path, _, _ = corpus
+    key_a, key_b = tmp_path / "a.key", tmp_path / "b.key"
+    key_a.write_text("a" * 32)
+    key_b.write_text("b" * 32)
+    runs = [
+        _report(root, corpus_path, f"keyed-{n}", "--redact", "--redact-key-file", str(k))[0]
+        for n, k in (("a1", key_a), ("a2", key_a), ("b", key_b))
+    ]
+    users = [pq.read_table(r / "occurrences.parquet").column("user_id").to_pylist() for r in runs]
+    assert users[0] == users[1] and set(users[0]).isdisjoint(users[2])
+    assert (
+        json.loads((runs[0] / "summary.json").read_text())["redaction"]["key"] == "key file (outside the run)"
+    )
+    rnd = _report(root, corpus_path, "random-key", "--redact")[0]
+    assert json.loads((rnd / "summary.json").read_text())["redaction"]["key"] == "random, discarded"
+    assert set(pq.read_table(rnd / "occurrences.parquet").column("user_id").to_pylist()).isdisjoint(users[0])
+
+
+@pytest.mark.parametrize("case", ["key-in-run", "short-key", "unredacted-run"])
+def test_redaction_refuses_what_would_leak(corpus, tmp_path, case):
+    root, corpus_path, _, _ = corpus
+    run = tmp_path / "run"
+    args = [
+        "report",
+        "--model",
+        f"fake:{corpus_path}",
+        "--corpus",
+        str(corpus_path),
+        "--out",
+        str(run),
+        "--redact",
+    ]
+    if case == "key-in-run":
+        run.mkdir()
+        (run / "k.key").write_text("x" * 32)
+        args += ["--redact-key-file", str(run / "k.key")]
+    elif case == "short-key":
+        (tmp_path / "k.key").write_text("short")
+        args += ["--redact-key-file", str(tmp_path / "k.key")]
+    else:
+        assert _cli(*args[:-1], "--quiet").exit_code == 0  # a plain report first: its ledger holds token ids
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2, res.output
+    assert "redact" in res.output.lower() or "key" in res.output.lower()
+    if case == "short-key":
+        assert not run.exists()  # refused before anything is written
+    assert not (run / "occurrences.parquet").exists() or case == "unredacted-run"
+
+
+def test_a_redacted_run_is_not_rendered_with_text(corpus):
+    root, corpus_path, _, _ = corpus
+    run = root / "redacted-show-text"
+    assert _cli("report", "--model", f"fake:{corpus_path}", "--corpus", str(corpus_path), "--out", str(run),
+                "--redact", "--quiet").exit_code == 0
+    res = CliRunner().invoke(app, ["render", str(run), "--show-text"])
+    assert res.exit_code == 2 and "redacted" in res.output
+    assert not (run / "report.html").exists()
