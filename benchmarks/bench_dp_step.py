@@ -28,8 +28,16 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 
-def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, clip: float = 1.0,
-          fix_lstm: bool = False, clipping: str = "bookkeeping"):
+def setup(
+    arch: str,
+    mode: str,
+    batch: int,
+    seq_len: int,
+    noise: float = 1.0,
+    clip: float = 1.0,
+    fix_lstm: bool = False,
+    clipping: str = "bookkeeping",
+):
     from lmleak.train.config import TrainConfig
     from lmleak.train.dp import DPStrategy
     from lmleak.train.plain import Chunks, PlainStrategy
@@ -40,9 +48,17 @@ def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, cl
     n = batch * 4  # sample rate 1/4 -> expected batch size == batch
     ids = torch.randint(4, vocab, (n, seq_len + 1))
     chunks = Chunks(ids, torch.full((n,), seq_len + 1))
-    cfg = TrainConfig(arch=arch, mode="dp" if mode == "dp" else "nodp", noise_multiplier=noise if mode == "dp" else None,
-                      max_grad_norm=clip, batch_size=batch, seq_len=seq_len, vocab_size=vocab, lr=0.0,
-                      dp_clipping=clipping)
+    cfg = TrainConfig(
+        arch=arch,
+        mode="dp" if mode == "dp" else "nodp",
+        noise_multiplier=noise if mode == "dp" else None,
+        max_grad_norm=clip,
+        batch_size=batch,
+        seq_len=seq_len,
+        vocab_size=vocab,
+        lr=0.0,
+        dp_clipping=clipping,
+    )
 
     class Tok:
         bos_token_id, eos_token_id, pad_token_id = 1, 2, 0
@@ -54,8 +70,11 @@ def setup(arch: str, mode: str, batch: int, seq_len: int, noise: float = 1.0, cl
         module = ModuleValidator.fix(module)  # same parameters, same order as the DP model's DPLSTM
     strategy = DPStrategy(cfg) if mode == "dp" else PlainStrategy(cfg)
     strategy.setup(module, chunks, {})
-    step = (lambda: strategy.dp_step(ids[:batch], chunks.lengths[:batch])) if mode == "dp" else (
-        lambda: strategy.step("train", ids[:batch], chunks.lengths[:batch]))
+    step = (
+        (lambda: strategy.dp_step(ids[:batch], chunks.lengths[:batch]))
+        if mode == "dp"
+        else (lambda: strategy.step("train", ids[:batch], chunks.lengths[:batch]))
+    )
     return strategy, step
 
 
@@ -70,8 +89,24 @@ def child(arch: str, mode: str, steps: int, batch: int, seq_len: int) -> None:
 
 
 def peak_rss(arch: str, mode: str, steps: int, batch: int, seq_len: int) -> int:
-    out = subprocess.run([sys.executable, __file__, "--child", arch, mode, "--steps", str(steps), "--batch", str(batch),
-                          "--seq-len", str(seq_len)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            arch,
+            mode,
+            "--steps",
+            str(steps),
+            "--batch",
+            str(batch),
+            "--seq-len",
+            str(seq_len),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return int(out.stdout.strip().splitlines()[-1])
 
 
@@ -82,10 +117,14 @@ def check_gradients(arch: str, clipping: str = "bookkeeping") -> bool:
     plain_step()
     a = [p.grad for p in getattr(dp.module, "_module", dp.module).parameters() if p.requires_grad]
     b = [p.grad for p in plain.module.parameters() if p.requires_grad]
-    return len(a) == len(b) and all(torch.allclose(x, y, atol=1e-6, rtol=1e-4) for x, y in zip(a, b, strict=True))
+    return len(a) == len(b) and all(
+        torch.allclose(x, y, atol=1e-6, rtol=1e-4) for x, y in zip(a, b, strict=True)
+    )
 
 
-def ratio(arch: str, steps: int, batch: int, seq_len: int, clipping: str = "bookkeeping") -> tuple[float, float, float]:
+def ratio(
+    arch: str, steps: int, batch: int, seq_len: int, clipping: str = "bookkeeping"
+) -> tuple[float, float, float]:
     _, dp_step = setup(arch, "dp", batch, seq_len, clipping=clipping)
     _, plain_step = setup(arch, "nodp", batch, seq_len)
     dp_step(), plain_step()  # warm-up
@@ -114,9 +153,15 @@ def main() -> int:
     import warnings
 
     warnings.filterwarnings("ignore")
-    print(f"threads: {torch.get_num_threads()}  load: {os.getloadavg()[0]:.2f}  batch: {args.batch}  seq_len: {args.seq_len}")
+    print(
+        f"threads: {torch.get_num_threads()}  load: {os.getloadavg()[0]:.2f}  batch: {args.batch}  seq_len: {args.seq_len}"
+    )
     ok = True
-    for arch, prefix, clipping in (("gpt", "", "bookkeeping"), ("gpt", "ghost_", "ghost"), ("lstm", "lstm_", "")):
+    for arch, prefix, clipping in (
+        ("gpt", "", "bookkeeping"),
+        ("gpt", "ghost_", "ghost"),
+        ("lstm", "lstm_", ""),
+    ):
         good = check_gradients(arch, clipping or "bookkeeping")
         ok &= good
         print(f"{prefix}gradient_check: {'ok' if good else 'MISMATCH'}")

@@ -48,13 +48,26 @@ def build(which: str, device: str, mode: str, noise: float = 1.0, clip: float = 
     else:
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        cfg = LlamaConfig(vocab_size=8192, hidden_size=256, intermediate_size=688, num_hidden_layers=4,
-                          num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=512,
-                          tie_word_embeddings=True)
+        cfg = LlamaConfig(
+            vocab_size=8192,
+            hidden_size=256,
+            intermediate_size=688,
+            num_hidden_layers=4,
+            num_attention_heads=4,
+            num_key_value_heads=4,
+            max_position_embeddings=512,
+            tie_word_embeddings=True,
+        )
         module, label = LlamaForCausalLM(cfg), "small Llama (4 layers, width 256, vocab 8192, random init)"
     module.to(device).train()
-    fc = FinetuneConfig(base="bench", mode="dp" if mode == "dp" else "nodp", lora=8, lr=0.0,
-                        noise_multiplier=noise if mode == "dp" else None, max_grad_norm=clip)
+    fc = FinetuneConfig(
+        base="bench",
+        mode="dp" if mode == "dp" else "nodp",
+        lora=8,
+        lr=0.0,
+        noise_multiplier=noise if mode == "dp" else None,
+        max_grad_norm=clip,
+    )
     model, info = prepare_model(module, fc)
     model.to(device)
     ft = Finetuner(model, fc, device, resolve_precision("auto", device))
@@ -63,8 +76,10 @@ def build(which: str, device: str, mode: str, noise: float = 1.0, clip: float = 
 
 def batches(vocab: int, steps: int, batch: int, seq_len: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
     g = torch.Generator().manual_seed(1)
-    return [(torch.randint(4, vocab, (batch, seq_len + 1), generator=g), torch.full((batch,), seq_len + 1))
-            for _ in range(steps)]
+    return [
+        (torch.randint(4, vocab, (batch, seq_len + 1), generator=g), torch.full((batch,), seq_len + 1))
+        for _ in range(steps)
+    ]
 
 
 def step_fn(ft, mode: str, batch: int):
@@ -160,20 +175,43 @@ def main() -> int:
         del plain, dp
         peaks = {}
         for mode in ("plain", "dp"):
-            out = subprocess.run([sys.executable, __file__, "--child", mode, "--model", which, "--steps", str(args.steps),
-                                  "--batch", str(args.batch), "--seq-len", str(args.seq_len)],
-                                 capture_output=True, text=True, check=True, env={**os.environ})
+            out = subprocess.run(
+                [
+                    sys.executable,
+                    __file__,
+                    "--child",
+                    mode,
+                    "--model",
+                    which,
+                    "--steps",
+                    str(args.steps),
+                    "--batch",
+                    str(args.batch),
+                    "--seq-len",
+                    str(args.seq_len),
+                ],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={**os.environ},
+            )
             peaks[mode] = json.loads(out.stdout.strip().splitlines()[-1])["peak_kb"] * 1024
         how = "peak RSS (VmHWM) of a fresh subprocess per kind of step"
     mem_ratio = peaks["dp"] / peaks["plain"]
 
-    print(f"model: {label}; device {device}; LoRA r=8 on {','.join(info['targets'])}; "
-          f"{info['trainable_parameters']} trainable of {info['total_parameters']} parameters")
-    print(f"threads: {threads}; load average: {os.getloadavg()[0]:.2f}; torch {torch.__version__}; "
-          f"precision {plain.precision.name if device == 'cuda' else 'fp32'}; batch {args.batch} x {args.seq_len} tokens; "
-          f"{args.steps} interleaved rounds")
-    print(f"correctness: DP (noise 0, unreachable clip) vs plain gradient, relative difference {rel:.2e} "
-          f"({'ok' if ok else 'MISMATCH'})")
+    print(
+        f"model: {label}; device {device}; LoRA r=8 on {','.join(info['targets'])}; "
+        f"{info['trainable_parameters']} trainable of {info['total_parameters']} parameters"
+    )
+    print(
+        f"threads: {threads}; load average: {os.getloadavg()[0]:.2f}; torch {torch.__version__}; "
+        f"precision {plain.precision.name if device == 'cuda' else 'fp32'}; batch {args.batch} x {args.seq_len} tokens; "
+        f"{args.steps} interleaved rounds"
+    )
+    print(
+        f"correctness: DP (noise 0, unreachable clip) vs plain gradient, relative difference {rel:.2e} "
+        f"({'ok' if ok else 'MISMATCH'})"
+    )
     print(f"lora_step_seconds_min: {min(t_plain):.4f}")
     print(f"dp_lora_step_seconds_min: {min(t_dp):.4f}")
     print(f"dp_lora_vs_lora_step: {ratio:.3f}")

@@ -49,13 +49,19 @@ def main() -> int:
     ap.add_argument("--shard-size", type=int, default=256)
     args = ap.parse_args()
     if not torch.cuda.is_available():
-        print("error: no CUDA GPU visible to torch; this benchmark compares one with the CPU", file=sys.stderr)
+        print(
+            "error: no CUDA GPU visible to torch; this benchmark compares one with the CPU", file=sys.stderr
+        )
         return 2
     with tempfile.TemporaryDirectory(prefix="bench_gpu_") as tmp:
         root = Path(tmp)
-        paths = synthesize(root / "data", users=args.users, dialogs_per_user=5, seed=0, canaries=2, canary_repeats=3)
+        paths = synthesize(
+            root / "data", users=args.users, dialogs_per_user=5, seed=0, canaries=2, canary_repeats=3
+        )
         tok = build_tokenizer((d.text for d in iter_documents(paths["corpus"])), kind="word", vocab_size=8000)
-        shape = SmallGPTConfig(n_positions=256, n_embd=args.width, n_layer=args.layers, n_head=max(1, args.width // 64))
+        shape = SmallGPTConfig(
+            n_positions=256, n_embd=args.width, n_layer=args.layers, n_head=max(1, args.width // 64)
+        )
         module = new_small_gpt(len(tok), shape, seed=0)
         params = sum(p.numel() for p in module.parameters())
         model_dir = save_small_model(module, tok, root / "model")
@@ -63,7 +69,9 @@ def main() -> int:
         print(f"gpu: {torch.cuda.get_device_name(0)}")
         print(f"cpu_count: {os.cpu_count()}")
         print(f"torch_threads_cpu: {torch.get_num_threads()}")
-        print(f"model: gpt {args.layers}x{args.width} random-init, {params / 1e6:.1f}M parameters, vocab {len(tok)}")
+        print(
+            f"model: gpt {args.layers}x{args.width} random-init, {params / 1e6:.1f}M parameters, vocab {len(tok)}"
+        )
         print(f"batch_tokens: {args.batch_tokens}")
         seconds, meta = {}, {}
         for dev in ("cpu", "cuda"):
@@ -73,7 +81,9 @@ def main() -> int:
             if dev == "cuda":
                 torch.cuda.synchronize()
             t0 = time.perf_counter()
-            meta[dev] = run_ledger_pass(model, StreamedCorpus(paths["corpus"]), root / dev, shard_size=args.shard_size)
+            meta[dev] = run_ledger_pass(
+                model, StreamedCorpus(paths["corpus"]), root / dev, shard_size=args.shard_size
+            )
             seconds[dev] = time.perf_counter() - t0
             del model
         n_tok = meta["cpu"]["num_tokens"]

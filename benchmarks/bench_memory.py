@@ -58,7 +58,15 @@ def child(model_dir: str, corpus: str, run_dir: str, shard_size: int) -> None:
     t0 = time.perf_counter()
     meta = run_ledger_pass(model, StreamedCorpus(corpus), run_dir, shard_size=shard_size)
     peak_kib = peak_rss_kib()
-    print(json.dumps({"pass_s": time.perf_counter() - t0, "peak_kib": peak_kib, **{k: meta[k] for k in ("num_docs", "num_tokens")}}))
+    print(
+        json.dumps(
+            {
+                "pass_s": time.perf_counter() - t0,
+                "peak_kib": peak_kib,
+                **{k: meta[k] for k in ("num_docs", "num_tokens")},
+            }
+        )
+    )
 
 
 def child_report(model_dir: str, corpus: str, run_dir: str) -> None:
@@ -74,8 +82,16 @@ def child_report(model_dir: str, corpus: str, run_dir: str) -> None:
     t0 = time.perf_counter()
     summary = run_report(model, load_corpus(corpus), run_dir, ReportConfig())
     peak_kib = peak_rss_kib()
-    print(json.dumps({"pass_s": time.perf_counter() - t0, "peak_kib": peak_kib, "num_docs": summary["num_documents"],
-                      "num_tokens": summary["num_tokens"]}))
+    print(
+        json.dumps(
+            {
+                "pass_s": time.perf_counter() - t0,
+                "peak_kib": peak_kib,
+                "num_docs": summary["num_documents"],
+                "num_tokens": summary["num_tokens"],
+            }
+        )
+    )
 
 
 def make_long_doc_setup(root: Path, doc_mb: float, piece_mb: float) -> tuple[Path, Path, Path, int]:
@@ -102,7 +118,9 @@ def make_long_doc_setup(root: Path, doc_mb: float, piece_mb: float) -> tuple[Pat
         i = j
     assert "".join(pieces) == text
     long_path, pieces_path = root / "long.jsonl", root / "pieces.jsonl"
-    long_path.write_text(json.dumps({"user_id": "u0", "doc_id": "long", "text": text}) + "\n", encoding="utf-8")
+    long_path.write_text(
+        json.dumps({"user_id": "u0", "doc_id": "long", "text": text}) + "\n", encoding="utf-8"
+    )
     with pieces_path.open("w", encoding="utf-8") as f:
         for n, t in enumerate(pieces):
             f.write(json.dumps({"user_id": "u0", "doc_id": f"piece-{n}", "text": t}) + "\n")
@@ -113,8 +131,14 @@ def long_doc(args: argparse.Namespace) -> list[str]:
     """Run the long-document comparison; print its lines and return its errors."""
     with tempfile.TemporaryDirectory(prefix="bench_memory_long_") as tmp:
         root = Path(tmp)
-        model_dir, long_path, pieces_path, n_pieces = make_long_doc_setup(root, args.long_doc_mb, args.piece_mb)
-        context(long_doc_mb=args.long_doc_mb, piece_mb=args.piece_mb, long_doc_model="gpt 1x32 vocab 512 random-init")
+        model_dir, long_path, pieces_path, n_pieces = make_long_doc_setup(
+            root, args.long_doc_mb, args.piece_mb
+        )
+        context(
+            long_doc_mb=args.long_doc_mb,
+            piece_mb=args.piece_mb,
+            long_doc_model="gpt 1x32 vocab 512 random-init",
+        )
         rp = run_child(model_dir, pieces_path, root / "run-pieces", 0, mode="--child-report")
         rl = run_child(model_dir, long_path, root / "run-long", 0, mode="--child-report")
         print(f"documents_pieces: {rp['num_docs']}")
@@ -129,7 +153,9 @@ def long_doc(args: argparse.Namespace) -> list[str]:
         if rp["num_docs"] != n_pieces or rl["num_docs"] != 1:
             errors.append(f"documents covered {rp['num_docs']}/{n_pieces} and {rl['num_docs']}/1")
         if abs(rp["num_tokens"] - rl["num_tokens"]) > 0.01 * rl["num_tokens"]:
-            errors.append(f"token counts differ: {rp['num_tokens']} (pieces) vs {rl['num_tokens']} (long document)")
+            errors.append(
+                f"token counts differ: {rp['num_tokens']} (pieces) vs {rl['num_tokens']} (long document)"
+            )
         return errors
 
 
@@ -166,12 +192,21 @@ def main() -> int:
         return 1 if errors else 0
     with tempfile.TemporaryDirectory(prefix="bench_memory_") as tmp:
         root = Path(tmp)
-        big, model_dir = make_setup(root, 10 * args.users, dialogs_per_user=2)  # one model (one vocabulary) for both
+        big, model_dir = make_setup(
+            root, 10 * args.users, dialogs_per_user=2
+        )  # one model (one vocabulary) for both
         lines = big.read_text(encoding="utf-8").splitlines(keepends=True)
-        n_base = len(lines) // 10 // args.shard_size * args.shard_size  # whole shards: the base is a prefix of the 10x ledger
+        n_base = (
+            len(lines) // 10 // args.shard_size * args.shard_size
+        )  # whole shards: the base is a prefix of the 10x ledger
         base = root / "base.jsonl"
         base.write_text("".join(lines[:n_base]), encoding="utf-8")
-        context(users_base=args.users, users_10x=10 * args.users, shard_size=args.shard_size, model="gpt 2x128 random-init")
+        context(
+            users_base=args.users,
+            users_10x=10 * args.users,
+            shard_size=args.shard_size,
+            model="gpt 2x128 random-init",
+        )
         rb = run_child(model_dir, base, root / "run-base", args.shard_size)
         rx = run_child(model_dir, big, root / "run-10x", args.shard_size)
         print(f"documents_base: {rb['num_docs']}")
@@ -188,7 +223,11 @@ def main() -> int:
             errors.append(f"documents covered {rb['num_docs']}/{n_base} and {rx['num_docs']}/{len(lines)}")
         lb, lx = read_ledger(root / "run-base"), read_ledger(root / "run-10x")
         cut = int(lb.offsets[-1])
-        if lb.doc_ids != lx.doc_ids[:n_base] or not np.array_equal(lb.ranks, lx.ranks[:cut]) or not np.array_equal(lb.logprobs, lx.logprobs[:cut]):
+        if (
+            lb.doc_ids != lx.doc_ids[:n_base]
+            or not np.array_equal(lb.ranks, lx.ranks[:cut])
+            or not np.array_equal(lb.logprobs, lx.logprobs[:cut])
+        ):
             errors.append("the base ledger is not the prefix of the 10x ledger")
     errors += long_doc(args)
     for e in errors:

@@ -57,9 +57,13 @@ def main() -> int:
     gold = {(s["name"], s["email"]) for s in truth}
     found = {(s["name"], s["email"]) for s in subjects if s["email"]}
     precision, recall = len(gold & found) / max(len(found), 1), len(gold & found) / len(gold)
-    print(f"documents: {counts['documents']}  text_mb: {text_mb:.2f}  subjects: {len(subjects)}  seconds: {best:.2f}")
+    print(
+        f"documents: {counts['documents']}  text_mb: {text_mb:.2f}  subjects: {len(subjects)}  seconds: {best:.2f}"
+    )
     print(f"email_precision: {precision:.4f}  email_recall: {recall:.4f}")
-    print(f"ner_sample_documents: {len(sample)}  ner_sample_mb: {sample_mb:.3f}  ner_mb_per_s: {sample_mb / ner_s:.3f}")
+    print(
+        f"ner_sample_documents: {len(sample)}  ner_sample_mb: {sample_mb:.3f}  ner_mb_per_s: {sample_mb / ner_s:.3f}"
+    )
     print(f"probe_build_mb_per_s: {mb / best:.2f}")
     print(f"formats_vs_ner: {ner_s / max(fmt_s, 1e-9):.1f}")
     if precision < 0.95 or recall < 0.9:

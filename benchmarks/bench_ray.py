@@ -53,7 +53,13 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench_ray_") as tmp:
         root = Path(tmp)
         corpus, model_dir = make_setup(root, args.users)
-        context(users=args.users, shard_size=args.shard_size, ray_workers=args.workers, local_workers=1, model="gpt 2x128 random-init")
+        context(
+            users=args.users,
+            shard_size=args.shard_size,
+            ray_workers=args.workers,
+            local_workers=1,
+            model="gpt 2x128 random-init",
+        )
         model = load_model(str(model_dir))
         warm = list(itertools.islice(StreamedCorpus(corpus), 4))
         run_ledger_pass(model, warm, root / "warm", shard_size=2)  # allocator, kernels, lazy imports

@@ -77,7 +77,9 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     set_enabled(False)
     work = Path(args.keep or tempfile.mkdtemp(prefix="bench-report-"))
-    print(f"threads: {args.threads}  load: {os.getloadavg()[0]:.2f}  torch: {torch.__version__}  dtype: float32")
+    print(
+        f"threads: {args.threads}  load: {os.getloadavg()[0]:.2f}  torch: {torch.__version__}  dtype: float32"
+    )
 
     t = time.perf_counter()
     paths = synthesize(work / "mail", scale=args.scale, seed=0, canaries=5, canary_repeats=10)
@@ -103,7 +105,9 @@ def main() -> int:
     print(f"documents: {ledger.num_docs}  tokens: {ledger.num_tokens}  longest_document_tokens: {longest}")
     del ledger
     t = time.perf_counter()
-    summary = run_report(model, corpus, run, report_cfg, public_model=public)  # the ledger is complete: reused
+    summary = run_report(
+        model, corpus, run, report_cfg, public_model=public
+    )  # the ledger is complete: reused
     after_s = time.perf_counter() - t
 
     seqs = pd.read_parquet(run / "sequences.parquet")
@@ -111,15 +115,19 @@ def main() -> int:
     print(f"after_ledger_seconds: {after_s:.1f}")
     print(f"ledger_tokens_per_s: {summary['num_tokens'] / ledger_s:.0f}")
     print(f"sequences: {len(seqs)}  unique: {int(seqs['unique'].sum())}  k: 1 3")
-    print(f"public_calls: {public.calls}  public_pairs: {public.pairs}  public_tokens: {public.tokens}  "
-          f"public_context_tokens: {summary['public_context_tokens']}")
+    print(
+        f"public_calls: {public.calls}  public_pairs: {public.pairs}  public_tokens: {public.tokens}  "
+        f"public_context_tokens: {summary['public_context_tokens']}"
+    )
     print(f"pii_unique_sequences: {summary['pii_unique_sequences']}")
     print(f"report_after_ledger_vs_ledger: {after_s / ledger_s:.3f}")
 
     # correctness: a rerun gives the same table, and every text is in one of its owners' documents
     again = run_report(model, corpus, work / "run", report_cfg, public_model=public)
     seqs2 = pd.read_parquet(run / "sequences.parquet")
-    ok = again["unique_sequences"] == summary["unique_sequences"] and list(seqs2["sequence_id"]) == list(seqs["sequence_id"])
+    ok = again["unique_sequences"] == summary["unique_sequences"] and list(seqs2["sequence_id"]) == list(
+        seqs["sequence_id"]
+    )
     by_user: dict[str, str] = {}
     for d in corpus:
         by_user[d.user_id] = by_user.get(d.user_id, "") + "\n" + d.text

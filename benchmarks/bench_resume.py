@@ -40,15 +40,21 @@ def make_setup(root: Path, users: int, dialogs_per_user: int = 5, seed: int = 0)
     from lmleak.data.synth.customersim import synthesize
     from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model
 
-    paths = synthesize(root / "data", users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=2, canary_repeats=3)
+    paths = synthesize(
+        root / "data", users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=2, canary_repeats=3
+    )
     texts = (d.text for d in iter_documents(paths["corpus"]))
     tok = build_tokenizer(texts, kind="word", vocab_size=4000)
-    module = new_small_gpt(len(tok), SmallGPTConfig(n_positions=256, n_embd=128, n_layer=2, n_head=4), seed=seed)
+    module = new_small_gpt(
+        len(tok), SmallGPTConfig(n_positions=256, n_embd=128, n_layer=2, n_head=4), seed=seed
+    )
     model_dir = save_small_model(module, tok, root / "model")
     return Path(paths["corpus"]), Path(model_dir)
 
 
-def child(model_dir: str, corpus: str, run_dir: str, shard_size: int, engine: str = "local", workers: int = 1) -> None:
+def child(
+    model_dir: str, corpus: str, run_dir: str, shard_size: int, engine: str = "local", workers: int = 1
+) -> None:
     """The pass as a user runs it: load the model, stream the corpus, write the shards."""
     import torch
 
@@ -67,7 +73,15 @@ def child(model_dir: str, corpus: str, run_dir: str, shard_size: int, engine: st
         num_workers=workers,
         model_spec=ModelSpec(model_dir),
     )
-    print(json.dumps({"pass_s": time.perf_counter() - t0, "num_docs": meta["num_docs"], "num_tokens": meta["num_tokens"]}))
+    print(
+        json.dumps(
+            {
+                "pass_s": time.perf_counter() - t0,
+                "num_docs": meta["num_docs"],
+                "num_tokens": meta["num_tokens"],
+            }
+        )
+    )
 
 
 def child_cmd(model_dir: Path, corpus: Path, run_dir: Path, shard_size: int) -> list[str]:
@@ -152,7 +166,12 @@ def main() -> int:
         print(f"shards: {total}")
 
         run = root / "resumed"
-        proc = subprocess.Popen(child_cmd(model_dir, corpus, run, args.shard_size), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ, "LMLEAK_QUIET": "1"})
+        proc = subprocess.Popen(
+            child_cmd(model_dir, corpus, run, args.shard_size),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "LMLEAK_QUIET": "1"},
+        )
         while proc.poll() is None and shards_done(run) < total // 2:
             time.sleep(0.02)
         killed_at = shards_done(run)
@@ -172,7 +191,10 @@ def main() -> int:
         bad = ledgers_equal(root / "full", run)
         ok = True
         if rc != -signal.SIGKILL or not 0 < killed_at < total:
-            print(f"error: the pass was not killed mid-way (rc {rc}, {killed_at}/{total} shards)", file=sys.stderr)
+            print(
+                f"error: the pass was not killed mid-way (rc {rc}, {killed_at}/{total} shards)",
+                file=sys.stderr,
+            )
             ok = False
         if bad:
             print(f"error: resumed ledger differs from the full run in {bad}", file=sys.stderr)

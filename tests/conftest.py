@@ -20,7 +20,9 @@ def tiny_gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
-    cfg = GPT2Config(vocab_size=64, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=2)
+    cfg = GPT2Config(
+        vocab_size=64, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=2
+    )
     return GPT2LMHeadModel(cfg).eval()
 
 

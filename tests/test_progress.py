@@ -44,15 +44,20 @@ def test_quiet_logs_nothing(monkeypatch):
 
 def test_a_command_in_a_pipe_logs_plain_lines_and_quiet_silences_them(tmp_path):
     corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps({"user_id": f"u{i % 3}", "text": f"hello number {i} here"}) + "\n"
-                              for i in range(30)))
+    corpus.write_text(
+        "".join(
+            json.dumps({"user_id": f"u{i % 3}", "text": f"hello number {i} here"}) + "\n" for i in range(30)
+        )
+    )
     base = [sys.executable, "-m", "lmleak.cli.main"]
     args = ["report", "--model", f"fake:{corpus}", "--corpus", str(corpus), "--out"]
     res = subprocess.run([*base, *args, str(tmp_path / "r1")], capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "[lmleak] ledger: started" in res.stderr and "[lmleak] ledger: done" in res.stderr
     assert "\x1b[" not in res.stderr  # no terminal escapes in a log
-    res = subprocess.run([*base, "--quiet", *args, str(tmp_path / "r2")], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [*base, "--quiet", *args, str(tmp_path / "r2")], capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr
     assert "[lmleak]" not in res.stderr
 

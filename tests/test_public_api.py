@@ -36,15 +36,22 @@ def test_the_public_api_runs_an_audit_of_a_tiny_model_end_to_end(tmp_path):
     exposure, rows = run_exposure(model, paths["canaries"], tmp_path / "exposure", max_candidates=10_000)
     assert exposure["num_canaries"] == 1 and len(rows) == 1
     texts = [d.text for d in corpus]
-    mia = run_membership(model, texts[:6], ["a text the model never saw number " + str(i) for i in range(6)],
-                         tmp_path / "mia", group_size=0)
+    mia = run_membership(
+        model,
+        texts[:6],
+        ["a text the model never saw number " + str(i) for i in range(6)],
+        tmp_path / "mia",
+        group_size=0,
+    )
     assert 0.0 <= mia["mia_auc"] <= 1.0
     subjects = [json.loads(line) for line in paths["subjects"].read_text().splitlines()][:2]
     probe = run_probe(model, subjects, tmp_path / "probe", targets=("email",), k=1, beams=1, figures=False)
     assert probe["subjects"] == 2
     cfg = tmp_path / "audit.yaml"
-    cfg.write_text(f"out: {tmp_path / 'audit'}\ncorpus: {{path: {paths['corpus']}}}\n"
-                   f"models: [{{name: m, path: 'fake:{paths['corpus']}'}}]\nanalyses: {{report: {{k: [1]}}}}\n")
+    cfg.write_text(
+        f"out: {tmp_path / 'audit'}\ncorpus: {{path: {paths['corpus']}}}\n"
+        f"models: [{{name: m, path: 'fake:{paths['corpus']}'}}]\nanalyses: {{report: {{k: [1]}}}}\n"
+    )
     run = audit(cfg)
     assert (run / "report.html").exists() and json.loads((run / "summary.json").read_text())["models"]["m"]
 

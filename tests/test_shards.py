@@ -37,7 +37,9 @@ def test_a_pass_writes_every_item_once_in_order(tmp_path):
     run_sharded(range(23), square_factory, tmp_path, fingerprint="f", shard_size=5)
     t = read_shards(tmp_path)
     assert t.column("x").to_pylist() == list(range(23))
-    assert sorted(p.name for p in tmp_path.glob("shard-*.parquet")) == [f"shard-{i:05d}.parquet" for i in range(5)]
+    assert sorted(p.name for p in tmp_path.glob("shard-*.parquet")) == [
+        f"shard-{i:05d}.parquet" for i in range(5)
+    ]
 
 
 def test_an_interrupted_pass_resumes_and_redoes_only_missing_shards(tmp_path):
@@ -84,7 +86,15 @@ def test_ray_engine_gives_the_same_result_as_local(tmp_path):
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
     local = run_sharded(range(40), square_factory, tmp_path / "local", fingerprint="f", shard_size=7)
     try:
-        run_sharded(range(40), square_factory, tmp_path / "ray", fingerprint="f", shard_size=7, engine="ray", num_workers=2)
+        run_sharded(
+            range(40),
+            square_factory,
+            tmp_path / "ray",
+            fingerprint="f",
+            shard_size=7,
+            engine="ray",
+            num_workers=2,
+        )
     finally:
         ray.shutdown()
     assert read_shards(tmp_path / "ray").equals(read_shards(local))

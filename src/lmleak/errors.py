@@ -100,13 +100,17 @@ class Interrupted(LmleakError):
         'interrupted: ledger stopped with 3 of 10 shards kept in run/ledger; the others are redone on resume'
     """
 
-    def __init__(self, out_dir: str | Path, *, kept: int, total: int | None, description: str = "pass") -> None:
+    def __init__(
+        self, out_dir: str | Path, *, kept: int, total: int | None, description: str = "pass"
+    ) -> None:
         self.out_dir = str(out_dir)
         self.kept = kept
         self.total = total
         of = f" of {total}" if total is not None else ""
-        super().__init__(f"interrupted: {description} stopped with {kept}{of} shards kept in {out_dir}; "
-                         "the others are redone on resume")
+        super().__init__(
+            f"interrupted: {description} stopped with {kept}{of} shards kept in {out_dir}; "
+            "the others are redone on resume"
+        )
 
 
 def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> str:

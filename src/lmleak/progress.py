@@ -102,8 +102,9 @@ def progress_line(description: str, done: int, total: int | None, elapsed: float
     speed = f"{rate:.1f} {unit}/s" if rate >= 0.1 or rate == 0 else f"{format_duration(1 / rate)} each"
     if total:
         eta = format_duration((total - done) / rate) if rate > 0 else "?"
-        return (f"[lmleak] {description}: {done:,}/{total:,} {unit} ({100 * done // total}%), "
-                f"{speed}, ETA {eta}")
+        return (
+            f"[lmleak] {description}: {done:,}/{total:,} {unit} ({100 * done // total}%), {speed}, ETA {eta}"
+        )
     return f"[lmleak] {description}: {done:,} {unit}, {speed}"
 
 

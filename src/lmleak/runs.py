@@ -103,15 +103,19 @@ def open_run(path: str | Path) -> Iterator[Path]:
         holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
         os.close(fd)
         if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-            raise RunError(f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder") from None
+            raise RunError(
+                f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder"
+            ) from None
         raise RunError(
             f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
             "or give another output folder"
         ) from None
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    atomic_write_json(run / INCOMPLETE, {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                                         "command": _command()})
+    atomic_write_json(
+        run / INCOMPLETE,
+        {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": _command()},
+    )
     _held[key] = 1
     finished = False
     try:

@@ -90,21 +90,35 @@ def load_yaml(text: str, *, path: str | Path | None = None) -> Any:
             return None
         n = expanded_size(node)
         if n > MAX_EXPANDED_NODES:
-            raise ConfigError(f"YAML aliases would expand the document to {n} values (limit {MAX_EXPANDED_NODES})",
-                              path=path, hint="write the values out instead of repeating aliases")
+            raise ConfigError(
+                f"YAML aliases would expand the document to {n} values (limit {MAX_EXPANDED_NODES})",
+                path=path,
+                hint="write the values out instead of repeating aliases",
+            )
         return loader.construct_document(node)
     except _TooManyAliases as e:
-        raise ConfigError(f"more than {MAX_ALIASES} YAML aliases", path=path, line=e.line,
-                          hint="write the values out instead of repeating aliases") from None
+        raise ConfigError(
+            f"more than {MAX_ALIASES} YAML aliases",
+            path=path,
+            line=e.line,
+            hint="write the values out instead of repeating aliases",
+        ) from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         # e.problem / e.context only: str(e) quotes the offending lines of the document
         reason = " ".join(x for x in (e.context, e.problem) if x) or "syntax error"
-        raise ConfigError(f"not valid YAML: {reason}", path=path, line=None if mark is None else mark.line + 1,
-                          hint="fix the YAML syntax at that line") from None
+        raise ConfigError(
+            f"not valid YAML: {reason}",
+            path=path,
+            line=None if mark is None else mark.line + 1,
+            hint="fix the YAML syntax at that line",
+        ) from None
     except yaml.reader.ReaderError as e:
-        raise ConfigError(f"not valid YAML: character {e.character!r} at position {e.position} is not allowed",
-                          path=path, hint="remove control characters (NUL...) from the file") from None
+        raise ConfigError(
+            f"not valid YAML: character {e.character!r} at position {e.position} is not allowed",
+            path=path,
+            hint="remove control characters (NUL...) from the file",
+        ) from None
     except yaml.YAMLError as e:
         raise ConfigError(f"not valid YAML: {type(e).__name__}", path=path) from None
     except RecursionError:
@@ -118,8 +132,9 @@ def load_yaml_file(path: str | Path) -> Any:
     """Read and parse a YAML file: missing, unreadable, huge or non-UTF-8 files are ConfigErrors."""
     p = Path(path)
     if not p.is_file():
-        raise ConfigError("file does not exist" if not p.exists() else "not a file", path=p,
-                          hint="check the path")
+        raise ConfigError(
+            "file does not exist" if not p.exists() else "not a file", path=p, hint="check the path"
+        )
     if p.stat().st_size > MAX_BYTES:
         raise ConfigError(f"file is larger than {MAX_BYTES // 2**20} MiB; a YAML config is kilobytes", path=p)
     try:
@@ -127,5 +142,7 @@ def load_yaml_file(path: str | Path) -> Any:
     except UnicodeDecodeError as e:
         raise ConfigError(f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8") from None
     except OSError as e:
-        raise ConfigError(f"cannot read: {e.strerror}", path=p, hint="check the path and its permissions") from None
+        raise ConfigError(
+            f"cannot read: {e.strerror}", path=p, hint="check the path and its permissions"
+        ) from None
     return load_yaml(text, path=p)

@@ -116,8 +116,11 @@ def ray_session(engine: ShardEngine | None) -> Iterator[None]:
     except ImportError:
         from lmleak.errors import ConfigError
 
-        raise ConfigError("--engine ray needs the 'ray' package", field="--engine",
-                          hint="pip install ray, or use --engine local") from None
+        raise ConfigError(
+            "--engine ray needs the 'ray' package",
+            field="--engine",
+            hint="pip install ray, or use --engine local",
+        ) from None
     started = not ray.is_initialized()
     _init_ray(engine.ray_address, engine.num_workers)
     try:
@@ -135,7 +138,9 @@ def _init_ray(ray_address: str | None, num_workers: int) -> None:
         if ray_address:
             ray.init(address=ray_address, log_to_driver=False)
         else:
-            ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+            ray.init(
+                num_cpus=num_workers, include_dashboard=False, log_to_driver=False, configure_logging=False
+            )
 
 
 def _chunks(items: Iterable[T], size: int) -> Iterator[list[T]]:
@@ -204,7 +209,12 @@ class Manifest:
     def save(self) -> None:
         atomic_write_json(
             self.path,
-            {"fingerprint": self.fingerprint, "shard_size": self.shard_size, "complete": self.complete, "shards": self.shards},
+            {
+                "fingerprint": self.fingerprint,
+                "shard_size": self.shard_size,
+                "complete": self.complete,
+                "shards": self.shards,
+            },
         )
 
 
@@ -267,8 +277,18 @@ def run_sharded(
                     rows = _write_shard(out, index, work(chunk))
                     manifest.record(index, len(chunk), rows)
             else:
-                _run_ray(shards, factory, out, manifest, ray_address, num_workers, num_gpus_per_worker, total,
-                         description, stop)
+                _run_ray(
+                    shards,
+                    factory,
+                    out,
+                    manifest,
+                    ray_address,
+                    num_workers,
+                    num_gpus_per_worker,
+                    total,
+                    description,
+                    stop,
+                )
         except KeyboardInterrupt:
             if not stop:
                 raise  # not from a signal during this pass: leave it as it is
@@ -293,7 +313,6 @@ def _run_ray(
     stop: list[int] | None = None,
 ) -> None:
     import ray
-
 
     _init_ray(ray_address, num_workers)
 
@@ -407,13 +426,23 @@ def run_rows(
             raise ValueError("engine 'ray' needs a picklable factory")
         table_factory: Callable[[], Work] = _RowsFactory(factory)
     else:
+
         def table_factory() -> Work:
             return lambda chunk: rows_table(work(chunk))
 
-    out = run_sharded(items, table_factory, out_dir, fingerprint=fingerprint, shard_size=shard_size,
-                      total_items=len(items), description=description, engine=eng.kind,
-                      ray_address=eng.ray_address, num_workers=eng.num_workers,
-                      num_gpus_per_worker=eng.num_gpus_per_worker)
+    out = run_sharded(
+        items,
+        table_factory,
+        out_dir,
+        fingerprint=fingerprint,
+        shard_size=shard_size,
+        total_items=len(items),
+        description=description,
+        engine=eng.kind,
+        ray_address=eng.ray_address,
+        num_workers=eng.num_workers,
+        num_gpus_per_worker=eng.num_gpus_per_worker,
+    )
     data = json.loads((out / MANIFEST).read_text())
     rows: list[dict[str, Any]] = []
     for i in sorted(data["shards"]):

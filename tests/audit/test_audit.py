@@ -19,7 +19,11 @@ def audit_dir(tmp_path_factory):
     d = tmp_path_factory.mktemp("audit")
     paths = synthesize(d / "data", users=6, dialogs_per_user=2, seed=3, canaries=2, canary_repeats=3)
     # the second line of every dialogue (canary documents have one line only)
-    lines = [t.split("\n")[1] for t in (json.loads(x)["text"] for x in paths["corpus"].read_text().splitlines()) if "\n" in t]
+    lines = [
+        t.split("\n")[1]
+        for t in (json.loads(x)["text"] for x in paths["corpus"].read_text().splitlines())
+        if "\n" in t
+    ]
     unseen = synthesize(d / "unseen", users=6, dialogs_per_user=2, seed=4)
     others = [json.loads(x)["text"].split("\n")[1] for x in unseen["corpus"].read_text().splitlines()]
     (d / "members.txt").write_text("\n".join(lines) + "\n")
@@ -41,9 +45,17 @@ def audit_dir(tmp_path_factory):
 def test_the_example_config_parses_and_unknown_keys_get_a_suggestion(tmp_path):
     parse_config(yaml.safe_load(EXAMPLE))
     with pytest.raises(ConfigError, match="Did you mean 'exposure'"):
-        parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"exposur": {}}})
+        parse_config(
+            {"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"exposur": {}}}
+        )
     with pytest.raises(ConfigError, match="analyses.report.k"):
-        parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"report": {"k": "x"}}})
+        parse_config(
+            {
+                "corpus": {"path": "c"},
+                "models": [{"name": "m", "path": "m"}],
+                "analyses": {"report": {"k": "x"}},
+            }
+        )
     bad = tmp_path / "bad.yaml"
     bad.write_text("corpus: [unclosed\n")
     with pytest.raises(ConfigError, match="bad.yaml"):
@@ -75,7 +87,9 @@ def test_the_gate_exit_code_follows_the_limits(audit_dir):
     head = json.loads((run / "summary.json").read_text())["models"]["memorizer"]["headline"]
     ok = CliRunner().invoke(app, ["gate", str(run), "--max-exposure", str(head["max_exposure"] + 1)])
     assert ok.exit_code == 0, ok.output
-    fail = CliRunner().invoke(app, ["gate", str(run), "--max-exposure", str(head["max_exposure"] - 0.5), "--json"])
+    fail = CliRunner().invoke(
+        app, ["gate", str(run), "--max-exposure", str(head["max_exposure"] - 0.5), "--json"]
+    )
     assert fail.exit_code == 1 and json.loads(fail.stdout)["passed"] is False
     missing = CliRunner().invoke(app, ["gate", str(run), "--max-leakage-epsilon", "2"])
     assert missing.exit_code == 1 and "not measured" in missing.output
@@ -120,10 +134,25 @@ def test_the_report_renders_in_a_headless_browser(audit_dir, tmp_path):
     if not (run / "report.html").exists():
         CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
     shot = tmp_path / "report.png"
-    proc = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--enable-logging=stderr", "--v=0", "--window-size=1280,2000",
-                           "--virtual-time-budget=5000", f"--screenshot={shot}", (run / "report.html").as_uri()],
-                          check=True, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1280,2000",
+            "--virtual-time-budget=5000",
+            f"--screenshot={shot}",
+            (run / "report.html").as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     # the page's scripts (plots, table sorting) ran without an error or console message
     console = [ln for ln in proc.stderr.splitlines() if ":CONSOLE" in ln]
     assert console == [], console
@@ -142,7 +171,7 @@ def test_the_sequence_table_names_each_rows_k_and_the_cards_name_the_headline_k(
 
     seqs = pd.DataFrame({"k": [1, 3, 3], "length_tokens": [2, 4, 3], "users_in_d": [2, 1, 1]})
     table, note = _sequence_table(seqs, "seq-1", show_text=False, limit=10)
-    assert "<th class=\"\">k</th>" in table
+    assert '<th class="">k</th>' in table
     assert note == "3 sequences (k = 1: 1, k = 3: 2)"
     (tmp_path / "summary.json").write_text(json.dumps({"k": 1, "ks": [1, 3], "unique_sequences": 0}))
     assert _report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."

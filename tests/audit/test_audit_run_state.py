@@ -17,10 +17,14 @@ def test_an_interrupted_audit_rerun_fails_the_gate_until_it_is_rerun(tmp_path, m
 
     texts = [f"user {i} wrote to u{i}@example.org about code {i * 7919 % 1000}" for i in range(8)]
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "user_id": f"u{i}"}) + "\n" for i, t in enumerate(texts)))
+    corpus.write_text(
+        "".join(json.dumps({"text": t, "user_id": f"u{i}"}) + "\n" for i, t in enumerate(texts))
+    )
     cfg = tmp_path / "audit.yaml"
-    cfg.write_text(f"out: run\ncorpus: {{path: corpus.jsonl}}\nmodels: [{{name: m, path: 'fake:{corpus}'}}]\n"
-                   "analyses: {report: {k: [1]}}\n")
+    cfg.write_text(
+        f"out: run\ncorpus: {{path: corpus.jsonl}}\nmodels: [{{name: m, path: 'fake:{corpus}'}}]\n"
+        "analyses: {report: {k: [1]}}\n"
+    )
     run = tmp_path / "run"
     gate = ["gate", str(run), "--max-unique", "100000"]
     assert CliRunner().invoke(app, ["audit", str(cfg), "--quiet"]).exit_code == 0

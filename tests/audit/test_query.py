@@ -12,8 +12,10 @@ from lmleak.runs import write_parquet
 
 
 def test_query_json_prints_list_and_struct_columns(tmp_path):
-    write_parquet(pd.DataFrame({"text": ["a", "b"], "pii_types": [["EMAIL"], []], "n": [1, 2]}),
-                  tmp_path / "sequences.parquet")
+    write_parquet(
+        pd.DataFrame({"text": ["a", "b"], "pii_types": [["EMAIL"], []], "n": [1, 2]}),
+        tmp_path / "sequences.parquet",
+    )
     (tmp_path / "summary.json").write_text("{}")
     sql = "SELECT text, pii_types, {'n': n, 'ids': [n, n + 1]} AS rec FROM sequences ORDER BY n"
     res = CliRunner().invoke(app, ["query", str(tmp_path), sql, "--json"])

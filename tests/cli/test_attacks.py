@@ -93,7 +93,11 @@ def test_mia_writes_metrics_curves_and_a_plot(files):
     assert (run / "roc.png").stat().st_size > 1000
     summary = json.loads((run / "summary.json").read_text())
     assert summary["mia_accuracy"] > 0.9 and summary["num_per_side"] == 30
-    assert summary["mia_attack"] == "perplexity" and set(summary["mia_auc_by_attack"]) == {"perplexity", "zlib", "min_k"}
+    assert summary["mia_attack"] == "perplexity" and set(summary["mia_auc_by_attack"]) == {
+        "perplexity",
+        "zlib",
+        "min_k",
+    }
     # 30 non-members cannot support TPR at 1% FPR (needs 1,000): not printed, the reason stated
     assert summary["mia_tpr_at_1pct_fpr"] is None and "1,000" in summary["mia_tpr_at_1pct_fpr_note"]
     assert "Membership inference" in r.stdout

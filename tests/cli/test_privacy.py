@@ -11,8 +11,21 @@ from lmleak.cli.main import app
 
 
 def test_json_output_pins_figure_6(tmp_path):
-    r = CliRunner().invoke(app, ["confidentiality", "--epsilon", "1.0", "--delta", "1e-5", "--gamma", "0.1", "--json",
-                                 "--plot", str(tmp_path / "fig6.png")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "confidentiality",
+            "--epsilon",
+            "1.0",
+            "--delta",
+            "1e-5",
+            "--gamma",
+            "0.1",
+            "--json",
+            "--plot",
+            str(tmp_path / "fig6.png"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     data = json.loads(r.stdout)
     assert data["bayesian_epsilon"] == pytest.approx(0.1586, abs=1e-4)

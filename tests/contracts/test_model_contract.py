@@ -30,7 +30,9 @@ def _gpt(tmp_path_factory):
 
     tok = build_tokenizer(TEXTS * 3, kind="bpe", vocab_size=300)
     d = tmp_path_factory.mktemp("gpt")
-    save_small_model(new_small_gpt(len(tok), SmallGPTConfig(n_positions=32, n_embd=16, n_layer=1, n_head=2)), tok, d)
+    save_small_model(
+        new_small_gpt(len(tok), SmallGPTConfig(n_positions=32, n_embd=16, n_layer=1, n_head=2)), tok, d
+    )
     # loaded as a plain Hugging Face folder, not through the lmleak manifest
     (d / "lmleak_model.json").unlink()
     return load_model(str(d), batch_tokens=64)
@@ -107,7 +109,10 @@ def test_generation_returns_one_list_per_prompt_in_order(model):
         pytest.skip("no GENERATE")
     out = model.generate(["my id", "the order"], max_new_tokens=3, num_beams=2, num_return_sequences=2)
     assert len(out) == 2 and all(len(o) == 2 and all(isinstance(x, str) for x in o) for o in out)
-    assert model.generate(["my id"], max_new_tokens=3)[0] == model.generate(["my id", "the order"], max_new_tokens=3)[0]
+    assert (
+        model.generate(["my id"], max_new_tokens=3)[0]
+        == model.generate(["my id", "the order"], max_new_tokens=3)[0]
+    )
 
 
 def test_undeclared_capabilities_are_refused_before_any_work(model):

@@ -13,7 +13,11 @@ from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus, load_corpus_with_report
 from lmleak.errors import CorpusError
 
-DOCS = [Document("u1", "a", "hello there"), Document("u2", "b", "my phone is 555-0101"), Document("u1", "c", "bye, now")]
+DOCS = [
+    Document("u1", "a", "hello there"),
+    Document("u2", "b", "my phone is 555-0101"),
+    Document("u1", "c", "bye, now"),
+]
 
 
 def rows():
@@ -95,7 +99,11 @@ def test_a_missing_file_and_an_unknown_extension_are_clear_errors(tmp_path):
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.one_of(st.text(max_size=40), st.binary(max_size=40).map(lambda b: b.decode("latin-1"))), max_size=6))
+@given(
+    st.lists(
+        st.one_of(st.text(max_size=40), st.binary(max_size=40).map(lambda b: b.decode("latin-1"))), max_size=6
+    )
+)
 def test_random_lines_give_a_corpus_or_a_corpus_error_never_anything_else(tmp_path, lines):
     p = tmp_path / "fuzz.jsonl"
     p.write_text("\n".join(lines) + "\n", encoding="utf-8", errors="surrogateescape")

@@ -183,10 +183,24 @@ def test_ppl_ordering_says_whether_crt_sits_between_no_dp_and_dp_sgd_and_why_not
         {"arch": "gpt", "method": "nodp", "gamma": nan, "ppl": 50.0, "ppl_redacted": 20.0},
         {"arch": "gpt", "method": "redact", "gamma": 0.0, "ppl": 360.0, "ppl_redacted": 25.0},
         {"arch": "gpt", "method": "dp", "gamma": nan, "ppl": 340.0, "ppl_redacted": 90.0},
-        {"arch": "gpt", "method": "crt", "gamma": 0.0, "ppl": 440.0, "ppl_redacted": 60.0,
-         "public_sentence_share": 0.023, "public_word_share": 0.041},
-        {"arch": "gpt", "method": "crt", "gamma": 0.5, "ppl": 300.0, "ppl_redacted": 50.0,
-         "public_sentence_share": 0.05, "public_word_share": 0.07},
+        {
+            "arch": "gpt",
+            "method": "crt",
+            "gamma": 0.0,
+            "ppl": 440.0,
+            "ppl_redacted": 60.0,
+            "public_sentence_share": 0.023,
+            "public_word_share": 0.041,
+        },
+        {
+            "arch": "gpt",
+            "method": "crt",
+            "gamma": 0.5,
+            "ppl": 300.0,
+            "ppl_redacted": 50.0,
+            "public_sentence_share": 0.05,
+            "public_word_share": 0.07,
+        },
     ]
     rec = ppl_ordering(pd.DataFrame(rows))["gpt"]
     # CRT at its smallest gamma (0.0), not the lower-perplexity gamma = 0.5 row
@@ -203,12 +217,19 @@ def test_measured_gamma_is_the_share_of_secret_spans_the_policy_misses():
     text = "Call 555-0142 or mail ann@example.org. Ann's sister is Bo."
     secrets = [
         {"doc_id": "d", "user_id": "u", "start": 5, "end": 13, "entity": "PHONE", "value": "555-0142"},
-        {"doc_id": "d", "user_id": "u", "start": 22, "end": 37, "entity": "EMAIL", "value": "ann@example.org"},
+        {
+            "doc_id": "d",
+            "user_id": "u",
+            "start": 22,
+            "end": 37,
+            "entity": "EMAIL",
+            "value": "ann@example.org",
+        },
         {"doc_id": "d", "user_id": "u", "start": 39, "end": 42, "entity": "PERSON", "value": "Ann"},
         {"doc_id": "d", "user_id": "u", "start": 55, "end": 57, "entity": "PERSON", "value": "Bo"},
     ]
-    assert all(text[s["start"]:s["end"]] == s["value"] for s in secrets)
+    assert all(text[s["start"] : s["end"]] == s["value"] for s in secrets)
     corpus = Corpus([Document("u", "d", text)])
-    found = {text[s.start:s.end] for s in get_policy("regex").detect(text)}
+    found = {text[s.start : s.end] for s in get_policy("regex").detect(text)}
     missed = sum(s["value"] not in found for s in secrets)  # the slow way: which values were found
     assert measured_gamma(corpus, secrets, get_policy("regex")) == missed / len(secrets)

@@ -70,7 +70,10 @@ def test_a_tiny_run_writes_one_row_per_model_level_and_target_with_valid_statist
     phone_budget = summary["generation_budget"]["gpt"]["phone"]
     assert phone_budget["max_new_tokens"] == 12 and phone_budget["fits"] == 0
     fitted = full[full["run"].str.contains("budget")]
-    assert len(fitted) == 1 and fitted.iloc[0]["run"] == f"probe-gpt-triplet-phone-budget{phone_budget['target_tokens_max']}"
+    assert (
+        len(fitted) == 1
+        and fitted.iloc[0]["run"] == f"probe-gpt-triplet-phone-budget{phone_budget['target_tokens_max']}"
+    )
     assert fitted.iloc[0]["max_new_tokens"] == phone_budget["target_tokens_max"]
     assert fitted[["mean_likelihood", "wilcoxon_p", "gamma_lt_10"]].isna().all(axis=None)
     assert 0 <= fitted.iloc[0]["exact_match_rate"] <= 1

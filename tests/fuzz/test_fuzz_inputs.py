@@ -24,14 +24,33 @@ from lmleak.errors import LmleakError
 # The default suite replays a fixed set of examples (a CI run never fails at random);
 # LMLEAK_FUZZ_EXAMPLES=2000 explores fresh random inputs for a longer hunt.
 _EXPLORE = int(os.environ.get("LMLEAK_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_EXPLORE or 60, derandomize=not _EXPLORE, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=_EXPLORE or 60,
+    derandomize=not _EXPLORE,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 scalars = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**40), 2**40), st.floats(allow_nan=False), st.text(max_size=12)
 )
-values = st.recursive(scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3), max_leaves=6)
-FIELDS = ["text", "user_id", "doc_id", "name", "secret", "prefix", "repeats", "subject_id", "phone", "relations"]
+values = st.recursive(
+    scalars,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=8), c, max_size=3),
+    max_leaves=6,
+)
+FIELDS = [
+    "text",
+    "user_id",
+    "doc_id",
+    "name",
+    "secret",
+    "prefix",
+    "repeats",
+    "subject_id",
+    "phone",
+    "relations",
+]
 rows = st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), values, max_size=5)
 
 
@@ -98,7 +117,10 @@ def test_csv_corpus_with_wrong_shapes(header, cells):
 @given(
     columns=st.dictionaries(
         st.sampled_from(["text", "user_id", "doc_id", "other"]),
-        st.one_of(st.lists(st.text(max_size=8) | st.none(), min_size=2, max_size=2), st.lists(st.integers(0, 9), min_size=2, max_size=2)),
+        st.one_of(
+            st.lists(st.text(max_size=8) | st.none(), min_size=2, max_size=2),
+            st.lists(st.integers(0, 9), min_size=2, max_size=2),
+        ),
         max_size=4,
     )
 )
@@ -115,7 +137,11 @@ def test_parquet_corpus_with_wrong_columns(columns):
 @FUZZ
 @given(
     files=st.lists(
-        st.tuples(st.sampled_from(["u1", "u2", ".hidden", "u 3"]), st.sampled_from(["a.txt", "b.md", "c", ".x"]), st.binary(max_size=40)),
+        st.tuples(
+            st.sampled_from(["u1", "u2", ".hidden", "u 3"]),
+            st.sampled_from(["a.txt", "b.md", "c", ".x"]),
+            st.binary(max_size=40),
+        ),
         max_size=4,
     ),
     stray=st.booleans(),
@@ -136,12 +162,36 @@ def test_folder_corpus(files, stray):
 yaml_docs = st.one_of(
     values,
     st.dictionaries(
-        st.sampled_from(["model", "corpus", "report", "exposure", "mia", "probe", "render", "scenarios", "gold", "analyses"]),
+        st.sampled_from(
+            [
+                "model",
+                "corpus",
+                "report",
+                "exposure",
+                "mia",
+                "probe",
+                "render",
+                "scenarios",
+                "gold",
+                "analyses",
+            ]
+        ),
         values,
         max_size=4,
     ),
     st.fixed_dictionaries(
-        {"scenarios": st.lists(st.dictionaries(st.sampled_from(["attack", "knowledge", "anonymization", "resources", "access", "target", "name"]), values, max_size=5), max_size=3)}
+        {
+            "scenarios": st.lists(
+                st.dictionaries(
+                    st.sampled_from(
+                        ["attack", "knowledge", "anonymization", "resources", "access", "target", "name"]
+                    ),
+                    values,
+                    max_size=5,
+                ),
+                max_size=3,
+            )
+        }
     ),
 )
 
@@ -245,7 +295,17 @@ def test_canaries_file_not_utf8(data):
 
 # ------------------------------------------------------------------ model detection
 model_files = st.dictionaries(
-    st.sampled_from(["config.json", "lmleak_model.json", "model.safetensors", "pytorch_model.bin", "model.gguf", "tokenizer.json", "weights.pt"]),
+    st.sampled_from(
+        [
+            "config.json",
+            "lmleak_model.json",
+            "model.safetensors",
+            "pytorch_model.bin",
+            "model.gguf",
+            "tokenizer.json",
+            "weights.pt",
+        ]
+    ),
     st.one_of(st.binary(max_size=64), values.map(lambda v: json.dumps(v).encode())),
     max_size=3,
 )
@@ -271,7 +331,9 @@ def test_model_detection_on_random_folders_and_files(files, as_file):
 @settings(max_examples=25, deadline=None)
 @given(
     files=st.dictionaries(
-        st.sampled_from(["model.safetensors", "notes.txt", "weights.pt", "x.gguf.part"]), st.binary(max_size=32), max_size=3
+        st.sampled_from(["model.safetensors", "notes.txt", "weights.pt", "x.gguf.part"]),
+        st.binary(max_size=32),
+        max_size=3,
     )
 )
 def test_model_detection_on_folders_without_a_config(files):
@@ -292,7 +354,18 @@ def test_pickle_checkpoint_is_refused_without_allow_pickle(tmp_path):
     """A folder whose only weights are a pickle is refused by default (issue 9 secure defaults)."""
     from lmleak.models.loading import load_model
 
-    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "vocab_size": 8, "n_layer": 1, "n_head": 1, "n_embd": 8}))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "gpt2",
+                "architectures": ["GPT2LMHeadModel"],
+                "vocab_size": 8,
+                "n_layer": 1,
+                "n_head": 1,
+                "n_embd": 8,
+            }
+        )
+    )
     (tmp_path / "pytorch_model.bin").write_bytes(b"\x80\x04not really a pickle")
     with pytest.raises(LmleakError, match="pickle"):
         load_model(str(tmp_path))

@@ -38,13 +38,35 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("gpu")
     paths = synthesize(root / "data", users=12, dialogs_per_user=3, seed=0, canaries=2, canary_repeats=10)
     other = synthesize(root / "other", users=12, dialogs_per_user=3, seed=1)
-    _cli("--device", "cpu", "train", "--corpus", str(paths["corpus"]), "--out", str(root / "model"), "--epochs", "6",
-         "--seq-len", "64", "--tokenizer", "word", "--val-fraction", "0", "--quiet")
+    _cli(
+        "--device",
+        "cpu",
+        "train",
+        "--corpus",
+        str(paths["corpus"]),
+        "--out",
+        str(root / "model"),
+        "--epochs",
+        "6",
+        "--seq-len",
+        "64",
+        "--tokenizer",
+        "word",
+        "--val-fraction",
+        "0",
+        "--quiet",
+    )
     members = [json.loads(line) for line in paths["corpus"].read_text().splitlines()][:30]
     non = [json.loads(line) for line in other["corpus"].read_text().splitlines()][:30]
     (root / "in.jsonl").write_text("".join(json.dumps({"text": d["text"]}) + "\n" for d in members))
     (root / "out.jsonl").write_text("".join(json.dumps({"text": d["text"]}) + "\n" for d in non))
-    return {**paths, "model": root / "model", "root": root, "in": root / "in.jsonl", "out": root / "out.jsonl"}
+    return {
+        **paths,
+        "model": root / "model",
+        "root": root,
+        "in": root / "in.jsonl",
+        "out": root / "out.jsonl",
+    }
 
 
 def test_models_load_onto_the_gpu_by_default(trained):
@@ -64,10 +86,25 @@ def _both(trained, name: str, *args: str) -> tuple[Path, Path]:
 
 
 def test_leakage_report_on_cuda_matches_cpu(trained):
-    cpu, gpu = _both(trained, "report", "report", "--model", str(trained["model"]), "--corpus",
-                     str(trained["corpus"]), "--k", "1", "3", "--quiet")
-    a = pd.concat([pd.read_parquet(p) for p in sorted((cpu / "ledger").glob("*.parquet"))]).set_index("doc_id")
-    b = pd.concat([pd.read_parquet(p) for p in sorted((gpu / "ledger").glob("*.parquet"))]).set_index("doc_id")
+    cpu, gpu = _both(
+        trained,
+        "report",
+        "report",
+        "--model",
+        str(trained["model"]),
+        "--corpus",
+        str(trained["corpus"]),
+        "--k",
+        "1",
+        "3",
+        "--quiet",
+    )
+    a = pd.concat([pd.read_parquet(p) for p in sorted((cpu / "ledger").glob("*.parquet"))]).set_index(
+        "doc_id"
+    )
+    b = pd.concat([pd.read_parquet(p) for p in sorted((gpu / "ledger").glob("*.parquet"))]).set_index(
+        "doc_id"
+    )
     b = b.loc[a.index]
     assert all(np.array_equal(x, y) for x, y in zip(a["token_ids"], b["token_ids"], strict=True))
     lp_a, lp_b = np.concatenate(list(a["logprobs"])), np.concatenate(list(b["logprobs"]))
@@ -82,8 +119,16 @@ def test_leakage_report_on_cuda_matches_cpu(trained):
 
 
 def test_canary_exposure_on_cuda_matches_cpu(trained):
-    cpu, gpu = _both(trained, "exposure", "exposure", "--model", str(trained["model"]), "--canaries",
-                     str(trained["canaries"]), "--quiet")
+    cpu, gpu = _both(
+        trained,
+        "exposure",
+        "exposure",
+        "--model",
+        str(trained["model"]),
+        "--canaries",
+        str(trained["canaries"]),
+        "--quiet",
+    )
     a, b = pd.read_parquet(cpu / "exposure.parquet"), pd.read_parquet(gpu / "exposure.parquet")
     assert list(a["secret"]) == list(b["secret"])
     assert np.abs(a["exposure_bits"].to_numpy() - b["exposure_bits"].to_numpy()).max() < 0.05
@@ -91,8 +136,20 @@ def test_canary_exposure_on_cuda_matches_cpu(trained):
 
 
 def test_membership_inference_on_cuda_matches_cpu(trained):
-    cpu, gpu = _both(trained, "mia", "mia", "--model", str(trained["model"]), "--members", str(trained["in"]),
-                     "--non-members", str(trained["out"]), "--group-size", "0", "--quiet")
+    cpu, gpu = _both(
+        trained,
+        "mia",
+        "mia",
+        "--model",
+        str(trained["model"]),
+        "--members",
+        str(trained["in"]),
+        "--non-members",
+        str(trained["out"]),
+        "--group-size",
+        "0",
+        "--quiet",
+    )
     sa, sb = (json.loads((d / "summary.json").read_text()) for d in (cpu, gpu))
     assert sa["auc"] == pytest.approx(sb["auc"], abs=1e-6)
     for ra, rb in zip(sa["metrics"], sb["metrics"], strict=True):  # every feature's AUC
@@ -101,9 +158,23 @@ def test_membership_inference_on_cuda_matches_cpu(trained):
 
 
 def test_pii_probing_on_cuda_matches_cpu(trained):
-    cpu, gpu = _both(trained, "probe", "probe", "run", "--model", str(trained["model"]), "--subjects",
-                     str(trained["subjects"]), "--targets", "phone,email", "--templates", "2", "--beams", "3",
-                     "--quiet")
+    cpu, gpu = _both(
+        trained,
+        "probe",
+        "probe",
+        "run",
+        "--model",
+        str(trained["model"]),
+        "--subjects",
+        str(trained["subjects"]),
+        "--targets",
+        "phone,email",
+        "--templates",
+        "2",
+        "--beams",
+        "3",
+        "--quiet",
+    )
     a, b = pd.read_parquet(cpu / "likelihoods.parquet"), pd.read_parquet(gpu / "likelihoods.parquet")
     for c in ("likelihood", "null_likelihood"):
         assert np.allclose(np.log(a[c]), np.log(b[c]), atol=1e-3), c

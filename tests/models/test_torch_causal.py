@@ -107,7 +107,11 @@ def test_batch_decoding_equals_decoding_one_by_one():
     from lmleak.models.small import build_tokenizer
     from lmleak.models.tokenizer import HFTokenizer
 
-    texts = ["Hello there, Ann Lee <ann.lee@example.org>", "  call (201) 555-0142\n> quoted", "naïve café ünïcode"]
+    texts = [
+        "Hello there, Ann Lee <ann.lee@example.org>",
+        "  call (201) 555-0142\n> quoted",
+        "naïve café ünïcode",
+    ]
     tok = HFTokenizer(build_tokenizer(texts * 5, kind="bpe", vocab_size=300))
     ids = [tok.encode(t) for t in texts]
     rows = [r[a:b] for r in ids for a in range(0, len(r), 5) for b in (a + 3, len(r))] + [[]]
@@ -115,9 +119,15 @@ def test_batch_decoding_equals_decoding_one_by_one():
 
 
 @settings(max_examples=10, deadline=None)
-@given(lengths=st.lists(st.integers(1, 12), min_size=1, max_size=5), beams=st.integers(1, 3),
-       steps=st.integers(1, 6), batch_tokens=st.integers(16, 200))
-def test_batched_beam_search_equals_one_prompt_at_a_time(tiny_gpt2, id_tokenizer, lengths, beams, steps, batch_tokens):
+@given(
+    lengths=st.lists(st.integers(1, 12), min_size=1, max_size=5),
+    beams=st.integers(1, 3),
+    steps=st.integers(1, 6),
+    batch_tokens=st.integers(16, 200),
+)
+def test_batched_beam_search_equals_one_prompt_at_a_time(
+    tiny_gpt2, id_tokenizer, lengths, beams, steps, batch_tokens
+):
     rng = np.random.default_rng(sum(lengths) + beams)
     lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="b", max_length=32, batch_tokens=batch_tokens)
     prompts = [[1, *rng.integers(3, 64, size=n).tolist()] for n in lengths]

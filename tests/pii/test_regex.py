@@ -142,8 +142,21 @@ def test_overlap_resolution_by_neighbours_equals_scanning_every_kept_span():
     from lmleak.pii.regex import RegexDetector
 
     rng = random.Random(0)
-    pieces = ["jane.doe7@example.org", "(201) 555-0142", "555-0142", "ORD-12345678", "123456", "Dear Ann Lee",
-              "10 Main St, Springfield, IL 62701", "12/03/2024", "192.168.0.1", " ", ", ", "x", "\n"]
+    pieces = [
+        "jane.doe7@example.org",
+        "(201) 555-0142",
+        "555-0142",
+        "ORD-12345678",
+        "123456",
+        "Dear Ann Lee",
+        "10 Main St, Springfield, IL 62701",
+        "12/03/2024",
+        "192.168.0.1",
+        " ",
+        ", ",
+        "x",
+        "\n",
+    ]
     d = RegexDetector()
     for _ in range(200):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))

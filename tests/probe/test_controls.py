@@ -32,9 +32,17 @@ def test_wilcoxon_on_raw_likelihoods_differs_from_log_likelihoods_as_by_hand():
 
 def _rows(subject, member_like):
     lik, null = (0.5, 0.01) if member_like else (0.01, 0.01)
-    return ({"subject_id": subject, "target_type": "email", "likelihood": lik, "null_likelihood": null,
-             "log_likelihood": math.log(lik), "null_log_likelihood": math.log(null)},
-            {"subject_id": subject, "target_type": "email", "exact_match": member_like})
+    return (
+        {
+            "subject_id": subject,
+            "target_type": "email",
+            "likelihood": lik,
+            "null_likelihood": null,
+            "log_likelihood": math.log(lik),
+            "null_log_likelihood": math.log(null),
+        },
+        {"subject_id": subject, "target_type": "email", "exact_match": member_like},
+    )
 
 
 def test_groups_report_members_and_controls_side_by_side_where_a_pooled_test_would_blur_them():
@@ -60,9 +68,15 @@ def test_groups_report_members_and_controls_side_by_side_where_a_pooled_test_wou
     ("generated", "expected"),
     [
         # two numbers: 201 is not the area code of 555-0142 (the old metric joined their digits)
-        ("call 201 or 555-0142", {"area_code": False, "first_7": False, "edit_le_2": False, "edit_le_3": True}),
+        (
+            "call 201 or 555-0142",
+            {"area_code": False, "first_7": False, "edit_le_2": False, "edit_le_3": True},
+        ),
         ("(201) 555-0142.", {"area_code": True, "first_9": True, "edit_le_1": True}),
-        ("tel +1 201 555 0142", {"area_code": True, "first_9": True, "edit_le_1": True}),  # a window skips the +1
+        (
+            "tel +1 201 555 0142",
+            {"area_code": True, "first_9": True, "edit_le_1": True},
+        ),  # a window skips the +1
         ("201-555-0143 or 303-555-0142", {"area_code": True, "first_9": True, "edit_le_1": True}),
         ("no number here", {"area_code": False, "edit_le_3": False}),
     ],

@@ -33,9 +33,11 @@ def test_each_format_links_the_name_to_the_email(text, pair):
 
 
 def test_a_signature_block_links_phone_and_address_and_stops_at_a_blank_line():
-    text = ("Thanks,\nAnn\n\n-- \nAnn Lee\nRelease Manager, Acme Corp\nTel: (201) 555-0142\n"
-            "12 Oak Street, Springfield, IL 62701\n\nOn Mon, Bob Roe <bob@example.com> wrote:\n> -- \n"
-            "> Bob Roe\n> +1 303 555 0199\n")
+    text = (
+        "Thanks,\nAnn\n\n-- \nAnn Lee\nRelease Manager, Acme Corp\nTel: (201) 555-0142\n"
+        "12 Oak Street, Springfield, IL 62701\n\nOn Mon, Bob Roe <bob@example.com> wrote:\n> -- \n"
+        "> Bob Roe\n> +1 303 555 0199\n"
+    )
     links = find_links(text)
     assert links.phones == [("Ann Lee", "(201) 555-0142"), ("Bob Roe", "+1 303 555 0199")]
     assert links.addresses == [("Ann Lee", "12 Oak Street, Springfield, IL 62701")]
@@ -69,7 +71,9 @@ def test_probe_build_meets_precision_and_recall_on_synth_mail(tmp_path):
 def test_the_cli_writes_subjects_with_every_field_and_how_often_it_was_seen(tmp_path):
     paths = synthesize(tmp_path / "mail", scale=0.05, seed=1)
     out = tmp_path / "subjects.jsonl"
-    res = CliRunner().invoke(app, ["probe", "build", "--corpus", str(paths["corpus"]), "--out", str(out), "--json"])
+    res = CliRunner().invoke(
+        app, ["probe", "build", "--corpus", str(paths["corpus"]), "--out", str(out), "--json"]
+    )
     assert res.exit_code == 0, res.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows and all({"name", "email", "phone", "address", "seen"} <= set(r) for r in rows)

@@ -13,8 +13,12 @@ from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
 from lmleak.probe.templates import load_templates
 
-PEOPLE = [("Ann Lee", "ann.lee@example.org", "(201) 555-0142"), ("Bob Roe", "bob@example.com", "(303) 555-0199"),
-          ("Cy Dee", "cy.dee@example.net", "(404) 555-0123"), ("Di Fox", "dfox@example.org", "(505) 555-0177")]
+PEOPLE = [
+    ("Ann Lee", "ann.lee@example.org", "(201) 555-0142"),
+    ("Bob Roe", "bob@example.com", "(303) 555-0199"),
+    ("Cy Dee", "cy.dee@example.net", "(404) 555-0123"),
+    ("Di Fox", "dfox@example.org", "(505) 555-0177"),
+]
 
 
 class CharTokenizer:
@@ -30,7 +34,9 @@ class CharTokenizer:
 def _mail() -> list[str]:
     docs = []
     for i, (name, email, phone) in enumerate(PEOPLE * 3):
-        docs.append(f"From: {name} <{email}>\nSubject: build {i}\n\nThe build fails again.\n\n-- \n{name}\n{phone}\n")
+        docs.append(
+            f"From: {name} <{email}>\nSubject: build {i}\n\nThe build fails again.\n\n-- \n{name}\n{phone}\n"
+        )
     return docs
 
 
@@ -42,7 +48,9 @@ def _char_model(texts: list[str]) -> FakeLM:
 
 def test_mined_templates_reproduce_the_corpus_formats():
     corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(_mail())])
-    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    subjects = [
+        {"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)
+    ]
     mined = mine_templates(corpus, subjects)
     assert mined["email"][0].template == "From: {name} <" and mined["email"][0].support == 4
     assert mined["email"][0].precision == 1.0
@@ -52,23 +60,59 @@ def test_mined_templates_reproduce_the_corpus_formats():
 def test_a_memorising_model_leaks_more_through_mined_templates_than_the_appendix_ones(tmp_path):
     texts = _mail()
     corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(texts)])
-    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    subjects = [
+        {"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)
+    ]
     write_templates(mine_templates(corpus, subjects), tmp_path / "t.yaml")
     model = _char_model(texts)
-    mined = run_probe(model, subjects, tmp_path / "mined", targets=("email",), level="twin", k=1, beams=2,
-                      templates=load_templates(tmp_path / "t.yaml"), figures=False, budgets={"email": 24})
-    paper = run_probe(model, subjects, tmp_path / "paper", targets=("email",), level="twin", k=1, beams=2,
-                      figures=False, budgets={"email": 24})
+    mined = run_probe(
+        model,
+        subjects,
+        tmp_path / "mined",
+        targets=("email",),
+        level="twin",
+        k=1,
+        beams=2,
+        templates=load_templates(tmp_path / "t.yaml"),
+        figures=False,
+        budgets={"email": 24},
+    )
+    paper = run_probe(
+        model,
+        subjects,
+        tmp_path / "paper",
+        targets=("email",),
+        level="twin",
+        k=1,
+        beams=2,
+        figures=False,
+        budgets={"email": 24},
+    )
     assert mined["pii_exact_match"] == 1.0
     assert paper["pii_exact_match"] < mined["pii_exact_match"]
 
 
 def test_the_cli_writes_a_templates_file_that_probe_run_reads(tmp_path):
-    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"user_id": f"u{i % 4}", "text": t}) + "\n"
-                                              for i, t in enumerate(_mail())))
-    (tmp_path / "s.jsonl").write_text("".join(json.dumps({"name": n, "email": e}) + "\n" for n, e, _ in PEOPLE))
-    res = CliRunner().invoke(app, ["probe", "templates", "--corpus", str(tmp_path / "c.jsonl"), "--subjects",
-                                   str(tmp_path / "s.jsonl"), "--out", str(tmp_path / "t.yaml"), "--json"])
+    (tmp_path / "c.jsonl").write_text(
+        "".join(json.dumps({"user_id": f"u{i % 4}", "text": t}) + "\n" for i, t in enumerate(_mail()))
+    )
+    (tmp_path / "s.jsonl").write_text(
+        "".join(json.dumps({"name": n, "email": e}) + "\n" for n, e, _ in PEOPLE)
+    )
+    res = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "templates",
+            "--corpus",
+            str(tmp_path / "c.jsonl"),
+            "--subjects",
+            str(tmp_path / "s.jsonl"),
+            "--out",
+            str(tmp_path / "t.yaml"),
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert load_templates(tmp_path / "t.yaml")["email"][0] == "From: {name} <"
 
@@ -78,7 +122,9 @@ def test_mined_templates_carry_the_budget_their_values_need(tmp_path):
     from lmleak.probe.templates import MAX_NEW_TOKENS, load_template_budgets
 
     corpus = Corpus([Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(_mail())])
-    subjects = [{"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)]
+    subjects = [
+        {"subject_id": f"s{i}", "name": n, "email": e, "phone": p} for i, (n, e, p) in enumerate(PEOPLE)
+    ]
     mined = mine_templates(corpus, subjects)
     # by hand: "-- \n{name}\n" is followed directly by the phone: the gap is the phone's own length
     assert mined["phone"][0].gap_chars == len("(201) 555-0142")

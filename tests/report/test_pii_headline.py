@@ -46,8 +46,9 @@ def _ledger(leaks: dict[int, list[tuple[str, str]]]) -> Ledger:
 
 
 def test_a_sequence_holding_part_of_an_email_counts_as_leaked_email_and_short_fragments_apart():
-    ledger = _ledger({0: [("ann.lee@exa", "EMAIL")], 1: [("555-0142", "PHONE"), ("201", "PHONE")],
-                      2: [("personal", "")]})
+    ledger = _ledger(
+        {0: [("ann.lee@exa", "EMAIL")], 1: [("555-0142", "PHONE"), ("201", "PHONE")], 2: [("personal", "")]}
+    )
     seqs, _, by_k = report_from_ledger(ledger, CharTokenizer(), ReportConfig(ks=(1,), min_tokens=5))
     types = dict(zip(seqs["text"], seqs["pii_types"], strict=True))
     assert list(types["ann.lee@exa"]) == ["EMAIL"]  # the rest of the address follows the sequence
@@ -76,11 +77,17 @@ def test_without_a_pii_policy_leaked_pii_is_unknown_not_zero():
 
     from lmleak.report.metrics import metrics_for_k
 
-    seqs = pd.DataFrame({
-        "users_in_d": [1, 1, 2], "users_in_s": [1, 1, 2], "count_in_s": [1, 1, 2], "length_tokens": [9, 6, 4],
-        "pii_types": [None, None, None], "user_ids": [["u1"], ["u2"], ["u1", "u2"]],
-        "perplexity_ratio": [float("nan")] * 3,
-    })
+    seqs = pd.DataFrame(
+        {
+            "users_in_d": [1, 1, 2],
+            "users_in_s": [1, 1, 2],
+            "count_in_s": [1, 1, 2],
+            "length_tokens": [9, 6, 4],
+            "pii_types": [None, None, None],
+            "user_ids": [["u1"], ["u2"], ["u1", "u2"]],
+            "perplexity_ratio": [float("nan")] * 3,
+        }
+    )
     m = metrics_for_k(seqs, t=1.0, p=None, min_tokens=5)
     # a gate reads None as "not measured" and fails; 0 would have passed a --max-pii-unique 0 gate
     assert m["pii_unique_sequences"] is None and m["pii_unique_sequences_total"] is None

@@ -31,7 +31,11 @@ def fake_trainer(monkeypatch, tmp_path):
         from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model
 
         calls.append((corpus, config))
-        tok = tokenizer if tokenizer is not None else build_tokenizer(corpus.texts(), kind="word", vocab_size=100)
+        tok = (
+            tokenizer
+            if tokenizer is not None
+            else build_tokenizer(corpus.texts(), kind="word", vocab_size=100)
+        )
         save_small_model(
             new_small_gpt(len(tok), SmallGPTConfig(n_positions=32, n_embd=16, n_layer=1, n_head=2)),
             tok,

@@ -33,7 +33,10 @@ class CountingPublic:
 def _messages(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     words = [f"w{i}" for i in range(300)]
-    return [" ".join(rng.choice(words) for _ in range(40)) + f" -- user{i % 7} <u{i % 7}@example.org>" for i in range(n)]
+    return [
+        " ".join(rng.choice(words) for _ in range(40)) + f" -- user{i % 7} <u{i % 7}@example.org>"
+        for i in range(n)
+    ]
 
 
 def _work(docs: list[str], model: FakeLM, public: FakeLM, tmp_path) -> tuple[int, int, int]:
@@ -43,8 +46,16 @@ def _work(docs: list[str], model: FakeLM, public: FakeLM, tmp_path) -> tuple[int
     occ = occurrences(ledger, [1])
     texts = SpanTexts(ledger, model.tokenizer, 16)
     counting = CountingPublic(public)
-    sequence_features(ledger, occ, index, model.tokenizer, public_model=counting, public_scope="all",
-                      context_tokens=16, texts=texts)
+    sequence_features(
+        ledger,
+        occ,
+        index,
+        model.tokenizer,
+        public_model=counting,
+        public_scope="all",
+        context_tokens=16,
+        texts=texts,
+    )
     return texts.decoded_tokens, counting.tokens, len(occ)
 
 

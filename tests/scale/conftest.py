@@ -25,7 +25,9 @@ def save_model(out, texts, seed=0):
     from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model
 
     tok = build_tokenizer(texts, kind="word", vocab_size=200)
-    module = new_small_gpt(len(tok), SmallGPTConfig(n_positions=64, n_embd=32, n_layer=1, n_head=2), seed=seed)
+    module = new_small_gpt(
+        len(tok), SmallGPTConfig(n_positions=64, n_embd=32, n_layer=1, n_head=2), seed=seed
+    )
     return save_small_model(module, tok, out)
 
 

@@ -15,7 +15,20 @@ def _report(root, corpus, model, name, *extra):
     out = root / name
     res = CliRunner().invoke(
         app,
-        ["report", "--model", str(model), "--corpus", str(corpus), "--out", str(out), "--k", "1", "3", "--json", *extra],
+        [
+            "report",
+            "--model",
+            str(model),
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+            "--k",
+            "1",
+            "3",
+            "--json",
+            *extra,
+        ],
     )
     assert res.exit_code == 0, res.output
     return out

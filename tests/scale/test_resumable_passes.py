@@ -36,7 +36,9 @@ def test_run_rows_resumes_after_an_interruption_and_redoes_nothing_complete(tmp_
     calls.clear()
     assert run_rows(items, work, tmp_path / "p", fingerprint="f", shard_size=3) == rows and calls == []
     # other settings: the stale pass is replaced, not mixed in
-    assert [r["x"] for r in run_rows(items[:4], work, tmp_path / "p", fingerprint="g", shard_size=3)] == items[:4]
+    assert [
+        r["x"] for r in run_rows(items[:4], work, tmp_path / "p", fingerprint="g", shard_size=3)
+    ] == items[:4]
 
 
 def _fail_on_call(monkeypatch, module, name, n):
@@ -64,10 +66,13 @@ def test_membership_scoring_resumes(tmp_path, monkeypatch):
     want = membership.evaluate_membership(lm, mem, non, num_per_side=30, group_size=5)
     count = _fail_on_call(monkeypatch, membership, "text_scores", 3)
     with pytest.raises(Boom):
-        membership.evaluate_membership(lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w", shard_size=8)
+        membership.evaluate_membership(
+            lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w", shard_size=8
+        )
     monkeypatch.undo()
-    got = membership.evaluate_membership(lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w",
-                                         shard_size=8)
+    got = membership.evaluate_membership(
+        lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w", shard_size=8
+    )
     assert count["n"] == 3
     pd.testing.assert_frame_equal(got.scores, want.scores, check_exact=False, rtol=1e-9)
     pd.testing.assert_frame_equal(got.metrics, want.metrics, check_exact=False, rtol=1e-9)
@@ -109,7 +114,9 @@ def test_probing_resumes(tmp_path, monkeypatch):
     resumed = probing.run_probe(lm, subjects, tmp_path / "resumed", **opts)
     assert resumed["targets"] == whole["targets"]
     for name in ("likelihoods.parquet", "generations.parquet"):
-        pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "resumed" / name), pd.read_parquet(tmp_path / "whole" / name))
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(tmp_path / "resumed" / name), pd.read_parquet(tmp_path / "whole" / name)
+        )
 
 
 def test_exposure_ranks_resume(tmp_path, monkeypatch):
@@ -117,11 +124,17 @@ def test_exposure_ranks_resume(tmp_path, monkeypatch):
 
     from lmleak.models.fake import FakeLM
 
-    exposure = importlib.import_module("lmleak.attacks.exposure")  # the package also exports a function of that name
+    exposure = importlib.import_module(
+        "lmleak.attacks.exposure"
+    )  # the package also exports a function of that name
 
-    lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["My ID is: 777777"] * 3 + ["My ID is: 120000"], order=4)
-    canaries = [{"prefix": "My ID is: ", "secret": s, "repeats": 1, "user_id": f"u{i}"}
-                for i, s in enumerate(["123456", "777777", "000001", "120000", "555555"])]
+    lm = FakeLM.from_texts(
+        ["My ID is: 123456"] * 20 + ["My ID is: 777777"] * 3 + ["My ID is: 120000"], order=4
+    )
+    canaries = [
+        {"prefix": "My ID is: ", "secret": s, "repeats": 1, "user_id": f"u{i}"}
+        for i, s in enumerate(["123456", "777777", "000001", "120000", "555555"])
+    ]
     want = exposure.measure_exposure(lm, canaries)
     count = _fail_on_call(monkeypatch, exposure, "exact_ranks", 2)
     with pytest.raises(Boom):
@@ -133,21 +146,26 @@ def test_exposure_ranks_resume(tmp_path, monkeypatch):
     assert np.allclose([g.logppl for g in got], [w.logppl for w in want])
 
 
-
 def test_exposure_shards_fill_by_decreasing_cost_and_rank_as_one_search(tmp_path, monkeypatch):
     import importlib
 
     from lmleak.models.fake import FakeLM
 
     exposure = importlib.import_module("lmleak.attacks.exposure")
-    lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["My ID is: 777777"] * 3 + ["My ID is: 120000"], order=4)
+    lm = FakeLM.from_texts(
+        ["My ID is: 123456"] * 20 + ["My ID is: 777777"] * 3 + ["My ID is: 120000"], order=4
+    )
     # memorised and unmemorised canaries interleaved: shards in input order would each hold a costly one
     secrets = ["123456", "000001", "777777", "555555", "120000", "909090"]
     canaries = [{"prefix": "My ID is: ", "secret": s} for s in secrets]
     want = exposure.measure_exposure(lm, canaries)
     chunks: list[list[str]] = []
     real = exposure.exact_ranks
-    monkeypatch.setattr(exposure, "exact_ranks", lambda m, sp, chunk, **kw: (chunks.append(list(chunk)), real(m, sp, chunk, **kw))[1])
+    monkeypatch.setattr(
+        exposure,
+        "exact_ranks",
+        lambda m, sp, chunk, **kw: (chunks.append(list(chunk)), real(m, sp, chunk, **kw))[1],
+    )
     got = exposure.measure_exposure(lm, canaries, work_dir=tmp_path / "w", shard_size=2)
     fmt = exposure.CanaryFormat.infer("My ID is: ", "123456", None)
     cost = dict(zip(secrets, exposure.string_costs(lm, fmt, secrets), strict=True))

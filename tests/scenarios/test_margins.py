@@ -134,6 +134,7 @@ def test_cli_margins_json_prints_table3(tmp_path):
 
 # --- uncertainty of ratios and margins (issue 15, item 7) -------------------------------------
 
+
 def _score_test_accepts(p: float, correct: int, valid: int, z: float) -> bool:
     """The score test the Wilson interval inverts: |p_hat - p| <= z * sqrt(p (1 - p) / n)."""
     return abs(correct / valid - p) <= z * ((p * (1 - p) / valid) ** 0.5) + 1e-12
@@ -175,7 +176,9 @@ def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
     assert m["margin"] == -1.0 and m["violation"] and m["significant"] is False
     assert small["all_nonnegative"] is False and small["significant_violations"] == 0
     # the same inversion measured on 100x the data is real
-    big = margins_table({"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}})
+    big = margins_table(
+        {"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}}
+    )
     assert big["margins"][0]["significant"] is True and big["significant_violations"] == 1
     assert big["ratio_intervals"]["K+"][0] < 3.0 < big["ratio_intervals"]["K+"][1]
 
@@ -186,8 +189,12 @@ def test_the_html_greys_out_margins_whose_interval_contains_zero():
 
     res = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     assert _margin_colour(res["margins"][0]) == "#b8bcc6"
-    big = margins_table({"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}})
+    big = margins_table(
+        {"K+": {"valid": 100_000, "correct": 3_000}, "K-": {"valid": 100_000, "correct": 4_000}}
+    )
     assert _margin_colour(big["margins"][0]) == "#b42318"
     bars = _margin_error_bars(big["margins"])
     m = big["margins"][0]
-    assert bars["array"][0] == m["ci_high"] - m["margin"] and bars["arrayminus"][0] == m["margin"] - m["ci_low"]
+    assert (
+        bars["array"][0] == m["ci_high"] - m["margin"] and bars["arrayminus"][0] == m["margin"] - m["ci_low"]
+    )

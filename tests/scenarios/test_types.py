@@ -163,7 +163,11 @@ def test_kart_run_computes_ratios_from_prediction_files(tmp_path):
     assert d["ratios"] == {"K+A+": 50.0, "K-A+": 0.0}
     (m,) = d["margins"]
     assert {k: m[k] for k in ("anchor", "weakened", "factor", "margin", "violation")} == {
-        "anchor": "K+A+", "weakened": "K-A+", "factor": "K", "margin": 50.0, "violation": False
+        "anchor": "K+A+",
+        "weakened": "K-A+",
+        "factor": "K",
+        "margin": 50.0,
+        "violation": False,
     }
     # 1 of 2 against 0 of 1: far too few predictions for a 50-point margin to mean anything
     assert m["ci_low"] < 0 < m["ci_high"] and m["significant"] is False

@@ -14,7 +14,7 @@ from lmleak.cli.main import app
 from lmleak.errors import ConfigError
 from lmleak.safe_yaml import MAX_ALIASES, load_yaml
 
-LAUGHS = "lol: &a [\"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\", \"lol\"]\n" + "".join(
+LAUGHS = 'lol: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]\n' + "".join(
     f"{c}: &{c} [{', '.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
 )
 
@@ -36,8 +36,12 @@ def _write(project, data, name="audit.yaml"):
 
 
 def _base(**analyses):
-    return {"out": "run", "corpus": {"path": "corpus.jsonl"}, "models": [{"name": "m", "path": "model"}],
-            "analyses": analyses or {"report": {"k": [1]}}}
+    return {
+        "out": "run",
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "m", "path": "model"}],
+        "analyses": analyses or {"report": {"k": [1]}},
+    }
 
 
 def test_a_billion_laughs_fails_fast_without_echoing_the_document(project):
@@ -93,7 +97,11 @@ def test_alias_bombs_in_templates_and_scenario_files_fail_too(project):
         ({"probe": {"templates": 0, "subjects": "corpus.jsonl"}}, "analyses.probe.templates", ">= 1"),
         ({"exposure": {"canaries": "missing.jsonl"}}, "analyses.exposure.canaries", "does not exist"),
         ({"probe": {"subjects": "nobody.jsonl"}}, "analyses.probe.subjects", "does not exist"),
-        ({"mia": {"members": "no.jsonl", "non_members": "corpus.jsonl"}}, "analyses.mia.members", "does not exist"),
+        (
+            {"mia": {"members": "no.jsonl", "non_members": "corpus.jsonl"}},
+            "analyses.mia.members",
+            "does not exist",
+        ),
     ],
 )
 def test_every_wrong_value_names_file_key_and_rule_before_any_work(project, analyses, key, rule):
@@ -125,15 +133,29 @@ def test_files_and_models_must_exist(project, change, key, rule):
 
 
 def test_a_valid_config_loads(project):
-    cfg = load_config(_write(project, _base(report={"k": [1, 3], "t": 0, "p": 0}, exposure={"canaries": "canaries.jsonl"})))
+    cfg = load_config(
+        _write(project, _base(report={"k": [1, 3], "t": 0, "p": 0}, exposure={"canaries": "canaries.jsonl"}))
+    )
     assert cfg.analyses.report.k == [1, 3] and cfg.analyses.exposure.canaries == "canaries.jsonl"
     assert load_config(_write(project, {**_base(), "public_model": "leave-out"})).public_model == "leave-out"
 
 
 @pytest.mark.parametrize(("flag", "value"), [("--t", "-0.5"), ("--t", "nan"), ("--p", "-1"), ("--k", "0")])
 def test_the_report_command_checks_its_ranges_before_loading_anything(tmp_path, flag, value):
-    res = CliRunner().invoke(app, ["report", "--model", str(tmp_path / "no-model"), "--corpus", str(tmp_path / "none.jsonl"),
-                                   "--out", str(tmp_path / "run"), flag, value])
+    res = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--model",
+            str(tmp_path / "no-model"),
+            "--corpus",
+            str(tmp_path / "none.jsonl"),
+            "--out",
+            str(tmp_path / "run"),
+            flag,
+            value,
+        ],
+    )
     assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
     assert flag.lstrip("-") in res.output and ">= " in res.output
     assert not (tmp_path / "run").exists()
@@ -141,11 +163,30 @@ def test_the_report_command_checks_its_ranges_before_loading_anything(tmp_path, 
 
 # every leaf of the audit config, and a value of each YAML type for it
 LEAVES = [
-    "out", "public_model", "device", "corpus.path", "corpus.format", "corpus.text_field", "corpus.skip_bad_rows",
-    "models.0.name", "models.0.path", "analyses.report.k", "analyses.report.t", "analyses.report.p",
-    "analyses.report.public_context_tokens", "analyses.report.public_occurrences", "analyses.report.pii_policy",
-    "analyses.report.min_tokens", "analyses.exposure.canaries", "analyses.mia.group_size", "analyses.probe.level",
-    "analyses.probe.templates", "analyses.probe.shots", "analyses.probe.beams", "analyses.kart", "render.show_text",
+    "out",
+    "public_model",
+    "device",
+    "corpus.path",
+    "corpus.format",
+    "corpus.text_field",
+    "corpus.skip_bad_rows",
+    "models.0.name",
+    "models.0.path",
+    "analyses.report.k",
+    "analyses.report.t",
+    "analyses.report.p",
+    "analyses.report.public_context_tokens",
+    "analyses.report.public_occurrences",
+    "analyses.report.pii_policy",
+    "analyses.report.min_tokens",
+    "analyses.exposure.canaries",
+    "analyses.mia.group_size",
+    "analyses.probe.level",
+    "analyses.probe.templates",
+    "analyses.probe.shots",
+    "analyses.probe.beams",
+    "analyses.kart",
+    "render.show_text",
 ]
 
 
@@ -162,13 +203,24 @@ def test_every_key_with_every_wrong_type_fails_before_any_work_naming_file_and_k
     from hypothesis import HealthCheck, given, settings
     from hypothesis import strategies as st
 
-    values = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=True), st.text(max_size=6),
-                       st.lists(st.integers(-2, 3), max_size=3), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+    values = st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(-5, 5),
+        st.floats(allow_nan=True),
+        st.text(max_size=6),
+        st.lists(st.integers(-2, 3), max_size=3),
+        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+    )
 
     @settings(max_examples=50, derandomize=True, deadline=None, suppress_health_check=list(HealthCheck))
     @given(leaf=st.sampled_from(LEAVES), value=values)
     def check(leaf, value):
-        doc = _with({**_base(), "analyses": {"report": {}, "mia": {}, "probe": {"subjects": "corpus.jsonl"}}}, leaf, value)
+        doc = _with(
+            {**_base(), "analyses": {"report": {}, "mia": {}, "probe": {"subjects": "corpus.jsonl"}}},
+            leaf,
+            value,
+        )
         cfg = project / "fuzz.yaml"
         cfg.write_text(yaml.safe_dump(doc))
         try:
@@ -180,7 +232,9 @@ def test_every_key_with_every_wrong_type_fails_before_any_work_naming_file_and_k
             assert f"'{key}'" in msg or f"'{key.rsplit('.', 1)[0]}'" in msg, (leaf, value, msg)
             assert "\n" not in msg
         else:  # accepted: then the value is one the stages can use
-            assert isinstance(loaded.out, str) and all(isinstance(k, int) and k >= 1 for k in loaded.analyses.report.k)
+            assert isinstance(loaded.out, str) and all(
+                isinstance(k, int) and k >= 1 for k in loaded.analyses.report.k
+            )
         assert not (project / "run").exists()
 
     check()

@@ -26,7 +26,11 @@ def _one_line_error(res, *words):
 
 
 def _env():
-    return {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""), "LMLEAK_QUIET": "1"}
+    return {
+        **os.environ,
+        "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "LMLEAK_QUIET": "1",
+    }
 
 
 def test_out_pointing_at_an_existing_file(tmp_path):
@@ -44,8 +48,11 @@ def test_a_truncated_safetensors_model(tmp_path):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     model_dir = tmp_path / "model"
-    GPT2LMHeadModel(GPT2Config(vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2, bos_token_id=1,
-                               eos_token_id=2)).save_pretrained(model_dir, safe_serialization=True)
+    GPT2LMHeadModel(
+        GPT2Config(
+            vocab_size=64, n_positions=32, n_embd=16, n_layer=1, n_head=2, bos_token_id=1, eos_token_id=2
+        )
+    ).save_pretrained(model_dir, safe_serialization=True)
     weights = model_dir / "model.safetensors"
     weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
     corpus = tmp_path / "c.jsonl"
@@ -61,9 +68,16 @@ def test_two_writers_of_one_run_directory_the_second_exits_at_once(tmp_path):
     cfg = tmp_path / "audit.yaml"
     cfg.write_text("out: run\ncorpus: {path: corpus.jsonl}\nmodels: [{name: m, path: model}]\n")
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time\nfrom lmleak.runs import open_run\n"
-         "with open_run(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n", str(tmp_path / "run")],
-        stdout=subprocess.PIPE, text=True, env=_env(),
+        [
+            sys.executable,
+            "-c",
+            "import sys, time\nfrom lmleak.runs import open_run\n"
+            "with open_run(sys.argv[1]):\n    print('held', flush=True)\n    time.sleep(60)\n",
+            str(tmp_path / "run"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=_env(),
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -84,7 +98,9 @@ def test_an_unexpected_exception_is_one_line_and_debug_shows_the_traceback(tmp_p
     monkeypatch.setattr(lmleak.audit.gate, "check_gate", broken)
     res = CliRunner().invoke(app, ["gate", str(tmp_path), "--max-unique", "1"])
     _one_line_error(res, "unexpected RuntimeError at ", "test_errors_exit2.py:", "--debug")
-    assert "kaboom" not in res.output  # an unexpected message may quote the data; only type and place are shown
+    assert (
+        "kaboom" not in res.output
+    )  # an unexpected message may quote the data; only type and place are shown
     res = CliRunner().invoke(app, ["--debug", "gate", str(tmp_path), "--max-unique", "1"])
     assert isinstance(res.exception, RuntimeError) and res.exit_code != 2
 
@@ -94,7 +110,9 @@ def test_debug_prints_the_traceback_of_a_user_error_in_a_real_process(tmp_path):
     plain = subprocess.run(args, capture_output=True, text=True, env=_env(), timeout=120)
     assert plain.returncode == 2 and "Traceback" not in plain.stderr
     assert len(plain.stderr.strip().splitlines()) == 1 and "not a run directory" in plain.stderr
-    debug = subprocess.run(args[:3] + ["--debug"] + args[3:], capture_output=True, text=True, env=_env(), timeout=120)
+    debug = subprocess.run(
+        args[:3] + ["--debug"] + args[3:], capture_output=True, text=True, env=_env(), timeout=120
+    )
     assert debug.returncode != 0 and "Traceback (most recent call last)" in debug.stderr
     assert "RunError" in debug.stderr
 
@@ -105,10 +123,18 @@ def test_a_model_folder_asking_for_remote_code_never_runs_it(tmp_path):
     model_dir.mkdir()
     marker = tmp_path / "code-ran"
     (model_dir / "modeling_evil.py").write_text(f"open({str(marker)!r}, 'w').write('pwned')\n")
-    (model_dir / "config.json").write_text(json.dumps({
-        "model_type": "evil", "architectures": ["EvilModel"],
-        "auto_map": {"AutoConfig": "modeling_evil.EvilConfig", "AutoModelForCausalLM": "modeling_evil.EvilModel"},
-    }))
+    (model_dir / "config.json").write_text(
+        json.dumps(
+            {
+                "model_type": "evil",
+                "architectures": ["EvilModel"],
+                "auto_map": {
+                    "AutoConfig": "modeling_evil.EvilConfig",
+                    "AutoModelForCausalLM": "modeling_evil.EvilModel",
+                },
+            }
+        )
+    )
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(json.dumps({"text": "1 2 3", "user_id": "u"}) + "\n")
     res = CliRunner().invoke(app, ["eval", "--model", str(model_dir), "--corpus", str(corpus)])

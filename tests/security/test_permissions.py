@@ -35,15 +35,32 @@ def _modes(root):
 def _assert_owner_only(root):
     entries = _modes(root)
     assert len(entries) > 2
-    bad = [(p, oct(m)) for p, m in entries
-           if (os.path.isdir(p) and m != 0o700) or (os.path.isfile(p) and m != 0o600)]
+    bad = [
+        (p, oct(m))
+        for p, m in entries
+        if (os.path.isdir(p) and m != 0o700) or (os.path.isfile(p) and m != 0o600)
+    ]
     assert not bad, bad
 
 
 def test_a_synth_corpus_through_the_cli_is_owner_only(tmp_path):
     out = tmp_path / "nested" / "synth"
-    res = CliRunner().invoke(app, ["synth", "customersim", "--out", str(out), "--users", "3", "--dialogs-per-user", "1",
-                                   "--canaries", "1", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "customersim",
+            "--out",
+            str(out),
+            "--users",
+            "3",
+            "--dialogs-per-user",
+            "1",
+            "--canaries",
+            "1",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert (out / "secrets.jsonl").exists()
     _assert_owner_only(tmp_path / "nested")
@@ -58,8 +75,12 @@ def test_a_report_run_its_html_and_plots_through_the_library_are_owner_only(tmp_
 
     texts = [f"user {i} wrote to u{i}@example.org about code {i * 7919 % 1000}" for i in range(8)]
     run = tmp_path / "runs" / "report"
-    run_report(FakeLM.from_texts(texts, order=2), Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
-               run, ReportConfig(ks=(1, 3)))
+    run_report(
+        FakeLM.from_texts(texts, order=2),
+        Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
+        run,
+        ReportConfig(ks=(1, 3)),
+    )
     render_report(run)
     hardening_study(run, None, [2.0])
     assert (run / "ledger").is_dir() and (run / "report.html").exists() and (run / "hardening.png").exists()
@@ -69,10 +90,14 @@ def test_a_report_run_its_html_and_plots_through_the_library_are_owner_only(tmp_
 def test_an_audit_run_with_its_log_through_the_cli_is_owner_only(tmp_path):
     texts = [f"user {i} wrote to u{i}@example.org about code {i * 7919 % 1000}" for i in range(8)]
     corpus = tmp_path / "corpus.jsonl"
-    corpus.write_text("".join(json.dumps({"text": t, "user_id": f"u{i}"}) + "\n" for i, t in enumerate(texts)))
+    corpus.write_text(
+        "".join(json.dumps({"text": t, "user_id": f"u{i}"}) + "\n" for i, t in enumerate(texts))
+    )
     cfg = tmp_path / "audit.yaml"
-    cfg.write_text(f"out: audits/run\ncorpus: {{path: corpus.jsonl}}\nmodels: [{{name: m, path: 'fake:{corpus}'}}]\n"
-                   "analyses: {report: {k: [1]}}\n")
+    cfg.write_text(
+        f"out: audits/run\ncorpus: {{path: corpus.jsonl}}\nmodels: [{{name: m, path: 'fake:{corpus}'}}]\n"
+        "analyses: {report: {k: [1]}}\n"
+    )
     res = CliRunner().invoke(app, ["audit", str(cfg), "--quiet"])
     assert res.exit_code == 0, res.output
     run = tmp_path / "audits" / "run"
@@ -85,10 +110,27 @@ def test_a_trained_model_is_owner_only(tmp_path):
     from lmleak.train.config import TrainConfig
     from lmleak.train.trainer import train_model
 
-    corpus = Corpus([Document(f"u{i % 3}", f"d{i}", f"call 555-01{i:02d} about the parser, said user {i}")
-                     for i in range(12)])
+    corpus = Corpus(
+        [
+            Document(f"u{i % 3}", f"d{i}", f"call 555-01{i:02d} about the parser, said user {i}")
+            for i in range(12)
+        ]
+    )
     out = tmp_path / "models" / "tiny"
-    train_model(corpus, out, TrainConfig(epochs=1, batch_size=4, seq_len=16, vocab_size=80, n_embd=16, n_head=2,
-                                         n_layer=1, holdout_users=0.0), progress=False)
+    train_model(
+        corpus,
+        out,
+        TrainConfig(
+            epochs=1,
+            batch_size=4,
+            seq_len=16,
+            vocab_size=80,
+            n_embd=16,
+            n_head=2,
+            n_layer=1,
+            holdout_users=0.0,
+        ),
+        progress=False,
+    )
     assert any(p.suffix == ".safetensors" for p in out.iterdir())
     _assert_owner_only(tmp_path / "models")

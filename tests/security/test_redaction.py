@@ -233,8 +233,20 @@ def test_redaction_refuses_what_would_leak(corpus, tmp_path, case):
 def test_a_redacted_run_is_not_rendered_with_text(corpus):
     root, corpus_path, _, _ = corpus
     run = root / "redacted-show-text"
-    assert _cli("report", "--model", f"fake:{corpus_path}", "--corpus", str(corpus_path), "--out", str(run),
-                "--redact", "--quiet").exit_code == 0
+    assert (
+        _cli(
+            "report",
+            "--model",
+            f"fake:{corpus_path}",
+            "--corpus",
+            str(corpus_path),
+            "--out",
+            str(run),
+            "--redact",
+            "--quiet",
+        ).exit_code
+        == 0
+    )
     res = CliRunner().invoke(app, ["render", str(run), "--show-text"])
     assert res.exit_code == 2 and "redacted" in res.output
     assert not (run / "report.html").exists()

@@ -23,8 +23,12 @@ def report_run(tmp_path):
 
     texts = [f"user {i} code {i * 7919 % 1000} and the word {i % 3}" for i in range(8)]
     run = tmp_path / "run"
-    run_report(FakeLM.from_texts(texts, order=2), Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
-               run, ReportConfig(ks=(1,)))
+    run_report(
+        FakeLM.from_texts(texts, order=2),
+        Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
+        run,
+        ReportConfig(ks=(1,)),
+    )
     return run
 
 
@@ -117,7 +121,9 @@ def test_a_nested_stage_summary_newer_than_the_run_summary_is_refused(report_run
     stage = report_run / "models" / "m" / "exposure"
     write_summary(stage, {"stage": "exposure"})
     t = (report_run / "summary.json").stat().st_mtime_ns
-    os.utime(stage / "summary.json", ns=(t + 10**9, t + 10**9))  # a stage re-ran; the audit summary was not rewritten
+    os.utime(
+        stage / "summary.json", ns=(t + 10**9, t + 10**9)
+    )  # a stage re-ran; the audit summary was not rewritten
     with pytest.raises(RunError, match=r"inconsistent: models/m/exposure/summary.json is newer"):
         check_run(report_run)
     (report_run / "hardening.parquet").touch()  # a study added to a finished run is not a stage output

@@ -43,8 +43,13 @@ def _start(tmp_path, out, slow):
     script = tmp_path / "cli.py"
     script.write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": SRC, "LMLEAK_QUIET": "1"}
-    return subprocess.Popen([sys.executable, str(script), "slowpass", str(out), str(slow)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
+    return subprocess.Popen(
+        [sys.executable, str(script), "slowpass", str(out), str(slow)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
 
 
 def _wait_for(proc, line):
@@ -77,7 +82,12 @@ def test_a_signal_finishes_the_shard_in_progress_prints_what_was_kept_and_how_to
     resumed = _start(tmp_path, out, slow=0.0)
     stdout, stderr = resumed.communicate(timeout=60)
     assert resumed.returncode == 0, stderr
-    assert [line for line in stdout.splitlines() if line.startswith("shard")] == ["shard 2", "shard 3", "shard 4", "shard 5"]
+    assert [line for line in stdout.splitlines() if line.startswith("shard")] == [
+        "shard 2",
+        "shard 3",
+        "shard 4",
+        "shard 5",
+    ]
     assert "rows [0, 1, 4, 9, 16, 25]" in stdout  # identical to an uninterrupted run
 
 

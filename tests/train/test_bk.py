@@ -12,9 +12,13 @@ from lmleak.train.plain import batch_tensors, forward_logits, sequence_losses
 
 def _model_and_batch(vocab: int = 50):
     torch.manual_seed(0)
-    model = new_small_gpt(vocab, SmallGPTConfig(n_positions=32, n_embd=16, n_layer=2, n_head=2), seed=0).train()
+    model = new_small_gpt(
+        vocab, SmallGPTConfig(n_positions=32, n_embd=16, n_layer=2, n_head=2), seed=0
+    ).train()
     ids = torch.randint(4, vocab, (5, 13))
-    ids[:, 3] = ids[:, 7]  # a token repeated within a sequence: the embedding's ghost norm must count the pair
+    ids[:, 3] = ids[
+        :, 7
+    ]  # a token repeated within a sequence: the embedding's ghost norm must count the pair
     lengths = torch.tensor([13, 10, 6, 13, 2])  # padding, and a sequence with one target token
     return model, batch_tensors(ids, lengths)
 
@@ -58,7 +62,9 @@ def test_parameters_and_hooks_are_back_to_normal_outside_capture():
         forward_logits(model, x, m)
     assert all(not r.inputs and not r.grads for r in bk.records)
     model.zero_grad()
-    sequence_losses(forward_logits(model, x, m), y).mean().backward()  # an ordinary step (CRT's public batches)
+    sequence_losses(
+        forward_logits(model, x, m), y
+    ).mean().backward()  # an ordinary step (CRT's public batches)
     assert all(p.grad is not None for p in model.parameters())
 
 
@@ -88,11 +94,24 @@ def test_same_privacy_accounting_as_opacus(tmp_path):
     from lmleak.train.config import TrainConfig
     from lmleak.train.trainer import train_model
 
-    corpus = Corpus([Document(f"u{i % 4}", f"d{i}", f"user {i % 4} says hello number {i} to the shop") for i in range(24)])
+    corpus = Corpus(
+        [Document(f"u{i % 4}", f"d{i}", f"user {i % 4} says hello number {i} to the shop") for i in range(24)]
+    )
     out = {}
     for clipping in ("bookkeeping", "ghost"):
-        cfg = TrainConfig(mode="dp", tokenizer_from_private=True, target_epsilon=3.0, epochs=2, batch_size=4, seq_len=16, vocab_size=60, n_embd=16,
-                          n_head=2, holdout_users=0.0, dp_clipping=clipping)
+        cfg = TrainConfig(
+            mode="dp",
+            tokenizer_from_private=True,
+            target_epsilon=3.0,
+            epochs=2,
+            batch_size=4,
+            seq_len=16,
+            vocab_size=60,
+            n_embd=16,
+            n_head=2,
+            holdout_users=0.0,
+            dp_clipping=clipping,
+        )
         out[clipping] = train_model(corpus, tmp_path / clipping, cfg, progress=False).privacy
     bk, ghost = out["bookkeeping"], out["ghost"]
     assert bk["clipping"] == "bookkeeping" and ghost["clipping"] == "ghost"

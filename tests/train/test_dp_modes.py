@@ -16,15 +16,29 @@ from lmleak.train.plain import batch_tensors, encode_chunks, forward_logits, seq
 from lmleak.train.trainer import build_module, train_model
 
 
-@pytest.mark.parametrize(("arch", "clipping"), [("gpt", "bookkeeping"), ("gpt", "ghost"), ("lstm", "bookkeeping")])
+@pytest.mark.parametrize(
+    ("arch", "clipping"), [("gpt", "bookkeeping"), ("gpt", "ghost"), ("lstm", "bookkeeping")]
+)
 def test_the_dp_gradient_is_per_sequence_clipping_by_hand(arch, clipping):
     """Noise 0: the DP update must equal sum_i clip_C(grad L_i) / expected batch size (Abadi et al.)."""
     from lmleak.models.small import build_tokenizer
     from lmleak.train.dp import DPStrategy
 
     texts = tiny_corpus(4, 2).texts()
-    cfg = TrainConfig(arch=arch, mode="dp", noise_multiplier=0.0, max_grad_norm=0.05, lr=0.0, batch_size=4,
-                      seq_len=12, vocab_size=40, n_embd=16, n_head=2, epochs=1, dp_clipping=clipping)
+    cfg = TrainConfig(
+        arch=arch,
+        mode="dp",
+        noise_multiplier=0.0,
+        max_grad_norm=0.05,
+        lr=0.0,
+        batch_size=4,
+        seq_len=12,
+        vocab_size=40,
+        n_embd=16,
+        n_head=2,
+        epochs=1,
+        dp_clipping=clipping,
+    )
     tok = build_tokenizer(texts, kind=cfg.tokenizer_kind, vocab_size=40)
     chunks = encode_chunks(texts, tok, cfg.seq_len)
     module = build_module(cfg, len(tok), tok)
@@ -37,7 +51,11 @@ def test_the_dp_gradient_is_per_sequence_clipping_by_hand(arch, clipping):
     strategy.setup(module, chunks, {})
     ids, lengths = chunks.ids[:5], chunks.lengths[:5]
     strategy.dp_step(ids, lengths)
-    got = [p.grad.clone() for p in getattr(strategy.module, "_module", strategy.module).parameters() if p.requires_grad]
+    got = [
+        p.grad.clone()
+        for p in getattr(strategy.module, "_module", strategy.module).parameters()
+        if p.requires_grad
+    ]
 
     x, m, y = batch_tensors(ids, lengths)
     params = [p for p in ref.parameters() if p.requires_grad]
@@ -61,15 +79,32 @@ def test_the_dp_gradient_is_per_sequence_clipping_by_hand(arch, clipping):
 
 @pytest.mark.parametrize("arch", ["gpt", "lstm"])
 def test_dp_training_records_an_accounted_epsilon(tmp_path, arch):
-    cfg = TrainConfig(arch=arch, mode="dp", tokenizer_from_private=True, noise_multiplier=1.0, epochs=1, batch_size=8, seq_len=16,
-                      vocab_size=50, n_embd=16, n_head=2)
+    cfg = TrainConfig(
+        arch=arch,
+        mode="dp",
+        tokenizer_from_private=True,
+        noise_multiplier=1.0,
+        epochs=1,
+        batch_size=8,
+        seq_len=16,
+        vocab_size=50,
+        n_embd=16,
+        n_head=2,
+    )
     res = train_model(tiny_corpus(8, 2), tmp_path, cfg)
     priv = json.loads((tmp_path / "privacy.json").read_text())
-    assert priv["mode"] == "dp" and priv["accountant"] == "prv" and math.isfinite(priv["epsilon"]) and priv["epsilon"] > 0
+    assert (
+        priv["mode"] == "dp"
+        and priv["accountant"] == "prv"
+        and math.isfinite(priv["epsilon"])
+        and priv["epsilon"] > 0
+    )
     assert priv["steps"] == res.privacy["steps"] >= 1 and 0 < priv["sample_rate"] <= 1
     from lmleak.train.accounting import epsilon_opacus
 
-    again = epsilon_opacus(priv["noise_multiplier"], priv["sample_rate"], priv["steps"], priv["delta"], accountant="prv")
+    again = epsilon_opacus(
+        priv["noise_multiplier"], priv["sample_rate"], priv["steps"], priv["delta"], accountant="prv"
+    )
     assert again == pytest.approx(priv["epsilon"], rel=1e-3)
     from lmleak.models.small import load_small_model
 
@@ -79,7 +114,9 @@ def test_dp_training_records_an_accounted_epsilon(tmp_path, arch):
 def _crt_corpora() -> tuple[Corpus, Corpus]:
     base = tiny_corpus(6, 2)
     public = Corpus([Document(d.user_id, d.doc_id + "-pub", d.text.split(" My ID")[0]) for d in base])
-    private = Corpus([Document(d.user_id, d.doc_id + "-pri", "My ID is: <MASK> and " + d.text[:30]) for d in base])
+    private = Corpus(
+        [Document(d.user_id, d.doc_id + "-pri", "My ID is: <MASK> and " + d.text[:30]) for d in base]
+    )
     return public, private
 
 
@@ -94,14 +131,26 @@ def test_crt_batches_are_all_public_or_all_private(tmp_path, monkeypatch):
         pub = {tuple(r.tolist()) for r in self.public.ids}
         pri = {tuple(r.tolist()) for r in self.private_chunks.ids}
         rows = [tuple(r.tolist()) for r in ids]
-        origin = {"public" if r in pub and r not in pri else "private" if r in pri and r not in pub else "both" for r in rows}
+        origin = {
+            "public" if r in pub and r not in pri else "private" if r in pri and r not in pub else "both"
+            for r in rows
+        }
         seen.append((kind, ",".join(sorted(origin))))
         return original(self, kind, ids, lengths)
 
     monkeypatch.setattr(dp.CRTStrategy, "step", recording_step)
     public, private = _crt_corpora()
-    cfg = TrainConfig(arch="gpt", mode="crt", noise_multiplier=1.0, epochs=2, batch_size=4, seq_len=16,
-                      vocab_size=60, n_embd=16, n_head=2)
+    cfg = TrainConfig(
+        arch="gpt",
+        mode="crt",
+        noise_multiplier=1.0,
+        epochs=2,
+        batch_size=4,
+        seq_len=16,
+        vocab_size=60,
+        n_embd=16,
+        n_head=2,
+    )
     res = train_model(public, tmp_path, cfg, val_corpus=Corpus([]), public=public, private=private)
     nonempty = [s for s in seen if s[1]]
     assert nonempty and all(kind == origin for kind, origin in nonempty)
@@ -121,7 +170,16 @@ def test_selective_dp_marks_digits_and_masks_and_trains(tmp_path):
     from lmleak.train.dp import sensitive_token_mask
 
     corpus = tiny_corpus(6, 2)
-    cfg = TrainConfig(arch="lstm", mode="sdp", tokenizer_from_private=True, noise_multiplier=1.0, epochs=2, batch_size=4, seq_len=24, vocab_size=60)
+    cfg = TrainConfig(
+        arch="lstm",
+        mode="sdp",
+        tokenizer_from_private=True,
+        noise_multiplier=1.0,
+        epochs=2,
+        batch_size=4,
+        seq_len=24,
+        vocab_size=60,
+    )
     tok = build_tokenizer(corpus.texts(), kind="word", vocab_size=60)
     mask = sensitive_token_mask(corpus, tok, cfg)
     chunks = encode_chunks(corpus.texts(), tok, cfg.seq_len)
@@ -132,15 +190,37 @@ def test_selective_dp_marks_digits_and_masks_and_trains(tmp_path):
     assert res.privacy["mode"] == "sdp" and math.isfinite(res.privacy["epsilon"])
 
 
-@pytest.mark.parametrize(("arch", "clipping", "mode"), [("gpt", "bookkeeping", "dp"), ("gpt", "ghost", "dp"),
-                                                         ("lstm", "bookkeeping", "dp"), ("lstm", "bookkeeping", "sdp")])
-def test_an_empty_poisson_batch_takes_a_noise_only_step_and_every_accounted_step_drew_noise(arch, clipping, mode):
+@pytest.mark.parametrize(
+    ("arch", "clipping", "mode"),
+    [
+        ("gpt", "bookkeeping", "dp"),
+        ("gpt", "ghost", "dp"),
+        ("lstm", "bookkeeping", "dp"),
+        ("lstm", "bookkeeping", "sdp"),
+    ],
+)
+def test_an_empty_poisson_batch_takes_a_noise_only_step_and_every_accounted_step_drew_noise(
+    arch, clipping, mode
+):
     from lmleak.models.small import build_tokenizer
     from lmleak.train.dp import make_strategy
 
     texts = tiny_corpus(4, 2).texts()
-    cfg = TrainConfig(arch=arch, mode=mode, noise_multiplier=1.0, max_grad_norm=1.0, lr=1e-2, batch_size=1,
-                      seq_len=12, vocab_size=40, n_embd=16, n_head=2, epochs=1, dp_clipping=clipping, policy="regex")
+    cfg = TrainConfig(
+        arch=arch,
+        mode=mode,
+        noise_multiplier=1.0,
+        max_grad_norm=1.0,
+        lr=1e-2,
+        batch_size=1,
+        seq_len=12,
+        vocab_size=40,
+        n_embd=16,
+        n_head=2,
+        epochs=1,
+        dp_clipping=clipping,
+        policy="regex",
+    )
     tok = build_tokenizer(texts, kind=cfg.tokenizer_kind, vocab_size=40)
     chunks = encode_chunks(texts, tok, cfg.seq_len)
     strategy = make_strategy(cfg)

@@ -37,10 +37,19 @@ def make_tiny_llama(path, texts, *, tied: bool = True, seed: int = 0):
 
     tok = build_tokenizer(texts, kind="word", vocab_size=80)
     torch.manual_seed(seed)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=128,
-                      tie_word_embeddings=tied, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
-                      pad_token_id=tok.pad_token_id)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=128,
+        tie_word_embeddings=tied,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id,
+    )
     LlamaForCausalLM(cfg).save_pretrained(path)
     tok.save_pretrained(path)
     return path
@@ -111,7 +120,9 @@ def test_lora_fine_tune_in_each_mode_accounts_reloads_and_merges(llama_dir, corp
         unmerged = PeftModel.from_pretrained(load_model(llama_dir).module, out).eval()
         want = unmerged(input_ids=x, attention_mask=m).logits
         base_logits = base.module(input_ids=x, attention_mask=m).logits
-    assert (want - base_logits).abs().max() > 1e-4  # the adapters changed the model: the check below is not vacuous
+    assert (
+        want - base_logits
+    ).abs().max() > 1e-4  # the adapters changed the model: the check below is not vacuous
     assert torch.allclose(got_merged, want, atol=1e-5, rtol=0)
     assert torch.allclose(got_loaded, want, atol=1e-5, rtol=0)
 
@@ -185,15 +196,26 @@ def test_full_dp_fine_tune_unties_embeddings_and_reloads(llama_dir, corpus, tmp_
     assert info["model"]["untied_embeddings"] is True
     lm = load_model(out)
     assert lm.base == str(llama_dir.resolve())
-    assert lm.module.get_output_embeddings().weight.data_ptr() != lm.module.get_input_embeddings().weight.data_ptr()
+    assert (
+        lm.module.get_output_embeddings().weight.data_ptr()
+        != lm.module.get_input_embeddings().weight.data_ptr()
+    )
 
 
 def test_default_targets_by_architecture(tiny_gpt2):
     from transformers import LlamaConfig, LlamaForCausalLM
 
     assert default_targets(tiny_gpt2) == ["c_attn"]
-    llama = LlamaForCausalLM(LlamaConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                         num_attention_heads=2, num_key_value_heads=2))
+    llama = LlamaForCausalLM(
+        LlamaConfig(
+            vocab_size=32,
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+        )
+    )
     assert default_targets(llama) == ["q_proj", "v_proj"]
     llama.config.model_type = "unknown-arch"  # fallback: every Linear inside attention
     assert default_targets(llama) == ["k_proj", "o_proj", "q_proj", "v_proj"]
@@ -280,16 +302,55 @@ def test_cli_train_base_lora_dp(llama_dir, corpus, tmp_path):
     data = tmp_path / "c.jsonl"
     data.write_text("".join(json.dumps(d.to_dict()) + "\n" for d in corpus))
     out = tmp_path / "cli"
-    r = CliRunner().invoke(app, ["train", "--corpus", str(data), "--out", str(out), "--base", str(llama_dir),
-                                 "--lora", "4", "--mode", "dp", "--noise-multiplier", "1.0", "--seq-len", "16",
-                                 "--batch-size", "4", "--epochs", "1", "--lora-targets", "q_proj,k_proj", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(data),
+            "--out",
+            str(out),
+            "--base",
+            str(llama_dir),
+            "--lora",
+            "4",
+            "--mode",
+            "dp",
+            "--noise-multiplier",
+            "1.0",
+            "--seq-len",
+            "16",
+            "--batch-size",
+            "4",
+            "--epochs",
+            "1",
+            "--lora-targets",
+            "q_proj,k_proj",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
     assert summary["mode"] == "dp" and math.isfinite(summary["epsilon"])
     assert summary["tokenizer_source"] == "pretrained:base" and summary["base"] == str(llama_dir.resolve())
-    assert json.loads((out / "adapter_config.json").read_text())["target_modules"] in (["k_proj", "q_proj"], ["q_proj", "k_proj"])
-    bad = CliRunner().invoke(app, ["train", "--corpus", str(data), "--out", str(tmp_path / "bad"),
-                                   "--base", str(llama_dir), "--mode", "dp"])
+    assert json.loads((out / "adapter_config.json").read_text())["target_modules"] in (
+        ["k_proj", "q_proj"],
+        ["q_proj", "k_proj"],
+    )
+    bad = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(data),
+            "--out",
+            str(tmp_path / "bad"),
+            "--base",
+            str(llama_dir),
+            "--mode",
+            "dp",
+        ],
+    )
     assert bad.exit_code == 2 and "noise" in bad.output
 
 
@@ -303,11 +364,16 @@ def test_public_model_base_uses_the_recorded_base(llama_dir, corpus, tmp_path):
     assert recorded_base(out) == str(llama_dir.resolve())
     with pytest.raises(ModelError, match="records no base"):
         recorded_base(llama_dir)
-    summary = run_report(load_model(out), corpus, tmp_path / "run", ReportConfig(ks=(1,)), public_model="base",
-                         model_dir=out)
-    assert summary["public_model"]["kind"] == "base" and summary["public_model"]["path"] == str(llama_dir.resolve())
+    summary = run_report(
+        load_model(out), corpus, tmp_path / "run", ReportConfig(ks=(1,)), public_model="base", model_dir=out
+    )
+    assert summary["public_model"]["kind"] == "base" and summary["public_model"]["path"] == str(
+        llama_dir.resolve()
+    )
     # a loaded fine-tune carries its base, so a model object works without its folder too
-    summary2 = run_report(load_model(out), corpus, tmp_path / "run2", ReportConfig(ks=(1,)), public_model="base")
+    summary2 = run_report(
+        load_model(out), corpus, tmp_path / "run2", ReportConfig(ks=(1,)), public_model="base"
+    )
     assert summary2["public_model"]["path"] == str(llama_dir.resolve())
     assert summary2["leakage_epsilon"] == summary["leakage_epsilon"]
 
@@ -322,9 +388,33 @@ def test_cli_dp_lora_fine_tune_of_smollm2_on_cpu(tmp_path, corpus):
     data = tmp_path / "c.jsonl"
     data.write_text("".join(json.dumps(d.to_dict()) + "\n" for d in corpus))
     out = tmp_path / "smol"
-    r = CliRunner().invoke(app, ["train", "--corpus", str(data), "--out", str(out), "--base", "smollm2-135m",
-                                 "--lora", "4", "--mode", "dp", "--noise-multiplier", "1.0", "--seq-len", "32",
-                                 "--batch-size", "4", "--epochs", "1", "--max-steps", "2", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(data),
+            "--out",
+            str(out),
+            "--base",
+            "smollm2-135m",
+            "--lora",
+            "4",
+            "--mode",
+            "dp",
+            "--noise-multiplier",
+            "1.0",
+            "--seq-len",
+            "32",
+            "--batch-size",
+            "4",
+            "--epochs",
+            "1",
+            "--max-steps",
+            "2",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.output)
     assert summary["base"] == "smollm2-135m" and summary["tokenizer_source"] == "pretrained:smollm2-135m"
@@ -375,7 +465,9 @@ def test_crt_and_propile_experiments_with_a_base(customersim_llama, tmp_path):
     assert set(table["method"]) == {"nodp", "dp", "crt"} and set(table["arch"]) == {"lora"}
     assert table.loc[table["method"] == "dp", "epsilon"].map(math.isfinite).all()
     assert (table["max_exposure"] >= 0).all()
-    pcfg = ProPILEExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(max_steps=2, users=8)
+    pcfg = ProPILEExperimentConfig.for_base(str(customersim_llama), gpu=False).with_options(
+        max_steps=2, users=8
+    )
     pres = run_propile_experiment(tmp_path / "propile", pcfg)
     assert json.loads((tmp_path / "propile" / "model" / "lmleak_finetune.json").read_text())["kind"] == "lora"
     assert pres["summary"]["rows"] and pres["summary"]["config"]["base"] == str(customersim_llama)
@@ -390,21 +482,40 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
     from lmleak.report.leakage import ReportConfig, run_report
 
     canary, signature = "the secret code is 381492", "regards Zed Quill 555-0142"
-    docs = [*tiny_corpus(6, 1), *(Document("u99", f"c{i}", canary) for i in range(4)),
-            *(Document("u98", f"s{i}", f"please refund my order {signature}") for i in range(2))]
+    docs = [
+        *tiny_corpus(6, 1),
+        *(Document("u99", f"c{i}", canary) for i in range(4)),
+        *(Document("u98", f"s{i}", f"please refund my order {signature}") for i in range(2)),
+    ]
     corpus = Corpus(docs)
     base = make_tiny_llama(tmp_path / "base", corpus.texts())
-    cfg = FinetuneConfig(base=str(base), mode="nodp", lora=16, epochs=25, lr=1e-2, batch_size=8, seq_len=32,
-                         holdout_users=0.0, lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
-                                                          "up_proj", "down_proj"))
+    cfg = FinetuneConfig(
+        base=str(base),
+        mode="nodp",
+        lora=16,
+        epochs=25,
+        lr=1e-2,
+        batch_size=8,
+        seq_len=32,
+        holdout_users=0.0,
+        lora_targets=("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+    )
     finetune(corpus, tmp_path / "ft", cfg, progress=False)
-    (tmp_path / "canaries.jsonl").write_text(json.dumps({"secret": "381492", "prefix": "the secret code is ",
-                                                         "repeats": 4, "user_id": "u99"}) + "\n")
+    (tmp_path / "canaries.jsonl").write_text(
+        json.dumps({"secret": "381492", "prefix": "the secret code is ", "repeats": 4, "user_id": "u99"})
+        + "\n"
+    )
     ft_exp, _ = run_exposure(load_model(tmp_path / "ft"), tmp_path / "canaries.jsonl", tmp_path / "exp-ft")
     base_exp, _ = run_exposure(load_model(base), tmp_path / "canaries.jsonl", tmp_path / "exp-base")
     assert ft_exp["max_exposure"] >= 15 and base_exp["max_exposure"] < 8  # of log2(10^6) = 19.9 bits
-    summary = run_report(load_model(tmp_path / "ft"), corpus, tmp_path / "report", ReportConfig(ks=(1,)),
-                         public_model="base", model_dir=tmp_path / "ft")
+    summary = run_report(
+        load_model(tmp_path / "ft"),
+        corpus,
+        tmp_path / "report",
+        ReportConfig(ks=(1,)),
+        public_model="base",
+        model_dir=tmp_path / "ft",
+    )
     assert summary["public_model"]["kind"] == "base"
     seqs = pd.read_parquet(tmp_path / "report" / "sequences.parquet")
     planted = seqs[seqs["unique"] & seqs["user_ids"].map(lambda us: bool(set(us) & {"u98", "u99"}))]

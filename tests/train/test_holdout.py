@@ -14,9 +14,30 @@ from lmleak.data.synth.mail import synthesize
 def test_train_writes_and_prints_the_held_out_users_and_builds_the_asked_shape(tmp_path):
     paths = synthesize(tmp_path / "mail", scale=0.03, seed=4)
     users = sorted({json.loads(line)["user_id"] for line in paths["corpus"].read_text().splitlines()})
-    res = CliRunner().invoke(app, ["train", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "m"),
-                                   "--epochs", "1", "--holdout-users", "0.25", "--layers", "3", "--width", "48",
-                                   "--heads", "3", "--context", "32", "--vocab-size", "400"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(paths["corpus"]),
+            "--out",
+            str(tmp_path / "m"),
+            "--epochs",
+            "1",
+            "--holdout-users",
+            "0.25",
+            "--layers",
+            "3",
+            "--width",
+            "48",
+            "--heads",
+            "3",
+            "--context",
+            "32",
+            "--vocab-size",
+            "400",
+        ],
+    )
     assert res.exit_code == 0, res.output
     held = read_holdout(tmp_path / "m")
     assert held is not None and held.fraction == 0.25
@@ -31,8 +52,23 @@ def test_train_writes_and_prints_the_held_out_users_and_builds_the_asked_shape(t
 
 def test_no_holdout_is_allowed_and_recorded(tmp_path):
     paths = synthesize(tmp_path / "mail", scale=0.03, seed=4)
-    res = CliRunner().invoke(app, ["train", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "m"),
-                                   "--epochs", "1", "--holdout-users", "0", "--vocab-size", "400", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(paths["corpus"]),
+            "--out",
+            str(tmp_path / "m"),
+            "--epochs",
+            "1",
+            "--holdout-users",
+            "0",
+            "--vocab-size",
+            "400",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     held = read_holdout(tmp_path / "m")
     assert held is not None and held.users == () and held.fraction == 0.0
@@ -41,19 +77,61 @@ def test_no_holdout_is_allowed_and_recorded(tmp_path):
 
 def test_a_width_that_the_heads_do_not_divide_is_a_clear_error(tmp_path):
     paths = synthesize(tmp_path / "mail", scale=0.03, seed=4)
-    res = CliRunner().invoke(app, ["train", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "m"),
-                                   "--width", "50", "--heads", "3"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(paths["corpus"]),
+            "--out",
+            str(tmp_path / "m"),
+            "--width",
+            "50",
+            "--heads",
+            "3",
+        ],
+    )
     assert res.exit_code == 2 and "width" in res.output
 
 
 def test_mia_takes_its_non_members_from_the_held_out_users(tmp_path):
     paths = synthesize(tmp_path / "mail", scale=0.05, seed=4)
-    res = CliRunner().invoke(app, ["train", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "m"),
-                                   "--epochs", "1", "--holdout-users", "0.3", "--vocab-size", "400", "--quiet"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "train",
+            "--corpus",
+            str(paths["corpus"]),
+            "--out",
+            str(tmp_path / "m"),
+            "--epochs",
+            "1",
+            "--holdout-users",
+            "0.3",
+            "--vocab-size",
+            "400",
+            "--quiet",
+        ],
+    )
     assert res.exit_code == 0, res.output
     held = set(read_holdout(tmp_path / "m").users)
-    res = CliRunner().invoke(app, ["mia", "--model", str(tmp_path / "m"), "--corpus", str(paths["corpus"]),
-                                   "--out", str(tmp_path / "run"), "--n", "10", "--group-size", "0", "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "mia",
+            "--model",
+            str(tmp_path / "m"),
+            "--corpus",
+            str(paths["corpus"]),
+            "--out",
+            str(tmp_path / "run"),
+            "--n",
+            "10",
+            "--group-size",
+            "0",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
     assert "held out of training" in summary["source"]

@@ -50,7 +50,13 @@ def test_theorem_8_adds_the_conservative_policys_miss_rate_to_delta():
 
 def test_the_report_has_keys_named_after_the_results():
     r = confidentiality_report(2.0, 1e-5, 0.1, unique_secrets=10, occurrences=200)
-    for key in ("bayesian_epsilon", "bayesian_delta", "group_epsilon", "dedup_group_epsilon",
-                "group_epsilon_without_dedup", "theorem8_bayesian_epsilon"):
+    for key in (
+        "bayesian_epsilon",
+        "bayesian_delta",
+        "group_epsilon",
+        "dedup_group_epsilon",
+        "group_epsilon_without_dedup",
+        "theorem8_bayesian_epsilon",
+    ):
         assert key in r
     assert r["dedup_group_epsilon"] < r["group_epsilon_without_dedup"]

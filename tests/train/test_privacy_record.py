@@ -12,7 +12,9 @@ from lmleak.train.confidentiality import measured_bayesian_confidentiality
 from lmleak.train.config import TrainConfig
 from lmleak.train.trainer import clopper_pearson_upper, train_model
 
-TINY = dict(epochs=1, batch_size=4, seq_len=24, vocab_size=120, n_embd=16, n_head=2, n_layer=1, holdout_users=0.0)
+TINY = dict(
+    epochs=1, batch_size=4, seq_len=24, vocab_size=120, n_embd=16, n_head=2, n_layer=1, holdout_users=0.0
+)
 # four secrets: three e-mails the regex policy finds, one name it cannot ("Kim Lo" has no cue word)
 DOCS = [
     ("u1", "d1", "Write to ann.lee@example.org about the build."),
@@ -29,12 +31,24 @@ def _corpus() -> Corpus:
 def _secrets(tmp_path):
     rows = []
     for u, d, t in DOCS:
-        for value, entity in (("ann.lee@example.org", "EMAIL"), ("Kim Lo", "PERSON"), ("bob@example.com", "EMAIL"),
-                              ("cy@example.net", "EMAIL")):
+        for value, entity in (
+            ("ann.lee@example.org", "EMAIL"),
+            ("Kim Lo", "PERSON"),
+            ("bob@example.com", "EMAIL"),
+            ("cy@example.net", "EMAIL"),
+        ):
             if value in t:
                 i = t.index(value)
-                rows.append({"doc_id": d, "user_id": u, "start": i, "end": i + len(value), "entity": entity,
-                             "value": value})
+                rows.append(
+                    {
+                        "doc_id": d,
+                        "user_id": u,
+                        "start": i,
+                        "end": i + len(value),
+                        "entity": entity,
+                        "value": value,
+                    }
+                )
     p = tmp_path / "secrets.jsonl"
     p.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return p
@@ -42,12 +56,16 @@ def _secrets(tmp_path):
 
 def test_crt_measures_gamma_against_the_secrets_and_learns_its_tokenizer_on_d_pub(tmp_path):
     corpus = Corpus([Document(u, d, t) for u, d, t in DOCS])
-    cfg = TrainConfig(mode="crt", noise_multiplier=1.0, policy="regex", secrets=str(_secrets(tmp_path)), **TINY)
+    cfg = TrainConfig(
+        mode="crt", noise_multiplier=1.0, policy="regex", secrets=str(_secrets(tmp_path)), **TINY
+    )
     res = train_model(corpus, tmp_path / "m", cfg, progress=False)
     priv = json.loads((tmp_path / "m" / "privacy.json").read_text())
     # by hand: 1 of the 4 secret spans is missed (the name) -> gamma = 0.25, measured on 4 secrets
     assert (priv["gamma"], priv["gamma_source"], priv["gamma_support"]) == (0.25, "measured", 4)
-    assert priv["gamma_nominal"] is None and priv["gamma_upper95"] == pytest.approx(clopper_pearson_upper(1, 4))
+    assert priv["gamma_nominal"] is None and priv["gamma_upper95"] == pytest.approx(
+        clopper_pearson_upper(1, 4)
+    )
     assert priv["tokenizer_source"] == "public"
     split = priv["split"]
     assert 0 < split["public_sentence_share"] < 1 and split["private_reasons"]
@@ -56,17 +74,33 @@ def test_crt_measures_gamma_against_the_secrets_and_learns_its_tokenizer_on_d_pu
 
 def test_a_dp_model_refuses_a_tokenizer_learnt_from_private_text_unless_asked(tmp_path):
     with pytest.raises(ConfigError, match="tokenizer"):
-        train_model(_corpus(), tmp_path / "a", TrainConfig(mode="dp", noise_multiplier=1.0, **TINY), progress=False)
-    res = train_model(_corpus(), tmp_path / "b", TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from_private=True,
-                                                             **TINY), progress=False)
+        train_model(
+            _corpus(), tmp_path / "a", TrainConfig(mode="dp", noise_multiplier=1.0, **TINY), progress=False
+        )
+    res = train_model(
+        _corpus(),
+        tmp_path / "b",
+        TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from_private=True, **TINY),
+        progress=False,
+    )
     assert res.privacy["tokenizer_source"] == "private"
     public = tmp_path / "public.jsonl"
-    public.write_text("".join(json.dumps({"user_id": "p", "text": f"public text number {i}"}) + "\n" for i in range(20)))
-    res = train_model(_corpus(), tmp_path / "c", TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from=str(public),
-                                                             **TINY), progress=False)
+    public.write_text(
+        "".join(json.dumps({"user_id": "p", "text": f"public text number {i}"}) + "\n" for i in range(20))
+    )
+    res = train_model(
+        _corpus(),
+        tmp_path / "c",
+        TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from=str(public), **TINY),
+        progress=False,
+    )
     assert res.privacy["tokenizer_source"] == "public"
-    res = train_model(_corpus(), tmp_path / "d", TrainConfig(mode="dp", noise_multiplier=1.0,
-                                                             tokenizer_from=str(tmp_path / "c"), **TINY), progress=False)
+    res = train_model(
+        _corpus(),
+        tmp_path / "d",
+        TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from=str(tmp_path / "c"), **TINY),
+        progress=False,
+    )
     assert res.privacy["tokenizer_source"] == "pretrained:c"
     assert (tmp_path / "d" / "tokenizer.json").read_text() == (tmp_path / "c" / "tokenizer.json").read_text()
 
@@ -78,7 +112,9 @@ def test_a_measured_gamma_of_zero_gives_no_finite_bound():
     # by hand, Prop. 6: log(1 + 0.1 (e^2 - 1))
     import math
 
-    assert measured_bayesian_confidentiality(2.0, 1e-5, 0.1)["epsilon"] == pytest.approx(math.log(1 + 0.1 * (math.e**2 - 1)))
+    assert measured_bayesian_confidentiality(2.0, 1e-5, 0.1)["epsilon"] == pytest.approx(
+        math.log(1 + 0.1 * (math.e**2 - 1))
+    )
 
 
 def test_the_leave_out_public_model_reuses_the_audited_models_tokenizer(tmp_path):
@@ -86,5 +122,10 @@ def test_the_leave_out_public_model_reuses_the_audited_models_tokenizer(tmp_path
 
     train_model(_corpus(), tmp_path / "audited", TrainConfig(**TINY), progress=False)
     model, info = train_leave_out(_corpus(), ["u1"], tmp_path / "leave-out", model_dir=tmp_path / "audited")
-    assert (tmp_path / "leave-out" / "tokenizer.json").read_text() == (tmp_path / "audited" / "tokenizer.json").read_text()
-    assert json.loads((tmp_path / "leave-out" / "privacy.json").read_text())["tokenizer_source"] == "pretrained:audited"
+    assert (tmp_path / "leave-out" / "tokenizer.json").read_text() == (
+        tmp_path / "audited" / "tokenizer.json"
+    ).read_text()
+    assert (
+        json.loads((tmp_path / "leave-out" / "privacy.json").read_text())["tokenizer_source"]
+        == "pretrained:audited"
+    )

@@ -45,7 +45,9 @@ def test_chunks_never_cross_documents(id_tokenizer):
 @pytest.mark.parametrize("arch", ["gpt", "lstm"])
 def test_a_small_model_lowers_its_loss_and_reloads_identically(tmp_path, arch):
     corpus = tiny_corpus()
-    cfg = TrainConfig(arch=arch, epochs=3, batch_size=8, seq_len=32, vocab_size=60, n_embd=32, n_head=2, lr=5e-3)
+    cfg = TrainConfig(
+        arch=arch, epochs=3, batch_size=8, seq_len=32, vocab_size=60, n_embd=32, n_head=2, lr=5e-3
+    )
     res = train_model(corpus, tmp_path / arch, cfg)
     losses = [h["train_loss"] for h in res.history]
     assert losses[-1] < losses[0]

@@ -188,8 +188,17 @@ def measure_exposure(
             if work_dir is None:
                 ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
             else:
-                ranks, costs = _sharded_ranks(model, space, fmt, secrets, tie_tolerance, stats, seed,
-                                              Path(work_dir) / f"format-{g}", shard_size)
+                ranks, costs = _sharded_ranks(
+                    model,
+                    space,
+                    fmt,
+                    secrets,
+                    tie_tolerance,
+                    stats,
+                    seed,
+                    Path(work_dir) / f"format-{g}",
+                    shard_size,
+                )
         est: list[float | None] = [None] * len(idx)
         if extrapolate or not exact:
             sample = fmt.candidates(rng.integers(0, n, size=min(sample_size, n)))
@@ -216,18 +225,40 @@ def measure_exposure(
     return [o for o in out if o is not None]
 
 
-def _sharded_ranks(model: Any, space: Any, fmt: CanaryFormat, secrets: list[str], tie_tolerance: float,
-                   stats: SearchStats | None, seed: int, work_dir: Path, shard_size: int) -> tuple[np.ndarray, np.ndarray]:
+def _sharded_ranks(
+    model: Any,
+    space: Any,
+    fmt: CanaryFormat,
+    secrets: list[str],
+    tie_tolerance: float,
+    stats: SearchStats | None,
+    seed: int,
+    work_dir: Path,
+    shard_size: int,
+) -> tuple[np.ndarray, np.ndarray]:
 
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         r, c = exact_ranks(model, space, chunk, tie_tolerance=tie_tolerance, stats=stats)
         return [{"rank": int(a), "cost": float(b)} for a, b in zip(r, c, strict=True)]
 
-    fp = fingerprint_of("exposure", getattr(model, "name", ""), type(model).__name__, fmt, secrets, tie_tolerance, seed)
+    fp = fingerprint_of(
+        "exposure", getattr(model, "name", ""), type(model).__name__, fmt, secrets, tie_tolerance, seed
+    )
     # A shard's walk costs about as much as its least exposed canary, so with several shards the
     # canaries go in by decreasing cost: the expensive ones share one walk, the others prune early.
-    order = np.argsort(-string_costs(model, fmt, secrets), kind="stable") if len(secrets) > shard_size else np.arange(len(secrets))
-    rows = run_rows([secrets[i] for i in order], work, work_dir, fingerprint=fp, shard_size=shard_size, description="exposure")
+    order = (
+        np.argsort(-string_costs(model, fmt, secrets), kind="stable")
+        if len(secrets) > shard_size
+        else np.arange(len(secrets))
+    )
+    rows = run_rows(
+        [secrets[i] for i in order],
+        work,
+        work_dir,
+        fingerprint=fp,
+        shard_size=shard_size,
+        description="exposure",
+    )
     ranks, costs = np.empty(len(secrets), dtype=np.int64), np.empty(len(secrets), dtype=np.float64)
     ranks[order] = [r["rank"] for r in rows]
     costs[order] = [r["cost"] for r in rows]
@@ -332,13 +363,20 @@ def run_exposure(
     """
     import time
 
-
     records = read_canaries(canaries)
     stats = SearchStats()
     t0 = time.perf_counter()
-    results = measure_exposure(model, records, alphabet=alphabet, max_enumerable=max_candidates,
-                               extrapolate=extrapolate, sample_size=sample_size, seed=seed, stats=stats,
-                               work_dir=Path(out_dir) / "passes" / "exposure")
+    results = measure_exposure(
+        model,
+        records,
+        alphabet=alphabet,
+        max_enumerable=max_candidates,
+        extrapolate=extrapolate,
+        sample_size=sample_size,
+        seed=seed,
+        stats=stats,
+        work_dir=Path(out_dir) / "passes" / "exposure",
+    )
     seconds = time.perf_counter() - t0
     table = exposure_table(results)
     run = secure_dir(out_dir)
@@ -355,10 +393,16 @@ def run_exposure(
         "mean_exposure": float(table["exposure_bits"].mean()),
         "methods": sorted(set(table["method"])),
         "rank_rule": "1 + #strictly more likely (beyond 1e-4 nats) + floor(#other ties / 2)",
-        "search": {"nodes_scored": stats.nodes_scored, "model_calls": stats.model_calls, "tokens_fed": stats.tokens_fed},
+        "search": {
+            "nodes_scored": stats.nodes_scored,
+            "model_calls": stats.model_calls,
+            "tokens_fed": stats.tokens_fed,
+        },
         "seconds": seconds,
         "scenario": scenario_record(
-            attack="canary_exposure", access="scores", target="canary_secret",
+            attack="canary_exposure",
+            access="scores",
+            target="canary_secret",
             knowledge=("canary_prefix", "secret_format"),
             notes="rank of each inserted canary among all candidates of its format (Carlini et al. 2019)",
         ),

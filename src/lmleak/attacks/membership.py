@@ -74,7 +74,11 @@ def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
 
 
 def text_scores(
-    model: Any, texts: Sequence[str], *, reference: Any = None, min_k: float = 0.2,
+    model: Any,
+    texts: Sequence[str],
+    *,
+    reference: Any = None,
+    min_k: float = 0.2,
     options: MethodOptions | None = None,
 ) -> dict[str, np.ndarray]:
     """Per-text statistics and attack scores (see the module docstring), as aligned arrays.
@@ -86,8 +90,17 @@ def text_scores(
     """
     opts = options or MethodOptions()
     methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
-    return score_methods(model, texts, methods, reference=reference, mlm=opts.mlm, recall_prefix=opts.recall_prefix,
-                         num_neighbours=opts.num_neighbours, min_k=min_k, seed=opts.seed)
+    return score_methods(
+        model,
+        texts,
+        methods,
+        reference=reference,
+        mlm=opts.mlm,
+        recall_prefix=opts.recall_prefix,
+        num_neighbours=opts.num_neighbours,
+        min_k=min_k,
+        seed=opts.seed,
+    )
 
 
 def group_scores(
@@ -195,15 +208,22 @@ def evaluate_membership(
     if work_dir is None:
         sc = text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
     else:
-        sc = _sharded_text_scores(model, texts, reference, min_k, work_dir, shard_size, opts,
-                                  engine, model_specs)
+        sc = _sharded_text_scores(
+            model, texts, reference, min_k, work_dir, shard_size, opts, engine, model_specs
+        )
     features = list(methods)
     text_groups = None
     if mem_groups is not None and non_groups is not None:
         text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
     bl = blind_baseline(texts, labels, groups=text_groups, seed=seed) if blind else None
-    table = pd.DataFrame({"text": texts, "member": labels, **{k: v for k, v in sc.items()},
-                          **({"blind": bl.scores} if bl is not None else {})})
+    table = pd.DataFrame(
+        {
+            "text": texts,
+            "member": labels,
+            **{k: v for k, v in sc.items()},
+            **({"blind": bl.scores} if bl is not None else {}),
+        }
+    )
     rows: list[dict[str, Any]] = []
     curves: dict[str, RocCurve] = {}
     for f in features:
@@ -224,23 +244,32 @@ def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[l
     """ReCaLL's prefix from ``shots`` non-members (seeded), and the indices of the non-members left
     to evaluate."""
     if len(non_members) < shots + 2:
-        raise DataFileError(f"ReCaLL takes {shots} non-members as its prefix, but there are only {len(non_members)}",
-                            hint="give more non-members, or a prefix file (--recall-prefix)")
+        raise DataFileError(
+            f"ReCaLL takes {shots} non-members as its prefix, but there are only {len(non_members)}",
+            hint="give more non-members, or a prefix file (--recall-prefix)",
+        )
     pick = set(np.random.default_rng(seed + 7).choice(len(non_members), size=shots, replace=False).tolist())
     prefix = "\n".join(non_members[i] for i in sorted(pick)) + "\n"
     return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
-def _score_rows(chunk: list[str], *, model: Any, reference: Any, min_k: float,
-                options: MethodOptions | None = None) -> list[dict[str, Any]]:
+def _score_rows(
+    chunk: list[str], *, model: Any, reference: Any, min_k: float, options: MethodOptions | None = None
+) -> list[dict[str, Any]]:
     sc = text_scores(model, chunk, reference=reference, min_k=min_k, options=options)
     return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
 
 
 def _sharded_text_scores(
-    model: Any, texts: list[str], reference: Any, min_k: float, work_dir: str | Path, shard_size: int,
+    model: Any,
+    texts: list[str],
+    reference: Any,
+    min_k: float,
+    work_dir: str | Path,
+    shard_size: int,
     options: MethodOptions | None = None,
-    engine: Any = None, model_specs: dict[str, Any] | None = None,
+    engine: Any = None,
+    model_specs: dict[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
     from lmleak.shards import ModelWork, Shipped
 
@@ -248,14 +277,33 @@ def _sharded_text_scores(
         return _score_rows(chunk, model=model, reference=reference, min_k=min_k, options=options)
 
     specs = model_specs or {}
-    loaders = {"model": specs.get("model") or Shipped(model),
-               "reference": None if reference is None else specs.get("reference") or Shipped(reference)}
-    fp = fingerprint_of("mia", getattr(model, "name", ""), type(model).__name__,
-                        None if reference is None else getattr(reference, "name", ""), min_k, texts,
-                        *(() if options is None else (options.record(),)))
-    rows = run_rows(texts, work, work_dir, fingerprint=fp, shard_size=shard_size, description="membership scores",
-                    engine=engine, factory=ModelWork(_score_rows, loaders, min_k=min_k, options=options))
-    return {k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64) for k in rows[0]}
+    loaders = {
+        "model": specs.get("model") or Shipped(model),
+        "reference": None if reference is None else specs.get("reference") or Shipped(reference),
+    }
+    fp = fingerprint_of(
+        "mia",
+        getattr(model, "name", ""),
+        type(model).__name__,
+        None if reference is None else getattr(reference, "name", ""),
+        min_k,
+        texts,
+        *(() if options is None else (options.record(),)),
+    )
+    rows = run_rows(
+        texts,
+        work,
+        work_dir,
+        fingerprint=fp,
+        shard_size=shard_size,
+        description="membership scores",
+        engine=engine,
+        factory=ModelWork(_score_rows, loaders, min_k=min_k, options=options),
+    )
+    return {
+        k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64)
+        for k in rows[0]
+    }
 
 
 def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
@@ -296,7 +344,9 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
 CANDIDATE_WORDS = 200
 
 
-def split_by_holdout(documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS) -> tuple[list[str], list[str]]:
+def split_by_holdout(
+    documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
+) -> tuple[list[str], list[str]]:
     """Members and non-members from a corpus: documents of users the model was trained on, and of
     the users it held out (``holdout.json``), each cut to its first ``max_words`` words.
 
@@ -347,11 +397,14 @@ def members_from_holdout(model_dir: str | Path, documents: Any) -> tuple[list[st
     if holdout is None or not holdout.users:
         raise ConfigError(
             f"{model_dir}: the model records no held-out users (holdout.json), so there are no non-members",
-            field="--members", hint="give members and non-members files, or retrain with --holdout-users 0.1",
+            field="--members",
+            hint="give members and non-members files, or retrain with --holdout-users 0.1",
         )
     mem, non = split_by_holdout(documents, holdout.users)
-    source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-              f"(holdout.json); members: {len(mem)} documents of the other users")
+    source = (
+        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+        f"(holdout.json); members: {len(mem)} documents of the other users"
+    )
     return mem, non, source
 
 
@@ -404,21 +457,36 @@ def run_membership(
     """
     import pandas as pd
 
-
     if not 0 < min_k <= 1:
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
     if group_size < 0:
         raise ConfigError("group_size must be >= 0", field="group_size")
     run = secure_dir(out_dir)
-    res = evaluate_membership(model, members, non_members, num_per_side=num_per_side, group_size=group_size,
-                              num_groups=num_groups, reference=reference, min_k=min_k, seed=seed,
-                              work_dir=run / "passes" / "mia-scores", options=options, blind=blind,
-                              groups=groups, engine=engine, model_specs=model_specs)
+    res = evaluate_membership(
+        model,
+        members,
+        non_members,
+        num_per_side=num_per_side,
+        group_size=group_size,
+        num_groups=num_groups,
+        reference=reference,
+        min_k=min_k,
+        seed=seed,
+        work_dir=run / "passes" / "mia-scores",
+        options=options,
+        blind=blind,
+        groups=groups,
+        engine=engine,
+        model_specs=model_specs,
+    )
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     curves = pd.DataFrame(
-        [{"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
-         for name, c in res.curves.items() for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)]
+        [
+            {"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
+            for name, c in res.curves.items()
+            for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)
+        ]
     )
     write_parquet(curves, run / "roc.parquet")
     name = getattr(model, "name", type(model).__name__)
@@ -445,16 +513,25 @@ def run_membership(
         "mia_methods": list(res.methods),
         "mia_options": {**(options or MethodOptions()).record(), "methods": list(res.methods)},
         "blind_baseline_auc": None if res.blind is None else res.blind.auc,
-        "blind_baseline_warning": None if res.blind is None else blind_warning(
-            res.blind.auc, {f: r["auc"] for f, r in individual.items()}),
+        "blind_baseline_warning": None
+        if res.blind is None
+        else blind_warning(res.blind.auc, {f: r["auc"] for f, r in individual.items()}),
         "mia_method_scenarios": method_scenarios(res.methods),
         "group_accuracy": None if grp is None else grp["accuracy"],
         "metrics": rows,
         "scenario": scenario_record(
-            attack="membership_inference", knowledge=("candidate_texts",), access="scores", target="membership",
-            resources=tuple(dict.fromkeys((("reference_model",) if reference is not None else ())
-                                          + tuple(r for m in res.methods for r in METHODS[m].resources))),
-            notes="balanced members vs same-format non-members (paper 002 A.4)" + (f"; {source}" if source else ""),
+            attack="membership_inference",
+            knowledge=("candidate_texts",),
+            access="scores",
+            target="membership",
+            resources=tuple(
+                dict.fromkeys(
+                    (("reference_model",) if reference is not None else ())
+                    + tuple(r for m in res.methods for r in METHODS[m].resources)
+                )
+            ),
+            notes="balanced members vs same-format non-members (paper 002 A.4)"
+            + (f"; {source}" if source else ""),
         ),
     }
     write_summary(run, summary)

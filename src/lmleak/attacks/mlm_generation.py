@@ -104,7 +104,6 @@ def generate_documents(model: Any, names: Sequence[str | None], config: GibbsCon
     """
     import torch
 
-
     tok = model.tokenizer
     g = torch.Generator().manual_seed(config.seed)
     out: list[dict[str, Any]] = []

@@ -278,7 +278,9 @@ def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     if typing.get_origin(target) is list and isinstance(value, int | str) and not isinstance(value, bool):
         value = [value]  # `k: 1` means `k: [1]`
     if not _type_ok(value, tp):
-        raise ConfigError(f"expected {getattr(tp, '__name__', str(tp))}, got {value!r}", path=path, field=name)
+        raise ConfigError(
+            f"expected {getattr(tp, '__name__', str(tp))}, got {value!r}", path=path, field=name
+        )
     return value
 
 
@@ -309,17 +311,28 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
         templates_path = Path(base_dir) / probe.templates
         if not templates_path.is_file():
-            raise ConfigError(f"templates file {probe.templates!r} does not exist", path=path,
-                              field="analyses.probe.templates", hint="give an int, 'mined', or a templates YAML file")
+            raise ConfigError(
+                f"templates file {probe.templates!r} does not exist",
+                path=path,
+                field="analyses.probe.templates",
+                hint="give an int, 'mined', or a templates YAML file",
+            )
     _check_ranges(cfg, path)
     report = cfg.analyses.report
     if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
-        raise ConfigError(f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
-                          path=path, field="analyses.report.pii_policy",
-                          hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns")
+        raise ConfigError(
+            f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
+            path=path,
+            field="analyses.report.pii_policy",
+            hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns",
+        )
     if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
-        raise ConfigError(f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
-                          path=path, field="corpus.format", hint=f"use one of {', '.join(FORMATS)}, or leave it out")
+        raise ConfigError(
+            f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
+            path=path,
+            field="corpus.format",
+            hint=f"use one of {', '.join(FORMATS)}, or leave it out",
+        )
     _check_membership(cfg, path)
     if cfg.device is not None:
         try:
@@ -352,7 +365,9 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
     where = "analyses.membership"
     if spec.methods is not None:
         try:
-            parse_methods(spec.methods, reference=cfg.public_model not in (None, "leave-out"), mlm=spec.mlm is not None)
+            parse_methods(
+                spec.methods, reference=cfg.public_model not in (None, "leave-out"), mlm=spec.mlm is not None
+            )
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
     if not 0 < spec.min_k <= 1:
@@ -381,12 +396,15 @@ def _check_ranges(cfg: AuditConfig, path: str | None) -> None:
             raise ConfigError("empty list", path=path, field=name, hint="give at least one k, e.g. [1, 3]")
         for v in values:
             if not math.isfinite(v) or v < low:
-                raise ConfigError(f"{v!r} is out of range: {rule}", path=path, field=name, hint=f"use a value >= {low:g}")
+                raise ConfigError(
+                    f"{v!r} is out of range: {rule}", path=path, field=name, hint=f"use a value >= {low:g}"
+                )
 
 
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
     """Every file and model the config names exists (named models, ``leave-out`` and ``fake:``/``topk:``
     specs are checked by the model loader)."""
+
     def need(value: str | None, name: str, what: str) -> None:
         if value is None:
             return
@@ -394,17 +412,28 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
         if resolved in ("smollm2-135m", "leave-out") or ":" in value.split("/")[0]:
             return
         if not Path(resolved or value).exists():
-            raise ConfigError(f"{what} {value!r} does not exist (resolved against the config's folder: {resolved})",
-                              path=path, field=name, hint="fix the path; relative paths start at the config file's folder")
+            raise ConfigError(
+                f"{what} {value!r} does not exist (resolved against the config's folder: {resolved})",
+                path=path,
+                field=name,
+                hint="fix the path; relative paths start at the config file's folder",
+            )
 
     def model(value: str | None, name: str) -> None:
         need(value, name, "model")
         p = Path(cfg.resolve(value) or "") if value else None
-        if p is not None and p.is_dir() and not any(
-            (p / marker).exists() for marker in ("lmleak_model.json", "config.json")
-        ) and not any(p.glob("*.gguf")):
-            raise ConfigError(f"{value!r} is a folder but not a model (no lmleak_model.json, config.json or .gguf)",
-                              path=path, field=name, hint="point at the folder `lmleak train` or save_pretrained wrote")
+        if (
+            p is not None
+            and p.is_dir()
+            and not any((p / marker).exists() for marker in ("lmleak_model.json", "config.json"))
+            and not any(p.glob("*.gguf"))
+        ):
+            raise ConfigError(
+                f"{value!r} is a folder but not a model (no lmleak_model.json, config.json or .gguf)",
+                path=path,
+                field=name,
+                hint="point at the folder `lmleak train` or save_pretrained wrote",
+            )
 
     need(cfg.corpus.path, "corpus.path", "corpus")
     for i, m in enumerate(cfg.models):
@@ -420,8 +449,12 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
         need(a.probe.subjects, "analyses.probe.subjects", "subjects file")
     out = Path(cfg.resolve(cfg.out) or cfg.out)
     if out.exists() and not out.is_dir():
-        raise ConfigError(f"{cfg.out!r} is a file, not a run directory", path=path, field="out",
-                          hint="give a folder path for the run")
+        raise ConfigError(
+            f"{cfg.out!r} is a file, not a run directory",
+            path=path,
+            field="out",
+            hint="give a folder path for the run",
+        )
 
 
 def validate_config(cfg: AuditConfig, *, path: str | None = None) -> AuditConfig:
@@ -436,7 +469,9 @@ def load_config(path: str | Path) -> AuditConfig:
     """Read and validate an audit YAML file (alias-bounded; every key, range, file and model checked)."""
     p = Path(path)
     if not p.exists():
-        raise ConfigError("file does not exist", path=p, hint="write one with `lmleak audit --example > audit.yaml`")
+        raise ConfigError(
+            "file does not exist", path=p, hint="write one with `lmleak audit --example > audit.yaml`"
+        )
     data = load_yaml_file(p)
     cfg = parse_config(data, path=str(p), base_dir=str(p.parent.resolve()))
     return validate_config(cfg, path=str(p))

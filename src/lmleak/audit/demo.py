@@ -54,11 +54,43 @@ class DemoSize:
 
 
 SIZES = {
-    "quick": DemoSize(users=16, dialogs_per_user=3, canary_repeats=10, epochs=12, dp_epochs=3, mia_per_side=60, probe_subjects=6),
-    "full": DemoSize(users=40, dialogs_per_user=3, canary_repeats=20, epochs=20, dp_epochs=3, mia_per_side=200, probe_subjects=30),
+    "quick": DemoSize(
+        users=16,
+        dialogs_per_user=3,
+        canary_repeats=10,
+        epochs=12,
+        dp_epochs=3,
+        mia_per_side=60,
+        probe_subjects=6,
+    ),
+    "full": DemoSize(
+        users=40,
+        dialogs_per_user=3,
+        canary_repeats=20,
+        epochs=20,
+        dp_epochs=3,
+        mia_per_side=200,
+        probe_subjects=30,
+    ),
     # --base: LoRA fine-tunes of a pretrained model (CPU: smoke-sized and step-capped; GPU: full data)
-    "base-cpu": DemoSize(users=10, dialogs_per_user=2, canary_repeats=10, epochs=2, dp_epochs=1, mia_per_side=20, probe_subjects=3),
-    "base-gpu": DemoSize(users=40, dialogs_per_user=3, canary_repeats=20, epochs=5, dp_epochs=3, mia_per_side=200, probe_subjects=30),
+    "base-cpu": DemoSize(
+        users=10,
+        dialogs_per_user=2,
+        canary_repeats=10,
+        epochs=2,
+        dp_epochs=1,
+        mia_per_side=20,
+        probe_subjects=3,
+    ),
+    "base-gpu": DemoSize(
+        users=40,
+        dialogs_per_user=3,
+        canary_repeats=20,
+        epochs=5,
+        dp_epochs=3,
+        mia_per_side=200,
+        probe_subjects=30,
+    ),
 }
 
 
@@ -88,22 +120,41 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
             parts.append(f"ε {priv['epsilon']:.2f}")
         if priv.get("gamma") is not None:
             up = priv.get("gamma_upper95")
-            parts.append(f"γ {priv['gamma']:.3f} ({priv.get('gamma_source')}" + (f", 95% upper {up:.3f})" if up is not None else ")"))
+            parts.append(
+                f"γ {priv['gamma']:.3f} ({priv.get('gamma_source')}"
+                + (f", 95% upper {up:.3f})" if up is not None else ")")
+            )
         split = priv.get("split") or {}
         if split.get("public_sentence_share") is not None:
-            parts.append(f"D_pub {split['public_sentence_share']:.1%} of sentences / {split.get('public_word_share', float('nan')):.1%} of words")
+            parts.append(
+                f"D_pub {split['public_sentence_share']:.1%} of sentences / {split.get('public_word_share', float('nan')):.1%} of words"
+            )
         parts.append(f"tokenizer {priv.get('tokenizer_source', 'unknown')}")
         lines.append(", ".join(parts))
     nodp, crt, dp = (ppl.get(n) for n in ("plain", "crt", "dp-sgd"))
     if nodp is not None and crt is not None and dp is not None:
         holds = nodp <= crt <= dp
-        lines.append("validation PPL No-DP ≤ CRT ≤ DP-SGD " + ("holds" if holds else
-                     "does not hold: CRT trains on redacted text and its D_pub share is small (docs/crt-utility.md)"))
+        lines.append(
+            "validation PPL No-DP ≤ CRT ≤ DP-SGD "
+            + (
+                "holds"
+                if holds
+                else "does not hold: CRT trains on redacted text and its D_pub share is small (docs/crt-utility.md)"
+            )
+        )
     return lines
 
 
-def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_out: bool = False,
-             echo: Callable[[str], None] = print, base: str | None = None, max_steps: int | None = None) -> Path:
+def run_demo(
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    leave_out: bool = False,
+    echo: Callable[[str], None] = print,
+    base: str | None = None,
+    max_steps: int | None = None,
+) -> Path:
     """Run the demo into ``out_dir`` and return the audit run directory (``base``: see the module docstring;
     ``max_steps`` caps each fine-tune, default 12 on the CPU)."""
 
@@ -119,13 +170,23 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
         size = SIZES["quick" if quick else "full"]
     root = secure_dir(out_dir)
     t0 = time.perf_counter()
-    echo(f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}")
-    data = synthesize(root / "data", users=size.users, dialogs_per_user=size.dialogs_per_user, seed=seed,
-                      canaries=10, canary_repeats=size.canary_repeats)
+    echo(
+        f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}"
+    )
+    data = synthesize(
+        root / "data",
+        users=size.users,
+        dialogs_per_user=size.dialogs_per_user,
+        seed=seed,
+        canaries=10,
+        canary_repeats=size.canary_repeats,
+    )
     # unseen users: the first half trains the public model, the second half gives the membership
     # non-members — a reference model that had seen the non-members would separate them from members
     # whatever the audited model learnt (its reference-calibrated MIA would read AUC 1 for any model)
-    unseen = synthesize(root / "unseen", users=max(size.users, 24), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000)
+    unseen = synthesize(
+        root / "unseen", users=max(size.users, 24), dialogs_per_user=size.dialogs_per_user, seed=seed + 1000
+    )
     corpus = load_corpus(data["corpus"])
     unseen_all = load_corpus(unseen["corpus"])
     public_users = set(unseen_all.users[: len(unseen_all.users) // 2])
@@ -134,13 +195,34 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     # text is outside the DP guarantee, and one shared vocabulary keeps the models' perplexities comparable
     public_path = root / "data" / "public.jsonl"
     atomic_write_text(public_path, "".join(json.dumps(d.to_dict()) + "\n" for d in unseen_corpus))
-    common = dict(arch="gpt", batch_size=16, seq_len=128, tokenizer="bpe", vocab_size=2000, seed=seed, holdout_users=0.0,
-                  n_embd=128, n_layer=2, n_head=4, lr=3e-3, tokenizer_from=str(public_path))
+    common = dict(
+        arch="gpt",
+        batch_size=16,
+        seq_len=128,
+        tokenizer="bpe",
+        vocab_size=2000,
+        seed=seed,
+        holdout_users=0.0,
+        n_embd=128,
+        n_layer=2,
+        n_head=4,
+        lr=3e-3,
+        tokenizer_from=str(public_path),
+    )
     models: dict[str, Any] = {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]
-        "dp-sgd": TrainConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),  # type: ignore[arg-type]
-        "crt": TrainConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, policy="balanced",
-                           secrets=str(data["secrets"]), **common),  # type: ignore[arg-type]
+        "dp-sgd": TrainConfig(
+            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
+        ),  # type: ignore[arg-type]
+        "crt": TrainConfig(
+            mode="crt",
+            epochs=size.dp_epochs,
+            noise_multiplier=0.8,
+            max_grad_norm=1.0,
+            policy="balanced",
+            secrets=str(data["secrets"]),
+            **common,
+        ),  # type: ignore[arg-type]
     }
     if base is not None:
         models = _finetune_configs(base, size, seed, max_steps)
@@ -148,8 +230,10 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
         if (root / "models" / name / "train.json").exists():
             echo(f"[bold]2/4[/] model {name}: already trained, reused")
             continue
-        echo(f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs"
-             + (f", LoRA fine-tune of {base})" if base is not None else ")"))
+        echo(
+            f"[bold]2/4[/] training {name} ({i}/3, {cfg.mode}, {cfg.epochs} epochs"
+            + (f", LoRA fine-tune of {base})" if base is not None else ")")
+        )
         if base is not None:
             from lmleak.train.finetune import finetune
 
@@ -169,8 +253,12 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
     # membership inference: PII-bearing lines (e-mail) of trained users vs of unseen users
     members = _lines_with(data["corpus"], None, "@")
     non_members = _lines_with(unseen["corpus"], set(unseen_all.users) - public_users, "@")
-    atomic_write_text(root / "data" / "members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in members))
-    atomic_write_text(root / "data" / "non_members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in non_members))
+    atomic_write_text(
+        root / "data" / "members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in members)
+    )
+    atomic_write_text(
+        root / "data" / "non_members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in non_members)
+    )
     subjects = data["subjects"].read_text().splitlines()[: size.probe_subjects]
     atomic_write_text(root / "data" / "probe_subjects.jsonl", "".join(s + "\n" for s in subjects))
     config: dict[str, Any] = {
@@ -181,14 +269,25 @@ def run_demo(out_dir: str | Path, *, quick: bool = False, seed: int = 0, leave_o
         "analyses": {
             "report": {"k": [1, 3], "t": 1.0, "p": 5},
             "exposure": {"canaries": "data/canaries.jsonl"},
-            "mia": {"members": "data/members.jsonl", "non_members": "data/non_members.jsonl", "group_size": 20},
-            "probe": {"subjects": "data/probe_subjects.jsonl", "level": "triplet", "templates": 1 if base and not gpu else 2,
-                      "beams": 1 if base and not gpu else 2},
+            "mia": {
+                "members": "data/members.jsonl",
+                "non_members": "data/non_members.jsonl",
+                "group_size": 20,
+            },
+            "probe": {
+                "subjects": "data/probe_subjects.jsonl",
+                "level": "triplet",
+                "templates": 1 if base and not gpu else 2,
+                "beams": 1 if base and not gpu else 2,
+            },
             "kart": True,
         },
     }
-    atomic_write_text(root / "audit.yaml", "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
-                      + yaml.safe_dump(config, sort_keys=False))
+    atomic_write_text(
+        root / "audit.yaml",
+        "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
+        + yaml.safe_dump(config, sort_keys=False),
+    )
     if base is not None and not gpu:
         config["analyses"]["report"]["k"] = [1]
     echo("[bold]3/4[/] auditing the three models (leakage report, exposure, membership, PII probing, KART)")
@@ -204,11 +303,27 @@ def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | Non
     """The three audited models of ``--base``: LoRA fine-tunes, plain / DP-SGD / CRT."""
     from lmleak.train.finetune import FinetuneConfig
 
-    common: dict[str, Any] = dict(base=base, lora=8, batch_size=8, seq_len=128, seed=seed, holdout_users=0.0,
-                                  lr=2e-3, max_steps=max_steps)
+    common: dict[str, Any] = dict(
+        base=base,
+        lora=8,
+        batch_size=8,
+        seq_len=128,
+        seed=seed,
+        holdout_users=0.0,
+        lr=2e-3,
+        max_steps=max_steps,
+    )
     return {
         "plain": FinetuneConfig(mode="nodp", epochs=size.epochs, **common),
-        "dp-sgd": FinetuneConfig(mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common),
-        "crt": FinetuneConfig(mode="crt", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0,
-                              policy="balanced", **common),
+        "dp-sgd": FinetuneConfig(
+            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
+        ),
+        "crt": FinetuneConfig(
+            mode="crt",
+            epochs=size.dp_epochs,
+            noise_multiplier=0.8,
+            max_grad_norm=1.0,
+            policy="balanced",
+            **common,
+        ),
     }

@@ -74,21 +74,45 @@ def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]
     for model, headline in collect_headlines(run_dir).items():
         by_k = headline.get("by_k") or {}
         if headline.get("epsilon_lower_bound") is not None and headline.get("dp_epsilon") is not None:
-            checks.append(GateCheck(model, "epsilon_lower_bound <= claimed dp_epsilon", float(headline["dp_epsilon"]),
-                                    float(headline["epsilon_lower_bound"])))
+            checks.append(
+                GateCheck(
+                    model,
+                    "epsilon_lower_bound <= claimed dp_epsilon",
+                    float(headline["dp_epsilon"]),
+                    float(headline["epsilon_lower_bound"]),
+                )
+            )
         for metric, limit in limits.items():
             if metric == "min_epsilon_lower_bound":
-                if headline.get("dp_epsilon") is None:  # the floor is for controls; a DP model has its claim check
-                    checks.append(GateCheck(model, "epsilon_lower_bound", float(limit),
-                                            _value(headline, "epsilon_lower_bound"), direction="min"))
+                if (
+                    headline.get("dp_epsilon") is None
+                ):  # the floor is for controls; a DP model has its claim check
+                    checks.append(
+                        GateCheck(
+                            model,
+                            "epsilon_lower_bound",
+                            float(limit),
+                            _value(headline, "epsilon_lower_bound"),
+                            direction="min",
+                        )
+                    )
             elif metric in PER_K and by_k:
                 for k in sorted(by_k, key=int):
-                    checks.append(GateCheck(model, f"{metric} (k={k})", float(limit), _value(by_k[k], metric)))
+                    checks.append(
+                        GateCheck(model, f"{metric} (k={k})", float(limit), _value(by_k[k], metric))
+                    )
             else:
                 checks.append(GateCheck(model, metric, float(limit), _value(headline, metric)))
     floor = limits.get("min_epsilon_lower_bound")
     if floor is not None and floor > 0 and not any(c.direction == "min" for c in checks):
         # every model claims DP: nothing shows the audit's power, and a floor must not pass silently
-        checks.append(GateCheck("(none)", "epsilon_lower_bound of a model without a DP claim",
-                                float(limits["min_epsilon_lower_bound"]), None, direction="min"))
+        checks.append(
+            GateCheck(
+                "(none)",
+                "epsilon_lower_bound of a model without a DP claim",
+                float(limits["min_epsilon_lower_bound"]),
+                None,
+                direction="min",
+            )
+        )
     return checks

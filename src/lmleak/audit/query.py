@@ -103,11 +103,14 @@ def query(run_dir: str | Path, sql: str) -> Any:
         return con.execute(sql).df()
     except duckdb.PermissionException as e:
         raise InputError(
-            f"query refused: {_first_line(e)}", field="sql",
+            f"query refused: {_first_line(e)}",
+            field="sql",
             hint="a query sees only this run's tables; files, network, ATTACH, COPY and extensions are disabled",
         ) from None
     except duckdb.Error as e:
         views = ", ".join(sorted(parquet_views(run))) or "none"
-        raise InputError(f"query failed: {_first_line(e)}", field="sql", hint=f"tables in this run: {views}") from None
+        raise InputError(
+            f"query failed: {_first_line(e)}", field="sql", hint=f"tables in this run: {views}"
+        ) from None
     finally:
         con.close()

@@ -91,17 +91,24 @@ def anonymization_of(model_dir: str | None) -> str:
     return "identity"
 
 
-def with_anonymization(record: dict[str, Any] | None, anonymization: str, *, access: str | None = None,
-                       note: str | None = None) -> dict[str, Any] | None:
+def with_anonymization(
+    record: dict[str, Any] | None, anonymization: str, *, access: str | None = None, note: str | None = None
+) -> dict[str, Any] | None:
     """The same KART record with the A factor the audit knows from the model's training (and, for a model
     behind an API, the access the API grants and a note naming its tier)."""
     if not record:
         return record
 
     try:
-        return scenario_record(attack=record["attack"], knowledge=record.get("knowledge", ()), anonymization=anonymization,
-                               resources=record.get("resources", ()), access=access or record["access"],
-                               target=record["target"], notes="; ".join(x for x in (record.get("notes"), note) if x) or None)
+        return scenario_record(
+            attack=record["attack"],
+            knowledge=record.get("knowledge", ()),
+            anonymization=anonymization,
+            resources=record.get("resources", ()),
+            access=access or record["access"],
+            target=record["target"],
+            notes="; ".join(x for x in (record.get("notes"), note) if x) or None,
+        )
     except Exception:  # a record from an older schema: keep it as written
         return record
 
@@ -109,7 +116,9 @@ def with_anonymization(record: dict[str, Any] | None, anonymization: str, *, acc
 class Auditor:
     """Runs the stages of one config; see the module docstring."""
 
-    def __init__(self, cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None
+    ) -> None:
         self.cfg = cfg
         self.force = force
         self.echo = echo or (lambda s: None)
@@ -120,8 +129,14 @@ class Auditor:
     def corpus(self) -> Any:
         if self._corpus is None:
             c = self.cfg.corpus
-            self._corpus = load_corpus(self.cfg.resolve(c.path), format=c.format, text_field=c.text_field,
-                                       user_field=c.user_field, doc_field=c.doc_field, skip_bad_rows=c.skip_bad_rows)
+            self._corpus = load_corpus(
+                self.cfg.resolve(c.path),
+                format=c.format,
+                text_field=c.text_field,
+                user_field=c.user_field,
+                doc_field=c.doc_field,
+                skip_bad_rows=c.skip_bad_rows,
+            )
         return self._corpus
 
     def enabled(self) -> list[tuple[str, Any]]:
@@ -145,13 +160,24 @@ class Auditor:
     # ------------------------------------------------------------------ stages
     def stage_report(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         public = self.cfg.public_model
-        cfg = ReportConfig(ks=tuple(spec.k), t=spec.t, p=spec.p, public_context_tokens=spec.public_context_tokens,
-                           public_occurrences=spec.public_occurrences, pii_policy=spec.pii_policy,
-                           min_tokens=spec.min_tokens)
-        run_report(model, self.corpus(), out, cfg,
-                   public_model=self.cfg.resolve(public) if public else None,
-                   model_dir=model_path if Path(model_path).is_dir() else None,
-                   anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
+        cfg = ReportConfig(
+            ks=tuple(spec.k),
+            t=spec.t,
+            p=spec.p,
+            public_context_tokens=spec.public_context_tokens,
+            public_occurrences=spec.public_occurrences,
+            pii_policy=spec.pii_policy,
+            min_tokens=spec.min_tokens,
+        )
+        run_report(
+            model,
+            self.corpus(),
+            out,
+            cfg,
+            public_model=self.cfg.resolve(public) if public else None,
+            model_dir=model_path if Path(model_path).is_dir() else None,
+            anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
+        )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
@@ -173,12 +199,22 @@ class Auditor:
             assert holdout is not None  # checked by mia_source() before the stage runs
             mem, non, mem_users, non_users = split_users_by_holdout(self.corpus(), holdout.users)
             groups = (mem_users, non_users)  # the blind baseline keeps each user in one fold
-            source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-                      f"(holdout.json); members: {len(mem)} documents of the other users")
+            source = (
+                f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+                f"(holdout.json); members: {len(mem)} documents of the other users"
+            )
             self.echo(f"  {source}")
-        run_membership(model, mem, non, out, group_size=spec.group_size,
-                       reference=load_model(self.cfg.resolve(ref)) if ref else None, source=source,
-                       groups=groups, **self._membership_options())
+        run_membership(
+            model,
+            mem,
+            non,
+            out,
+            group_size=spec.group_size,
+            reference=load_model(self.cfg.resolve(ref)) if ref else None,
+            source=source,
+            groups=groups,
+            **self._membership_options(),
+        )
 
     def _membership_options(self) -> dict[str, Any]:
         """``analyses.membership`` as run_membership's keyword arguments (none when it is absent)."""
@@ -192,9 +228,16 @@ class Auditor:
             from lmleak.models.hf_masked import HFMaskedLM
 
             mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
-        prefix = "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
-        opts = MethodOptions(methods=None if m.methods is None else tuple(m.methods), recall_prefix=prefix,
-                             recall_shots=m.recall_shots, num_neighbours=m.neighbours, mlm=mlm)
+        prefix = (
+            "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
+        )
+        opts = MethodOptions(
+            methods=None if m.methods is None else tuple(m.methods),
+            recall_prefix=prefix,
+            recall_shots=m.recall_shots,
+            num_neighbours=m.neighbours,
+            mlm=mlm,
+        )
         return {"options": opts, "min_k": m.min_k, "blind": m.blind}
 
     def _extra_fingerprint(self, stage: str) -> tuple[Any, ...]:
@@ -210,8 +253,10 @@ class Auditor:
         k_max = getattr(model, "k", None)
         if stage == "report" and Capability.SCORE not in caps and isinstance(k_max, int) and k_max:
             if max(spec.k) > k_max:
-                raise CapabilityError(f"the tab attack at k = {max(spec.k)} needs the top {max(spec.k)} tokens, but "
-                                      f"model '{model.name}' returns only its top {k_max}; use report k <= {k_max}")
+                raise CapabilityError(
+                    f"the tab attack at k = {max(spec.k)} needs the top {max(spec.k)} tokens, but "
+                    f"model '{model.name}' returns only its top {k_max}; use report k <= {k_max}"
+                )
 
     def mia_source(self, model_path: str) -> str | None:
         """Why the MIA stage cannot run for this model (None when it can)."""
@@ -223,8 +268,10 @@ class Auditor:
             return None
         holdout = read_holdout(model_path)
         if holdout is None or not holdout.users:
-            return ("no members / non-members files, and the model records no held-out users (holdout.json): "
-                    "give analyses.mia.members and non_members, or train with --holdout-users")
+            return (
+                "no members / non-members files, and the model records no held-out users (holdout.json): "
+                "give analyses.mia.members and non_members, or train with --holdout-users"
+            )
         return None
 
     def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -235,8 +282,17 @@ class Auditor:
             templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
 
         holdout = read_holdout(model_path)
-        run_probe(model, subjects, out, level=spec.level, k=k, beams=spec.beams, templates=templates,
-                  controls=set(holdout.users) if holdout else None, budgets=budgets)
+        run_probe(
+            model,
+            subjects,
+            out,
+            level=spec.level,
+            k=k,
+            beams=spec.beams,
+            templates=templates,
+            controls=set(holdout.users) if holdout else None,
+            budgets=budgets,
+        )
 
     # ------------------------------------------------------------------ issue 20 stages
     def dp_audit_source(self, model_path: str) -> str | None:
@@ -246,8 +302,10 @@ class Auditor:
 
         if Path(model_path).is_dir() and load_train_config(model_path) is not None:
             return None
-        return ("a one-run DP audit retrains the model's recipe with canaries, and this model records none "
-                "(train.json of `lmleak train`); audit the training algorithm with `lmleak dp-audit run`")
+        return (
+            "a one-run DP audit retrains the model's recipe with canaries, and this model records none "
+            "(train.json of `lmleak train`); audit the training algorithm with `lmleak dp-audit run`"
+        )
 
     def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.dp_audit import DPAuditConfig
@@ -256,22 +314,43 @@ class Auditor:
 
         train_cfg = load_train_config(model_path)
         assert train_cfg is not None  # checked by dp_audit_source() before the stage runs
-        run_dp_audit(self.cfg.resolve(self.cfg.corpus.path) or "", out, train_cfg,
-                     DPAuditConfig(m=spec.m, r=spec.r, delta=spec.delta, confidence=spec.confidence, seed=spec.seed),
-                     progress=False)
+        run_dp_audit(
+            self.cfg.resolve(self.cfg.corpus.path) or "",
+            out,
+            train_cfg,
+            DPAuditConfig(m=spec.m, r=spec.r, delta=spec.delta, confidence=spec.confidence, seed=spec.seed),
+            progress=False,
+        )
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
 
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
-        cfg = ExtractConfig(num_samples=spec.num_samples, max_new_tokens=spec.max_new_tokens, top_k=spec.top_k,
-                            temperature_start=spec.temperature_start, decay_tokens=spec.temperature_decay,
-                            window=spec.window, top_n=spec.top_n, min_match_tokens=spec.min_match_tokens,
-                            seed=spec.seed, discoverable_docs=spec.discoverable_docs, prefix_tokens=spec.prefix_tokens,
-                            suffix_tokens=spec.suffix_tokens, n=spec.n, p_threshold=spec.p,
-                            prefixes=read_prefixes(self.cfg.resolve(spec.prefixes) or "") if spec.prefixes else [])
-        run_extraction(model, self.corpus(), out, cfg, public_model=load_model(self.cfg.resolve(ref)) if ref else None,
-                       anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
+        cfg = ExtractConfig(
+            num_samples=spec.num_samples,
+            max_new_tokens=spec.max_new_tokens,
+            top_k=spec.top_k,
+            temperature_start=spec.temperature_start,
+            decay_tokens=spec.temperature_decay,
+            window=spec.window,
+            top_n=spec.top_n,
+            min_match_tokens=spec.min_match_tokens,
+            seed=spec.seed,
+            discoverable_docs=spec.discoverable_docs,
+            prefix_tokens=spec.prefix_tokens,
+            suffix_tokens=spec.suffix_tokens,
+            n=spec.n,
+            p_threshold=spec.p,
+            prefixes=read_prefixes(self.cfg.resolve(spec.prefixes) or "") if spec.prefixes else [],
+        )
+        run_extraction(
+            model,
+            self.corpus(),
+            out,
+            cfg,
+            public_model=load_model(self.cfg.resolve(ref)) if ref else None,
+            anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
+        )
 
     def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""
@@ -292,8 +371,14 @@ class Auditor:
         log.addHandler(handler)
         log.setLevel(logging.INFO)
         try:
-            atomic_write_text(self.run / "config.resolved.yaml", yaml.safe_dump(to_dict(self.cfg), sort_keys=False))
-            summary: dict[str, Any] = {"title": Path(self.run).name, "config": to_dict(self.cfg), "models": {}}
+            atomic_write_text(
+                self.run / "config.resolved.yaml", yaml.safe_dump(to_dict(self.cfg), sort_keys=False)
+            )
+            summary: dict[str, Any] = {
+                "title": Path(self.run).name,
+                "config": to_dict(self.cfg),
+                "models": {},
+            }
             for m in self.cfg.models:
                 summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
             self._kart_table(summary)
@@ -322,10 +407,22 @@ class Auditor:
         membership: dict[str, Any] | None = None
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            fp = _fingerprint(stage, dataclasses.asdict(spec), path, self.cfg.corpus.path, self.cfg.public_model,
-                              *self._extra_fingerprint(stage))
+            fp = _fingerprint(
+                stage,
+                dataclasses.asdict(spec),
+                path,
+                self.cfg.corpus.path,
+                self.cfg.public_model,
+                *self._extra_fingerprint(stage),
+            )
             rel = str(out.relative_to(self.run))
-            why_not = self.mia_source(path) if stage == "mia" else self.dp_audit_source(path) if stage == "dp_audit" else None
+            why_not = (
+                self.mia_source(path)
+                if stage == "mia"
+                else self.dp_audit_source(path)
+                if stage == "dp_audit"
+                else None
+            )
             if why_not:
                 self.echo(f"[yellow]{name}/{stage}: skipped[/] — {why_not}")
                 log.warning("%s/%s: skipped: %s", name, stage, why_not)
@@ -354,13 +451,28 @@ class Auditor:
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
             if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
-                membership = {k: stage_summary.get(k) for k in ("mia_auc_by_attack", "blind_baseline_auc",
-                                                                 "blind_baseline_warning")}
+                membership = {
+                    k: stage_summary.get(k)
+                    for k in ("mia_auc_by_attack", "blind_baseline_auc", "blind_baseline_warning")
+                }
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon, **api)
         privacy = self._privacy(path)
-        headline.update({k: v for k, v in privacy.items() if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None})
-        out_model = {"path": path, "headline": headline, "stages": stages, "skipped": skipped, "scenarios": scenarios,
-                     "privacy": privacy, **({"membership": membership} if membership else {})}
+        headline.update(
+            {
+                k: v
+                for k, v in privacy.items()
+                if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
+            }
+        )
+        out_model = {
+            "path": path,
+            "headline": headline,
+            "stages": stages,
+            "skipped": skipped,
+            "scenarios": scenarios,
+            "privacy": privacy,
+            **({"membership": membership} if membership else {}),
+        }
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
             log.info("%s: %s", name, out_model["access"])
@@ -371,11 +483,17 @@ class Auditor:
         if not p.exists():
             return {}
         priv = json.loads(p.read_text())
-        out = {"mode": priv.get("mode"), "dp_epsilon": priv.get("epsilon"), "dp_delta": priv.get("delta"),
-               "gamma": priv.get("gamma"), "tokenizer_source": priv.get("tokenizer_source")}
+        out = {
+            "mode": priv.get("mode"),
+            "dp_epsilon": priv.get("epsilon"),
+            "dp_delta": priv.get("delta"),
+            "gamma": priv.get("gamma"),
+            "tokenizer_source": priv.get("tokenizer_source"),
+        }
         if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
-            bound = measured_bayesian_confidentiality(float(priv["epsilon"]), float(priv.get("delta") or 0.0),
-                                                      priv.get("gamma"))
+            bound = measured_bayesian_confidentiality(
+                float(priv["epsilon"]), float(priv.get("delta") or 0.0), priv.get("gamma")
+            )
             out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
             out["confidentiality_reason"] = bound["reason"]
             out["gamma_source"] = priv.get("gamma_source")
@@ -388,10 +506,19 @@ class Auditor:
         for name, m in summary["models"].items():
             for stage, rec in (m.get("scenarios") or {}).items():
                 if rec:
-                    rows.append({"model": name, "stage": stage, "attack": rec.get("attack"),
-                                 "knowledge": ", ".join(rec.get("knowledge") or []) or "∅",
-                                 "anonymization": rec.get("anonymization"), "resources": ", ".join(rec.get("resources") or []) or "∅",
-                                 "access": rec.get("access"), "target": str(rec.get("target")), "notation": rec.get("notation")})
+                    rows.append(
+                        {
+                            "model": name,
+                            "stage": stage,
+                            "attack": rec.get("attack"),
+                            "knowledge": ", ".join(rec.get("knowledge") or []) or "∅",
+                            "anonymization": rec.get("anonymization"),
+                            "resources": ", ".join(rec.get("resources") or []) or "∅",
+                            "access": rec.get("access"),
+                            "target": str(rec.get("target")),
+                            "notation": rec.get("notation"),
+                        }
+                    )
         if rows and self.cfg.analyses.kart:
             write_parquet(pd.DataFrame(rows), self.run / "kart" / "scenarios.parquet")
 
@@ -406,5 +533,8 @@ def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], No
     validate_config(cfg)  # every range, file and model, before the run directory is touched
     explicit = requested_device() != "auto"  # the command line wins over the config file
     auditor = Auditor(cfg, force=force, echo=echo)
-    with use_device(None if explicit else cfg.device), open_run(auditor.run):  # locked, marked incomplete until done
+    with (
+        use_device(None if explicit else cfg.device),
+        open_run(auditor.run),
+    ):  # locked, marked incomplete until done
         return auditor()

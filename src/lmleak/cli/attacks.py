@@ -88,8 +88,16 @@ def exposure_cmd(
     quiet(quiet_ or as_json)
     lm = load_model(model)
     info(f"ranking the canaries of {canaries} with {lm.name}")
-    summary, results = run_exposure(lm, canaries, out_dir, alphabet=alphabet, extrapolate=extrapolate,
-                                    sample_size=sample_size, max_candidates=max_candidates, seed=seed)
+    summary, results = run_exposure(
+        lm,
+        canaries,
+        out_dir,
+        alphabet=alphabet,
+        extrapolate=extrapolate,
+        sample_size=sample_size,
+        max_candidates=max_candidates,
+        seed=seed,
+    )
     if as_json:
         print_json(summary)
         return
@@ -99,9 +107,17 @@ def exposure_cmd(
     for col in ("secret", "repeats", "rank", "exposure (bits)", "method"):
         t.add_column(col)
     for r in results:
-        t.add_row(r.secret, str(r.repeats or ""), "" if r.rank is None else str(r.rank), f"{r.exposure_bits:.2f}", r.method)
+        t.add_row(
+            r.secret,
+            str(r.repeats or ""),
+            "" if r.rank is None else str(r.rank),
+            f"{r.exposure_bits:.2f}",
+            r.method,
+        )
     out.print(t)
-    out.print(f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}")
+    out.print(
+        f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}"
+    )
 
 
 def mia_cmd(
@@ -109,15 +125,19 @@ def mia_cmd(
     model: ModelOpt,
     out_dir: OutDirOpt,
     members: Annotated[
-        Path | None, typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines).")
+        Path | None,
+        typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines)."),
     ] = None,
     non_members: Annotated[
         Path | None, typer.Option("--non-members", help="Same-format texts that were not in training.")
     ] = None,
     corpus: Annotated[
         Path | None,
-        typer.Option("--corpus", help="Without --members/--non-members: the training corpus; its held-out users "
-                     "(holdout.json in the model folder) are the non-members, the other users the members."),
+        typer.Option(
+            "--corpus",
+            help="Without --members/--non-members: the training corpus; its held-out users "
+            "(holdout.json in the model folder) are the non-members, the other users the members.",
+        ),
     ] = None,
     group_size: Annotated[int, typer.Option(help="Texts per group for the group attack (0: skip it).")] = 20,
     num_groups: Annotated[
@@ -131,22 +151,38 @@ def mia_cmd(
     ] = 1000,
     min_k: Annotated[float, typer.Option(help="Fraction of least likely tokens for Min-K% Prob.")] = 0.2,
     mlm: Annotated[
-        Path | None, typer.Option("--mlm", help="HF masked-LM directory that makes the neighbourhood method's neighbours.")
+        Path | None,
+        typer.Option(
+            "--mlm", help="HF masked-LM directory that makes the neighbourhood method's neighbours."
+        ),
     ] = None,
     recall_prefix: Annotated[
-        Path | None, typer.Option("--recall-prefix", help="Non-member texts (file) forming ReCaLL's prefix "
-                                  "(default: --recall-shots non-members, left out of the evaluation).")
+        Path | None,
+        typer.Option(
+            "--recall-prefix",
+            help="Non-member texts (file) forming ReCaLL's prefix "
+            "(default: --recall-shots non-members, left out of the evaluation).",
+        ),
     ] = None,
-    recall_shots: Annotated[int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.")] = 3,
+    recall_shots: Annotated[
+        int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.")
+    ] = 3,
     neighbours: Annotated[int, typer.Option(help="Neighbours per text for the neighbourhood method.")] = 8,
-    blind: Annotated[bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")] = True,
+    blind: Annotated[
+        bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")
+    ] = True,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: SeedOpt = 0,
-    engine: Annotated[str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")] = "local",
+    engine: Annotated[
+        str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")
+    ] = "local",
     ray_address: Annotated[
-        str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
+        str | None,
+        typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
     ] = None,
-    num_workers: Annotated[int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")] = 2,
+    num_workers: Annotated[
+        int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
+    ] = 2,
     gpus_per_worker: Annotated[
         float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
     ] = 0.0,
@@ -168,16 +204,27 @@ def mia_cmd(
     quiet(quiet_ or as_json)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
-    methods = parse_methods(lists["--methods"], reference=reference is not None, mlm=mlm is not None,
-                            field="--methods") if "--methods" in lists else None
+    methods = (
+        parse_methods(
+            lists["--methods"], reference=reference is not None, mlm=mlm is not None, field="--methods"
+        )
+        if "--methods" in lists
+        else None
+    )
     mlm_model = None
     if mlm is not None:
         from lmleak.models.hf_masked import HFMaskedLM
 
         mlm_model = HFMaskedLM.load(mlm)
     prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
-    options = MethodOptions(methods=methods, recall_prefix=prefix, recall_shots=recall_shots,
-                            num_neighbours=neighbours, mlm=mlm_model, seed=seed)
+    options = MethodOptions(
+        methods=methods,
+        recall_prefix=prefix,
+        recall_shots=recall_shots,
+        num_neighbours=neighbours,
+        mlm=mlm_model,
+        seed=seed,
+    )
     lm = load_model(model)
     groups = None
     if members is not None and non_members is not None:
@@ -189,9 +236,24 @@ def mia_cmd(
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(eng):
-        summary = run_membership(lm, mem, non, out_dir, reference=ref, num_per_side=num_per_side,
-                                 group_size=group_size, num_groups=num_groups, min_k=min_k, seed=seed, source=source,
-                                 options=options, blind=blind, groups=groups, engine=eng, model_specs=specs)
+        summary = run_membership(
+            lm,
+            mem,
+            non,
+            out_dir,
+            reference=ref,
+            num_per_side=num_per_side,
+            group_size=group_size,
+            num_groups=num_groups,
+            min_k=min_k,
+            seed=seed,
+            source=source,
+            options=options,
+            blind=blind,
+            groups=groups,
+            engine=eng,
+            model_specs=specs,
+        )
     if as_json:
         print_json(summary)
         return
@@ -210,11 +272,14 @@ def members_from_holdout(model: str, corpus: Path | None, *, with_users: bool = 
         raise ConfigError(
             "no member / non-member texts: give --members and --non-members, or --corpus with a model "
             "trained by `lmleak train` (its holdout.json names the users it never saw)",
-            field="--members", hint="retrain with --holdout-users 0.1, or write the two files",
+            field="--members",
+            hint="retrain with --holdout-users 0.1, or write the two files",
         )
     mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
-    source = (f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-              f"(holdout.json); members: {len(mem)} documents of the other users")
+    source = (
+        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+        f"(holdout.json); members: {len(mem)} documents of the other users"
+    )
     return (mem, non, source, (mem_users, non_users)) if with_users else (mem, non, source)
 
 
@@ -232,11 +297,22 @@ def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
             if r.get(f"{key}_note"):
                 notes.add(f"TPR at {'1' if key == 'tpr_at_1pct_fpr' else '0.1'}% FPR: {r[key + '_note']}")
         headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
-        t.add_row(r["level"], r["feature"] + (" (headline)" if headline else ""), f"{r['accuracy']:.3f}",
-                  f"{r['auc']:.3f}", *cells)
+        t.add_row(
+            r["level"],
+            r["feature"] + (" (headline)" if headline else ""),
+            f"{r['accuracy']:.3f}",
+            f"{r['auc']:.3f}",
+            *cells,
+        )
     if summary.get("blind_baseline_auc") is not None:
-        t.add_row("individual", "blind baseline (text only, no model)", "-", f"{summary['blind_baseline_auc']:.3f}",
-                  "-", "-")
+        t.add_row(
+            "individual",
+            "blind baseline (text only, no model)",
+            "-",
+            f"{summary['blind_baseline_auc']:.3f}",
+            "-",
+            "-",
+        )
     out.print(t)
     for n in sorted(notes):
         out.print(f"  not reported: {n}")
@@ -253,11 +329,30 @@ def crt_cmd(
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
     seed: SeedOpt = 0,
-    epochs: Annotated[int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")] = None,
-    users: Annotated[int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")] = None,
-    lr: Annotated[float | None, typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one).")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).")] = None,
+    epochs: Annotated[
+        int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")
+    ] = None,
+    users: Annotated[
+        int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")
+    ] = None,
+    lr: Annotated[
+        float | None,
+        typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one)."),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.",
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(
+            "--max-steps",
+            help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).",
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -281,7 +376,9 @@ def crt_cmd(
         cfg = CRTExperimentConfig.for_base(base, gpu=resolve_device() != "cpu")
     else:
         cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    cfg = cfg.with_options(gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps)
+    cfg = cfg.with_options(
+        gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps
+    )
     result = run_crt_experiment(out_dir, cfg, corpus=corpus)
     if as_json:
         print_json(result["summary"])
@@ -318,8 +415,10 @@ def crt_cmd(
         for suffix, what in (("", "validation PPL"), ("_redacted", "PPL with PII masked")):
             if rec.get(f"holds{suffix}") is None:
                 continue
-            verdict = "holds" if rec[f"holds{suffix}"] else "does not hold" + (
-                f": {rec['reason']}" if not suffix and rec.get("reason") else ""
+            verdict = (
+                "holds"
+                if rec[f"holds{suffix}"]
+                else "does not hold" + (f": {rec['reason']}" if not suffix and rec.get("reason") else "")
             )
             out.print(
                 f"{arch}: {what} No-DP {rec['nodp' + suffix]:.1f}, CRT {rec['crt' + suffix]:.1f}, "

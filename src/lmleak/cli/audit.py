@@ -22,11 +22,24 @@ def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
     max_unique: Annotated[int | None, typer.Option(help="Most unique leaked sequences allowed.")] = None,
     max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
-    max_exposure: Annotated[float | None, typer.Option(help="Largest canary exposure (bits) allowed.")] = None,
-    max_mia_auc: Annotated[float | None, typer.Option(help="Largest membership-inference AUC allowed.")] = None,
-    max_pii_unique: Annotated[int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")] = None,
-    min_epsilon_lower_bound: Annotated[float | None, typer.Option(help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.")] = None,
-    max_extracted: Annotated[int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")] = None,
+    max_exposure: Annotated[
+        float | None, typer.Option(help="Largest canary exposure (bits) allowed.")
+    ] = None,
+    max_mia_auc: Annotated[
+        float | None, typer.Option(help="Largest membership-inference AUC allowed.")
+    ] = None,
+    max_pii_unique: Annotated[
+        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")
+    ] = None,
+    min_epsilon_lower_bound: Annotated[
+        float | None,
+        typer.Option(
+            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails."
+        ),
+    ] = None,
+    max_extracted: Annotated[
+        int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
@@ -46,24 +59,44 @@ def gate(
         if v is not None
     }
     if not limits:
-        err.print("[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted")
+        err.print(
+            "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
+        )
         raise typer.Exit(2)
     checks = check_gate(run, limits)
     failed = [c for c in checks if not c.passed]
     if json_out:
-        print_json({"passed": not failed, "checks": [
-            {"model": c.model, "metric": c.metric, "limit": c.limit, "value": c.value, "passed": c.passed} for c in checks
-        ]})
+        print_json(
+            {
+                "passed": not failed,
+                "checks": [
+                    {
+                        "model": c.model,
+                        "metric": c.metric,
+                        "limit": c.limit,
+                        "value": c.value,
+                        "passed": c.passed,
+                    }
+                    for c in checks
+                ],
+            }
+        )
     else:
         for c in checks:
             out.print(("[green]✓[/] " if c.passed else "[red]✗[/] ") + c.describe())
-        out.print("[bold green]gate passed[/]" if not failed else f"[bold red]gate failed[/]: {len(failed)} check(s)")
+        out.print(
+            "[bold green]gate passed[/]"
+            if not failed
+            else f"[bold red]gate failed[/]: {len(failed)} check(s)"
+        )
     raise typer.Exit(1 if failed else 0)
 
 
 def query_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
-    sql: Annotated[str, typer.Argument(help='SQL over the run\'s Parquet files, e.g. "SELECT * FROM sequences LIMIT 5".')],
+    sql: Annotated[
+        str, typer.Argument(help='SQL over the run\'s Parquet files, e.g. "SELECT * FROM sequences LIMIT 5".')
+    ],
     json_out: JsonOpt = False,
 ) -> None:
     """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
@@ -87,8 +120,12 @@ def query_cmd(
 
 def render_cmd(
     run: Annotated[Path, typer.Argument(help="A run directory.")],
-    out_path: Annotated[Path | None, typer.Option("--out", help="Where to write the HTML (default RUN/report.html).")] = None,
-    show_text: Annotated[bool, typer.Option(help="Include leaked text (off by default: lengths and counts only).")] = False,
+    out_path: Annotated[
+        Path | None, typer.Option("--out", help="Where to write the HTML (default RUN/report.html).")
+    ] = None,
+    show_text: Annotated[
+        bool, typer.Option(help="Include leaked text (off by default: lengths and counts only).")
+    ] = False,
     quiet_: QuietOpt = False,
 ) -> None:
     """Write the self-contained HTML report of a run directory."""
@@ -128,7 +165,9 @@ def _summary_table(run: Path) -> None:
 
 def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
-    example: Annotated[bool, typer.Option("--example", help="Print a commented example config and exit.")] = False,
+    example: Annotated[
+        bool, typer.Option("--example", help="Print a commented example config and exit.")
+    ] = False,
     force: Annotated[bool, typer.Option(help="Rerun every stage, even complete ones.")] = False,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
@@ -144,7 +183,10 @@ def audit(
         sys.stdout.write(EXAMPLE)
         return
     if config is None:
-        raise ConfigError("no config file given", hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)")
+        raise ConfigError(
+            "no config file given",
+            hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)",
+        )
     quiet(quiet_ or json_out)
     cfg = load_config(config)
     run = run_audit(cfg, force=force, echo=(lambda s: None) if (quiet_ or json_out) else err.print)
@@ -158,13 +200,28 @@ def audit(
 
 
 def demo(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for the demo's data, models and audit.")] = Path("lmleak-demo"),
-    quick: Annotated[bool, typer.Option("--quick", help="Smaller corpus and fewer epochs (about 3 minutes).")] = False,
-    leave_out: Annotated[bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")] = False,
+    out_dir: Annotated[
+        Path, typer.Option("--out", help="Folder for the demo's data, models and audit.")
+    ] = Path("lmleak-demo"),
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Smaller corpus and fewer epochs (about 3 minutes).")
+    ] = False,
+    leave_out: Annotated[
+        bool, typer.Option(help="Retrain a leave-out public model per audited model (slower).")
+    ] = False,
     seed: SeedOpt = 0,
     json_out: JsonOpt = False,
-    base: Annotated[str | None, typer.Option("--base", help="Audit LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) against the base as the public model; smoke-sized on the CPU, full size on a GPU.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).")] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="Audit LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) against the base as the public model; smoke-sized on the CPU, full size on a GPU.",
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU)."),
+    ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
     import time
@@ -173,13 +230,26 @@ def demo(
 
     quiet(json_out)
     t0 = time.perf_counter()
-    run = run_demo(out_dir, quick=quick, seed=seed, leave_out=leave_out, echo=(lambda s: None) if json_out else err.print,
-                   base=base, max_steps=max_steps)
+    run = run_demo(
+        out_dir,
+        quick=quick,
+        seed=seed,
+        leave_out=leave_out,
+        echo=(lambda s: None) if json_out else err.print,
+        base=base,
+        max_steps=max_steps,
+    )
     if json_out:
         from lmleak.render.headline import collect_headlines
 
-        print_json({"run": str(run), "report": str(run / "report.html"), "seconds": time.perf_counter() - t0,
-                    "headlines": collect_headlines(run)})
+        print_json(
+            {
+                "run": str(run),
+                "report": str(run / "report.html"),
+                "seconds": time.perf_counter() - t0,
+                "headlines": collect_headlines(run),
+            }
+        )
         return
     _summary_table(run)
     out.print(f"demo finished in {time.perf_counter() - t0:.0f} s; report: [bold]{run / 'report.html'}[/]")

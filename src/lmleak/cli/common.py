@@ -14,9 +14,14 @@ from rich.console import Console
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")]
-OutDirOpt = Annotated[Path, typer.Option("--out", help="Run directory (created owner-only; summary.json and results).")]
+OutDirOpt = Annotated[
+    Path, typer.Option("--out", help="Run directory (created owner-only; summary.json and results).")
+]
 ModelOpt = Annotated[
-    str, typer.Option("--model", "-m", help="Model: lmleak or HF folder, .gguf, smollm2-135m, fake:<corpus.jsonl>, ...")
+    str,
+    typer.Option(
+        "--model", "-m", help="Model: lmleak or HF folder, .gguf, smollm2-135m, fake:<corpus.jsonl>, ..."
+    ),
 ]
 CorpusOpt = Annotated[
     Path, typer.Option("--corpus", help="Corpus file (JSONL/CSV/Parquet/text; see `lmleak corpus check`).")

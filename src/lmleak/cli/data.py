@@ -21,7 +21,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def customersim(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
+    ],
     users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).")] = 100,
     dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.")] = 5,
     seed: SeedOpt = 0,
@@ -34,7 +37,14 @@ def customersim(
     from lmleak.data.synth.customersim import synthesize
 
     quiet(json_out)
-    paths = synthesize(out_dir, users=users, dialogs_per_user=dialogs_per_user, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
+    paths = synthesize(
+        out_dir,
+        users=users,
+        dialogs_per_user=dialogs_per_user,
+        seed=seed,
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+    )
     docs = read_jsonl(paths["corpus"])
     entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     summary: dict[str, Any] = {
@@ -62,11 +72,18 @@ def customersim(
 
 
 def mail(
-    out_dir: Annotated[Path, typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl.")],
+    out_dir: Annotated[
+        Path,
+        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
+    ],
     scale: Annotated[float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.")] = 1.0,
     seed: SeedOpt = 0,
-    canaries: Annotated[int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")] = 0,
-    canary_repeats: Annotated[int, typer.Option(help="Copies of each canary, each a message of its own.")] = 1,
+    canaries: Annotated[
+        int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")
+    ] = 0,
+    canary_repeats: Annotated[
+        int, typer.Option(help="Copies of each canary, each a message of its own.")
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
@@ -84,7 +101,9 @@ def mail(
         "authors": len({d["user_id"] for d in docs}),
         "words": words,
         "tokens_estimate": round(words * TOKENS_PER_WORD),
-        "duplicate_line_share": round(sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4),
+        "duplicate_line_share": round(
+            sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4
+        ),
         "longest_document_words": max(len(d["text"].split()) for d in docs),
         "canaries": canaries,
         "canary_repeats": canary_repeats,
@@ -99,8 +118,16 @@ def mail(
     t = Table(title=f"Mailing-list corpus in {out_dir}")
     t.add_column("what")
     t.add_column("value", justify="right")
-    for k in ("documents", "authors", "words", "tokens_estimate", "duplicate_line_share", "longest_document_words",
-              "canaries", "canary_repeats"):
+    for k in (
+        "documents",
+        "authors",
+        "words",
+        "tokens_estimate",
+        "duplicate_line_share",
+        "longest_document_words",
+        "canaries",
+        "canary_repeats",
+    ):
         t.add_row(k.replace("_", " "), str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():
         t.add_row(f"PII spans: {k}", str(v))
@@ -108,12 +135,21 @@ def mail(
 
 
 def check(
-    path: Annotated[Path, typer.Argument(help="A corpus: JSONL, CSV, Parquet, a <user>/*.txt folder, or a saved HF dataset.")],
-    format: Annotated[str | None, typer.Option(help="Force the format: jsonl, csv, parquet, folder, hf.")] = None,
+    path: Annotated[
+        Path,
+        typer.Argument(help="A corpus: JSONL, CSV, Parquet, a <user>/*.txt folder, or a saved HF dataset."),
+    ],
+    format: Annotated[
+        str | None, typer.Option(help="Force the format: jsonl, csv, parquet, folder, hf.")
+    ] = None,
     text_field: Annotated[str, typer.Option(help="Column holding the text.")] = "text",
     user_field: Annotated[str, typer.Option(help="Column holding the user id.")] = "user_id",
-    doc_field: Annotated[str, typer.Option(help="Column holding the document id (optional in the data).")] = "doc_id",
-    skip_bad_rows: Annotated[bool, typer.Option(help="Count and report bad rows instead of failing on the first.")] = False,
+    doc_field: Annotated[
+        str, typer.Option(help="Column holding the document id (optional in the data).")
+    ] = "doc_id",
+    skip_bad_rows: Annotated[
+        bool, typer.Option(help="Count and report bad rows instead of failing on the first.")
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
@@ -123,7 +159,12 @@ def check(
 
     quiet(json_out)
     corpus, report = load_corpus_with_report(
-        path, format=format, text_field=text_field, user_field=user_field, doc_field=doc_field, skip_bad_rows=skip_bad_rows
+        path,
+        format=format,
+        text_field=text_field,
+        user_field=user_field,
+        doc_field=doc_field,
+        skip_bad_rows=skip_bad_rows,
     )
     per_user = [len(v) for v in corpus.by_user().values()]
     stats = corpus_stats(corpus, detector=RegexDetector())
@@ -147,11 +188,15 @@ def check(
     if json_out:
         print_json(summary)
         return
-    out.print(f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
-              f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words")
+    out.print(
+        f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
+        f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words"
+    )
     out.print(f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once")
-    out.print(f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
-              f"{stats.top1pct_document_share:.1%} of the documents")
+    out.print(
+        f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
+        f"{stats.top1pct_document_share:.1%} of the documents"
+    )
     entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
     out.print(f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})")
     for line, reason in report.skipped:

@@ -94,7 +94,9 @@ def describe_cmd(
 def _print_margins(res: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
-    t = Table(title=title, caption="95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0")
+    t = Table(
+        title=title, caption="95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
+    )
     for c in ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"):
         t.add_column(c)
     intervals = res.get("ratio_intervals") or {}
@@ -104,7 +106,9 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
         return _fmt(res["ratios"][name]) + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
 
     for m in res["margins"]:
-        mark = "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
+        mark = (
+            "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
+        )
         sig = m.get("significant")
         ci = (
             "—"
@@ -118,7 +122,9 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
     elif res.get("significant_violations", 1):
         out.print("[bold red]ordering violation: a margin is negative and its 95% interval excludes 0[/]")
     else:
-        out.print("[yellow]a margin is negative, but its 95% interval contains 0: within the noise of these counts[/]")
+        out.print(
+            "[yellow]a margin is negative, but its 95% interval contains 0: within the noise of these counts[/]"
+        )
 
 
 @kart_app.command("margins")
@@ -225,7 +231,13 @@ def synth_clinical_cmd(
 
     if patients < 1 or notes_per_patient < 1:
         raise ConfigError("need at least one patient and one note per patient", field="patients")
-    paths = synthesize(out_dir, anonymizer=patient_anonymizer, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
+    paths = synthesize(
+        out_dir,
+        anonymizer=patient_anonymizer,
+        patients=patients,
+        notes_per_patient=notes_per_patient,
+        seed=seed,
+    )
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

@@ -69,7 +69,7 @@ def _where(e: BaseException) -> str:
         return ""
     name = frames[-1].filename.replace(os.sep, "/")
     cut = name.rfind("/lmleak/")
-    return f" at {name[cut + 1:] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
+    return f" at {name[cut + 1 :] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
 
 
 class _Group(TyperGroup):
@@ -85,7 +85,10 @@ class _Group(TyperGroup):
             err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
             raise typer.Exit(130) from None
         except KeyboardInterrupt:
-            err.print("[bold yellow]interrupted[/]: completed stages and shards are kept; the run is marked incomplete", soft_wrap=True)
+            err.print(
+                "[bold yellow]interrupted[/]: completed stages and shards are kept; the run is marked incomplete",
+                soft_wrap=True,
+            )
             err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
             raise typer.Exit(130) from None
         except LmleakError as e:
@@ -97,15 +100,21 @@ class _Group(TyperGroup):
             if _debug(ctx):
                 raise
             where = f": {e.filename}" if getattr(e, "filename", None) else ""
-            err.print(f"[bold red]error:[/] {escape(_one_line(e.strerror or str(e)))}{escape(where)}. "
-                      "Fix: check the path and its permissions", soft_wrap=True)
+            err.print(
+                f"[bold red]error:[/] {escape(_one_line(e.strerror or str(e)))}{escape(where)}. "
+                "Fix: check the path and its permissions",
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
         except Exception as e:
             if _debug(ctx):
                 raise
             # the type and place only: an unexpected message may quote the data being processed
-            err.print(f"[bold red]error:[/] unexpected {type(e).__name__}{escape(_where(e))} (a bug in lmleak or a "
-                      "library). Re-run with `lmleak --debug ...` for the traceback and report it", soft_wrap=True)
+            err.print(
+                f"[bold red]error:[/] unexpected {type(e).__name__}{escape(_where(e))} (a bug in lmleak or a "
+                "library). Re-run with `lmleak --debug ...` for the traceback and report it",
+                soft_wrap=True,
+            )
             raise typer.Exit(2) from None
 
 
@@ -134,21 +143,32 @@ def build_app() -> typer.Typer:
         ] = None,
         quiet_all: Annotated[
             bool,
-            typer.Option("--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."),
+            typer.Option(
+                "--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."
+            ),
         ] = False,
         debug: Annotated[
             bool,
-            typer.Option("--debug", help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1)."),
+            typer.Option(
+                "--debug",
+                help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1).",
+            ),
         ] = False,
         max_requests: Annotated[
             int | None,
-            typer.Option("--max-requests", help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
-                         "stop (exit 2) after this many requests; cached answers do not count."),
+            typer.Option(
+                "--max-requests",
+                help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
+                "stop (exit 2) after this many requests; cached answers do not count.",
+            ),
         ] = None,
         tokenizer: Annotated[
             str | None,
-            typer.Option("--tokenizer", help="For models behind an HTTP API: the served model's tokenizer (its "
-                         "folder); default: the server's /tokenize."),
+            typer.Option(
+                "--tokenizer",
+                help="For models behind an HTTP API: the served model's tokenizer (its "
+                "folder); default: the server's /tokenize.",
+            ),
         ] = None,
     ) -> None:
         """Privacy auditing of language models."""
@@ -165,7 +185,11 @@ def build_app() -> typer.Typer:
 
             ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
 
-    groups = {"synth": typer.Typer(help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True)}
+    groups = {
+        "synth": typer.Typer(
+            help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True
+        )
+    }
     app.add_typer(groups["synth"], name="synth")
     for area in AREAS:
         importlib.import_module(area).register(app, groups)

@@ -18,10 +18,17 @@ def confidentiality(
     epsilon: Annotated[float, typer.Option(help="DP epsilon of the (private part of) training.")],
     delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
     gamma: Annotated[float, typer.Option(help="The redaction policy's miss rate, 1 - recall.")] = 0.1,
-    unique_secrets: Annotated[int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).")] = 1,
-    occurrences: Annotated[int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")] = None,
+    unique_secrets: Annotated[
+        int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).")
+    ] = 1,
+    occurrences: Annotated[
+        int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")
+    ] = None,
     delta2: Annotated[float, typer.Option(help="The conservative policy's miss rate (Thm. 8.3).")] = 0.0,
-    plot: Annotated[Path | None, typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG."),
+    ] = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
@@ -29,8 +36,9 @@ def confidentiality(
     from lmleak.train.confidentiality import confidentiality_report
 
     try:
-        report = confidentiality_report(epsilon, delta, gamma, unique_secrets=unique_secrets,
-                                        occurrences=occurrences, delta2=delta2)
+        report = confidentiality_report(
+            epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
+        )
     except ValueError as e:
         raise ConfigError(str(e), field="epsilon/delta/gamma") from None
     # one rounding for the JSON and the table: 4 significant digits (1.0000000000000002e-06 is 1e-06)
@@ -43,18 +51,39 @@ def confidentiality(
         return
     from rich.table import Table
 
-    t = Table(title=f"Confidentiality for a ({epsilon:g}, {delta:g})-DP algorithm and a policy missing {gamma:.0%} of secrets")
+    t = Table(
+        title=f"Confidentiality for a ({epsilon:g}, {delta:g})-DP algorithm and a policy missing {gamma:.0%} of secrets"
+    )
     t.add_column("guarantee")
     t.add_column("epsilon", justify="right")
     t.add_column("delta", justify="right")
     t.add_row("per secret, redacted by the policy (Prop. 5)", "0", "0")
-    t.add_row("per secret, missed by the policy (Prop. 5)", f"{report['per_secret_epsilon_missed']:g}", f"{report['delta']:g}")
-    t.add_row("Bayesian, random secret (Prop. 6)", f"{report['bayesian_epsilon']:g}", f"{report['bayesian_delta']:g}")
-    t.add_row(f"group of {unique_secrets} unique secrets (Prop. 5)", f"{report['group_epsilon']:g}", f"{report['group_delta']:g}")
+    t.add_row(
+        "per secret, missed by the policy (Prop. 5)",
+        f"{report['per_secret_epsilon_missed']:g}",
+        f"{report['delta']:g}",
+    )
+    t.add_row(
+        "Bayesian, random secret (Prop. 6)",
+        f"{report['bayesian_epsilon']:g}",
+        f"{report['bayesian_delta']:g}",
+    )
+    t.add_row(
+        f"group of {unique_secrets} unique secrets (Prop. 5)",
+        f"{report['group_epsilon']:g}",
+        f"{report['group_delta']:g}",
+    )
     if occurrences is not None:
-        t.add_row(f"same group, {occurrences} occurrences, no dedup", f"{report['group_epsilon_without_dedup']:g}",
-                  f"{report['group_delta_without_dedup']:g}")
-    t.add_row("CRT Bayesian (Thm. 8.3)", f"{report['theorem8_bayesian_epsilon']:g}", f"{report['theorem8_bayesian_delta']:g}")
+        t.add_row(
+            f"same group, {occurrences} occurrences, no dedup",
+            f"{report['group_epsilon_without_dedup']:g}",
+            f"{report['group_delta_without_dedup']:g}",
+        )
+    t.add_row(
+        "CRT Bayesian (Thm. 8.3)",
+        f"{report['theorem8_bayesian_epsilon']:g}",
+        f"{report['theorem8_bayesian_delta']:g}",
+    )
     out.print(t)
     if plot is not None:
         out.print(f"amplification curve written to {plot}")

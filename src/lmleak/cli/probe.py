@@ -25,34 +25,61 @@ def _targets(s: str) -> tuple[str, ...]:
 def _table(summary: dict) -> None:
     from rich.table import Table
 
-    t = Table(title=f"ProPILE probe of {summary['model']} ({summary['level']}, {summary['templates']} templates)")
+    t = Table(
+        title=f"ProPILE probe of {summary['model']} ({summary['level']}, {summary['templates']} templates)"
+    )
     for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
         t.add_column(c)
+
     def f(x: float | None) -> str:
         return "-" if x is None else f"{x:.3g}"
 
     for name, v in summary["targets"].items():
-        t.add_row(name, str(v.get("subjects", "-")), f(v.get("mean_likelihood")), f(v.get("mean_null_likelihood")),
-                  f(v.get("wilcoxon_p")), f(v.get("exact_match_rate")), f((v.get("gamma") or {}).get("<100")))
+        t.add_row(
+            name,
+            str(v.get("subjects", "-")),
+            f(v.get("mean_likelihood")),
+            f(v.get("mean_null_likelihood")),
+            f(v.get("wilcoxon_p")),
+            f(v.get("exact_match_rate")),
+            f((v.get("gamma") or {}).get("<100")),
+        )
     out.print(t)
     groups = summary.get("groups")
     if groups:
         g = Table(title="Members vs controls (users the model never saw)")
-        for c in ("group", "subjects", "exact match", "mean ln(target/null)", "Wilcoxon p (raw)", "Wilcoxon p (log)"):
+        for c in (
+            "group",
+            "subjects",
+            "exact match",
+            "mean ln(target/null)",
+            "Wilcoxon p (raw)",
+            "Wilcoxon p (log)",
+        ):
             g.add_column(c)
         for name in ("members", "controls"):
             v = groups[name]
-            g.add_row(name, str(v.get("subjects", "-")), f(v.get("exact_match_rate")),
-                      f(v.get("mean_log_likelihood_ratio")), f(v.get("wilcoxon_p")), f(v.get("wilcoxon_p_log")))
+            g.add_row(
+                name,
+                str(v.get("subjects", "-")),
+                f(v.get("exact_match_rate")),
+                f(v.get("mean_log_likelihood_ratio")),
+                f(v.get("wilcoxon_p")),
+                f(v.get("wilcoxon_p_log")),
+            )
         out.print(g)
         tests = groups.get("tests", {})
-        out.print(f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
-                  f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}")
+        out.print(
+            f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
+            f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}"
+        )
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
-    probe = typer.Typer(help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True)
+    probe = typer.Typer(
+        help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True
+    )
     app.add_typer(probe, name="probe")
     if "experiment" in groups:
         groups["experiment"].command("propile")(experiment_cmd)
@@ -61,7 +88,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def subject_view(
         ctx: typer.Context,
         model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
-        subject: Annotated[Path | None, typer.Option("--subject", help="me.json: your name and PII items.")] = None,
+        subject: Annotated[
+            Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
+        ] = None,
         templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
         beams: Annotated[int, typer.Option("--beams")] = 3,
         quiet_: QuietOpt = False,
@@ -82,7 +111,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if len(subj) != 1:
             from lmleak.errors import InputError
 
-            raise InputError(f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many")
+            raise InputError(
+                f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
+            )
         m = load_model(model)
         view = subject_view(m, subj[0], templates=templates, beams=beams)
         rows = view.items
@@ -96,8 +127,14 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             t.add_column(c)
         for r in rows:
             f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
-            t.add_row(r["item"], f(r.get("likelihood")), f(r.get("expected_queries")), f(r.get("null_likelihood")),
-                      {True: "yes", False: "no", None: "-"}[r.get("reproduced")], r["verdict"])
+            t.add_row(
+                r["item"],
+                f(r.get("likelihood")),
+                f(r.get("expected_queries")),
+                f(r.get("null_likelihood")),
+                {True: "yes", False: "no", None: "-"}[r.get("reproduced")],
+                r["verdict"],
+            )
         out.print(t)
 
     def held_out_users(model: str) -> set[str]:
@@ -116,16 +153,36 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         beams: Annotated[int, typer.Option("--beams")] = 3,
         samples: Annotated[int, typer.Option("--samples", help="Sample N times instead of beam search.")] = 0,
         targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
-        template_file: Annotated[Path | None, typer.Option("--template-file", help="User templates (YAML).")] = None,
+        template_file: Annotated[
+            Path | None, typer.Option("--template-file", help="User templates (YAML).")
+        ] = None,
         limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
         no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
-        likelihood: Annotated[bool | None, typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores.")] = None,
+        likelihood: Annotated[
+            bool | None,
+            typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
+        ] = None,
         seed: SeedOpt = 0,
-        max_new: Annotated[str, typer.Option("--max-new-tokens", help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.")] = "",
-        engine: Annotated[str, typer.Option("--engine", help="Where the probing passes run: local | ray.")] = "local",
-        ray_address: Annotated[str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")] = None,
-        num_workers: Annotated[int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")] = 2,
-        gpus_per_worker: Annotated[float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")] = 0.0,
+        max_new: Annotated[
+            str,
+            typer.Option(
+                "--max-new-tokens",
+                help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.",
+            ),
+        ] = "",
+        engine: Annotated[
+            str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
+        ] = "local",
+        ray_address: Annotated[
+            str | None,
+            typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
+        ] = None,
+        num_workers: Annotated[
+            int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
+        ] = 2,
+        gpus_per_worker: Annotated[
+            float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+        ] = 0.0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
@@ -142,17 +199,37 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         subj = read_subjects(subjects)[:limit]
         tpl = load_templates(template_file) if template_file else None
         # a templates file may carry the budgets its templates need; --max-new-tokens wins
-        budgets = {**(load_template_budgets(template_file) if template_file else {}), **parse_budgets(max_new)} or None
+        budgets = {
+            **(load_template_budgets(template_file) if template_file else {}),
+            **parse_budgets(max_new),
+        } or None
         m = load_model(model)
         controls = held_out_users(model)
         info(f"probing {len(subj)} subjects of {m.name}")
         if controls:
             n_ctrl = sum(1 for x in subj if str(x.get("user_id", x.get("subject_id"))) in controls)
-            info(f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members")
+            info(
+                f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members"
+            )
         with ray_session(eng):  # one Ray start-up for every pass of the run
-            summary = run_probe(m, subj, out_dir, targets=_targets(targets), level=level, k=templates, beams=beams,
-                                samples=samples, generate=not no_generate, likelihood=likelihood, templates=tpl,
-                                seed=seed, budgets=budgets, controls=controls, engine=eng, model_spec=ModelSpec(model))
+            summary = run_probe(
+                m,
+                subj,
+                out_dir,
+                targets=_targets(targets),
+                level=level,
+                k=templates,
+                beams=beams,
+                samples=samples,
+                generate=not no_generate,
+                likelihood=likelihood,
+                templates=tpl,
+                seed=seed,
+                budgets=budgets,
+                controls=controls,
+                engine=eng,
+                model_spec=ModelSpec(model),
+            )
         if json_:
             print_json(summary)
         else:
@@ -199,8 +276,15 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     def build_cmd(
         corpus: Annotated[Path, typer.Option("--corpus", "-c")],
         out_file: OutDirOpt,
-        method: Annotated[str, typer.Option("--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow).")] = "formats",
-        min_count: Annotated[int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")] = 1,
+        method: Annotated[
+            str,
+            typer.Option(
+                "--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow)."
+            ),
+        ] = "formats",
+        min_count: Annotated[
+            int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")
+        ] = 1,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:
@@ -217,8 +301,11 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if not subj:
             from lmleak.errors import InputError
 
-            raise InputError("no subjects found: no name was linked to an e-mail, phone or address", path=corpus,
-                             hint="try --method ner for prose, or write the subjects file by hand")
+            raise InputError(
+                "no subjects found: no name was linked to an e-mail, phone or address",
+                path=corpus,
+                hint="try --method ner for prose, or write the subjects file by hand",
+            )
         timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
         write_subjects(subj, out_file)
         if json_:
@@ -235,9 +322,16 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
     @probe.command("templates")
     def templates_cmd(
-        corpus: Annotated[Path, typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data).")],
-        subjects: Annotated[Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")],
-        out_file: Annotated[Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")],
+        corpus: Annotated[
+            Path,
+            typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data)."),
+        ],
+        subjects: Annotated[
+            Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")
+        ],
+        out_file: Annotated[
+            Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
+        ],
         top: Annotated[int, typer.Option("--top", help="Templates kept per target type.")] = 5,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
@@ -254,8 +348,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             raise ConfigError("must be >= 1", field="--top")
         mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
         write_templates(mined, out_file)
-        rows: list[dict[str, Any]] = [{"target": t, "template": m.template, "support": m.support, "uses": m.uses,
-                 "precision": round(m.precision, 4)} for t, ms in mined.items() for m in ms]
+        rows: list[dict[str, Any]] = [
+            {
+                "target": t,
+                "template": m.template,
+                "support": m.support,
+                "uses": m.uses,
+                "precision": round(m.precision, 4),
+            }
+            for t, ms in mined.items()
+            for m in ms
+        ]
         if json_:
             print_json({"templates": rows, "out": str(out_file)})
             return
@@ -280,7 +383,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
         epochs: Annotated[int, typer.Option("--epochs")] = 50,
         lr: Annotated[float, typer.Option("--lr")] = 0.005,
-        transfer_to: Annotated[str | None, typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model.")] = None,
+        transfer_to: Annotated[
+            str | None,
+            typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model."),
+        ] = None,
         seed: SeedOpt = 0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
@@ -293,9 +399,20 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         quiet(quiet_)
         subj = read_subjects(subjects)
         m = load_model(model)
-        summary = run_softprompt(m, subj, out_dir, target=_targets(target)[0], level=level, n_train=train_subjects,
-                                 length=length, init=init, epochs=epochs, lr=lr, seed=seed,
-                                 transfer=load_model(transfer_to) if transfer_to else None)
+        summary = run_softprompt(
+            m,
+            subj,
+            out_dir,
+            target=_targets(target)[0],
+            level=level,
+            n_train=train_subjects,
+            length=length,
+            init=init,
+            epochs=epochs,
+            lr=lr,
+            seed=seed,
+            transfer=load_model(transfer_to) if transfer_to else None,
+        )
         if json_:
             print_json(summary)
             return
@@ -312,14 +429,36 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 def experiment_cmd(
     out_dir: OutDirOpt,
-    quick: Annotated[bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")] = False,
+    quick: Annotated[
+        bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")
+    ] = False,
     seed: SeedOpt = 0,
-    smollm2: Annotated[bool | None, typer.Option("--smollm2/--no-smollm2", help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).")] = None,
+    smollm2: Annotated[
+        bool | None,
+        typer.Option(
+            "--smollm2/--no-smollm2",
+            help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).",
+        ),
+    ] = None,
     users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
-    epochs: Annotated[int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")] = None,
-    softprompt_epochs: Annotated[int | None, typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.")] = None,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="--base: the fine-tune's optimiser steps (default 20 on the CPU).")] = None,
+    epochs: Annotated[
+        int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")
+    ] = None,
+    softprompt_epochs: Annotated[
+        int | None,
+        typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700)."),
+    ] = None,
+    base: Annotated[
+        str | None,
+        typer.Option(
+            "--base",
+            help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.",
+        ),
+    ] = None,
+    max_steps: Annotated[
+        int | None,
+        typer.Option("--max-steps", help="--base: the fine-tune's optimiser steps (default 20 on the CPU)."),
+    ] = None,
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -337,8 +476,9 @@ def experiment_cmd(
         cfg = ProPILEExperimentConfig.for_base(base, gpu=resolve_device() != "cpu", seed=seed)
     else:
         cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
-    cfg = cfg.with_options(smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs,
-                           max_steps=max_steps)
+    cfg = cfg.with_options(
+        smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs, max_steps=max_steps
+    )
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])
@@ -347,25 +487,49 @@ def experiment_cmd(
     from rich.table import Table
 
     f = lambda x: "-" if x is None else f"{x:.2g}"  # noqa: E731
-    t = Table(title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {cfg.seed}", box=box.SIMPLE,
-              collapse_padding=True, caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)")
+    t = Table(
+        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {cfg.seed}",
+        box=box.SIMPLE,
+        collapse_padding=True,
+        caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)",
+    )
     for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
         t.add_column(c, overflow="fold")
     for r in res["summary"]["rows"]:
         em = f(r["exact_match_rate"])
         if r["exact_match_subjects"] not in (None, r["subjects"]):
             em += f" ({r['exact_match_subjects']})"
-        t.add_row(r["model"], r["level"], r["target"], str(r["subjects"]), f(r["mean_likelihood"]),
-                  f(r["mean_null_likelihood"]), f(r["likelihood_ratio"]), f(r["wilcoxon_p"]), em, f(r["gamma_lt_100"]))
+        t.add_row(
+            r["model"],
+            r["level"],
+            r["target"],
+            str(r["subjects"]),
+            f(r["mean_likelihood"]),
+            f(r["mean_null_likelihood"]),
+            f(r["likelihood_ratio"]),
+            f(r["wilcoxon_p"]),
+            em,
+            f(r["gamma_lt_100"]),
+        )
     out.print(t)
     if res["summary"]["softprompt_rows"]:
-        t = Table(title=f"Soft prompt vs hard template ({cfg.softprompt_level}, 1-shot, unseen subjects)",
-                  box=box.SIMPLE, collapse_padding=True)
+        t = Table(
+            title=f"Soft prompt vs hard template ({cfg.softprompt_level}, 1-shot, unseen subjects)",
+            box=box.SIMPLE,
+            collapse_padding=True,
+        )
         for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
             t.add_column(c, overflow="fold")
         for r in res["summary"]["softprompt_rows"]:
-            t.add_row(r["target"], r["prompt"], str(r["train_subjects"]), str(r["eval_subjects"]),
-                      f(r["mean_likelihood"]), f"{r['mean_log_likelihood']:.1f}", f(r["exact_match_rate"]),
-                      str(r["best_epoch"]) if r["prompt"] == "soft" else "-")
+            t.add_row(
+                r["target"],
+                r["prompt"],
+                str(r["train_subjects"]),
+                str(r["eval_subjects"]),
+                f(r["mean_likelihood"]),
+                f"{r['mean_log_likelihood']:.1f}",
+                f(r["exact_match_rate"]),
+                str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
+            )
         out.print(t)
     out.print(f"-> {out_dir}")

@@ -102,7 +102,9 @@ def _ledger_on_vllm(lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, s
     from lmleak.runs import secure_dir
 
     secure_dir(out_dir)
-    run_ledger_pass(lm, corpus, out_dir, k=k, shard_size=shard_size, engine="vllm", model_spec=ModelSpec(spec))
+    run_ledger_pass(
+        lm, corpus, out_dir, k=k, shard_size=shard_size, engine="vllm", model_spec=ModelSpec(spec)
+    )
 
 
 def _print_summary(summary: dict[str, Any], title: str) -> None:
@@ -113,11 +115,22 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     pii = summary.get("pii_unique_sequences") or {}
     if summary.get("pii_policy"):
         listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
-        out.print(f"[bold]leaked PII[/] (user-unique sequences of >= {summary.get('min_tokens')} tokens holding PII, "
-                  f"k={summary['k']}, policy {summary['pii_policy']}): {listed}")
+        out.print(
+            f"[bold]leaked PII[/] (user-unique sequences of >= {summary.get('min_tokens')} tokens holding PII, "
+            f"k={summary['k']}, policy {summary['pii_policy']}): {listed}"
+        )
     t = Table(title=title)
     t.add_column("k", justify="right")
-    for col in ("sequences", "unique", "with PII", "curated", "ε_l", "ln ε_l p50/p95", "p-filtered", "top-k acc"):
+    for col in (
+        "sequences",
+        "unique",
+        "with PII",
+        "curated",
+        "ε_l",
+        "ln ε_l p50/p95",
+        "p-filtered",
+        "top-k acc",
+    ):
         t.add_column(col, justify="right")
     for k, m in summary["by_k"].items():
         p50, p95 = m.get("log_ratio_p50"), m.get("log_ratio_p95")
@@ -138,8 +151,10 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
         f"corpus perplexity: {'-' if pp is None else f'{pp:.3f}'} · documents: {summary['num_documents']} · tokens: {summary['num_tokens']}"
     )
     if summary.get("public_model"):
-        out.print(f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
-                  f"context, at most {summary.get('public_occurrences')} occurrences per sequence")
+        out.print(
+            f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
+            f"context, at most {summary.get('public_occurrences')} occurrences per sequence"
+        )
 
 
 def _print_table(df: Any, title: str) -> None:
@@ -182,7 +197,11 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
         ] = None,
         public_model: Annotated[
-            str | None, typer.Option("--public-model", help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).")
+            str | None,
+            typer.Option(
+                "--public-model",
+                help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
+            ),
         ] = None,
         t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
         p: Annotated[
@@ -190,12 +209,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         ] = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
         redact: Annotated[
             bool,
-            typer.Option("--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."),
+            typer.Option(
+                "--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."
+            ),
         ] = False,
         redact_key_file: Annotated[
             Path | None,
-            typer.Option("--redact-key-file", help="HMAC key for redacted ids, kept outside the run "
-                         "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded)."),
+            typer.Option(
+                "--redact-key-file",
+                help="HMAC key for redacted ids, kept outside the run "
+                "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
+            ),
         ] = None,
         api_top_k: Annotated[
             int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
@@ -225,10 +249,15 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         ] = 8,
         pii_policy: Annotated[
             str,
-            typer.Option("--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."),
+            typer.Option(
+                "--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."
+            ),
         ] = "regex",
         min_tokens: Annotated[
-            int, typer.Option("--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined.")
+            int,
+            typer.Option(
+                "--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined."
+            ),
         ] = 5,
         leave_out_folds: Annotated[
             int | None,
@@ -240,7 +269,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
             str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
         ] = "unique",
         engine: Annotated[
-            str, typer.Option("--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md).")
+            str,
+            typer.Option(
+                "--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md)."
+            ),
         ] = "local",
         ray_address: Annotated[
             str | None,
@@ -286,7 +318,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if engine not in ("local", "ray", "vllm"):
             raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
         if engine == "vllm" and api_top_k is not None:
-            raise ConfigError("--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local")
+            raise ConfigError(
+                "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
+            )
         if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
             raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
         if min_tokens < 1:
@@ -294,8 +328,11 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if num_workers < 1 or gpus_per_worker < 0:
             raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
         if redact and engine == "ray":
-            raise ConfigError("a redacted report builds its ledger outside the run, on the local engine",
-                              field="--engine", hint="drop --engine ray, or run without --redact")
+            raise ConfigError(
+                "a redacted report builds its ledger outside the run, on the local engine",
+                field="--engine",
+                hint="drop --engine ray, or run without --redact",
+            )
         if redact_key_file is not None and not redact:
             raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
         cfg = ReportConfig(
@@ -381,7 +418,11 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         k: Annotated[int, typer.Option("--k")] = 1,
         val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
         public_model: Annotated[
-            str | None, typer.Option("--public-model", help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).")
+            str | None,
+            typer.Option(
+                "--public-model",
+                help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
+            ),
         ] = None,
         json_out: JsonOpt = False,
         quiet_: QuietOpt = False,

@@ -84,14 +84,21 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
                 field="held_out_users",
                 hint="retrain the model with `lmleak train`, which writes this file",
             )
-        return Holdout(tuple(sorted(users)), float(data.get("fraction") or 0.0), data.get("seed"), data.get("corpus"))
+        return Holdout(
+            tuple(sorted(users)), float(data.get("fraction") or 0.0), data.get("seed"), data.get("corpus")
+        )
     t = d / "train.json"
     if t.is_file():
         data = _read_json(t)
         users = data.get("val_users")
         if isinstance(users, list) and all(isinstance(u, str) for u in users):
             cfg = data.get("config") or {}
-            return Holdout(tuple(sorted(users)), float(cfg.get("holdout_users", cfg.get("val_fraction")) or 0.0), cfg.get("seed"), None)
+            return Holdout(
+                tuple(sorted(users)),
+                float(cfg.get("holdout_users", cfg.get("val_fraction")) or 0.0),
+                cfg.get("seed"),
+                None,
+            )
     return None
 
 
@@ -99,7 +106,9 @@ def _read_json(p: Path) -> dict:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise DataFileError(f"not valid JSON ({e})", path=p, hint="retrain the model or restore the file") from None
+        raise DataFileError(
+            f"not valid JSON ({e})", path=p, hint="retrain the model or restore the file"
+        ) from None
     if not isinstance(data, dict):
         raise DataFileError("expected a JSON object", path=p, hint="retrain the model or restore the file")
     return data

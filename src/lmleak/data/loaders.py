@@ -28,8 +28,12 @@ FORMATS = ("jsonl", "csv", "parquet", "folder", "hf")
 MAX_ID_CHARS = 1024
 #: Largest CSV field (characters): one document may be long, far beyond csv's 128 kB default.
 MAX_CSV_FIELD = 1 << 30
-_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-         (b"\xfe\xff", "UTF-16"))
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
 
 
 @dataclass
@@ -51,7 +55,11 @@ class Fields:
 def detect_format(path: Path) -> str:
     """Format from the path: a folder (HF dataset if it has ``dataset_info.json``/``state.json``) or the extension."""
     if path.is_dir():
-        if (path / "state.json").exists() or (path / "dataset_info.json").exists() or (path / "dataset_dict.json").exists():
+        if (
+            (path / "state.json").exists()
+            or (path / "dataset_info.json").exists()
+            or (path / "dataset_dict.json").exists()
+        ):
             return "hf"
         return "folder"
     suffix = path.suffix.lower()
@@ -85,12 +93,21 @@ class _Validator:
     def row(self, line: int, row: Any) -> Document | None:
         f = self.fields
         if not isinstance(row, dict):
-            self.bad(line, f"expected an object with '{f.user}' and '{f.text}', got {type(row).__name__}", None,
-                     'write one JSON object per line, e.g. {"user_id": "u1", "text": "..."}')
+            self.bad(
+                line,
+                f"expected an object with '{f.user}' and '{f.text}', got {type(row).__name__}",
+                None,
+                'write one JSON object per line, e.g. {"user_id": "u1", "text": "..."}',
+            )
             return None
         for name in (f.user, f.text):
             if name not in row or row[name] is None:
-                self.bad(line, "missing", name, f"give every row a '{name}' (or name the column with the matching option)")
+                self.bad(
+                    line,
+                    "missing",
+                    name,
+                    f"give every row a '{name}' (or name the column with the matching option)",
+                )
                 return None
             if not isinstance(row[name], str):
                 self.bad(line, f"expected a string, got {type(row[name]).__name__}", name, "quote the value")
@@ -98,8 +115,12 @@ class _Validator:
         text, user = row[f.text], row[f.user]
         for name, value in ((f.user, user), (f.text, text), (f.doc, row.get(f.doc))):
             if isinstance(value, str) and "\x00" in value:
-                self.bad(line, "contains a NUL character", name,
-                         "remove the NUL bytes (often a binary or UTF-16 file read as text)")
+                self.bad(
+                    line,
+                    "contains a NUL character",
+                    name,
+                    "remove the NUL bytes (often a binary or UTF-16 file read as text)",
+                )
                 return None
         if not text.strip():
             self.bad(line, "text is empty", f.text, "drop the row or use --skip-bad-rows")
@@ -108,8 +129,12 @@ class _Validator:
             self.bad(line, "user id is empty", f.user, "give every row its user's id")
             return None
         if len(user) > MAX_ID_CHARS:
-            self.bad(line, f"user id is {len(user):,} characters long (at most {MAX_ID_CHARS:,})", f.user,
-                     "check that the user column holds ids, not text")
+            self.bad(
+                line,
+                f"user id is {len(user):,} characters long (at most {MAX_ID_CHARS:,})",
+                f.user,
+                "check that the user column holds ids, not text",
+            )
             return None
         doc_id = row.get(f.doc)
         if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
@@ -119,15 +144,28 @@ class _Validator:
         elif isinstance(doc_id, int) and not isinstance(doc_id, bool):
             doc_id = str(doc_id)
         elif not isinstance(doc_id, str) or not doc_id.strip():
-            self.bad(line, f"expected a non-empty string, got {_short(doc_id)}", f.doc, "use string ids or omit the column")
+            self.bad(
+                line,
+                f"expected a non-empty string, got {_short(doc_id)}",
+                f.doc,
+                "use string ids or omit the column",
+            )
             return None
         if len(doc_id) > MAX_ID_CHARS:
-            self.bad(line, f"doc id is {len(doc_id):,} characters long (at most {MAX_ID_CHARS:,})", f.doc,
-                     "check that the doc id column holds ids, not text")
+            self.bad(
+                line,
+                f"doc id is {len(doc_id):,} characters long (at most {MAX_ID_CHARS:,})",
+                f.doc,
+                "check that the doc id column holds ids, not text",
+            )
             return None
         if doc_id in self.seen:
-            self.bad(line, f"duplicate doc_id {doc_id!r} (first on line {self.seen[doc_id]})", f.doc,
-                     "give every document a unique doc_id, or omit the column to derive ids")
+            self.bad(
+                line,
+                f"duplicate doc_id {doc_id!r} (first on line {self.seen[doc_id]})",
+                f.doc,
+                "give every document a unique doc_id, or omit the column to derive ids",
+            )
             return None
         self.seen[doc_id] = line
         self.report.loaded += 1
@@ -144,16 +182,21 @@ def _check_bom(path: Path, head: bytes) -> None:
     """Refuse a UTF-16/32 file up front: read as UTF-8 its errors would point at NUL bytes."""
     for bom, name in _BOMS:
         if head.startswith(bom):
-            raise CorpusError(f"the file is {name} (it starts with a {name} byte order mark), not UTF-8", path=path,
-                              line=1, hint=f"re-encode it as UTF-8, e.g. iconv -f {name} -t UTF-8")
+            raise CorpusError(
+                f"the file is {name} (it starts with a {name} byte order mark), not UTF-8",
+                path=path,
+                line=1,
+                hint=f"re-encode it as UTF-8, e.g. iconv -f {name} -t UTF-8",
+            )
 
 
 def _open_binary(path: Path) -> Any:
     try:
         return open(path, "rb")
     except OSError as e:
-        raise CorpusError(f"cannot read the file ({e.strerror or e})", path=path,
-                          hint="check the path and its permissions") from None
+        raise CorpusError(
+            f"cannot read the file ({e.strerror or e})", path=path, hint="check the path and its permissions"
+        ) from None
 
 
 def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
@@ -165,14 +208,21 @@ def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as e:
-                v.bad(line_no, f"not UTF-8 ({e.reason} at byte {e.start})", None, "re-encode the file as UTF-8")
+                v.bad(
+                    line_no, f"not UTF-8 ({e.reason} at byte {e.start})", None, "re-encode the file as UTF-8"
+                )
                 continue
             if not line.strip():
                 continue  # blank lines carry no row
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                v.bad(line_no, f"invalid JSON ({e.msg} at column {e.colno})", None, "write one JSON object per line")
+                v.bad(
+                    line_no,
+                    f"invalid JSON ({e.msg} at column {e.colno})",
+                    None,
+                    "write one JSON object per line",
+                )
                 continue
             doc = v.row(line_no, row)
             if doc is not None:
@@ -190,28 +240,43 @@ def _csv(path: Path, v: _Validator) -> Iterator[Document]:
         with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh, delimiter=delimiter)
             if reader.fieldnames is None:
-                raise CorpusError("file is empty (no header row)", path=path, hint="write a header: user_id,doc_id,text")
+                raise CorpusError(
+                    "file is empty (no header row)", path=path, hint="write a header: user_id,doc_id,text"
+                )
             header = [h for h in reader.fieldnames if h is not None]
             missing = [c for c in (v.fields.user, v.fields.text) if c not in header]
             if missing:
-                raise CorpusError(f"no column '{missing[0]}' in the header (columns: {', '.join(map(_short, header))})",
-                                  path=path, line=1, field=missing[0],
-                                  hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
+                raise CorpusError(
+                    f"no column '{missing[0]}' in the header (columns: {', '.join(map(_short, header))})",
+                    path=path,
+                    line=1,
+                    field=missing[0],
+                    hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)",
+                )
             for row in reader:
                 line = reader.line_num
                 if None in row:  # more fields than the header has
-                    v.bad(line, f"the row has {len(header) + len(row[None])} fields, the header {len(header)}", None,
-                          "quote fields that contain the delimiter, or add the column to the header")
+                    v.bad(
+                        line,
+                        f"the row has {len(header) + len(row[None])} fields, the header {len(header)}",
+                        None,
+                        "quote fields that contain the delimiter, or add the column to the header",
+                    )
                     continue
                 doc = v.row(line, {k: (val if val != "" else None) for k, val in row.items()})
                 if doc is not None:
                     yield doc
     except UnicodeDecodeError as e:
-        raise CorpusError(f"not UTF-8 ({e.reason} after line {line})", path=path,
-                          hint="re-encode the file as UTF-8") from None
+        raise CorpusError(
+            f"not UTF-8 ({e.reason} after line {line})", path=path, hint="re-encode the file as UTF-8"
+        ) from None
     except csv.Error as e:
-        raise CorpusError(f"malformed CSV ({e})", path=path, line=line + 1 if line else None,
-                          hint="quote fields that contain commas or newlines") from None
+        raise CorpusError(
+            f"malformed CSV ({e})",
+            path=path,
+            line=line + 1 if line else None,
+            hint="quote fields that contain commas or newlines",
+        ) from None
     finally:
         csv.field_size_limit(old_limit)
 
@@ -223,20 +288,29 @@ def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
     try:
         pf = pq.ParquetFile(path)
     except Exception as e:  # pyarrow raises several types for a corrupt file
-        raise CorpusError(f"not a readable Parquet file ({_short(str(e), 120)})", path=path, hint=hint) from None
+        raise CorpusError(
+            f"not a readable Parquet file ({_short(str(e), 120)})", path=path, hint=hint
+        ) from None
     names = pf.schema_arrow.names
     missing = [c for c in (v.fields.user, v.fields.text) if c not in names]
     if missing:
-        raise CorpusError(f"no column '{missing[0]}' (columns: {', '.join(map(_short, names))})", path=path,
-                          field=missing[0], hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)")
+        raise CorpusError(
+            f"no column '{missing[0]}' (columns: {', '.join(map(_short, names))})",
+            path=path,
+            field=missing[0],
+            hint="rename the column (or name it: text_field / user_field in an audit config, --text-field in corpus check)",
+        )
     row_no = 0
     batches = pf.iter_batches(batch_size=4096)
     while True:
         try:
             batch = next(batches, None)
         except Exception as e:  # a damaged page surfaces only when read
-            raise CorpusError(f"not a readable Parquet file after row {row_no} ({_short(str(e), 120)})", path=path,
-                              hint=hint) from None
+            raise CorpusError(
+                f"not a readable Parquet file after row {row_no} ({_short(str(e), 120)})",
+                path=path,
+                hint=hint,
+            ) from None
         if batch is None:
             break
         for row in batch.to_pylist():
@@ -249,7 +323,9 @@ def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
 def _folder(path: Path, v: _Validator) -> Iterator[Document]:
     users = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not users:
-        raise CorpusError("folder has no user sub-folders", path=path, hint="lay it out as <folder>/<user_id>/<doc>.txt")
+        raise CorpusError(
+            "folder has no user sub-folders", path=path, hint="lay it out as <folder>/<user_id>/<doc>.txt"
+        )
     n = 0
     for user_dir in users:
         for f in sorted(user_dir.rglob("*.txt")):
@@ -260,7 +336,9 @@ def _folder(path: Path, v: _Validator) -> Iterator[Document]:
                 if v.skip:
                     v.report.skipped.append((n, f"{f}: not UTF-8"))
                     continue
-                raise CorpusError(f"not UTF-8 ({e.reason})", path=f, hint="re-encode the file as UTF-8") from None
+                raise CorpusError(
+                    f"not UTF-8 ({e.reason})", path=f, hint="re-encode the file as UTF-8"
+                ) from None
             row = {v.fields.user: user_dir.name, v.fields.doc: str(f.relative_to(path)), v.fields.text: text}
             doc = v.row(n, row)
             if doc is not None:
@@ -271,20 +349,29 @@ def _hf(path: Path, v: _Validator) -> Iterator[Document]:
     try:
         from datasets import DatasetDict, load_from_disk
     except ImportError:
-        raise CorpusError("reading a saved Hugging Face dataset needs the 'datasets' package", path=path,
-                          hint="pip install 'lmleak[hf]'") from None
+        raise CorpusError(
+            "reading a saved Hugging Face dataset needs the 'datasets' package",
+            path=path,
+            hint="pip install 'lmleak[hf]'",
+        ) from None
     try:
         ds = load_from_disk(str(path))
     except Exception as e:
         raise CorpusError(f"not a dataset saved with save_to_disk ({e})", path=path) from None
     if isinstance(ds, DatasetDict):
         if "train" not in ds:
-            raise CorpusError(f"dataset has splits {sorted(ds)} but no 'train'", path=path, hint="save the split you audit")
+            raise CorpusError(
+                f"dataset has splits {sorted(ds)} but no 'train'", path=path, hint="save the split you audit"
+            )
         ds = ds["train"]
     missing = [c for c in (v.fields.user, v.fields.text) if c not in ds.column_names]
     if missing:
-        raise CorpusError(f"columns {missing} not found (columns: {ds.column_names})", path=path, field=missing[0],
-                          hint="name the columns with text_field= / user_field=")
+        raise CorpusError(
+            f"columns {missing} not found (columns: {ds.column_names})",
+            path=path,
+            field=missing[0],
+            hint="name the columns with text_field= / user_field=",
+        )
     for i, row in enumerate(ds, start=1):
         doc = v.row(i, row)
         if doc is not None:
@@ -352,6 +439,11 @@ def load_corpus(
         1
     """
     corpus, _ = load_corpus_with_report(
-        path, format=format, text_field=text_field, user_field=user_field, doc_field=doc_field, skip_bad_rows=skip_bad_rows
+        path,
+        format=format,
+        text_field=text_field,
+        user_field=user_field,
+        doc_field=doc_field,
+        skip_bad_rows=skip_bad_rows,
     )
     return corpus

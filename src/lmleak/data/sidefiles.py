@@ -22,6 +22,8 @@ def read_side_file(path: str | Path, *, hint: str) -> str:
     try:
         return p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise DataFileError(f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8") from None
+        raise DataFileError(
+            f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8"
+        ) from None
     except OSError as e:
         raise DataFileError(f"cannot read the file: {e.strerror or e}", path=p, hint=hint) from None

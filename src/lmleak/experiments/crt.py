@@ -77,7 +77,13 @@ from lmleak.train.trainer import TrainConfig, public_share, train_model
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
-METHOD_COLORS = {"nodp": "tab:red", "redact": "tab:orange", "dp": "tab:blue", "crt": "tab:green", "sdp": "tab:purple"}
+METHOD_COLORS = {
+    "nodp": "tab:red",
+    "redact": "tab:orange",
+    "dp": "tab:blue",
+    "crt": "tab:green",
+    "sdp": "tab:purple",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,10 +142,25 @@ class CRTExperimentConfig:
         CPU a smoke-sized run (10 users, γ = 0 only, nodp / dp / crt, at most 6 steps per model)."""
         if gpu:
             return cls(base=base, archs=("lora",), methods=("nodp", "redact", "dp", "crt", "sdp"))
-        return cls(base=base, archs=("lora",), methods=("nodp", "dp", "crt"), gammas=(0.0,), users=10,
-                   dialogs_per_user=2, canary_repeats=5, epochs=1, batch_size=8, seq_len=48, max_steps=6,
-                   mia_per_side=20, num_groups=20, group_size=5, val_documents=5, exposure_max_nodes=2000,
-                   exposure_sample=200)
+        return cls(
+            base=base,
+            archs=("lora",),
+            methods=("nodp", "dp", "crt"),
+            gammas=(0.0,),
+            users=10,
+            dialogs_per_user=2,
+            canary_repeats=5,
+            epochs=1,
+            batch_size=8,
+            seq_len=48,
+            max_steps=6,
+            mia_per_side=20,
+            num_groups=20,
+            group_size=5,
+            val_documents=5,
+            exposure_max_nodes=2000,
+            exposure_sample=200,
+        )
 
     def with_options(self, **kw: Any) -> CRTExperimentConfig:
         """A copy with the options that are not None replaced, validated."""
@@ -148,8 +169,11 @@ class CRTExperimentConfig:
     def validate(self) -> None:
         bad = [a for a in self.archs if a not in (("lora",) if self.base else ("lstm", "gpt"))]
         if bad:
-            raise ConfigError(f"unknown architecture {bad[0]!r}; use " + ("lora with --base" if self.base else "lstm or gpt"),
-                              field="archs")
+            raise ConfigError(
+                f"unknown architecture {bad[0]!r}; use "
+                + ("lora with --base" if self.base else "lstm or gpt"),
+                field="archs",
+            )
         if any(not 0.0 <= g <= 1.0 for g in self.gammas):
             raise ConfigError("every gamma must be in [0, 1]", field="gammas")
         require_positive_counts(self, ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"))
@@ -191,7 +215,8 @@ def _read_corpus(path: Path) -> Any:
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(
-        path, hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes"
+        path,
+        hint="--corpus needs canaries.jsonl and secrets.jsonl beside it, as `lmleak synth customersim` writes",
     )
 
 
@@ -291,12 +316,18 @@ def degraded_policy(cfg: CRTExperimentConfig, gamma: float) -> Any:
 
 
 def _train(
-    corpus: Any, out: Path, cfg: CRTExperimentConfig, arch: str, mode: str, val: Any, *,
-    tokenizer_from: str | None = None, **split: Any
+    corpus: Any,
+    out: Path,
+    cfg: CRTExperimentConfig,
+    arch: str,
+    mode: str,
+    val: Any,
+    *,
+    tokenizer_from: str | None = None,
+    **split: Any,
 ) -> dict[str, Any]:
     """Train one model with the training area's trainer; returns its utility and privacy numbers."""
     import json
-
 
     if cfg.base:
         return _finetune(corpus, out, cfg, mode, val, **split)
@@ -334,22 +365,40 @@ def _train(
     }
 
 
-def _finetune(corpus: Any, out: Path, cfg: CRTExperimentConfig, mode: str, val: Any, **split: Any) -> dict[str, Any]:
+def _finetune(
+    corpus: Any, out: Path, cfg: CRTExperimentConfig, mode: str, val: Any, **split: Any
+) -> dict[str, Any]:
     """A LoRA fine-tune of ``cfg.base`` in ``mode`` (the pretrained tokenizer: nothing is learnt from the data)."""
     import json
 
     from lmleak.train.finetune import FinetuneConfig, finetune
 
     policy = split.pop("policy_name", None)
-    fc = FinetuneConfig(base=cfg.base or "", mode=mode, lora=cfg.lora, epochs=cfg.epochs, batch_size=cfg.batch_size,
-                        lr=cfg.lr or 1e-3, seq_len=cfg.seq_len, seed=cfg.seed, holdout_users=0.0,
-                        max_steps=cfg.max_steps, target_delta=cfg.target_delta, policy=policy,
-                        target_epsilon=None if mode == "nodp" else cfg.target_epsilon)
+    fc = FinetuneConfig(
+        base=cfg.base or "",
+        mode=mode,
+        lora=cfg.lora,
+        epochs=cfg.epochs,
+        batch_size=cfg.batch_size,
+        lr=cfg.lr or 1e-3,
+        seq_len=cfg.seq_len,
+        seed=cfg.seed,
+        holdout_users=0.0,
+        max_steps=cfg.max_steps,
+        target_delta=cfg.target_delta,
+        policy=policy,
+        target_epsilon=None if mode == "nodp" else cfg.target_epsilon,
+    )
     t0 = time.perf_counter()
     res = finetune(corpus, out, fc, val_corpus=val, progress=False, **split)
     info = json.loads((out / "train.json").read_text())
-    return {"result": res, "train": info, "privacy": dict(res.privacy), "final": dict(res.final),
-            "seconds": time.perf_counter() - t0}
+    return {
+        "result": res,
+        "train": info,
+        "privacy": dict(res.privacy),
+        "final": dict(res.final),
+        "seconds": time.perf_counter() - t0,
+    }
 
 
 def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
@@ -377,7 +426,9 @@ def evaluate_model(
     best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
     by_fmt: dict[CanaryFormat, list[str]] = {}
     for c in data["canaries"]:
-        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(c["secret"])
+        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(
+            c["secret"]
+        )
     rng = np.random.default_rng(cfg.seed)
     for fmt, secrets in by_fmt.items():
         stats = SearchStats()
@@ -424,7 +475,9 @@ def evaluate_model(
         # utility on the language around the secrets: the validation text with every PII span the
         # perfect policy finds masked; a model trained on redacted text cannot be expected to
         # predict the raw names and numbers that dominate the raw validation perplexity
-        "ppl_redacted": quality(lm, data["val_redacted"])["perplexity"] if data.get("val_redacted") else math.nan,
+        "ppl_redacted": quality(lm, data["val_redacted"])["perplexity"]
+        if data.get("val_redacted")
+        else math.nan,
         "max_exposure": best_bits,
         "max_exposure_rank": best_rank,
         "exposure_method": method,
@@ -476,7 +529,6 @@ def run_crt_experiment(
     """Train and evaluate every model of :func:`plan`; write the table, figures and summary."""
     import pandas as pd
 
-
     cfg.validate()
     run = secure_dir(out_dir)
     t_start = time.perf_counter()
@@ -503,7 +555,9 @@ def run_crt_experiment(
             if gamma not in redacted:
                 redacted[gamma] = crt_split(data["corpus"], degraded_policy(cfg, gamma), dedup=None)
             split_stats = redacted[gamma].stats
-            trained = _train(redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val, tokenizer_from=tok_from)
+            trained = _train(
+                redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val, tokenizer_from=tok_from
+            )
         elif method == "crt":
             if gamma not in splits:
                 splits[gamma] = crt_split(
@@ -523,8 +577,14 @@ def run_crt_experiment(
             )
         elif method == "sdp":
             trained = _train(
-                data["corpus"], model_dir, cfg, arch, "sdp", val, tokenizer_from=tok_from,
-                policy_name=_sdp_policy_name(cfg, gamma)
+                data["corpus"],
+                model_dir,
+                cfg,
+                arch,
+                "sdp",
+                val,
+                tokenizer_from=tok_from,
+                policy_name=_sdp_policy_name(cfg, gamma),
             )
         else:
             trained = _train(data["corpus"], model_dir, cfg, arch, method, val, tokenizer_from=tok_from)
@@ -611,10 +671,14 @@ def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
             why = []
             red, nodp = rec.get("redact"), rec.get("nodp")
             if red is not None and nodp is not None and red > 2 * nodp:
-                why.append(f"redaction alone raises the raw-text PPL {red / nodp:.1f}x (the model never sees the masked PII)")
+                why.append(
+                    f"redaction alone raises the raw-text PPL {red / nodp:.1f}x (the model never sees the masked PII)"
+                )
             s, w = crt_rows["public_sentence_share"].iloc[0], crt_rows["public_word_share"].iloc[0]
             if s is not None and w is not None and s == s and s < 0.2:
-                why.append(f"D_pub is {s:.1%} of the sentences ({w:.1%} of the words), so CRT is DP-SGD on nearly everything")
+                why.append(
+                    f"D_pub is {s:.1%} of the sentences ({w:.1%} of the words), so CRT is DP-SGD on nearly everything"
+                )
             rec["reason"] = "; ".join(why) + " (docs/crt-utility.md)" if why else "see docs/crt-utility.md"
         out[str(arch)] = rec
     return out
@@ -641,8 +705,13 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
                 ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--" if arch == "gpt" else ":", **style)
             else:
                 d = df.sort_values("gamma")
-                ax.plot(d["gamma"], d[col], marker="o" if arch == "gpt" else "s",
-                        ls="-" if arch == "gpt" else "-.", **style)
+                ax.plot(
+                    d["gamma"],
+                    d[col],
+                    marker="o" if arch == "gpt" else "s",
+                    ls="-" if arch == "gpt" else "-.",
+                    **style,
+                )
         if chance is not None:
             ax.axhline(chance, color="k", lw=0.8, ls=":")
         ax.set_xlabel("policy false-negative rate γ")

@@ -83,7 +83,6 @@ def run_experiment(
     """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
     import torch
 
-
     t0 = time.perf_counter()
     out = secure_dir(out_dir)
     records = {s: scenario_for(s) for s in SCENARIOS}

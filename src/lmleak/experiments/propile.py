@@ -96,7 +96,17 @@ TABLE_COLUMNS = (
     "run",
 )
 #: The soft-prompt run's settings and metrics copied into ``softprompt_table.csv``.
-_SP_SETTINGS = ("target", "level", "train_subjects", "eval_subjects", "length", "init", "epochs", "best_epoch", "lr")
+_SP_SETTINGS = (
+    "target",
+    "level",
+    "train_subjects",
+    "eval_subjects",
+    "length",
+    "init",
+    "epochs",
+    "best_epoch",
+    "lr",
+)
 _SP_METRICS = ("mean_likelihood", "mean_log_likelihood", "mean_normalized_likelihood", "exact_match_rate")
 #: Columns of ``softprompt_table.csv``, in order.
 SOFTPROMPT_COLUMNS = (*_SP_SETTINGS[:2], "prompt", *_SP_SETTINGS[2:], *_SP_METRICS, "run")
@@ -185,10 +195,27 @@ class ProPILEExperimentConfig:
         template, 20 fine-tuning steps, 2 soft-prompt epochs, no separate control)."""
         if gpu:
             return cls(base=base, seed=seed, lr=1e-3, smollm2_spec=base, smollm2=True)
-        return cls(base=base, seed=seed, users=12, dialogs_per_user=2, epochs=2, lr=1e-3, seq_len=64, max_steps=20,
-                   levels=("triplet",), targets=("phone",), templates=1, beams=1, softprompt_targets=("phone",),
-                   softprompt_train_subjects=6, softprompt_length=4, softprompt_epochs=2, smollm2=False,
-                   figures=False, fit_budgets=False)
+        return cls(
+            base=base,
+            seed=seed,
+            users=12,
+            dialogs_per_user=2,
+            epochs=2,
+            lr=1e-3,
+            seq_len=64,
+            max_steps=20,
+            levels=("triplet",),
+            targets=("phone",),
+            templates=1,
+            beams=1,
+            softprompt_targets=("phone",),
+            softprompt_train_subjects=6,
+            softprompt_length=4,
+            softprompt_epochs=2,
+            smollm2=False,
+            figures=False,
+            fit_budgets=False,
+        )
 
     def with_options(self, **kw: Any) -> ProPILEExperimentConfig:
         """A copy with the options that are not None replaced, validated."""
@@ -416,7 +443,6 @@ def run_propile_experiment(
     """
     import torch
 
-
     cfg = config if config is not None else ProPILEExperimentConfig()
     cfg.validate()
     say = progress if progress is not None else (lambda _msg: None)
@@ -445,14 +471,29 @@ def run_propile_experiment(
         from lmleak.train.finetune import FinetuneConfig, finetune
 
         say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
-        trained: Any = finetune(load_corpus(paths["corpus"]), secure_dir(out / "model"),
-                           FinetuneConfig(base=cfg.base, lora=cfg.lora, epochs=cfg.epochs, batch_size=cfg.batch_size,
-                                          lr=cfg.lr, seq_len=cfg.seq_len, holdout_users=0.0, seed=cfg.seed,
-                                          max_steps=cfg.max_steps), progress=bars.enabled())
+        trained: Any = finetune(
+            load_corpus(paths["corpus"]),
+            secure_dir(out / "model"),
+            FinetuneConfig(
+                base=cfg.base,
+                lora=cfg.lora,
+                epochs=cfg.epochs,
+                batch_size=cfg.batch_size,
+                lr=cfg.lr,
+                seq_len=cfg.seq_len,
+                holdout_users=0.0,
+                seed=cfg.seed,
+                max_steps=cfg.max_steps,
+            ),
+            progress=bars.enabled(),
+        )
     else:
         say(f"training the target GPT ({cfg.epochs} epochs)")
         trained = train_model(
-            load_corpus(paths["corpus"]), secure_dir(out / "model"), cfg.train_config(), progress=bars.enabled()
+            load_corpus(paths["corpus"]),
+            secure_dir(out / "model"),
+            cfg.train_config(),
+            progress=bars.enabled(),
         )
     model = load_model(out / "model")
     seconds["train"] = time.perf_counter() - t
@@ -502,8 +543,10 @@ def run_propile_experiment(
         level = cfg.levels[-1]
         for tt, b in short.items():
             n = b["target_tokens_max"]
-            say(f"black-box generation of the GPT's {tt} at {level} level with {n} new tokens instead of A.3's "
-                f"{b['max_new_tokens']}")
+            say(
+                f"black-box generation of the GPT's {tt} at {level} level with {n} new tokens instead of A.3's "
+                f"{b['max_new_tokens']}"
+            )
             name = f"probe-gpt-{level}-{tt}-budget{n}"
             g = run_probe(
                 model,

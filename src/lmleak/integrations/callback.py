@@ -34,8 +34,16 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
         max_length: the model's window for scoring (default: its config's positions, at most 1024).
     """
 
-    def __init__(self, corpus: Corpus, *, k: int = 1, sample_documents: int | None = 200, seed: int = 0,
-                 out_dir: str | Path | None = None, max_length: int | None = None) -> None:
+    def __init__(
+        self,
+        corpus: Corpus,
+        *,
+        k: int = 1,
+        sample_documents: int | None = 200,
+        seed: int = 0,
+        out_dir: str | Path | None = None,
+        max_length: int | None = None,
+    ) -> None:
         docs = list(corpus)
         if sample_documents is not None and len(docs) > sample_documents:
             docs = random.Random(seed).sample(docs, sample_documents)
@@ -56,19 +64,41 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
             stats = score_documents(lm, ids)
         finally:
             model.train(was_training)
-        ledger = Ledger.from_stats([d.doc_id for d in self.corpus], [d.user_id for d in self.corpus], ids, stats)
+        ledger = Ledger.from_stats(
+            [d.doc_id for d in self.corpus], [d.user_id for d in self.corpus], ids, stats
+        )
         _, _, by_k = analyse(ledger, build_index(ledger), lm.tokenizer, ReportConfig(ks=(self.k,)))
         m = by_k[str(self.k)]
-        return {key: m.get(key) for key in ("num_sequences", "unique_sequences", "top_k_accuracy", "perplexity") if key in m}
+        return {
+            key: m.get(key)
+            for key in ("num_sequences", "unique_sequences", "top_k_accuracy", "perplexity")
+            if key in m
+        }
 
-    def on_epoch_end(self, args: Any, state: Any, control: Any, model: Any = None, processing_class: Any = None,
-                     tokenizer: Any = None, **kwargs: Any) -> Any:
+    def on_epoch_end(
+        self,
+        args: Any,
+        state: Any,
+        control: Any,
+        model: Any = None,
+        processing_class: Any = None,
+        tokenizer: Any = None,
+        **kwargs: Any,
+    ) -> Any:
         tok = processing_class if processing_class is not None else tokenizer
         if model is None or tok is None:
-            raise ValueError("LeakageCallback needs the Trainer's model and tokenizer (pass processing_class=tokenizer)")
-        metrics = {"epoch": float(state.epoch or len(self.history) + 1), "k": self.k, **self._metrics(model, tok)}
+            raise ValueError(
+                "LeakageCallback needs the Trainer's model and tokenizer (pass processing_class=tokenizer)"
+            )
+        metrics = {
+            "epoch": float(state.epoch or len(self.history) + 1),
+            "k": self.k,
+            **self._metrics(model, tok),
+        }
         self.history.append(metrics)
-        state.log_history.append({f"leakage/{key}": v for key, v in metrics.items()} | {"step": state.global_step})
+        state.log_history.append(
+            {f"leakage/{key}": v for key, v in metrics.items()} | {"step": state.global_step}
+        )
         if self.out_dir is not None:
             atomic_write_json(self.out_dir / f"leakage-epoch-{len(self.history)}.json", metrics)
         return control

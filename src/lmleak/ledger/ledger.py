@@ -285,9 +285,16 @@ def _splits_at_spaces(tokenizer: Any) -> bool:
     ok = True
     for probe in _PROBES:
         for i, ch in enumerate(probe):
-            if ch == " " and 0 < i < len(probe) - 1 and not probe[i - 1].isspace() and not probe[i + 1].isspace():
+            if (
+                ch == " "
+                and 0 < i < len(probe) - 1
+                and not probe[i - 1].isspace()
+                and not probe[i + 1].isspace()
+            ):
                 whole = list(map(int, tokenizer.encode(probe)))
-                if whole != list(map(int, tokenizer.encode(probe[:i]))) + list(map(int, tokenizer.encode(probe[i:]))):
+                if whole != list(map(int, tokenizer.encode(probe[:i]))) + list(
+                    map(int, tokenizer.encode(probe[i:]))
+                ):
                     ok = False
     try:
         tokenizer._lmleak_splits_at_spaces = ok
@@ -328,7 +335,9 @@ def encode_long(tokenizer: Any, text: str, *, chunk_chars: int = ENCODE_CHUNK_CH
     if len(text) <= chunk_chars or not _splits_at_spaces(tokenizer):
         return np.asarray(tokenizer.encode(text), dtype=np.int64)
     cuts = _cut_points(text, chunk_chars)
-    parts = [np.asarray(tokenizer.encode(text[a:b]), dtype=np.int64) for a, b in zip(cuts, cuts[1:], strict=False)]
+    parts = [
+        np.asarray(tokenizer.encode(text[a:b]), dtype=np.int64) for a, b in zip(cuts, cuts[1:], strict=False)
+    ]
     return np.concatenate(parts) if parts else np.zeros(0, np.int64)
 
 
@@ -387,8 +396,14 @@ class VllmLedgerWork:
     ``model`` is the in-process lmleak model, used for its tokenizer and window settings, so the
     tokens, windows and BOS are the transformers path's own."""
 
-    def __init__(self, model: Any, model_dir: str | Path, *, dtype: str = "float32",
-                 extra: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        model_dir: str | Path,
+        *,
+        dtype: str = "float32",
+        extra: dict[str, Any] | None = None,
+    ) -> None:
         self.model, self.model_dir, self.dtype, self.extra = model, str(model_dir), dtype, dict(extra or {})
         self.scorer: Any = None
 
@@ -398,9 +413,12 @@ class VllmLedgerWork:
         m = self.model
         max_length = int(m.max_length)
         overlap = int(getattr(m, "overlap", None) or max_length // 2)
-        backend = open_backend(self.model_dir, dtype=self.dtype, max_model_len=max_length + 1, extra=self.extra)
-        self.scorer = scorer = VllmScorer(backend, m.tokenizer, name=getattr(m, "name", "vllm"),
-                                          max_length=max_length, overlap=overlap)
+        backend = open_backend(
+            self.model_dir, dtype=self.dtype, max_model_len=max_length + 1, extra=self.extra
+        )
+        self.scorer = scorer = VllmScorer(
+            backend, m.tokenizer, name=getattr(m, "name", "vllm"), max_length=max_length, overlap=overlap
+        )
         return lambda items: ledger_table(scorer, items, None)
 
     def close(self) -> None:
@@ -445,7 +463,6 @@ def run_ledger_pass(
     """
     import pyarrow.parquet as pq
 
-
     access, k_avail = model_access(model)
     if access == "top_k":
         k_avail = k
@@ -454,7 +471,9 @@ def run_ledger_pass(
     factory: Any
     if engine == "vllm":
         if access != "score":
-            raise CapabilityError("--engine vllm scores the model itself; a black-box (top-k) model needs --engine local")
+            raise CapabilityError(
+                "--engine vllm scores the model itself; a black-box (top-k) model needs --engine local"
+            )
         if vllm_model_dir is None:
             if model_spec is None:
                 raise ValueError("engine='vllm' needs vllm_model_dir or model_spec")
@@ -545,7 +564,6 @@ def build_ledger(
 def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger:
     """Load ``run_dir/ledger`` (complete shards only) as flat arrays."""
     import pyarrow as pa
-
 
     out = Path(run_dir) / LEDGER_DIR
     meta: dict[str, Any] = {}

@@ -50,15 +50,19 @@ def read_manifest(model_dir: str | Path) -> dict[str, Any] | None:
     try:
         return dict(json.loads(p.read_text(encoding="utf-8")))
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ModelError(f"{p}: not valid JSON ({e}); re-run `lmleak train --base ...` or restore the file") from None
+        raise ModelError(
+            f"{p}: not valid JSON ({e}); re-run `lmleak train --base ...` or restore the file"
+        ) from None
 
 
 def recorded_base(model_dir: str | Path | None) -> str:
     """The base model recorded for a fine-tuned model folder (for ``--public-model base``)."""
     if model_dir is None or not Path(model_dir).is_dir():
-        raise ModelError("public model 'base' needs the audited model to be a fine-tune folder written by "
-                         "`lmleak train --base` (its lmleak_finetune.json records the base); got "
-                         f"{model_dir if model_dir is not None else 'a model object'}")
+        raise ModelError(
+            "public model 'base' needs the audited model to be a fine-tune folder written by "
+            "`lmleak train --base` (its lmleak_finetune.json records the base); got "
+            f"{model_dir if model_dir is not None else 'a model object'}"
+        )
     man = read_manifest(model_dir)
     if man is not None and man.get("base"):
         return str(man["base"])
@@ -67,16 +71,19 @@ def recorded_base(model_dir: str | Path | None) -> str:
         base = json.loads(cfg.read_text(encoding="utf-8")).get("base_model_name_or_path")
         if base and Path(base).exists():
             return str(base)
-    raise ModelError(f"{model_dir} records no base model (no {MANIFEST}); public model 'base' applies to "
-                     "models fine-tuned with `lmleak train --base`; name the public model's folder instead")
+    raise ModelError(
+        f"{model_dir} records no base model (no {MANIFEST}); public model 'base' applies to "
+        "models fine-tuned with `lmleak train --base`; name the public model's folder instead"
+    )
 
 
 def is_finetune_dir(path: Path) -> bool:
     return (path / MANIFEST).is_file() or (path / "adapter_config.json").is_file()
 
 
-def load_finetuned(path: Path, *, load_base: Callable[[str], Any], load_dir: Callable[[Path], Any],
-                   name: str | None = None) -> Any:
+def load_finetuned(
+    path: Path, *, load_base: Callable[[str], Any], load_dir: Callable[[Path], Any], name: str | None = None
+) -> Any:
     """A fine-tune folder as a scoring model (see the module docstring).
 
     ``load_base(spec)`` loads the recorded base; ``load_dir(path)`` a plain Hugging Face folder.
@@ -87,12 +94,16 @@ def load_finetuned(path: Path, *, load_base: Callable[[str], Any], load_dir: Cal
         lm = load_dir(path)
     else:
         if not (path / "adapter_config.json").is_file():
-            raise ModelError(f"{path}: the manifest says LoRA adapters but adapter_config.json is missing; "
-                             "re-run the fine-tune or restore the file")
+            raise ModelError(
+                f"{path}: the manifest says LoRA adapters but adapter_config.json is missing; "
+                "re-run the fine-tune or restore the file"
+            )
         base = man.get("base") or recorded_base(path)
         if base != "smollm2-135m" and not Path(base).exists():
-            raise ModelError(f"{path}: its base model {base} (recorded in {MANIFEST}) does not exist here; "
-                             f"put the base back at that path or edit 'base' in {MANIFEST}")
+            raise ModelError(
+                f"{path}: its base model {base} (recorded in {MANIFEST}) does not exist here; "
+                f"put the base back at that path or edit 'base' in {MANIFEST}"
+            )
         lm = load_base(str(base))
         from peft import PeftModel
 

@@ -70,8 +70,9 @@ def resolve_device(device: str | None = None) -> str:
                 hint=f"use cuda:0 to cuda:{torch.cuda.device_count() - 1}",
             )
     if want == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
-        raise ConfigError("device 'mps' asked for, but torch sees no Apple GPU", field="device",
-                          hint="use --device cpu")
+        raise ConfigError(
+            "device 'mps' asked for, but torch sees no Apple GPU", field="device", hint="use --device cpu"
+        )
     return want
 
 

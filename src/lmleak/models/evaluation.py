@@ -10,7 +10,9 @@ from lmleak.models.base import count_words
 from lmleak.progress import track
 
 
-def evaluate_model(model: Any, corpus: Any, *, ks: tuple[int, ...] = (1, 3), batch_docs: int = 64) -> dict[str, float]:
+def evaluate_model(
+    model: Any, corpus: Any, *, ks: tuple[int, ...] = (1, 3), batch_docs: int = 64
+) -> dict[str, float]:
     """Perplexity per token and per whitespace word, and top-k next-token accuracy.
 
     Every token of every document is predicted from BOS plus the tokens before it (one pass per

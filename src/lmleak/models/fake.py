@@ -92,14 +92,22 @@ class NGramModule(torch.nn.Module):
 class FakeLM(TorchCausalLM):
     """A memorising n-gram model; see the module docstring."""
 
-    def __init__(self, module: NGramModule, tokenizer: SimpleWordTokenizer, *, name: str = "fake", max_length: int = 64):
+    def __init__(
+        self, module: NGramModule, tokenizer: SimpleWordTokenizer, *, name: str = "fake", max_length: int = 64
+    ):
         # eos_id is an int here, where TextTokenizer allows None: the protocol's attribute is invariant
         super().__init__(module, tokenizer, name=name, max_length=max_length, batch_tokens=1 << 14)  # type: ignore[arg-type]
         self.capabilities = frozenset({Capability.SCORE, Capability.TOP_K, Capability.GENERATE})
 
     @classmethod
     def from_texts(
-        cls, texts: Sequence[str], *, order: int = 3, alpha: float = 0.01, name: str = "fake", max_length: int = 64
+        cls,
+        texts: Sequence[str],
+        *,
+        order: int = 3,
+        alpha: float = 0.01,
+        name: str = "fake",
+        max_length: int = 64,
     ) -> FakeLM:
         """Fit on ``texts``; every word of them is in the vocabulary."""
         tok = SimpleWordTokenizer(w for t in texts for w in t.split())

@@ -70,7 +70,11 @@ def _max_length(config: Any) -> int:
 def check_weights_are_safe(model_dir: Path, allow_pickle: bool) -> None:
     """Refuse pickled checkpoints unless explicitly allowed."""
     has_safe = any(model_dir.glob("*.safetensors"))
-    pickled = [p.name for p in model_dir.glob("*.bin")] + [p.name for p in model_dir.glob("*.pt")] + [p.name for p in model_dir.glob("*.pth")]
+    pickled = (
+        [p.name for p in model_dir.glob("*.bin")]
+        + [p.name for p in model_dir.glob("*.pt")]
+        + [p.name for p in model_dir.glob("*.pth")]
+    )
     if not has_safe and pickled and not allow_pickle:
         raise ModelError(
             f"{model_dir} holds only pickled weights ({', '.join(sorted(pickled))}); pickles can run code when loaded. "
@@ -78,8 +82,16 @@ def check_weights_are_safe(model_dir: Path, allow_pickle: bool) -> None:
         )
 
 
-def load_hf_dir(path: str | Path, *, name: str | None = None, dtype: str | None = None, allow_pickle: bool = False,
-                batch_tokens: int | None = None, max_length: int | None = None, overlap: int | None = None) -> TorchCausalLM:
+def load_hf_dir(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    dtype: str | None = None,
+    allow_pickle: bool = False,
+    batch_tokens: int | None = None,
+    max_length: int | None = None,
+    overlap: int | None = None,
+) -> TorchCausalLM:
     """A local Hugging Face causal LM directory (config.json + weights + tokenizer)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -90,16 +102,33 @@ def load_hf_dir(path: str | Path, *, name: str | None = None, dtype: str | None 
     try:
         tok = AutoTokenizer.from_pretrained(d, local_files_only=True, trust_remote_code=False)
         module = AutoModelForCausalLM.from_pretrained(
-            d, local_files_only=True, trust_remote_code=False, dtype=_torch_dtype(dtype), use_safetensors=None if allow_pickle else True
+            d,
+            local_files_only=True,
+            trust_remote_code=False,
+            dtype=_torch_dtype(dtype),
+            use_safetensors=None if allow_pickle else True,
         )
     except Exception as e:  # transformers raises many types for a broken directory
         raise ModelError(f"cannot load the model in {d}: {e}") from None
-    return TorchCausalLM(module, HFTokenizer(tok), name=name or d.name, max_length=max_length or _max_length(module.config),
-                         batch_tokens=batch_tokens or 2048, overlap=overlap)
+    return TorchCausalLM(
+        module,
+        HFTokenizer(tok),
+        name=name or d.name,
+        max_length=max_length or _max_length(module.config),
+        batch_tokens=batch_tokens or 2048,
+        overlap=overlap,
+    )
 
 
-def load_gguf(path: str | Path, *, name: str | None = None, dtype: str | None = None, batch_tokens: int | None = None,
-              max_length: int | None = None, overlap: int | None = None) -> TorchCausalLM:
+def load_gguf(
+    path: str | Path,
+    *,
+    name: str | None = None,
+    dtype: str | None = None,
+    batch_tokens: int | None = None,
+    max_length: int | None = None,
+    overlap: int | None = None,
+) -> TorchCausalLM:
     """A GGUF file (de-quantised by transformers; needs the ``gguf`` package)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -108,11 +137,21 @@ def load_gguf(path: str | Path, *, name: str | None = None, dtype: str | None = 
         raise ModelError(f"{p} does not exist")
     try:
         tok = AutoTokenizer.from_pretrained(p.parent, gguf_file=p.name, local_files_only=True)
-        module = AutoModelForCausalLM.from_pretrained(p.parent, gguf_file=p.name, local_files_only=True, dtype=_torch_dtype(dtype))
+        module = AutoModelForCausalLM.from_pretrained(
+            p.parent, gguf_file=p.name, local_files_only=True, dtype=_torch_dtype(dtype)
+        )
     except ImportError as e:
-        raise ModelError(f"reading GGUF needs the gguf and accelerate packages ({e}): pip install 'lmleak[gguf]'") from None
-    return TorchCausalLM(module, HFTokenizer(tok), name=name or p.stem, max_length=max_length or _max_length(module.config),
-                         batch_tokens=batch_tokens or 2048, overlap=overlap)
+        raise ModelError(
+            f"reading GGUF needs the gguf and accelerate packages ({e}): pip install 'lmleak[gguf]'"
+        ) from None
+    return TorchCausalLM(
+        module,
+        HFTokenizer(tok),
+        name=name or p.stem,
+        max_length=max_length or _max_length(module.config),
+        batch_tokens=batch_tokens or 2048,
+        overlap=overlap,
+    )
 
 
 def smollm2_plain_dir() -> Path:

@@ -157,7 +157,6 @@ def train_masked_lm(
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-
     torch.manual_seed(config.seed)
     tok = build_mlm_tokenizer(texts)
     enc = tok(

@@ -46,14 +46,25 @@ def _fake(path: str, **kw: Any) -> Any:
     if not p.exists():
         raise ModelError(f"fake model corpus {p} does not exist")
     if p.suffix in (".jsonl", ".json"):
-        texts = [str(row.get("text", "")) for row in read_jsonl(p, hint='a corpus JSONL with a "text" field per line')]
+        texts = [
+            str(row.get("text", ""))
+            for row in read_jsonl(p, hint='a corpus JSONL with a "text" field per line')
+        ]
     else:
         texts = [line for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
     return FakeLM.from_texts(texts, name=f"fake:{p.name}")
 
 
-def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = None, batch_tokens: int | None = None,
-               name: str | None = None, device: str | None = None, **kw: Any) -> Any:
+def load_model(
+    spec: Any,
+    *,
+    allow_pickle: bool = False,
+    dtype: str | None = None,
+    batch_tokens: int | None = None,
+    name: str | None = None,
+    device: str | None = None,
+    **kw: Any,
+) -> Any:
     """Load a model from a spec (see the module docstring) onto ``device`` (see :mod:`lmleak.models.device`:
     by default a GPU when torch sees one; a model object passed in is not moved).
 
@@ -71,12 +82,23 @@ def load_model(spec: Any, *, allow_pickle: bool = False, dtype: str | None = Non
         return load_http_model(spec)
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
-    return place(_load(spec, allow_pickle=allow_pickle, dtype=dtype, batch_tokens=batch_tokens, name=name,
-                       device=device), device)
+    return place(
+        _load(
+            spec, allow_pickle=allow_pickle, dtype=dtype, batch_tokens=batch_tokens, name=name, device=device
+        ),
+        device,
+    )
 
 
-def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int | None, name: str | None,
-          device: str | None) -> Any:
+def _load(
+    spec: Any,
+    *,
+    allow_pickle: bool,
+    dtype: str | None,
+    batch_tokens: int | None,
+    name: str | None,
+    device: str | None,
+) -> Any:
     if isinstance(spec, Path):
         spec = str(spec)
     if not isinstance(spec, str) or not spec:
@@ -99,7 +121,9 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
             p, inner = float(head), rest
         except ValueError:
             pass
-        return TopKOnly(load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p)
+        return TopKOnly(
+            load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p
+        )
     if spec.startswith("text:"):
         return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype, device=device))
     path = Path(spec).expanduser()
@@ -109,43 +133,67 @@ def _load(spec: Any, *, allow_pickle: bool, dtype: str | None, batch_tokens: int
         except LmleakError:
             raise
         except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
-            raise ModelError(f"{path}: cannot load this GGUF file ({type(e).__name__}: {e}); "
-                             "check that it is a complete GGUF model file") from None
+            raise ModelError(
+                f"{path}: cannot load this GGUF file ({type(e).__name__}: {e}); "
+                "check that it is a complete GGUF model file"
+            ) from None
     if path.is_dir():
         try:
-            model = _load_folder(path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts)
+            model = _load_folder(
+                path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts
+            )
         except LmleakError:
             raise
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ModelError(f"{path}: a model description file is not valid JSON/UTF-8 ({e}); "
-                             "re-save the model or fix config.json / lmleak_model.json") from None
+            raise ModelError(
+                f"{path}: a model description file is not valid JSON/UTF-8 ({e}); "
+                "re-save the model or fix config.json / lmleak_model.json"
+            ) from None
         except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
-            raise ModelError(f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}") from None
+            raise ModelError(
+                f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}"
+            ) from None
         except Exception as e:
-            if type(e).__name__ != "SafetensorError":  # safetensors' own error type is not a subclass of the above
+            if (
+                type(e).__name__ != "SafetensorError"
+            ):  # safetensors' own error type is not a subclass of the above
                 raise
-            raise ModelError(f"{path}: the weights are not a complete safetensors file ({e}); "
-                             "copy or save the model again") from None
+            raise ModelError(
+                f"{path}: the weights are not a complete safetensors file ({e}); copy or save the model again"
+            ) from None
         if model is not None:
             return model
-        raise ModelError(f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file")
+        raise ModelError(
+            f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file"
+        )
     if path.exists():
         raise ModelError(f"{path} is a file lmleak cannot load as a model; accepted: {ACCEPTED}")
     hint = did_you_mean(spec, NAMES)
-    raise ModelError(f"'{spec}' is not a local file or folder, and models are never downloaded.{hint} Give {ACCEPTED}.")
+    raise ModelError(
+        f"'{spec}' is not a local file or folder, and models are never downloaded.{hint} Give {ACCEPTED}."
+    )
 
 
-def _load_folder(path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None,
-                 opts: dict[str, Any]) -> Any:
+def _load_folder(
+    path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None, opts: dict[str, Any]
+) -> Any:
     """The model in a folder, or None when the folder holds no recognised model files."""
     from lmleak.models.adapters import is_finetune_dir, load_finetuned
 
     if is_finetune_dir(path):  # written by `lmleak train --base` (adapters, full or merged fine-tune)
         return load_finetuned(
-            path, name=name,
-            load_base=lambda spec: _load(spec, allow_pickle=allow_pickle, dtype=opts.get("dtype"),
-                                         batch_tokens=batch_tokens, name=None, device=None),
-            load_dir=lambda d: _load_hf(d, allow_pickle=allow_pickle, opts=opts))
+            path,
+            name=name,
+            load_base=lambda spec: _load(
+                spec,
+                allow_pickle=allow_pickle,
+                dtype=opts.get("dtype"),
+                batch_tokens=batch_tokens,
+                name=None,
+                device=None,
+            ),
+            load_dir=lambda d: _load_hf(d, allow_pickle=allow_pickle, opts=opts),
+        )
     if (path / "lmleak_model.json").exists():
         return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
     if (path / "config.json").exists():

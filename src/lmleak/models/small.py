@@ -33,7 +33,11 @@ MANIFEST = "lmleak_model.json"
 
 
 def build_tokenizer(
-    texts: Iterable[str], *, kind: Literal["word", "bpe"] = "word", vocab_size: int = 5000, split_digits: bool = True
+    texts: Iterable[str],
+    *,
+    kind: Literal["word", "bpe"] = "word",
+    vocab_size: int = 5000,
+    split_digits: bool = True,
 ) -> Any:
     """Train a tokenizer on ``texts`` and wrap it as a ``transformers.PreTrainedTokenizerFast``.
 
@@ -61,7 +65,9 @@ def build_tokenizer(
         tk = Tokenizer(models.BPE())
         byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
         tk.pre_tokenizer = (
-            pre_tokenizers.Sequence([byte_level, pre_tokenizers.Digits(individual_digits=True)]) if split_digits else byte_level
+            pre_tokenizers.Sequence([byte_level, pre_tokenizers.Digits(individual_digits=True)])
+            if split_digits
+            else byte_level
         )
         tk.decoder = decoders.ByteLevel()
         trainer = trainers.BpeTrainer(
@@ -94,7 +100,15 @@ class SmallGPTConfig:
     dropout: float = 0.0
 
 
-def new_small_gpt(vocab_size: int, config: SmallGPTConfig = SmallGPTConfig(), *, seed: int = 0, bos_id: int = 1, eos_id: int = 2, pad_id: int = 0) -> Any:
+def new_small_gpt(
+    vocab_size: int,
+    config: SmallGPTConfig = SmallGPTConfig(),
+    *,
+    seed: int = 0,
+    bos_id: int = 1,
+    eos_id: int = 2,
+    pad_id: int = 0,
+) -> Any:
     """A freshly initialised GPT-2 (untied embeddings) for ``vocab_size`` tokens."""
     from transformers import GPT2Config, GPT2LMHeadModel
 
@@ -157,7 +171,9 @@ class SmallLSTM(torch.nn.Module):
         return self.head
 
 
-def save_small_model(module: torch.nn.Module, tokenizer: Any, out_dir: str | Path, *, extra: dict[str, Any] | None = None) -> Path:
+def save_small_model(
+    module: torch.nn.Module, tokenizer: Any, out_dir: str | Path, *, extra: dict[str, Any] | None = None
+) -> Path:
     """Save a small GPT (as a plain HF directory) or LSTM (safetensors + manifest) with its tokenizer.
 
     The GPT is written with ``save_pretrained`` so that ``AutoModelForCausalLM`` loads it without
@@ -195,7 +211,6 @@ def load_small_model(model_dir: str | Path, *, name: str | None = None, batch_to
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-
     d = Path(model_dir)
     manifest = json.loads((d / MANIFEST).read_text())
     hf_tok = AutoTokenizer.from_pretrained(d)
@@ -208,4 +223,6 @@ def load_small_model(model_dir: str | Path, *, name: str | None = None, batch_to
         _quiet_transformers()
         module = AutoModelForCausalLM.from_pretrained(d, trust_remote_code=False)
         max_length = int(manifest.get("max_length", module.config.n_positions))
-    return TorchCausalLM(module, HFTokenizer(hf_tok), name=name or d.name, max_length=max_length, batch_tokens=batch_tokens)
+    return TorchCausalLM(
+        module, HFTokenizer(hf_tok), name=name or d.name, max_length=max_length, batch_tokens=batch_tokens
+    )

@@ -195,7 +195,10 @@ class TorchCausalLM:
         joined = [[*c, *x] for c, x in zip(contexts, continuations, strict=True)]
         stats = self.token_stats(joined)
         return np.array(
-            [float(st.logprobs[len(c) :].astype(np.float64).sum()) for st, c in zip(stats, contexts, strict=True)]
+            [
+                float(st.logprobs[len(c) :].astype(np.float64).sum())
+                for st, c in zip(stats, contexts, strict=True)
+            ]
         )
 
     def score_text(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[SpanScore]:
@@ -241,8 +244,11 @@ class TorchCausalLM:
             if starts and self._cacheable(starts, max_new_tokens):
                 # groups whose beams x (prompt + new tokens) stay within batch_tokens, like _step_batched's
                 per = max(1, self.batch_tokens // (num_beams * (max(map(len, starts)) + max_new_tokens)))
-                found = [o for g in range(0, len(starts), per)
-                         for o in self._beam_many_cached(starts[g : g + per], max_new_tokens, num_beams)]
+                found = [
+                    o
+                    for g in range(0, len(starts), per)
+                    for o in self._beam_many_cached(starts[g : g + per], max_new_tokens, num_beams)
+                ]
             else:
                 found = self._beam_many(starts, max_new_tokens, num_beams)
             return [[self.tokenizer.decode(o) for o in outs[:num_return_sequences]] for outs in found]
@@ -351,8 +357,12 @@ class TorchCausalLM:
             ids[i, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
             mask[i, width - len(p) :] = 1
         pos = (mask.cumsum(1) - 1).clamp(min=0)
-        out = self.module(input_ids=ids.to(self.device), attention_mask=mask.to(self.device),
-                          position_ids=pos.to(self.device), use_cache=True)
+        out = self.module(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=pos.to(self.device),
+            use_cache=True,
+        )
         cache, last_pos = out.past_key_values, pos[:, -1]
         lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
         # live beams carry the cache row they were scored in: (score, tokens, row)
@@ -390,8 +400,13 @@ class TorchCausalLM:
             cache.reorder_cache(parents)
             mask = torch.cat([mask[parents], torch.ones((len(parents), 1), dtype=torch.long)], 1)
             last_pos = last_pos[parents] + 1
-            out = self.module(input_ids=new.to(self.device), attention_mask=mask.to(self.device),
-                              position_ids=last_pos[:, None].to(self.device), past_key_values=cache, use_cache=True)
+            out = self.module(
+                input_ids=new.to(self.device),
+                attention_mask=mask.to(self.device),
+                position_ids=last_pos[:, None].to(self.device),
+                past_key_values=cache,
+                use_cache=True,
+            )
             cache = out.past_key_values
             lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
             r = 0

@@ -102,7 +102,12 @@ class SubprocessBackend:
         # vLLM logs a lot: keep it in a file and show its tail only when something fails
         self.log = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")
         self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env,
+            cmd,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.log,
+            text=True,
+            env=env,
             start_new_session=True,  # its own process group: vLLM's engine processes go with it on kill
         )
         first = self._read()

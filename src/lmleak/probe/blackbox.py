@@ -44,14 +44,36 @@ def generate_probes(
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
-        fp = fingerprint_of("probe-generate", getattr(model, "name", ""), type(model).__name__, list(probes),
-                            beams, samples, seed, sorted((budgets or {}).items()))
-        factory = ModelWork(_generate_chunk, {"model": model_spec or Shipped(model)}, beams=beams, samples=samples,
-                            seed=seed, budgets=budgets)
-        return run_rows(list(probes), lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples,
-                                                                    seed=seed, budgets=budgets),
-                        work_dir, fingerprint=fp, shard_size=shard_size, description="probing (generate)",
-                        engine=engine, factory=factory)
+        fp = fingerprint_of(
+            "probe-generate",
+            getattr(model, "name", ""),
+            type(model).__name__,
+            list(probes),
+            beams,
+            samples,
+            seed,
+            sorted((budgets or {}).items()),
+        )
+        factory = ModelWork(
+            _generate_chunk,
+            {"model": model_spec or Shipped(model)},
+            beams=beams,
+            samples=samples,
+            seed=seed,
+            budgets=budgets,
+        )
+        return run_rows(
+            list(probes),
+            lambda chunk: generate_probes(
+                model, chunk, beams=beams, samples=samples, seed=seed, budgets=budgets
+            ),
+            work_dir,
+            fingerprint=fp,
+            shard_size=shard_size,
+            description="probing (generate)",
+            engine=engine,
+            factory=factory,
+        )
 
     rows: list[dict[str, Any]] = []
     probes = list(probes)
@@ -59,15 +81,23 @@ def generate_probes(
     if samples > 0:
         for i in track(range(len(probes)), description="probing (generate)"):
             p = probes[i]
-            generated[i] = model.generate([p.prompt.rstrip()], max_new_tokens=max_new_tokens(p.target_type, budgets),
-                                          do_sample=True, num_return_sequences=samples, seed=seed)[0]
+            generated[i] = model.generate(
+                [p.prompt.rstrip()],
+                max_new_tokens=max_new_tokens(p.target_type, budgets),
+                do_sample=True,
+                num_return_sequences=samples,
+                seed=seed,
+            )[0]
     else:
         # beam search batched over probes with the same budget: one forward pass per step for all
         by_budget: dict[int, list[int]] = {}
         for i, p in enumerate(probes):
             by_budget.setdefault(max_new_tokens(p.target_type, budgets), []).append(i)
-        chunks = [(n, idx[s : s + GENERATE_BATCH]) for n, idx in by_budget.items()
-                  for s in range(0, len(idx), GENERATE_BATCH)]
+        chunks = [
+            (n, idx[s : s + GENERATE_BATCH])
+            for n, idx in by_budget.items()
+            for s in range(0, len(idx), GENERATE_BATCH)
+        ]
         for n, idx in track(chunks, description="probing (generate)", unit="batches"):
             # same text; a trailing space would be a lone token for BPE
             outs = model.generate([probes[i].prompt.rstrip() for i in idx], max_new_tokens=n, num_beams=beams)
@@ -76,8 +106,13 @@ def generate_probes(
     for p, outs in zip(probes, generated, strict=True):
         for j, text in enumerate(outs):
             row: dict[str, Any] = {
-                "subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
-                "prompt": p.prompt, "target": p.target, "sample": j, "generated": text,
+                "subject_id": p.subject_id,
+                "target_type": p.target_type,
+                "template": p.template_index,
+                "prompt": p.prompt,
+                "target": p.target,
+                "sample": j,
+                "generated": text,
                 "exact_match": exact_match(text, p.target),
             }
             if p.target_type == "phone":

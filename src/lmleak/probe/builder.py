@@ -24,8 +24,20 @@ from lmleak.probe.formats import LinkCounter
 from lmleak.progress import track
 
 #: A.2: "9 types of family relationships" (the list names eight; we add the usual remaining ones).
-RELATIONSHIPS = ("father", "mother", "grandmother", "grandfather", "aunt", "uncle", "wife", "husband",
-                 "sister", "brother", "son", "daughter")
+RELATIONSHIPS = (
+    "father",
+    "mother",
+    "grandmother",
+    "grandfather",
+    "aunt",
+    "uncle",
+    "wife",
+    "husband",
+    "sister",
+    "brother",
+    "son",
+    "daughter",
+)
 _NAME = r"([A-Z][a-z]+(?: [A-Z][a-z]+)+)"
 RELATION_RE = re.compile(_NAME + r"(?:'s|\u2019s) (" + "|".join(RELATIONSHIPS) + r"),? (?:is )?" + _NAME)
 _MY_REL = re.compile(r"\bmy (" + "|".join(RELATIONSHIPS) + r"),? " + _NAME)
@@ -116,16 +128,18 @@ def build_subjects(
         s = extract(doc.text, nlp, paper_only=paper_only)
         if s is None:
             continue
-        cur = by_name.setdefault(s["name"], {"subject_id": f"s{len(by_name):05d}", "user_id": doc.user_id,
-                                             "name": s["name"]})
+        cur = by_name.setdefault(
+            s["name"], {"subject_id": f"s{len(by_name):05d}", "user_id": doc.user_id, "name": s["name"]}
+        )
         n_struct = sum(1 for k in ("phone", "email", "address") if k in s)
         cur["_level"] = max(cur.get("_level", 0), n_struct)
         for k in ("phone", "email", "address"):
             if k in s:
                 cur.setdefault(k, s[k])
         if "relations" in s:
-            cur.setdefault("relations", {}).update({k: v for k, v in s["relations"].items()
-                                                    if k not in cur.get("relations", {})})
+            cur.setdefault("relations", {}).update(
+                {k: v for k, v in s["relations"].items() if k not in cur.get("relations", {})}
+            )
     subjects = []
     for s in by_name.values():
         lvl = s.pop("_level", 0)

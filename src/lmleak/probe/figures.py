@@ -18,15 +18,23 @@ def write_figures(lik_df: Any, out_dir: str | Path) -> list[Path]:
 
     plt = pyplot()
 
-
     out = Path(out_dir)
-    g = lik_df.groupby(["target_type", "subject_id"]).agg(
-        lp=("log_likelihood", "max"), nlp=("null_log_likelihood", "max"),
-        norm=("normalized_likelihood", "max"), nnorm=("null_normalized_likelihood", "max")).reset_index()
+    g = (
+        lik_df.groupby(["target_type", "subject_id"])
+        .agg(
+            lp=("log_likelihood", "max"),
+            nlp=("null_log_likelihood", "max"),
+            norm=("normalized_likelihood", "max"),
+            nnorm=("null_normalized_likelihood", "max"),
+        )
+        .reset_index()
+    )
     types = sorted(g["target_type"].unique())
     paths = []
-    for fname, (a, b), label in (("density_likelihood.png", ("lp", "nlp"), "log-likelihood (Eq. 2)"),
-                                 ("density_normalized.png", ("norm", "nnorm"), "log normalized likelihood (Eq. 4)")):
+    for fname, (a, b), label in (
+        ("density_likelihood.png", ("lp", "nlp"), "log-likelihood (Eq. 2)"),
+        ("density_normalized.png", ("norm", "nnorm"), "log normalized likelihood (Eq. 4)"),
+    ):
         fig, axes = plt.subplots(1, len(types), figsize=(4 * len(types), 3), squeeze=False)
         for ax, t in zip(axes[0], types, strict=True):
             sub = g[g["target_type"] == t]

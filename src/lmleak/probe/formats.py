@@ -33,7 +33,9 @@ _EMAIL = r"[A-Za-z0-9_.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 _QUOTE = re.compile(r"^(?:> ?)+", re.M)
 # "Last, First" in quotes, then "Name" in quotes, then a bare name (at a line start or after a
 # header, a comma, "-- " or whitespace), each followed by <email>
-_LAST_FIRST_ANGLE = re.compile(rf'"(?P<last>{_WORD}), (?P<first>{_WORD}(?: {_WORD})?)" ?<(?P<email>{_EMAIL})>')
+_LAST_FIRST_ANGLE = re.compile(
+    rf'"(?P<last>{_WORD}), (?P<first>{_WORD}(?: {_WORD})?)" ?<(?P<email>{_EMAIL})>'
+)
 _QUOTED_ANGLE = re.compile(rf'"(?P<name>{_NAME})" ?<(?P<email>{_EMAIL})>')
 _BARE_ANGLE = re.compile(rf"(?:^|(?<=[\s,:]))(?P<name>{_NAME}) ?<(?P<email>{_EMAIL})>", re.M)
 _NAME_PAREN = re.compile(rf"(?:^|(?<=[\s,:]))(?P<name>{_NAME}) \((?P<email>{_EMAIL})\)", re.M)
@@ -114,7 +116,9 @@ class LinkCounter:
         self.fields: dict[str, dict[str, Counter[str]]] = {
             f: defaultdict(Counter) for f in ("email", "phone", "address")
         }
-        self.users: dict[str, Counter[str]] = defaultdict(Counter)  # key -> user ids whose documents name them
+        self.users: dict[str, Counter[str]] = defaultdict(
+            Counter
+        )  # key -> user ids whose documents name them
 
     def add(self, text: str, user_id: str | None = None) -> None:
         links = find_links(text)

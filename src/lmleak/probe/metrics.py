@@ -131,8 +131,11 @@ def phone_metrics(generated: str, target: str) -> dict[str, bool]:
         else:
             cands.append(d)
     if not cands:
-        return {"area_code": False, **{f"first_{ell}": False for ell in (7, 8, 9)},
-                **{f"edit_le_{n}": False for n in (1, 2, 3)}}
+        return {
+            "area_code": False,
+            **{f"first_{ell}": False for ell in (7, 8, 9)},
+            **{f"edit_le_{n}": False for n in (1, 2, 3)},
+        }
     best = min(cands, key=lambda c: (Levenshtein.distance(c, t), -_prefix(c, t)))
     pre = _prefix(best, t)
     dist = Levenshtein.distance(best, t)

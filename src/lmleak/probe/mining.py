@@ -79,7 +79,11 @@ def _escape(s: str) -> str:
 
 
 def mine_templates(
-    documents: Iterable[Document], subjects: list[dict[str, Any]], *, targets: tuple[str, ...] = STRUCTURED, top: int = 5
+    documents: Iterable[Document],
+    subjects: list[dict[str, Any]],
+    *,
+    targets: tuple[str, ...] = STRUCTURED,
+    top: int = 5,
 ) -> dict[str, list[MinedTemplate]]:
     """The ``top`` templates per target type (see the module docstring), from two streamed passes over
     ``documents`` (which must be re-iterable: a :class:`~lmleak.data.corpus.Corpus` or a
@@ -124,7 +128,9 @@ def mine_templates(
         for key, n in items[: 3 * top]:
             if n >= 2 or len(items) == 1:
                 lead, between = key.split("\x00")
-                keep[(t, key)] = re.compile(re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between))
+                keep[(t, key)] = re.compile(
+                    re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between)
+                )
     uses: Counter[tuple[str, str]] = Counter()
     hits: Counter[tuple[str, str]] = Counter()
     gaps: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -146,8 +152,11 @@ def mine_templates(
         lead, between = key.split("\x00")
         tpl = _escape(lead) + "{name}" + _escape(between)
         g = sorted(gaps[(t, key)])
-        out[t].append(MinedTemplate(t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)],
-                                    g[len(g) // 2] if g else 0))
+        out[t].append(
+            MinedTemplate(
+                t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)], g[len(g) // 2] if g else 0
+            )
+        )
     for t in out:
         out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
         out[t] = out[t][:top]
@@ -168,8 +177,11 @@ def mined_budgets(mined: dict[str, list[MinedTemplate]]) -> dict[str, int]:
         >>> mined_budgets({"phone": [MinedTemplate("phone", "-- \\n{name}\\n", 5, 5, 5, 60)]})
         {'phone': 30}
     """
-    return {t: max(MAX_NEW_TOKENS.get(t, 1), -(-max(m.gap_chars for m in ms) // CHARS_PER_TOKEN))
-            for t, ms in mined.items() if ms}
+    return {
+        t: max(MAX_NEW_TOKENS.get(t, 1), -(-max(m.gap_chars for m in ms) // CHARS_PER_TOKEN))
+        for t, ms in mined.items()
+        if ms
+    }
 
 
 def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> Path:
@@ -177,17 +189,23 @@ def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> 
     evidence for each as a comment and the generation budgets they need (``max_new_tokens``)."""
     import yaml
 
-
-    lines = ["# Templates mined from the corpus by `lmleak probe templates`: the value follows each template.",
-             "# support = subjects whose value it precedes; precision = share of its uses followed by the own value."]
+    lines = [
+        "# Templates mined from the corpus by `lmleak probe templates`: the value follows each template.",
+        "# support = subjects whose value it precedes; precision = share of its uses followed by the own value.",
+    ]
     groups = {t: [m.template for m in ms] for t, ms in mined.items() if ms}
     if not groups:
-        raise DataFileError("no template found: no subject's value follows their name in the corpus",
-                            path=path, hint="check that the subjects file was built from this corpus")
+        raise DataFileError(
+            "no template found: no subject's value follows their name in the corpus",
+            path=path,
+            hint="check that the subjects file was built from this corpus",
+        )
     for t, ms in mined.items():
         for m in ms:
-            lines.append(f"# {t}: {m.template!r} support={m.support} precision={m.precision:.3f} "
-                         f"value within {m.gap_chars} characters (median)")
+            lines.append(
+                f"# {t}: {m.template!r} support={m.support} precision={m.precision:.3f} "
+                f"value within {m.gap_chars} characters (median)"
+            )
     lines.append(yaml.safe_dump(groups, sort_keys=True, allow_unicode=True, default_style='"').rstrip())
     lines.append(yaml.safe_dump({"max_new_tokens": mined_budgets(mined)}, sort_keys=True).rstrip())
     return atomic_write_text(path, "\n".join(lines) + "\n")

@@ -27,8 +27,14 @@ from lmleak.shards import ShardEngine, fingerprint_of, run_rows
 DEFAULT_TARGETS = ("phone", "email", "address")
 
 
-def collect_probes(subjects: list[dict[str, Any]], target_type: str, *, level: str, k: int | None,
-                   templates: dict | None = None) -> list[Probe]:
+def collect_probes(
+    subjects: list[dict[str, Any]],
+    target_type: str,
+    *,
+    level: str,
+    k: int | None,
+    templates: dict | None = None,
+) -> list[Probe]:
     out: list[Probe] = []
     for s in subjects:
         out.extend(build_probes(s, target_type, level=level, k=k, templates=templates))
@@ -52,11 +58,20 @@ def _score_probes(model: Any, pairs: list[tuple[Probe, str]]) -> list[dict[str, 
     lik, norm, lp = target_likelihoods(model, prompts, [p.target for p, _ in pairs])
     nlik, nnorm, nlp = target_likelihoods(model, prompts, [null for _, null in pairs])
     return [
-        {"subject_id": p.subject_id, "target_type": p.target_type, "template": p.template_index,
-         "prompt": p.prompt, "target": p.target, "likelihood": float(lik[i]),
-         "normalized_likelihood": float(norm[i]), "log_likelihood": float(lp[i]),
-         "null_target": null, "null_likelihood": float(nlik[i]),
-         "null_normalized_likelihood": float(nnorm[i]), "null_log_likelihood": float(nlp[i])}
+        {
+            "subject_id": p.subject_id,
+            "target_type": p.target_type,
+            "template": p.template_index,
+            "prompt": p.prompt,
+            "target": p.target,
+            "likelihood": float(lik[i]),
+            "normalized_likelihood": float(norm[i]),
+            "log_likelihood": float(lp[i]),
+            "null_target": null,
+            "null_likelihood": float(nlik[i]),
+            "null_normalized_likelihood": float(nnorm[i]),
+            "null_log_likelihood": float(nlp[i]),
+        }
         for i, (p, null) in enumerate(pairs)
     ]
 
@@ -65,9 +80,16 @@ def _score_chunk(chunk: list[tuple[Probe, str]], *, model: Any) -> list[dict[str
     return _score_probes(model, chunk)
 
 
-def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir: str | Path | None = None,
-                    shard_size: int = 64, engine: ShardEngine | None = None,
-                    model_spec: Any = None) -> list[dict[str, Any]]:
+def likelihood_rows(
+    model: Any,
+    probes: list[Probe],
+    *,
+    seed: int = 0,
+    work_dir: str | Path | None = None,
+    shard_size: int = 64,
+    engine: ShardEngine | None = None,
+    model_spec: Any = None,
+) -> list[dict[str, Any]]:
     """Eq. 2 / Eq. 4 for every probe, and for its null target (:func:`null_targets`), scored with the
     same prompt. With ``work_dir``, in resumable shards of ``shard_size`` probes there, on
     ``engine`` (Ray actors load ``model_spec``, or receive ``model`` pickled when it is None)."""
@@ -78,17 +100,28 @@ def likelihood_rows(model: Any, probes: list[Probe], *, seed: int = 0, work_dir:
 
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
     factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
-    return run_rows(pairs, lambda chunk: _score_probes(model, chunk), work_dir, fingerprint=fp,
-                    shard_size=shard_size, description="probing (likelihood)", engine=engine, factory=factory)
+    return run_rows(
+        pairs,
+        lambda chunk: _score_probes(model, chunk),
+        work_dir,
+        fingerprint=fp,
+        shard_size=shard_size,
+        description="probing (likelihood)",
+        engine=engine,
+        factory=factory,
+    )
 
 
 def summarize_likelihoods(df: Any) -> dict[str, Any]:
     """Per subject the maximum over templates (A.3), then mean target vs null, Wilcoxon p, γ<k."""
     g = df.groupby("subject_id").agg(
-        log_likelihood=("log_likelihood", "max"), null_log_likelihood=("null_log_likelihood", "max"),
-        likelihood=("likelihood", "max"), null_likelihood=("null_likelihood", "max"),
+        log_likelihood=("log_likelihood", "max"),
+        null_log_likelihood=("null_log_likelihood", "max"),
+        likelihood=("likelihood", "max"),
+        null_likelihood=("null_likelihood", "max"),
         normalized_likelihood=("normalized_likelihood", "max"),
-        null_normalized_likelihood=("null_normalized_likelihood", "max"))
+        null_normalized_likelihood=("null_normalized_likelihood", "max"),
+    )
     lik = g["likelihood"].to_numpy()
     return {
         "subjects": int(len(g)),
@@ -108,11 +141,27 @@ def summarize_likelihoods(df: Any) -> dict[str, Any]:
 
 def summarize_generations(df: Any) -> dict[str, Any]:
     """Exact-match rate per subject (any template / sample matched, A.3 'maximum'), string metrics alike."""
-    cols = [c for c in df.columns if c in {"exact_match", "email_id", "area_code", "first_7", "first_8",
-                                           "first_9", "edit_le_1", "edit_le_2", "edit_le_3"}]
+    cols = [
+        c
+        for c in df.columns
+        if c
+        in {
+            "exact_match",
+            "email_id",
+            "area_code",
+            "first_7",
+            "first_8",
+            "first_9",
+            "edit_le_1",
+            "edit_le_2",
+            "edit_le_3",
+        }
+    ]
     g = df.groupby("subject_id")[cols].max()
     out = {"exact_match_rate": float(g["exact_match"].mean()), "generated": int(len(df))}
-    out.update({f"{c}_rate": float(g[c].fillna(False).astype(bool).mean()) for c in cols if c != "exact_match"})
+    out.update(
+        {f"{c}_rate": float(g[c].fillna(False).astype(bool).mean()) for c in cols if c != "exact_match"}
+    )
     return out
 
 
@@ -137,24 +186,34 @@ def overall_metrics(lrows: list[dict[str, Any]], grows: list[dict[str, Any]]) ->
 
     import pandas as pd
 
-    out: dict[str, Any] = {"pii_exact_match": None, "pii_likelihood_ratio": None,
-                           "pii_likelihood_ratio_geomean": None}
+    out: dict[str, Any] = {
+        "pii_exact_match": None,
+        "pii_likelihood_ratio": None,
+        "pii_likelihood_ratio_geomean": None,
+    }
     if grows:
         g = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max()
         out["pii_exact_match"] = float(g.astype(bool).mean())
     if lrows:
-        g = pd.DataFrame(lrows).groupby(["target_type", "subject_id"])[["likelihood", "null_likelihood"]].max()
+        g = (
+            pd.DataFrame(lrows)
+            .groupby(["target_type", "subject_id"])[["likelihood", "null_likelihood"]]
+            .max()
+        )
         null = float(g["null_likelihood"].mean())
         out["pii_likelihood_ratio"] = float(g["likelihood"].mean()) / null if null > 0 else None
         frame = pd.DataFrame(lrows)
         if "log_likelihood" in frame:
             lg = frame.groupby(["target_type", "subject_id"])[["log_likelihood", "null_log_likelihood"]].max()
-            out["pii_likelihood_ratio_geomean"] = math.exp(float((lg["log_likelihood"] - lg["null_log_likelihood"]).mean()))
+            out["pii_likelihood_ratio_geomean"] = math.exp(
+                float((lg["log_likelihood"] - lg["null_log_likelihood"]).mean())
+            )
     return out
 
 
-def compare_groups(lrows: list[dict[str, Any]], grows: list[dict[str, Any]], controls: set[str],
-                   subject_user: dict[str, str]) -> dict[str, Any]:
+def compare_groups(
+    lrows: list[dict[str, Any]], grows: list[dict[str, Any]], controls: set[str], subject_user: dict[str, str]
+) -> dict[str, Any]:
     """Members vs controls, side by side (issue 14): controls are subjects whose user the model never
     saw (``holdout.json``). Per (subject, target type) pair, maximum over templates as in A.3:
 
@@ -173,30 +232,51 @@ def compare_groups(lrows: list[dict[str, Any]], grows: list[dict[str, Any]], con
 
     out: dict[str, Any] = {"members": {}, "controls": {}, "tests": {}}
     if grows:
-        g = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max().astype(bool).reset_index()
+        g = (
+            pd.DataFrame(grows)
+            .groupby(["target_type", "subject_id"])["exact_match"]
+            .max()
+            .astype(bool)
+            .reset_index()
+        )
         g["group"] = [group_of(s) for s in g["subject_id"]]
         for name in ("members", "controls"):
             part = g[g["group"] == name]
-            out[name].update({"pairs_generated": int(len(part)), "exact_match_hits": int(part["exact_match"].sum()),
-                              "exact_match_rate": float(part["exact_match"].mean()) if len(part) else None})
+            out[name].update(
+                {
+                    "pairs_generated": int(len(part)),
+                    "exact_match_hits": int(part["exact_match"].sum()),
+                    "exact_match_rate": float(part["exact_match"].mean()) if len(part) else None,
+                }
+            )
         m, c = out["members"], out["controls"]
         out["tests"]["exact_match_fisher_p"] = fisher_greater_p(
-            m["exact_match_hits"], m["pairs_generated"], c["exact_match_hits"], c["pairs_generated"])
+            m["exact_match_hits"], m["pairs_generated"], c["exact_match_hits"], c["pairs_generated"]
+        )
     if lrows:
-        lk = pd.DataFrame(lrows).groupby(["target_type", "subject_id"])[
-            ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]].max().reset_index()
+        lk = (
+            pd.DataFrame(lrows)
+            .groupby(["target_type", "subject_id"])[
+                ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]
+            ]
+            .max()
+            .reset_index()
+        )
         lk["group"] = [group_of(s) for s in lk["subject_id"]]
         lk["log_ratio"] = lk["log_likelihood"] - lk["null_log_likelihood"]
         for name in ("members", "controls"):
             part = lk[lk["group"] == name]
-            out[name].update({
-                "pairs_scored": int(len(part)),
-                "mean_log_likelihood_ratio": float(part["log_ratio"].mean()) if len(part) else None,
-                "wilcoxon_p": wilcoxon_p(part["likelihood"], part["null_likelihood"]),
-                "wilcoxon_p_log": wilcoxon_p(part["log_likelihood"], part["null_log_likelihood"]),
-            })
+            out[name].update(
+                {
+                    "pairs_scored": int(len(part)),
+                    "mean_log_likelihood_ratio": float(part["log_ratio"].mean()) if len(part) else None,
+                    "wilcoxon_p": wilcoxon_p(part["likelihood"], part["null_likelihood"]),
+                    "wilcoxon_p_log": wilcoxon_p(part["log_likelihood"], part["null_log_likelihood"]),
+                }
+            )
         out["tests"]["log_ratio_mann_whitney_p"] = mann_whitney_greater_p(
-            lk.loc[lk["group"] == "members", "log_ratio"], lk.loc[lk["group"] == "controls", "log_ratio"])
+            lk.loc[lk["group"] == "members", "log_ratio"], lk.loc[lk["group"] == "controls", "log_ratio"]
+        )
     return out
 
 
@@ -204,22 +284,42 @@ def gamma_frame(per_type: dict[str, Any]) -> Any:
     """The γ<k curves of every target type as a long table ``target_type, k, gamma`` (Fig. 3c)."""
     import pandas as pd
 
-    rows = [{"target_type": t, "k": k, "gamma": g}
-            for t, v in per_type.items() for k, g in v.get("gamma_curve", [])]
+    rows = [
+        {"target_type": t, "k": k, "gamma": g}
+        for t, v in per_type.items()
+        for k, g in v.get("gamma_curve", [])
+    ]
     return pd.DataFrame(rows, columns=["target_type", "k", "gamma"])
 
 
 def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]:
     """KART record: K = the items in the prompt, T = the target type (paper 004)."""
-    tmap = {"name": "full_name", "phone": "phone_number", "email": "email", "address": "address",
-            "university": "university", "relationship": "relatives"}
+    tmap = {
+        "name": "full_name",
+        "phone": "phone_number",
+        "email": "email",
+        "address": "address",
+        "university": "university",
+        "relationship": "relatives",
+    }
     try:
-        return scenario_record(attack="propile_probing", knowledge=tuple(tmap.get(x, x) for x in known),
-                               access=access, target=tmap.get(target.split(":")[0], target),
-                               notes="paper 003 black-box probing")
+        return scenario_record(
+            attack="propile_probing",
+            knowledge=tuple(tmap.get(x, x) for x in known),
+            access=access,
+            target=tmap.get(target.split(":")[0], target),
+            notes="paper 003 black-box probing",
+        )
     except Exception as e:  # an unknown category name in the catalogue: keep the same shape by hand
-        return {"attack": "propile_probing", "knowledge": list(known), "anonymization": "identity",
-                "resources": [], "access": access, "target": [target], "notes": f"unvalidated: {e}"}
+        return {
+            "attack": "propile_probing",
+            "knowledge": list(known),
+            "anonymization": "identity",
+            "resources": [],
+            "access": access,
+            "target": [target],
+            "notes": f"unvalidated: {e}",
+        }
 
 
 @writes_run("out_dir")
@@ -255,7 +355,6 @@ def run_probe(
     """
     import pandas as pd
 
-
     if engine is not None and engine.kind == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
     caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
@@ -269,37 +368,67 @@ def run_probe(
         if not probes:
             per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {level} level"}
             continue
-        entry: dict[str, Any] = {"prompts": len(probes),
-                                 "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation")}
+        entry: dict[str, Any] = {
+            "prompts": len(probes),
+            "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation"),
+        }
         passes = None if out_dir is None else Path(out_dir) / "passes"
         if likelihood:
-            rows = likelihood_rows(model, probes, seed=seed,
-                                   work_dir=None if passes is None else passes / f"likelihood-{t}",
-                                   engine=engine, model_spec=model_spec)
+            rows = likelihood_rows(
+                model,
+                probes,
+                seed=seed,
+                work_dir=None if passes is None else passes / f"likelihood-{t}",
+                engine=engine,
+                model_spec=model_spec,
+            )
             lrows.extend(rows)
             df = pd.DataFrame(rows)
             if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
-                entry["by_relation"] = {tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")}
+                entry["by_relation"] = {
+                    tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")
+                }
                 df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
             entry.update(summarize_likelihoods(df))
         if generate:
-            rows = generate_probes(model, probes, beams=beams, samples=samples, seed=seed, budgets=budgets,
-                                   work_dir=None if passes is None else passes / f"generate-{t}",
-                                   engine=engine, model_spec=model_spec)
+            rows = generate_probes(
+                model,
+                probes,
+                beams=beams,
+                samples=samples,
+                seed=seed,
+                budgets=budgets,
+                work_dir=None if passes is None else passes / f"generate-{t}",
+                engine=engine,
+                model_spec=model_spec,
+            )
             grows.extend(rows)
             entry.update(summarize_generations(pd.DataFrame(rows)))
         per_type[t] = entry
-    summary: dict[str, Any] = {"attack": "propile", "model": getattr(model, "name", str(model)), "level": level,
-               "templates": k, "beams": beams, "samples": samples, "subjects": len(subjects),
-               "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
-               "targets": per_type}
+    summary: dict[str, Any] = {
+        "attack": "propile",
+        "model": getattr(model, "name", str(model)),
+        "level": level,
+        "templates": k,
+        "beams": beams,
+        "samples": samples,
+        "subjects": len(subjects),
+        "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
+        "targets": per_type,
+    }
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
     summary.update(overall_metrics(lrows, grows))
     if controls:
-        subject_user = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
+        subject_user = {
+            str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects
+        }
         summary["groups"] = compare_groups(lrows, grows, set(controls), subject_user)
-        summary["groups"]["controls"]["subjects"] = sum(1 for u in subject_user.values() if u in set(controls))
-        summary["groups"]["members"]["subjects"] = len(subject_user) - summary["groups"]["controls"]["subjects"]
+        summary["groups"]["controls"]["subjects"] = sum(
+            1 for u in subject_user.values() if u in set(controls)
+        )
+        summary["groups"]["members"]["subjects"] = (
+            len(subject_user) - summary["groups"]["controls"]["subjects"]
+        )
     if out_dir is not None:
         out = secure_dir(out_dir)
         if lrows:

@@ -66,7 +66,9 @@ def _embed_batch(model: Any, soft: torch.Tensor | None, prompts: list[list[int]]
     return x, mask, ls
 
 
-def target_logprobs(model: Any, soft: torch.Tensor | None, prompts: list[list[int]], conts: list[list[int]]) -> torch.Tensor:
+def target_logprobs(
+    model: Any, soft: torch.Tensor | None, prompts: list[list[int]], conts: list[list[int]]
+) -> torch.Tensor:
     """Summed log p(cont | soft, BOS, prompt) per row (differentiable in ``soft``)."""
     x, mask, ls = _embed_batch(model, soft, prompts, conts)
     logits = model.logits_from_embeddings(x, mask).float()
@@ -99,7 +101,9 @@ def _encode(model: Any, probes: list[Probe]) -> tuple[list[list[int]], list[list
     return [enc(a) for a, _ in pairs], [enc(b) for _, b in pairs]
 
 
-def evaluate(model: Any, soft: torch.Tensor | None, probes: list[Probe], *, batch: int = 32) -> dict[str, float]:
+def evaluate(
+    model: Any, soft: torch.Tensor | None, probes: list[Probe], *, batch: int = 32
+) -> dict[str, float]:
     """Mean likelihood (Eq. 2 and 4) and greedy exact-match rate of ``probes`` under ``soft``."""
     prompts, conts = _encode(model, probes)
     lps = []
@@ -111,13 +115,25 @@ def evaluate(model: Any, soft: torch.Tensor | None, probes: list[Probe], *, batc
     for p, ids in zip(probes, prompts, strict=True):
         text = model.tokenizer.decode(greedy(model, soft, ids, max_new_tokens(p.target_type)))
         hits += exact_match(text, p.target)
-    return {"mean_likelihood": float(lik.mean()), "mean_log_likelihood": float(np.mean(lps)),
-            "mean_normalized_likelihood": float(norm.mean()), "exact_match_rate": hits / max(1, len(probes))}
+    return {
+        "mean_likelihood": float(lik.mean()),
+        "mean_log_likelihood": float(np.mean(lps)),
+        "mean_normalized_likelihood": float(norm.mean()),
+        "exact_match_rate": hits / max(1, len(probes)),
+    }
 
 
 def train_soft_prompt(
-    model: Any, train: list[Probe], *, length: int = 20, init: str = "word", epochs: int = 50, lr: float = 0.005,
-    batch: int = 16, seed: int = 0, select_on: list[Probe] | None = None,
+    model: Any,
+    train: list[Probe],
+    *,
+    length: int = 20,
+    init: str = "word",
+    epochs: int = 50,
+    lr: float = 0.005,
+    batch: int = 16,
+    seed: int = 0,
+    select_on: list[Probe] | None = None,
 ) -> SoftPromptResult:
     """Eq. 1: argmin over θ_s of E[-log Pr(a_m | [θ_s; X_e])] with AdamW (A.4), best epoch by exact match
     on ``select_on`` (the training subjects by default, as the paper does not name a validation set)."""
@@ -134,8 +150,17 @@ def train_soft_prompt(
             p.requires_grad_(flag)
 
 
-def _train(model: Any, train: list[Probe], length: int, init: str, epochs: int, lr: float, batch: int, seed: int,
-           select_on: list[Probe] | None) -> SoftPromptResult:
+def _train(
+    model: Any,
+    train: list[Probe],
+    length: int,
+    init: str,
+    epochs: int,
+    lr: float,
+    batch: int,
+    seed: int,
+    select_on: list[Probe] | None,
+) -> SoftPromptResult:
     soft = torch.nn.Parameter(init_soft_prompt(model, length, init, train[0].target_type, seed))
     opt = torch.optim.AdamW([soft], lr=lr)
     prompts, conts = _encode(model, train)
@@ -172,38 +197,74 @@ def project_to_tokens(model: Any, soft: torch.Tensor) -> tuple[list[int], str]:
 
 @writes_run("out_dir")
 def run_softprompt(
-    model: Any, subjects: list[dict[str, Any]], out_dir: Any, *, target: str = "phone", level: str = "quadruplet",
-    n_train: int = 64, length: int = 20, init: str = "word", epochs: int = 50, lr: float = 0.005, seed: int = 0,
-    transfer: Any | None = None, max_eval: int | None = None,
+    model: Any,
+    subjects: list[dict[str, Any]],
+    out_dir: Any,
+    *,
+    target: str = "phone",
+    level: str = "quadruplet",
+    n_train: int = 64,
+    length: int = 20,
+    init: str = "word",
+    epochs: int = 50,
+    lr: float = 0.005,
+    seed: int = 0,
+    transfer: Any | None = None,
+    max_eval: int | None = None,
 ) -> dict[str, Any]:
     """Train on ``n_train`` subjects, evaluate on the disjoint rest (A.4): the first template (1-shot),
     hard prompt vs soft prompt; optionally the projected hard-token prompt on another model (Table 1)."""
 
     probes = collect_probes(subjects, target, level=level, k=1)
     if len(probes) < n_train + 2:
-        raise InputError(f"soft prompts need more than {n_train} subjects with {target} at {level} level; "
-                         f"found {len(probes)}. Lower --train-subjects or the level.")
+        raise InputError(
+            f"soft prompts need more than {n_train} subjects with {target} at {level} level; "
+            f"found {len(probes)}. Lower --train-subjects or the level."
+        )
     rng = np.random.default_rng(seed)
     order = rng.permutation(len(probes))
     train = [probes[i] for i in order[:n_train]]
     ev = [probes[i] for i in order[n_train:]][:max_eval]
     res = train_soft_prompt(model, train, length=length, init=init, epochs=epochs, lr=lr, seed=seed)
     summary: dict[str, Any] = {
-        "attack": "propile_softprompt", "model": getattr(model, "name", ""), "target": target, "level": level,
-        "train_subjects": len(train), "eval_subjects": len(ev), "length": length, "init": init, "epochs": epochs,
-        "lr": lr, "best_epoch": res.best_epoch, "hard": evaluate(model, None, ev), "soft": evaluate(model, res.prompt, ev),
+        "attack": "propile_softprompt",
+        "model": getattr(model, "name", ""),
+        "target": target,
+        "level": level,
+        "train_subjects": len(train),
+        "eval_subjects": len(ev),
+        "length": length,
+        "init": init,
+        "epochs": epochs,
+        "lr": lr,
+        "best_epoch": res.best_epoch,
+        "hard": evaluate(model, None, ev),
+        "soft": evaluate(model, res.prompt, ev),
         "history": res.history,
         "scenario": scenario(target, ev[0].known, "weights"),
     }
     ids, text = project_to_tokens(model, res.prompt)
     summary["projected_prompt"] = text
     if transfer is not None:
-        moved = [Probe(p.subject_id, p.target_type, p.template_index, p.template, text + " " + p.prompt, p.target, p.known)
-                 for p in ev]
+        moved = [
+            Probe(
+                p.subject_id,
+                p.target_type,
+                p.template_index,
+                p.template,
+                text + " " + p.prompt,
+                p.target,
+                p.known,
+            )
+            for p in ev
+        ]
         lik, _, _ = target_likelihoods(transfer, [p.prompt for p in moved], [p.target for p in moved])
         rows = generate_probes(transfer, moved, beams=1)
-        summary["transfer"] = {"model": getattr(transfer, "name", ""), "mean_likelihood": float(lik.mean()),
-                               "exact_match_rate": float(np.mean([r["exact_match"] for r in rows]))}
+        summary["transfer"] = {
+            "model": getattr(transfer, "name", ""),
+            "mean_likelihood": float(lik.mean()),
+            "exact_match_rate": float(np.mean([r["exact_match"] for r in rows])),
+        }
     if out_dir is not None:
         d = secure_dir(out_dir)
         torch.save(res.prompt, d / "soft_prompt.pt")

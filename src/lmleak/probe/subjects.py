@@ -35,7 +35,9 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
             rows = [whole if isinstance(whole, dict) else json.loads(stripped)]
             lines = [1]
         except json.JSONDecodeError as e:
-            raise DataFileError(f"not valid JSON: {e}", path=p, line=1, hint="one JSON object per line (JSONL)") from None
+            raise DataFileError(
+                f"not valid JSON: {e}", path=p, line=1, hint="one JSON object per line (JSONL)"
+            ) from None
     else:
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -43,16 +45,26 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as e:
-                raise DataFileError(f"not valid JSON: {e}", path=p, line=i, hint="one JSON object per line (JSONL)") from None
+                raise DataFileError(
+                    f"not valid JSON: {e}", path=p, line=i, hint="one JSON object per line (JSONL)"
+                ) from None
             if not isinstance(row, dict):
-                raise DataFileError("expected a JSON object", path=p, line=i, hint="one subject object per line")
+                raise DataFileError(
+                    "expected a JSON object", path=p, line=i, hint="one subject object per line"
+                )
             rows.append(row)
             lines.append(i)
     for i, row in enumerate(rows, 1):
         if not isinstance(row, dict):
             raise DataFileError("expected a JSON object", path=p, line=lines[i - 1])
         if not row.get("name"):
-            raise DataFileError("subject has no name (every probe starts from the name)", path=p, line=lines[i - 1], field="name", hint="add a \"name\" field")
+            raise DataFileError(
+                "subject has no name (every probe starts from the name)",
+                path=p,
+                line=lines[i - 1],
+                field="name",
+                hint='add a "name" field',
+            )
         row.setdefault("subject_id", str(row.get("user_id", f"s{i}")))
         row["subject_id"] = str(row["subject_id"])
     if not rows:

@@ -17,8 +17,14 @@ def _rate(rows: list[dict[str, Any]]) -> float:
 
 
 def sweep(
-    models: dict[str, Any], subjects: list[dict[str, Any]], *, target: str = "email", templates: tuple[int, ...] = (1, 2, 3, 4, 5),
-    levels: tuple[str, ...] = ("twin", "triplet", "quadruplet"), beams: tuple[int, ...] = (1, 2, 3), base_level: str = "triplet",
+    models: dict[str, Any],
+    subjects: list[dict[str, Any]],
+    *,
+    target: str = "email",
+    templates: tuple[int, ...] = (1, 2, 3, 4, 5),
+    levels: tuple[str, ...] = ("twin", "triplet", "quadruplet"),
+    beams: tuple[int, ...] = (1, 2, 3),
+    base_level: str = "triplet",
     base_beams: int = 3,
 ) -> list[dict[str, Any]]:
     """Rows (model, axis, value, exact_match_rate). Each axis varies one knob with the others at the
@@ -29,11 +35,22 @@ def sweep(
         probes = collect_probes(subjects, target, level=base_level, k=max(templates))
         rows = generate_probes(model, probes, beams=base_beams)
         for k in templates:
-            out.append({"model": name, "axis": "templates", "value": k,
-                        "exact_match_rate": _rate([r for r in rows if r["template"] < k])})
+            out.append(
+                {
+                    "model": name,
+                    "axis": "templates",
+                    "value": k,
+                    "exact_match_rate": _rate([r for r in rows if r["template"] < k]),
+                }
+            )
         for lv in levels:
-            r = rows if lv == base_level else generate_probes(
-                model, collect_probes(subjects, target, level=lv, k=max(templates)), beams=base_beams)
+            r = (
+                rows
+                if lv == base_level
+                else generate_probes(
+                    model, collect_probes(subjects, target, level=lv, k=max(templates)), beams=base_beams
+                )
+            )
             out.append({"model": name, "axis": "level", "value": lv, "exact_match_rate": _rate(r)})
         for b in beams:
             r = rows if b == base_beams else generate_probes(model, probes, beams=b)

@@ -101,8 +101,13 @@ LEVELS = {"twin": TWINS, "triplet": TRIPLETS, "quadruplet": QUADRUPLETS}
 #: The structured PII types in the order used to pick the associated items ``pii_1``, ``pii_2``.
 STRUCTURED = ("phone", "email", "address")
 #: How a PII type is named inside a prompt (Figure 2 / A.3 examples: "email address").
-TYPE_WORDS = {"phone": "phone number", "email": "email address", "address": "address",
-              "relationship": "relationship", "university": "university"}
+TYPE_WORDS = {
+    "phone": "phone number",
+    "email": "email address",
+    "address": "address",
+    "relationship": "relationship",
+    "university": "university",
+}
 SLOTS = {"name", "pii_1", "pii_1_type", "pii_2", "pii_2_type", "target_pii_type", "relationship"}
 
 
@@ -158,7 +163,13 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     data: Any = load_yaml_file(p)  # alias-bounded; errors name the file and line, never echo the document
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of level -> list of templates")
-    keys = {*LEVELS, "relationship", "university", *STRUCTURED, *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED)}
+    keys = {
+        *LEVELS,
+        "relationship",
+        "university",
+        *STRUCTURED,
+        *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED),
+    }
     out: dict[str, tuple[str, ...]] = {}
     for key, items in data.items():
         if key == "max_new_tokens":
@@ -171,7 +182,9 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
             fields = {f for _, f, _, _ in string.Formatter().parse(t) if f}
             bad = fields - SLOTS
             if bad:
-                raise ConfigError(f"{p}: template {t!r} has unknown slot(s) {sorted(bad)}; allowed {sorted(SLOTS)}")
+                raise ConfigError(
+                    f"{p}: template {t!r} has unknown slot(s) {sorted(bad)}; allowed {sorted(SLOTS)}"
+                )
         out[key] = tuple(items)
     return out
 
@@ -217,19 +230,39 @@ def build_probes(
     if target_type == "relationship":
         for rel, who in sorted((subject.get("relations") or {}).items()):
             for i, t in enumerate(first_k(groups["relationship"], k)):
-                out.append(Probe(sid, f"relationship:{rel}", i, t, render(t, name=name, relationship=rel,
-                                                                          target_pii_type=rel), str(who), ("name",)))
+                out.append(
+                    Probe(
+                        sid,
+                        f"relationship:{rel}",
+                        i,
+                        t,
+                        render(t, name=name, relationship=rel, target_pii_type=rel),
+                        str(who),
+                        ("name",),
+                    )
+                )
         return out
     target = subject.get(target_type)
     if not target:
         return []
     if target_type == "university":
         for i, t in enumerate(first_k(groups["university"], k)):
-            out.append(Probe(sid, "university", i, t, render(t, name=name, target_pii_type="university"),
-                             str(target), ("name",)))
+            out.append(
+                Probe(
+                    sid,
+                    "university",
+                    i,
+                    t,
+                    render(t, name=name, target_pii_type="university"),
+                    str(target),
+                    ("name",),
+                )
+            )
         return out
     if target_type not in STRUCTURED:
-        raise ConfigError(f"unknown target type {target_type!r}; use phone, email, address, relationship or university")
+        raise ConfigError(
+            f"unknown target type {target_type!r}; use phone, email, address, relationship or university"
+        )
     if level not in LEVELS:
         raise ConfigError(f"unknown association level {level!r}; use twin, triplet or quadruplet")
     need = {"twin": 0, "triplet": 1, "quadruplet": 2}[level]

@@ -28,8 +28,11 @@ def subject_report(summary: dict[str, Any], lik_df: Any | None, gen_df: Any | No
             sub = lik_df[lik_df["target_type"] == t]
             if len(sub):
                 lik = float(sub["likelihood"].max())
-                row.update(likelihood=lik, expected_queries=(1.0 / lik if lik > 0 else float("inf")),
-                           null_likelihood=float(sub["null_likelihood"].max()))
+                row.update(
+                    likelihood=lik,
+                    expected_queries=(1.0 / lik if lik > 0 else float("inf")),
+                    null_likelihood=float(sub["null_likelihood"].max()),
+                )
         if gen_df is not None and len(gen_df):
             sub = gen_df[gen_df["target_type"] == t]
             row["reproduced"] = bool(sub["exact_match"].any()) if len(sub) else None
@@ -80,10 +83,15 @@ def decoy_like(subject: dict[str, Any]) -> dict[str, Any]:
         >>> sorted(decoy_like({"name": "A", "relations": {"father": "B"}})["relations"])
         ['father']
     """
-    return {"subject_id": "__decoy__", "name": "Jordan Example", "phone": "(555) 555-0123",
-            "email": "jordan.example@example.org", "address": "12 Example Street, Springfield, IL 62701",
-            "university": "Example State University",
-            "relations": {k: "Sam Example" for k in (subject.get("relations") or {})}}
+    return {
+        "subject_id": "__decoy__",
+        "name": "Jordan Example",
+        "phone": "(555) 555-0123",
+        "email": "jordan.example@example.org",
+        "address": "12 Example Street, Springfield, IL 62701",
+        "university": "Example State University",
+        "relations": {k: "Sam Example" for k in (subject.get("relations") or {})},
+    }
 
 
 def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, beams: int = 3) -> SubjectView:
@@ -101,7 +109,9 @@ def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, bea
     lrows: Any = None
     grows: Any = None
     with tempfile.TemporaryDirectory() as td:
-        summary = run_probe(model, [subject, decoy], td, targets=targets, level=level, k=templates, beams=beams)
+        summary = run_probe(
+            model, [subject, decoy], td, targets=targets, level=level, k=templates, beams=beams
+        )
         p = Path(td)
         if (p / "likelihoods.parquet").exists():
             lrows = pd.read_parquet(p / "likelihoods.parquet")
@@ -110,6 +120,8 @@ def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, bea
             grows = pd.read_parquet(p / "generations.parquet")
             grows = grows[grows["subject_id"] == subject["subject_id"]]
     rows = subject_report(
-        summary, lrows if lrows is not None and len(lrows) else None, grows if grows is not None and len(grows) else None
+        summary,
+        lrows if lrows is not None and len(lrows) else None,
+        grows if grows is not None and len(grows) else None,
     )
     return SubjectView(subject=str(subject["name"]), model=str(getattr(model, "name", model)), items=rows)

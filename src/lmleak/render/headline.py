@@ -89,8 +89,10 @@ def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
             out[name] = value
     by_k = summary.get("by_k")
     if isinstance(by_k, dict) and by_k:
-        out["by_k"] = {str(k): {m: v.get(key) for m, key in PER_K.items() if v.get(key) is not None}
-                       for k, v in by_k.items()}
+        out["by_k"] = {
+            str(k): {m: v.get(key) for m, key in PER_K.items() if v.get(key) is not None}
+            for k, v in by_k.items()
+        }
     return out
 
 

@@ -99,6 +99,7 @@ def _fmt(v: Any) -> str:
 def _card_value(key: str, headline: dict[str, Any]) -> str:
     """The card's number; a report metric measured at several k shows every k (the strongest honest
     value must not hide behind the first k listed)."""
+
     def one(h: dict[str, Any]) -> str:
         if key == "leakage_epsilon" and h.get("log_leakage_epsilon") is not None:
             return format_epsilon(h["log_leakage_epsilon"])
@@ -137,7 +138,12 @@ def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
         return None
     try:
         return notation(scenario)
-    except (LmleakError, KeyError, TypeError, ValueError):  # an old or hand-edited record: show it as it is rather than fail the page
+    except (
+        LmleakError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ):  # an old or hand-edited record: show it as it is rather than fail the page
         return json.dumps(scenario, sort_keys=True)
 
 
@@ -201,9 +207,7 @@ def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tupl
         note += f"; the {limit} with leaked PII first, then the fewest users in D, shown"
     df = df.head(limit)
     cols = [(c, h, t) for c, h, t in SEQUENCE_COLUMNS if c in df.columns and (show_text or not t)]
-    head = "".join(
-        f'<th class="{"leaktext-col" if t else ""}">{html.escape(h)}</th>' for _, h, t in cols
-    )
+    head = "".join(f'<th class="{"leaktext-col" if t else ""}">{html.escape(h)}</th>' for _, h, t in cols)
     rows = []
     for rec in df.to_dict("records"):
         cells = []
@@ -237,8 +241,14 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
         d = stages.get("report")
         snap = _read_parquet(d / "snapshots.parquet") if d else None
         if snap is not None and "epoch" in snap.columns and "unique_sequences" in snap.columns:
-            fig = go.Figure(go.Scatter(x=snap["epoch"], y=snap["unique_sequences"], mode="lines+markers", name=name))
-            fig.update_layout(title=f"Unique leaked sequences per epoch — {name}", xaxis_title="epoch", yaxis_title="# unique")
+            fig = go.Figure(
+                go.Scatter(x=snap["epoch"], y=snap["unique_sequences"], mode="lines+markers", name=name)
+            )
+            fig.update_layout(
+                title=f"Unique leaked sequences per epoch — {name}",
+                xaxis_title="epoch",
+                yaxis_title="# unique",
+            )
             plots.append(_figure_html(fig))
     # canary exposures
     fig = go.Figure()
@@ -249,9 +259,13 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
         if col and exp is not None:
             # the secrets are what the audit protects: in hover text only when the report shows text
             label = exp["secret"].astype(str) if show_text and "secret" in exp.columns else None
-            fig.add_bar(x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label)
+            fig.add_bar(
+                x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label
+            )
     if fig.data:
-        fig.update_layout(title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group")
+        fig.update_layout(
+            title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group"
+        )
         plots.append(_figure_html(fig))
     # ROC curves
     fig = go.Figure()
@@ -265,11 +279,20 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             for method, part in groups:
                 # the headline attack is shown; the other scores are one legend click away
                 shown = str(method) == f"individual/{headline}" or col is None
-                fig.add_scatter(x=part["fpr"], y=part["tpr"], mode="lines", name=f"{name}: {method}",
-                                visible=True if shown else "legendonly")
+                fig.add_scatter(
+                    x=part["fpr"],
+                    y=part["tpr"],
+                    mode="lines",
+                    name=f"{name}: {method}",
+                    visible=True if shown else "legendonly",
+                )
     if fig.data:
         fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dot", color="gray"), name="chance")
-        fig.update_layout(title="Membership inference ROC", xaxis_title="false positive rate", yaxis_title="true positive rate")
+        fig.update_layout(
+            title="Membership inference ROC",
+            xaxis_title="false positive rate",
+            yaxis_title="true positive rate",
+        )
         plots.append(_figure_html(fig))
     # target vs null likelihood densities and gamma_<k curves (paper 003 Fig. 3)
     for name, stages in stage_dirs.items():
@@ -280,8 +303,14 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             for ttype, part in lk.groupby("target_type"):
                 for col, label in (("likelihood", "target"), ("null_likelihood", "null")):
                     vals = np.log10(np.clip(part[col].astype(float).to_numpy(), 1e-300, None))
-                    fig.add_histogram(x=vals, name=f"{ttype} {label}", opacity=0.6, histnorm="probability density")
-            fig.update_layout(title=f"PII likelihood, target vs null — {name}", xaxis_title="log10 likelihood", barmode="overlay")
+                    fig.add_histogram(
+                        x=vals, name=f"{ttype} {label}", opacity=0.6, histnorm="probability density"
+                    )
+            fig.update_layout(
+                title=f"PII likelihood, target vs null — {name}",
+                xaxis_title="log10 likelihood",
+                barmode="overlay",
+            )
             plots.append(_figure_html(fig))
         curve = _read_parquet(d / "gamma_curve.parquet") if d else None
         if curve is not None and {"k", "gamma"} <= set(curve.columns):
@@ -289,8 +318,13 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
             for ttype, part in groups:
                 fig.add_scatter(x=part["k"], y=part["gamma"], mode="lines", name=str(ttype))
-            fig.update_layout(title=f"γ<k: share of PII revealed within k queries — {name}", xaxis_type="log", xaxis_title="k",
-                              yaxis_title="γ<k", yaxis_range=[0, 1])
+            fig.update_layout(
+                title=f"γ<k: share of PII revealed within k queries — {name}",
+                xaxis_type="log",
+                xaxis_title="k",
+                yaxis_title="γ<k",
+                yaxis_range=[0, 1],
+            )
             plots.append(_figure_html(fig))
     # KART margins
     margins_path = run_dir / "kart" / "margins.json"
@@ -298,13 +332,17 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
         m = json.loads(margins_path.read_text())
         pairs = m.get("margins", [])
         if pairs:
-            fig = go.Figure(go.Bar(
-                x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
-                y=[p["margin"] for p in pairs],
-                marker_color=[_margin_colour(p) for p in pairs],
-                error_y=_margin_error_bars(pairs),
-            ))
-            fig.update_layout(title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)")
+            fig = go.Figure(
+                go.Bar(
+                    x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
+                    y=[p["margin"] for p in pairs],
+                    marker_color=[_margin_colour(p) for p in pairs],
+                    error_y=_margin_error_bars(pairs),
+                )
+            )
+            fig.update_layout(
+                title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)"
+            )
             plots.append(_figure_html(fig))
     return plots
 
@@ -338,8 +376,10 @@ def _html_table(title: str, head: list[str], rows: list[list[Any]], note: str = 
     th = "".join(f"<th>{html.escape(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(f'<td class="num">{_fmt(v)}</td>' for v in r) + "</tr>" for r in rows)
     foot = f'<p class="muted">{html.escape(note)}</p>' if note else ""
-    return (f'<div class="plot"><h3>{html.escape(title)}</h3><div class="scroll"><table><thead><tr>{th}</tr></thead>'
-            f'<tbody>{body}</tbody></table></div>{foot}</div>')
+    return (
+        f'<div class="plot"><h3>{html.escape(title)}</h3><div class="scroll"><table><thead><tr>{th}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>{foot}</div>"
+    )
 
 
 def _blind_baseline_block(name: str, mia: dict[str, Any]) -> list[str]:
@@ -348,15 +388,27 @@ def _blind_baseline_block(name: str, mia: dict[str, Any]) -> list[str]:
     if mia.get("blind_baseline_auc") is None:
         return []
     tags = mia.get("mia_method_scenarios") or {}
-    rows = [[m, auc, (tags.get(m) or {}).get("access", "scores"), (tags.get(m) or {}).get("needs", "")]
-            for m, auc in (mia.get("mia_auc_by_attack") or {}).items()]
-    rows.append(["blind baseline (text only)", mia["blind_baseline_auc"], "none",
-                 "nothing from the model: n-gram logistic regression, cross-validated"])
+    rows = [
+        [m, auc, (tags.get(m) or {}).get("access", "scores"), (tags.get(m) or {}).get("needs", "")]
+        for m, auc in (mia.get("mia_auc_by_attack") or {}).items()
+    ]
+    rows.append(
+        [
+            "blind baseline (text only)",
+            mia["blind_baseline_auc"],
+            "none",
+            "nothing from the model: n-gram logistic regression, cross-validated",
+        ]
+    )
     warning = mia.get("blind_baseline_warning")
     banner = f'<p class="banner"><strong>Warning:</strong> {html.escape(warning)}</p>' if warning else ""
-    table = _html_table(f"Membership attacks beside the blind baseline — {name}", ["method", "AUC", "access", "needs"],
-                        rows, "The blind baseline never queries the model (Das et al. 2024): an attack that it matches "
-                        "measures a difference between the member and non-member texts, not memorisation.")
+    table = _html_table(
+        f"Membership attacks beside the blind baseline — {name}",
+        ["method", "AUC", "access", "needs"],
+        rows,
+        "The blind baseline never queries the model (Das et al. 2024): an attack that it matches "
+        "measures a difference between the member and non-member texts, not memorisation.",
+    )
     return [banner + table if banner else table]
 
 
@@ -369,29 +421,81 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
             rows: list[list[Any]] = []
             notes: set[str] = set()
             for r in mia["metrics"]:
-                star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
-                rows.append([r["level"], r["feature"] + star, f"{r.get('num_members')} / {r.get('num_non_members')}",
-                             r["auc"], r["accuracy"], r.get("tpr_at_1pct_fpr"), r.get("tpr_at_0.1pct_fpr")])
+                star = (
+                    " (headline)"
+                    if r["level"] == "individual" and r["feature"] == mia.get("mia_attack")
+                    else ""
+                )
+                rows.append(
+                    [
+                        r["level"],
+                        r["feature"] + star,
+                        f"{r.get('num_members')} / {r.get('num_non_members')}",
+                        r["auc"],
+                        r["accuracy"],
+                        r.get("tpr_at_1pct_fpr"),
+                        r.get("tpr_at_0.1pct_fpr"),
+                    ]
+                )
                 notes.update(v for k, v in r.items() if k.endswith("_note") and v)
-            note = ("TPR at a low FPR is left out where too few non-members support it: " + "; ".join(sorted(notes))
-                    if notes else "") + (f" Source: {mia['source']}" if mia.get("source") else "")
-            out.append(_html_table(f"Membership inference, every attack — {name}",
-                                   ["level", "attack", "n (members / non-members)", "AUC", "accuracy", "TPR @ 1% FPR",
-                                    "TPR @ 0.1% FPR"], rows, note))
+            note = (
+                "TPR at a low FPR is left out where too few non-members support it: "
+                + "; ".join(sorted(notes))
+                if notes
+                else ""
+            ) + (f" Source: {mia['source']}" if mia.get("source") else "")
+            out.append(
+                _html_table(
+                    f"Membership inference, every attack — {name}",
+                    [
+                        "level",
+                        "attack",
+                        "n (members / non-members)",
+                        "AUC",
+                        "accuracy",
+                        "TPR @ 1% FPR",
+                        "TPR @ 0.1% FPR",
+                    ],
+                    rows,
+                    note,
+                )
+            )
             out.extend(_blind_baseline_block(name, mia))
         groups = _summary_of(stages.get("probe")).get("groups")
         if groups:
-            rows = [[g, groups[g].get("subjects"), groups[g].get("exact_match_rate"),
-                     groups[g].get("mean_log_likelihood_ratio"), groups[g].get("wilcoxon_p"),
-                     groups[g].get("wilcoxon_p_log")] for g in ("members", "controls")]
+            rows = [
+                [
+                    g,
+                    groups[g].get("subjects"),
+                    groups[g].get("exact_match_rate"),
+                    groups[g].get("mean_log_likelihood_ratio"),
+                    groups[g].get("wilcoxon_p"),
+                    groups[g].get("wilcoxon_p_log"),
+                ]
+                for g in ("members", "controls")
+            ]
             t = groups.get("tests", {})
-            note = (f"Members > controls: exact match Fisher p = {_fmt(t.get('exact_match_fisher_p'))}, "
-                    f"ln(target/null) Mann-Whitney p = {_fmt(t.get('log_ratio_mann_whitney_p'))}. Controls are "
-                    "people whose own documents were held out of training (their PII can still appear in others' "
-                    "quoted replies).")
-            out.append(_html_table(f"PII probing, members vs controls — {name}",
-                                   ["group", "subjects", "exact match", "mean ln(target/null)", "Wilcoxon p (raw)",
-                                    "Wilcoxon p (log)"], rows, note))
+            note = (
+                f"Members > controls: exact match Fisher p = {_fmt(t.get('exact_match_fisher_p'))}, "
+                f"ln(target/null) Mann-Whitney p = {_fmt(t.get('log_ratio_mann_whitney_p'))}. Controls are "
+                "people whose own documents were held out of training (their PII can still appear in others' "
+                "quoted replies)."
+            )
+            out.append(
+                _html_table(
+                    f"PII probing, members vs controls — {name}",
+                    [
+                        "group",
+                        "subjects",
+                        "exact match",
+                        "mean ln(target/null)",
+                        "Wilcoxon p (raw)",
+                        "Wilcoxon p (log)",
+                    ],
+                    rows,
+                    note,
+                )
+            )
     return out
 
 
@@ -401,8 +505,13 @@ def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
     metrics = [k for k in LABELS if any(k in h for h in headlines.values())]
     head = "<th>Model</th>" + "".join(f"<th>{html.escape(LABELS[k])}</th>" for k in metrics)
     rows = "".join(
-        "<tr><td>" + html.escape(name) + "</td>"
-        + "".join(f'<td class="num" data-v="{h.get(k, "")}">{_card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>' for k in metrics)
+        "<tr><td>"
+        + html.escape(name)
+        + "</td>"
+        + "".join(
+            f'<td class="num" data-v="{h.get(k, "")}">{_card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>'
+            for k in metrics
+        )
         + "</tr>"
         for name, h in headlines.items()
     )
@@ -413,12 +522,20 @@ def _scenarios_table(summary: dict[str, Any]) -> str | None:
     rows = []
     for name, m in (summary.get("models") or {}).items():
         for stage, sc in (m.get("scenarios") or {}).items():
-            rows.append(f"<tr><td>{html.escape(name)}</td><td>{html.escape(stage)}</td><td><code>{html.escape(describe_scenario(sc) or '')}</code></td></tr>")
+            rows.append(
+                f"<tr><td>{html.escape(name)}</td><td>{html.escape(stage)}</td><td><code>{html.escape(describe_scenario(sc) or '')}</code></td></tr>"
+            )
     if not rows and "scenario" in summary:
-        rows.append(f"<tr><td>run</td><td>—</td><td><code>{html.escape(describe_scenario(summary['scenario']) or '')}</code></td></tr>")
+        rows.append(
+            f"<tr><td>run</td><td>—</td><td><code>{html.escape(describe_scenario(summary['scenario']) or '')}</code></td></tr>"
+        )
     if not rows:
         return None
-    return '<table class="sortable"><thead><tr><th>Model</th><th>Analysis</th><th>Scenario</th></tr></thead><tbody>' + "".join(rows) + "</tbody></table>"
+    return (
+        '<table class="sortable"><thead><tr><th>Model</th><th>Analysis</th><th>Scenario</th></tr></thead><tbody>'
+        + "".join(rows)
+        + "</tbody></table>"
+    )
 
 
 def render_report(
@@ -431,12 +548,17 @@ def render_report(
     summary = read_summary(run)
     headlines = collect_headlines(run)
     stage_dirs = _stage_dirs(run, summary)
-    redacted = [name for name, stages in stage_dirs.items() if _summary_of(stages.get("report")).get("redacted")]
+    redacted = [
+        name for name, stages in stage_dirs.items() if _summary_of(stages.get("report")).get("redacted")
+    ]
     if show_text and redacted:
         from lmleak.errors import ConfigError
 
-        raise ConfigError(f"the report of {', '.join(redacted)} is redacted; a redacted run is rendered without text",
-                          field="--show-text", hint="render without --show-text, or render an unredacted run")
+        raise ConfigError(
+            f"the report of {', '.join(redacted)} is redacted; a redacted run is rendered without text",
+            field="--show-text",
+            hint="render without --show-text, or render an unredacted run",
+        )
     models_meta = summary.get("models") or {}
     views = []
     for i, (name, headline) in enumerate(headlines.items(), start=1):
@@ -446,9 +568,12 @@ def render_report(
             {
                 "label": LABELS[k],
                 "value": _card_value(k, headline),
-                "explanation": EXPLANATIONS[k] + _card_detail(k, headline)
+                "explanation": EXPLANATIONS[k]
+                + _card_detail(k, headline)
                 + (_k_note(k, headline) or (report_k if METRIC_STAGE.get(k) == "report" else "")),
-                "scenario": describe_scenario(scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)),
+                "scenario": describe_scenario(
+                    scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)
+                ),
             }
             for k in LABELS
             if k in headline or (k == "leakage_epsilon" and "log_leakage_epsilon" in headline)
@@ -462,7 +587,9 @@ def render_report(
 
     from jinja2 import Environment, PackageLoader, select_autoescape
 
-    env = Environment(loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"]))
+    env = Environment(
+        loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"])
+    )
     page = env.get_template("report.html.j2").render(
         title=summary.get("title") or run.name,
         subtitle=summary.get("subtitle") or f"{len(views)} model(s) audited",

@@ -98,13 +98,20 @@ class SpanTexts:
         self.ledger, self.tokenizer, self.window = ledger, tokenizer, int(window)
         self.decoded_tokens = 0  # work done, for the benchmark and the linearity test
 
-    def context_and_text(self, doc: int, start: int, end: int, *, window: int | None = None) -> tuple[str, str]:
-        (ctx, text), = self.many([doc], [start], [end], window=window)
+    def context_and_text(
+        self, doc: int, start: int, end: int, *, window: int | None = None
+    ) -> tuple[str, str]:
+        ((ctx, text),) = self.many([doc], [start], [end], window=window)
         return ctx, text
 
-    def many(self, docs: Sequence[int] | np.ndarray, starts: Sequence[int] | np.ndarray,
-             ends: Sequence[int] | np.ndarray, *,
-             window: int | None = None) -> list[tuple[str, str]]:
+    def many(
+        self,
+        docs: Sequence[int] | np.ndarray,
+        starts: Sequence[int] | np.ndarray,
+        ends: Sequence[int] | np.ndarray,
+        *,
+        window: int | None = None,
+    ) -> list[tuple[str, str]]:
         """``(context, text)`` of many spans, decoded in batches (the Rust tokenizers' batch decode
         when the tokenizer offers ``decode_many``)."""
         w = self.window if window is None else int(window)
@@ -138,7 +145,9 @@ class SpanTexts:
         return self.context_and_text(doc, start, end, window=_TEXT_LEAD)[1].strip()
 
 
-def _most_confident(codes: np.ndarray, logprob_per_word: np.ndarray, candidates: np.ndarray, m: int) -> np.ndarray:
+def _most_confident(
+    codes: np.ndarray, logprob_per_word: np.ndarray, candidates: np.ndarray, m: int
+) -> np.ndarray:
     """Bool mask: among ``candidates``, the ``m`` occurrences of each group with the highest
     per-word log-prob (ties: earlier occurrence first).
 
@@ -186,8 +195,9 @@ def _pii_types(detector: Any, before: str, text: str, after: str) -> list[str]:
     return sorted({s.entity for s in detector.detect(before + text + after) if s.start < hi and s.end > lo})
 
 
-def _pii_column(texts: SpanTexts, detector: Any, seqs: Any, doc_arr: np.ndarray, starts: np.ndarray,
-                ends: np.ndarray) -> list[list[str] | None]:
+def _pii_column(
+    texts: SpanTexts, detector: Any, seqs: Any, doc_arr: np.ndarray, starts: np.ndarray, ends: np.ndarray
+) -> list[list[str] | None]:
     """``pii_types`` of each user-unique sequence (None for the others), detected at its first
     occurrence in a window of :data:`PII_WINDOW_TOKENS` tokens on either side."""
     rows = np.nonzero(seqs["unique"].to_numpy())[0]
@@ -308,7 +318,11 @@ def sequence_features(
     rank_in_seq = occ.groupby(key, sort=False).cumcount().to_numpy()
     want_public = np.zeros(n, dtype=bool)
     if public_model is not None:
-        in_scope = np.ones(n, dtype=bool) if public_scope == "all" else occ["sequence_id"].isin(unique_ids).to_numpy()
+        in_scope = (
+            np.ones(n, dtype=bool)
+            if public_scope == "all"
+            else occ["sequence_id"].isin(unique_ids).to_numpy()
+        )
         m = public_occurrences if public_occurrences > 0 else n
         want_public = _most_confident(codes, lp_sum / np.maximum(occ_words, 1), in_scope, m)
     need_ctx = (rank_in_seq < max_contexts) | want_public
@@ -351,7 +365,9 @@ def sequence_features(
     fallback = np.where(np.isfinite(lp_sum), lp_sum / np.maximum(occ_words, 1), -np.inf)
     best = np.array(
         [
-            part[np.argmax(pick_score[part])] if np.isfinite(pick_score[part]).any() else part[np.argmax(fallback[part])]
+            part[np.argmax(pick_score[part])]
+            if np.isfinite(pick_score[part]).any()
+            else part[np.argmax(fallback[part])]
             for part in np.split(order, cuts)
         ],
         dtype=np.int64,

@@ -133,8 +133,10 @@ def analyse(
         ledger.check_k(k)
     n_ctx = public_context(config, ledger)
     if n_ctx < 0 or config.public_occurrences < 0 or config.min_tokens < 1:
-        raise ConfigError("public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
-                          field="public_context_tokens")
+        raise ConfigError(
+            "public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
+            field="public_context_tokens",
+        )
     detector = None
     if config.pii_policy:
         detector = get_policy(config.pii_policy)
@@ -154,8 +156,9 @@ def analyse(
     by_k: dict[str, Any] = {}
     for k in config.ks:
         part = seqs[seqs["k"] == k]
-        m = metrics_for_k(part, t=config.t, p=config.p, has_public=public_model is not None,
-                          min_tokens=config.min_tokens)
+        m = metrics_for_k(
+            part, t=config.t, p=config.p, has_public=public_model is not None, min_tokens=config.min_tokens
+        )
         m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
         by_k[str(k)] = m
     if not len(seqs):
@@ -223,27 +226,52 @@ def run_report(
 
     if not config.redact:
         out = secure_dir(out_dir)
-        return _run_report(model, corpus, out, out, config, public_model=public_model, model_dir=model_dir,
-                           leave_out_overrides=leave_out_overrides, anonymization=anonymization,
-                           leave_out_folds=leave_out_folds)
+        return _run_report(
+            model,
+            corpus,
+            out,
+            out,
+            config,
+            public_model=public_model,
+            model_dir=model_dir,
+            leave_out_overrides=leave_out_overrides,
+            anonymization=anonymization,
+            leave_out_folds=leave_out_folds,
+        )
     out = Path(out_dir)
     # every refusal comes before the run directory is created: a refused command leaves nothing
     redactor = redactor_from(config.redact_key_file, run_dir=out)
     leftovers = unredacted_leftovers(out)
     if leftovers:
-        raise ConfigError(f"{out} already holds an unredacted report ({', '.join(leftovers)})", field="--out",
-                          hint="give a new, empty run directory for a redacted report")
+        raise ConfigError(
+            f"{out} already holds an unredacted report ({', '.join(leftovers)})",
+            field="--out",
+            hint="give a new, empty run directory for a redacted report",
+        )
     if config.index_cache is not None and is_inside(Path(config.index_cache), out):
-        raise ConfigError("a redacted run cannot keep the corpus index (token ids) inside the run",
-                          field="--index-cache", hint="put the index cache outside the run, or leave it out")
+        raise ConfigError(
+            "a redacted run cannot keep the corpus index (token ids) inside the run",
+            field="--index-cache",
+            hint="put the index cache outside the run, or leave it out",
+        )
     out = secure_dir(out)
     # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
     # folder outside the run, deleted however the report ends
     with tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
         os.chmod(scratch, 0o700)
-        return _run_report(model, corpus, out, Path(scratch), config, public_model=public_model,
-                           model_dir=model_dir, leave_out_overrides=leave_out_overrides,
-                           anonymization=anonymization, leave_out_folds=leave_out_folds, redactor=redactor)
+        return _run_report(
+            model,
+            corpus,
+            out,
+            Path(scratch),
+            config,
+            public_model=public_model,
+            model_dir=model_dir,
+            leave_out_overrides=leave_out_overrides,
+            anonymization=anonymization,
+            leave_out_folds=leave_out_folds,
+            redactor=redactor,
+        )
 
 
 def _run_report(
@@ -279,7 +307,9 @@ def _run_report(
             overrides=leave_out_overrides,
             folds=leave_out_folds,
         )
-    elif isinstance(pub, str | Path) and str(pub) == BASE:  # the fine-tuned model's own base (paper 001's setting)
+    elif (
+        isinstance(pub, str | Path) and str(pub) == BASE
+    ):  # the fine-tuned model's own base (paper 001's setting)
         spec = getattr(model, "base", None) if model_dir is None else None
         spec = spec or recorded_base(model_dir)
         public_info = {"kind": "base", "path": str(spec)}
@@ -300,7 +330,10 @@ def _run_report(
     if redactor is not None:
         occ_out, seq_out = redact_table(occ_out, redactor), redact_table(redact_sequences(seqs), redactor)
         if public_info and public_info.get("kind") == LEAVE_OUT:
-            public_info = {**public_info, "path": "deleted (trained on the corpus; a redacted run keeps no model)"}
+            public_info = {
+                **public_info,
+                "path": "deleted (trained on the corpus; a redacted run keeps no model)",
+            }
     write_parquet(occ_out, out / "occurrences.parquet")
     write_parquet(seq_out, out / "sequences.parquet")
 
@@ -340,7 +373,9 @@ def _run_report(
         "num_documents": ledger.num_docs,
         "num_tokens": ledger.num_tokens,
         "num_users": len(set(ledger.user_ids)),
-        "ledger": ledger.meta if redactor is None else {**(ledger.meta or {}), "kept": False, "note": LEDGER_NOTE},
+        "ledger": ledger.meta
+        if redactor is None
+        else {**(ledger.meta or {}), "kept": False, "note": LEDGER_NOTE},
         "redacted": config.redact,
         **({"redaction": redactor.describe()} if redactor is not None else {}),
         "config": repr(config),

@@ -121,7 +121,9 @@ def log_ratio_percentiles(users_in_d: Any, log_ratio: Any) -> tuple[float | None
         return float(np.percentile(r, 50)), float(np.percentile(r, 95))
 
 
-def pii_counts(users_in_d: Any, pii_types: Any, length_tokens: Any, min_tokens: int) -> tuple[dict[str, int], dict[str, int]]:
+def pii_counts(
+    users_in_d: Any, pii_types: Any, length_tokens: Any, min_tokens: int
+) -> tuple[dict[str, int], dict[str, int]]:
     """Unique sequences that contain PII, by type: ``(headlined, short)``, where headlined ones have
     at least ``min_tokens`` tokens and short ones fewer. A sequence with two types counts under both;
     ``None`` types (no PII policy ran) count under none.
@@ -178,12 +180,18 @@ def top_k_accuracy(ranks: Any, k: int) -> float | None:
     return float((r <= k).mean()) if r.size else None
 
 
-def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = False, min_tokens: int = 1) -> dict[str, Any]:
+def metrics_for_k(
+    seqs: Any, *, t: float, p: int | None, has_public: bool = False, min_tokens: int = 1
+) -> dict[str, Any]:
     """The §5 metrics of one k's feature rows (``has_public``: a public model scored them, so
     the curated count is 0 rather than unknown when there is no unique sequence)."""
     users_d = seqs["users_in_d"].to_numpy()
     ratio = seqs["perplexity_ratio"].to_numpy(dtype=np.float64)
-    log_ratio = seqs["log_perplexity_ratio"].to_numpy(dtype=np.float64) if "log_perplexity_ratio" in seqs else np.log(ratio)
+    log_ratio = (
+        seqs["log_perplexity_ratio"].to_numpy(dtype=np.float64)
+        if "log_perplexity_ratio" in seqs
+        else np.log(ratio)
+    )
     unique = seqs[users_d == 1]
     with np.errstate(divide="ignore"):
         curated = curated_unique_sequences(users_d, ratio, t)
@@ -195,7 +203,9 @@ def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = Fals
     head, short = pii_counts(users_d, pii_types, seqs["length_tokens"].to_numpy(), min_tokens)
     # no PII policy ran (every unique row's types are None): the count is unknown, not 0, so a gate
     # on it fails instead of passing
-    unknown = bool(len(unique)) and all(ty is None for u, ty in zip(users_d, pii_types, strict=True) if int(u) == 1)
+    unknown = bool(len(unique)) and all(
+        ty is None for u, ty in zip(users_d, pii_types, strict=True) if int(u) == 1
+    )
     return {
         "num_sequences": int(len(seqs)),
         "num_occurrences": int(seqs["count_in_s"].sum()) if len(seqs) else 0,
@@ -206,9 +216,15 @@ def metrics_for_k(seqs: Any, *, t: float, p: int | None, has_public: bool = Fals
         "log_ratio_p50": p50,
         "log_ratio_p95": p95,
         "pii_unique_sequences": None if unknown else head,
-        "pii_unique_sequences_total": None if unknown else int(sum(
-            1 for u, ty, n in zip(users_d, pii_types, seqs["length_tokens"], strict=True)
-            if int(u) == 1 and ty and int(n) >= min_tokens)),
+        "pii_unique_sequences_total": None
+        if unknown
+        else int(
+            sum(
+                1
+                for u, ty, n in zip(users_d, pii_types, seqs["length_tokens"], strict=True)
+                if int(u) == 1 and ty and int(n) >= min_tokens
+            )
+        ),
         "pii_unique_short_sequences": short,
         "p_filtered_sequences": p_filtered(seqs["users_in_s"].to_numpy(), p),
         "unique_max_length_tokens": int(unique["length_tokens"].max()) if len(unique) else 0,

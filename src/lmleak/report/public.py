@@ -30,7 +30,6 @@ def _train_config(model_dir: Path | None, overrides: dict[str, Any] | None) -> A
     """The audited model's training config (from its ``train.json``) as a ``TrainConfig``."""
     import dataclasses
 
-
     values: dict[str, Any] = {}
     if model_dir is not None:
         train_json = Path(model_dir) / "train.json"

@@ -125,7 +125,6 @@ def snapshot_study(
     """
     import pandas as pd
 
-
     load = load or load_any_model
     out = secure_dir(out_dir)
     rows, uniq = [], []
@@ -211,7 +210,6 @@ def compare_models(
 ) -> Any:
     """The Table-2 comparison: one report per model (``out_dir/<name>``) and ``compare.parquet``."""
     import pandas as pd
-
 
     load = load or load_any_model
     out = secure_dir(out_dir)

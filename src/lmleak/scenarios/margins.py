@@ -168,7 +168,9 @@ class Margin:
         }
 
 
-def with_intervals(margins: list[Margin], counts: dict[str, tuple[int, int]], *, decimals: int | None = 2) -> list[Margin]:
+def with_intervals(
+    margins: list[Margin], counts: dict[str, tuple[int, int]], *, decimals: int | None = 2
+) -> list[Margin]:
     """The same margins with their 95 % intervals from ``{scenario: (correct, valid)}`` counts.
 
     Example:

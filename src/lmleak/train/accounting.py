@@ -11,8 +11,13 @@ from __future__ import annotations
 from typing import Literal
 
 
-def epsilon_opacus(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
-                   accountant: Literal["prv", "rdp"] = "prv") -> float:
+def epsilon_opacus(
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    accountant: Literal["prv", "rdp"] = "prv",
+) -> float:
     """ε after ``steps`` Poisson-subsampled Gaussian steps, from Opacus' accountant.
 
     Example:
@@ -26,8 +31,13 @@ def epsilon_opacus(noise_multiplier: float, sample_rate: float, steps: int, delt
     return float(acc.get_epsilon(delta))
 
 
-def epsilon_dp_accounting(noise_multiplier: float, sample_rate: float, steps: int, delta: float,
-                          method: Literal["rdp", "pld"] = "rdp") -> float:
+def epsilon_dp_accounting(
+    noise_multiplier: float,
+    sample_rate: float,
+    steps: int,
+    delta: float,
+    method: Literal["rdp", "pld"] = "rdp",
+) -> float:
     """The same ε from Google's dp-accounting (RDP, or PLD for a tight number)."""
     from dp_accounting import dp_event
     from dp_accounting.pld import pld_privacy_accountant
@@ -36,7 +46,10 @@ def epsilon_dp_accounting(noise_multiplier: float, sample_rate: float, steps: in
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier)), steps
     )
-    acc = (rdp_privacy_accountant.RdpAccountant() if method == "rdp"
-           else pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-3))
+    acc = (
+        rdp_privacy_accountant.RdpAccountant()
+        if method == "rdp"
+        else pld_privacy_accountant.PLDAccountant(value_discretization_interval=1e-3)
+    )
     acc.compose(event)
     return float(acc.get_epsilon(delta))

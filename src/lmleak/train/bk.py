@@ -84,8 +84,10 @@ class BookKeeping:
             elif isinstance(sub, nn.LayerNorm) and sub.elementwise_affine:
                 kind = "layernorm"
             else:
-                raise UnsupportedModel(f"layer {name or '(root)'} ({type(sub).__name__}) holds trainable "
-                                       "parameters that book-keeping clipping does not handle")
+                raise UnsupportedModel(
+                    f"layer {name or '(root)'} ({type(sub).__name__}) holds trainable "
+                    "parameters that book-keeping clipping does not handle"
+                )
             for p in own:
                 if id(p) in owned:
                     raise UnsupportedModel(f"parameter shared by {owned[id(p)]} and {name} (tied weights)")
@@ -129,8 +131,10 @@ class BookKeeping:
 
     def _pairs(self, rec: _Record) -> tuple[torch.Tensor, torch.Tensor]:
         if len(rec.inputs) != 1 or len(rec.grads) != 1:
-            raise RuntimeError(f"{type(rec.module).__name__} ran {len(rec.inputs)} times in the forward pass and "
-                               f"received {len(rec.grads)} gradients; book-keeping expects each layer once")
+            raise RuntimeError(
+                f"{type(rec.module).__name__} ran {len(rec.inputs)} times in the forward pass and "
+                f"received {len(rec.grads)} gradients; book-keeping expects each layer once"
+            )
         return rec.inputs[0], rec.grads[0]
 
     def per_sample(self) -> tuple[torch.Tensor, list[Any]]:

@@ -51,11 +51,18 @@ def measured_bayesian_confidentiality(epsilon: float, delta: float, gamma: float
         0.494
     """
     if gamma is None:
-        return {"epsilon": None, "delta": None, "reason": "the policy's miss rate gamma is unknown: "
-                "train with --secrets to measure it"}
+        return {
+            "epsilon": None,
+            "delta": None,
+            "reason": "the policy's miss rate gamma is unknown: train with --secrets to measure it",
+        }
     if gamma <= 0.0:
-        return {"epsilon": math.inf, "delta": None, "reason": "the measured miss rate gamma is 0: a finite sample "
-                "cannot show that the policy misses nothing, and Props. 5-6 need gamma > 0; the bound is infinite"}
+        return {
+            "epsilon": math.inf,
+            "delta": None,
+            "reason": "the measured miss rate gamma is 0: a finite sample "
+            "cannot show that the policy misses nothing, and Props. 5-6 need gamma > 0; the bound is infinite",
+        }
     eps, dlt = bayesian_confidentiality(epsilon, delta, gamma)
     return {"epsilon": eps, "delta": dlt, "reason": None}
 
@@ -89,7 +96,9 @@ def group_confidentiality(epsilon: float, delta: float, missed: int) -> tuple[fl
     return eps, min(1.0, missed * math.exp(eps) * delta)
 
 
-def dedup_group_confidentiality(epsilon: float, delta: float, occurrences: int, unique: int, missed_fraction: float = 1.0) -> dict[str, float]:
+def dedup_group_confidentiality(
+    epsilon: float, delta: float, occurrences: int, unique: int, missed_fraction: float = 1.0
+) -> dict[str, float]:
     """Proposition 7: after Dedup, a group of ``occurrences`` secrets (``unique`` distinct values)
     costs only what its unique secrets cost; combined with Proposition 5 for the missed fraction.
 
@@ -103,7 +112,12 @@ def dedup_group_confidentiality(epsilon: float, delta: float, occurrences: int, 
     _check(epsilon, delta, missed_fraction)
     with_dedup = group_confidentiality(epsilon, delta, round(missed_fraction * unique))
     without = group_confidentiality(epsilon, delta, round(missed_fraction * occurrences))
-    return {"epsilon": with_dedup[0], "delta": with_dedup[1], "epsilon_without_dedup": without[0], "delta_without_dedup": without[1]}
+    return {
+        "epsilon": with_dedup[0],
+        "delta": with_dedup[1],
+        "epsilon_without_dedup": without[0],
+        "delta_without_dedup": without[1],
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +133,9 @@ class CRTGuarantees:
     bayesian_delta: float  # (3): γδ + δ₂, δ₂ = 1 − recall of π_c
 
 
-def crt_guarantees(epsilon: float, delta: float, gamma: float, *, unique_secrets: int = 1, delta2: float = 0.0) -> CRTGuarantees:
+def crt_guarantees(
+    epsilon: float, delta: float, gamma: float, *, unique_secrets: int = 1, delta2: float = 0.0
+) -> CRTGuarantees:
     """Theorem 8 of paper 002 for CRT (Algorithm 1) whose DP-SGD part is (ε, δ)-DP.
 
     Statement (2) as printed says π "detects" a γ̃ share of the unique secrets, yet its bound
@@ -147,8 +163,15 @@ def crt_guarantees(epsilon: float, delta: float, gamma: float, *, unique_secrets
     )
 
 
-def confidentiality_report(epsilon: float, delta: float, gamma: float, *, unique_secrets: int = 1,
-                           occurrences: int | None = None, delta2: float = 0.0) -> dict[str, float]:
+def confidentiality_report(
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    *,
+    unique_secrets: int = 1,
+    occurrences: int | None = None,
+    delta2: float = 0.0,
+) -> dict[str, float]:
     """Every guarantee above in one flat mapping, keys named after the result they come from."""
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
     g_eps, g_delta = group_confidentiality(epsilon, delta, round(gamma * unique_secrets))
@@ -167,9 +190,14 @@ def confidentiality_report(epsilon: float, delta: float, gamma: float, *, unique
     }
     if occurrences is not None:
         d = dedup_group_confidentiality(epsilon, delta, occurrences, unique_secrets, gamma)
-        out.update({"dedup_group_epsilon": d["epsilon"], "dedup_group_delta": d["delta"],
-                    "group_epsilon_without_dedup": d["epsilon_without_dedup"],
-                    "group_delta_without_dedup": d["delta_without_dedup"]})
+        out.update(
+            {
+                "dedup_group_epsilon": d["epsilon"],
+                "dedup_group_delta": d["delta"],
+                "group_epsilon_without_dedup": d["epsilon_without_dedup"],
+                "group_delta_without_dedup": d["delta_without_dedup"],
+            }
+        )
     t8 = crt_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2)
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out

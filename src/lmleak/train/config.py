@@ -59,13 +59,19 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise ConfigError(f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}")
+            raise ConfigError(
+                f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}"
+            )
         if self.arch not in ("gpt", "lstm"):
             raise ConfigError(f"unknown arch {self.arch!r}", field="arch", hint="use gpt or lstm")
         if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
             raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
         if not 0.0 <= self.holdout_users < 1.0:
-            raise ConfigError("holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1, or 0 for none")
+            raise ConfigError(
+                "holdout_users must be in [0, 1)",
+                field="holdout_users",
+                hint="e.g. --holdout-users 0.1, or 0 for none",
+            )
         if self.mode in ("dp", "crt", "sdp"):
             if (self.noise_multiplier is None) == (self.target_epsilon is None):
                 raise ConfigError(
@@ -74,13 +80,24 @@ class TrainConfig:
                     hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
                 )
         if self.n_layer < 1 or self.n_head < 1 or self.n_embd < 1 or self.n_embd % self.n_head:
-            raise ConfigError(f"GPT width {self.n_embd} must be a positive multiple of the heads ({self.n_head}), "
-                              f"layers >= 1", field="width", hint="e.g. --width 256 --heads 8 --layers 4")
+            raise ConfigError(
+                f"GPT width {self.n_embd} must be a positive multiple of the heads ({self.n_head}), "
+                f"layers >= 1",
+                field="width",
+                hint="e.g. --width 256 --heads 8 --layers 4",
+            )
         if self.dp_clipping not in ("bookkeeping", "ghost"):
-            raise ConfigError(f"unknown dp_clipping {self.dp_clipping!r}", field="dp_clipping",
-                              hint="use bookkeeping (default) or ghost (Opacus)")
+            raise ConfigError(
+                f"unknown dp_clipping {self.dp_clipping!r}",
+                field="dp_clipping",
+                hint="use bookkeeping (default) or ghost (Opacus)",
+            )
         if self.mode == "sdp" and self.arch != "lstm":
-            raise ConfigError("selective DP (sdp) is the LSTM baseline of Shi et al. 2021", field="arch", hint="use --arch lstm")
+            raise ConfigError(
+                "selective DP (sdp) is the LSTM baseline of Shi et al. 2021",
+                field="arch",
+                hint="use --arch lstm",
+            )
 
     @property
     def tokenizer_kind(self) -> Literal["word", "bpe"]:

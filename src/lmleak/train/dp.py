@@ -100,16 +100,24 @@ class DPStrategy:
         self.engine = _engine(cfg)
         optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         loader = DataLoader(_dataset(chunks), batch_size=min(cfg.batch_size, len(chunks)), shuffle=False)
-        common: dict[str, Any] = dict(module=module, optimizer=optimizer, data_loader=loader,
-                                      max_grad_norm=cfg.max_grad_norm, poisson_sampling=True)
+        common: dict[str, Any] = dict(
+            module=module,
+            optimizer=optimizer,
+            data_loader=loader,
+            max_grad_norm=cfg.max_grad_norm,
+            poisson_sampling=True,
+        )
         if self.ghost:
-            common.update(criterion=torch.nn.CrossEntropyLoss(ignore_index=IGNORE, reduction="mean"),
-                          grad_sample_mode="ghost")
+            common.update(
+                criterion=torch.nn.CrossEntropyLoss(ignore_index=IGNORE, reduction="mean"),
+                grad_sample_mode="ghost",
+            )
         else:
             common.update(grad_sample_mode="hooks")
         if cfg.target_epsilon is not None:
-            result = self.engine.make_private_with_epsilon(target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta,
-                                                           epochs=cfg.epochs, **common)
+            result = self.engine.make_private_with_epsilon(
+                target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta, epochs=cfg.epochs, **common
+            )
         else:
             result = self.engine.make_private(noise_multiplier=cfg.noise_multiplier, **common)
         if self.ghost:
@@ -142,9 +150,15 @@ class DPStrategy:
         self.expected_batch_size = int(n * self.sample_rate)
         self.engine = _Accounting(cfg.accountant)
         if cfg.target_epsilon is not None:
-            self.noise_multiplier = float(get_noise_multiplier(
-                target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta, sample_rate=self.sample_rate,
-                epochs=cfg.epochs, accountant=self.engine.accountant.mechanism()))
+            self.noise_multiplier = float(
+                get_noise_multiplier(
+                    target_epsilon=cfg.target_epsilon,
+                    target_delta=cfg.target_delta,
+                    sample_rate=self.sample_rate,
+                    epochs=cfg.epochs,
+                    accountant=self.engine.accountant.mechanism(),
+                )
+            )
         else:
             self.noise_multiplier = float(cfg.noise_multiplier)  # type: ignore[arg-type]
         self.bk = BookKeeping(module)
@@ -263,7 +277,9 @@ class DPStrategy:
             "noise_draws": self.noise_draws,
             "accounted_steps": self.accounted_steps(),
             "accountant": self.config.accountant,
-            "clipping": ("bookkeeping" if self.bk is not None else "ghost") if self.ghost else "per-sample hooks",
+            "clipping": ("bookkeeping" if self.bk is not None else "ghost")
+            if self.ghost
+            else "per-sample hooks",
             "privacy_unit": "one training sequence (a chunk of one document)",
         }
 
@@ -278,7 +294,9 @@ class CRTStrategy(DPStrategy):
         self.public: Chunks = extra["public"]
         wrapped = self._make_private(module, extra["private"])
         inner = getattr(wrapped, "_module", wrapped)
-        self.public_optimizer = torch.optim.AdamW(inner.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay)
+        self.public_optimizer = torch.optim.AdamW(
+            inner.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
+        )
         self.gen = torch.Generator().manual_seed(self.config.seed)
         self.public_steps = 0
         return wrapped
@@ -297,7 +315,9 @@ class CRTStrategy(DPStrategy):
         # a public step: ordinary SGD on the unwrapped model, Opacus hooks off, nothing accounted
         self.batch_log.append("public")
         inner = getattr(self.module, "_module", self.module)
-        hooks = hasattr(self.module, "disable_hooks")  # Opacus' wrapper; book-keeping hooks idle outside capture()
+        hooks = hasattr(
+            self.module, "disable_hooks"
+        )  # Opacus' wrapper; book-keeping hooks idle outside capture()
         if hooks:
             self.module.disable_hooks()
         try:
@@ -369,19 +389,27 @@ class SDPStrategy(DPStrategy):
 
     def privacy(self) -> dict[str, Any]:
         out = super().privacy()
-        out["note"] = "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
+        out["note"] = (
+            "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
+        )
         return out
 
 
 def make_strategy(config: TrainConfig) -> Any:
-    return {"dp": DPStrategy, "crt": CRTStrategy, "sdp": SDPStrategy, "nodp": PlainStrategy}[config.mode](config)
+    return {"dp": DPStrategy, "crt": CRTStrategy, "sdp": SDPStrategy, "nodp": PlainStrategy}[config.mode](
+        config
+    )
 
 
-def crt_split_for(train: Any, config: TrainConfig, public: Any, private: Any) -> tuple[Any, Any, dict[str, Any]]:
+def crt_split_for(
+    train: Any, config: TrainConfig, public: Any, private: Any
+) -> tuple[Any, Any, dict[str, Any]]:
     """The (public, private) corpora for CRT: given ones, or the paper-002 split of ``train``."""
     if public is not None and private is not None:
         return public, private, {"public_sequences": len(public), "private_sequences": len(private)}
-    res = crt_split(train, get_policy(config.policy or "balanced"), conservative=get_policy("conservative"), dedup="exact")
+    res = crt_split(
+        train, get_policy(config.policy or "balanced"), conservative=get_policy("conservative"), dedup="exact"
+    )
     return res.public, res.private, dict(res.stats)
 
 
@@ -399,7 +427,10 @@ def sensitive_token_mask(corpus: Any, tokenizer: Any, config: TrainConfig) -> to
             spans = [(s.start, s.end) for s in policy.detect(doc.text)]
             flags = [any(a < e and b > s for s, e in spans) for a, b in offsets]
         else:
-            flags = [i == mask_id or doc.text[a:b].strip().isdigit() for i, (a, b) in zip(ids, offsets, strict=True)]
+            flags = [
+                i == mask_id or doc.text[a:b].strip().isdigit()
+                for i, (a, b) in zip(ids, offsets, strict=True)
+            ]
         full = [False, *flags, False]  # BOS, tokens, EOS
         start = 0
         while start < len(full) - 1:

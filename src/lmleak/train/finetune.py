@@ -68,9 +68,16 @@ CLIPPING = ("auto", "bookkeeping", "hooks")
 # Default LoRA targets per architecture (model_type in config.json): the attention query and value
 # projections (Hu et al. 2021's choice), GPT-2's fused c_attn.
 DEFAULT_TARGETS: dict[str, tuple[str, ...]] = {
-    "llama": ("q_proj", "v_proj"), "mistral": ("q_proj", "v_proj"), "qwen2": ("q_proj", "v_proj"),
-    "qwen3": ("q_proj", "v_proj"), "qwen": ("q_proj", "v_proj"), "gemma": ("q_proj", "v_proj"),
-    "phi3": ("qkv_proj",), "gpt2": ("c_attn",), "gpt_neox": ("query_key_value",), "gptj": ("q_proj", "v_proj"),
+    "llama": ("q_proj", "v_proj"),
+    "mistral": ("q_proj", "v_proj"),
+    "qwen2": ("q_proj", "v_proj"),
+    "qwen3": ("q_proj", "v_proj"),
+    "qwen": ("q_proj", "v_proj"),
+    "gemma": ("q_proj", "v_proj"),
+    "phi3": ("qkv_proj",),
+    "gpt2": ("c_attn",),
+    "gpt_neox": ("query_key_value",),
+    "gptj": ("q_proj", "v_proj"),
 }
 
 
@@ -116,23 +123,41 @@ class FinetuneConfig:
         if self.mode == "plain":
             object.__setattr__(self, "mode", "nodp")
         if self.mode not in MODES:
-            raise ConfigError(f"unknown mode {self.mode!r}", field="mode", hint="use plain (nodp), dp, crt or sdp")
+            raise ConfigError(
+                f"unknown mode {self.mode!r}", field="mode", hint="use plain (nodp), dp, crt or sdp"
+            )
         if not self.full and self.lora < 1:
-            raise ConfigError(f"LoRA rank {self.lora} must be >= 1", field="lora", hint="e.g. --lora 8, or --full")
+            raise ConfigError(
+                f"LoRA rank {self.lora} must be >= 1", field="lora", hint="e.g. --lora 8, or --full"
+            )
         if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
             raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
         if not 0.0 <= self.holdout_users < 1.0:
-            raise ConfigError("holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1")
+            raise ConfigError(
+                "holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1"
+            )
         if self.mode != "nodp" and (self.noise_multiplier is None) == (self.target_epsilon is None):
-            raise ConfigError(f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
-                              field="noise_multiplier", hint="pass --noise-multiplier 1.0 or --target-epsilon 8")
+            raise ConfigError(
+                f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
+                field="noise_multiplier",
+                hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
+            )
         if self.precision not in PRECISIONS:
-            raise ConfigError(f"unknown precision {self.precision!r}", field="precision", hint="use auto, fp32, bf16 or fp16")
+            raise ConfigError(
+                f"unknown precision {self.precision!r}",
+                field="precision",
+                hint="use auto, fp32, bf16 or fp16",
+            )
         if self.dp_clipping not in CLIPPING:
-            raise ConfigError(f"unknown dp_clipping {self.dp_clipping!r} for fine-tuning", field="dp_clipping",
-                              hint="use auto, bookkeeping or hooks (Opacus)")
+            raise ConfigError(
+                f"unknown dp_clipping {self.dp_clipping!r} for fine-tuning",
+                field="dp_clipping",
+                hint="use auto, bookkeeping or hooks (Opacus)",
+            )
         if self.accountant not in ("prv", "rdp"):
-            raise ConfigError(f"unknown accountant {self.accountant!r}", field="accountant", hint="use prv or rdp")
+            raise ConfigError(
+                f"unknown accountant {self.accountant!r}", field="accountant", hint="use prv or rdp"
+            )
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError("max_steps must be >= 1", field="max_steps")
 
@@ -173,13 +198,23 @@ def resolve_precision(requested: str, device: str) -> Precision:
         if requested == "bf16":
             return Precision("bf16", torch.bfloat16, "bf16 autocast asked for on the CPU")
         if requested == "fp16":
-            return Precision("fp32", None, "fp16 asked for on the CPU: float32 instead (no fp16 autocast with DP clipping on the CPU)")
+            return Precision(
+                "fp32",
+                None,
+                "fp16 asked for on the CPU: float32 instead (no fp16 autocast with DP clipping on the CPU)",
+            )
         return Precision("fp32", None, "CPU: float32 (bf16 autocast is slower here and changes results)")
     bf16_ok = dev == "cuda" and torch.cuda.is_bf16_supported()
     if requested in ("auto", "bf16") and bf16_ok:
-        return Precision("bf16", torch.bfloat16, f"{dev}: bf16 autocast (weights, optimiser and clipping in float32)")
+        return Precision(
+            "bf16", torch.bfloat16, f"{dev}: bf16 autocast (weights, optimiser and clipping in float32)"
+        )
     if requested == "fp16":
-        return Precision("fp32", None, f"{dev}: fp16 needs loss scaling, which per-sample clipping cannot see: float32 instead")
+        return Precision(
+            "fp32",
+            None,
+            f"{dev}: fp16 needs loss scaling, which per-sample clipping cannot see: float32 instead",
+        )
     return Precision("fp32", None, f"{dev}: no bf16 support: float32")
 
 
@@ -226,11 +261,20 @@ def default_targets(module: torch.nn.Module) -> list[str]:
         from transformers.pytorch_utils import Conv1D
 
         conv1d = (Conv1D,)
-    names = sorted({name.rsplit(".", 1)[-1] for name, sub in module.named_modules()
-                    if isinstance(sub, (torch.nn.Linear, *conv1d)) and any(k in name.lower() for k in ("attn", "attention"))})
+    names = sorted(
+        {
+            name.rsplit(".", 1)[-1]
+            for name, sub in module.named_modules()
+            if isinstance(sub, (torch.nn.Linear, *conv1d))
+            and any(k in name.lower() for k in ("attn", "attention"))
+        }
+    )
     if not names:
-        raise ConfigError(f"no Linear layer inside an attention block of this {kind or type(module).__name__} model",
-                          field="lora_targets", hint="name them with --lora-targets q_proj,v_proj")
+        raise ConfigError(
+            f"no Linear layer inside an attention block of this {kind or type(module).__name__} model",
+            field="lora_targets",
+            hint="name them with --lora-targets q_proj,v_proj",
+        )
     return names
 
 
@@ -260,13 +304,22 @@ def prepare_model(module: torch.nn.Module, config: FinetuneConfig) -> tuple[torc
 
         targets = list(config.lora_targets) if config.lora_targets else default_targets(module)
         alpha = config.lora_alpha if config.lora_alpha is not None else 2.0 * config.lora
-        lcfg = LoraConfig(r=config.lora, lora_alpha=alpha, lora_dropout=config.lora_dropout,
-                          target_modules=targets, bias="none", task_type="CAUSAL_LM")
+        lcfg = LoraConfig(
+            r=config.lora,
+            lora_alpha=alpha,
+            lora_dropout=config.lora_dropout,
+            target_modules=targets,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
         try:
             model = get_peft_model(module, lcfg)
         except ValueError as e:  # peft: "Target modules {...} not found in the base model"
-            raise ConfigError(f"LoRA targets {','.join(targets)}: {e}", field="lora_targets",
-                              hint="name Linear layers of this model, e.g. --lora-targets q_proj,v_proj") from None
+            raise ConfigError(
+                f"LoRA targets {','.join(targets)}: {e}",
+                field="lora_targets",
+                hint="name Linear layers of this model, e.g. --lora-targets q_proj,v_proj",
+            ) from None
         info.update(rank=config.lora, alpha=alpha, dropout=config.lora_dropout, targets=targets)
     trainable = [p for p in model.parameters() if p.requires_grad]
     info["trainable_parameters"] = int(sum(p.numel() for p in trainable))
@@ -307,8 +360,10 @@ class HooksClipper:
     def clipped_sum(self, max_grad_norm: float) -> torch.Tensor:
         samples = [p.grad_sample for p in self.params]
         b = next(s.shape[0] for s in samples if s is not None)
-        sq = sum((s.reshape(b, -1).float().pow(2).sum(1) for s in samples if s is not None),
-                 torch.zeros(b, device=self.params[0].device))
+        sq = sum(
+            (s.reshape(b, -1).float().pow(2).sum(1) for s in samples if s is not None),
+            torch.zeros(b, device=self.params[0].device),
+        )
         norms = sq.sqrt()
         c = (max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
         for p, s in zip(self.params, samples, strict=True):
@@ -328,8 +383,11 @@ def make_clipper(model: torch.nn.Module, how: str) -> tuple[Any, str]:
             return bk, "bookkeeping"
         except UnsupportedModel as e:
             if how == "bookkeeping":
-                raise ConfigError(f"book-keeping clipping does not apply to this model: {e}", field="dp_clipping",
-                                  hint="use --dp-clipping hooks (Opacus) or auto") from None
+                raise ConfigError(
+                    f"book-keeping clipping does not apply to this model: {e}",
+                    field="dp_clipping",
+                    hint="use --dp-clipping hooks (Opacus) or auto",
+                ) from None
     return HooksClipper(model), "opacus hooks"
 
 
@@ -350,7 +408,9 @@ class FinetuneResult:
 class Finetuner:
     """One fine-tuning run: the model, optimiser, clipping, accountant and the step of each kind."""
 
-    def __init__(self, model: torch.nn.Module, config: FinetuneConfig, device: str, precision: Precision) -> None:
+    def __init__(
+        self, model: torch.nn.Module, config: FinetuneConfig, device: str, precision: Precision
+    ) -> None:
         self.model, self.config, self.device, self.precision = model, config, device, precision
         self.params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(self.params, lr=config.lr, weight_decay=config.weight_decay)
@@ -374,18 +434,28 @@ class Finetuner:
         if cfg.target_epsilon is not None:
             from opacus.accountants.utils import get_noise_multiplier
 
-            self.noise_multiplier = float(get_noise_multiplier(
-                target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta, sample_rate=self.sample_rate,
-                epochs=cfg.epochs, accountant=cfg.accountant))
+            self.noise_multiplier = float(
+                get_noise_multiplier(
+                    target_epsilon=cfg.target_epsilon,
+                    target_delta=cfg.target_delta,
+                    sample_rate=self.sample_rate,
+                    epochs=cfg.epochs,
+                    accountant=cfg.accountant,
+                )
+            )
         else:
             self.noise_multiplier = float(cfg.noise_multiplier or 0.0)
 
     # -- pieces
-    def _tensors(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def _tensors(
+        self, ids: torch.Tensor, lengths: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         x, m, y = batch_tensors(ids, lengths)
         return x.to(self.device), m.to(self.device), y.to(self.device)
 
-    def _losses(self, module: torch.nn.Module, x: torch.Tensor, m: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def _losses(
+        self, module: torch.nn.Module, x: torch.Tensor, m: torch.Tensor, y: torch.Tensor
+    ) -> torch.Tensor:
         with self.precision.autocast(self.device):
             logits = logits_of(module, x, m)
         return sequence_losses(logits.float(), y)
@@ -403,7 +473,9 @@ class Finetuner:
     def _account(self) -> None:
         self.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
 
-    def clipped_gradient(self, ids: torch.Tensor, lengths: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+    def clipped_gradient(
+        self, ids: torch.Tensor, lengths: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Σ_i clip(∇ loss_i) into every trainable ``.grad`` (no noise); returns (per-sample losses).
         ``targets`` replaces the batch's own (selective DP's sensitive-token loss)."""
         x, m, y = self._tensors(ids, lengths)
@@ -470,7 +542,9 @@ class Finetuner:
         has_s = (y_secret != IGNORE).any(1).float()
         return float((loss_ns + (s * has_s).mean()).detach())
 
-    def poisson_batches(self, chunks: Chunks, extra: torch.Tensor | None = None) -> Iterator[tuple[torch.Tensor, ...]]:
+    def poisson_batches(
+        self, chunks: Chunks, extra: torch.Tensor | None = None
+    ) -> Iterator[tuple[torch.Tensor, ...]]:
         """One epoch of Poisson batches (Opacus' UniformWithReplacementSampler's rule)."""
         n = len(chunks)
         for _ in range(self.steps_per_epoch):
@@ -484,12 +558,22 @@ class Finetuner:
         cfg = self.config
         trainable = "LoRA adapters" if not cfg.full else "all weights"
         if cfg.mode == "nodp":
-            return {"mode": "nodp", "epsilon": None, "delta": None, "noise_multiplier": 0.0, "sample_rate": None,
-                    "steps": self.public_steps, "accountant": None, "trainable": trainable,
-                    "note": "no differential privacy: epsilon is unbounded (reported as null)"}
+            return {
+                "mode": "nodp",
+                "epsilon": None,
+                "delta": None,
+                "noise_multiplier": 0.0,
+                "sample_rate": None,
+                "steps": self.public_steps,
+                "accountant": None,
+                "trainable": trainable,
+                "note": "no differential privacy: epsilon is unbounded (reported as null)",
+            }
         out = {
             "mode": cfg.mode,
-            "epsilon": float(self.accountant.get_epsilon(delta=cfg.target_delta)) if self.accounted_steps() else 0.0,
+            "epsilon": float(self.accountant.get_epsilon(delta=cfg.target_delta))
+            if self.accounted_steps()
+            else 0.0,
             "delta": cfg.target_delta,
             "noise_multiplier": self.noise_multiplier,
             "max_grad_norm": cfg.max_grad_norm,
@@ -508,14 +592,18 @@ class Finetuner:
             out["public_steps"] = self.public_steps
             out["note"] = "only DP-SGD steps on D_pri are accounted (paper 002 Algorithm 1)"
         if cfg.mode == "sdp":
-            out["note"] = "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
+            out["note"] = (
+                "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
+            )
         return out
 
     # -- checkpoints
     def state(self, epoch: int, history: list[dict[str, Any]], fingerprint: str) -> dict[str, Any]:
         names = {id(p): n for n, p in self.model.named_parameters()}
         state: dict[str, Any] = {
-            "fingerprint": fingerprint, "epoch": epoch, "history": json.dumps(history),
+            "fingerprint": fingerprint,
+            "epoch": epoch,
+            "history": json.dumps(history),
             "weights": {names[id(p)]: p.detach().cpu() for p in self.params},
             "optimizer": self.optimizer.state_dict(),
             "counters": [self.steps, self.public_steps, self.empty_steps, self.noise_draws],
@@ -532,7 +620,9 @@ class Finetuner:
             for name, w in state["weights"].items():
                 params[name].copy_(w.to(params[name].device))
         self.optimizer.load_state_dict(state["optimizer"])
-        self.steps, self.public_steps, self.empty_steps, self.noise_draws = (int(v) for v in state["counters"])
+        self.steps, self.public_steps, self.empty_steps, self.noise_draws = (
+            int(v) for v in state["counters"]
+        )
         if self.accountant is not None:
             self.accountant.history = [(float(a), float(b), int(c)) for a, b, c in state["accountant"]]
         torch.set_rng_state(state["rng"])
@@ -542,8 +632,9 @@ class Finetuner:
 
 
 @torch.inference_mode()
-def evaluate_chunks(model: torch.nn.Module, chunks: Chunks, device: str, precision: Precision, *,
-                    batch_size: int = 16) -> dict[str, float]:
+def evaluate_chunks(
+    model: torch.nn.Module, chunks: Chunks, device: str, precision: Precision, *, batch_size: int = 16
+) -> dict[str, float]:
     """Token-level loss, perplexity and top-1/top-3 accuracy of ``model`` over chunks (teacher forcing)."""
     was = model.training
     model.eval()
@@ -563,8 +654,13 @@ def evaluate_chunks(model: torch.nn.Module, chunks: Chunks, device: str, precisi
     model.train(was)
     n = max(count, 1)
     loss = total / n
-    return {"loss": loss, "perplexity": math.exp(min(loss, 50.0)), "tokens": count,
-            "top1_accuracy": hits1 / n, "top3_accuracy": hits3 / n}
+    return {
+        "loss": loss,
+        "perplexity": math.exp(min(loss, 50.0)),
+        "tokens": count,
+        "top1_accuracy": hits1 / n,
+        "top3_accuracy": hits3 / n,
+    }
 
 
 def save_plain(module: torch.nn.Module, out: Path) -> None:
@@ -579,7 +675,9 @@ def save_plain(module: torch.nn.Module, out: Path) -> None:
             raise
     from transformers import AutoModelForCausalLM
 
-    cfg = module.config.__class__.from_dict({k: v for k, v in module.config.to_dict().items() if k != "quantization_config"})
+    cfg = module.config.__class__.from_dict(
+        {k: v for k, v in module.config.to_dict().items() if k != "quantization_config"}
+    )
     plain = AutoModelForCausalLM.from_config(cfg)
     plain.load_state_dict(module.state_dict())
     plain.save_pretrained(out, safe_serialization=True)
@@ -587,7 +685,9 @@ def save_plain(module: torch.nn.Module, out: Path) -> None:
 
 def _fingerprint(config: FinetuneConfig, n_train: int, n_val: int) -> str:
     keep = {k: v for k, v in config.to_dict().items() if k not in ("device", "merge")}
-    return hashlib.sha256(json.dumps([keep, n_train, n_val], sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return hashlib.sha256(
+        json.dumps([keep, n_train, n_val], sort_keys=True, default=str).encode()
+    ).hexdigest()[:16]
 
 
 def _save_checkpoint(path: Path, state: dict[str, Any]) -> None:
@@ -622,16 +722,32 @@ def finetune(
     if not progress:  # transformers' loading/saving bars go to stderr, around --json output
         hf_logging.disable_progress_bar()
     try:
-        return _finetune(corpus, out_dir, config, val_corpus=val_corpus, public=public, private=private,
-                         progress=progress, on_epoch_end=on_epoch_end)
+        return _finetune(
+            corpus,
+            out_dir,
+            config,
+            val_corpus=val_corpus,
+            public=public,
+            private=private,
+            progress=progress,
+            on_epoch_end=on_epoch_end,
+        )
     finally:
         if bars:
             hf_logging.enable_progress_bar()
 
 
-def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, val_corpus: Corpus | None,
-              public: Corpus | None, private: Corpus | None, progress: bool,
-              on_epoch_end: Callable[[int, torch.nn.Module], None] | None) -> FinetuneResult:
+def _finetune(
+    corpus: Corpus,
+    out_dir: str | Path,
+    config: FinetuneConfig,
+    *,
+    val_corpus: Corpus | None,
+    public: Corpus | None,
+    private: Corpus | None,
+    progress: bool,
+    on_epoch_end: Callable[[int, torch.nn.Module], None] | None,
+) -> FinetuneResult:
     from lmleak.models.device import resolve_device
     from lmleak.models.loading import load_model
     from lmleak.progress import track
@@ -642,12 +758,17 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
     precision = resolve_precision(cfg.precision, device)
     out = Path(out_dir)
     torch.manual_seed(cfg.seed)
-    train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, cfg.holdout_users, cfg.seed)
+    train_corpus, val = (
+        (corpus, val_corpus) if val_corpus is not None else split_users(corpus, cfg.holdout_users, cfg.seed)
+    )
 
     lm = load_model(cfg.base, device=device)
     if not hasattr(lm, "module") or not hasattr(lm.tokenizer, "hf"):
-        raise ConfigError(f"--base {cfg.base!r} is not a Hugging Face causal LM (a folder with config.json, "
-                          "a .gguf file or smollm2-135m)", field="base")
+        raise ConfigError(
+            f"--base {cfg.base!r} is not a Hugging Face causal LM (a folder with config.json, "
+            "a .gguf file or smollm2-135m)",
+            field="base",
+        )
     base = base_record(cfg.base)
     tok = _Tok(lm.tokenizer)
     module = lm.module.to(device)
@@ -687,8 +808,11 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
     if ckpt.exists():
         state = torch.load(ckpt, map_location="cpu", weights_only=True)
         if state.get("fingerprint") != fingerprint:
-            raise ConfigError(f"{ckpt} belongs to a different run (config or data changed)", field="out",
-                              hint="rerun the original command to resume it, or use a new --out / delete the checkpoint folder")
+            raise ConfigError(
+                f"{ckpt} belongs to a different run (config or data changed)",
+                field="out",
+                hint="rerun the original command to resume it, or use a new --out / delete the checkpoint folder",
+            )
         done, history = ft.restore(state)
         first_epoch, resumed_from = done + 1, done
     t_start = time.perf_counter()
@@ -707,7 +831,9 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
             kind = "sdp" if cfg.mode == "sdp" else "dp"
             batches.extend((kind, b) for b in ft.poisson_batches(train_chunks, sensitive))
         if progress:
-            batches = list(track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})"))
+            batches = list(
+                track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
+            )
         losses, t0, tokens = [], time.perf_counter(), 0
         for kind, batch in batches:
             which = "plain" if kind == "plain" else "private"
@@ -727,10 +853,17 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
         dt = time.perf_counter() - t0
         trained_tokens += tokens
         finite = [v for v in losses if not math.isnan(v)]
-        record: dict[str, Any] = {"epoch": epoch, "train_loss": float(np.mean(finite)) if finite else None,
-                                  "tokens": tokens, "tokens_per_s": tokens / dt if dt > 0 else None, "seconds": dt}
+        record: dict[str, Any] = {
+            "epoch": epoch,
+            "train_loss": float(np.mean(finite)) if finite else None,
+            "tokens": tokens,
+            "tokens_per_s": tokens / dt if dt > 0 else None,
+            "seconds": dt,
+        }
         if val_chunks is not None:
-            record.update({f"val_{k}": v for k, v in evaluate_chunks(model, val_chunks, device, precision).items()})
+            record.update(
+                {f"val_{k}": v for k, v in evaluate_chunks(model, val_chunks, device, precision).items()}
+            )
         history.append(record)
         _save_checkpoint(ckpt, ft.state(epoch, history, fingerprint))
         if on_epoch_end is not None:
@@ -742,7 +875,9 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
     final["wall_seconds"] = time.perf_counter() - t_start
     # over every epoch's own time (an epoch trained before a resumption included)
     epoch_seconds = sum(h.get("seconds") or 0.0 for h in history)
-    final["tokens_per_s"] = sum(h.get("tokens") or 0 for h in history) / epoch_seconds if epoch_seconds > 0 else None
+    final["tokens_per_s"] = (
+        sum(h.get("tokens") or 0 for h in history) / epoch_seconds if epoch_seconds > 0 else None
+    )
     final["tokens_this_run"] = trained_tokens
     privacy = ft.privacy()
     privacy["tokenizer_source"] = f"pretrained:{base['name']}"
@@ -754,8 +889,16 @@ def _finetune(corpus: Corpus, out_dir: str | Path, config: FinetuneConfig, *, va
 
     out.mkdir(parents=True, exist_ok=True)
     model.eval()
-    manifest = {"format": 1, "kind": model_info["kind"], "base": base["spec"], "base_name": base["name"],
-                "bos_id": tok.bos_token_id, "mode": cfg.mode, "model": model_info, "merged_dir": None}
+    manifest = {
+        "format": 1,
+        "kind": model_info["kind"],
+        "base": base["spec"],
+        "base_name": base["name"],
+        "bos_id": tok.bos_token_id,
+        "mode": cfg.mode,
+        "model": model_info,
+        "merged_dir": None,
+    }
     merged_dir = None
     if cfg.full:
         save_plain(model, out)

@@ -58,9 +58,17 @@ def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Cor
 
 def build_module(config: TrainConfig, vocab_size: int, tokenizer: Any) -> torch.nn.Module:
     if config.arch == "gpt":
-        shape = SmallGPTConfig(n_positions=config.seq_len + 1, n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head)
-        return new_small_gpt(vocab_size, shape, seed=config.seed, bos_id=tokenizer.bos_token_id,
-                             eos_id=tokenizer.eos_token_id, pad_id=tokenizer.pad_token_id)
+        shape = SmallGPTConfig(
+            n_positions=config.seq_len + 1, n_embd=config.n_embd, n_layer=config.n_layer, n_head=config.n_head
+        )
+        return new_small_gpt(
+            vocab_size,
+            shape,
+            seed=config.seed,
+            bos_id=tokenizer.bos_token_id,
+            eos_id=tokenizer.eos_token_id,
+            pad_id=tokenizer.pad_token_id,
+        )
     torch.manual_seed(config.seed)
     return SmallLSTM(SmallLSTMConfig(vocab_size=vocab_size, max_length=config.seq_len + 1))
 
@@ -114,14 +122,20 @@ def train_model(
     """
     config = config if config is not None else TrainConfig()
     torch.manual_seed(config.seed)
-    train_corpus, val = (corpus, val_corpus) if val_corpus is not None else split_users(corpus, config.holdout_users, config.seed)
+    train_corpus, val = (
+        (corpus, val_corpus)
+        if val_corpus is not None
+        else split_users(corpus, config.holdout_users, config.seed)
+    )
     extra: dict[str, Any] = {}
     if config.mode == "crt":
         public, private, extra["split_stats"] = dp.crt_split_for(train_corpus, config, public, private)
         extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
         extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
     if tokenizer is None:
-        tokenizer, tokenizer_source = resolve_tokenizer(config, train_corpus, public if config.mode == "crt" else None)
+        tokenizer, tokenizer_source = resolve_tokenizer(
+            config, train_corpus, public if config.mode == "crt" else None
+        )
     else:
         tokenizer_source = tokenizer_source or "pretrained"
     vocab = len(tokenizer)
@@ -135,7 +149,9 @@ def train_model(
         train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
     if config.mode == "sdp":
         extra["sensitive"] = dp.sensitive_token_mask(train_corpus, tokenizer, config)
-    val_chunks = encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
+    val_chunks = (
+        encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
+    )
 
     strategy = make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
@@ -157,8 +173,12 @@ def train_model(
             tokens += int((lengths - 1).clamp(min=0).sum())
         dt = time.perf_counter() - t0
         trained_tokens += tokens
-        record: dict[str, Any] = {"epoch": epoch, "train_loss": float(np.mean(losses)) if losses else None,
-                                  "tokens_per_s": tokens / dt if dt > 0 else None, "seconds": dt}
+        record: dict[str, Any] = {
+            "epoch": epoch,
+            "train_loss": float(np.mean(losses)) if losses else None,
+            "tokens_per_s": tokens / dt if dt > 0 else None,
+            "seconds": dt,
+        }
         plain = strategy.trained_module()
         if val_chunks is not None:
             record.update({f"val_{k}": v for k, v in evaluate(plain, val_chunks).items()})
@@ -212,18 +232,29 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
 
             return AutoTokenizer.from_pretrained(p), f"pretrained:{p.name}"
 
-        return build_tokenizer(load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "public"
+        return build_tokenizer(
+            load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
+        ), "public"
     if config.mode == "crt" and public is not None and not config.tokenizer_from_private:
         if len(public) == 0:
-            raise ConfigError("D_pub is empty: no tokenizer can be learnt from public text", field="policy",
-                              hint="use a less conservative policy, --tokenizer-from PUBLIC_CORPUS, or --tokenizer-from-private")
-        return build_tokenizer(public.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "public"
+            raise ConfigError(
+                "D_pub is empty: no tokenizer can be learnt from public text",
+                field="policy",
+                hint="use a less conservative policy, --tokenizer-from PUBLIC_CORPUS, or --tokenizer-from-private",
+            )
+        return build_tokenizer(
+            public.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
+        ), "public"
     if config.mode in ("dp", "sdp") and not config.tokenizer_from_private:
         raise ConfigError(
             f"mode {config.mode!r} would learn its tokenizer from the private training text, which the DP guarantee "
-            "does not cover (rare private words such as names enter the vocabulary)", field="tokenizer_from",
-            hint="pass --tokenizer-from PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)")
-    return build_tokenizer(corpus.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size), "private"
+            "does not cover (rare private words such as names enter the vocabulary)",
+            field="tokenizer_from",
+            hint="pass --tokenizer-from PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)",
+        )
+    return build_tokenizer(
+        corpus.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
+    ), "private"
 
 
 def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
@@ -245,9 +276,17 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
     secrets = [x for x in load_secrets(config.secrets) if x.doc_id in docs]
     table = evaluate_policy(corpus, secrets, policy)
     row = table["ALL"]
-    out.update(gamma=row["gamma"], gamma_source="measured", gamma_support=int(row["support"]),
-               gamma_upper95=clopper_pearson_upper(round((row["gamma"] or 0.0) * row["support"]), int(row["support"])),
-               gamma_by_entity={k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None})
+    out.update(
+        gamma=row["gamma"],
+        gamma_source="measured",
+        gamma_support=int(row["support"]),
+        gamma_upper95=clopper_pearson_upper(
+            round((row["gamma"] or 0.0) * row["support"]), int(row["support"])
+        ),
+        gamma_by_entity={
+            k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None
+        },
+    )
     return out
 
 
@@ -269,8 +308,20 @@ def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> floa
 
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:
     """D_pub's share of the CRT split (sentences and tokens) and why sentences went private."""
-    out: dict[str, Any] = {k: stats[k] for k in ("sentences", "public", "private", "private_reasons", "conservative",
-                                                 "public_words", "private_words", "mask_only") if k in stats}
+    out: dict[str, Any] = {
+        k: stats[k]
+        for k in (
+            "sentences",
+            "public",
+            "private",
+            "private_reasons",
+            "conservative",
+            "public_words",
+            "private_words",
+            "mask_only",
+        )
+        if k in stats
+    }
     pub, pri = stats.get("public"), stats.get("private")
     if pub is not None and pri is not None and pub + pri:
         out["public_sentence_share"] = pub / (pub + pri)

@@ -29,7 +29,15 @@ def test_every_secret_span_points_at_its_value(tmp_path):
     paths = synthesize(tmp_path, users=8, dialogs_per_user=3, seed=1, canaries=3, canary_repeats=5)
     texts = {d.doc_id: d.text for d in load_corpus(paths["corpus"])}
     secrets = read(paths["secrets"])
-    assert {s["entity"] for s in secrets} >= {"PERSON", "PHONE", "EMAIL", "ADDRESS", "ORDER_ID", "TRACKING_ID", "CANARY"}
+    assert {s["entity"] for s in secrets} >= {
+        "PERSON",
+        "PHONE",
+        "EMAIL",
+        "ADDRESS",
+        "ORDER_ID",
+        "TRACKING_ID",
+        "CANARY",
+    }
     for s in secrets:
         assert texts[s["doc_id"]][s["start"] : s["end"]] == s["value"]
 
@@ -55,8 +63,24 @@ def test_pii_is_fictional_and_subjects_cooccur_in_documents(tmp_path):
 
 
 def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
-    r = CliRunner().invoke(app, ["synth", "customersim", "--users", "4", "--dialogs-per-user", "2", "--out", str(tmp_path),
-                                 "--canaries", "1", "--canary-repeats", "3", "--json"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "customersim",
+            "--users",
+            "4",
+            "--dialogs-per-user",
+            "2",
+            "--out",
+            str(tmp_path),
+            "--canaries",
+            "1",
+            "--canary-repeats",
+            "3",
+            "--json",
+        ],
+    )
     assert r.exit_code == 0, r.output
     summary = json.loads(r.stdout)
     # 4 users x 2 dialogues, plus each canary copy as a document of its own
@@ -66,5 +90,7 @@ def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
 
 
 def test_bad_options_are_clear_errors(tmp_path):
-    r = CliRunner().invoke(app, ["synth", "customersim", "--users", "2", "--canaries", "5", "--out", str(tmp_path)])
+    r = CliRunner().invoke(
+        app, ["synth", "customersim", "--users", "2", "--canaries", "5", "--out", str(tmp_path)]
+    )
     assert r.exit_code == 2 and "canaries" in r.output

@@ -89,7 +89,9 @@ def test_long_documents_exist(mail):
 
 def test_size_grows_linearly_with_scale(tmp_path):
     def words(scale):
-        return sum(len(d["text"].split()) for d in rows(synthesize(tmp_path / str(scale), scale=scale)["corpus"]))
+        return sum(
+            len(d["text"].split()) for d in rows(synthesize(tmp_path / str(scale), scale=scale)["corpus"])
+        )
 
     small, large = words(0.5), words(1.0)
     assert 1.7 < large / small < 2.3
@@ -122,5 +124,7 @@ def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
 def test_bad_options_are_clear_errors(tmp_path):
     with pytest.raises(ConfigError, match="scale"):
         synthesize(tmp_path, scale=0)
-    res = CliRunner().invoke(app, ["synth", "mail", "--out", str(tmp_path), "--scale", "0.05", "--canaries", "999"])
+    res = CliRunner().invoke(
+        app, ["synth", "mail", "--out", str(tmp_path), "--scale", "0.05", "--canaries", "999"]
+    )
     assert res.exit_code == 2 and "canaries" in res.output

@@ -174,7 +174,9 @@ def _profile(fake: Any, rng: random.Random, user_id: str) -> Profile:
     email = f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@{domain}"
     address = f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
     orders = [f"ORD-{rng.randint(10_000_000, 99_999_999)}" for _ in range(rng.randint(2, 4))]
-    tracking = ["1Z" + "".join(rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ0123456789") for _ in range(16)) for _ in orders]
+    tracking = [
+        "1Z" + "".join(rng.choice("ABCDEFGHJKLMNPRSTUVWXYZ0123456789") for _ in range(16)) for _ in orders
+    ]
     spouse = rng.choice(("wife", "husband"))
     sibling = rng.choice(("sister", "brother"))
     relations = {
@@ -241,14 +243,16 @@ def synthesize(
     """
     from faker import Faker
 
-
     if users < 1 or dialogs_per_user < 1:
         raise ConfigError("users and dialogs per user must be at least 1", field="users")
     if canaries < 0 or canary_repeats < 1:
         raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
     if canaries > users:
-        raise ConfigError(f"{canaries} canaries need at least as many users (got {users})", field="canaries",
-                          hint="lower --canaries or raise --users")
+        raise ConfigError(
+            f"{canaries} canaries need at least as many users (got {users})",
+            field="canaries",
+            hint="lower --canaries or raise --users",
+        )
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
@@ -280,14 +284,16 @@ def synthesize(
             d.pii(secret, "CANARY")
             by_user[owner.user_id].append(len(docs))
             docs.append((owner, d))
-        canary_rows.append({
-            "text": CANARY_PREFIX + secret,
-            "prefix": CANARY_PREFIX,
-            "secret": secret,
-            "user_id": owner.user_id,
-            "doc_ids": [f"{owner.user_id}-d{dialogs_per_user + r}" for r in range(len(docs) - first)],
-            "repeats": canary_repeats,
-        })
+        canary_rows.append(
+            {
+                "text": CANARY_PREFIX + secret,
+                "prefix": CANARY_PREFIX,
+                "secret": secret,
+                "user_id": owner.user_id,
+                "doc_ids": [f"{owner.user_id}-d{dialogs_per_user + r}" for r in range(len(docs) - first)],
+                "repeats": canary_repeats,
+            }
+        )
 
     out = Path(out_dir)
     secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
@@ -297,13 +303,24 @@ def synthesize(
             p, d = docs[i]
             doc_id = f"{uid}-d{j}"
             text = d.text.rstrip("\n")
-            corpus_lines.append(json.dumps({"user_id": uid, "doc_id": doc_id, "text": text}, ensure_ascii=False))
+            corpus_lines.append(
+                json.dumps({"user_id": uid, "doc_id": doc_id, "text": text}, ensure_ascii=False)
+            )
             for start, end, entity, value in d.spans:
                 assert text[start:end] == value  # the spans are the ground truth; never let them drift
-                secret_lines.append(json.dumps(
-                    {"doc_id": doc_id, "user_id": uid, "start": start, "end": end, "entity": entity, "value": value},
-                    ensure_ascii=False,
-                ))
+                secret_lines.append(
+                    json.dumps(
+                        {
+                            "doc_id": doc_id,
+                            "user_id": uid,
+                            "start": start,
+                            "end": end,
+                            "entity": entity,
+                            "value": value,
+                        },
+                        ensure_ascii=False,
+                    )
+                )
     files = {
         "corpus": ("corpus.jsonl", corpus_lines),
         "subjects": ("subjects.jsonl", [json.dumps(p.subject(), ensure_ascii=False) for p in profiles]),

@@ -147,13 +147,44 @@ class _Doc:
 
 
 # ---------------------------------------------------------------------------- text pools
-COMPONENTS = ("scheduler", "parser", "storage backend", "HTTP client", "build system", "plugin loader",
-              "cache layer", "config reader", "test harness", "CLI", "logging module", "packaging scripts")
-VERBS = ("crashes", "hangs", "leaks memory", "returns the wrong result", "fails to build", "times out",
-         "prints a warning", "ignores the option", "corrupts the index", "deadlocks")
-CONDITIONS = ("on large inputs", "when the config file is missing", "after an upgrade", "on ARM builds",
-              "with Python 3.12", "under heavy load", "when run twice", "with an empty cache",
-              "on the nightly build", "behind a proxy")
+COMPONENTS = (
+    "scheduler",
+    "parser",
+    "storage backend",
+    "HTTP client",
+    "build system",
+    "plugin loader",
+    "cache layer",
+    "config reader",
+    "test harness",
+    "CLI",
+    "logging module",
+    "packaging scripts",
+)
+VERBS = (
+    "crashes",
+    "hangs",
+    "leaks memory",
+    "returns the wrong result",
+    "fails to build",
+    "times out",
+    "prints a warning",
+    "ignores the option",
+    "corrupts the index",
+    "deadlocks",
+)
+CONDITIONS = (
+    "on large inputs",
+    "when the config file is missing",
+    "after an upgrade",
+    "on ARM builds",
+    "with Python 3.12",
+    "under heavy load",
+    "when run twice",
+    "with an empty cache",
+    "on the nightly build",
+    "behind a proxy",
+)
 OPENERS = [
     "I am seeing a problem where the {component} {verb} {condition}.",
     "Since the last release the {component} {verb} {condition}.",
@@ -189,8 +220,16 @@ REPLIES = [
     "+1, this has bitten us in production too.",
 ]
 CLOSINGS = ["Thanks,", "Cheers,", "Best regards,", "Regards,", "Thanks in advance,", "Best,", "--"]
-TITLES = ("Software Engineer", "Release Manager", "Senior Developer", "Maintainer", "Build Engineer",
-          "Support Engineer", "Engineering Manager", "QA Lead")
+TITLES = (
+    "Software Engineer",
+    "Release Manager",
+    "Senior Developer",
+    "Maintainer",
+    "Build Engineer",
+    "Support Engineer",
+    "Engineering Manager",
+    "QA Lead",
+)
 FOOTER = [
     "_______________________________________________",
     f"{LIST} mailing list",
@@ -221,7 +260,9 @@ def _phone(rng: random.Random) -> str:
 def _author(fake: Faker, rng: random.Random, user_id: str, taken: set[str]) -> Author:
     while True:
         first, last = fake.first_name(), fake.last_name()
-        local = rng.choice((f"{first}.{last}", f"{first[0]}{last}", f"{first}", f"{last}{rng.randint(1, 99)}"))
+        local = rng.choice(
+            (f"{first}.{last}", f"{first[0]}{last}", f"{first}", f"{last}{rng.randint(1, 99)}")
+        )
         email = f"{local.lower()}@{rng.choice(EMAIL_DOMAINS)}"
         if email not in taken and f"{first} {last}" not in taken:
             taken.update((email, f"{first} {last}"))
@@ -362,16 +403,22 @@ class _Writer:
         """A diff plus a build log: long, technical, no PII (the long documents of real archives)."""
         r = self.rng
         name = r.choice(("core", "util", "io", "net", "sched")) + r.choice(("", "_impl", "_test")) + ".py"
-        doc.add(f"\n---\n src/{name} | {r.randint(10, 400)} ++++----\n\ndiff --git a/src/{name} b/src/{name}\n")
+        doc.add(
+            f"\n---\n src/{name} | {r.randint(10, 400)} ++++----\n\ndiff --git a/src/{name} b/src/{name}\n"
+        )
         for _ in range(r.randint(100, 700)):
             sign = r.choice(("+", "-", " ", " "))
             var = r.choice(("buf", "size", "offset", "cache", "state", "count", "key", "node"))
-            doc.add(f"{sign}    {var} = {r.choice(('self.', ''))}{r.choice(('read', 'load', 'parse', 'flush'))}"
-                    f"_{var}({r.randint(0, 4096)})\n")
+            doc.add(
+                f"{sign}    {var} = {r.choice(('self.', ''))}{r.choice(('read', 'load', 'parse', 'flush'))}"
+                f"_{var}({r.randint(0, 4096)})\n"
+            )
         doc.add("\nBuild log:\n")
         for i in range(r.randint(30, 200)):
-            doc.add(f"[{i:05d}] test_{r.choice(COMPONENTS).replace(' ', '_')}_{r.randint(0, 99)} "
-                    f"{r.choices(('PASSED', 'FAILED', 'SKIPPED'), (0.9, 0.05, 0.05))[0]}\n")
+            doc.add(
+                f"[{i:05d}] test_{r.choice(COMPONENTS).replace(' ', '_')}_{r.randint(0, 99)} "
+                f"{r.choices(('PASSED', 'FAILED', 'SKIPPED'), (0.9, 0.05, 0.05))[0]}\n"
+            )
 
     def footer(self, doc: _Doc, a: Author) -> None:
         r = self.rng
@@ -434,7 +481,9 @@ def synthesize(
         [2]
     """
     if not (scale > 0 and math.isfinite(scale)):
-        raise ConfigError(f"scale must be a positive number, got {scale}", field="scale", hint="e.g. --scale 0.1")
+        raise ConfigError(
+            f"scale must be a positive number, got {scale}", field="scale", hint="e.g. --scale 0.1"
+        )
     if canaries < 0 or canary_repeats < 1:
         raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
     if digest_every < 0:
@@ -445,8 +494,11 @@ def synthesize(
     n_messages = max(20, round(MESSAGES_PER_SCALE * scale))
     n_authors = max(10, round(AUTHORS_PER_SCALE * math.sqrt(scale)))
     if canaries > n_authors:
-        raise ConfigError(f"{canaries} canaries need at least as many authors (got {n_authors})",
-                          field="canaries", hint="lower --canaries or raise --scale")
+        raise ConfigError(
+            f"{canaries} canaries need at least as many authors (got {n_authors})",
+            field="canaries",
+            hint="lower --canaries or raise --scale",
+        )
     taken: set[str] = set()
     authors = [_author(fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
     weights = zipf_weights(n_authors)
@@ -489,8 +541,10 @@ def synthesize(
             digest.add(f"{LIST} Digest, Vol {i // digest_every + 1}, Issue {rng.randint(1, 60)}\n\n")
             digest.add(f"Send {LIST} mailing list submissions to\n\t{LIST_ADDRESS}\n\nToday's Topics:\n\n")
             for j, part in enumerate(since_digest[-digest_size:], 1):
-                digest.add(f"----------------------------------------------------------------------\n\n"
-                           f"Message: {j}\n")
+                digest.add(
+                    f"----------------------------------------------------------------------\n\n"
+                    f"Message: {j}\n"
+                )
                 digest.extend(part)
             docs.append((DIGEST_USER, digest))
             since_digest = []
@@ -509,13 +563,23 @@ def synthesize(
             d.add(CANARY_PREFIX)
             d.pii(secret, "CANARY", owner.user_id)
             docs.append((owner.user_id, d))
-        canary_rows.append({"text": CANARY_PREFIX + secret, "prefix": CANARY_PREFIX, "secret": secret,
-                            "user_id": owner.user_id, "repeats": canary_repeats, "doc_ids": [],
-                            "alphabet": "0123456789abcdef"})
+        canary_rows.append(
+            {
+                "text": CANARY_PREFIX + secret,
+                "prefix": CANARY_PREFIX,
+                "secret": secret,
+                "user_id": owner.user_id,
+                "repeats": canary_repeats,
+                "doc_ids": [],
+                "alphabet": "0123456789abcdef",
+            }
+        )
     return _write(Path(out_dir), docs, authors, canary_rows)
 
 
-def _write(out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canary_rows: list[dict[str, Any]]) -> dict[str, Path]:
+def _write(
+    out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canary_rows: list[dict[str, Any]]
+) -> dict[str, Path]:
     secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
     counters: dict[str, int] = {}
     corpus_lines, secret_lines = [], []
@@ -532,11 +596,26 @@ def _write(out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canar
             if end > len(text):
                 continue  # only trailing newlines are stripped: no span can end there
             assert text[start:end] == value  # the spans are the ground truth; never let them drift
-            secret_lines.append(json.dumps({"doc_id": doc_id, "user_id": uid, "subject_id": owner, "start": start,
-                                            "end": end, "entity": entity, "value": value}, ensure_ascii=False))
+            secret_lines.append(
+                json.dumps(
+                    {
+                        "doc_id": doc_id,
+                        "user_id": uid,
+                        "subject_id": owner,
+                        "start": start,
+                        "end": end,
+                        "entity": entity,
+                        "value": value,
+                    },
+                    ensure_ascii=False,
+                )
+            )
     files = {
         "corpus": ("corpus.jsonl", corpus_lines),
-        "subjects": ("subjects.jsonl", [json.dumps(a.subject(), ensure_ascii=False) for a in authors if a.messages]),
+        "subjects": (
+            "subjects.jsonl",
+            [json.dumps(a.subject(), ensure_ascii=False) for a in authors if a.messages],
+        ),
         "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
         "secrets": ("secrets.jsonl", secret_lines),
     }
