@@ -195,7 +195,7 @@ def run_demo(
     # text is outside the DP guarantee, and one shared vocabulary keeps the models' perplexities comparable
     public_path = root / "data" / "public.jsonl"
     atomic_write_text(public_path, "".join(json.dumps(d.to_dict()) + "\n" for d in unseen_corpus))
-    common = dict(
+    common: dict[str, Any] = dict(
         arch="gpt",
         batch_size=16,
         seq_len=128,
@@ -210,7 +210,7 @@ def run_demo(
         tokenizer_from=str(public_path),
     )
     models: dict[str, Any] = {
-        "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),  # type: ignore[arg-type]
+        "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),
         "dp-sgd": TrainConfig(
             mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
         ),  # type: ignore[arg-type]

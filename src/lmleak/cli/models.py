@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -272,17 +272,18 @@ def _train_small(
     from lmleak.train.config import TrainConfig
     from lmleak.train.trainer import train_model
 
-    cfg = TrainConfig(
+    # typer hands the literal choices over as str; TrainConfig checks mode, arch and dp_clipping
+    cfg = cast(Any, TrainConfig)(
         arch=arch,
         mode=mode,
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
-        seq_len=seq_len,  # type: ignore[arg-type]
+        seq_len=seq_len,
         tokenizer=tokenizer,
         vocab_size=vocab_size,
         seed=seed,
-        holdout_users=holdout_users,  # type: ignore[arg-type]
+        holdout_users=holdout_users,
         n_layer=layers,
         n_embd=width,
         n_head=heads,
@@ -292,9 +293,9 @@ def _train_small(
         target_delta=delta,
         max_grad_norm=max_grad_norm,
         accountant=accountant,
-        policy=policy,  # type: ignore[arg-type]
+        policy=policy,
         dp_clipping=dp_clipping,
-        tokenizer_from=tokenizer_from,  # type: ignore[arg-type]
+        tokenizer_from=tokenizer_from,
         tokenizer_from_private=tokenizer_from_private,
         secrets=None if secrets is None else str(secrets),
     )
