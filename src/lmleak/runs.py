@@ -87,6 +87,7 @@ def open_run(path: str | Path) -> Iterator[Path]:
         >>> (d / INCOMPLETE).exists()
         False
     """
+    created = not Path(path).exists()
     run = secure_dir(path)
     key = str(run.resolve())
     if key in _held:
@@ -127,6 +128,18 @@ def open_run(path: str | Path) -> Iterator[Path]:
             (run / INCOMPLETE).unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+        if not finished and created:
+            _remove_if_untouched(run)
+
+
+def _remove_if_untouched(run: Path) -> None:
+    """A run folder this call created and in which nothing but the lock and the marker was written
+    (the command was refused before its first output) is removed: a refused command leaves nothing."""
+    with contextlib.suppress(OSError):
+        if set(os.listdir(run)) <= {LOCK, INCOMPLETE}:
+            for name in (LOCK, INCOMPLETE):
+                (run / name).unlink(missing_ok=True)
+            run.rmdir()
 
 
 def writes_run(arg: str = "out_dir") -> Callable[[F], F]:

@@ -92,6 +92,7 @@ def test_a_stage_output_newer_than_the_summary_is_refused(report_run):
 def test_a_failed_write_keeps_the_marker_and_a_finished_one_removes_it(tmp_path):
     run = tmp_path / "r"
     with pytest.raises(ValueError), open_run(run):
+        (run / "partial.parquet").write_bytes(b"x")
         raise ValueError("boom")
     assert (run / INCOMPLETE).exists()
     with open_run(run):
@@ -129,3 +130,24 @@ def test_a_nested_stage_summary_newer_than_the_run_summary_is_refused(report_run
     (report_run / "hardening.parquet").touch()  # a study added to a finished run is not a stage output
     os.utime(stage / "summary.json", ns=(t - 10**9, t - 10**9))
     check_run(report_run)
+
+
+def test_a_run_folder_a_refused_command_created_is_removed_and_an_existing_one_is_kept(tmp_path):
+    import pytest
+
+    from lmleak.runs import open_run
+
+    fresh = tmp_path / "fresh"
+    with pytest.raises(ValueError), open_run(fresh):
+        raise ValueError("refused before the first output")
+    assert not fresh.exists()  # nothing half-written left behind
+    written = tmp_path / "written"
+    with pytest.raises(ValueError), open_run(written) as run:
+        (run / "partial.parquet").write_bytes(b"x")
+        raise ValueError("failed after writing")
+    assert (written / ".incomplete").exists()  # kept, and marked: gate/render/query refuse it
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    with pytest.raises(ValueError), open_run(existing):
+        raise ValueError("refused")
+    assert existing.is_dir()  # a folder the user made is never removed

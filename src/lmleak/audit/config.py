@@ -413,7 +413,7 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
             return
         if not Path(resolved or value).exists():
             raise ConfigError(
-                f"{what} {value!r} does not exist (resolved against the config's folder: {resolved})",
+                f"{what} {value!r} does not exist (resolved against the config's folder: {resolved!r})",
                 path=path,
                 field=name,
                 hint="fix the path; relative paths start at the config file's folder",
