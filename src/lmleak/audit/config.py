@@ -401,6 +401,11 @@ def _check_ranges(cfg: AuditConfig, path: str | None) -> None:
                 )
 
 
+#: files that make a folder a model lmleak loads: its own small models, a Hugging Face folder, a
+#: fine-tune (`lmleak train --base`: adapters or a full copy, with their manifest)
+MODEL_MARKERS = ("lmleak_model.json", "config.json", "lmleak_finetune.json", "adapter_config.json")
+
+
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
     """Every file and model the config names exists (named models, ``leave-out`` and ``fake:``/``topk:``
     specs are checked by the model loader)."""
@@ -425,11 +430,11 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
         if (
             p is not None
             and p.is_dir()
-            and not any((p / marker).exists() for marker in ("lmleak_model.json", "config.json"))
+            and not any((p / marker).exists() for marker in MODEL_MARKERS)
             and not any(p.glob("*.gguf"))
         ):
             raise ConfigError(
-                f"{value!r} is a folder but not a model (no lmleak_model.json, config.json or .gguf)",
+                f"{value!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
                 path=path,
                 field=name,
                 hint="point at the folder `lmleak train` or save_pretrained wrote",
