@@ -206,6 +206,7 @@ def run_report(
     leave_out_overrides: dict[str, Any] | None = None,
     anonymization: str = "identity",
     leave_out_folds: int | None = None,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """Run the whole report; returns the summary (also written to ``out_dir/summary.json``).
 
@@ -222,6 +223,8 @@ def run_report(
         leave_out_folds: leave-out models to train (see :class:`lmleak.report.public.FoldedPublic`;
             None: one, or two when the owners of unique sequences are most of the users).
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
+        redactor: with ``config.redact``, the run's key (an audit hashes every stage under one key);
+            None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
     """
 
     if not config.redact:
@@ -240,7 +243,8 @@ def run_report(
         )
     out = Path(out_dir)
     # every refusal comes before the run directory is created: a refused command leaves nothing
-    redactor = redactor_from(config.redact_key_file, run_dir=out)
+    if redactor is None:
+        redactor = redactor_from(config.redact_key_file, run_dir=out)
     leftovers = unredacted_leftovers(out)
     if leftovers:
         raise ConfigError(
