@@ -378,3 +378,43 @@ def test_a_bad_corpus_leaves_no_run_directory(tmp_path):
     assert res.exit_code == 2, res.output
     assert "corpus.jsonl" in res.output
     assert not (tmp_path / "run").exists()
+
+
+def test_a_stage_folder_is_copied_through_whitelists(tmp_path):
+    """redact_stage_dir: text columns and unknown JSON or files stay behind, ids are keyed, labels
+    and numbers are kept; a new text column is dropped without anyone listing it."""
+    import pandas as pd
+
+    from lmleak.report.redaction import Redactor, redact_stage_dir
+    from lmleak.runs import write_parquet
+
+    src = tmp_path / "stage"
+    write_parquet(
+        pd.DataFrame(
+            {
+                "subject_id": ["user-1"],
+                "target_type": ["phone"],
+                "prompt": ["The phone number of John Doe is"],
+                "brand_new_text": ["(555) 555-0100"],
+                "exact_match": [True],
+                "likelihood": [0.5],
+            }
+        ),
+        src / "likelihoods.parquet",
+    )
+    write_parquet(pd.DataFrame({"text": ["(555) 555-0100"], "rank": [1]}), src / "passes" / "p" / "s.parquet")
+    (src / "summary.json").write_text(
+        json.dumps({"attack": "propile", "auc": 0.7, "secret": "(555) 555-0100", "by_user": {"user-1": 1.0}})
+    )
+    (src / "model").mkdir()
+    (src / "model" / "tokenizer.json").write_text(json.dumps({"vocab": {"doe": 5}}))
+    (src / "roc.png").write_bytes(b"John Doe")
+    r = Redactor(b"r" * 32, "test")
+    written = redact_stage_dir(src, tmp_path / "out", r)
+    assert sorted(written) == ["likelihoods.parquet", "summary.json"]
+    table = pq.read_table(tmp_path / "out" / "likelihoods.parquet").to_pydict()
+    assert set(table) == {"subject_id", "target_type", "exact_match", "likelihood"}
+    assert table["subject_id"] == [r.hash("user-1", kind="user_id")] and table["target_type"] == ["phone"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["attack"] == "propile" and summary["auc"] == 0.7 and summary["secret"] is None
+    assert summary["redacted"] is True and "user-1" not in summary["by_user"]

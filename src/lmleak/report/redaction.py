@@ -80,6 +80,9 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "notes",
         "needs",
         "rank_rule",
+        "combination",
+        "metrics",
+        "note",
         "stage",
         "kind",
         "method",
@@ -99,10 +102,13 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "verdict",
     }
 )
+#: The JSON files of a stage a redacted run keeps (redacted): summaries and privacy records. Any
+#: other JSON (a trained model's tokenizer vocabulary, a pass's manifest) stays behind.
+REDACTED_JSON_FILES = ("summary.json", "dp_audit.json", "privacy.json")
 #: Dict keys kept as written in a redacted JSON summary: snake_case field names and labels (no
 #: hyphen or ``@``: ids such as ``user-0`` and e-mail addresses have them) and plain numbers (k);
 #: any other key (a user id, a name, a secret used as a key) is replaced by its keyed hash.
-_SAFE_JSON_KEY = re.compile(r"^(?:[a-z][a-z0-9_.%/<>]*|[0-9]{1,3})$")
+_SAFE_JSON_KEY = re.compile(r"^(?:[a-z<>][a-z0-9_.%/<>]*|[0-9]{1,3})$")
 #: What a redacted run says about its ledger.
 LEDGER_NOTE = (
     "not kept: a redacted run holds no token ids; re-deriving S (another k, API hardening) needs "
@@ -259,8 +265,9 @@ def redact_json(value: Any, redactor: Redactor, *, key: str | None = None) -> An
 def redact_stage_dir(src: str | Path, dst: str | Path, redactor: Redactor) -> list[str]:
     """Copy a stage's output folder ``src`` into ``dst`` redacted; returns the files written.
 
-    Parquet tables go through :func:`redact_table`, JSON files through :func:`redact_json`; every
-    other file (figures, shards, models trained on the corpus, mined templates) is left behind.
+    Parquet tables go through :func:`redact_table`, the JSON files of :data:`REDACTED_JSON_FILES`
+    through :func:`redact_json`; every other file (a tokenizer's vocabulary, figures, a pass's shards, models trained on the corpus, mined templates) is left
+    behind, to be deleted with ``src``.
     """
     import json
 
@@ -272,11 +279,11 @@ def redact_stage_dir(src: str | Path, dst: str | Path, redactor: Redactor) -> li
     written = []
     for f in sorted(src.rglob("*")):
         rel = f.relative_to(src)
-        if not f.is_file() or any(part.startswith(".") for part in rel.parts):
-            continue
+        if not f.is_file() or any(part.startswith(".") or part == "passes" for part in rel.parts):
+            continue  # markers, and the resumable shards of a pass (the stage has finished)
         if f.suffix == ".parquet":
             write_parquet(redact_table(pd.read_parquet(f), redactor), dst / rel)
-        elif f.suffix == ".json":
+        elif f.name in REDACTED_JSON_FILES:
             data = redact_json(json.loads(f.read_text(encoding="utf-8")), redactor)
             if f.name == "summary.json" and isinstance(data, dict):
                 data = {**data, "redacted": True}
