@@ -340,7 +340,8 @@ def test_a_redacted_audit_hashes_ids_under_the_runs_one_key(audit_inputs, tmp_pa
     """One key for every stage: the report's and the probe's hashed user ids join; a config's
     `redact: true` is the same as --redact; a key file inside the run is refused before any write."""
     root, corpus_path, cfg, _, _ = audit_inputs
-    small = {**cfg, "analyses": {"report": {"k": [1]}, "probe": cfg["analyses"]["probe"]}, "redact": True}
+    probe = {**cfg["analyses"]["probe"], "templates": 1}
+    small = {**cfg, "analyses": {"report": {"k": [1]}, "probe": probe}, "redact": True}
     key = tmp_path / "audit.key"
     key.write_text("z" * 32)
     run, _ = _audit(root, small, "audit-keyed", "--redact-key-file", str(key))
@@ -350,6 +351,15 @@ def test_a_redacted_audit_hashes_ids_under_the_runs_one_key(audit_inputs, tmp_pa
     probe = pq.read_table(run / "models/memorizer/probe/likelihoods.parquet")
     assert "subject_id" in probe.column_names and set(probe["subject_id"].to_pylist()) & report_users
     assert json.loads((run / "summary.json").read_text())["redaction"]["key"] == "key file (outside the run)"
+    # a rerun under the same key resumes; under another key every stage runs again (ids must join)
+    _, again = _audit(root, small, "audit-keyed", "--redact-key-file", str(key))
+    assert again.count("complete, skipped") == 2, again
+    other = tmp_path / "other.key"
+    other.write_text("w" * 32)
+    _, rerun = _audit(root, small, "audit-keyed", "--redact-key-file", str(other))
+    assert "complete, skipped" not in rerun
+    rehashed = set(pq.read_table(run / "models/memorizer/report/occurrences.parquet")["user_id"].to_pylist())
+    assert rehashed.isdisjoint(report_users)
     import yaml
 
     (root / "inrun.yaml").write_text(yaml.safe_dump({**small, "out": "audit-inrun"}))

@@ -457,7 +457,9 @@ class Auditor:
                 self.cfg.corpus.path,
                 self.cfg.public_model,
                 *self._extra_fingerprint(stage),
-                *(("redacted",) if self.redactor is not None else ()),
+                # a redacted stage is complete only under the same key (its ids must join the others');
+                # an HMAC of a constant names the key without revealing it
+                *(() if self.redactor is None else ("redacted", self.redactor.hash("", kind="run-key"))),
             )
             rel = str(out.relative_to(self.run))
             why_not = (
