@@ -428,3 +428,26 @@ def test_a_stage_folder_is_copied_through_whitelists(tmp_path):
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["attack"] == "propile" and summary["auc"] == 0.7 and summary["secret"] is None
     assert summary["redacted"] is True and "user-1" not in summary["by_user"]
+
+
+@pytest.mark.parametrize(
+    "case", ["not-a-bool", "show-text-in-config", "show-text-with-flag", "key-file-without-redact"]
+)
+def test_a_redacted_audit_refuses_what_would_show_text_before_any_write(tmp_path, case):
+    import yaml
+
+    (tmp_path / "corpus.jsonl").write_text('{"user_id": "u1", "text": "hello there"}\n')
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "m", "path": f"fake:{tmp_path / 'corpus.jsonl'}"}],
+        "analyses": {"report": {"k": [1]}},
+        "redact": "yes" if case == "not-a-bool" else case == "show-text-in-config",
+        "render": {"show_text": case.startswith("show-text")},
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    extra = {"show-text-with-flag": ["--redact"], "key-file-without-redact": ["--redact-key-file", "k.key"]}
+    res = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml"), *extra.get(case, [])])
+    assert res.exit_code == 2, res.output
+    assert ("redact" in res.output) and len(res.output.strip().splitlines()) == 1, res.output
+    assert not (tmp_path / "run").exists()

@@ -591,6 +591,12 @@ def run_audit(
     redact = redact or cfg.redact
     if redact_key_file is not None and not redact:
         raise ConfigError("--redact-key-file needs --redact (or redact: true)", field="--redact-key-file")
+    if redact and cfg.render.show_text:  # --redact over a config that asks for text
+        raise ConfigError(
+            "a redacted audit is rendered without text",
+            field="render.show_text",
+            hint="set render.show_text: false, or run without --redact",
+        )
     run_dir = Path(cfg.resolve(cfg.out) or cfg.out)
     redactor = redactor_from(redact_key_file, run_dir=run_dir) if redact else None
     if redactor is not None:
