@@ -431,7 +431,8 @@ def test_a_stage_folder_is_copied_through_whitelists(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "case", ["not-a-bool", "show-text-in-config", "show-text-with-flag", "key-file-without-redact"]
+    "case",
+    ["not-a-bool", "show-text-in-config", "show-text-with-flag", "key-file-without-redact", "unredacted-run"],
 )
 def test_a_redacted_audit_refuses_what_would_show_text_before_any_write(tmp_path, case):
     import yaml
@@ -446,8 +447,18 @@ def test_a_redacted_audit_refuses_what_would_show_text_before_any_write(tmp_path
         "render": {"show_text": case.startswith("show-text")},
     }
     (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
-    extra = {"show-text-with-flag": ["--redact"], "key-file-without-redact": ["--redact-key-file", "k.key"]}
+    extra = {
+        "show-text-with-flag": ["--redact"],
+        "key-file-without-redact": ["--redact-key-file", "k.key"],
+        "unredacted-run": ["--redact"],
+    }
+    if case == "unredacted-run":  # a plain audit first: its report's ledger holds token ids
+        assert CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml"), "--quiet"]).exit_code == 0
+        before = sorted(p for p in (tmp_path / "run").rglob("*"))
     res = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml"), *extra.get(case, [])])
     assert res.exit_code == 2, res.output
     assert ("redact" in res.output) and len(res.output.strip().splitlines()) == 1, res.output
-    assert not (tmp_path / "run").exists()
+    if case == "unredacted-run":
+        assert sorted(p for p in (tmp_path / "run").rglob("*")) == before
+    else:
+        assert not (tmp_path / "run").exists()

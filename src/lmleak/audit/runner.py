@@ -28,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -430,8 +431,6 @@ class Auditor:
             run_stage(model, path, spec, work)
             redact_stage_dir(work, out, self.redactor)
         finally:
-            import shutil
-
             shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
     def _audit_model(self, name: str, path: str) -> dict[str, Any]:
