@@ -250,3 +250,215 @@ def test_a_redacted_run_is_not_rendered_with_text(corpus):
     res = CliRunner().invoke(app, ["render", str(run), "--show-text"])
     assert res.exit_code == 2 and "redacted" in res.output
     assert not (run / "report.html").exists()
+
+
+# ---------------------------------------------------------------------------------------- audits
+
+
+@pytest.fixture(scope="module")
+def audit_inputs(corpus):
+    """An audit config over the corpus: report, exposure, membership, probing and extraction."""
+
+    root, corpus_path, secrets, ids = corpus
+    texts = [json.loads(line)["text"] for line in corpus_path.read_text().splitlines()]
+    (root / "members.txt").write_text("\n".join(t.split("\n")[1] for t in texts if "\n" in t) + "\n")
+    from lmleak.data.synth.customersim import synthesize
+
+    unseen = synthesize(root / "unseen", users=4, dialogs_per_user=2, seed=9)
+    others = [json.loads(x)["text"].split("\n")[1] for x in unseen["corpus"].read_text().splitlines()]
+    (root / "non_members.txt").write_text("\n".join(others) + "\n")
+    # the probe's subjects also name relatives and universities: every subject value is a needle
+    subjects = [json.loads(x) for x in (corpus_path.parent / "subjects.jsonl").read_text().splitlines()]
+    names = {s["name"] for s in subjects} | {v for s in subjects for v in s["relations"].values()}
+    cfg = {
+        "corpus": {"path": str(corpus_path)},
+        "models": [{"name": "memorizer", "path": f"fake:{corpus_path}"}],
+        "analyses": {
+            "report": {"k": [1, 3]},
+            "exposure": {"canaries": str(corpus_path.parent / "canaries.jsonl")},
+            "mia": {"members": "members.txt", "non_members": "non_members.txt", "group_size": 4},
+            "probe": {"subjects": str(corpus_path.parent / "subjects.jsonl"), "level": "twin", "beams": 1},
+            "extract": {
+                "num_samples": 4,
+                "max_new_tokens": 8,
+                "top_n": 4,
+                "min_match_tokens": 6,
+                "prefix_tokens": 4,
+                "suffix_tokens": 4,
+                "discoverable_docs": 2,
+            },
+        },
+    }
+    return root, corpus_path, cfg, sorted(set(secrets) | names), ids
+
+
+def _audit(root: Path, cfg: dict, name: str, *extra: str, env: dict[str, str] | None = None):
+    import yaml
+
+    (root / f"{name}.yaml").write_text(yaml.safe_dump({**cfg, "out": name}))
+    res = _cli("audit", str(root / f"{name}.yaml"), *extra, env=env)
+    assert res.exit_code == 0, res.output
+    return root / name, res.output
+
+
+@pytest.mark.parametrize("redact", [True, False])
+def test_a_redacted_audit_holds_no_secret_canary_id_or_token(audit_inputs, monkeypatch, redact):
+    """Every stage of `lmleak audit --redact` (report, exposure, mia, probe, extract): every byte,
+    every Parquet value and every integer column decoded with the model's (digit-splitting)
+    tokenizer, the audit log and the console output. The unredacted audit is the positive control."""
+    import lmleak.audit.runner as runner
+
+    root, corpus_path, cfg, needles, ids = audit_inputs
+    model = _bpe_fake(corpus_path)
+    monkeypatch.setattr(runner, "load_model", lambda spec, *a, **k: model)
+    name = f"audit-{'redacted' if redact else 'plain'}"
+    run, logs = _audit(root, cfg, name, *(["--redact"] if redact else []), env={"LMLEAK_REDACT_KEY": KEY})
+    summary = json.loads((run / "summary.json").read_text())
+    stages = summary["models"]["memorizer"]["stages"]
+    assert set(stages) == {"report", "exposure", "mia", "probe", "extract"}, summary["models"]
+    head = summary["models"]["memorizer"]["headline"]
+    assert head["unique_sequences"] > 0 and head["max_exposure"] > 0  # the model did leak
+    assert summary["redacted"] is redact
+    found = _scan(run, model.tokenizer, [*needles, *ids, KEY], logs)
+    if redact:
+        assert summary["redaction"]["key"] == "environment variable LMLEAK_REDACT_KEY"
+        assert found == {}
+        assert not list(run.rglob("ledger")) and not list(run.rglob("*.png"))
+        for p in run.rglob("*.parquet"):
+            assert "token_ids" not in pq.read_schema(p).names
+        res = CliRunner().invoke(app, ["render", str(run), "--show-text"])
+        assert res.exit_code == 2 and "redacted" in res.output
+    else:  # the same scan finds the secrets, the canaries and the ids in the plain audit
+        assert set(ids) <= set(found)
+        canaries = [json.loads(x)["secret"] for x in (corpus_path.parent / "canaries.jsonl").open()]
+        assert set(canaries) <= set(found)
+        decoded = {s for s, hits in found.items() if any("decoded" in w for w in hits)}
+        assert set(canaries) <= decoded  # the ledger's token ids give them back
+
+
+def test_a_redacted_audit_hashes_ids_under_the_runs_one_key(audit_inputs, tmp_path):
+    """One key for every stage: the report's and the probe's hashed user ids join; a config's
+    `redact: true` is the same as --redact; a key file inside the run is refused before any write."""
+    root, corpus_path, cfg, _, _ = audit_inputs
+    probe = {**cfg["analyses"]["probe"], "templates": 1}
+    small = {**cfg, "analyses": {"report": {"k": [1]}, "probe": probe}, "redact": True}
+    key = tmp_path / "audit.key"
+    key.write_text("z" * 32)
+    run, _ = _audit(root, small, "audit-keyed", "--redact-key-file", str(key))
+    report_users = set(
+        pq.read_table(run / "models/memorizer/report/occurrences.parquet")["user_id"].to_pylist()
+    )
+    probe = pq.read_table(run / "models/memorizer/probe/likelihoods.parquet")
+    assert "subject_id" in probe.column_names and set(probe["subject_id"].to_pylist()) & report_users
+    assert json.loads((run / "summary.json").read_text())["redaction"]["key"] == "key file (outside the run)"
+    # a rerun under the same key resumes; under another key every stage runs again (ids must join)
+    _, again = _audit(root, small, "audit-keyed", "--redact-key-file", str(key))
+    assert again.count("complete, skipped") == 2, again
+    other = tmp_path / "other.key"
+    other.write_text("w" * 32)
+    _, rerun = _audit(root, small, "audit-keyed", "--redact-key-file", str(other))
+    assert "complete, skipped" not in rerun
+    rehashed = set(pq.read_table(run / "models/memorizer/report/occurrences.parquet")["user_id"].to_pylist())
+    assert rehashed.isdisjoint(report_users)
+    import yaml
+
+    (root / "inrun.yaml").write_text(yaml.safe_dump({**small, "out": "audit-inrun"}))
+    (root / "audit-inrun").mkdir()
+    (root / "audit-inrun" / "k.key").write_text("y" * 32)
+    res = CliRunner().invoke(
+        app, ["audit", str(root / "inrun.yaml"), "--redact-key-file", str(root / "audit-inrun" / "k.key")]
+    )
+    assert res.exit_code == 2 and "key" in res.output.lower(), res.output
+    assert sorted(p.name for p in (root / "audit-inrun").iterdir()) == ["k.key"]
+
+
+def test_a_bad_corpus_leaves_no_run_directory(tmp_path):
+    """The corpus is read before the run directory is created: a bad one exits 2 and leaves nothing."""
+    import yaml
+
+    (tmp_path / "corpus.jsonl").write_text('{"user_id": "u1", "text": "fine"}\n{not json\n')
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "m", "path": f"fake:{tmp_path / 'corpus.jsonl'}"}],
+        "analyses": {"report": {"k": [1]}},
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    res = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml")])
+    assert res.exit_code == 2, res.output
+    assert "corpus.jsonl" in res.output
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_stage_folder_is_copied_through_whitelists(tmp_path):
+    """redact_stage_dir: text columns and unknown JSON or files stay behind, ids are keyed, labels
+    and numbers are kept; a new text column is dropped without anyone listing it."""
+    import pandas as pd
+
+    from lmleak.report.redaction import Redactor, redact_stage_dir
+    from lmleak.runs import write_parquet
+
+    src = tmp_path / "stage"
+    write_parquet(
+        pd.DataFrame(
+            {
+                "subject_id": ["user-1"],
+                "target_type": ["phone"],
+                "prompt": ["The phone number of John Doe is"],
+                "brand_new_text": ["(555) 555-0100"],
+                "exact_match": [True],
+                "likelihood": [0.5],
+            }
+        ),
+        src / "likelihoods.parquet",
+    )
+    write_parquet(pd.DataFrame({"text": ["(555) 555-0100"], "rank": [1]}), src / "passes" / "p" / "s.parquet")
+    (src / "summary.json").write_text(
+        json.dumps({"attack": "propile", "auc": 0.7, "secret": "(555) 555-0100", "by_user": {"user-1": 1.0}})
+    )
+    (src / "model").mkdir()
+    (src / "model" / "tokenizer.json").write_text(json.dumps({"vocab": {"doe": 5}}))
+    (src / "roc.png").write_bytes(b"John Doe")
+    r = Redactor(b"r" * 32, "test")
+    written = redact_stage_dir(src, tmp_path / "out", r)
+    assert sorted(written) == ["likelihoods.parquet", "summary.json"]
+    table = pq.read_table(tmp_path / "out" / "likelihoods.parquet").to_pydict()
+    assert set(table) == {"subject_id", "target_type", "exact_match", "likelihood"}
+    assert table["subject_id"] == [r.hash("user-1", kind="user_id")] and table["target_type"] == ["phone"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["attack"] == "propile" and summary["auc"] == 0.7 and summary["secret"] is None
+    assert summary["redacted"] is True and "user-1" not in summary["by_user"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["not-a-bool", "show-text-in-config", "show-text-with-flag", "key-file-without-redact", "unredacted-run"],
+)
+def test_a_redacted_audit_refuses_what_would_show_text_before_any_write(tmp_path, case):
+    import yaml
+
+    (tmp_path / "corpus.jsonl").write_text('{"user_id": "u1", "text": "hello there"}\n')
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "m", "path": f"fake:{tmp_path / 'corpus.jsonl'}"}],
+        "analyses": {"report": {"k": [1]}},
+        "redact": "yes" if case == "not-a-bool" else case == "show-text-in-config",
+        "render": {"show_text": case.startswith("show-text")},
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    extra = {
+        "show-text-with-flag": ["--redact"],
+        "key-file-without-redact": ["--redact-key-file", "k.key"],
+        "unredacted-run": ["--redact"],
+    }
+    if case == "unredacted-run":  # a plain audit first: its report's ledger holds token ids
+        assert CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml"), "--quiet"]).exit_code == 0
+        before = sorted(p for p in (tmp_path / "run").rglob("*"))
+    res = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml"), *extra.get(case, [])])
+    assert res.exit_code == 2, res.output
+    assert ("redact" in res.output) and len(res.output.strip().splitlines()) == 1, res.output
+    if case == "unredacted-run":
+        assert sorted(p for p in (tmp_path / "run").rglob("*")) == before
+    else:
+        assert not (tmp_path / "run").exists()

@@ -42,6 +42,9 @@ models:                         # the model(s) under audit
 
 public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, leave-out, or base (a fine-tune's recorded base)
 device: auto                    # where models run: auto (a GPU when torch sees one), cpu, cuda, cuda:N
+redact: false                   # true: every stage writes only numbers, labels and keyed-hash ids (no text,
+                                # token ids, secrets or plain ids; key: --redact-key-file, $LMLEAK_REDACT_KEY
+                                # or random and discarded); same as `lmleak audit --redact`
 
 analyses:
   report:                       # training data leakage report (Inan et al.)
@@ -200,6 +203,7 @@ class AuditConfig:
     device: str | None = None  # None/auto: a GPU when torch sees one (lmleak.models.device)
     analyses: AnalysesSpec = field(default_factory=AnalysesSpec)
     render: RenderSpec = field(default_factory=RenderSpec)
+    redact: bool = False  # every stage's output redacted (lmleak.report.redaction)
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
     @typing.overload
@@ -294,7 +298,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         >>> parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analysis": {}})
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'?. Fix: allowed keys here: analyses, corpus, device, models, out, public_model, render
+        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'?. Fix: allowed keys here: analyses, corpus, device, models, out, public_model, redact, render
     """
     cfg = _build(AuditConfig, data, "", path)
     names = [m.name for m in cfg.models]
@@ -467,6 +471,13 @@ def validate_config(cfg: AuditConfig, *, path: str | None = None) -> AuditConfig
     exists and ``out`` is not a file. Run before any work starts (:func:`lmleak.audit.runner.run_audit`)."""
     _check_ranges(cfg, path)
     _check_paths(cfg, path)
+    if cfg.redact and cfg.render.show_text:
+        raise ConfigError(
+            "a redacted audit is rendered without text",
+            path=path,
+            field="render.show_text",
+            hint="set render.show_text: false, or redact: false",
+        )
     return cfg
 
 

@@ -10,6 +10,14 @@ Layout of a run directory::
       kart/scenarios.parquet        every stage's KART scenario, one row each
       report.html                   the self-contained report (owner-only)
 
+A redacted audit (``redact: true`` or ``lmleak audit --redact``) runs every stage into a private
+temporary folder outside the run and copies only its Parquet tables (through
+:func:`~lmleak.report.redaction.redact_table`: numbers, fixed labels and keyed-hash ids) and JSON
+summaries (through :func:`~lmleak.report.redaction.redact_json`) into ``models/<name>/<stage>/``;
+the report stage runs with its own redaction (no ledger kept), figures, shards, mined templates and
+retrained models stay in the temporary folder and are deleted. One key hashes every id of the run;
+it comes from the key file, ``$LMLEAK_REDACT_KEY`` or is random and discarded, and is never written.
+
 A stage is skipped on a rerun when its folder holds ``.complete.json`` with the same fingerprint
 (the stage's options, the model, the corpus path); change an option and that stage runs again.
 """
@@ -20,6 +28,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -30,7 +39,7 @@ from lmleak.attacks.membership import read_texts, run_membership
 from lmleak.audit.config import AuditConfig, to_dict, validate_config
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import CapabilityError
+from lmleak.errors import CapabilityError, ConfigError
 from lmleak.models.base import Capability
 from lmleak.models.device import requested_device, use_device
 from lmleak.models.loading import load_model
@@ -41,12 +50,18 @@ from lmleak.probe.templates import load_template_budgets, load_templates
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
 from lmleak.report.leakage import ReportConfig, run_report
+from lmleak.report.redaction import (
+    Redactor,
+    private_scratch,
+    redact_stage_dir,
+    redactor_from,
+    unredacted_leftovers,
+)
 from lmleak.runs import (
     atomic_write_json,
     atomic_write_text,
     open_run,
     read_summary,
-    secure_dir,
     write_parquet,
     write_summary,
 )
@@ -117,13 +132,21 @@ class Auditor:
     """Runs the stages of one config; see the module docstring."""
 
     def __init__(
-        self, cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None
+        self,
+        cfg: AuditConfig,
+        *,
+        force: bool = False,
+        echo: Callable[[str], None] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.cfg = cfg
         self.force = force
         self.echo = echo or (lambda s: None)
-        self.run = secure_dir(cfg.resolve(cfg.out) or cfg.out)
+        # not created here: run_audit loads the corpus first, so a bad corpus leaves no run behind
+        self.run = Path(cfg.resolve(cfg.out) or cfg.out)
+        self.redactor = redactor
         self._corpus: Any = None
+        self._scratch: Path | None = None  # a redacted run's private folder outside the run
 
     # ------------------------------------------------------------------ helpers
     def corpus(self) -> Any:
@@ -168,6 +191,7 @@ class Auditor:
             public_occurrences=spec.public_occurrences,
             pii_policy=spec.pii_policy,
             min_tokens=spec.min_tokens,
+            redact=self.redactor is not None,
         )
         run_report(
             model,
@@ -177,6 +201,7 @@ class Auditor:
             public_model=self.cfg.resolve(public) if public else None,
             model_dir=model_path if Path(model_path).is_dir() else None,
             anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
+            redactor=self.redactor,
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -356,7 +381,8 @@ class Auditor:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""
         if spec.templates != "mined":
             return str(self.cfg.resolve(spec.templates))
-        path = self.run / "probe-templates.yaml"
+        # mined templates quote the corpus: a redacted run keeps them in its private folder
+        path = (self._scratch or self.run) / "probe-templates.yaml"
         if not path.exists():
             write_templates(mine_templates(self.corpus(), subjects), path)
             log.info("probe templates mined from the corpus into %s", path)
@@ -378,6 +404,8 @@ class Auditor:
                 "title": Path(self.run).name,
                 "config": to_dict(self.cfg),
                 "models": {},
+                "redacted": self.redactor is not None,
+                **({"redaction": self.redactor.describe()} if self.redactor is not None else {}),
             }
             for m in self.cfg.models:
                 summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
@@ -390,6 +418,20 @@ class Auditor:
             log.removeHandler(handler)
             handler.close()
         return self.run
+
+    def _run_stage(self, stage: str, model: Any, path: str, spec: Any, out: Path) -> None:
+        """One stage into ``out``; redacted: into the private folder, then copied redacted."""
+        run_stage = getattr(self, f"stage_{stage}")
+        if self.redactor is None or stage == "report":  # the report redacts itself (no ledger kept)
+            run_stage(model, path, spec, out)
+            return
+        assert self._scratch is not None
+        work = self._scratch / "stages" / out.relative_to(self.run)
+        try:
+            run_stage(model, path, spec, work)
+            redact_stage_dir(work, out, self.redactor)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
     def _audit_model(self, name: str, path: str) -> dict[str, Any]:
         model = None
@@ -414,6 +456,9 @@ class Auditor:
                 self.cfg.corpus.path,
                 self.cfg.public_model,
                 *self._extra_fingerprint(stage),
+                # a redacted stage is complete only under the same key (its ids must join the others');
+                # an HMAC of a constant names the key without revealing it
+                *(() if self.redactor is None else ("redacted", self.redactor.hash("", kind="run-key"))),
             )
             rel = str(out.relative_to(self.run))
             why_not = (
@@ -438,7 +483,7 @@ class Auditor:
                 t0 = time.perf_counter()
                 try:
                     self.check_access(model, stage, spec)
-                    getattr(self, f"stage_{stage}")(model, path, spec, out)
+                    self._run_stage(stage, model, path, spec, out)
                 except CapabilityError as e:  # raised before any work: the model's access cannot support it
                     self.echo(f"[yellow]{name}/{stage}: skipped[/] — {e}")
                     log.warning("%s/%s: skipped: %s", name, stage, e)
@@ -523,18 +568,71 @@ class Auditor:
             write_parquet(pd.DataFrame(rows), self.run / "kart" / "scenarios.parquet")
 
 
-def run_audit(cfg: AuditConfig, *, force: bool = False, echo: Callable[[str], None] | None = None) -> Path:
+def run_audit(
+    cfg: AuditConfig,
+    *,
+    force: bool = False,
+    echo: Callable[[str], None] | None = None,
+    redact: bool = False,
+    redact_key_file: str | Path | None = None,
+) -> Path:
     """Run every configured stage (skipping complete ones) and write the report; returns the run dir.
+
+    ``redact`` (or the config's ``redact: true``) writes a redacted run (module docstring), its ids
+    hashed under the key of ``redact_key_file``, else ``$LMLEAK_REDACT_KEY``, else a random one.
+    The corpus is loaded and the key read before the run directory is created.
 
     Models load onto ``cfg.device`` (by default a GPU when torch sees one), unless ``lmleak --device``
     or a caller's :func:`~lmleak.models.device.use_device` already chose.
     """
 
     validate_config(cfg)  # every range, file and model, before the run directory is touched
+    redact = redact or cfg.redact
+    if redact_key_file is not None and not redact:
+        raise ConfigError("--redact-key-file needs --redact (or redact: true)", field="--redact-key-file")
+    if redact and cfg.render.show_text:  # --redact over a config that asks for text
+        raise ConfigError(
+            "a redacted audit is rendered without text",
+            field="render.show_text",
+            hint="set render.show_text: false, or run without --redact",
+        )
+    run_dir = Path(cfg.resolve(cfg.out) or cfg.out)
+    redactor = redactor_from(redact_key_file, run_dir=run_dir) if redact else None
+    if redactor is not None:
+        leftovers = unredacted_leftovers(run_dir) + [
+            str(p.relative_to(run_dir)) for p in _unredacted_stages(run_dir)
+        ]
+        if leftovers:
+            raise ConfigError(
+                f"{run_dir} already holds unredacted results ({', '.join(leftovers[:3])})",
+                field="out",
+                hint="give a new, empty run directory for a redacted audit",
+            )
     explicit = requested_device() != "auto"  # the command line wins over the config file
-    auditor = Auditor(cfg, force=force, echo=echo)
+    auditor = Auditor(cfg, force=force, echo=echo, redactor=redactor)
+    auditor.corpus()  # a corpus that cannot be read fails here, before the run directory exists
     with (
         use_device(None if explicit else cfg.device),
         open_run(auditor.run),
     ):  # locked, marked incomplete until done
-        return auditor()
+        if redactor is None:
+            return auditor()
+        with private_scratch() as scratch:
+            auditor._scratch = scratch
+            try:
+                return auditor()
+            finally:
+                auditor._scratch = None
+
+
+def _unredacted_stages(run_dir: Path) -> list[Path]:
+    """Stage summaries of an earlier unredacted audit in ``run_dir``."""
+    found = []
+    for p in sorted(run_dir.glob("models/*/*/summary.json")):
+        try:
+            redacted = json.loads(p.read_text(encoding="utf-8")).get("redacted")
+        except (OSError, ValueError):
+            redacted = None
+        if redacted is not True:
+            found.append(p.parent)
+    return found

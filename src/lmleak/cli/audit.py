@@ -169,6 +169,22 @@ def audit(
         bool, typer.Option("--example", help="Print a commented example config and exit.")
     ] = False,
     force: Annotated[bool, typer.Option(help="Rerun every stage, even complete ones.")] = False,
+    redact: Annotated[
+        bool,
+        typer.Option(
+            "--redact",
+            help="Every stage writes only numbers, labels and keyed-hash ids: no text, secrets, token ids "
+            "or plain ids anywhere in the run (same as `redact: true` in the config).",
+        ),
+    ] = False,
+    redact_key_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--redact-key-file",
+            help="HMAC key for redacted ids, kept outside the run "
+            "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -189,7 +205,13 @@ def audit(
         )
     quiet(quiet_ or json_out)
     cfg = load_config(config)
-    run = run_audit(cfg, force=force, echo=(lambda s: None) if (quiet_ or json_out) else err.print)
+    run = run_audit(
+        cfg,
+        force=force,
+        echo=(lambda s: None) if (quiet_ or json_out) else err.print,
+        redact=redact,
+        redact_key_file=redact_key_file,
+    )
     if json_out:
         from lmleak.render.headline import collect_headlines
 

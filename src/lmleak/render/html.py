@@ -549,8 +549,12 @@ def render_report(
     headlines = collect_headlines(run)
     stage_dirs = _stage_dirs(run, summary)
     redacted = [
-        name for name, stages in stage_dirs.items() if _summary_of(stages.get("report")).get("redacted")
+        name
+        for name, stages in stage_dirs.items()
+        if summary.get("redacted") is True or any(_summary_of(d).get("redacted") for d in stages.values())
     ]
+    if summary.get("redacted") is True and not redacted:
+        redacted = [str(summary.get("title") or run.name)]
     if show_text and redacted:
         from lmleak.errors import ConfigError
 

@@ -46,7 +46,7 @@ from lmleak.report.redaction import (
     unredacted_leftovers,
 )
 from lmleak.report.sequences import occurrences
-from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
+from lmleak.runs import open_run, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
@@ -194,7 +194,6 @@ def unique_owners(seqs: Any) -> list[str]:
     return sorted({u for us in rows["user_ids"] for u in us})
 
 
-@writes_run("out_dir")
 def run_report(
     model: Any,
     corpus: Corpus,
@@ -206,6 +205,7 @@ def run_report(
     leave_out_overrides: dict[str, Any] | None = None,
     anonymization: str = "identity",
     leave_out_folds: int | None = None,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """Run the whole report; returns the summary (also written to ``out_dir/summary.json``).
 
@@ -222,25 +222,28 @@ def run_report(
         leave_out_folds: leave-out models to train (see :class:`lmleak.report.public.FoldedPublic`;
             None: one, or two when the owners of unique sequences are most of the users).
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
+        redactor: with ``config.redact``, the run's key (an audit hashes every stage under one key);
+            None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
     """
 
     if not config.redact:
-        out = secure_dir(out_dir)
-        return _run_report(
-            model,
-            corpus,
-            out,
-            out,
-            config,
-            public_model=public_model,
-            model_dir=model_dir,
-            leave_out_overrides=leave_out_overrides,
-            anonymization=anonymization,
-            leave_out_folds=leave_out_folds,
-        )
+        with open_run(out_dir) as out:  # locked, marked incomplete until done
+            return _run_report(
+                model,
+                corpus,
+                out,
+                out,
+                config,
+                public_model=public_model,
+                model_dir=model_dir,
+                leave_out_overrides=leave_out_overrides,
+                anonymization=anonymization,
+                leave_out_folds=leave_out_folds,
+            )
     out = Path(out_dir)
     # every refusal comes before the run directory is created: a refused command leaves nothing
-    redactor = redactor_from(config.redact_key_file, run_dir=out)
+    if redactor is None:
+        redactor = redactor_from(config.redact_key_file, run_dir=out)
     leftovers = unredacted_leftovers(out)
     if leftovers:
         raise ConfigError(
@@ -254,10 +257,10 @@ def run_report(
             field="--index-cache",
             hint="put the index cache outside the run, or leave it out",
         )
-    out = secure_dir(out)
     # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
-    # folder outside the run, deleted however the report ends
-    with tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
+    # folder outside the run, deleted however the report ends; the run is opened (created, locked,
+    # marked incomplete) only now, after every refusal
+    with open_run(out), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
         os.chmod(scratch, 0o700)
         return _run_report(
             model,

@@ -26,8 +26,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import re
 import secrets
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,10 +42,73 @@ from lmleak.errors import ConfigError
 KEY_ENV = "LMLEAK_REDACT_KEY"
 #: Shortest key accepted (bytes): a short passphrase would let anyone with the run brute-force it.
 MIN_KEY_BYTES = 16
-#: Identifier columns replaced by their keyed hash.
-HASHED_COLUMNS = ("user_id", "doc_id", "sequence_id")
-#: Non-numeric columns a redacted table may keep (lists of numbers, PII type labels).
-SAFE_OBJECT_COLUMNS = ("context_lengths", "perplexities", "public_perplexities", "pii_types")
+#: Identifier columns replaced by their keyed hash (a probe subject is a user of the corpus).
+HASHED_COLUMNS = ("user_id", "doc_id", "sequence_id", "subject_id")
+#: The hash domain of a column when it is not the column's name: a probe subject's id is its user id,
+#: so the probe's rows join the report's users under the run's key.
+HASH_KIND = {"subject_id": "user_id"}
+#: Non-numeric columns a redacted table may keep (lists of numbers, PII type labels, and the fixed
+#: labels of the audit's stages: attack level and feature, ROC curve, method, PII target type).
+SAFE_OBJECT_COLUMNS = (
+    "context_lengths",
+    "perplexities",
+    "public_perplexities",
+    "pii_types",
+    "level",
+    "feature",
+    "curve",
+    "method",
+    "target_type",
+)
+#: Keys of a stage's JSON summary whose strings are kept in a redacted run: the fixed vocabulary of
+#: attacks, methods, scenarios and notes the code writes (never a value read from the data).
+SAFE_JSON_STRING_KEYS = frozenset(
+    {
+        "attack",
+        "mia_attack",
+        "mia_methods",
+        "methods",
+        "level",
+        "feature",
+        "target_type",
+        "access",
+        "anonymization",
+        "knowledge",
+        "resources",
+        "target",
+        "notation",
+        "notes",
+        "needs",
+        "rank_rule",
+        "combination",
+        "metrics",
+        "note",
+        "stage",
+        "kind",
+        "method",
+        "curve",
+        "blind_baseline_warning",
+        "mia_tpr_at_1pct_fpr_note",
+        "tpr_at_1pct_fpr_note",
+        "tpr_at_0.1pct_fpr_note",
+        "schema_version",
+        "lmleak_version",
+        "ids",
+        "hashed_columns",
+        "key",
+        "ledger",
+        "text",
+        "statement",
+        "verdict",
+    }
+)
+#: The JSON files of a stage a redacted run keeps (redacted): summaries and privacy records. Any
+#: other JSON (a trained model's tokenizer vocabulary, a pass's manifest) stays behind.
+REDACTED_JSON_FILES = ("summary.json", "dp_audit.json", "privacy.json")
+#: Dict keys kept as written in a redacted JSON summary: snake_case field names and labels (no
+#: hyphen or ``@``: ids such as ``user-0`` and e-mail addresses have them) and plain numbers (k);
+#: any other key (a user id, a name, a secret used as a key) is replaced by its keyed hash.
+_SAFE_JSON_KEY = re.compile(r"^(?:[a-z<>][a-z0-9_.%/<>]*|[0-9]{1,3})$")
 #: What a redacted run says about its ledger.
 LEDGER_NOTE = (
     "not kept: a redacted run holds no token ids; re-deriving S (another k, API hardening) needs "
@@ -153,7 +220,9 @@ def redact_table(df: Any, redactor: Redactor) -> Any:
     for col in df.columns:
         values = df[col]
         if col in HASHED_COLUMNS:
-            out[col] = pd.Series(redactor.hash_all(values.tolist(), kind=col), index=df.index, dtype=object)
+            out[col] = pd.Series(
+                redactor.hash_all(values.tolist(), kind=HASH_KIND.get(col, col)), index=df.index, dtype=object
+            )
         elif (
             col in SAFE_OBJECT_COLUMNS
             or pd.api.types.is_numeric_dtype(values)
@@ -162,6 +231,78 @@ def redact_table(df: Any, redactor: Redactor) -> Any:
             out[col] = values
         # anything else (text, contexts, user id lists, a column added later) is dropped
     return pd.DataFrame(out, index=df.index)
+
+
+def redact_json(value: Any, redactor: Redactor, *, key: str | None = None) -> Any:
+    """A JSON value with only numbers, booleans, nulls and the strings of :data:`SAFE_JSON_STRING_KEYS`
+    kept (a whitelist: a new text field is dropped until someone decides otherwise).
+
+    Strings under any other key become null; dict keys that are not snake_case labels are keyed-hashed.
+
+    Example:
+        >>> r = Redactor(b"k" * 32, "test")
+        >>> out = redact_json({"attack": "propile", "secret": "555-0100", "auc": 0.9, "by_user": {"U-7": 1}}, r)
+        >>> out["attack"], out["secret"], out["auc"], "U-7" in out["by_user"]
+        ('propile', None, 0.9, False)
+    """
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            name = str(k) if _SAFE_JSON_KEY.match(str(k)) else redactor.hash(str(k), kind="key")
+            out[name] = redact_json(v, redactor, key=str(k))
+        return out
+    if isinstance(value, list | tuple):
+        return [redact_json(v, redactor, key=key) for v in value]
+    if isinstance(value, str):
+        if key in HASHED_COLUMNS:
+            return redactor.hash(value, kind=HASH_KIND.get(key, key))
+        return value if key in SAFE_JSON_STRING_KEYS else None
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return None
+
+
+def redact_stage_dir(src: str | Path, dst: str | Path, redactor: Redactor) -> list[str]:
+    """Copy a stage's output folder ``src`` into ``dst`` redacted; returns the files written.
+
+    Parquet tables go through :func:`redact_table`, the JSON files of :data:`REDACTED_JSON_FILES`
+    through :func:`redact_json`; every other file (a tokenizer's vocabulary, figures, a pass's shards, models trained on the corpus, mined templates) is left
+    behind, to be deleted with ``src``.
+    """
+    import json
+
+    import pandas as pd
+
+    from lmleak.runs import atomic_write_json, secure_dir, write_parquet
+
+    src, dst = Path(src), secure_dir(dst)
+    written = []
+    for f in sorted(src.rglob("*")):
+        rel = f.relative_to(src)
+        if not f.is_file() or any(part.startswith(".") or part == "passes" for part in rel.parts):
+            continue  # markers, and the resumable shards of a pass (the stage has finished)
+        if f.suffix == ".parquet":
+            write_parquet(redact_table(pd.read_parquet(f), redactor), dst / rel)
+        elif f.name in REDACTED_JSON_FILES:
+            data = redact_json(json.loads(f.read_text(encoding="utf-8")), redactor)
+            if f.name == "summary.json" and isinstance(data, dict):
+                data = {**data, "redacted": True}
+            atomic_write_json(dst / rel, data)
+        else:
+            continue
+        written.append(str(rel))
+    return written
+
+
+@contextmanager
+def private_scratch() -> Iterator[Path]:
+    """A private (0700) temporary folder outside the run, deleted however the block ends."""
+    path = Path(tempfile.mkdtemp(prefix="lmleak-redacted-"))
+    try:
+        os.chmod(path, 0o700)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def unredacted_leftovers(run_dir: str | Path) -> list[str]:
