@@ -58,55 +58,6 @@ def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) ->
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 
-def _ledger_on_ray(
-    lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int, options: dict[str, Any]
-) -> None:
-    """Run the ledger pass on Ray; :func:`run_report` then finds it complete and reuses it
-    (same model, corpus and settings give the same fingerprint)."""
-    from lmleak.errors import ConfigError
-    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-    from lmleak.runs import secure_dir
-
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError(
-            "--engine ray needs the 'ray' package",
-            field="--engine",
-            hint="pip install ray, or use --engine local",
-        ) from None
-    started = not ray.is_initialized()
-    secure_dir(out_dir)
-    model_spec = ModelSpec(spec, allow_pickle=options["allow_pickle"], api_top_k=options["api_top_k"])
-    try:
-        run_ledger_pass(
-            lm,
-            corpus,
-            out_dir,
-            k=k,
-            shard_size=shard_size,
-            engine="ray",
-            ray_address=options["ray_address"],
-            num_workers=options["num_workers"],
-            num_gpus_per_worker=options["gpus_per_worker"],
-            model_spec=model_spec,
-        )
-    finally:
-        if started and ray.is_initialized():
-            ray.shutdown()
-
-
-def _ledger_on_vllm(lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int) -> None:
-    """Run the ledger pass through vLLM; :func:`run_report` then finds it complete and reuses it."""
-    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-    from lmleak.runs import secure_dir
-
-    secure_dir(out_dir)
-    run_ledger_pass(
-        lm, corpus, out_dir, k=k, shard_size=shard_size, engine="vllm", model_spec=ModelSpec(spec)
-    )
-
-
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
@@ -295,7 +246,8 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         if ctx.invoked_subcommand is not None:
             return
         from lmleak.errors import ConfigError
-        from lmleak.report.leakage import ReportConfig, as_int_list, run_report
+        from lmleak.report.engine import LedgerEngine, run_leakage_report
+        from lmleak.report.leakage import ReportConfig, as_int_list
 
         missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
         if missing:
@@ -354,33 +306,19 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         info(
             f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}"
         )
-        if engine == "ray":
-            _ledger_on_ray(
-                lm,
-                model,
-                data,
-                out_dir,
-                k=max(ks),
-                shard_size=cfg.shard_size,
-                options={
-                    "ray_address": ray_address,
-                    "num_workers": num_workers,
-                    "gpus_per_worker": gpus_per_worker,
-                    "allow_pickle": allow_pickle,
-                    "api_top_k": api_top_k,
-                },
-            )
-        elif engine == "vllm":
-            _ledger_on_vllm(lm, model, data, out_dir, k=max(ks), shard_size=cfg.shard_size)
-        summary = run_report(
+        result = run_leakage_report(
             lm,
             data,
             out_dir,
             cfg,
+            model=model,
+            engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
             public_model=public_model,
-            model_dir=Path(model) if Path(model).is_dir() else None,
             leave_out_folds=leave_out_folds,
+            allow_pickle=allow_pickle,
+            api_top_k=api_top_k,
         )
+        summary = result.summary
         if json_out:
             print_json(summary)
         elif not quiet_:
