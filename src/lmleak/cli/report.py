@@ -58,6 +58,55 @@ def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) ->
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 
+def _check_options(
+    ks: tuple[int, ...],
+    *,
+    t: float,
+    p: int | None,
+    public_scope: str,
+    engine: str,
+    api_top_k: int | None,
+    public_context_tokens: int | None,
+    public_occurrences: int,
+    min_tokens: int,
+    num_workers: int,
+    gpus_per_worker: float,
+    redact: bool,
+    redact_key_file: Path | None,
+) -> None:
+    """Refuse bad ``lmleak report`` options before the corpus or the model is loaded."""
+    from lmleak.errors import ConfigError
+
+    if public_scope not in ("unique", "all"):
+        raise ConfigError(f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all")
+    if any(v < 1 for v in ks):
+        raise ConfigError("k must be >= 1", field="k")
+    if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
+        raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
+    if p is not None and p < 0:
+        raise ConfigError(f"p must be >= 0, got {p}", field="--p")
+    if engine not in ("local", "ray", "vllm"):
+        raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
+    if engine == "vllm" and api_top_k is not None:
+        raise ConfigError(
+            "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
+        )
+    if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
+        raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
+    if min_tokens < 1:
+        raise ConfigError("must be >= 1", field="--min-tokens")
+    if num_workers < 1 or gpus_per_worker < 0:
+        raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
+    if redact and engine == "ray":
+        raise ConfigError(
+            "a redacted report builds its ledger outside the run, on the local engine",
+            field="--engine",
+            hint="drop --engine ray, or run without --redact",
+        )
+    if redact_key_file is not None and not redact:
+        raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
+
+
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
@@ -128,6 +177,7 @@ def _print_table(df: Any, title: str) -> None:
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add ``lmleak report`` and its study sub-commands."""
+    # long only because Typer declares every sub-command's options in its signature; the bodies are short
     report_app = typer.Typer(
         cls=_ReportGroup,
         invoke_without_command=True,
@@ -243,6 +293,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         quiet_: QuietOpt = False,
     ) -> None:
         """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
+        # long only because of the option declarations above: check, load, call one function, print
         if ctx.invoked_subcommand is not None:
             return
         from lmleak.errors import ConfigError
@@ -257,36 +308,21 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         quiet(quiet_ or json_out)
         assert model is not None and corpus is not None and out_dir is not None
         ks = as_int_list(k)
-        if public_scope not in ("unique", "all"):
-            raise ConfigError(
-                f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all"
-            )
-        if any(v < 1 for v in ks):
-            raise ConfigError("k must be >= 1", field="k")
-        if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
-            raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
-        if p is not None and p < 0:
-            raise ConfigError(f"p must be >= 0, got {p}", field="--p")
-        if engine not in ("local", "ray", "vllm"):
-            raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
-        if engine == "vllm" and api_top_k is not None:
-            raise ConfigError(
-                "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
-            )
-        if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
-            raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
-        if min_tokens < 1:
-            raise ConfigError("must be >= 1", field="--min-tokens")
-        if num_workers < 1 or gpus_per_worker < 0:
-            raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
-        if redact and engine == "ray":
-            raise ConfigError(
-                "a redacted report builds its ledger outside the run, on the local engine",
-                field="--engine",
-                hint="drop --engine ray, or run without --redact",
-            )
-        if redact_key_file is not None and not redact:
-            raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
+        _check_options(
+            ks,
+            t=t,
+            p=p,
+            public_scope=public_scope,
+            engine=engine,
+            api_top_k=api_top_k,
+            public_context_tokens=public_context_tokens,
+            public_occurrences=public_occurrences,
+            min_tokens=min_tokens,
+            num_workers=num_workers,
+            gpus_per_worker=gpus_per_worker,
+            redact=redact,
+            redact_key_file=redact_key_file,
+        )
         cfg = ReportConfig(
             ks=ks,
             t=t,
