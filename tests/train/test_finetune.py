@@ -13,7 +13,6 @@ import math
 import pytest
 import torch
 from safetensors.torch import load_file
-from tests.train.test_trainer import tiny_corpus
 from typer.testing import CliRunner
 
 from lmleak.errors import ConfigError, ModelError
@@ -27,6 +26,7 @@ from lmleak.train.finetune import (
     resolve_precision,
 )
 from lmleak.train.plain import batch_tensors, encode_chunks, sequence_losses
+from tests.train.test_trainer import tiny_corpus
 
 
 def make_tiny_llama(path, texts, *, tied: bool = True, seed: int = 0):

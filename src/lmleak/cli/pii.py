@@ -120,57 +120,38 @@ def detect_cmd(
     q: QuietOpt = False,
 ) -> None:
     """Print (or save) the PII spans a policy detects, and the counts per entity."""
-    import json
-    from collections import Counter
-
     from lmleak.errors import InputError
-    from lmleak.pii.spans import detect_many
+    from lmleak.pii.detect import detect_in_corpus, detect_in_text
 
     quiet(q or as_json)
     if (corpus is None) == (text is None):
         raise InputError("give exactly one of --corpus and --text", field="corpus")
     if text is not None:
-        docs = [("text", "-", text)]
+        result = detect_in_text(_policy(policy, recall, seed, 1.0), text, name=policy)
     else:
         assert corpus is not None  # exactly one of the two, checked above
-        docs = [(d.doc_id, d.user_id, d.text) for d in _load(corpus)]
-    pol = _policy(policy, recall, seed, 1.0)
-    found = detect_many(pol, [d[2] for d in docs])
-    rows: list[dict[str, Any]] = [
-        {
-            "doc_id": doc_id,
-            "user_id": uid,
-            "start": s.start,
-            "end": s.end,
-            "entity": s.entity,
-            "score": round(s.score, 4),
-            "value": t[s.start : s.end],
-        }  # fmt: skip
-        for (doc_id, uid, t), spans in zip(docs, found, strict=True)
-        for s in spans
-    ]
-    counts = Counter(r["entity"] for r in rows)
+        docs = _load(corpus)  # the corpus is read before the policy is built, as before
+        result = detect_in_corpus(_policy(policy, recall, seed, 1.0), docs, name=policy)
+    rows = result.rows()
     if save is not None:
-        from lmleak.runs import atomic_write_text
-
-        atomic_write_text(save, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+        result.write_jsonl(save)
     if as_json:
-        print_json({"policy": getattr(pol, "name", policy), "counts": dict(sorted(counts.items())),
+        print_json({"policy": result.policy, "counts": result.counts,
                     "spans": rows if text is not None or save is None else len(rows)})  # fmt: skip
         return
     from rich.table import Table
 
     if text is not None:
-        t = Table(title=f"spans found by {getattr(pol, 'name', policy)}")
+        t = Table(title=f"spans found by {result.policy}")
         for col in ("start", "end", "entity", "score", "value"):
             t.add_column(col)
         for r in rows:
             t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", r["value"])
         out.print(t)
-    t = Table(title=f"detections per entity ({len(docs)} documents)")
+    t = Table(title=f"detections per entity ({result.documents} documents)")
     t.add_column("entity")
     t.add_column("count", justify="right")
-    for ent, n in sorted(counts.items()):
+    for ent, n in result.counts.items():
         t.add_row(ent, str(n))
     out.print(t)
 

@@ -58,53 +58,53 @@ def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) ->
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 
-def _ledger_on_ray(
-    lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int, options: dict[str, Any]
+def _check_options(
+    ks: tuple[int, ...],
+    *,
+    t: float,
+    p: int | None,
+    public_scope: str,
+    engine: str,
+    api_top_k: int | None,
+    public_context_tokens: int | None,
+    public_occurrences: int,
+    min_tokens: int,
+    num_workers: int,
+    gpus_per_worker: float,
+    redact: bool,
+    redact_key_file: Path | None,
 ) -> None:
-    """Run the ledger pass on Ray; :func:`run_report` then finds it complete and reuses it
-    (same model, corpus and settings give the same fingerprint)."""
+    """Refuse bad ``lmleak report`` options before the corpus or the model is loaded."""
     from lmleak.errors import ConfigError
-    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-    from lmleak.runs import secure_dir
 
-    try:
-        import ray
-    except ImportError:
+    if public_scope not in ("unique", "all"):
+        raise ConfigError(f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all")
+    if any(v < 1 for v in ks):
+        raise ConfigError("k must be >= 1", field="k")
+    if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
+        raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
+    if p is not None and p < 0:
+        raise ConfigError(f"p must be >= 0, got {p}", field="--p")
+    if engine not in ("local", "ray", "vllm"):
+        raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
+    if engine == "vllm" and api_top_k is not None:
         raise ConfigError(
-            "--engine ray needs the 'ray' package",
-            field="--engine",
-            hint="pip install ray, or use --engine local",
-        ) from None
-    started = not ray.is_initialized()
-    secure_dir(out_dir)
-    model_spec = ModelSpec(spec, allow_pickle=options["allow_pickle"], api_top_k=options["api_top_k"])
-    try:
-        run_ledger_pass(
-            lm,
-            corpus,
-            out_dir,
-            k=k,
-            shard_size=shard_size,
-            engine="ray",
-            ray_address=options["ray_address"],
-            num_workers=options["num_workers"],
-            num_gpus_per_worker=options["gpus_per_worker"],
-            model_spec=model_spec,
+            "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
         )
-    finally:
-        if started and ray.is_initialized():
-            ray.shutdown()
-
-
-def _ledger_on_vllm(lm: Any, spec: str, corpus: Any, out_dir: Path, *, k: int, shard_size: int) -> None:
-    """Run the ledger pass through vLLM; :func:`run_report` then finds it complete and reuses it."""
-    from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-    from lmleak.runs import secure_dir
-
-    secure_dir(out_dir)
-    run_ledger_pass(
-        lm, corpus, out_dir, k=k, shard_size=shard_size, engine="vllm", model_spec=ModelSpec(spec)
-    )
+    if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
+        raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
+    if min_tokens < 1:
+        raise ConfigError("must be >= 1", field="--min-tokens")
+    if num_workers < 1 or gpus_per_worker < 0:
+        raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
+    if redact and engine == "ray":
+        raise ConfigError(
+            "a redacted report builds its ledger outside the run, on the local engine",
+            field="--engine",
+            hint="drop --engine ray, or run without --redact",
+        )
+    if redact_key_file is not None and not redact:
+        raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
 
 
 def _print_summary(summary: dict[str, Any], title: str) -> None:
@@ -177,6 +177,7 @@ def _print_table(df: Any, title: str) -> None:
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add ``lmleak report`` and its study sub-commands."""
+    # long only because Typer declares every sub-command's options in its signature; the bodies are short
     report_app = typer.Typer(
         cls=_ReportGroup,
         invoke_without_command=True,
@@ -292,10 +293,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         quiet_: QuietOpt = False,
     ) -> None:
         """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
+        # long only because of the option declarations above: check, load, call one function, print
         if ctx.invoked_subcommand is not None:
             return
         from lmleak.errors import ConfigError
-        from lmleak.report.leakage import ReportConfig, as_int_list, run_report
+        from lmleak.report.engine import LedgerEngine, run_leakage_report
+        from lmleak.report.leakage import ReportConfig, as_int_list
 
         missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
         if missing:
@@ -305,36 +308,21 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         quiet(quiet_ or json_out)
         assert model is not None and corpus is not None and out_dir is not None
         ks = as_int_list(k)
-        if public_scope not in ("unique", "all"):
-            raise ConfigError(
-                f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all"
-            )
-        if any(v < 1 for v in ks):
-            raise ConfigError("k must be >= 1", field="k")
-        if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
-            raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
-        if p is not None and p < 0:
-            raise ConfigError(f"p must be >= 0, got {p}", field="--p")
-        if engine not in ("local", "ray", "vllm"):
-            raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
-        if engine == "vllm" and api_top_k is not None:
-            raise ConfigError(
-                "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
-            )
-        if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
-            raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
-        if min_tokens < 1:
-            raise ConfigError("must be >= 1", field="--min-tokens")
-        if num_workers < 1 or gpus_per_worker < 0:
-            raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
-        if redact and engine == "ray":
-            raise ConfigError(
-                "a redacted report builds its ledger outside the run, on the local engine",
-                field="--engine",
-                hint="drop --engine ray, or run without --redact",
-            )
-        if redact_key_file is not None and not redact:
-            raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
+        _check_options(
+            ks,
+            t=t,
+            p=p,
+            public_scope=public_scope,
+            engine=engine,
+            api_top_k=api_top_k,
+            public_context_tokens=public_context_tokens,
+            public_occurrences=public_occurrences,
+            min_tokens=min_tokens,
+            num_workers=num_workers,
+            gpus_per_worker=gpus_per_worker,
+            redact=redact,
+            redact_key_file=redact_key_file,
+        )
         cfg = ReportConfig(
             ks=ks,
             t=t,
@@ -354,33 +342,19 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         info(
             f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}"
         )
-        if engine == "ray":
-            _ledger_on_ray(
-                lm,
-                model,
-                data,
-                out_dir,
-                k=max(ks),
-                shard_size=cfg.shard_size,
-                options={
-                    "ray_address": ray_address,
-                    "num_workers": num_workers,
-                    "gpus_per_worker": gpus_per_worker,
-                    "allow_pickle": allow_pickle,
-                    "api_top_k": api_top_k,
-                },
-            )
-        elif engine == "vllm":
-            _ledger_on_vllm(lm, model, data, out_dir, k=max(ks), shard_size=cfg.shard_size)
-        summary = run_report(
+        result = run_leakage_report(
             lm,
             data,
             out_dir,
             cfg,
+            model=model,
+            engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
             public_model=public_model,
-            model_dir=Path(model) if Path(model).is_dir() else None,
             leave_out_folds=leave_out_folds,
+            allow_pickle=allow_pickle,
+            api_top_k=api_top_k,
         )
+        summary = result.summary
         if json_out:
             print_json(summary)
         elif not quiet_:

@@ -260,6 +260,7 @@ def sequence_features(
     Returns:
         ``(sequences, occurrences)`` as pandas DataFrames.
     """
+    # long: one linear pass whose steps share the same occurrence arrays (starts, ends, codes, order)
     import pandas as pd
 
     occ = occ.copy()

@@ -277,26 +277,21 @@ def run_report(
         )
 
 
-def _run_report(
+def _public_model(
+    public_model: Any | str | None,
     model: Any,
     corpus: Corpus,
-    out: Path,
-    work: Path,
+    ledger: Ledger,
+    index: Any,
     config: ReportConfig,
+    work: Path,
     *,
-    public_model: Any | str | None,
     model_dir: str | Path | None,
     leave_out_overrides: dict[str, Any] | None,
-    anonymization: str,
     leave_out_folds: int | None,
-    redactor: Redactor | None = None,
-) -> dict[str, Any]:
-    """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
-    temporary folder for a redacted run) and the tables and summary under ``out``."""
-
-    ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
-    with stage("report: corpus index"):
-        index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
+) -> tuple[Any, dict[str, Any] | None]:
+    """The public model of the leakage epsilon (a spec, ``leave-out``, ``base``, a loaded model or
+    None), loaded or trained, and what the summary records about it."""
     public_info: dict[str, Any] | None = None
     pub = public_model
     if isinstance(pub, str | Path) and str(pub) == LEAVE_OUT:
@@ -325,6 +320,41 @@ def _run_report(
     if pub is not None:
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
         public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
+    return pub, public_info
+
+
+def _run_report(
+    model: Any,
+    corpus: Corpus,
+    out: Path,
+    work: Path,
+    config: ReportConfig,
+    *,
+    public_model: Any | str | None,
+    model_dir: str | Path | None,
+    leave_out_overrides: dict[str, Any] | None,
+    anonymization: str,
+    leave_out_folds: int | None,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
+    temporary folder for a redacted run) and the tables and summary under ``out``."""
+
+    ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
+    with stage("report: corpus index"):
+        index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
+    pub, public_info = _public_model(
+        public_model,
+        model,
+        corpus,
+        ledger,
+        index,
+        config,
+        work,
+        model_dir=model_dir,
+        leave_out_overrides=leave_out_overrides,
+        leave_out_folds=leave_out_folds,
+    )
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
         seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
 

@@ -105,6 +105,50 @@ def _plot(path: Path, draw: Any) -> Path:
     return path
 
 
+def _snapshot_figures(out: Path, table: Any, useqs: Any) -> None:
+    """Fig. 5 a-c of paper 001 from the per-epoch table and the unique sequences of every epoch."""
+    epochs = table["epoch"].tolist()
+
+    def fig_a(ax: Any) -> None:
+        ax.plot(epochs, table["train_perplexity"], marker="o", label="train")
+        if table["val_perplexity"].notna().any():
+            ax.plot(epochs, table["val_perplexity"], marker="o", label="validation")
+        ax.set(xlabel="epoch", ylabel="perplexity (per token)", title="Perplexity per epoch")
+        ax.legend()
+
+    def fig_b(ax: Any) -> None:
+        if len(useqs):
+            lengths = sorted(useqs["length_tokens"].unique())
+            width = 0.8 / max(len(epochs), 1)
+            for j, e in enumerate(epochs):
+                cnt = useqs[useqs["epoch"] == e]["length_tokens"].value_counts()
+                ax.bar(
+                    np.arange(len(lengths)) + j * width,
+                    [int(cnt.get(x, 0)) for x in lengths],
+                    width,
+                    label=f"epoch {e}",
+                )
+            ax.set_xticks(np.arange(len(lengths)) + 0.4 - width / 2, [str(x) for x in lengths])
+            ax.legend(fontsize=7)
+        ax.set(
+            xlabel="unique sequence length (tokens)",
+            ylabel="# unique sequences",
+            title="Unique sequence lengths per epoch",
+        )
+
+    def fig_c(ax: Any) -> None:
+        data = [useqs[useqs["epoch"] == e]["perplexity"].dropna().to_numpy() for e in epochs]
+        keep = [(e, d) for e, d in zip(epochs, data, strict=True) if d.size]
+        if keep:
+            ax.violinplot([d for _, d in keep], positions=[e for e, _ in keep], showmedians=True)
+            ax.set_yscale("log")
+        ax.set(xlabel="epoch", ylabel="perplexity (per word)", title="Perplexity of unique sequences")
+
+    _plot(out / "fig5a_perplexity.png", fig_a)
+    _plot(out / "fig5b_unique_lengths.png", fig_b)
+    _plot(out / "fig5c_unique_perplexity.png", fig_c)
+
+
 @writes_run("out_dir")
 def snapshot_study(
     model_dir: str | Path,
@@ -153,46 +197,7 @@ def snapshot_study(
     useqs = pd.DataFrame(uniq, columns=["epoch", "length_tokens", "perplexity"])
     write_parquet(table, out / "snapshots.parquet")
     write_parquet(useqs, out / "snapshot_sequences.parquet")
-    epochs = table["epoch"].tolist()
-
-    def fig_a(ax: Any) -> None:
-        ax.plot(epochs, table["train_perplexity"], marker="o", label="train")
-        if table["val_perplexity"].notna().any():
-            ax.plot(epochs, table["val_perplexity"], marker="o", label="validation")
-        ax.set(xlabel="epoch", ylabel="perplexity (per token)", title="Perplexity per epoch")
-        ax.legend()
-
-    def fig_b(ax: Any) -> None:
-        if len(useqs):
-            lengths = sorted(useqs["length_tokens"].unique())
-            width = 0.8 / max(len(epochs), 1)
-            for j, e in enumerate(epochs):
-                cnt = useqs[useqs["epoch"] == e]["length_tokens"].value_counts()
-                ax.bar(
-                    np.arange(len(lengths)) + j * width,
-                    [int(cnt.get(x, 0)) for x in lengths],
-                    width,
-                    label=f"epoch {e}",
-                )
-            ax.set_xticks(np.arange(len(lengths)) + 0.4 - width / 2, [str(x) for x in lengths])
-            ax.legend(fontsize=7)
-        ax.set(
-            xlabel="unique sequence length (tokens)",
-            ylabel="# unique sequences",
-            title="Unique sequence lengths per epoch",
-        )
-
-    def fig_c(ax: Any) -> None:
-        data = [useqs[useqs["epoch"] == e]["perplexity"].dropna().to_numpy() for e in epochs]
-        keep = [(e, d) for e, d in zip(epochs, data, strict=True) if d.size]
-        if keep:
-            ax.violinplot([d for _, d in keep], positions=[e for e, _ in keep], showmedians=True)
-            ax.set_yscale("log")
-        ax.set(xlabel="epoch", ylabel="perplexity (per word)", title="Perplexity of unique sequences")
-
-    _plot(out / "fig5a_perplexity.png", fig_a)
-    _plot(out / "fig5b_unique_lengths.png", fig_b)
-    _plot(out / "fig5c_unique_perplexity.png", fig_c)
+    _snapshot_figures(out, table, useqs)
     write_summary(out, {"stage": "report_snapshots", "k": k, "epochs": table.to_dict("records")})
     return table
 

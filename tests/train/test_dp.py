@@ -8,12 +8,12 @@ import math
 
 import pytest
 import torch
-from tests.train.test_trainer import tiny_corpus
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.train.config import TrainConfig
 from lmleak.train.plain import batch_tensors, encode_chunks, forward_logits, sequence_losses
 from lmleak.train.trainer import build_module, train_model
+from tests.train.test_trainer import tiny_corpus
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,49 @@
+"""The blind baseline's pieces: n-gram features and the logistic fit, against slow definitions.
+
+The baseline on biased and unbiased splits is tested in tests/attacks/test_mia_methods.py.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+from lmleak.attacks.blind import WARN_MARGIN, blind_warning, fit_logistic, ngram_features
+
+
+def _loss(theta, X, y, l2):
+    """The objective written out row by row."""
+    d = X.shape[1]
+    w, b = theta[:d], theta[d]
+    total = 0.0
+    for i in range(X.shape[0]):
+        s = 2.0 * y[i] - 1.0
+        total += np.logaddexp(0.0, -s * (X[i] @ w + b))
+    return total + 0.5 * l2 * w @ w
+
+
+def test_newton_cg_reaches_the_minimum_a_generic_optimiser_finds():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 5))
+    y = (X[:, 0] - 0.5 * X[:, 2] + rng.normal(scale=0.8, size=40) > 0).astype(float)
+    w, b = fit_logistic(X, y, l2=0.7)
+    slow = minimize(_loss, np.zeros(6), args=(X, y, 0.7), method="BFGS").x
+    assert np.r_[w, b] == pytest.approx(slow, abs=1e-4)
+    # the intercept is not penalised: the bias's gradient alone is zero at the optimum
+    p = 1.0 / (1.0 + np.exp(-(X @ w + b)))
+    assert abs((p - y).sum()) < 1e-5
+
+
+def test_ngram_rows_are_unit_length_and_equal_texts_get_equal_rows():
+    X = ngram_features(["the cat sat", "the cat sat", "a dog ran far"], dim=256).toarray()
+    assert np.linalg.norm(X, axis=1) == pytest.approx([1.0, 1.0, 1.0])
+    assert np.array_equal(X[0], X[1]) and X[0] @ X[2] < 0.99
+
+
+def test_the_warning_starts_within_the_margin_of_the_best_finite_attack():
+    aucs = {"loss": 0.99, "zlib": 0.7, "broken": float("nan")}
+    assert blind_warning(0.99 - WARN_MARGIN - 1e-6, aucs) is None
+    text = blind_warning(0.99 - WARN_MARGIN + 1e-6, aucs)
+    assert text is not None and "(loss, AUC 0.990)" in text
+    assert blind_warning(0.99, {"broken": float("nan")}) is None

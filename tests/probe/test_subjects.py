@@ -1,0 +1,45 @@
+"""Subjects files: JSONL or one (pretty-printed) object, ids filled in, errors naming the line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.errors import DataFileError
+from lmleak.probe.subjects import read_subjects, write_subjects
+
+ANN = {"name": "Ann Example", "email": "ann@example.org", "relations": {"father": "Bob Example"}}
+
+
+def test_jsonl_round_trip_fills_ids_from_user_id_or_position(tmp_path):
+    subjects = [ANN, {"name": "Bob Example", "user_id": 7}, {"name": "Cy", "subject_id": 3, "extra": "kept"}]
+    p = write_subjects(subjects, tmp_path / "s.jsonl")
+    back = read_subjects(p)
+    assert [s["subject_id"] for s in back] == ["s1", "7", "3"]
+    assert back[2]["extra"] == "kept" and back[0]["relations"] == ANN["relations"]
+
+
+def test_one_pretty_printed_object_is_one_subject(tmp_path):
+    p = tmp_path / "me.json"
+    p.write_text(json.dumps(ANN, indent=2))
+    assert read_subjects(p) == [{**ANN, "subject_id": "s1"}]
+    p.write_text(json.dumps(ANN))  # one line, no newline
+    assert len(read_subjects(p)) == 1
+
+
+@pytest.mark.parametrize(
+    "text,line,message",
+    [
+        ('{"name": "A"}\n\n{"name": \n', 3, "not valid JSON"),
+        ('{"name": "A"}\n[1, 2]\n', 2, "expected a JSON object"),
+        ('{"name": "A"}\n{"email": "x@example.org"}\n', 2, "has no name"),
+        ("\n\n", None, "no subjects"),
+    ],
+)
+def test_bad_files_name_the_line(tmp_path, text, line, message):
+    p = tmp_path / "s.jsonl"
+    p.write_text(text)
+    with pytest.raises(DataFileError, match=message) as e:
+        read_subjects(p)
+    assert (f"s.jsonl:{line}:" in str(e.value)) if line else "s.jsonl" in str(e.value)

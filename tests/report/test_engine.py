@@ -1,0 +1,53 @@
+"""report.engine: the local engine is run_report itself; bad engines are refused before any work.
+
+The Ray engine is compared with the local one end to end in tests/scale/test_ray_report.py, the vLLM
+engine in tests/models/test_vllm_engine.py.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.data.corpus import Corpus, Document
+from lmleak.errors import ConfigError
+from lmleak.models.fake import FakeLM
+from lmleak.report.engine import LedgerEngine, run_leakage_report
+from lmleak.report.leakage import ReportConfig, run_report
+from lmleak.runs import to_json
+
+TEXTS = [
+    "alice pays with card 4 4 1 2",
+    "the weather is nice today",
+    "bob lives at 12 oak road",
+    "the weather is nice today",
+]
+
+
+def _corpus() -> Corpus:
+    return Corpus([Document(f"u{i % 3}", f"d{i}", t) for i, t in enumerate(TEXTS)])
+
+
+def test_local_engine_gives_the_report_of_run_report(tmp_path):
+    lm, cfg = FakeLM.from_texts(TEXTS), ReportConfig(ks=(1, 2))
+    run = run_leakage_report(lm, _corpus(), tmp_path / "a", cfg, model="fake-not-a-dir")
+    direct = run_report(FakeLM.from_texts(TEXTS), _corpus(), tmp_path / "b", cfg)
+    assert run.engine == "local" and run.out_dir == tmp_path / "a"
+    assert run.summary["by_k"] == direct["by_k"] and run.summary["num_tokens"] == direct["num_tokens"] > 0
+    written = json.loads((tmp_path / "a" / "summary.json").read_text(encoding="utf-8"))
+    summary = json.loads(to_json(run.summary))
+    assert {k: written[k] for k in summary} == summary  # the file adds the schema fields in front
+
+
+def test_an_unknown_engine_is_refused_before_anything_is_written(tmp_path):
+    with pytest.raises(ConfigError, match="unknown engine 'spark'"):
+        run_leakage_report(
+            FakeLM.from_texts(TEXTS),
+            _corpus(),
+            tmp_path / "run",
+            ReportConfig(),
+            model="x",
+            engine=LedgerEngine("spark"),
+        )
+    assert not (tmp_path / "run").exists()

@@ -1,0 +1,46 @@
+"""Reading the KART scenarios a run recorded, and paper 004's notation of a record."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.errors import RunError
+from lmleak.scenarios import scenario_record
+from lmleak.scenarios.describe import notation, run_scenarios
+from lmleak.scenarios.types import Scenario
+
+
+def _rec(**kw):
+    return scenario_record(
+        **{"attack": "membership_inference", "access": "scores", "target": "membership", **kw}
+    )
+
+
+def test_notation_is_the_scenarios_own():
+    rec = _rec(knowledge=("candidate_texts",), resources=("reference_model",))
+    assert notation({**rec, "notation": "ignored"}) == Scenario.from_dict(rec).notation()
+
+
+def test_a_run_with_several_scenarios_lists_them_labelled_and_one_scenario_is_run(tmp_path):
+    many = tmp_path / "many"
+    many.mkdir()
+    recs = {"plain": _rec(), "dp": _rec(anonymization="dp:8")}
+    (many / "summary.json").write_text(json.dumps({"scenarios": {**recs, "note": "not a record"}}))
+    found = run_scenarios(many)
+    assert [label for label, _ in found] == ["plain", "dp"]
+    assert [s for _, s in found] == [Scenario.from_dict(r) for r in recs.values()]
+    one = tmp_path / "one.json"
+    one.write_text(json.dumps({"scenario": _rec()}))
+    assert run_scenarios(one) == [("run", Scenario.from_dict(_rec()))]
+
+
+@pytest.mark.parametrize(
+    "content,message", [(None, "no summary.json"), ("{", "not valid JSON"), ("{}", "no KART")]
+)
+def test_runs_without_a_scenario_are_refused(tmp_path, content, message):
+    if content is not None:
+        (tmp_path / "summary.json").write_text(content)
+    with pytest.raises(RunError, match=message):
+        run_scenarios(tmp_path)
