@@ -58,3 +58,12 @@ def test_the_membership_notes_end_their_sentence_before_the_source(tmp_path):
     }
     page = "".join(_stage_tables({"m": {"mia": _stage(tmp_path, "mia", mia)}}))
     assert "have 3. Source: non-members: 3 documents" in page
+
+
+def test_the_dp_audit_card_states_the_claim_and_the_measurement_as_its_own_sentence():
+    from lmleak.render.html import _card_detail
+
+    detail = _card_detail("epsilon_lower_bound", {"dp_epsilon": 6.594, "epsilon_lower_bound": 0.0})
+    assert detail == " Claimed ε ≤ 6.59; measured ≥ 0."
+    violated = _card_detail("epsilon_lower_bound", {"dp_epsilon": 0.5, "epsilon_lower_bound": 1.2})
+    assert violated.endswith("measured ≥ 1.2. The claim is violated.")

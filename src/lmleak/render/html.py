@@ -122,7 +122,7 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
     if key == "epsilon_lower_bound":  # issue 20: the claim beside the measurement, as one sentence
         claimed = headline.get("dp_epsilon")
         measured = headline.get("epsilon_lower_bound")
-        claim = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (plain training)"
+        claim = f"Claimed ε ≤ {claimed:.3g}" if claimed is not None else "No DP claim (plain training)"
         verdict = " The claim is violated." if claimed is not None and measured > claimed else ""
         return f" {claim}; measured ≥ {measured:.3g}.{verdict}"
     if key == "pii_unique_sequences":
