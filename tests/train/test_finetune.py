@@ -523,3 +523,13 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
     assert any("Quill" in t or "555" in t for t in planted["text"])
     assert any("381492" in t for t in planted["text"])
     assert (planted["perplexity"] < planted["public_perplexity"]).all()
+
+
+def test_epochs_after_max_steps_are_not_run(llama_dir, corpus, tmp_path):
+    # regression: `train --base ... --max-steps 4` with the default 5 epochs ran four empty epochs,
+    # each re-evaluating the validation set (~40 s apiece for SmolLM2 on a CPU)
+    res = finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", epochs=6, max_steps=2), progress=False)
+    assert 1 <= len(res.history) < 6
+    assert all(h["tokens"] > 0 for h in res.history)
+    steps = json.loads((res.model_dir / "privacy.json").read_text())
+    assert steps["steps"] == 2

@@ -818,7 +818,12 @@ def _finetune(
     t_start = time.perf_counter()
     trained_tokens = 0
     taken = {"plain": ft.public_steps, "private": ft.steps}
+    kinds = [
+        k for k, used in (("plain", cfg.mode in ("nodp", "crt")), ("private", cfg.mode != "nodp")) if used
+    ]
     for epoch in range(first_epoch, cfg.epochs + 1):
+        if cfg.max_steps is not None and all(taken[k] >= cfg.max_steps for k in kinds):
+            break  # every step allowed is taken: a further epoch would only re-evaluate (minutes on a CPU)
         model.train()
         batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
         if cfg.mode in ("nodp", "crt"):
