@@ -47,7 +47,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -835,12 +835,14 @@ def _finetune(
         if cfg.mode != "nodp":
             kind = "sdp" if cfg.mode == "sdp" else "dp"
             batches.extend((kind, b) for b in ft.poisson_batches(train_chunks, sensitive))
-        if progress:
-            batches = list(
-                track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
-            )
+        # tracked as the steps run (tracking the list as it was built logged "done in 0s" up front)
+        steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]] = (
+            track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
+            if progress
+            else batches
+        )
         losses, t0, tokens = [], time.perf_counter(), 0
-        for kind, batch in batches:
+        for kind, batch in steps:
             which = "plain" if kind == "plain" else "private"
             if cfg.max_steps is not None and taken[which] >= cfg.max_steps:
                 continue
