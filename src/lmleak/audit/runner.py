@@ -42,6 +42,7 @@ from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
 from lmleak.report.leakage import ReportConfig, run_report
 from lmleak.runs import (
+    INCOMPLETE,
     atomic_write_json,
     atomic_write_text,
     open_run,
@@ -440,6 +441,9 @@ class Auditor:
                     self.check_access(model, stage, spec)
                     getattr(self, f"stage_{stage}")(model, path, spec, out)
                 except CapabilityError as e:  # raised before any work: the model's access cannot support it
+                    (out / INCOMPLETE).unlink(
+                        missing_ok=True
+                    )  # nothing half-written; else the run is refused
                     self.echo(f"[yellow]{name}/{stage}: skipped[/] — {e}")
                     log.warning("%s/%s: skipped: %s", name, stage, e)
                     skipped[stage] = str(e)
