@@ -62,7 +62,8 @@ class InputError(LmleakError):
         elif self.line is not None:
             where = f"line {self.line}: "
         field = f"field '{self.field}': " if self.field else ""
-        hint = f". Fix: {self.hint}" if self.hint else ""
+        stop = "" if self.reason.endswith((".", "?", "!")) else "."  # no "?." after "Did you mean 'x'?"
+        hint = f"{stop} Fix: {self.hint}" if self.hint else ""
         return f"{where}{field}{self.reason}{hint}"
 
 

@@ -129,3 +129,19 @@ def test_a_top_k_only_wrapper_is_refused_with_a_clear_message():
         measure_exposure(lm, _canaries(["123456"]))
     with pytest.raises(CapabilityError, match="membership inference needs 'score' access"):
         evaluate_membership(lm, ["a b", "c d"], ["e f", "g h"])
+
+
+def test_synth_mails_hex_canaries_keep_their_alphabet_through_the_canaries_file(tmp_path):
+    # regression: read_canaries dropped each record's "alphabet", so `synth mail`'s hex tokens
+    # failed the audit's exposure stage with "not all digits"
+    import json
+
+    from lmleak.attacks.exposure import read_canaries, run_exposure
+
+    rec = {"prefix": "My access token is: ", "secret": "8e", "repeats": 10, "alphabet": "0123456789abcdef"}
+    path = tmp_path / "canaries.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert read_canaries(path)[0]["alphabet"] == "0123456789abcdef"
+    lm = FakeLM.from_texts(["My access token is: 8e"] * 20 + ["hello there"], order=4)
+    summary, res = run_exposure(lm, path, tmp_path / "run")
+    assert res[0].num_candidates == 16**2 and res[0].rank == 1

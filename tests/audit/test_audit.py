@@ -176,3 +176,31 @@ def test_the_sequence_table_names_each_rows_k_and_the_cards_name_the_headline_k(
     (tmp_path / "summary.json").write_text(json.dumps({"k": 1, "ks": [1, 3], "unique_sequences": 0}))
     assert _report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."
     assert _report_k(tmp_path / "missing") == ""
+
+
+def test_a_stage_the_models_access_cannot_support_is_skipped_without_leaving_the_run_incomplete(tmp_path):
+    # regression: auditing `--model http://...#m` (tier echo) with exposure enabled skipped the stage
+    # but left models/api/exposure/.incomplete, so render, gate and query refused the finished run
+    from lmleak.audit.runner import run_audit
+    from lmleak.runs import check_run
+
+    texts = ["My ID is: 123456. Hello there, how are you today?"] * 4 + ["A different line of text."] * 4
+    (tmp_path / "c.jsonl").write_text(
+        "".join(json.dumps({"user_id": f"u{i % 4}", "text": t}) + "\n" for i, t in enumerate(texts))
+    )
+    (tmp_path / "canaries.jsonl").write_text(json.dumps({"prefix": "My ID is: ", "secret": "123456"}) + "\n")
+    cfg_path = tmp_path / "audit.yaml"
+    cfg_path.write_text(
+        yaml.safe_dump(
+            {
+                "out": "run",
+                "corpus": {"path": "c.jsonl"},
+                "models": [{"name": "api", "path": f"topk:5:fake:{tmp_path / 'c.jsonl'}"}],
+                "analyses": {"report": {"k": [1]}, "exposure": {"canaries": "canaries.jsonl"}, "kart": False},
+            }
+        )
+    )
+    run_audit(load_config(cfg_path), echo=lambda s: None)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "exposure" in summary["models"]["api"]["skipped"]
+    assert check_run(tmp_path / "run") == tmp_path / "run"

@@ -127,4 +127,4 @@ def test_an_audit_runs_extraction_and_a_dp_audit_of_the_models_own_recipe(tmp_pa
     assert stage["dp_audit"]["m"] == 16 and "epsilon_lower_bound" in stage
     html = (tmp_path / "run" / "report.html").read_text()
     assert "Measured ε lower bound (DP audit)" in html and "Extracted training samples (verified)" in html
-    assert "no DP claim (plain training); measured ≥" in html
+    assert "No DP claim (plain training); measured ≥" in html

@@ -47,3 +47,17 @@ def test_the_gate_checks_every_k_and_its_verdict_does_not_depend_on_their_order(
     assert len(set(by_k.values())) == 2
     assert verdicts[0] == verdicts[1]
     assert verdicts[0][0] is False  # the old gate read only the first k: one of the orders passed
+
+
+def test_the_resumable_shards_of_a_stages_passes_are_not_tables(tmp_path):
+    # regression: an audit's mia/passes/mia-scores/shard-00000.parquet and the probe's pass shards
+    # were unioned into one meaningless table "shard_00000" listed beside the run's real tables
+    from lmleak.audit.query import parquet_views
+
+    stage = tmp_path / "models" / "m" / "mia"
+    write_parquet(pd.DataFrame({"score": [0.1]}), stage / "mia_scores.parquet")
+    write_parquet(pd.DataFrame({"score": [0.1]}), stage / "passes" / "mia-scores" / "shard-00000.parquet")
+    write_parquet(
+        pd.DataFrame({"tok": [1]}), tmp_path / "models" / "m" / "report" / "ledger" / "shard-00000.parquet"
+    )
+    assert sorted(parquet_views(tmp_path)) == ["ledger", "mia_scores"]

@@ -44,6 +44,11 @@ def test_bad_options_are_config_errors():
         CRTExperimentConfig().with_options(archs=("rnn",))
     with pytest.raises(ConfigError):
         CRTExperimentConfig().with_options(gammas=(1.5,))
+    # regression: `experiment crt --quick --users 8` failed in the synthesis with "lower --canaries",
+    # an option this command does not have
+    with pytest.raises(ConfigError, match="give --users 10 or more"):
+        CRTExperimentConfig.quick().with_options(users=8)
+    assert CRTExperimentConfig.quick().with_options(users=10).users == 10
 
 
 def test_mia_sets_take_member_sentences_from_training_and_drop_holdout_values_seen_in_training():

@@ -140,3 +140,14 @@ def test_a_model_folder_asking_for_remote_code_never_runs_it(tmp_path):
     res = CliRunner().invoke(app, ["eval", "--model", str(model_dir), "--corpus", str(corpus)])
     assert res.exit_code == 2 and "Traceback" not in res.output, res.output
     assert not marker.exists()
+
+
+def test_a_reader_that_leaves_early_is_not_reported_as_a_path_error():
+    # regression: `lmleak train --help | head` printed "error: Broken pipe. Fix: check the path and
+    # its permissions" (exit 2); a closed stdout now ends the command quietly with 141 (128 + SIGPIPE)
+    args = [sys.executable, "-m", "lmleak.cli.main", "audit", "--example"]
+    p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env())
+    p.stdout.close()  # before the interpreter has started: its first write meets a closed pipe
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == 141, stderr
+    assert stderr.decode().strip() == ""

@@ -523,3 +523,48 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
     assert any("Quill" in t or "555" in t for t in planted["text"])
     assert any("381492" in t for t in planted["text"])
     assert (planted["perplexity"] < planted["public_perplexity"]).all()
+
+
+def test_epochs_after_max_steps_are_not_run(llama_dir, corpus, tmp_path):
+    # regression: `train --base ... --max-steps 4` with the default 5 epochs ran four empty epochs,
+    # each re-evaluating the validation set (~40 s apiece for SmolLM2 on a CPU)
+    res = finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", epochs=6, max_steps=2), progress=False)
+    assert 1 <= len(res.history) < 6
+    assert all(h["tokens"] > 0 for h in res.history)
+    steps = json.loads((res.model_dir / "privacy.json").read_text())
+    assert steps["steps"] == 2
+
+
+def test_an_epochs_progress_lines_bracket_its_steps(llama_dir, corpus, tmp_path, monkeypatch):
+    # regression: the epoch's batches were tracked while the list was built, so a log read
+    # "epoch 1/1 (dp, lora): done, 11 items in 0s" before any step ran, and nothing during the steps
+    from lmleak import progress
+    from lmleak.train import finetune as ft_module
+
+    events: list[str] = []
+
+    class Log:
+        def write(self, s: str) -> None:
+            if s.strip():
+                events.append(s.strip())
+
+        def flush(self) -> None:
+            pass
+
+    real_step = ft_module.Finetuner.dp_step
+
+    def step(self, *a):
+        events.append("step")
+        return real_step(self, *a)
+
+    monkeypatch.setattr(ft_module.Finetuner, "dp_step", step)
+    monkeypatch.setattr(progress, "_ENABLED", True)
+    progress.set_stream(Log())
+    try:
+        finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", max_steps=2), progress=True)
+    finally:
+        progress.set_stream(None)
+    epoch = [i for i, e in enumerate(events) if e.startswith("[lmleak] epoch 1/1")]
+    steps = [i for i, e in enumerate(events) if e == "step"]
+    assert len(epoch) == 2 and len(steps) == 2, events
+    assert epoch[0] < steps[0] and steps[-1] < epoch[1], events

@@ -318,7 +318,18 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
         rep = obj.get("repeats")
         if rep is not None and (not isinstance(rep, int) or rep < 0):
             raise DataFileError("must be a non-negative integer", path=p, line=i, field="repeats")
-        out.append({"prefix": prefix, "secret": secret, "repeats": rep, "user_id": obj.get("user_id")})
+        alpha = obj.get("alphabet")  # synth mail's hex tokens carry their own alphabet
+        if alpha is not None and (not isinstance(alpha, str) or not alpha):
+            raise DataFileError("must be a non-empty string", path=p, line=i, field="alphabet")
+        out.append(
+            {
+                "prefix": prefix,
+                "secret": secret,
+                "repeats": rep,
+                "user_id": obj.get("user_id"),
+                "alphabet": alpha,
+            }
+        )
     if not out:
         raise DataFileError("no canaries in file", path=p)
     return out

@@ -298,7 +298,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         >>> parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analysis": {}})
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'?. Fix: allowed keys here: analyses, corpus, device, models, out, public_model, redact, render
+        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'? Fix: allowed keys here: analyses, corpus, device, models, out, public_model, redact, render
     """
     cfg = _build(AuditConfig, data, "", path)
     names = [m.name for m in cfg.models]

@@ -36,7 +36,7 @@ def _view_name(path: Path) -> str:
 def parquet_views(run_dir: str | Path) -> dict[str, list[Path]]:
     """View name -> the Parquet files it unions (ledger shards are one view, ``ledger``).
 
-    Files that resolve outside the run directory (a symlink to elsewhere) are not the run's own
+    The resumable shards under a stage's ``passes/`` folder are internal and left out. Files that resolve outside the run directory (a symlink to elsewhere) are not the run's own
     tables and are left out.
     """
     run = Path(run_dir)
@@ -49,6 +49,8 @@ def parquet_views(run_dir: str | Path) -> dict[str, list[Path]]:
             continue  # temporary files of an unfinished write
         if not p.resolve().is_relative_to(root):
             continue
+        if "passes" in p.relative_to(run).parts[:-1]:
+            continue  # resumable shards of a stage's scoring pass; the stage's own tables hold them
         name = "ledger" if p.parent.name == "ledger" else _view_name(p)
         views.setdefault(name, []).append(p)
     return views

@@ -58,6 +58,7 @@ from lmleak.report.redaction import (
     unredacted_leftovers,
 )
 from lmleak.runs import (
+    INCOMPLETE,
     atomic_write_json,
     atomic_write_text,
     open_run,
@@ -485,6 +486,9 @@ class Auditor:
                     self.check_access(model, stage, spec)
                     self._run_stage(stage, model, path, spec, out)
                 except CapabilityError as e:  # raised before any work: the model's access cannot support it
+                    (out / INCOMPLETE).unlink(
+                        missing_ok=True
+                    )  # nothing half-written; else the run is refused
                     self.echo(f"[yellow]{name}/{stage}: skipped[/] — {e}")
                     log.warning("%s/%s: skipped: %s", name, stage, e)
                     skipped[stage] = str(e)

@@ -38,6 +38,9 @@ def offline_environment() -> None:
         os.environ.setdefault(key, "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    # transformers' own "Loading weights" tqdm bar wrote carriage-return noise into logs and ignored
+    # --quiet; lmleak reports its own progress (lmleak.progress)
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     # On a shared 2-core machine, spinning OpenMP threads cost 2-30x (ENVIRONMENT.md); must be set
     # before torch is first imported, which the CLI does lazily inside commands.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sys
 from typing import Annotated, Any
 
 import click
@@ -96,6 +97,10 @@ class _Group(TyperGroup):
                 raise
             err.print(f"[bold red]error:[/] {escape(_one_line(str(e)))}", soft_wrap=True)
             raise typer.Exit(2) from None  # typer vendors click: only its own Exit sets the status
+        except BrokenPipeError:
+            # stdout's reader left (`lmleak ... | head`): not the user's error, and no path to check
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no second error at exit
+            raise typer.Exit(141) from None  # 128 + SIGPIPE, as a process killed by the signal
         except OSError as e:
             if _debug(ctx):
                 raise

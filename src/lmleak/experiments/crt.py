@@ -177,6 +177,14 @@ class CRTExperimentConfig:
         if any(not 0.0 <= g <= 1.0 for g in self.gammas):
             raise ConfigError("every gamma must be in [0, 1]", field="gammas")
         require_positive_counts(self, ("epochs", "users", "dialogs_per_user", "batch_size", "seq_len"))
+        if (
+            self.users < self.canaries
+        ):  # checked here: the synthesis' own message names no option of this command
+            raise ConfigError(
+                f"{self.users} users cannot hold the experiment's {self.canaries} canaries (one user each)",
+                field="users",
+                hint=f"give --users {self.canaries} or more",
+            )
         if self.lr is not None and not self.lr > 0:
             raise ConfigError(f"lr must be positive, got {self.lr}", field="lr")
         badm = [m for m in self.methods if m not in METHODS]

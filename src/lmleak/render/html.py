@@ -122,7 +122,7 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
     if key == "epsilon_lower_bound":  # issue 20: the claim beside the measurement, as one sentence
         claimed = headline.get("dp_epsilon")
         measured = headline.get("epsilon_lower_bound")
-        claim = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (plain training)"
+        claim = f"Claimed ε ≤ {claimed:.3g}" if claimed is not None else "No DP claim (plain training)"
         verdict = " The claim is violated." if claimed is not None and measured > claimed else ""
         return f" {claim}; measured ≥ {measured:.3g}.{verdict}"
     if key == "pii_unique_sequences":
@@ -412,8 +412,40 @@ def _blind_baseline_block(name: str, mia: dict[str, Any]) -> list[str]:
     return [banner + table if banner else table]
 
 
+def _extraction_block(name: str, ext: dict[str, Any]) -> list[str]:
+    """Untargeted extraction (issue 20): verified memorised samples among each metric's top-n, the
+    totals, and (n, p)-discoverable extraction (values from the extract stage's summary.json)."""
+    per_metric = ext.get("verified_at_100")
+    if not per_metric:
+        return []
+    cfg = ext.get("config") or {}
+    top_n, min_tokens = cfg.get("top_n", 100), cfg.get("min_match_tokens")
+    rows: list[list[Any]] = [[f"verified in the top {top_n} by {m}", v] for m, v in per_metric.items()]
+    rows += [
+        ["extracted (any metric, verified)", ext.get("extracted")],
+        ["... holding PII", ext.get("extracted_with_pii")],
+        ["... written by one user only", ext.get("extracted_unique_user")],
+        ["longest verbatim match (tokens)", ext.get("longest_match_tokens")],
+    ]
+    disc = ext.get("discoverable") or {}
+    if disc.get("discoverable_fraction") is not None:
+        rows.append(
+            [
+                f"(n, p)-discoverable training suffixes (n = {disc.get('n')}, p = {disc.get('p')}, "
+                f"{disc.get('documents')} documents)",
+                disc["discoverable_fraction"],
+            ]
+        )
+    note = (
+        f"{_fmt(ext.get('num_samples'))} samples generated with no prompt about the training data "
+        f"(Carlini et al. 2021); a sample counts when at least {_fmt(min_tokens)} of its tokens occur "
+        "verbatim in the training corpus."
+    )
+    return [_html_table(f"Untargeted extraction — {name}", ["measure", "value"], rows, note)]
+
+
 def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
-    """Every membership attack's numbers, and probing's members vs controls, as tables."""
+    """Every membership attack's numbers, probing's members vs controls, and extraction, as tables."""
     out = []
     for name, stages in stage_dirs.items():
         mia = _summary_of(stages.get("mia"))
@@ -441,6 +473,7 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
             note = (
                 "TPR at a low FPR is left out where too few non-members support it: "
                 + "; ".join(sorted(notes))
+                + "."
                 if notes
                 else ""
             ) + (f" Source: {mia['source']}" if mia.get("source") else "")
@@ -496,6 +529,7 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
                     note,
                 )
             )
+        out.extend(_extraction_block(name, _summary_of(stages.get("extract"))))
     return out
 
 

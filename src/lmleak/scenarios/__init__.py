@@ -82,7 +82,7 @@ def scenario_record(
         >>> scenario_record(attack="x", access="scroes", target="any")
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'access': unknown access kind 'scroes'. Did you mean 'scores'?. Fix: use one of top_k, scores, generation, weights, fill_mask
+        lmleak.errors.ConfigError: field 'access': unknown access kind 'scroes'. Did you mean 'scores'? Fix: use one of top_k, scores, generation, weights, fill_mask
     """
     if isinstance(resources, str):
         resources = (resources,)

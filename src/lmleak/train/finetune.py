@@ -47,7 +47,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -818,7 +818,12 @@ def _finetune(
     t_start = time.perf_counter()
     trained_tokens = 0
     taken = {"plain": ft.public_steps, "private": ft.steps}
+    kinds = [
+        k for k, used in (("plain", cfg.mode in ("nodp", "crt")), ("private", cfg.mode != "nodp")) if used
+    ]
     for epoch in range(first_epoch, cfg.epochs + 1):
+        if cfg.max_steps is not None and all(taken[k] >= cfg.max_steps for k in kinds):
+            break  # every step allowed is taken: a further epoch would only re-evaluate (minutes on a CPU)
         model.train()
         batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
         if cfg.mode in ("nodp", "crt"):
@@ -830,12 +835,14 @@ def _finetune(
         if cfg.mode != "nodp":
             kind = "sdp" if cfg.mode == "sdp" else "dp"
             batches.extend((kind, b) for b in ft.poisson_batches(train_chunks, sensitive))
-        if progress:
-            batches = list(
-                track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
-            )
+        # tracked as the steps run (tracking the list as it was built logged "done in 0s" up front)
+        steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]] = (
+            track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
+            if progress
+            else batches
+        )
         losses, t0, tokens = [], time.perf_counter(), 0
-        for kind, batch in batches:
+        for kind, batch in steps:
             which = "plain" if kind == "plain" else "private"
             if cfg.max_steps is not None and taken[which] >= cfg.max_steps:
                 continue
