@@ -51,7 +51,6 @@ def _debug(ctx: click.Context) -> bool:
 
 def _resume_command() -> str:
     import shlex
-    import sys
 
     return shlex.join(["lmleak", *sys.argv[1:]])
 
