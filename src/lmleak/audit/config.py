@@ -20,6 +20,7 @@ from typing import Any
 from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.models.adapters import MANIFEST, is_finetune_dir
 from lmleak.models.device import check_device_name
 from lmleak.pii.policies import POLICY_NAMES
 from lmleak.safe_yaml import load_yaml_file
@@ -385,13 +386,14 @@ def _check_ranges(cfg: AuditConfig, path: str | None) -> None:
 
 
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
-    """Every file and model the config names exists (named models, ``leave-out`` and ``fake:``/``topk:``
-    specs are checked by the model loader)."""
+    """Every file and model the config names exists (named models, ``leave-out``, ``base`` and
+    ``fake:``/``topk:`` specs are checked by the model loader); a model folder may be a fine-tune
+    folder of ``lmleak train --base`` (manifest and/or peft adapters, no ``config.json``)."""
     def need(value: str | None, name: str, what: str) -> None:
         if value is None:
             return
         resolved = cfg.resolve(value)
-        if resolved in ("smollm2-135m", "leave-out") or ":" in value.split("/")[0]:
+        if resolved in ("smollm2-135m", "leave-out", "base") or ":" in value.split("/")[0]:
             return
         if not Path(resolved or value).exists():
             raise ConfigError(f"{what} {value!r} does not exist (resolved against the config's folder: {resolved})",
@@ -400,10 +402,11 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
     def model(value: str | None, name: str) -> None:
         need(value, name, "model")
         p = Path(cfg.resolve(value) or "") if value else None
-        if p is not None and p.is_dir() and not any(
+        if p is not None and p.is_dir() and not is_finetune_dir(p) and not any(
             (p / marker).exists() for marker in ("lmleak_model.json", "config.json")
         ) and not any(p.glob("*.gguf")):
-            raise ConfigError(f"{value!r} is a folder but not a model (no lmleak_model.json, config.json or .gguf)",
+            raise ConfigError(f"{value!r} is a folder but not a model (no lmleak_model.json, config.json, "
+                              f"{MANIFEST}, adapter_config.json or .gguf)",
                               path=path, field=name, hint="point at the folder `lmleak train` or save_pretrained wrote")
 
     need(cfg.corpus.path, "corpus.path", "corpus")
