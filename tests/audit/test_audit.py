@@ -147,3 +147,27 @@ def test_the_sequence_table_names_each_rows_k_and_the_cards_name_the_headline_k(
     (tmp_path / "summary.json").write_text(json.dumps({"k": 1, "ks": [1, 3], "unique_sequences": 0}))
     assert _report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."
     assert _report_k(tmp_path / "missing") == ""
+
+
+def test_exposure_max_candidates_switches_the_audit_to_the_extrapolated_estimate(audit_dir, tmp_path):
+    """What `lmleak demo --base` sets on a CPU: no exact trie walk, Carlini et al.'s sampled estimate instead."""
+    import pandas as pd
+
+    cfg = yaml.safe_load((audit_dir / "audit.yaml").read_text())
+    tables = {}
+    for name, extra in (("exact", {}), ("extrapolated", {"max_candidates": 0, "sample_size": 50})):
+        cfg["analyses"] = {"exposure": {"canaries": "data/canaries.jsonl", **extra}}
+        cfg["out"] = str(tmp_path / name)
+        (audit_dir / f"exposure-{name}.yaml").write_text(yaml.safe_dump(cfg))  # beside data/
+        r = CliRunner().invoke(app, ["audit", str(audit_dir / f"exposure-{name}.yaml"), "--quiet"])
+        assert r.exit_code == 0, r.output
+        tables[name] = pd.read_parquet(tmp_path / name / "models" / "memorizer" / "exposure" / "exposure.parquet")
+    assert set(tables["exact"]["method"]) == {"exact"}  # the default keeps the exact rank
+    table = tables["extrapolated"]
+    assert set(table["method"]) == {"extrapolated"} and table["rank"].isna().all()
+    assert (table["exposure_bits"] == table["extrapolated_bits"]).all()
+    # the memoriser's canaries: both estimates put them far above chance (log2 of 10^6 candidates ~ 19.9)
+    assert (table["exposure_bits"] > 5).all() and (tables["exact"]["exposure_bits"] > 5).all()
+    cfg["analyses"]["exposure"]["sample_size"] = 1
+    with pytest.raises(ConfigError, match="sample_size"):
+        parse_config(cfg, base_dir=str(audit_dir))

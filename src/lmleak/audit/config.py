@@ -112,6 +112,11 @@ class ReportSpec:
 @dataclass(frozen=True, slots=True)
 class ExposureSpec:
     canaries: str | None = None
+    # canary formats with more candidates than this get the extrapolated estimate (Carlini et al.'s
+    # skew-normal fit over sample_size random candidates) instead of the exact trie search, whose
+    # near-complete walk of 10^6 candidates costs a pretrained model on a CPU far too long
+    max_candidates: int = 10_000_000
+    sample_size: int = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,6 +344,8 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
+    "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
+    "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
     "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),

@@ -154,7 +154,8 @@ class Auditor:
                    anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None))
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
+        run_exposure(model, self.cfg.resolve(spec.canaries) or "", out, max_candidates=spec.max_candidates,
+                     sample_size=spec.sample_size)
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.membership import split_users_by_holdout
