@@ -55,6 +55,8 @@ analyses:
     public_occurrences: 8       # occurrences per sequence the public model scores (the most confident ones)
   exposure:                     # canary exposure (Carlini et al.); needs a canaries file
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
+    max_candidates: 10000000    # formats with more candidates: extrapolated rank (skew-normal fit), not exact
+    sample_size: 5000           # ...fitted on this many random candidates
   mia:                          # membership inference; needs member / non-member files. The public model
                                 # is the reference of its calibrated score: it must not have seen the non-members
     members: null
