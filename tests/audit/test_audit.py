@@ -204,3 +204,29 @@ def test_a_stage_the_models_access_cannot_support_is_skipped_without_leaving_the
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert "exposure" in summary["models"]["api"]["skipped"]
     assert check_run(tmp_path / "run") == tmp_path / "run"
+
+
+def test_exposure_max_candidates_switches_the_audit_to_the_extrapolated_estimate(audit_dir, tmp_path):
+    """What `lmleak demo --base` sets on a CPU: no exact trie walk, Carlini et al.'s sampled estimate instead."""
+    import pandas as pd
+
+    cfg = yaml.safe_load((audit_dir / "audit.yaml").read_text())
+    tables = {}
+    for name, extra in (("exact", {}), ("extrapolated", {"max_candidates": 0, "sample_size": 50})):
+        cfg["analyses"] = {"exposure": {"canaries": "data/canaries.jsonl", **extra}}
+        cfg["out"] = str(tmp_path / name)
+        (audit_dir / f"exposure-{name}.yaml").write_text(yaml.safe_dump(cfg))  # beside data/
+        r = CliRunner().invoke(app, ["audit", str(audit_dir / f"exposure-{name}.yaml"), "--quiet"])
+        assert r.exit_code == 0, r.output
+        tables[name] = pd.read_parquet(
+            tmp_path / name / "models" / "memorizer" / "exposure" / "exposure.parquet"
+        )
+    assert set(tables["exact"]["method"]) == {"exact"}  # the default keeps the exact rank
+    table = tables["extrapolated"]
+    assert set(table["method"]) == {"extrapolated"} and table["rank"].isna().all()
+    assert (table["exposure_bits"] == table["extrapolated_bits"]).all()
+    # the memoriser's canaries: both estimates put them far above chance (log2 of 10^6 candidates ~ 19.9)
+    assert (table["exposure_bits"] > 5).all() and (tables["exact"]["exposure_bits"] > 5).all()
+    cfg["analyses"]["exposure"]["sample_size"] = 1
+    with pytest.raises(ConfigError, match="sample_size"):
+        parse_config(cfg, base_dir=str(audit_dir))

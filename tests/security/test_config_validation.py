@@ -140,6 +140,23 @@ def test_a_valid_config_loads(project):
     assert load_config(_write(project, {**_base(), "public_model": "leave-out"})).public_model == "leave-out"
 
 
+def test_a_lora_fine_tune_folder_audited_against_its_base_loads(project):
+    """What `lmleak demo --base` writes: adapters and the manifest, no config.json; public model `base`."""
+    ft = project / "ft"
+    ft.mkdir()
+    (ft / "lmleak_finetune.json").write_text(json.dumps({"base": "smollm2-135m", "kind": "lora"}))
+    (ft / "adapter_config.json").write_text("{}")
+    cfg = load_config(
+        _write(project, {**_base(), "models": [{"name": "ft", "path": "ft"}], "public_model": "base"})
+    )
+    assert cfg.public_model == "base" and cfg.models[0].path == "ft"
+    (ft / "lmleak_finetune.json").unlink()  # peft adapters alone are a fine-tune folder too
+    assert (
+        load_config(_write(project, {**_base(), "models": [{"name": "ft", "path": "ft"}]})).models[0].path
+        == "ft"
+    )
+
+
 @pytest.mark.parametrize(("flag", "value"), [("--t", "-0.5"), ("--t", "nan"), ("--p", "-1"), ("--k", "0")])
 def test_the_report_command_checks_its_ranges_before_loading_anything(tmp_path, flag, value):
     res = CliRunner().invoke(

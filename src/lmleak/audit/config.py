@@ -57,6 +57,8 @@ analyses:
     public_occurrences: 8       # occurrences per sequence the public model scores (the most confident ones)
   exposure:                     # canary exposure (Carlini et al.); needs a canaries file
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
+    max_candidates: 10000000    # formats with more candidates: extrapolated rank (skew-normal fit), not exact
+    sample_size: 5000           # ...fitted on this many random candidates
   mia:                          # membership inference; needs member / non-member files. The public model
                                 # is the reference of its calibrated score: it must not have seen the non-members
     members: null
@@ -114,6 +116,11 @@ class ReportSpec:
 @dataclass(frozen=True, slots=True)
 class ExposureSpec:
     canaries: str | None = None
+    # canary formats with more candidates than this get the extrapolated estimate (Carlini et al.'s
+    # skew-normal fit over sample_size random candidates) instead of the exact trie search, whose
+    # near-complete walk of 10^6 candidates costs a pretrained model on a CPU far too long
+    max_candidates: int = 10_000_000
+    sample_size: int = 5000
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,6 +362,8 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
+    "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
+    "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
     "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),
@@ -411,14 +420,15 @@ MODEL_MARKERS = ("lmleak_model.json", "config.json", "lmleak_finetune.json", "ad
 
 
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
-    """Every file and model the config names exists (named models, ``leave-out`` and ``fake:``/``topk:``
-    specs are checked by the model loader)."""
+    """Every file and model the config names exists (named models, ``leave-out``, ``base`` and
+    ``fake:``/``topk:`` specs are checked by the model loader); a model folder may be a fine-tune
+    folder of ``lmleak train --base`` (manifest and/or peft adapters, no ``config.json``)."""
 
     def need(value: str | None, name: str, what: str) -> None:
         if value is None:
             return
         resolved = cfg.resolve(value)
-        if resolved in ("smollm2-135m", "leave-out") or ":" in value.split("/")[0]:
+        if resolved in ("smollm2-135m", "leave-out", "base") or ":" in value.split("/")[0]:
             return
         if not Path(resolved or value).exists():
             raise ConfigError(

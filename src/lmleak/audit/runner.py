@@ -206,7 +206,13 @@ class Auditor:
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        run_exposure(model, self.cfg.resolve(spec.canaries) or "", out)
+        run_exposure(
+            model,
+            self.cfg.resolve(spec.canaries) or "",
+            out,
+            max_candidates=spec.max_candidates,
+            sample_size=spec.sample_size,
+        )
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         from lmleak.attacks.membership import split_users_by_holdout
