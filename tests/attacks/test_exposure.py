@@ -145,3 +145,17 @@ def test_synth_mails_hex_canaries_keep_their_alphabet_through_the_canaries_file(
     lm = FakeLM.from_texts(["My access token is: 8e"] * 20 + ["hello there"], order=4)
     summary, res = run_exposure(lm, path, tmp_path / "run")
     assert res[0].num_candidates == 16**2 and res[0].rank == 1
+
+
+def test_an_extrapolated_exposure_never_exceeds_log2_of_the_candidate_count():
+    # regression: the skew-normal tail put a memorised hex canary at 33.08 bits among 2^32 candidates;
+    # here a memorised 2-digit canary sits far in the fitted tail of its 100 candidates
+    from lmleak.attacks.exposure import fit_skewnorm, string_costs
+    from lmleak.attacks.trie import CanaryFormat
+
+    lm = FakeLM.from_texts(["My ID is: 12"] * 50 + ["hello there"], order=4)
+    fmt = CanaryFormat("My ID is: ", "0123456789", 2)
+    costs = string_costs(lm, fmt, ["12", *fmt.candidates(np.arange(100))])
+    assert fit_skewnorm(costs[1:]).exposure(float(costs[0])) > math.log2(100)  # the raw tail estimate
+    res = measure_exposure(lm, _canaries(["12"]), max_enumerable=10, sample_size=100)
+    assert res[0].method == "extrapolated" and res[0].extrapolated_bits == math.log2(100)

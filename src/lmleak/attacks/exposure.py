@@ -118,7 +118,8 @@ class CanaryExposure:
     """One canary's result. ``exposure_bits`` is exact when ``method == "exact"``.
 
     ``logppl`` is ``-log p(secret | prefix)`` in nats (the canary's cost in the search);
-    ``extrapolated_bits`` is the skew-normal estimate when one was asked for.
+    ``extrapolated_bits`` is the skew-normal estimate when one was asked for, capped at
+    ``log2 |R|`` (no candidate ranks above the first, however far the fitted tail reaches).
     """
 
     secret: str
@@ -205,7 +206,8 @@ def measure_exposure(
             # canaries and sample scored together, so both use the same fixed token context
             both = string_costs(model, fmt, [*secrets, *sample])
             fit = fit_skewnorm(both[len(secrets) :])
-            est = [fit.exposure(float(c)) for c in both[: len(secrets)]]
+            # exposure is at most log2 |R| (rank >= 1): a tail estimate beyond it says only "first"
+            est = [min(fit.exposure(float(c)), math.log2(n)) for c in both[: len(secrets)]]
             if not exact:
                 costs = both[: len(secrets)]
         for j, i in enumerate(idx):
