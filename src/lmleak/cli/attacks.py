@@ -12,7 +12,20 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, ModelOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
+from lmleak.cli.common import (
+    GpusPerWorkerOpt,
+    JsonOpt,
+    ModelOpt,
+    NumWorkersOpt,
+    OutDirOpt,
+    QuietOpt,
+    RayAddressOpt,
+    SeedOpt,
+    info,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.errors import ConfigError, did_you_mean
 
 
@@ -176,16 +189,9 @@ def mia_cmd(
     engine: Annotated[
         str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")
     ] = "local",
-    ray_address: Annotated[
-        str | None,
-        typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
-    ] = None,
-    num_workers: Annotated[
-        int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
-    ] = 2,
-    gpus_per_worker: Annotated[
-        float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
-    ] = 0.0,
+    ray_address: RayAddressOpt = None,
+    num_workers: NumWorkersOpt = 2,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:

@@ -14,6 +14,16 @@ from rich.console import Console
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")]
+# where a sharded pass runs on Ray (the ledger, probing, membership scoring): one meaning everywhere
+RayAddressOpt = Annotated[
+    str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
+]
+NumWorkersOpt = Annotated[
+    int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
+]
+GpusPerWorkerOpt = Annotated[
+    float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+]
 OutDirOpt = Annotated[
     Path, typer.Option("--out", help="Run directory (created owner-only; summary.json and results).")
 ]

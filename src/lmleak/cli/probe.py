@@ -8,7 +8,20 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, ModelOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
+from lmleak.cli.common import (
+    GpusPerWorkerOpt,
+    JsonOpt,
+    ModelOpt,
+    NumWorkersOpt,
+    OutDirOpt,
+    QuietOpt,
+    RayAddressOpt,
+    SeedOpt,
+    info,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def _targets(s: str) -> tuple[str, ...]:
@@ -173,16 +186,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         engine: Annotated[
             str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
         ] = "local",
-        ray_address: Annotated[
-            str | None,
-            typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
-        ] = None,
-        num_workers: Annotated[
-            int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
-        ] = 2,
-        gpus_per_worker: Annotated[
-            float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
-        ] = 0.0,
+        ray_address: RayAddressOpt = None,
+        num_workers: NumWorkersOpt = 2,
+        gpus_per_worker: GpusPerWorkerOpt = 0.0,
         quiet_: QuietOpt = False,
         json_: JsonOpt = False,
     ) -> None:

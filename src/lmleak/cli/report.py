@@ -18,7 +18,18 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, info, out, print_json, quiet
+from lmleak.cli.common import (
+    GpusPerWorkerOpt,
+    JsonOpt,
+    NumWorkersOpt,
+    OutDirOpt,
+    QuietOpt,
+    RayAddressOpt,
+    info,
+    out,
+    print_json,
+    quiet,
+)
 
 _MULTI = ("--k",)
 
@@ -275,16 +286,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
                 "--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md)."
             ),
         ] = "local",
-        ray_address: Annotated[
-            str | None,
-            typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray)."),
-        ] = None,
-        num_workers: Annotated[
-            int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
-        ] = 2,
-        gpus_per_worker: Annotated[
-            float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
-        ] = 0.0,
+        ray_address: RayAddressOpt = None,
+        num_workers: NumWorkersOpt = 2,
+        gpus_per_worker: GpusPerWorkerOpt = 0.0,
         allow_pickle: Annotated[
             bool,
             typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
