@@ -208,3 +208,28 @@ def count_words(text: str) -> int:
         4
     """
     return len(text.split())
+
+
+def continuation_logprobs(stats: Sequence[TokenStats], contexts: Sequence[Sequence[int]]) -> np.ndarray:
+    """Sum of each joined sequence's log-probs after its context (float64), from its token stats.
+
+    Example:
+        >>> st = TokenStats(np.array([1, 1, 2]), np.array([-1.0, -0.5, -0.25], dtype=np.float32), np.zeros(3))
+        >>> continuation_logprobs([st], [[7]]).tolist()
+        [-0.75]
+    """
+    return np.array(
+        [float(st.logprobs[len(c) :].astype(np.float64).sum()) for st, c in zip(stats, contexts, strict=True)]
+    )
+
+
+def score_text_by_ids(scorer: Any, contexts: Sequence[str], continuations: Sequence[str]) -> list[SpanScore]:
+    """``score_text`` for any backend with a tokenizer and ``score_ids``: encode, score, count words."""
+    enc = scorer.tokenizer.encode
+    ctx = [enc(c) if c else [] for c in contexts]
+    cont = [enc(x) for x in continuations]
+    lp = scorer.score_ids(ctx, cont)
+    return [
+        SpanScore(float(v), len(ids), count_words(x))
+        for v, ids, x in zip(lp, cont, continuations, strict=True)
+    ]

@@ -59,7 +59,13 @@ import httpx
 import numpy as np
 
 from lmleak.errors import CapabilityError, LmleakError, ModelError
-from lmleak.models.base import Capability, SpanScore, TokenStats, count_words
+from lmleak.models.base import (
+    Capability,
+    SpanScore,
+    TokenStats,
+    continuation_logprobs,
+    score_text_by_ids,
+)
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
@@ -721,22 +727,10 @@ class HTTPModel:
         self._need("prompt_logprobs", "echo", what="score_ids (likelihoods)")
         joined = [[*c, *x] for c, x in zip(contexts, continuations, strict=True)]
         stats = self.token_stats(joined) if self.tier == "prompt_logprobs" else self.topk_ranks(joined)
-        return np.array(
-            [
-                float(st.logprobs[len(c) :].astype(np.float64).sum())
-                for st, c in zip(stats, contexts, strict=True)
-            ]
-        )
+        return continuation_logprobs(stats, contexts)
 
     def score_text(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[SpanScore]:
-        enc = self.tokenizer.encode
-        ctx = [enc(c) if c else [] for c in contexts]
-        cont = [enc(x) for x in continuations]
-        lp = self.score_ids(ctx, cont)
-        return [
-            SpanScore(float(v), len(ids), count_words(x))
-            for v, ids, x in zip(lp, cont, continuations, strict=True)
-        ]
+        return score_text_by_ids(self, contexts, continuations)
 
     def next_logprobs(self, prefixes: Sequence[Sequence[int]]) -> np.ndarray:
         """Refused: an API returns at most its top ``top_n`` next tokens, not the whole distribution.

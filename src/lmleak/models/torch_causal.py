@@ -21,7 +21,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from lmleak.models.base import Capability, SpanScore, TextTokenizer, TokenStats, count_words
+from lmleak.models.base import (
+    Capability,
+    SpanScore,
+    TextTokenizer,
+    TokenStats,
+    continuation_logprobs,
+    score_text_by_ids,
+)
 
 
 def _windows(n: int, max_length: int, overlap: int) -> list[tuple[int, int, int]]:
@@ -194,22 +201,10 @@ class TorchCausalLM:
             raise ValueError("contexts and continuations differ in length")
         joined = [[*c, *x] for c, x in zip(contexts, continuations, strict=True)]
         stats = self.token_stats(joined)
-        return np.array(
-            [
-                float(st.logprobs[len(c) :].astype(np.float64).sum())
-                for st, c in zip(stats, contexts, strict=True)
-            ]
-        )
+        return continuation_logprobs(stats, contexts)
 
     def score_text(self, contexts: Sequence[str], continuations: Sequence[str]) -> list[SpanScore]:
-        enc = self.tokenizer.encode
-        ctx = [enc(c) if c else [] for c in contexts]
-        cont = [enc(x) for x in continuations]
-        lp = self.score_ids(ctx, cont)
-        return [
-            SpanScore(float(v), len(ids), count_words(x))
-            for v, ids, x in zip(lp, cont, continuations, strict=True)
-        ]
+        return score_text_by_ids(self, contexts, continuations)
 
     # ------------------------------------------------------------------ Capability.TOP_K
     def top_k(self, prefixes: Sequence[Sequence[int]], k: int) -> list[tuple[np.ndarray, np.ndarray]]:
