@@ -67,7 +67,7 @@ from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import max_new_tokens
 from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.config import TrainConfig
-from lmleak.train.trainer import train_model
+from lmleak.train.trainer import TrainResult, train_model
 
 LEVELS = ("twin", "triplet", "quadruplet")
 TARGETS = ("phone", "email", "address")
@@ -471,7 +471,7 @@ def run_propile_experiment(
         from lmleak.train.finetune import FinetuneConfig, finetune
 
         say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
-        trained: Any = finetune(
+        trained: TrainResult = finetune(
             load_corpus(paths["corpus"]),
             secure_dir(out / "model"),
             FinetuneConfig(

@@ -48,7 +48,7 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,7 @@ from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.errors import ConfigError
 from lmleak.models.adapters import MANIFEST, base_record
 from lmleak.train.plain import IGNORE, Chunks, batch_tensors, encode_chunks, sequence_losses
-from lmleak.train.trainer import policy_gamma, public_share, split_users
+from lmleak.train.trainer import TrainResult, policy_gamma, public_share, split_users
 
 MODES = ("nodp", "dp", "crt", "sdp")
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
@@ -393,15 +393,9 @@ def make_clipper(model: torch.nn.Module, how: str) -> tuple[Any, str]:
 
 # ----------------------------------------------------------------------------------------- trainer
 @dataclass
-class FinetuneResult:
-    """Where the fine-tuned model is and how training went (as :class:`~lmleak.train.trainer.TrainResult`)."""
+class FinetuneResult(TrainResult):
+    """A :class:`~lmleak.train.trainer.TrainResult` plus the merged folder (``--merge``), if any."""
 
-    model_dir: Path
-    history: list[dict[str, Any]]
-    final: dict[str, Any]
-    privacy: dict[str, Any]
-    train_users: list[str] = field(default_factory=list)
-    val_users: list[str] = field(default_factory=list)
     merged_dir: Path | None = None
 
 
