@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.errors import ConfigError
+from lmleak.models.base import Capability, require
 
 
 def _check(m: int, r: int, v: int, delta: float) -> None:
@@ -201,8 +202,6 @@ def make_canaries(
 
 def score_canaries(model: Any, canaries: Sequence[dict[str, Any]]) -> np.ndarray:
     """``log p(secret | prefix)`` in nats per canary (higher: more likely a member)."""
-    from lmleak.models.base import Capability, require
-
     require(model, Capability.SCORE, attack="dp-audit")
     enc = model.tokenizer.encode
     contexts, continuations = [], []

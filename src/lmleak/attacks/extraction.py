@@ -52,7 +52,11 @@ from typing import Any
 import numpy as np
 
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.ledger.index import CorpusIndex
 from lmleak.models.base import Capability, require
+from lmleak.pii.regex import RegexDetector
+from lmleak.runs import secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
 
 METRICS = ("perplexity", "zlib", "lowercase", "small", "window", "combined")
 
@@ -450,11 +454,6 @@ def run_extraction(
     import time
 
     import pandas as pd
-
-    from lmleak.ledger.index import CorpusIndex
-    from lmleak.pii.regex import RegexDetector
-    from lmleak.runs import secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
 
     cfg = config or ExtractConfig()
     if cfg.num_samples < 1 or cfg.max_new_tokens < 1 or cfg.top_n < 1:

@@ -44,7 +44,7 @@ from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
-from lmleak.shards import fingerprint_of, run_rows
+from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -271,8 +271,6 @@ def _sharded_text_scores(
     engine: Any = None,
     model_specs: dict[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
-    from lmleak.shards import ModelWork, Shipped
-
     def work(chunk: list[str]) -> list[dict[str, Any]]:
         return _score_rows(chunk, model=model, reference=reference, min_k=min_k, options=options)
 

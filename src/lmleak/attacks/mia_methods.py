@@ -43,6 +43,7 @@ import numpy as np
 
 from lmleak.errors import ConfigError, DataFileError, did_you_mean
 from lmleak.models.base import Capability, count_words, require
+from lmleak.scenarios import scenario_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +246,7 @@ def teacher_forced_pass(
     ones ``token_stats`` returns). Any other SCORE model gets ``token_stats`` and, for the
     moments, one ``next_logprobs`` query per prefix (correct, slow).
     """
+    # lazy: lmleak.models.torch_causal imports torch
     from lmleak.models.torch_causal import TorchCausalLM
 
     if not moments:
@@ -269,6 +271,7 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
     mean and standard deviation of log p (the extra work is elementwise over the logits it already has)."""
     import torch
 
+    # lazy: lmleak.models.torch_causal imports torch
     from lmleak.models.torch_causal import _windows
 
     bos = model.tokenizer.bos_id
@@ -312,6 +315,7 @@ def conditional_logprobs(
     recomputed nor pushed through the output layer); otherwise each ``prefix + sequence`` is scored
     whole by :func:`teacher_forced_pass` (same numbers up to float rounding).
     """
+    # lazy: lmleak.models.torch_causal imports torch
     from lmleak.models.torch_causal import TorchCausalLM
 
     longest = max((len(s) for s in sequences), default=0)
@@ -581,8 +585,6 @@ def method_scenarios(methods: Sequence[str], *, notes: str | None = None) -> dic
     """The KART record of each method (what access and resources it assumes), plus the blind
     baseline's (no access to the model at all: it is not an attack on the model, so its record
     is a plain mapping with ``access: none``)."""
-    from lmleak.scenarios import scenario_record
-
     out: dict[str, dict[str, Any]] = {}
     for m in methods:
         info = METHODS[m]
