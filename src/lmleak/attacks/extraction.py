@@ -453,13 +453,47 @@ def run_extraction(
     verification), ``discoverable.parquet`` and ``summary.json`` (``verified_at_100`` per metric)."""
     import time
 
-    import pandas as pd
-
     cfg = config or ExtractConfig()
     if cfg.num_samples < 1 or cfg.max_new_tokens < 1 or cfg.top_n < 1:
         raise ConfigError("num_samples, max_new_tokens and top_n must be >= 1", field="num_samples")
     require(model, Capability.SCORE, attack="extract")
     t0 = time.perf_counter()
+    s = _generate_samples(model, cfg)
+    t_gen = time.perf_counter() - t0
+    scores, metrics, tops = _rank_samples(model, s, cfg, public_model=public_model)
+
+    docs = list(corpus)
+    enc, dec = model.tokenizer.encode, model.tokenizer.decode
+    index = CorpusIndex.build([enc(d.text) for d in docs], [d.user_id for d in docs])
+    detector = RegexDetector()
+    candidates = sorted({i for top in tops.values() for i in top})
+    checked = {i: verify(index, s.generated[i], dec, detector) for i in candidates}
+
+    table = _extract_table(s, scores, tops, checked, cfg)
+    run = secure_dir(out_dir)
+    write_parquet(table, run / "extract.parquet")
+    disc = _discoverable(model, docs, cfg)
+    write_parquet(disc, run / "discoverable.parquet")
+    summary = _extract_summary(
+        model, s, metrics, tops, checked, disc, cfg, public_model=public_model, anonymization=anonymization
+    )
+    summary["seconds"] = {"generation": t_gen, "total": time.perf_counter() - t0}
+    write_summary(run, summary)
+    return summary
+
+
+@dataclass
+class _Samples:
+    """The generated samples: prompt text, prompt + generated ids, generated ids, decoded text."""
+
+    prompt_texts: list[str]
+    samples: list[list[int]]
+    generated: list[list[int]]
+    texts: list[str]
+
+
+def _generate_samples(model: Any, cfg: ExtractConfig) -> _Samples:
+    """Sample ``cfg.num_samples`` continuations of the prompts (cycled) or of BOS, with decaying temperature."""
     enc, dec = model.tokenizer.encode, model.tokenizer.decode
     prompt_texts = (
         [cfg.prefixes[i % len(cfg.prefixes)] for i in range(cfg.num_samples)]
@@ -476,36 +510,48 @@ def run_extraction(
         decay_tokens=cfg.decay_tokens,
         seed=cfg.seed,
     )
-    t_gen = time.perf_counter() - t0
     samples = [[*p, *g] for p, g in zip(prompts, generated, strict=True)]
-    texts = [dec(s) for s in samples]
-    scores = metric_scores(model, samples, texts, public_model=public_model, window=cfg.window)
+    return _Samples(prompt_texts, samples, generated, [dec(x) for x in samples])
+
+
+def _rank_samples(
+    model: Any, s: _Samples, cfg: ExtractConfig, *, public_model: Any
+) -> tuple[dict[str, np.ndarray], list[str], dict[str, list[int]]]:
+    """Scores per metric, the metrics used, and each metric's deduplicated top ``cfg.top_n`` sample ids."""
+    scores = metric_scores(model, s.samples, s.texts, public_model=public_model, window=cfg.window)
     # a sample that generated fewer tokens than a verified match needs can never count as memorised;
     # left in, short samples crowd the top of every ranking (Carlini et al. sample 256 tokens each)
-    short = np.array([len(g) < cfg.min_match_tokens for g in generated])
+    short = np.array([len(g) < cfg.min_match_tokens for g in s.generated])
     for m in METRICS[:-1]:
         scores[m] = np.where(short, np.nan, scores[m])
     scores["combined"] = combined_score(scores)
     metrics = [m for m in METRICS if m != "small" or public_model is not None]
-    grams = [word_trigrams(t) for t in texts]
+    grams = [word_trigrams(t) for t in s.texts]
     tops = {
-        m: select_top(scores[m], texts, cfg.top_n, threshold=cfg.dedup_threshold, grams=grams)
+        m: select_top(scores[m], s.texts, cfg.top_n, threshold=cfg.dedup_threshold, grams=grams)
         for m in metrics
     }
+    return scores, metrics, tops
 
-    docs = list(corpus)
-    index = CorpusIndex.build([enc(d.text) for d in docs], [d.user_id for d in docs])
-    detector = RegexDetector()
-    candidates = sorted({i for top in tops.values() for i in top})
-    checked = {i: verify(index, generated[i], dec, detector) for i in candidates}
 
+def _extract_table(
+    s: _Samples,
+    scores: dict[str, np.ndarray],
+    tops: dict[str, list[int]],
+    checked: dict[int, Any],
+    cfg: ExtractConfig,
+) -> Any:
+    """The ``extract.parquet`` table: one row per sample with its scores, ranks and verification."""
+    import pandas as pd
+
+    n = len(s.samples)
     table = pd.DataFrame(
         {
-            "sample_id": np.arange(len(samples)),
-            "prefix": prompt_texts,
-            "text": texts,
-            "num_tokens": [len(s) for s in samples],
-            "generated_tokens": [len(g) for g in generated],
+            "sample_id": np.arange(n),
+            "prefix": s.prompt_texts,
+            "text": s.texts,
+            "num_tokens": [len(x) for x in s.samples],
+            "generated_tokens": [len(g) for g in s.generated],
             **{f"score_{m}": scores[m] for m in METRICS},
             **{
                 k: scores[k]
@@ -520,11 +566,11 @@ def run_extraction(
         }
     )
     for m in METRICS:
-        rank = pd.array([None] * len(samples), dtype="Int64")
+        rank = pd.array([None] * n, dtype="Int64")
         for r, i in enumerate(tops.get(m, []), start=1):
             rank[i] = r
         table[f"rank_{m}"] = rank
-    v = [checked.get(i) for i in range(len(samples))]
+    v = [checked.get(i) for i in range(n)]
     table["verified"] = [x is not None for x in v]
     table["longest_match_tokens"] = pd.array(
         [x.longest_match_tokens if x else None for x in v], dtype="Int64"
@@ -535,19 +581,30 @@ def run_extraction(
     table["num_match_users"] = pd.array([len(x.match_users) if x else None for x in v], dtype="Int64")
     table["pii_types"] = [list(x.pii_types) if x else None for x in v]
     table["memorised"] = [bool(x and x.longest_match_tokens >= cfg.min_match_tokens) for x in v]
-    run = secure_dir(out_dir)
-    write_parquet(table, run / "extract.parquet")
+    return table
 
+
+def _extract_summary(
+    model: Any,
+    s: _Samples,
+    metrics: list[str],
+    tops: dict[str, list[int]],
+    checked: dict[int, Any],
+    disc: Any,
+    cfg: ExtractConfig,
+    *,
+    public_model: Any,
+    anonymization: str,
+) -> dict[str, Any]:
+    """``summary.json`` of an extraction run, without ``seconds`` (the caller times the run)."""
     mem = {i for i, x in checked.items() if x.longest_match_tokens >= cfg.min_match_tokens}
     verified_at = {m: sum(1 for i in tops[m] if i in mem) for m in metrics}
-    disc = _discoverable(model, docs, cfg)
-    write_parquet(disc, run / "discoverable.parquet")
-    summary: dict[str, Any] = {
+    return {
         "attack": "untargeted_extraction",
         "model": getattr(model, "name", type(model).__name__),
         "public_model": getattr(public_model, "name", None) if public_model is not None else None,
-        "num_samples": len(samples),
-        "unique_samples": len(set(texts)),
+        "num_samples": len(s.samples),
+        "unique_samples": len(set(s.texts)),
         "metrics": metrics,
         f"verified_at_{cfg.top_n}": verified_at,
         "verified_at_100": verified_at if cfg.top_n == 100 else None,
@@ -562,7 +619,7 @@ def run_extraction(
         "discoverable": _discoverable_summary(disc, cfg),
         "config": asdict(cfg),
         "combination": "combined = minus the mean rank over the other metrics (Borda count)",
-        "seconds": {"generation": t_gen, "total": time.perf_counter() - t0},
+        "seconds": None,
         "scenario": scenario_record(
             attack="untargeted_extraction",
             access="scores",
@@ -572,8 +629,6 @@ def run_extraction(
             notes="Carlini et al. 2021: sample, rank by membership metrics, verify against the training corpus",
         ),
     }
-    write_summary(run, summary)
-    return summary
 
 
 def _discoverable(model: Any, docs: Sequence[Any], cfg: ExtractConfig) -> Any:
