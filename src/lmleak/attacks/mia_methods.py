@@ -464,6 +464,55 @@ def score_methods(
         ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` without their model.
     """
     methods = tuple(methods)
+    _check_methods(model, methods, reference=reference, mlm=mlm, recall_prefix=recall_prefix, min_k=min_k)
+    enc = model.tokenizer.encode
+    seqs = [enc(t) for t in texts]
+    for i, s in enumerate(seqs):
+        if not s:
+            raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
+    n = len(texts)
+    extra = _method_inputs(model, texts, seqs, methods, mlm=mlm, num_neighbours=num_neighbours, seed=seed)
+    prefix_ids = enc(recall_prefix or "") if "recall" in methods else None
+    bases, out_extra = _method_passes(model, seqs, methods, extra, shared=shared)
+    ref_word = np.full(n, np.nan)
+    if "reference" in methods:
+        ref = reference.score_text([""] * n, list(texts))
+        ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
+
+    first = bases[methods[0]] if methods else teacher_forced_pass(model, seqs)
+    words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
+    res = _text_statistics(texts, seqs, _sum_lp(first.logprobs), words, ref_word)
+    for m in methods:
+        b = bases[m]
+        lp = _sum_lp(b.logprobs)
+        if m == "recall":
+            assert prefix_ids is not None
+            cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
+            res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, lp, strict=True)])
+        else:
+            res[m] = _method_score(m, b, lp, words, res, out_extra, min_k=min_k, k=num_neighbours)
+    return res
+
+
+def _text_statistics(
+    texts: Sequence[str], seqs: list[list[int]], lp_sum: np.ndarray, words: np.ndarray, ref_word: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The per-text statistics ``score_methods`` keeps beside the scores."""
+    n_tok = np.array([len(s) for s in seqs], dtype=np.int64)
+    return {
+        "num_tokens": n_tok,
+        "logprob": lp_sum,
+        "log_ppl": -lp_sum / n_tok,
+        "log_ppl_word": -lp_sum / words,
+        "zlib_bytes": np.array([_zlib_bytes(t) for t in texts], dtype=np.float64),
+        "ref_log_ppl_word": ref_word,
+    }
+
+
+def _check_methods(
+    model: Any, methods: tuple[str, ...], *, reference: Any, mlm: Any, recall_prefix: str | None, min_k: float
+) -> None:
+    """Raise unless every method is known and has what it needs (capability, model, prefix, ``min_k``)."""
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ConfigError(
@@ -484,29 +533,41 @@ def score_methods(
         raise ConfigError("method 'neighbourhood' needs a masked LM", field="mlm", hint="give --mlm DIR")
     if not 0 < min_k <= 1:
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
+
+
+def _method_inputs(
+    model: Any,
+    texts: Sequence[str],
+    seqs: list[list[int]],
+    methods: tuple[str, ...],
+    *,
+    mlm: Any,
+    num_neighbours: int,
+    seed: int,
+) -> dict[str, list[list[int]]]:
+    """The methods' own inputs (lowercased texts, neighbours), each a list of token sequences."""
     enc = model.tokenizer.encode
-    seqs = [enc(t) for t in texts]
-    for i, s in enumerate(seqs):
-        if not s:
-            raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
-    n = len(texts)
-    need_moments = "min_k_pp" in methods
-    # the methods' own inputs, each a list of token sequences
     extra: dict[str, list[list[int]]] = {}
-    lower_seqs = prefix_ids = None
-    nbr_texts: list[list[str]] = []
     if "lowercase" in methods:
-        lower_seqs = [enc(t.lower()) or s for t, s in zip(texts, seqs, strict=True)]
-        extra["lowercase"] = lower_seqs
-    if "recall" in methods:
-        prefix_ids = enc(recall_prefix or "")
+        extra["lowercase"] = [enc(t.lower()) or s for t, s in zip(texts, seqs, strict=True)]
     if "neighbourhood" in methods:
         nbr_texts = make_neighbours(texts, mlm, num_neighbours, seed=seed)
         extra["neighbourhood"] = [enc(x) or s for nb, s in zip(nbr_texts, seqs, strict=True) for x in nb]
+    return extra
 
+
+def _method_passes(
+    model: Any,
+    seqs: list[list[int]],
+    methods: tuple[str, ...],
+    extra: dict[str, list[list[int]]],
+    *,
+    shared: bool,
+) -> tuple[dict[str, Any], dict[str, list[np.ndarray]]]:
+    """Each method's pass over the texts, and the per-token log-probs of each method's own inputs."""
     out_extra: dict[str, list[np.ndarray]] = {}
     if shared:
-        base = teacher_forced_pass(model, seqs, moments=need_moments)
+        base = teacher_forced_pass(model, seqs, moments="min_k_pp" in methods)
         if extra:  # every method's own inputs in one batched pass
             allrows = [r for rows in extra.values() for r in rows]
             lps = teacher_forced_pass(model, allrows).logprobs
@@ -514,60 +575,48 @@ def score_methods(
             for name, rows in extra.items():
                 out_extra[name] = lps[at : at + len(rows)]
                 at += len(rows)
-        bases = {m: base for m in methods}
-    else:
-        # each method on its own: its own pass over the text (Min-K%++ with moments), its own extra pass
-        bases = {m: teacher_forced_pass(model, seqs, moments=(m == "min_k_pp")) for m in methods}
-        for name, rows in extra.items():
-            out_extra[name] = teacher_forced_pass(model, rows).logprobs
-    ref_word = np.full(n, np.nan)
-    if "reference" in methods:
-        ref = reference.score_text([""] * n, list(texts))
-        ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
+        return {m: base for m in methods}, out_extra
+    # each method on its own: its own pass over the text (Min-K%++ with moments), its own extra pass
+    bases = {m: teacher_forced_pass(model, seqs, moments=(m == "min_k_pp")) for m in methods}
+    for name, rows in extra.items():
+        out_extra[name] = teacher_forced_pass(model, rows).logprobs
+    return bases, out_extra
 
-    first = bases[methods[0]] if methods else teacher_forced_pass(model, seqs)
-    n_tok = np.array([len(s) for s in seqs], dtype=np.int64)
-    lp_sum = _sum_lp(first.logprobs)
-    words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
-    zbytes = np.array([_zlib_bytes(t) for t in texts], dtype=np.float64)
-    res: dict[str, np.ndarray] = {
-        "num_tokens": n_tok,
-        "logprob": lp_sum,
-        "log_ppl": -lp_sum / n_tok,
-        "log_ppl_word": -lp_sum / words,
-        "zlib_bytes": zbytes,
-        "ref_log_ppl_word": ref_word,
-    }
-    for m in methods:
-        b = bases[m]
-        log_ppl = -_sum_lp(b.logprobs) / n_tok
-        if m == "perplexity":
-            res[m] = -np.exp(log_ppl)
-        elif m == "zlib":
-            res[m] = -log_ppl / zbytes
-        elif m == "min_k":
-            res[m] = np.array([_min_k(lp, min_k) for lp in b.logprobs])
-        elif m == "min_k_pp":
-            assert b.mu is not None and b.sigma is not None
-            res[m] = np.array(
-                [
-                    min_k_plus_plus(lp, mu, sd, min_k)
-                    for lp, mu, sd in zip(b.logprobs, b.mu, b.sigma, strict=True)
-                ]
-            )
-        elif m == "lowercase":
-            low = -_mean_lp(out_extra["lowercase"])
-            res[m] = -log_ppl / np.maximum(low, 1e-6)
-        elif m == "recall":
-            assert prefix_ids is not None
-            cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
-            res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, _sum_lp(b.logprobs), strict=True)])
-        elif m == "reference":
-            res[m] = -(-_sum_lp(b.logprobs) / words) / np.maximum(ref_word, 1e-6)
-        elif m == "neighbourhood":
-            nb = _mean_lp(out_extra["neighbourhood"]).reshape(n, num_neighbours)
-            res[m] = -log_ppl - nb.mean(axis=1)
-    return res
+
+def _method_score(
+    m: str,
+    b: Any,
+    lp: np.ndarray,
+    words: np.ndarray,
+    stats: dict[str, np.ndarray],
+    out_extra: dict[str, list[np.ndarray]],
+    *,
+    min_k: float,
+    k: int,
+) -> np.ndarray:
+    """One method's score per text (any but ReCaLL, which needs the model) from its pass ``b``
+    (``lp``: its summed log-probs) and the text statistics ``stats``."""
+    log_ppl = -lp / stats["num_tokens"]
+    if m == "perplexity":
+        return -np.exp(log_ppl)
+    if m == "zlib":
+        return -log_ppl / stats["zlib_bytes"]
+    if m == "min_k":
+        return np.array([_min_k(x, min_k) for x in b.logprobs])
+    if m == "min_k_pp":
+        assert b.mu is not None and b.sigma is not None
+        return np.array(
+            [min_k_plus_plus(x, mu, sd, min_k) for x, mu, sd in zip(b.logprobs, b.mu, b.sigma, strict=True)]
+        )
+    if m == "lowercase":
+        low = -_mean_lp(out_extra["lowercase"])
+        return -log_ppl / np.maximum(low, 1e-6)
+    if m == "reference":
+        return -(-lp / words) / np.maximum(stats["ref_log_ppl_word"], 1e-6)
+    if m == "neighbourhood":
+        nb = _mean_lp(out_extra["neighbourhood"]).reshape(len(lp), k)
+        return -log_ppl - nb.mean(axis=1)
+    raise AssertionError(f"no score for method {m!r}")
 
 
 def _zlib_bytes(text: str) -> int:
