@@ -26,6 +26,7 @@ beside them in :mod:`lmleak.attacks.blind`.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import zlib
 from collections.abc import Sequence
@@ -179,28 +180,14 @@ def evaluate_membership(
     :class:`lmleak.shards.ShardEngine`) of kind ``"ray"`` scores those shards on Ray actors, which
     load ``model_specs["model"]`` / ``["reference"]`` (or receive the models pickled); same scores.
     """
-    import dataclasses
-
     import pandas as pd
 
-    opts = options or MethodOptions()
-    methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
     mem_groups, non_groups = groups if groups is not None else (None, None)
-    if "recall" in methods and not opts.recall_prefix:
-        keep, prefix = _recall_prefix(non_members, opts.recall_shots, seed)
-        non_members = [non_members[i] for i in keep]
-        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
-        opts = dataclasses.replace(opts, recall_prefix=prefix)
-    opts = dataclasses.replace(opts, methods=methods)
-    n = min(num_per_side, len(members), len(non_members))
-    if n < 2:
-        raise DataFileError(
-            f"need at least 2 members and 2 non-members, got {len(members)} and {len(non_members)}",
-            hint="give more texts in --members / --non-members",
-        )
-    rng = np.random.default_rng(seed)
-    mem_idx = sorted(rng.choice(len(members), size=n, replace=False))
-    non_idx = sorted(rng.choice(len(non_members), size=n, replace=False))
+    opts, non_members, non_groups = _resolve_methods(
+        options or MethodOptions(), non_members, non_groups, reference=reference, seed=seed
+    )
+    methods = opts.methods or ()
+    n, mem_idx, non_idx = _balanced_draw(len(members), len(non_members), num_per_side, seed)
     mem = [members[i] for i in mem_idx]
     non = [non_members[i] for i in non_idx]
     texts = mem + non
@@ -211,7 +198,6 @@ def evaluate_membership(
         sc = _sharded_text_scores(
             model, texts, reference, min_k, work_dir, shard_size, opts, engine, model_specs
         )
-    features = list(methods)
     text_groups = None
     if mem_groups is not None and non_groups is not None:
         text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
@@ -224,6 +210,56 @@ def evaluate_membership(
             **({"blind": bl.scores} if bl is not None else {}),
         }
     )
+    rows, curves = _attack_metrics(sc, labels, list(methods), n, group_size, num_groups=num_groups, seed=seed)
+    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
+
+
+def _resolve_methods(
+    opts: MethodOptions,
+    non_members: Sequence[str],
+    non_groups: Sequence[str] | None,
+    *,
+    reference: Any,
+    seed: int,
+) -> tuple[MethodOptions, Sequence[str], Sequence[str] | None]:
+    """The options with their methods resolved; without a ReCaLL prefix, ``recall_shots``
+    non-members become it and leave the non-members (and their groups)."""
+    methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
+    if "recall" in methods and not opts.recall_prefix:
+        keep, prefix = _recall_prefix(non_members, opts.recall_shots, seed)
+        non_members = [non_members[i] for i in keep]
+        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
+        opts = dataclasses.replace(opts, recall_prefix=prefix)
+    return dataclasses.replace(opts, methods=methods), non_members, non_groups
+
+
+def _balanced_draw(
+    num_members: int, num_non: int, num_per_side: int, seed: int
+) -> tuple[int, list[Any], list[Any]]:
+    """Per side size ``n`` and the sorted indices of the ``n`` members and non-members drawn (seeded)."""
+    n = min(num_per_side, num_members, num_non)
+    if n < 2:
+        raise DataFileError(
+            f"need at least 2 members and 2 non-members, got {num_members} and {num_non}",
+            hint="give more texts in --members / --non-members",
+        )
+    rng = np.random.default_rng(seed)
+    mem_idx = sorted(rng.choice(num_members, size=n, replace=False))
+    non_idx = sorted(rng.choice(num_non, size=n, replace=False))
+    return n, mem_idx, non_idx
+
+
+def _attack_metrics(
+    sc: dict[str, np.ndarray],
+    labels: np.ndarray,
+    features: list[str],
+    n: int,
+    group_size: int,
+    *,
+    num_groups: int | None,
+    seed: int,
+) -> tuple[list[dict[str, Any]], dict[str, RocCurve]]:
+    """Metric rows and ROC curves of each feature, individually and (``group_size`` > 0) in groups."""
     rows: list[dict[str, Any]] = []
     curves: dict[str, RocCurve] = {}
     for f in features:
@@ -237,7 +273,7 @@ def evaluate_membership(
             g_labels = np.r_[np.ones(len(gm), dtype=np.int64), np.zeros(len(gn), dtype=np.int64)]
             rows.append({"level": f"group{group_size}", "feature": f, **summarize(g_scores, g_labels)})
             curves[f"group{group_size}/{f}"] = roc_curve(g_scores, g_labels)
-    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
+    return rows, curves
 
 
 def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[list[int], str]:
@@ -453,8 +489,6 @@ def run_membership(
     :func:`evaluate_membership` (give the users when the split is by user).
     ``engine``/``model_specs``: where the scoring shards run (see :func:`evaluate_membership`).
     """
-    import pandas as pd
-
     if not 0 < min_k <= 1:
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
     if group_size < 0:
@@ -479,16 +513,39 @@ def run_membership(
     )
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
-    curves = pd.DataFrame(
+    write_parquet(_roc_table(res.curves), run / "roc.parquet")
+    name = getattr(model, "name", type(model).__name__)
+    plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {name}")
+    summary = _membership_summary(
+        name, res, reference=reference, source=source, group_size=group_size, options=options
+    )
+    write_summary(run, summary)
+    return summary
+
+
+def _roc_table(curves: dict[str, RocCurve]) -> Any:
+    """``roc.parquet``: one row per (curve, threshold)."""
+    import pandas as pd
+
+    return pd.DataFrame(
         [
             {"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
-            for name, c in res.curves.items()
+            for name, c in curves.items()
             for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)
         ]
     )
-    write_parquet(curves, run / "roc.parquet")
-    name = getattr(model, "name", type(model).__name__)
-    plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {name}")
+
+
+def _membership_summary(
+    name: str,
+    res: MembershipResult,
+    *,
+    reference: Any,
+    source: str | None,
+    group_size: int,
+    options: MethodOptions | None,
+) -> dict[str, Any]:
+    """``summary.json`` of a membership run: the headline attack, every attack's AUC, the blind baseline."""
     rows = res.metrics.to_dict(orient="records")
     individual = {r["feature"]: r for r in rows if r["level"] == "individual"}
     best = headline_feature(list(individual))
@@ -532,5 +589,4 @@ def run_membership(
             + (f"; {source}" if source else ""),
         ),
     }
-    write_summary(run, summary)
     return summary
