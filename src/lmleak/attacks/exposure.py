@@ -163,19 +163,7 @@ def measure_exposure(
         CapabilityError: the model does not grant exact scores (a black-box API).
     """
     require(model, Capability.SCORE, attack="canary exposure")
-    groups: dict[CanaryFormat, list[int]] = {}
-    for i, c in enumerate(canaries):
-        try:
-            fmt = CanaryFormat.infer(c["prefix"], c["secret"], alphabet or c.get("alphabet"))
-        except ValueError as e:
-            raise DataFileError(
-                str(e), line=i + 1, field="secret", hint="give the secrets' alphabet (--alphabet)"
-            ) from None
-        if alphabet is not None and not fmt.contains(c["secret"]):
-            raise DataFileError(
-                f"secret {c['secret']!r} has characters outside {alphabet!r}", line=i + 1, field="secret"
-            )
-        groups.setdefault(fmt, []).append(i)
+    groups = _group_by_format(canaries, alphabet)
     out: list[CanaryExposure | None] = [None] * len(canaries)
     rng = np.random.default_rng(seed)
     for g, (fmt, idx) in enumerate(groups.items()):
@@ -202,29 +190,66 @@ def measure_exposure(
                 )
         est: list[float | None] = [None] * len(idx)
         if extrapolate or not exact:
-            sample = fmt.candidates(rng.integers(0, n, size=min(sample_size, n)))
-            # canaries and sample scored together, so both use the same fixed token context
-            both = string_costs(model, fmt, [*secrets, *sample])
-            fit = fit_skewnorm(both[len(secrets) :])
-            # exposure is at most log2 |R| (rank >= 1): a tail estimate beyond it says only "first"
-            est = [min(fit.exposure(float(c)), math.log2(n)) for c in both[: len(secrets)]]
+            est, est_costs = _extrapolated_exposure(model, fmt, secrets, rng, sample_size)
             if not exact:
-                costs = both[: len(secrets)]
+                costs = est_costs
         for j, i in enumerate(idx):
-            rec = canaries[i]
-            out[i] = CanaryExposure(
-                secret=rec["secret"],
-                prefix=rec["prefix"],
-                repeats=None if rec.get("repeats") is None else int(rec["repeats"]),
-                num_candidates=n,
-                rank=int(ranks[j]) if exact else None,
-                exposure_bits=exposure(int(ranks[j]), n) if exact else float(est[j]),  # type: ignore[arg-type]
-                method="exact" if exact else "extrapolated",
-                logppl=float(costs[j]),
-                extrapolated_bits=est[j],
-                user_id=rec.get("user_id"),
+            out[i] = _canary_exposure(
+                canaries[i], n, int(ranks[j]) if exact else None, est[j], float(costs[j])
             )
     return [o for o in out if o is not None]
+
+
+def _group_by_format(
+    canaries: Sequence[dict[str, Any]], alphabet: str | None
+) -> dict[CanaryFormat, list[int]]:
+    """The indices of the canaries of each format (prefix, alphabet, length), in first-seen order."""
+    groups: dict[CanaryFormat, list[int]] = {}
+    for i, c in enumerate(canaries):
+        try:
+            fmt = CanaryFormat.infer(c["prefix"], c["secret"], alphabet or c.get("alphabet"))
+        except ValueError as e:
+            raise DataFileError(
+                str(e), line=i + 1, field="secret", hint="give the secrets' alphabet (--alphabet)"
+            ) from None
+        if alphabet is not None and not fmt.contains(c["secret"]):
+            raise DataFileError(
+                f"secret {c['secret']!r} has characters outside {alphabet!r}", line=i + 1, field="secret"
+            )
+        groups.setdefault(fmt, []).append(i)
+    return groups
+
+
+def _extrapolated_exposure(
+    model: Any, fmt: CanaryFormat, secrets: list[str], rng: np.random.Generator, sample_size: int
+) -> tuple[list[float | None], np.ndarray]:
+    """Skew-normal exposure estimate (Carlini et al. 2019 §4.3) of each secret, and its cost."""
+    n = fmt.num_candidates
+    sample = fmt.candidates(rng.integers(0, n, size=min(sample_size, n)))
+    # canaries and sample scored together, so both use the same fixed token context
+    both = string_costs(model, fmt, [*secrets, *sample])
+    fit = fit_skewnorm(both[len(secrets) :])
+    # exposure is at most log2 |R| (rank >= 1): a tail estimate beyond it says only "first"
+    est: list[float | None] = [min(fit.exposure(float(c)), math.log2(n)) for c in both[: len(secrets)]]
+    return est, both[: len(secrets)]
+
+
+def _canary_exposure(
+    rec: dict[str, Any], n: int, rank: int | None, est: float | None, cost: float
+) -> CanaryExposure:
+    """One canary's result: exact when ``rank`` is known, else the extrapolated estimate ``est``."""
+    return CanaryExposure(
+        secret=rec["secret"],
+        prefix=rec["prefix"],
+        repeats=None if rec.get("repeats") is None else int(rec["repeats"]),
+        num_candidates=n,
+        rank=rank,
+        exposure_bits=exposure(rank, n) if rank is not None else float(est),  # type: ignore[arg-type]
+        method="exact" if rank is not None else "extrapolated",
+        logppl=cost,
+        extrapolated_bits=est,
+        user_id=rec.get("user_id"),
+    )
 
 
 def _sharded_ranks(
@@ -394,6 +419,20 @@ def run_exposure(
     table = exposure_table(results)
     run = secure_dir(out_dir)
     write_parquet(table, run / "exposure.parquet")
+    summary = _exposure_summary(model, canaries, results, table, stats, seconds)
+    write_summary(run, summary)
+    return summary, results
+
+
+def _exposure_summary(
+    model: Any,
+    canaries: str | Path,
+    results: list[CanaryExposure],
+    table: Any,
+    stats: SearchStats,
+    seconds: float,
+) -> dict[str, Any]:
+    """``summary.json`` of an exposure run: the most exposed canary, the search's cost, the scenario."""
     best = max(results, key=lambda r: r.exposure_bits)
     summary = {
         "attack": "canary_exposure",
@@ -420,5 +459,4 @@ def run_exposure(
             notes="rank of each inserted canary among all candidates of its format (Carlini et al. 2019)",
         ),
     }
-    write_summary(run, summary)
-    return summary, results
+    return summary
