@@ -509,69 +509,103 @@ def count_candidates(
 
     leaf_costs: list[np.ndarray] = []
     leaf_mult: list[np.ndarray] = []
-    if space.kind == "digit_tree":
-        # characters sharing a token (e.g. several digits -> <unk>) are one child with a multiplicity
-        child_tok, child_mult = np.unique(np.asarray(space.char_ids, dtype=np.int64), return_counts=True)
-        prefixes = np.zeros((1, 0), dtype=np.int64)
-        costs = np.zeros(1)
-        mult = np.ones(1, dtype=np.int64)
-        for depth in range(space.fmt.length):
-            if len(prefixes) == 0:
-                break
-            budget(len(prefixes))
-            lp = score(prefixes)
-            child = costs[:, None] + np.maximum(-lp[:, child_tok], 0.0)  # (n, distinct tokens)
-            parent, which = np.nonzero(child <= limit)
-            costs = child[parent, which]
-            mult = mult[parent] * child_mult[which]
-            prefixes = np.concatenate([prefixes[parent], child_tok[which][:, None]], axis=1)
-            if depth == space.fmt.length - 1:
-                leaf_costs.append(costs)
-                leaf_mult.append(mult)
-    else:
-        m, lengths = space.matrix, space.lengths
-        assert m is not None and lengths is not None
-        n, width = m.shape
-        # Row i starts a new node at depth d+1 iff its first d+1 tokens differ from row i-1's.
-        new_node = np.zeros(n, dtype=bool)
-        new_node[0] = True
-        lo = np.array([0], dtype=np.int64)
-        hi = np.array([n], dtype=np.int64)
-        costs = np.zeros(1)
-        for depth in range(width):
-            # leaves: candidates whose continuation ends at this depth (sorted first: pad is -1)
-            ends = np.cumsum(np.concatenate([[0], lengths == depth]))
-            n_end = ends[hi] - ends[lo]
-            has_leaf = n_end > 0
-            if has_leaf.any():
-                leaf_costs.append(costs[has_leaf])
-                leaf_mult.append(n_end[has_leaf].astype(np.int64))
-            inner = (hi - lo - n_end) > 0
-            lo, hi, costs = lo[inner] + n_end[inner], hi[inner], costs[inner]
-            if len(lo) == 0:
-                break
-            budget(len(lo))
-            lp = score(m[lo, :depth])
-            col = m[:, depth]
-            new_node[1:] |= col[1:] != col[:-1]
-            starts = np.flatnonzero(new_node)
-            # Children of node k are the node starts inside [lo_k, hi_k); nodes are disjoint and
-            # sorted, so one searchsorted assigns every start to its parent.
-            owner = np.searchsorted(lo, starts, side="right") - 1
-            inside = (owner >= 0) & (starts < hi[np.maximum(owner, 0)])
-            child_lo, parent = starts[inside], owner[inside]
-            nxt = np.searchsorted(starts, child_lo, side="right")
-            child_hi = np.where(nxt < len(starts), starts[np.minimum(nxt, len(starts) - 1)], n)
-            child_hi = np.minimum(child_hi, hi[parent])
-            tok = col[child_lo].astype(np.int64)
-            child_cost = costs[parent] + np.maximum(-lp[parent, tok], 0.0)
-            keep = child_cost <= limit
-            lo, hi, costs = child_lo[keep], child_hi[keep], child_cost[keep]
-        else:
-            if len(lo):
-                leaf_costs.append(costs)
-                leaf_mult.append((hi - lo).astype(np.int64))
+    walk = _digit_tree_leaves if space.kind == "digit_tree" else _matrix_leaves
+    walk(space, score, limit, budget, leaf_costs, leaf_mult)
+    return _count_around(leaf_costs, leaf_mult, costs_in, tie_tolerance, stats)
 
+
+def _digit_tree_leaves(
+    space: CandidateSpace,
+    score: Any,
+    limit: float,
+    budget: Any,
+    leaf_costs: list[np.ndarray],
+    leaf_mult: list[np.ndarray],
+) -> None:
+    """Walk a digit tree (one token per character) to depth ``length``, keeping nodes with cost
+    <= ``limit``; append the leaves' costs and multiplicities."""
+    # characters sharing a token (e.g. several digits -> <unk>) are one child with a multiplicity
+    child_tok, child_mult = np.unique(np.asarray(space.char_ids, dtype=np.int64), return_counts=True)
+    prefixes = np.zeros((1, 0), dtype=np.int64)
+    costs = np.zeros(1)
+    mult = np.ones(1, dtype=np.int64)
+    for depth in range(space.fmt.length):
+        if len(prefixes) == 0:
+            break
+        budget(len(prefixes))
+        lp = score(prefixes)
+        child = costs[:, None] + np.maximum(-lp[:, child_tok], 0.0)  # (n, distinct tokens)
+        parent, which = np.nonzero(child <= limit)
+        costs = child[parent, which]
+        mult = mult[parent] * child_mult[which]
+        prefixes = np.concatenate([prefixes[parent], child_tok[which][:, None]], axis=1)
+        if depth == space.fmt.length - 1:
+            leaf_costs.append(costs)
+            leaf_mult.append(mult)
+
+
+def _matrix_leaves(
+    space: CandidateSpace,
+    score: Any,
+    limit: float,
+    budget: Any,
+    leaf_costs: list[np.ndarray],
+    leaf_mult: list[np.ndarray],
+) -> None:
+    """Walk the trie implicit in the sorted candidate token matrix, keeping nodes with cost
+    <= ``limit``; append the leaves' costs and multiplicities."""
+    m, lengths = space.matrix, space.lengths
+    assert m is not None and lengths is not None
+    n, width = m.shape
+    # Row i starts a new node at depth d+1 iff its first d+1 tokens differ from row i-1's.
+    new_node = np.zeros(n, dtype=bool)
+    new_node[0] = True
+    lo = np.array([0], dtype=np.int64)
+    hi = np.array([n], dtype=np.int64)
+    costs = np.zeros(1)
+    for depth in range(width):
+        # leaves: candidates whose continuation ends at this depth (sorted first: pad is -1)
+        ends = np.cumsum(np.concatenate([[0], lengths == depth]))
+        n_end = ends[hi] - ends[lo]
+        has_leaf = n_end > 0
+        if has_leaf.any():
+            leaf_costs.append(costs[has_leaf])
+            leaf_mult.append(n_end[has_leaf].astype(np.int64))
+        inner = (hi - lo - n_end) > 0
+        lo, hi, costs = lo[inner] + n_end[inner], hi[inner], costs[inner]
+        if len(lo) == 0:
+            break
+        budget(len(lo))
+        lp = score(m[lo, :depth])
+        col = m[:, depth]
+        new_node[1:] |= col[1:] != col[:-1]
+        starts = np.flatnonzero(new_node)
+        # Children of node k are the node starts inside [lo_k, hi_k); nodes are disjoint and
+        # sorted, so one searchsorted assigns every start to its parent.
+        owner = np.searchsorted(lo, starts, side="right") - 1
+        inside = (owner >= 0) & (starts < hi[np.maximum(owner, 0)])
+        child_lo, parent = starts[inside], owner[inside]
+        nxt = np.searchsorted(starts, child_lo, side="right")
+        child_hi = np.where(nxt < len(starts), starts[np.minimum(nxt, len(starts) - 1)], n)
+        child_hi = np.minimum(child_hi, hi[parent])
+        tok = col[child_lo].astype(np.int64)
+        child_cost = costs[parent] + np.maximum(-lp[parent, tok], 0.0)
+        keep = child_cost <= limit
+        lo, hi, costs = child_lo[keep], child_hi[keep], child_cost[keep]
+    else:
+        if len(lo):
+            leaf_costs.append(costs)
+            leaf_mult.append((hi - lo).astype(np.int64))
+
+
+def _count_around(
+    leaf_costs: list[np.ndarray],
+    leaf_mult: list[np.ndarray],
+    costs_in: np.ndarray,
+    tie_tolerance: float,
+    stats: SearchStats,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per canary cost: leaves strictly cheaper (beyond the tolerance) and leaves within it."""
     all_costs = np.concatenate(leaf_costs) if leaf_costs else np.empty(0)
     all_mult = np.concatenate(leaf_mult) if leaf_mult else np.empty(0, dtype=np.int64)
     stats.leaves_below_threshold += int(all_mult.sum())
