@@ -40,6 +40,7 @@ from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
 from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios, parse_methods, score_methods
 from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve, summarize
 from lmleak.data.holdout import read_holdout
+from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
@@ -440,6 +441,89 @@ def members_from_holdout(model_dir: str | Path, documents: Any) -> tuple[list[st
         f"(holdout.json); members: {len(mem)} documents of the other users"
     )
     return mem, non, source
+
+
+@dataclass
+class MembershipTexts:
+    """The two sides of a membership run, where they came from, and (split by user) their users."""
+
+    members: list[str]
+    non_members: list[str]
+    source: str | None = None  # None: the two files given
+    groups: tuple[list[str], list[str]] | None = None  # each side's users, aligned with the texts
+
+
+def membership_texts(
+    model: str | Path,
+    *,
+    members: str | Path | None = None,
+    non_members: str | Path | None = None,
+    corpus: str | Path | None = None,
+    field: str = "text",
+) -> MembershipTexts:
+    """Members and non-members from two files, or else from ``corpus`` split by the users ``model``
+    (a folder from ``lmleak train``) held out, with each side's users for the blind baseline's folds.
+
+    Raises:
+        ConfigError: neither both files nor a corpus and a model with held-out users.
+        DataFileError: a bad line in a file (:func:`read_texts`).
+    """
+    if members is not None and non_members is not None:
+        return MembershipTexts(read_texts(members, field=field), read_texts(non_members, field=field))
+    holdout = read_holdout(model)
+    if corpus is None or holdout is None or not holdout.users:
+        raise ConfigError(
+            "no member / non-member texts: give --members and --non-members, or --corpus with a model "
+            "trained by `lmleak train` (its holdout.json names the users it never saw)",
+            field="--members",
+            hint="retrain with --holdout-users 0.1, or write the two files",
+        )
+    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
+    source = (
+        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
+        f"(holdout.json); members: {len(mem)} documents of the other users"
+    )
+    return MembershipTexts(mem, non, source, (mem_users, non_users))
+
+
+def method_options(
+    methods: Sequence[str] | None = None,
+    *,
+    reference: bool = False,
+    mlm: str | Path | None = None,
+    recall_prefix: str | Path | None = None,
+    recall_shots: int = 3,
+    num_neighbours: int = 8,
+    field: str = "text",
+    seed: int = 0,
+) -> MethodOptions:
+    """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
+    defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
+    ``recall_prefix`` (its texts, one per line, each ending in a newline).
+
+    Raises:
+        ConfigError: an unknown method, or one whose model is missing (:func:`parse_methods`).
+    """
+    names = (
+        parse_methods(methods, reference=reference, mlm=mlm is not None, field="--methods")
+        if methods is not None
+        else None
+    )
+    mlm_model = None
+    if mlm is not None:
+        # lazy: lmleak.models.hf_masked imports torch and transformers
+        from lmleak.models.hf_masked import HFMaskedLM
+
+        mlm_model = HFMaskedLM.load(mlm)
+    prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
+    return MethodOptions(
+        methods=names,
+        recall_prefix=prefix,
+        recall_shots=recall_shots,
+        num_neighbours=num_neighbours,
+        mlm=mlm_model,
+        seed=seed,
+    )
 
 
 def headline_feature(features: Sequence[str]) -> str:

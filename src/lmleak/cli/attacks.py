@@ -133,6 +133,7 @@ def exposure_cmd(
     )
 
 
+# long: the Typer signature declares 24 options; the body only parses, calls run_membership, prints
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
@@ -201,8 +202,7 @@ def mia_cmd(
     neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The blind
     baseline (a text-only classifier) is reported beside them, with a warning when it comes close.
     """
-    from lmleak.attacks.membership import read_texts, run_membership
-    from lmleak.attacks.mia_methods import MethodOptions, parse_methods
+    from lmleak.attacks.membership import membership_texts, method_options, run_membership
     from lmleak.ledger.ledger import ModelSpec
     from lmleak.models.loading import load_model  # lazy: imports torch
     from lmleak.shards import ShardEngine, ray_session
@@ -210,35 +210,22 @@ def mia_cmd(
     quiet(quiet_ or as_json)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
-    methods = (
-        parse_methods(
-            lists["--methods"], reference=reference is not None, mlm=mlm is not None, field="--methods"
-        )
-        if "--methods" in lists
-        else None
-    )
-    mlm_model = None
-    if mlm is not None:
-        from lmleak.models.hf_masked import HFMaskedLM
-
-        mlm_model = HFMaskedLM.load(mlm)
-    prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
-    options = MethodOptions(
-        methods=methods,
-        recall_prefix=prefix,
+    options = method_options(
+        lists.get("--methods"),
+        reference=reference is not None,
+        mlm=mlm,
+        recall_prefix=recall_prefix,
         recall_shots=recall_shots,
         num_neighbours=neighbours,
-        mlm=mlm_model,
+        field=field,
         seed=seed,
     )
     lm = load_model(model)
-    groups = None
-    if members is not None and non_members is not None:
-        mem, non, source = read_texts(members, field=field), read_texts(non_members, field=field), None
-    else:
-        mem, non, source, groups = members_from_holdout(model, corpus, with_users=True)
-        info(source)
+    texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
+    if texts.source is not None:
+        info(texts.source)
     ref = load_model(reference) if reference else None
+    mem, non = texts.members, texts.non_members
     info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(eng):
@@ -253,10 +240,10 @@ def mia_cmd(
             num_groups=num_groups,
             min_k=min_k,
             seed=seed,
-            source=source,
+            source=texts.source,
             options=options,
             blind=blind,
-            groups=groups,
+            groups=texts.groups,
             engine=eng,
             model_specs=specs,
         )
@@ -264,29 +251,6 @@ def mia_cmd(
         print_json(summary)
         return
     print_membership(summary, out_dir)
-
-
-def members_from_holdout(model: str, corpus: Path | None, *, with_users: bool = False) -> Any:
-    """Members and non-members from the training corpus and the users the model held out
-    (``with_users``: also each side's users, for the blind baseline's folds)."""
-    from lmleak.attacks.membership import split_users_by_holdout
-    from lmleak.data.holdout import read_holdout
-    from lmleak.data.loaders import iter_documents
-
-    holdout = read_holdout(model)
-    if corpus is None or holdout is None or not holdout.users:
-        raise ConfigError(
-            "no member / non-member texts: give --members and --non-members, or --corpus with a model "
-            "trained by `lmleak train` (its holdout.json names the users it never saw)",
-            field="--members",
-            hint="retrain with --holdout-users 0.1, or write the two files",
-        )
-    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
-    source = (
-        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-        f"(holdout.json); members: {len(mem)} documents of the other users"
-    )
-    return (mem, non, source, (mem_users, non_users)) if with_users else (mem, non, source)
 
 
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
@@ -367,10 +331,40 @@ def crt_cmd(
     Also takes --gammas G [G ...] (policy false-negative rates; default 0 0.1 0.2 0.3 0.4 0.5,
     --quick: 0 0.5) and --archs A [A ...] (lstm, gpt; default both), each followed by its values.
     """
-    from lmleak.experiments.crt import CRTExperimentConfig, run_crt_experiment
+    from lmleak.experiments.crt import run_crt_experiment
 
     quiet(quiet_ or as_json)
-    lists = parse_list_options(ctx.args, {"--gammas", "--archs"})
+    cfg = _crt_config(
+        parse_list_options(ctx.args, {"--gammas", "--archs"}),
+        base=base,
+        quick=quick,
+        seed=seed,
+        epochs=epochs,
+        users=users,
+        lr=lr,
+        max_steps=max_steps,
+    )
+    result = run_crt_experiment(out_dir, cfg, corpus=corpus)
+    if as_json:
+        print_json(result["summary"])
+        return
+    print_crt(result, out_dir)
+
+
+def _crt_config(
+    lists: dict[str, list[str]],
+    *,
+    base: str | None,
+    quick: bool,
+    seed: int,
+    epochs: int | None,
+    users: int | None,
+    lr: float | None,
+    max_steps: int | None,
+) -> Any:
+    """The CRT experiment's config from the command's options and its --gammas / --archs values."""
+    from lmleak.experiments.crt import CRTExperimentConfig  # lazy: imports torch
+
     try:
         gammas = tuple(float(g) for g in lists["--gammas"]) if "--gammas" in lists else None
     except ValueError:
@@ -382,13 +376,13 @@ def crt_cmd(
         cfg = CRTExperimentConfig.for_base(base, gpu=resolve_device() != "cpu")
     else:
         cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    cfg = cfg.with_options(
+    return cfg.with_options(
         gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps
     )
-    result = run_crt_experiment(out_dir, cfg, corpus=corpus)
-    if as_json:
-        print_json(result["summary"])
-        return
+
+
+def print_crt(result: dict[str, Any], out_dir: Path) -> None:
+    """The CRT experiment's table, each CRT run's public share, and the PPL ordering verdicts."""
     from rich.table import Table
 
     table = result["table"]
