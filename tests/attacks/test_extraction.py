@@ -1,11 +1,10 @@
 """Untargeted extraction (Carlini et al. 2021) and (n, p)-discoverable extraction: the verifier
 against planted memorised strings, each ranking metric against a slow per-sample computation,
 deduplication, the longest match against brute force, and the exact suffix probability against
-sampling."""
+sampling. The ``lmleak extract`` command: tests/cli/test_extract.py."""
 
 from __future__ import annotations
 
-import json
 import zlib
 
 import numpy as np
@@ -214,90 +213,3 @@ def test_the_exact_suffix_probability_matches_sampling():
     # 1 - (1 - p)^n against the obvious product
     assert within_n(np.log(0.2), 3) == pytest.approx(1 - 0.8**3)
     assert within_n(-np.inf, 10) == 0.0
-
-
-def test_the_cli_writes_the_run_and_prints_verified_counts(tmp_path):
-    from typer.testing import CliRunner
-
-    from lmleak.cli.main import app
-
-    corpus = tmp_path / "c.jsonl"
-    corpus.write_text("".join(json.dumps({"user_id": d.user_id, "text": d.text}) + "\n" for d in _corpus()))
-    prefixes = tmp_path / "p.txt"
-    prefixes.write_text("please note\n\nhello there\n")
-    res = CliRunner().invoke(
-        app,
-        [
-            "extract",
-            "--model",
-            f"fake:{corpus}",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(tmp_path / "run"),
-            "--num-samples",
-            "8",
-            "--max-new-tokens",
-            "12",
-            "--prefixes",
-            str(prefixes),
-            "--min-match-tokens",
-            "6",
-            "--prefix-tokens",
-            "4",
-            "--suffix-tokens",
-            "4",
-            "--quiet",
-        ],
-    )
-    assert res.exit_code == 0, res.output
-    assert "verified_at_100 combined:" in res.output
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert set(summary["verified_at_100"]) == {"perplexity", "zlib", "lowercase", "window", "combined"}
-    df = pd.read_parquet(tmp_path / "run" / "extract.parquet")
-    assert set(df["prefix"]) == {"please note", "hello there"}
-    public = tmp_path / "public.txt"
-    public.write_text("hello there how are you\nthe weather is cold today\n")
-    res = CliRunner().invoke(
-        app,
-        [
-            "extract",
-            "--model",
-            f"fake:{corpus}",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(tmp_path / "run-pub"),
-            "--num-samples",
-            "4",
-            "--max-new-tokens",
-            "8",
-            "--min-match-tokens",
-            "2",
-            "--public-model",
-            f"fake:{public}",
-            "--discoverable-docs",
-            "0",
-            "--json",
-            "--quiet",
-        ],
-    )
-    assert res.exit_code == 0, res.output
-    pub = json.loads(res.output)
-    assert "small" in pub["metrics"] and set(pub["verified_at_100"]) == set(METRICS)
-    assert pub["scenario"]["resources"] == ["public_model"]
-    res = CliRunner().invoke(
-        app,
-        [
-            "extract",
-            "--model",
-            f"fake:{corpus}",
-            "--corpus",
-            str(corpus),
-            "--out",
-            str(tmp_path / "run2"),
-            "--prefixes",
-            str(tmp_path / "missing.txt"),
-        ],
-    )
-    assert res.exit_code == 2
