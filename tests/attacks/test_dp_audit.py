@@ -1,5 +1,5 @@
 """One-run DP audit (Steinke, Nasr & Jagielski 2023): the bound against hand computations and
-direct scipy oracles, its monotonicity, the guessing rule, the CLI, and one run end to end."""
+direct scipy oracles, its monotonicity, the guessing rule, and one run end to end (the CLI: tests/cli/test_dpaudit.py)."""
 
 from __future__ import annotations
 
@@ -120,26 +120,6 @@ def test_canaries_are_distinct_seeded_and_about_half_included():
     assert a == b
     assert len({c["secret"] for c in a}) == 500
     assert 200 < sum(c["included"] for c in a) < 300
-
-
-def test_the_cli_prints_the_bound(capsys):
-    from typer.testing import CliRunner
-
-    from lmleak.cli.main import app
-
-    res = CliRunner().invoke(
-        app, ["dp-audit", "bound", "--m", "1000", "--r", "10", "--v", "10", "--confidence", "0.95"]
-    )
-    assert res.exit_code == 0, res.output
-    assert res.output.strip() == "epsilon_lower_bound: 1.05187"
-    res = CliRunner().invoke(
-        app, ["dp-audit", "bound", "--m", "1000", "--r", "100", "--v", "80", "--delta", "1e-5", "--json"]
-    )
-    assert json.loads(res.output)["epsilon_lower_bound"] == pytest.approx(
-        epsilon_lower_bound(1000, 100, 80, 1e-5)
-    )
-    res = CliRunner().invoke(app, ["dp-audit", "bound", "--m", "10", "--r", "20", "--v", "1"])
-    assert res.exit_code == 2
 
 
 def test_one_audit_run_records_the_inclusion_and_writes_the_bound_beside_the_claim(tmp_path):

@@ -1,0 +1,69 @@
+"""``lmleak dp-audit bound`` and ``lmleak dp-audit run`` (cli/dpaudit.py): what they print and
+write, and their errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.attacks.dp_audit import epsilon_lower_bound
+from lmleak.cli.dpaudit import print_dp_audit
+from lmleak.cli.main import app
+
+
+def test_the_cli_prints_the_bound():
+    res = CliRunner().invoke(
+        app, ["dp-audit", "bound", "--m", "1000", "--r", "10", "--v", "10", "--confidence", "0.95"]
+    )
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == "epsilon_lower_bound: 1.05187"
+    res = CliRunner().invoke(
+        app, ["dp-audit", "bound", "--m", "1000", "--r", "100", "--v", "80", "--delta", "1e-5", "--json"]
+    )
+    assert json.loads(res.output)["epsilon_lower_bound"] == pytest.approx(
+        epsilon_lower_bound(1000, 100, 80, 1e-5)
+    )
+    res = CliRunner().invoke(app, ["dp-audit", "bound", "--m", "10", "--r", "20", "--v", "1"])
+    assert res.exit_code == 2
+
+
+def test_run_trains_once_and_prints_the_bound_and_the_run(tmp_path):
+    from lmleak.data.synth.customersim import synthesize
+
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    args = ["dp-audit", "run", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "run")]
+    args += ["--m", "8", "--mode", "nodp", "--epochs", "1", "--seq-len", "32", "--width", "32"]
+    args += ["--layers", "1", "--heads", "2", "--vocab-size", "200", "--holdout-users", "0", "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    a = summary["dp_audit"]
+    assert (a["m"], a["r"]) == (8, 4)  # r defaults to m / 2
+    assert summary["epsilon_lower_bound"] == pytest.approx(
+        epsilon_lower_bound(a["m"], a["r"], a["v"], a["delta"], 0.95)
+    )
+    assert (tmp_path / "run" / "canaries.parquet").is_file()
+    assert summary["report"].endswith(".html")
+    res = CliRunner().invoke(app, [*args[:5], str(tmp_path / "run2"), "--mode", "nope"])
+    assert res.exit_code == 2
+
+
+def test_the_summary_lines_give_the_bound_the_guesses_and_a_violated_claim(capsys):
+    summary = {
+        "epsilon_lower_bound": 1.234567,
+        "statement": "claimed ε ≤ 1; measured ≥ 1.23",
+        "dp_audit": {"v": 9, "r": 10, "m": 20, "num_included": 11, "delta": 1e-5},
+        "claim_violated": True,
+        "report": "r/report.html",
+    }
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines at the console width
+    assert text.startswith("epsilon_lower_bound: 1.23457 claimed ε ≤ 1; measured ≥ 1.23: ")
+    assert "9 of 10 guesses right about 20 canaries (11 included), delta 1e-05" in text
+    assert "the DP claim is violated" in text
+    assert text.endswith("run: r; report: r/report.html")
+    summary["claim_violated"] = False
+    print_dp_audit(summary, "r")
+    assert "violated" not in capsys.readouterr().out
