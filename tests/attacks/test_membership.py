@@ -132,3 +132,54 @@ def test_member_files_are_jsonl_or_plain_text_and_bad_lines_are_located(tmp_path
         read_texts(broken)
     with pytest.raises(DataFileError, match="not found"):
         read_texts(tmp_path / "missing.txt")
+
+
+def test_membership_texts_read_two_files_or_split_the_corpus_by_the_held_out_users(tmp_path):
+    from lmleak.attacks.membership import membership_texts
+    from lmleak.data.holdout import Holdout, write_holdout
+    from lmleak.errors import ConfigError
+
+    (tmp_path / "m.txt").write_text("one member\n\nanother member\n")
+    (tmp_path / "n.jsonl").write_text('{"body": "a non-member"}\n')
+    got = membership_texts("fake", members=tmp_path / "m.txt", non_members=tmp_path / "n.jsonl", field="body")
+    assert (got.members, got.non_members, got.source, got.groups) == (
+        ["one member", "another member"],
+        ["a non-member"],
+        None,
+        None,
+    )
+    corpus = tmp_path / "c.jsonl"
+    rows = [("u1", "alpha beta"), ("u2", "gamma"), ("u1", "delta"), ("u3", "eps zeta")]
+    corpus.write_text("".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in rows))
+    model = tmp_path / "model"
+    model.mkdir()
+    write_holdout(model, Holdout(users=("u2", "u3"), fraction=0.5))
+    got = membership_texts(model, corpus=corpus)
+    assert got.members == ["alpha beta", "delta"] and got.non_members == ["gamma", "eps zeta"]
+    assert got.groups == (["u1", "u1"], ["u2", "u3"])
+    assert got.source == (
+        "non-members: 2 documents of the 2 users held out of training (holdout.json); "
+        "members: 2 documents of the other users"
+    )
+    with pytest.raises(ConfigError, match="no member / non-member texts") as e:
+        membership_texts(tmp_path / "no-holdout", corpus=corpus)
+    assert e.value.field == "--members"
+    with pytest.raises(ConfigError):
+        membership_texts(model, members=tmp_path / "m.txt")  # one file and no corpus
+
+
+def test_method_options_check_the_names_and_read_recalls_prefix_file(tmp_path):
+    from lmleak.attacks.membership import method_options
+    from lmleak.errors import ConfigError
+
+    assert method_options().methods is None  # the defaults, chosen later
+    (tmp_path / "prefix.txt").write_text("first non-member\n\nsecond one\n")
+    opts = method_options(["zlib", "recall"], recall_prefix=tmp_path / "prefix.txt", num_neighbours=3, seed=4)
+    assert opts.methods == ("zlib", "recall")
+    assert opts.recall_prefix == "first non-member\nsecond one\n"
+    assert (opts.num_neighbours, opts.seed, opts.mlm) == (3, 4, None)
+    with pytest.raises(ConfigError) as e:
+        method_options(["zlibb"])
+    assert e.value.field == "--methods" and "zlib" in str(e.value)
+    with pytest.raises(ConfigError):
+        method_options(["reference"])  # no reference model
