@@ -173,21 +173,10 @@ def measure_exposure(
         ranks = np.zeros(len(idx), dtype=np.int64)
         costs = np.full(len(idx), np.nan)
         if exact:
-            space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
-            if work_dir is None:
-                ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
-            else:
-                ranks, costs = _sharded_ranks(
-                    model,
-                    space,
-                    fmt,
-                    secrets,
-                    tie_tolerance,
-                    stats,
-                    seed,
-                    Path(work_dir) / f"format-{g}",
-                    shard_size,
-                )
+            fmt_dir = None if work_dir is None else Path(work_dir) / f"format-{g}"
+            ranks, costs = _exact_format_ranks(
+                model, fmt, secrets, tie_tolerance, stats, seed, fmt_dir, shard_size
+            )
         est: list[float | None] = [None] * len(idx)
         if extrapolate or not exact:
             est, est_costs = _extrapolated_exposure(model, fmt, secrets, rng, sample_size)
@@ -198,6 +187,23 @@ def measure_exposure(
                 canaries[i], n, int(ranks[j]) if exact else None, est[j], float(costs[j])
             )
     return [o for o in out if o is not None]
+
+
+def _exact_format_ranks(
+    model: Any,
+    fmt: CanaryFormat,
+    secrets: list[str],
+    tie_tolerance: float,
+    stats: SearchStats | None,
+    seed: int,
+    work_dir: Path | None,
+    shard_size: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Exact rank and cost of each secret of one format: one trie search, or resumable shards in ``work_dir``."""
+    space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
+    if work_dir is None:
+        return exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
+    return _sharded_ranks(model, space, fmt, secrets, tie_tolerance, stats, seed, work_dir, shard_size)
 
 
 def _group_by_format(

@@ -176,10 +176,9 @@ def evaluate_membership(
     of the evaluation. ``blind`` adds the text-only baseline's cross-validated AUC
     (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
     user of each member and of each non-member, aligned with them) keeps a user's texts in one of
-    its cross-validation folds.
-    ``engine`` (a
-    :class:`lmleak.shards.ShardEngine`) of kind ``"ray"`` scores those shards on Ray actors, which
-    load ``model_specs["model"]`` / ``["reference"]`` (or receive the models pickled); same scores.
+    its cross-validation folds. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind ``"ray"``
+    scores those shards on Ray actors, which load ``model_specs["model"]`` / ``["reference"]`` (or
+    receive the models pickled); same scores.
     """
     import pandas as pd
 
@@ -189,27 +188,21 @@ def evaluate_membership(
     )
     methods = opts.methods or ()
     n, mem_idx, non_idx = _balanced_draw(len(members), len(non_members), num_per_side, seed)
-    mem = [members[i] for i in mem_idx]
-    non = [non_members[i] for i in non_idx]
-    texts = mem + non
+    texts = [members[i] for i in mem_idx] + [non_members[i] for i in non_idx]
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
-    if work_dir is None:
-        sc = text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
-    else:
-        sc = _sharded_text_scores(
+    sc = (
+        text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
+        if work_dir is None
+        else _sharded_text_scores(
             model, texts, reference, min_k, work_dir, shard_size, opts, engine, model_specs
         )
+    )
     text_groups = None
     if mem_groups is not None and non_groups is not None:
         text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
     bl = blind_baseline(texts, labels, groups=text_groups, seed=seed) if blind else None
     table = pd.DataFrame(
-        {
-            "text": texts,
-            "member": labels,
-            **{k: v for k, v in sc.items()},
-            **({"blind": bl.scores} if bl is not None else {}),
-        }
+        {"text": texts, "member": labels, **sc, **({"blind": bl.scores} if bl is not None else {})}
     )
     rows, curves = _attack_metrics(sc, labels, list(methods), n, group_size, num_groups=num_groups, seed=seed)
     return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
@@ -541,6 +534,7 @@ def headline_feature(features: Sequence[str]) -> str:
 
 
 @writes_run("out_dir")
+# long: 17 keyword options and a docstring naming the summary keys; the body is 25 lines
 def run_membership(
     model: Any,
     members: Sequence[str],
