@@ -114,9 +114,14 @@ def exposure_cmd(
     if as_json:
         print_json(summary)
         return
+    print_exposure(summary, results, lm.name, out_dir)
+
+
+def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_dir: Path) -> None:
+    """One table row per canary (rank, exposure, exact or extrapolated), then the maximum."""
     from rich.table import Table
 
-    t = Table(title=f"Canary exposure — {lm.name}")
+    t = Table(title=f"Canary exposure — {name}")
     for col in ("secret", "repeats", "rank", "exposure (bits)", "method"):
         t.add_column(col)
     for r in results:
@@ -254,6 +259,7 @@ def mia_cmd(
 
 
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
+    """One table row per (level, attack) with the headline marked, the blind baseline, notes, warning."""
     from rich.table import Table
 
     t = Table(title=f"Membership inference — {summary['model']} ({summary['num_per_side']} per side)")
