@@ -138,7 +138,7 @@ def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_d
     )
 
 
-# long: the Typer signature declares 24 options; the body only parses, calls run_membership, prints
+# long: the Typer signature declares 23 options; the body only parses, calls run_membership, prints
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,

@@ -42,7 +42,7 @@ def bound(
     out.print(f"epsilon_lower_bound: {eps:.6g}")
 
 
-# long: the Typer signature declares 25 options; the body only builds the configs, runs, prints
+# long: the Typer signature declares 24 options; the body only builds the configs, runs, prints
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[

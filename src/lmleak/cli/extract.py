@@ -14,7 +14,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("extract")(extract)
 
 
-# long: the Typer signature declares 22 options; the body only builds the config, runs, prints
+# long: the Typer signature declares 21 options; the body only builds the config, runs, prints
 def extract(
     model: Annotated[
         str, typer.Option(help="The audited model (a folder, .gguf, smollm2-135m, fake:CORPUS).")
