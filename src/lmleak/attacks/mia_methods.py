@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
 from lmleak.errors import ConfigError, DataFileError, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.scenarios import scenario_record
@@ -291,7 +292,7 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
             logp = torch.log_softmax(model._forward(ids, mask).float(), dim=-1)[:, :-1]
             targets = ids[:, 1:].to(logp.device)
             true_lp = logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
-            mu, sd = _log_prob_moments(logp)
+            mu, sd = log_prob_moments(logp)
             for j, i in enumerate(batch):
                 s, first, start = owners[i]
                 n_in = len(rows[i])
@@ -359,25 +360,6 @@ def _cached_prefix_pass(
                 out[i][0] = lp0[int(sequences[i][0])]
                 out[i][1:n] = true_lp[j, : n - 1]
     return out
-
-
-def _log_prob_moments(logp: Any) -> tuple[Any, Any]:
-    """Mean and standard deviation of ``log p(z)`` under ``z ~ p``, for log-probabilities (..., V).
-
-    Two passes (centred second moment): ``E[log p^2] - mu^2`` cancels badly for the near-uniform
-    distributions of a barely trained model. The reductions are batched dot products (``bmm``),
-    which here cost less than half of ``(a * b).sum(-1)``.
-    """
-    import torch
-
-    shape, v = logp.shape[:-1], logp.shape[-1]
-    p = logp.exp().reshape(-1, 1, v)
-    # subtle: p is exactly 0 in float32 below log p ~ -104, so clamping -inf there changes no term
-    # and avoids 0 * -inf = NaN
-    lc = logp.clamp_min(-1e4).reshape(-1, v, 1)
-    mu = torch.bmm(p, lc).reshape(-1, 1, 1)
-    var = torch.bmm(p, lc.sub_(mu).square_()).reshape(shape)
-    return mu.reshape(shape), var.clamp_min(0).sqrt()
 
 
 # ----------------------------------------------------------------------------------- neighbours
@@ -567,12 +549,14 @@ def _method_passes(
     """Each method's pass over the texts, and the per-token log-probs of each method's own inputs."""
     out_extra: dict[str, list[np.ndarray]] = {}
     if shared:
-        base = teacher_forced_pass(model, seqs, moments="min_k_pp" in methods)
-        if extra:  # every method's own inputs in one batched pass
-            allrows = [r for rows in extra.values() for r in rows]
+        base, rest = _text_pass_with_neighbours(
+            model, seqs, extra, moments="min_k_pp" in methods, out=out_extra
+        )
+        if rest:  # every method's other inputs in one batched pass
+            allrows = [r for rows in rest.values() for r in rows]
             lps = teacher_forced_pass(model, allrows).logprobs
             at = 0
-            for name, rows in extra.items():
+            for name, rows in rest.items():
                 out_extra[name] = lps[at : at + len(rows)]
                 at += len(rows)
         return {m: base for m in methods}, out_extra
@@ -581,6 +565,29 @@ def _method_passes(
     for name, rows in extra.items():
         out_extra[name] = teacher_forced_pass(model, rows).logprobs
     return bases, out_extra
+
+
+def _text_pass_with_neighbours(
+    model: Any,
+    seqs: list[list[int]],
+    extra: dict[str, list[list[int]]],
+    *,
+    moments: bool,
+    out: dict[str, list[np.ndarray]],
+) -> tuple[TokenPass, dict[str, list[list[int]]]]:
+    """The texts' pass; when the model packs (:mod:`lmleak.attacks.packed_pass`), the neighbours ride
+    in it, each scored from where it leaves its text (their log-probs go to ``out``). Returns the pass
+    and the inputs still to score."""
+    nbrs = extra.get("neighbourhood")
+    if nbrs:
+        k = len(nbrs) // len(seqs)
+        per_text = [nbrs[i * k : (i + 1) * k] for i in range(len(seqs))]
+        if packs(model, seqs, per_text):
+            pk = packed_pass(model, seqs, per_text, moments=moments)
+            out["neighbourhood"] = [lp for row in pk.neighbour_logprobs for lp in row]
+            rest = {name: rows for name, rows in extra.items() if name != "neighbourhood"}
+            return TokenPass(pk.logprobs, pk.mu, pk.sigma), rest
+    return teacher_forced_pass(model, seqs, moments=moments), extra
 
 
 def _method_score(
