@@ -91,7 +91,8 @@ def packed_rows(
     rows: list[PackedRow] = []
     for i, (text, nbrs) in enumerate(zip(sequences, neighbours, strict=True)):
         x = [int(t) for t in text]
-        ids, pos, segs = [bos, *x], list(range(1 + len(x))), []
+        segs: list[tuple[int, int, int, int]] = []
+        ids, pos = [bos, *x], list(range(1 + len(x)))
         for j, nb in enumerate(nbrs):
             y = [int(t) for t in nb]
             q = common_prefix_length(x, y)
