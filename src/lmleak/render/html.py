@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak._version import __version__
-from lmleak.errors import LmleakError, RunError
+from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
 from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, read_summary
@@ -590,8 +590,6 @@ def render_report(
     if summary.get("redacted") is True and not redacted:
         redacted = [str(summary.get("title") or run.name)]
     if show_text and redacted:
-        from lmleak.errors import ConfigError
-
         raise ConfigError(
             f"the report of {', '.join(redacted)} is redacted; a redacted run is rendered without text",
             field="--show-text",
