@@ -168,20 +168,13 @@ def dedup_cmd(
 
     Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.dedup import dedup_corpus
-    from lmleak.train.sentences import sentence_corpus
+    from lmleak.train.preprocess import dedup_to_dir
 
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
     info(f"splitting {len(c)} documents into sentences")
-    deduped, st = dedup_corpus(sentence_corpus(c), mode=mode, fp_rate=fp_rate)
-    deduped.write_jsonl(d / "deduped.jsonl")
-    summary = {"stage": "dedup", "corpus": str(corpus), **st.to_dict(), "removed": {"DUPLICATE": st.masked},
-               "files": {"corpus": str(d / "deduped.jsonl")}}  # fmt: skip
-    write_summary(d, summary, name="dedup.json")
-    _print_summary(summary, as_json, "dedup")
+    result = dedup_to_dir(c, out_dir, source=str(corpus), mode=mode, fp_rate=fp_rate)
+    _print_summary(result.to_dict(), as_json, "dedup")
 
 
 def redact_cmd(
@@ -198,23 +191,12 @@ def redact_cmd(
 
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.redact import redact_corpus
-    from lmleak.train.sentences import sentence_corpus
+    from lmleak.train.preprocess import redact_to_dir
 
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
-    redacted, st = redact_corpus(sentence_corpus(c), _policy(policy, recall, seed, base_recall))
-    redacted.write_jsonl(d / "redacted.jsonl")
-    summary = {
-        "stage": "redact",
-        "corpus": str(corpus),
-        **st.to_dict(),
-        "files": {"corpus": str(d / "redacted.jsonl")},
-    }
-    write_summary(d, summary, name="redaction.json")
-    _print_summary(summary, as_json, "redact")
+    result = redact_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus))
+    _print_summary(result.to_dict(), as_json, "redact")
 
 
 def split_cmd(
@@ -236,26 +218,13 @@ def split_cmd(
 
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.split import crt_split
+    from lmleak.train.preprocess import split_to_dir
 
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
-    res = crt_split(c, _policy(policy, recall, seed, base_recall), conservative=conservative,
-                    dedup=None if dedup == "none" else dedup, bloom_fp_rate=fp_rate)  # fmt: skip
-    files = {"redacted": d / "redacted.jsonl", "public": d / "public.jsonl", "private": d / "private.jsonl"}
-    assert res.redacted is not None
-    res.redacted.write_jsonl(files["redacted"])
-    res.public.write_jsonl(files["public"])
-    res.private.write_jsonl(files["private"])
-    removed = dict(res.stats["redaction"]["removed"])
-    if res.stats.get("dedup"):
-        removed["DUPLICATE"] = res.stats["dedup"]["masked"]
-    summary = {"stage": "split", "corpus": str(corpus), **res.stats, "removed": removed,
-               "files": {k: str(v) for k, v in files.items()}}  # fmt: skip
-    write_summary(d, summary, name="split.json")
-    _print_summary(summary, as_json, "split")
+    result = split_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus),
+                          conservative=conservative, dedup=dedup, fp_rate=fp_rate)  # fmt: skip
+    _print_summary(result.to_dict(), as_json, "split")
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
