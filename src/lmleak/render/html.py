@@ -599,6 +599,21 @@ def _scenarios_table(summary: dict[str, Any]) -> str | None:
     )
 
 
+def _skipped_table(summary: dict[str, Any]) -> str | None:
+    """The stages an audit skipped and why (each model's ``skipped`` in ``summary.json``), or None."""
+    rows = [
+        f"<tr><td>{html.escape(stage)}</td><td>{html.escape(name)}</td><td>{html.escape(str(reason))}</td></tr>"
+        for name, m in (summary.get("models") or {}).items()
+        for stage, reason in ((m or {}).get("skipped") or {}).items()
+    ]
+    if not rows:
+        return None
+    return (
+        '<table id="skipped-table" class="sortable"><thead><tr><th>Stage</th><th>Model</th><th>Reason</th></tr>'
+        "</thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
 def render_report(
     run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False, max_rows: int = 2000
 ) -> Path:
@@ -623,6 +638,7 @@ def render_report(
         comparison=_comparison(headlines),
         plots=_plots(stage_dirs, run, show_text),
         scenarios=_scenarios_table(summary),
+        skipped=_skipped_table(summary),
         plotly_js=plotly.offline.get_plotlyjs(),
         version=__version__,
         run_dir=str(run),
