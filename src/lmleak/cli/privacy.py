@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -49,6 +49,20 @@ def confidentiality(
     if json_out:
         print_json(report)
         return
+    _print_table(report, epsilon, delta, gamma, unique_secrets, occurrences)
+    if plot is not None:
+        out.print(f"amplification curve written to {plot}")
+
+
+def _print_table(
+    report: dict[str, Any],
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    unique_secrets: int,
+    occurrences: int | None,
+) -> None:
+    """The guarantees of the confidentiality report as one table (rows as in paper 002 §3.3)."""
     from rich.table import Table
 
     t = Table(
@@ -58,35 +72,23 @@ def confidentiality(
     t.add_column("epsilon", justify="right")
     t.add_column("delta", justify="right")
     t.add_row("per secret, redacted by the policy (Prop. 5)", "0", "0")
-    t.add_row(
-        "per secret, missed by the policy (Prop. 5)",
-        f"{report['per_secret_epsilon_missed']:g}",
-        f"{report['delta']:g}",
-    )
-    t.add_row(
-        "Bayesian, random secret (Prop. 6)",
-        f"{report['bayesian_epsilon']:g}",
-        f"{report['bayesian_delta']:g}",
-    )
-    t.add_row(
-        f"group of {unique_secrets} unique secrets (Prop. 5)",
-        f"{report['group_epsilon']:g}",
-        f"{report['group_delta']:g}",
-    )
+    rows = [
+        ("per secret, missed by the policy (Prop. 5)", "per_secret_epsilon_missed", "delta"),
+        ("Bayesian, random secret (Prop. 6)", "bayesian_epsilon", "bayesian_delta"),
+        (f"group of {unique_secrets} unique secrets (Prop. 5)", "group_epsilon", "group_delta"),
+    ]
     if occurrences is not None:
-        t.add_row(
-            f"same group, {occurrences} occurrences, no dedup",
-            f"{report['group_epsilon_without_dedup']:g}",
-            f"{report['group_delta_without_dedup']:g}",
+        rows.append(
+            (
+                f"same group, {occurrences} occurrences, no dedup",
+                "group_epsilon_without_dedup",
+                "group_delta_without_dedup",
+            )
         )
-    t.add_row(
-        "CRT Bayesian (Thm. 8.3)",
-        f"{report['theorem8_bayesian_epsilon']:g}",
-        f"{report['theorem8_bayesian_delta']:g}",
-    )
+    rows.append(("CRT Bayesian (Thm. 8.3)", "theorem8_bayesian_epsilon", "theorem8_bayesian_delta"))
+    for label, eps_key, delta_key in rows:
+        t.add_row(label, f"{report[eps_key]:g}", f"{report[delta_key]:g}")
     out.print(t)
-    if plot is not None:
-        out.print(f"amplification curve written to {plot}")
 
 
 def significant(value: object, digits: int = 4) -> object:
