@@ -9,7 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.data.loaders import load_corpus_with_report
+from lmleak.data.stats import corpus_stats
+from lmleak.data.synth.customersim import synthesize as synthesize_customersim
 from lmleak.jsonl import read_jsonl
+from lmleak.pii.regex import RegexDetector
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -34,10 +38,8 @@ def customersim(
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
 
-    from lmleak.data.synth.customersim import synthesize
-
     quiet(json_out)
-    paths = synthesize(
+    paths = synthesize_customersim(
         out_dir,
         users=users,
         dialogs_per_user=dialogs_per_user,
@@ -88,6 +90,7 @@ def mail(
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
 
+    # lazy: lmleak.data.synth.mail imports faker (about 0.3 s) at module level
     from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
 
     quiet(json_out)
@@ -165,10 +168,6 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
-    from lmleak.data.loaders import load_corpus_with_report
-    from lmleak.data.stats import corpus_stats
-    from lmleak.pii.regex import RegexDetector
-
     quiet(json_out)
     corpus, report = load_corpus_with_report(
         path,

@@ -25,6 +25,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from lmleak import progress
 from lmleak.cli.common import err, offline_environment
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
@@ -164,7 +165,7 @@ def _root(
 ) -> None:
     """Privacy auditing of language models."""
     owner_only()
-    from lmleak import progress
+    # lazy: lmleak.models.device imports numpy (and torch when it looks for a GPU)
     from lmleak.models.device import resolve_device, use_device
 
     progress.set_enabled(not quiet_all and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
@@ -172,7 +173,8 @@ def _root(
         resolve_device(device)  # a GPU asked for but absent fails before the command starts
     ctx.with_resource(use_device(device))
     if max_requests is not None or tokenizer is not None:
-        from lmleak.models.http import use_http_options  # httpx only when an HTTP option is given
+        # lazy: lmleak.models.http imports httpx, only when an HTTP option is given
+        from lmleak.models.http import use_http_options
 
         ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
 

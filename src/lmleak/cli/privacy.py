@@ -8,6 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, out, print_json
+from lmleak.errors import ConfigError
+from lmleak.figures import pyplot, save_figure
+from lmleak.train.confidentiality import bayesian_confidentiality, confidentiality_report
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -32,9 +35,6 @@ def confidentiality(
     json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
-    from lmleak.errors import ConfigError
-    from lmleak.train.confidentiality import confidentiality_report
-
     try:
         report = confidentiality_report(
             epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
@@ -105,9 +105,6 @@ def significant(value: object, digits: int = 4) -> object:
 
 def _plot(epsilon: float, path: Path) -> None:
     import numpy as np
-
-    from lmleak.figures import pyplot, save_figure
-    from lmleak.train.confidentiality import bayesian_confidentiality
 
     gammas = np.linspace(0, 1, 101)
     fig, ax = pyplot().subplots(figsize=(5.5, 3.8))

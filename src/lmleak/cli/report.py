@@ -30,6 +30,8 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.data.loaders import load_corpus
+from lmleak.errors import ConfigError
 
 _MULTI = ("--k",)
 
@@ -58,13 +60,12 @@ class _ReportGroup(TyperGroup):
 
 
 def _load_corpus(path: Path) -> Any:
-    from lmleak.data.loaders import load_corpus  # lazy: keeps `lmleak --help` light
-
     return load_corpus(path)
 
 
 def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
-    from lmleak.ledger.ledger import ModelSpec  # lazy: imports torch
+    # lazy: lmleak.ledger.ledger imports torch
+    from lmleak.ledger.ledger import ModelSpec
 
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
@@ -86,8 +87,6 @@ def _check_options(
     redact_key_file: Path | None,
 ) -> None:
     """Refuse bad ``lmleak report`` options before the corpus or the model is loaded."""
-    from lmleak.errors import ConfigError
-
     if public_scope not in ("unique", "all"):
         raise ConfigError(f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all")
     if any(v < 1 for v in ks):
@@ -121,6 +120,7 @@ def _check_options(
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
+    # lazy: lmleak.report.metrics imports numpy
     from lmleak.report.metrics import format_epsilon
 
     pii = summary.get("pii_unique_sequences") or {}
@@ -317,6 +317,7 @@ def report(
     """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
     if ctx.invoked_subcommand is not None:
         return
+    # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
     from lmleak.report.engine import LedgerEngine, run_leakage_report
     from lmleak.report.leakage import ReportConfig, as_int_list
 
@@ -353,8 +354,6 @@ def report(
 
 def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:
     """Refuse a report without its three required options (optional only for the sub-commands)."""
-    from lmleak.errors import ConfigError
-
     missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
     if missing:
         raise ConfigError(
@@ -374,6 +373,7 @@ def snapshots(
     quiet_: QuietOpt = False,
 ) -> None:
     """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
+    # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import snapshot_study
 
     quiet(quiet_ or json_out)
@@ -397,6 +397,7 @@ def compare(
     quiet_: QuietOpt = False,
 ) -> None:
     """Compare models trained on the same data (paper 001 Table 2)."""
+    # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import compare_models
 
     quiet(quiet_ or json_out)
@@ -416,8 +417,6 @@ def compare(
 
 def _model_specs(model: list[str]) -> dict[str, str]:
     """``NAME=PATH`` options (or bare paths, named after their folder) as name -> path; names unique."""
-    from lmleak.errors import ConfigError
-
     specs: dict[str, str] = {}
     for m in model:
         name, sep, path = m.partition("=")
@@ -446,6 +445,7 @@ def hardening(
     quiet_: QuietOpt = False,
 ) -> None:
     """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
+    # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import hardening_study
 
     quiet(quiet_ or json_out)
