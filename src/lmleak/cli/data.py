@@ -90,7 +90,7 @@ def mail(
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
 
-    # lazy: lmleak.data.synth.mail imports faker (about 0.3 s) at module level
+    # lazy: lmleak.data.synth.mail imports faker at module level (a third-party import `--help` need not pay)
     from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
 
     quiet(json_out)
