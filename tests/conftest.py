@@ -108,3 +108,15 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "vllm" in item.keywords and item.get_closest_marker("vllm") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def synth_corpus(tmp_path_factory):
+    """A small synthetic CustomerSim corpus with its ground truth (the PII tests and ``tests/cli/test_pii.py``)."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.data.synth.customersim import synthesize
+    from lmleak.pii.evaluate import load_secrets
+
+    paths = synthesize(tmp_path_factory.mktemp("synth"), users=30, dialogs_per_user=4, seed=3)
+    corpus = load_corpus(paths["corpus"])
+    return {"paths": paths, "corpus": corpus, "secrets": load_secrets(paths["secrets"], corpus)}

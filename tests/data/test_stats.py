@@ -1,15 +1,9 @@
-"""Corpus statistics (lmleak.data.stats) and `lmleak corpus check`."""
+"""Corpus statistics (lmleak.data.stats); `lmleak corpus check` is tested in cli/test_data.py."""
 
 from __future__ import annotations
 
-import json
-
-from typer.testing import CliRunner
-
-from lmleak.cli.main import app
 from lmleak.data.corpus import Document
 from lmleak.data.stats import corpus_stats
-from lmleak.data.synth.mail import synthesize
 from lmleak.pii.regex import RegexDetector
 
 
@@ -31,14 +25,3 @@ def test_a_clean_corpus_gets_no_warnings():
     docs = [Document(f"u{i}", f"d{i}", f"a distinct line {i}") for i in range(200)]
     s = corpus_stats(docs)
     assert s.duplicate_line_share == 0 and s.warnings == () and s.pii_per_1k_words is None
-
-
-def test_corpus_check_on_synth_mail_reports_and_warns(tmp_path):
-    paths = synthesize(tmp_path, scale=0.1)
-    res = CliRunner().invoke(app, ["corpus", "check", str(paths["corpus"]), "--json"])
-    assert res.exit_code == 0, res.output
-    s = json.loads(res.stdout)
-    for key in ("duplicate_line_share", "top1pct_user_share", "pii_per_1k_words", "warnings"):
-        assert key in s
-    assert s["duplicate_line_share"] > 0.4 and s["pii_per_1k_words"] > 10
-    assert any("repeated" in w for w in s["warnings"])

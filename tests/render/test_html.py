@@ -67,3 +67,33 @@ def test_the_dp_audit_card_states_the_claim_and_the_measurement_as_its_own_sente
     assert detail == " Claimed ε ≤ 6.59; measured ≥ 0."
     violated = _card_detail("epsilon_lower_bound", {"dp_epsilon": 0.5, "epsilon_lower_bound": 1.2})
     assert violated.endswith("measured ≥ 1.2. The claim is violated.")
+
+
+def test_the_stages_an_audit_skipped_are_listed_with_model_and_reason(tmp_path):
+    from lmleak.render.html import _skipped_table, render_report
+
+    why = "canary exposure needs 'score' access, but model 'api' grants only 'generate'"
+    summary = {
+        "title": "audit",
+        "models": {
+            "local": {"headline": {}, "stages": {}, "skipped": {}},
+            "api": {"headline": {}, "stages": {}, "skipped": {"exposure": why, "report": "needs <top_k>"}},
+        },
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    page = render_report(tmp_path).read_text()
+    assert '<h2 id="skipped">Skipped stages</h2>' in page
+    rows = [
+        "<tr><td>exposure</td><td>api</td><td>canary exposure needs &#x27;score&#x27; access, but model "
+        "&#x27;api&#x27; grants only &#x27;generate&#x27;</td></tr>",
+        "<tr><td>report</td><td>api</td><td>needs &lt;top_k&gt;</td></tr>",  # reasons are escaped
+    ]
+    for row in rows:
+        assert row in page, row
+    table = page[page.index('id="skipped-table"') :].split("</table>")[0]
+    assert table.count("<tr>") == 3 and "<td>local</td>" not in table  # head + 2; local skipped nothing
+    # nothing skipped (or a single stage's run, which has no models): no section at all
+    summary["models"]["api"]["skipped"] = {}
+    assert _skipped_table(summary) is None and _skipped_table({"stage": "report"}) is None
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    assert 'id="skipped"' not in render_report(tmp_path).read_text()

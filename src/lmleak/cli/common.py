@@ -10,6 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
+from lmleak import progress
+from lmleak.runs import to_json
+
 # The options every area shares, declared once (docs/GLOSSARY.md lists each concept's names).
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
@@ -58,21 +61,15 @@ def offline_environment() -> None:
 
 def quiet(enabled: bool) -> None:
     """Turn progress off for --quiet and --json (never back on: a global --quiet or LMLEAK_QUIET wins)."""
-    from lmleak import progress
-
     if enabled:
         progress.set_enabled(False)
 
 
 def print_json(obj: Any) -> None:
-    from lmleak.runs import to_json
-
     sys.stdout.write(to_json(obj))
     sys.stdout.flush()
 
 
 def info(message: str) -> None:
-    from lmleak import progress
-
     if progress.enabled():
         err.print(message)

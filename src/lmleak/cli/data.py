@@ -9,7 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.data.loaders import load_corpus_with_report
+from lmleak.data.stats import corpus_stats
+from lmleak.data.synth.customersim import synthesize as synthesize_customersim
 from lmleak.jsonl import read_jsonl
+from lmleak.pii.regex import RegexDetector
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -34,10 +38,8 @@ def customersim(
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
 
-    from lmleak.data.synth.customersim import synthesize
-
     quiet(json_out)
-    paths = synthesize(
+    paths = synthesize_customersim(
         out_dir,
         users=users,
         dialogs_per_user=dialogs_per_user,
@@ -88,19 +90,31 @@ def mail(
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
 
+    # lazy: lmleak.data.synth.mail imports faker at module level (a third-party import `--help` need not pay)
     from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
 
     quiet(json_out)
     paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
+    summary = _mail_summary(paths, canaries, canary_repeats, TOKENS_PER_WORD)
+    if json_out:
+        print_json(summary)
+        return
+    _print_mail(summary, out_dir)
+
+
+def _mail_summary(
+    paths: dict[str, Path], canaries: int, canary_repeats: int, tokens_per_word: float
+) -> dict[str, Any]:
+    """Sizes, repeated-line share and PII spans per entity of a written mailing-list archive."""
     docs = read_jsonl(paths["corpus"])
     entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     words = sum(len(d["text"].split()) for d in docs)
     lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
-    summary: dict[str, Any] = {
+    return {
         "documents": len(docs),
         "authors": len({d["user_id"] for d in docs}),
         "words": words,
-        "tokens_estimate": round(words * TOKENS_PER_WORD),
+        "tokens_estimate": round(words * tokens_per_word),
         "duplicate_line_share": round(
             sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4
         ),
@@ -110,9 +124,10 @@ def mail(
         "secrets_per_entity": dict(sorted(entities.items())),
         "files": {k: str(v) for k, v in paths.items()},
     }
-    if json_out:
-        print_json(summary)
-        return
+
+
+def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
+    """The mailing-list summary as a table."""
     from rich.table import Table
 
     t = Table(title=f"Mailing-list corpus in {out_dir}")
@@ -153,10 +168,6 @@ def check(
     json_out: JsonOpt = False,
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
-    from lmleak.data.loaders import load_corpus_with_report
-    from lmleak.data.stats import corpus_stats
-    from lmleak.pii.regex import RegexDetector
-
     quiet(json_out)
     corpus, report = load_corpus_with_report(
         path,
@@ -166,9 +177,18 @@ def check(
         doc_field=doc_field,
         skip_bad_rows=skip_bad_rows,
     )
-    per_user = [len(v) for v in corpus.by_user().values()]
     stats = corpus_stats(corpus, detector=RegexDetector())
-    summary: dict[str, Any] = {
+    summary = _check_summary(path, corpus, stats, report)
+    if json_out:
+        print_json(summary)
+        return
+    _print_check(path, summary, stats, report)
+
+
+def _check_summary(path: Path, corpus: Any, stats: Any, report: Any) -> dict[str, Any]:
+    """The ``corpus check --json`` object: sizes, users, repetition, concentration, PII, skipped rows."""
+    per_user = [len(v) for v in corpus.by_user().values()]
+    return {
         "path": str(path),
         "documents": len(corpus),
         "users": len(per_user),
@@ -185,9 +205,10 @@ def check(
         "warnings": list(stats.warnings),
         "skipped_rows": [{"line": line, "reason": reason} for line, reason in report.skipped],
     }
-    if json_out:
-        print_json(summary)
-        return
+
+
+def _print_check(path: Path, summary: dict[str, Any], stats: Any, report: Any) -> None:
+    """The corpus check as a few lines, then each skipped row and each warning."""
     out.print(
         f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
         f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words"

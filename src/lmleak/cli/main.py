@@ -25,6 +25,7 @@ import click
 import typer
 from typer.core import TyperGroup
 
+from lmleak import progress
 from lmleak.cli.common import err, offline_environment
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
@@ -122,7 +123,64 @@ class _Group(TyperGroup):
             raise typer.Exit(2) from None
 
 
+def _root(
+    ctx: typer.Context,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            help="Where models run: auto (a GPU when torch sees one; the default), cpu, cuda, cuda:N. "
+            "Also LMLEAK_DEVICE. Training stays on the CPU.",
+        ),
+    ] = None,
+    quiet_all: Annotated[
+        bool,
+        typer.Option(
+            "--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."
+        ),
+    ] = False,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug",
+            help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1).",
+        ),
+    ] = False,
+    max_requests: Annotated[
+        int | None,
+        typer.Option(
+            "--max-requests",
+            help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
+            "stop (exit 2) after this many requests; cached answers do not count.",
+        ),
+    ] = None,
+    tokenizer: Annotated[
+        str | None,
+        typer.Option(
+            "--tokenizer",
+            help="For models behind an HTTP API: the served model's tokenizer (its "
+            "folder); default: the server's /tokenize.",
+        ),
+    ] = None,
+) -> None:
+    """Privacy auditing of language models."""
+    owner_only()
+    # lazy: lmleak.models.device imports numpy (and torch when it looks for a GPU)
+    from lmleak.models.device import resolve_device, use_device
+
+    progress.set_enabled(not quiet_all and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
+    if device is not None:
+        resolve_device(device)  # a GPU asked for but absent fails before the command starts
+    ctx.with_resource(use_device(device))
+    if max_requests is not None or tokenizer is not None:
+        # lazy: lmleak.models.http imports httpx, only when an HTTP option is given
+        from lmleak.models.http import use_http_options
+
+        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
+
+
 def build_app() -> typer.Typer:
+    """The root app: the global options, the synth group and every area's commands."""
     offline_environment()
     owner_only()  # before any command writes: results, models, logs and plots hold training data
     app = typer.Typer(
@@ -134,61 +192,7 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
     )
 
-    @app.callback()
-    def _root(
-        ctx: typer.Context,
-        device: Annotated[
-            str | None,
-            typer.Option(
-                "--device",
-                help="Where models run: auto (a GPU when torch sees one; the default), cpu, cuda, cuda:N. "
-                "Also LMLEAK_DEVICE. Training stays on the CPU.",
-            ),
-        ] = None,
-        quiet_all: Annotated[
-            bool,
-            typer.Option(
-                "--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."
-            ),
-        ] = False,
-        debug: Annotated[
-            bool,
-            typer.Option(
-                "--debug",
-                help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1).",
-            ),
-        ] = False,
-        max_requests: Annotated[
-            int | None,
-            typer.Option(
-                "--max-requests",
-                help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
-                "stop (exit 2) after this many requests; cached answers do not count.",
-            ),
-        ] = None,
-        tokenizer: Annotated[
-            str | None,
-            typer.Option(
-                "--tokenizer",
-                help="For models behind an HTTP API: the served model's tokenizer (its "
-                "folder); default: the server's /tokenize.",
-            ),
-        ] = None,
-    ) -> None:
-        """Privacy auditing of language models."""
-        owner_only()
-        from lmleak import progress
-        from lmleak.models.device import resolve_device, use_device
-
-        progress.set_enabled(not quiet_all and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
-        if device is not None:
-            resolve_device(device)  # a GPU asked for but absent fails before the command starts
-        ctx.with_resource(use_device(device))
-        if max_requests is not None or tokenizer is not None:
-            from lmleak.models.http import use_http_options  # httpx only when an HTTP option is given
-
-            ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
-
+    app.callback()(_root)
     groups = {
         "synth": typer.Typer(
             help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True

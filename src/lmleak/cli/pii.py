@@ -9,6 +9,14 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
+from lmleak.data.loaders import load_corpus
+from lmleak.errors import InputError
+from lmleak.pii.detect import detect_in_corpus, detect_in_text
+from lmleak.pii.evaluate import evaluate_policy, load_secrets
+from lmleak.pii.policies import get_policy
+from lmleak.runs import atomic_write_json
+from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
+from lmleak.train.sentences import sentence_spans
 
 pii_app = typer.Typer(
     help="PII detection policies: detect spans, evaluate against ground truth.", no_args_is_help=True
@@ -43,14 +51,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def _policy(name: str, recall: float | None, seed: int, base_recall: float) -> Any:
-    from lmleak.pii.policies import get_policy
-
     return get_policy(name, recall=recall, seed=seed, base_recall=base_recall)
 
 
 def _load(path: Path) -> Any:
-    from lmleak.data.loaders import load_corpus
-
     return load_corpus(path)
 
 
@@ -79,9 +83,6 @@ def evaluate_cmd(
     q: QuietOpt = False,
 ) -> None:
     """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8)."""
-    from lmleak.pii.evaluate import evaluate_policy, load_secrets
-    from lmleak.train.sentences import sentence_spans
-
     quiet(q or as_json)
     c = _load(corpus)
     gold = load_secrets(secrets, c)
@@ -90,8 +91,6 @@ def evaluate_cmd(
     result = {"policy": getattr(pol, "name", policy), "recall_target": recall, "seed": seed,
               "min_overlap": min_overlap, "documents": len(c), "entities": table}  # fmt: skip
     if save is not None:
-        from lmleak.runs import atomic_write_json
-
         atomic_write_json(save, result)
     if as_json:
         print_json(result)
@@ -120,9 +119,6 @@ def detect_cmd(
     q: QuietOpt = False,
 ) -> None:
     """Print (or save) the PII spans a policy detects, and the counts per entity."""
-    from lmleak.errors import InputError
-    from lmleak.pii.detect import detect_in_corpus, detect_in_text
-
     quiet(q or as_json)
     if (corpus is None) == (text is None):
         raise InputError("give exactly one of --corpus and --text", field="corpus")
@@ -168,20 +164,11 @@ def dedup_cmd(
 
     Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.dedup import dedup_corpus
-    from lmleak.train.sentences import sentence_corpus
-
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
     info(f"splitting {len(c)} documents into sentences")
-    deduped, st = dedup_corpus(sentence_corpus(c), mode=mode, fp_rate=fp_rate)
-    deduped.write_jsonl(d / "deduped.jsonl")
-    summary = {"stage": "dedup", "corpus": str(corpus), **st.to_dict(), "removed": {"DUPLICATE": st.masked},
-               "files": {"corpus": str(d / "deduped.jsonl")}}  # fmt: skip
-    write_summary(d, summary, name="dedup.json")
-    _print_summary(summary, as_json, "dedup")
+    result = dedup_to_dir(c, out_dir, source=str(corpus), mode=mode, fp_rate=fp_rate)
+    _print_summary(result.to_dict(), as_json, "dedup")
 
 
 def redact_cmd(
@@ -198,23 +185,10 @@ def redact_cmd(
 
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.redact import redact_corpus
-    from lmleak.train.sentences import sentence_corpus
-
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
-    redacted, st = redact_corpus(sentence_corpus(c), _policy(policy, recall, seed, base_recall))
-    redacted.write_jsonl(d / "redacted.jsonl")
-    summary = {
-        "stage": "redact",
-        "corpus": str(corpus),
-        **st.to_dict(),
-        "files": {"corpus": str(d / "redacted.jsonl")},
-    }
-    write_summary(d, summary, name="redaction.json")
-    _print_summary(summary, as_json, "redact")
+    result = redact_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus))
+    _print_summary(result.to_dict(), as_json, "redact")
 
 
 def split_cmd(
@@ -236,26 +210,11 @@ def split_cmd(
 
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """
-    from lmleak.runs import secure_dir, write_summary
-    from lmleak.train.split import crt_split
-
     quiet(q or as_json)
     c = _load(corpus)
-    d = secure_dir(out_dir)
-    res = crt_split(c, _policy(policy, recall, seed, base_recall), conservative=conservative,
-                    dedup=None if dedup == "none" else dedup, bloom_fp_rate=fp_rate)  # fmt: skip
-    files = {"redacted": d / "redacted.jsonl", "public": d / "public.jsonl", "private": d / "private.jsonl"}
-    assert res.redacted is not None
-    res.redacted.write_jsonl(files["redacted"])
-    res.public.write_jsonl(files["public"])
-    res.private.write_jsonl(files["private"])
-    removed = dict(res.stats["redaction"]["removed"])
-    if res.stats.get("dedup"):
-        removed["DUPLICATE"] = res.stats["dedup"]["masked"]
-    summary = {"stage": "split", "corpus": str(corpus), **res.stats, "removed": removed,
-               "files": {k: str(v) for k, v in files.items()}}  # fmt: skip
-    write_summary(d, summary, name="split.json")
-    _print_summary(summary, as_json, "split")
+    result = split_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus),
+                          conservative=conservative, dedup=dedup, fp_rate=fp_rate)  # fmt: skip
+    _print_summary(result.to_dict(), as_json, "split")
 
 
 def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:

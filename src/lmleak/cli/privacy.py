@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from lmleak.cli.common import JsonOpt, out, print_json
+from lmleak.errors import ConfigError
+from lmleak.figures import pyplot, save_figure
+from lmleak.train.confidentiality import bayesian_confidentiality, confidentiality_report
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -32,9 +35,6 @@ def confidentiality(
     json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
-    from lmleak.errors import ConfigError
-    from lmleak.train.confidentiality import confidentiality_report
-
     try:
         report = confidentiality_report(
             epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
@@ -49,6 +49,20 @@ def confidentiality(
     if json_out:
         print_json(report)
         return
+    _print_table(report, epsilon, delta, gamma, unique_secrets, occurrences)
+    if plot is not None:
+        out.print(f"amplification curve written to {plot}")
+
+
+def _print_table(
+    report: dict[str, Any],
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    unique_secrets: int,
+    occurrences: int | None,
+) -> None:
+    """The guarantees of the confidentiality report as one table (rows as in paper 002 §3.3)."""
     from rich.table import Table
 
     t = Table(
@@ -58,35 +72,23 @@ def confidentiality(
     t.add_column("epsilon", justify="right")
     t.add_column("delta", justify="right")
     t.add_row("per secret, redacted by the policy (Prop. 5)", "0", "0")
-    t.add_row(
-        "per secret, missed by the policy (Prop. 5)",
-        f"{report['per_secret_epsilon_missed']:g}",
-        f"{report['delta']:g}",
-    )
-    t.add_row(
-        "Bayesian, random secret (Prop. 6)",
-        f"{report['bayesian_epsilon']:g}",
-        f"{report['bayesian_delta']:g}",
-    )
-    t.add_row(
-        f"group of {unique_secrets} unique secrets (Prop. 5)",
-        f"{report['group_epsilon']:g}",
-        f"{report['group_delta']:g}",
-    )
+    rows = [
+        ("per secret, missed by the policy (Prop. 5)", "per_secret_epsilon_missed", "delta"),
+        ("Bayesian, random secret (Prop. 6)", "bayesian_epsilon", "bayesian_delta"),
+        (f"group of {unique_secrets} unique secrets (Prop. 5)", "group_epsilon", "group_delta"),
+    ]
     if occurrences is not None:
-        t.add_row(
-            f"same group, {occurrences} occurrences, no dedup",
-            f"{report['group_epsilon_without_dedup']:g}",
-            f"{report['group_delta_without_dedup']:g}",
+        rows.append(
+            (
+                f"same group, {occurrences} occurrences, no dedup",
+                "group_epsilon_without_dedup",
+                "group_delta_without_dedup",
+            )
         )
-    t.add_row(
-        "CRT Bayesian (Thm. 8.3)",
-        f"{report['theorem8_bayesian_epsilon']:g}",
-        f"{report['theorem8_bayesian_delta']:g}",
-    )
+    rows.append(("CRT Bayesian (Thm. 8.3)", "theorem8_bayesian_epsilon", "theorem8_bayesian_delta"))
+    for label, eps_key, delta_key in rows:
+        t.add_row(label, f"{report[eps_key]:g}", f"{report[delta_key]:g}")
     out.print(t)
-    if plot is not None:
-        out.print(f"amplification curve written to {plot}")
 
 
 def significant(value: object, digits: int = 4) -> object:
@@ -103,9 +105,6 @@ def significant(value: object, digits: int = 4) -> object:
 
 def _plot(epsilon: float, path: Path) -> None:
     import numpy as np
-
-    from lmleak.figures import pyplot, save_figure
-    from lmleak.train.confidentiality import bayesian_confidentiality
 
     gammas = np.linspace(0, 1, 101)
     fig, ax = pyplot().subplots(figsize=(5.5, 3.8))

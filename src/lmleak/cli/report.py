@@ -30,6 +30,8 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.data.loaders import load_corpus
+from lmleak.errors import ConfigError
 
 _MULTI = ("--k",)
 
@@ -58,13 +60,12 @@ class _ReportGroup(TyperGroup):
 
 
 def _load_corpus(path: Path) -> Any:
-    from lmleak.data.loaders import load_corpus  # lazy: keeps `lmleak --help` light
-
     return load_corpus(path)
 
 
 def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
-    from lmleak.ledger.ledger import ModelSpec  # lazy: imports torch
+    # lazy: lmleak.ledger.ledger imports torch
+    from lmleak.ledger.ledger import ModelSpec
 
     return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
@@ -86,8 +87,6 @@ def _check_options(
     redact_key_file: Path | None,
 ) -> None:
     """Refuse bad ``lmleak report`` options before the corpus or the model is loaded."""
-    from lmleak.errors import ConfigError
-
     if public_scope not in ("unique", "all"):
         raise ConfigError(f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all")
     if any(v < 1 for v in ks):
@@ -121,6 +120,7 @@ def _check_options(
 def _print_summary(summary: dict[str, Any], title: str) -> None:
     from rich.table import Table
 
+    # lazy: lmleak.report.metrics imports numpy
     from lmleak.report.metrics import format_epsilon
 
     pii = summary.get("pii_unique_sequences") or {}
@@ -186,276 +186,271 @@ def _print_table(df: Any, title: str) -> None:
     out.print(t)
 
 
+# The options of ``lmleak report``, declared once here so that the command's signature reads as a list.
+ReportModelOpt = Annotated[
+    str | None, typer.Option("--model", help="The audited model (any lmleak model spec).")
+]
+ReportCorpusOpt = Annotated[
+    Path | None, typer.Option("--corpus", help="Its training data (JSONL, CSV, Parquet, ...).")
+]
+ReportOutOpt = Annotated[Path | None, typer.Option("--out", help="Run directory.")]
+ReportKOpt = Annotated[
+    list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
+]
+PublicModelOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--public-model",
+        help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
+    ),
+]
+TOpt = Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")]
+POpt = Annotated[int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")]
+RedactOpt = Annotated[
+    bool,
+    typer.Option("--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."),
+]
+RedactKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-key-file",
+        help="HMAC key for redacted ids, kept outside the run "
+        "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
+    ),
+]
+ApiTopKOpt = Annotated[
+    int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
+]
+IndexCacheOpt = Annotated[
+    Path | None,
+    typer.Option("--index-cache", help="Folder to keep the memory-mapped corpus index in."),
+]
+MaxContextsOpt = Annotated[int, typer.Option("--max-contexts", help="Context texts kept per sequence.")]
+PublicContextTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--public-context-tokens",
+        help="Tokens before a sequence that the public model sees with it (default: the "
+        "ledger's window overlap, at most 128).",
+    ),
+]
+PublicOccurrencesOpt = Annotated[
+    int,
+    typer.Option(
+        "--public-occurrences",
+        help="Occurrences per sequence the public model scores: the audited model's most "
+        "confident ones (0: all).",
+    ),
+]
+PiiPolicyOpt = Annotated[
+    str,
+    typer.Option(
+        "--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."
+    ),
+]
+MinTokensOpt = Annotated[
+    int,
+    typer.Option("--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined."),
+]
+LeaveOutFoldsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--leave-out-folds", help="Leave-out models to train (default: 1, or 2 if most users leak)."
+    ),
+]
+PublicScopeOpt = Annotated[
+    str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
+]
+EngineOpt = Annotated[
+    str,
+    typer.Option("--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md)."),
+]
+AllowPickleOpt = Annotated[
+    bool,
+    typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
+]
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add ``lmleak report`` and its study sub-commands."""
-    # long only because Typer declares every sub-command's options in its signature; the bodies are short
     report_app = typer.Typer(
         cls=_ReportGroup,
         invoke_without_command=True,
         help="Training data leakage report (Inan et al., paper 001): tab attack, features, unique sequences, leakage epsilon.",
     )
-
-    @report_app.callback()
-    def report(
-        ctx: typer.Context,
-        model: Annotated[
-            str | None, typer.Option("--model", help="The audited model (any lmleak model spec).")
-        ] = None,
-        corpus: Annotated[
-            Path | None, typer.Option("--corpus", help="Its training data (JSONL, CSV, Parquet, ...).")
-        ] = None,
-        out_dir: Annotated[Path | None, typer.Option("--out", help="Run directory.")] = None,
-        k: Annotated[
-            list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
-        ] = None,
-        public_model: Annotated[
-            str | None,
-            typer.Option(
-                "--public-model",
-                help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
-            ),
-        ] = None,
-        t: Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")] = 1.0,
-        p: Annotated[
-            int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")
-        ] = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
-        redact: Annotated[
-            bool,
-            typer.Option(
-                "--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."
-            ),
-        ] = False,
-        redact_key_file: Annotated[
-            Path | None,
-            typer.Option(
-                "--redact-key-file",
-                help="HMAC key for redacted ids, kept outside the run "
-                "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
-            ),
-        ] = None,
-        api_top_k: Annotated[
-            int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
-        ] = None,
-        index_cache: Annotated[
-            Path | None,
-            typer.Option("--index-cache", help="Folder to keep the memory-mapped corpus index in."),
-        ] = None,
-        max_contexts: Annotated[
-            int, typer.Option("--max-contexts", help="Context texts kept per sequence.")
-        ] = 5,
-        public_context_tokens: Annotated[
-            int | None,
-            typer.Option(
-                "--public-context-tokens",
-                help="Tokens before a sequence that the public model sees with it (default: the "
-                "ledger's window overlap, at most 128).",
-            ),
-        ] = None,
-        public_occurrences: Annotated[
-            int,
-            typer.Option(
-                "--public-occurrences",
-                help="Occurrences per sequence the public model scores: the audited model's most "
-                "confident ones (0: all).",
-            ),
-        ] = 8,
-        pii_policy: Annotated[
-            str,
-            typer.Option(
-                "--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."
-            ),
-        ] = "regex",
-        min_tokens: Annotated[
-            int,
-            typer.Option(
-                "--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined."
-            ),
-        ] = 5,
-        leave_out_folds: Annotated[
-            int | None,
-            typer.Option(
-                "--leave-out-folds", help="Leave-out models to train (default: 1, or 2 if most users leak)."
-            ),
-        ] = None,
-        public_scope: Annotated[
-            str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
-        ] = "unique",
-        engine: Annotated[
-            str,
-            typer.Option(
-                "--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md)."
-            ),
-        ] = "local",
-        ray_address: RayAddressOpt = None,
-        num_workers: NumWorkersOpt = 2,
-        gpus_per_worker: GpusPerWorkerOpt = 0.0,
-        allow_pickle: Annotated[
-            bool,
-            typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
-        ] = False,
-        json_out: JsonOpt = False,
-        quiet_: QuietOpt = False,
-    ) -> None:
-        """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
-        # long only because of the option declarations above: check, load, call one function, print
-        if ctx.invoked_subcommand is not None:
-            return
-        from lmleak.errors import ConfigError
-        from lmleak.report.engine import LedgerEngine, run_leakage_report
-        from lmleak.report.leakage import ReportConfig, as_int_list
-
-        missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
-        if missing:
-            raise ConfigError(
-                f"missing {', '.join(missing)}", hint="lmleak report --model M --corpus C --out RUN"
-            )
-        quiet(quiet_ or json_out)
-        assert model is not None and corpus is not None and out_dir is not None
-        ks = as_int_list(k)
-        _check_options(
-            ks,
-            t=t,
-            p=p,
-            public_scope=public_scope,
-            engine=engine,
-            api_top_k=api_top_k,
-            public_context_tokens=public_context_tokens,
-            public_occurrences=public_occurrences,
-            min_tokens=min_tokens,
-            num_workers=num_workers,
-            gpus_per_worker=gpus_per_worker,
-            redact=redact,
-            redact_key_file=redact_key_file,
-        )
-        cfg = ReportConfig(
-            ks=ks,
-            t=t,
-            p=p,
-            redact=redact,
-            redact_key_file=None if redact_key_file is None else str(redact_key_file),
-            max_contexts=max_contexts,
-            public_scope=public_scope,
-            index_cache=None if index_cache is None else str(index_cache),
-            public_context_tokens=public_context_tokens,
-            public_occurrences=public_occurrences,
-            pii_policy=None if pii_policy == "none" else pii_policy,
-            min_tokens=min_tokens,
-        )
-        data = _load_corpus(corpus)
-        lm = _load_model(model, api_top_k, allow_pickle)
-        info(
-            f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}"
-        )
-        result = run_leakage_report(
-            lm,
-            data,
-            out_dir,
-            cfg,
-            model=model,
-            engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
-            public_model=public_model,
-            leave_out_folds=leave_out_folds,
-            allow_pickle=allow_pickle,
-            api_top_k=api_top_k,
-        )
-        summary = result.summary
-        if json_out:
-            print_json(summary)
-        elif not quiet_:
-            _print_summary(summary, f"Leakage report — {out_dir}")
-
-    @report_app.command("snapshots")
-    def snapshots(
-        model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
-        corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
-        out_dir: OutDirOpt,
-        k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
-        val: Annotated[
-            Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
-        ] = None,
-        json_out: JsonOpt = False,
-        quiet_: QuietOpt = False,
-    ) -> None:
-        """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
-        from lmleak.report.studies import snapshot_study
-
-        quiet(quiet_ or json_out)
-        table = snapshot_study(
-            model, _load_corpus(corpus), out_dir, k=k, val_corpus=_load_corpus(val) if val else None
-        )
-        if json_out:
-            print_json(table.to_dict("records"))
-        elif not quiet_:
-            _print_table(table, f"Snapshots — {out_dir}")
-
-    @report_app.command("compare")
-    def compare(
-        model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
-        corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
-        out_dir: OutDirOpt,
-        k: Annotated[int, typer.Option("--k")] = 1,
-        val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
-        public_model: Annotated[
-            str | None,
-            typer.Option(
-                "--public-model",
-                help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
-            ),
-        ] = None,
-        json_out: JsonOpt = False,
-        quiet_: QuietOpt = False,
-    ) -> None:
-        """Compare models trained on the same data (paper 001 Table 2)."""
-        from lmleak.errors import ConfigError
-        from lmleak.report.studies import compare_models
-
-        quiet(quiet_ or json_out)
-        specs: dict[str, str] = {}
-        for m in model:
-            name, sep, path = m.partition("=")
-            if not sep:
-                name, path = Path(m).name, m
-            if name in specs:
-                raise ConfigError(
-                    f"model name {name!r} given twice",
-                    field="--model",
-                    hint="use NAME=PATH with distinct names",
-                )
-            specs[name] = path
-        table = compare_models(
-            specs,
-            _load_corpus(corpus),
-            out_dir,
-            k=k,
-            val_corpus=_load_corpus(val) if val else None,
-            public_model=public_model,
-        )
-        if json_out:
-            print_json(table.to_dict("records"))
-        elif not quiet_:
-            _print_table(table, f"Model comparison — {out_dir}")
-
-    @report_app.command("hardening")
-    def hardening(
-        run: Annotated[Path, typer.Option("--run", help="A finished report's run directory.")],
-        threshold: Annotated[
-            list[float], typer.Option("--threshold", help="Top-1 perplexity thresholds (repeat).")
-        ],
-        k: Annotated[int, typer.Option("--k")] = 1,
-        val_run: Annotated[
-            Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
-        ] = None,
-        json_out: JsonOpt = False,
-        quiet_: QuietOpt = False,
-    ) -> None:
-        """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
-        from lmleak.report.studies import hardening_study
-
-        quiet(quiet_ or json_out)
-        table = hardening_study(run, None, threshold, k=k, val_run=val_run)
-        if json_out:
-            print_json(table.to_dict("records"))
-        elif not quiet_:
-            _print_table(table, f"API hardening — {run}")
-
+    report_app.callback()(report)
+    report_app.command("snapshots")(snapshots)
+    report_app.command("compare")(compare)
+    report_app.command("hardening")(hardening)
     app.add_typer(report_app, name="report")
+
+
+# long: its signature declares the 24 options of `lmleak report`, one line each; the body is short
+def report(
+    ctx: typer.Context,
+    model: ReportModelOpt = None,
+    corpus: ReportCorpusOpt = None,
+    out_dir: ReportOutOpt = None,
+    k: ReportKOpt = None,
+    public_model: PublicModelOpt = None,
+    t: TOpt = 1.0,
+    p: POpt = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
+    redact: RedactOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
+    api_top_k: ApiTopKOpt = None,
+    index_cache: IndexCacheOpt = None,
+    max_contexts: MaxContextsOpt = 5,
+    public_context_tokens: PublicContextTokensOpt = None,
+    public_occurrences: PublicOccurrencesOpt = 8,
+    pii_policy: PiiPolicyOpt = "regex",
+    min_tokens: MinTokensOpt = 5,
+    leave_out_folds: LeaveOutFoldsOpt = None,
+    public_scope: PublicScopeOpt = "unique",
+    engine: EngineOpt = "local",
+    ray_address: RayAddressOpt = None,
+    num_workers: NumWorkersOpt = 2,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
+    allow_pickle: AllowPickleOpt = False,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
+) -> None:
+    """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
+    from lmleak.report.engine import LedgerEngine, run_leakage_report
+    from lmleak.report.leakage import ReportConfig, as_int_list
+
+    _require(model=model, corpus=corpus, out_dir=out_dir)
+    quiet(quiet_ or json_out)
+    assert model is not None and corpus is not None and out_dir is not None
+    ks = as_int_list(k)
+    _check_options(ks, t=t, p=p, public_scope=public_scope, engine=engine, api_top_k=api_top_k,
+                   public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
+                   min_tokens=min_tokens, num_workers=num_workers, gpus_per_worker=gpus_per_worker,
+                   redact=redact, redact_key_file=redact_key_file)  # fmt: skip
+    cfg = ReportConfig(
+        ks=ks, t=t, p=p, redact=redact,
+        redact_key_file=None if redact_key_file is None else str(redact_key_file),
+        max_contexts=max_contexts, public_scope=public_scope,
+        index_cache=None if index_cache is None else str(index_cache),
+        public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
+        pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
+    )  # fmt: skip
+    data = _load_corpus(corpus)
+    lm = _load_model(model, api_top_k, allow_pickle)
+    info(f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}")
+    result = run_leakage_report(
+        lm, data, out_dir, cfg, model=model,
+        engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
+        public_model=public_model, leave_out_folds=leave_out_folds,
+        allow_pickle=allow_pickle, api_top_k=api_top_k,
+    )  # fmt: skip
+    if json_out:
+        print_json(result.summary)
+    elif not quiet_:
+        _print_summary(result.summary, f"Leakage report — {out_dir}")
+
+
+def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:
+    """Refuse a report without its three required options (optional only for the sub-commands)."""
+    missing = [n for n, v in (("--model", model), ("--corpus", corpus), ("--out", out_dir)) if v is None]
+    if missing:
+        raise ConfigError(
+            f"missing {', '.join(missing)}", hint="lmleak report --model M --corpus C --out RUN"
+        )
+
+
+def snapshots(
+    model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
+    out_dir: OutDirOpt,
+    k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
+    val: Annotated[
+        Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
+    ] = None,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
+) -> None:
+    """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
+    # lazy: lmleak.report.studies imports torch
+    from lmleak.report.studies import snapshot_study
+
+    quiet(quiet_ or json_out)
+    table = snapshot_study(
+        model, _load_corpus(corpus), out_dir, k=k, val_corpus=_load_corpus(val) if val else None
+    )
+    if json_out:
+        print_json(table.to_dict("records"))
+    elif not quiet_:
+        _print_table(table, f"Snapshots — {out_dir}")
+
+
+def compare(
+    model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
+    corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
+    out_dir: OutDirOpt,
+    k: Annotated[int, typer.Option("--k")] = 1,
+    val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
+    public_model: PublicModelOpt = None,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
+) -> None:
+    """Compare models trained on the same data (paper 001 Table 2)."""
+    # lazy: lmleak.report.studies imports torch
+    from lmleak.report.studies import compare_models
+
+    quiet(quiet_ or json_out)
+    table = compare_models(
+        _model_specs(model),
+        _load_corpus(corpus),
+        out_dir,
+        k=k,
+        val_corpus=_load_corpus(val) if val else None,
+        public_model=public_model,
+    )
+    if json_out:
+        print_json(table.to_dict("records"))
+    elif not quiet_:
+        _print_table(table, f"Model comparison — {out_dir}")
+
+
+def _model_specs(model: list[str]) -> dict[str, str]:
+    """``NAME=PATH`` options (or bare paths, named after their folder) as name -> path; names unique."""
+    specs: dict[str, str] = {}
+    for m in model:
+        name, sep, path = m.partition("=")
+        if not sep:
+            name, path = Path(m).name, m
+        if name in specs:
+            raise ConfigError(
+                f"model name {name!r} given twice",
+                field="--model",
+                hint="use NAME=PATH with distinct names",
+            )
+        specs[name] = path
+    return specs
+
+
+def hardening(
+    run: Annotated[Path, typer.Option("--run", help="A finished report's run directory.")],
+    threshold: Annotated[
+        list[float], typer.Option("--threshold", help="Top-1 perplexity thresholds (repeat).")
+    ],
+    k: Annotated[int, typer.Option("--k")] = 1,
+    val_run: Annotated[
+        Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
+    ] = None,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
+) -> None:
+    """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
+    # lazy: lmleak.report.studies imports torch
+    from lmleak.report.studies import hardening_study
+
+    quiet(quiet_ or json_out)
+    table = hardening_study(run, None, threshold, k=k, val_run=val_run)
+    if json_out:
+        print_json(table.to_dict("records"))
+    elif not quiet_:
+        _print_table(table, f"API hardening — {run}")

@@ -76,6 +76,10 @@ def detect_format(path: Path) -> str:
     )
 
 
+#: What is wrong with a row: (reason, field or None, hint), as :meth:`_Validator.bad` takes them.
+_Problem = tuple[str, str | None, str]
+
+
 class _Validator:
     """Turns raw rows into Documents, enforcing the corpus rules with precise errors."""
 
@@ -91,51 +95,61 @@ class _Validator:
         raise CorpusError(reason, path=self.path, line=line, field=field_name, hint=hint)
 
     def row(self, line: int, row: Any) -> Document | None:
+        """The row as a Document, or None for a bad row that is skipped (else CorpusError)."""
+        problem = self._fields_problem(row)
+        doc_id = None
+        if problem is None:
+            doc_id, problem = self._doc_id(line, row)
+        if problem is not None or doc_id is None:
+            assert problem is not None
+            self.bad(line, *problem)
+            return None
+        self.seen[doc_id] = line
+        self.report.loaded += 1
+        return Document(row[self.fields.user], doc_id, row[self.fields.text])
+
+    def _fields_problem(self, row: Any) -> _Problem | None:
+        """What is wrong with the row's shape, user and text (reason, field, hint), or None."""
         f = self.fields
         if not isinstance(row, dict):
-            self.bad(
-                line,
+            return (
                 f"expected an object with '{f.user}' and '{f.text}', got {type(row).__name__}",
                 None,
                 'write one JSON object per line, e.g. {"user_id": "u1", "text": "..."}',
             )
-            return None
         for name in (f.user, f.text):
             if name not in row or row[name] is None:
-                self.bad(
-                    line,
+                return (
                     "missing",
                     name,
                     f"give every row a '{name}' (or name the column with the matching option)",
                 )
-                return None
             if not isinstance(row[name], str):
-                self.bad(line, f"expected a string, got {type(row[name]).__name__}", name, "quote the value")
-                return None
+                return (f"expected a string, got {type(row[name]).__name__}", name, "quote the value")
         text, user = row[f.text], row[f.user]
         for name, value in ((f.user, user), (f.text, text), (f.doc, row.get(f.doc))):
             if isinstance(value, str) and "\x00" in value:
-                self.bad(
-                    line,
+                return (
                     "contains a NUL character",
                     name,
                     "remove the NUL bytes (often a binary or UTF-16 file read as text)",
                 )
-                return None
         if not text.strip():
-            self.bad(line, "text is empty", f.text, "drop the row or use --skip-bad-rows")
-            return None
+            return ("text is empty", f.text, "drop the row or use --skip-bad-rows")
         if not user.strip():
-            self.bad(line, "user id is empty", f.user, "give every row its user's id")
-            return None
+            return ("user id is empty", f.user, "give every row its user's id")
         if len(user) > MAX_ID_CHARS:
-            self.bad(
-                line,
+            return (
                 f"user id is {len(user):,} characters long (at most {MAX_ID_CHARS:,})",
                 f.user,
                 "check that the user column holds ids, not text",
             )
-            return None
+        return None
+
+    def _doc_id(self, line: int, row: dict[str, Any]) -> tuple[str | None, _Problem | None]:
+        """The row's doc id (given, or derived from user, text and ordinal) and what is wrong with it."""
+        f = self.fields
+        user, text = row[f.user], row[f.text]
         doc_id = row.get(f.doc)
         if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
             ordinal = self.ordinals.get(user, 0)
@@ -144,32 +158,24 @@ class _Validator:
         elif isinstance(doc_id, int) and not isinstance(doc_id, bool):
             doc_id = str(doc_id)
         elif not isinstance(doc_id, str) or not doc_id.strip():
-            self.bad(
-                line,
+            return None, (
                 f"expected a non-empty string, got {_short(doc_id)}",
                 f.doc,
                 "use string ids or omit the column",
             )
-            return None
         if len(doc_id) > MAX_ID_CHARS:
-            self.bad(
-                line,
+            return None, (
                 f"doc id is {len(doc_id):,} characters long (at most {MAX_ID_CHARS:,})",
                 f.doc,
                 "check that the doc id column holds ids, not text",
             )
-            return None
         if doc_id in self.seen:
-            self.bad(
-                line,
+            return None, (
                 f"duplicate doc_id {doc_id!r} (first on line {self.seen[doc_id]})",
                 f.doc,
                 "give every document a unique doc_id, or omit the column to derive ids",
             )
-            return None
-        self.seen[doc_id] = line
-        self.report.loaded += 1
-        return Document(user, doc_id, text)
+        return doc_id, None
 
 
 def _short(value: Any, limit: int = 60) -> str:

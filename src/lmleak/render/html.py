@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak._version import __version__
-from lmleak.errors import LmleakError, RunError
+from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
 from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, read_summary
@@ -232,11 +232,22 @@ def _figure_html(fig: Any) -> str:
 
 
 def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: bool = False) -> list[str]:
-    import numpy as np
+    """Every table and plot of the page's Plots section, in order."""
+    plots: list[str] = _stage_tables(stage_dirs)
+    plots += _snapshot_plots(stage_dirs)
+    plots += _exposure_plot(stage_dirs, show_text)
+    plots += _roc_plot(stage_dirs)
+    for name, stages in stage_dirs.items():
+        plots += _probe_plots(name, stages.get("probe"))
+    plots += _margins_plot(run_dir)
+    return plots
+
+
+def _snapshot_plots(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
+    """Per-epoch leakage (paper 001 Fig. 5), one plot per model with a snapshots study."""
     import plotly.graph_objects as go
 
-    plots: list[str] = _stage_tables(stage_dirs)
-    # per-epoch leakage (paper 001 Fig. 5) when a snapshots study exists
+    plots = []
     for name, stages in stage_dirs.items():
         d = stages.get("report")
         snap = _read_parquet(d / "snapshots.parquet") if d else None
@@ -250,7 +261,13 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
                 yaxis_title="# unique",
             )
             plots.append(_figure_html(fig))
-    # canary exposures
+    return plots
+
+
+def _exposure_plot(stage_dirs: dict[str, dict[str, Path]], show_text: bool) -> list[str]:
+    """Canary exposures of every model, grouped bars (none when no model ran the exposure stage)."""
+    import plotly.graph_objects as go
+
     fig = go.Figure()
     for name, stages in stage_dirs.items():
         d = stages.get("exposure")
@@ -262,12 +279,18 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
             fig.add_bar(
                 x=[f"canary {i + 1}" for i in range(len(exp))], y=exp[col], name=name, hovertext=label
             )
-    if fig.data:
-        fig.update_layout(
-            title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group"
-        )
-        plots.append(_figure_html(fig))
-    # ROC curves
+    if not fig.data:
+        return []
+    fig.update_layout(
+        title="Canary exposure (bits; max ≈ log2 |R|)", yaxis_title="exposure (bits)", barmode="group"
+    )
+    return [_figure_html(fig)]
+
+
+def _roc_plot(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
+    """Membership inference ROC curves of every model (the headline attack shown, the others hidden)."""
+    import plotly.graph_objects as go
+
     fig = go.Figure()
     for name, stages in stage_dirs.items():
         d = stages.get("mia")
@@ -286,65 +309,77 @@ def _plots(stage_dirs: dict[str, dict[str, Path]], run_dir: Path, show_text: boo
                     name=f"{name}: {method}",
                     visible=True if shown else "legendonly",
                 )
-    if fig.data:
-        fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dot", color="gray"), name="chance")
+    if not fig.data:
+        return []
+    fig.add_scatter(x=[0, 1], y=[0, 1], mode="lines", line=dict(dash="dot", color="gray"), name="chance")
+    fig.update_layout(
+        title="Membership inference ROC",
+        xaxis_title="false positive rate",
+        yaxis_title="true positive rate",
+    )
+    return [_figure_html(fig)]
+
+
+def _probe_plots(name: str, d: Path | None) -> list[str]:
+    """Target vs null likelihood densities and the γ<k curves of one model (paper 003 Fig. 3)."""
+    import numpy as np
+    import plotly.graph_objects as go
+
+    plots = []
+    lk = _read_parquet(d / "likelihoods.parquet") if d else None
+    if lk is not None and {"likelihood", "null_likelihood", "target_type"} <= set(lk.columns):
+        fig = go.Figure()
+        for ttype, part in lk.groupby("target_type"):
+            for col, label in (("likelihood", "target"), ("null_likelihood", "null")):
+                vals = np.log10(np.clip(part[col].astype(float).to_numpy(), 1e-300, None))
+                fig.add_histogram(
+                    x=vals, name=f"{ttype} {label}", opacity=0.6, histnorm="probability density"
+                )
         fig.update_layout(
-            title="Membership inference ROC",
-            xaxis_title="false positive rate",
-            yaxis_title="true positive rate",
+            title=f"PII likelihood, target vs null — {name}",
+            xaxis_title="log10 likelihood",
+            barmode="overlay",
         )
         plots.append(_figure_html(fig))
-    # target vs null likelihood densities and gamma_<k curves (paper 003 Fig. 3)
-    for name, stages in stage_dirs.items():
-        d = stages.get("probe")
-        lk = _read_parquet(d / "likelihoods.parquet") if d else None
-        if lk is not None and {"likelihood", "null_likelihood", "target_type"} <= set(lk.columns):
-            fig = go.Figure()
-            for ttype, part in lk.groupby("target_type"):
-                for col, label in (("likelihood", "target"), ("null_likelihood", "null")):
-                    vals = np.log10(np.clip(part[col].astype(float).to_numpy(), 1e-300, None))
-                    fig.add_histogram(
-                        x=vals, name=f"{ttype} {label}", opacity=0.6, histnorm="probability density"
-                    )
-            fig.update_layout(
-                title=f"PII likelihood, target vs null — {name}",
-                xaxis_title="log10 likelihood",
-                barmode="overlay",
-            )
-            plots.append(_figure_html(fig))
-        curve = _read_parquet(d / "gamma_curve.parquet") if d else None
-        if curve is not None and {"k", "gamma"} <= set(curve.columns):
-            fig = go.Figure()
-            groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
-            for ttype, part in groups:
-                fig.add_scatter(x=part["k"], y=part["gamma"], mode="lines", name=str(ttype))
-            fig.update_layout(
-                title=f"γ<k: share of PII revealed within k queries — {name}",
-                xaxis_type="log",
-                xaxis_title="k",
-                yaxis_title="γ<k",
-                yaxis_range=[0, 1],
-            )
-            plots.append(_figure_html(fig))
-    # KART margins
-    margins_path = run_dir / "kart" / "margins.json"
-    if margins_path.exists():
-        m = json.loads(margins_path.read_text())
-        pairs = m.get("margins", [])
-        if pairs:
-            fig = go.Figure(
-                go.Bar(
-                    x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
-                    y=[p["margin"] for p in pairs],
-                    marker_color=[_margin_colour(p) for p in pairs],
-                    error_y=_margin_error_bars(pairs),
-                )
-            )
-            fig.update_layout(
-                title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)"
-            )
-            plots.append(_figure_html(fig))
+    curve = _read_parquet(d / "gamma_curve.parquet") if d else None
+    if curve is not None and {"k", "gamma"} <= set(curve.columns):
+        fig = go.Figure()
+        groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
+        for ttype, part in groups:
+            fig.add_scatter(x=part["k"], y=part["gamma"], mode="lines", name=str(ttype))
+        fig.update_layout(
+            title=f"γ<k: share of PII revealed within k queries — {name}",
+            xaxis_type="log",
+            xaxis_title="k",
+            yaxis_title="γ<k",
+            yaxis_range=[0, 1],
+        )
+        plots.append(_figure_html(fig))
     return plots
+
+
+def _margins_plot(run_dir: Path) -> list[str]:
+    """The KART risk margins of an audit's ``kart/margins.json`` as bars with 95 % intervals."""
+    import plotly.graph_objects as go
+
+    margins_path = run_dir / "kart" / "margins.json"
+    if not margins_path.exists():
+        return []
+    pairs = json.loads(margins_path.read_text()).get("margins", [])
+    if not pairs:
+        return []
+    fig = go.Figure(
+        go.Bar(
+            x=[f"{p['anchor']} vs {p['weakened']}" for p in pairs],
+            y=[p["margin"] for p in pairs],
+            marker_color=[_margin_colour(p) for p in pairs],
+            error_y=_margin_error_bars(pairs),
+        )
+    )
+    fig.update_layout(
+        title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)"
+    )
+    return [_figure_html(fig)]
 
 
 def _margin_colour(pair: dict[str, Any]) -> str:
@@ -450,87 +485,79 @@ def _stage_tables(stage_dirs: dict[str, dict[str, Path]]) -> list[str]:
     for name, stages in stage_dirs.items():
         mia = _summary_of(stages.get("mia"))
         if mia.get("metrics"):
-            rows: list[list[Any]] = []
-            notes: set[str] = set()
-            for r in mia["metrics"]:
-                star = (
-                    " (headline)"
-                    if r["level"] == "individual" and r["feature"] == mia.get("mia_attack")
-                    else ""
-                )
-                rows.append(
-                    [
-                        r["level"],
-                        r["feature"] + star,
-                        f"{r.get('num_members')} / {r.get('num_non_members')}",
-                        r["auc"],
-                        r["accuracy"],
-                        r.get("tpr_at_1pct_fpr"),
-                        r.get("tpr_at_0.1pct_fpr"),
-                    ]
-                )
-                notes.update(v for k, v in r.items() if k.endswith("_note") and v)
-            note = (
-                "TPR at a low FPR is left out where too few non-members support it: "
-                + "; ".join(sorted(notes))
-                + "."
-                if notes
-                else ""
-            ) + (f" Source: {mia['source']}" if mia.get("source") else "")
-            out.append(
-                _html_table(
-                    f"Membership inference, every attack — {name}",
-                    [
-                        "level",
-                        "attack",
-                        "n (members / non-members)",
-                        "AUC",
-                        "accuracy",
-                        "TPR @ 1% FPR",
-                        "TPR @ 0.1% FPR",
-                    ],
-                    rows,
-                    note,
-                )
-            )
+            out.append(_mia_table(name, mia))
             out.extend(_blind_baseline_block(name, mia))
         groups = _summary_of(stages.get("probe")).get("groups")
         if groups:
-            rows = [
-                [
-                    g,
-                    groups[g].get("subjects"),
-                    groups[g].get("exact_match_rate"),
-                    groups[g].get("mean_log_likelihood_ratio"),
-                    groups[g].get("wilcoxon_p"),
-                    groups[g].get("wilcoxon_p_log"),
-                ]
-                for g in ("members", "controls")
-            ]
-            t = groups.get("tests", {})
-            note = (
-                f"Members > controls: exact match Fisher p = {_fmt(t.get('exact_match_fisher_p'))}, "
-                f"ln(target/null) Mann-Whitney p = {_fmt(t.get('log_ratio_mann_whitney_p'))}. Controls are "
-                "people whose own documents were held out of training (their PII can still appear in others' "
-                "quoted replies)."
-            )
-            out.append(
-                _html_table(
-                    f"PII probing, members vs controls — {name}",
-                    [
-                        "group",
-                        "subjects",
-                        "exact match",
-                        "mean ln(target/null)",
-                        "Wilcoxon p (raw)",
-                        "Wilcoxon p (log)",
-                    ],
-                    rows,
-                    note,
-                )
-            )
+            out.append(_probe_groups_table(name, groups))
         out.extend(_extraction_block(name, _summary_of(stages.get("extract"))))
     return out
+
+
+def _mia_table(name: str, mia: dict[str, Any]) -> str:
+    """Every membership attack's AUC, accuracy and low-FPR TPRs (the mia stage's ``metrics`` rows)."""
+    rows: list[list[Any]] = []
+    notes: set[str] = set()
+    for r in mia["metrics"]:
+        star = " (headline)" if r["level"] == "individual" and r["feature"] == mia.get("mia_attack") else ""
+        rows.append(
+            [
+                r["level"],
+                r["feature"] + star,
+                f"{r.get('num_members')} / {r.get('num_non_members')}",
+                r["auc"],
+                r["accuracy"],
+                r.get("tpr_at_1pct_fpr"),
+                r.get("tpr_at_0.1pct_fpr"),
+            ]
+        )
+        notes.update(v for k, v in r.items() if k.endswith("_note") and v)
+    note = (
+        "TPR at a low FPR is left out where too few non-members support it: " + "; ".join(sorted(notes)) + "."
+        if notes
+        else ""
+    ) + (f" Source: {mia['source']}" if mia.get("source") else "")
+    head = [
+        "level",
+        "attack",
+        "n (members / non-members)",
+        "AUC",
+        "accuracy",
+        "TPR @ 1% FPR",
+        "TPR @ 0.1% FPR",
+    ]
+    return _html_table(f"Membership inference, every attack — {name}", head, rows, note)
+
+
+def _probe_groups_table(name: str, groups: dict[str, Any]) -> str:
+    """PII probing's members vs controls (the probe stage's ``groups``) and the tests between them."""
+    rows = [
+        [
+            g,
+            groups[g].get("subjects"),
+            groups[g].get("exact_match_rate"),
+            groups[g].get("mean_log_likelihood_ratio"),
+            groups[g].get("wilcoxon_p"),
+            groups[g].get("wilcoxon_p_log"),
+        ]
+        for g in ("members", "controls")
+    ]
+    t = groups.get("tests", {})
+    note = (
+        f"Members > controls: exact match Fisher p = {_fmt(t.get('exact_match_fisher_p'))}, "
+        f"ln(target/null) Mann-Whitney p = {_fmt(t.get('log_ratio_mann_whitney_p'))}. Controls are "
+        "people whose own documents were held out of training (their PII can still appear in others' "
+        "quoted replies)."
+    )
+    head = [
+        "group",
+        "subjects",
+        "exact match",
+        "mean ln(target/null)",
+        "Wilcoxon p (raw)",
+        "Wilcoxon p (log)",
+    ]
+    return _html_table(f"PII probing, members vs controls — {name}", head, rows, note)
 
 
 def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
@@ -572,16 +599,57 @@ def _scenarios_table(summary: dict[str, Any]) -> str | None:
     )
 
 
+def _skipped_table(summary: dict[str, Any]) -> str | None:
+    """The stages an audit skipped and why (each model's ``skipped`` in ``summary.json``), or None."""
+    rows = [
+        f"<tr><td>{html.escape(stage)}</td><td>{html.escape(name)}</td><td>{html.escape(str(reason))}</td></tr>"
+        for name, m in (summary.get("models") or {}).items()
+        for stage, reason in ((m or {}).get("skipped") or {}).items()
+    ]
+    if not rows:
+        return None
+    return (
+        '<table id="skipped-table" class="sortable"><thead><tr><th>Stage</th><th>Model</th><th>Reason</th></tr>'
+        "</thead><tbody>" + "".join(rows) + "</tbody></table>"
+    )
+
+
 def render_report(
     run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False, max_rows: int = 2000
 ) -> Path:
     """Write ``report.html`` for a run directory and return its path (owner-only permissions)."""
     import plotly.offline  # lazy: optional [report] extra, and a 0.3 s import
+    from jinja2 import Environment, PackageLoader, select_autoescape
 
     run = Path(run_dir)
     summary = read_summary(run)
     headlines = collect_headlines(run)
     stage_dirs = _stage_dirs(run, summary)
+    _refuse_text_of_redacted(run, summary, stage_dirs, show_text)
+    views = _model_views(summary, headlines, stage_dirs, show_text, max_rows)
+    env = Environment(
+        loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"])
+    )
+    page = env.get_template("report.html.j2").render(
+        title=summary.get("title") or run.name,
+        subtitle=summary.get("subtitle") or f"{len(views)} model(s) audited",
+        show_text=show_text,
+        models=views,
+        comparison=_comparison(headlines),
+        plots=_plots(stage_dirs, run, show_text),
+        scenarios=_scenarios_table(summary),
+        skipped=_skipped_table(summary),
+        plotly_js=plotly.offline.get_plotlyjs(),
+        version=__version__,
+        run_dir=str(run),
+    )
+    return atomic_write_text(Path(out_path) if out_path else run / "report.html", page)
+
+
+def _refuse_text_of_redacted(
+    run: Path, summary: dict[str, Any], stage_dirs: dict[str, dict[str, Path]], show_text: bool
+) -> None:
+    """Raise ConfigError when ``show_text`` is asked of a run (or a model's stage) that is redacted."""
     redacted = [
         name
         for name, stages in stage_dirs.items()
@@ -590,13 +658,21 @@ def render_report(
     if summary.get("redacted") is True and not redacted:
         redacted = [str(summary.get("title") or run.name)]
     if show_text and redacted:
-        from lmleak.errors import ConfigError
-
         raise ConfigError(
             f"the report of {', '.join(redacted)} is redacted; a redacted run is rendered without text",
             field="--show-text",
             hint="render without --show-text, or render an unredacted run",
         )
+
+
+def _model_views(
+    summary: dict[str, Any],
+    headlines: dict[str, dict[str, Any]],
+    stage_dirs: dict[str, dict[str, Path]],
+    show_text: bool,
+    max_rows: int,
+) -> list[ModelView]:
+    """One view per audited model: its headline cards and its leaked-sequences table."""
     models_meta = summary.get("models") or {}
     views = []
     for i, (name, headline) in enumerate(headlines.items(), start=1):
@@ -622,22 +698,4 @@ def render_report(
         if seqs is not None and len(seqs):
             seq_html, note = _sequence_table(seqs, f"seq-{i}", show_text, max_rows)
         views.append(ModelView(name, cards, seq_html, note))
-
-    from jinja2 import Environment, PackageLoader, select_autoescape
-
-    env = Environment(
-        loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"])
-    )
-    page = env.get_template("report.html.j2").render(
-        title=summary.get("title") or run.name,
-        subtitle=summary.get("subtitle") or f"{len(views)} model(s) audited",
-        show_text=show_text,
-        models=views,
-        comparison=_comparison(headlines),
-        plots=_plots(stage_dirs, run, show_text),
-        scenarios=_scenarios_table(summary),
-        plotly_js=plotly.offline.get_plotlyjs(),
-        version=__version__,
-        run_dir=str(run),
-    )
-    return atomic_write_text(Path(out_path) if out_path else run / "report.html", page)
+    return views

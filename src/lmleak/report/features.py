@@ -27,6 +27,7 @@ each identical (context, text) pair once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -56,6 +57,8 @@ PUBLIC_OCCURRENCES = 8
 PII_WINDOW_TOKENS = 24
 #: Tokens decoded before a sequence to recover its text with the leading space its first token folds in.
 _TEXT_LEAD = 8
+#: The columns naming one row of the features table: a sequence at one k.
+_KEY = ["k", "sequence_id"]
 
 
 def per_word_perplexity(logprob_sum: np.ndarray | float, num_words: np.ndarray | int) -> np.ndarray:
@@ -221,6 +224,7 @@ def _pii_column(
     return out
 
 
+# long: the docstring documents every argument; the body is 25 lines of calls to the helpers below
 def sequence_features(
     ledger: Ledger,
     occ: Any,
@@ -260,42 +264,110 @@ def sequence_features(
     Returns:
         ``(sequences, occurrences)`` as pandas DataFrames.
     """
-    # long: one linear pass whose steps share the same occurrence arrays (starts, ends, codes, order)
     import pandas as pd
 
     occ = occ.copy()
-    n = len(occ)
-    if n == 0:
+    if len(occ) == 0:
         for c in ("context_length", "perplexity", "public_perplexity", "perplexity_ratio"):
             occ[c] = pd.Series(dtype=np.float64)
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SEQUENCE_COLUMNS}), occ
     texts = texts or SpanTexts(ledger, tokenizer, context_tokens)
-    base = ledger.offsets[occ["doc"].to_numpy()]
-    starts = occ["start"].to_numpy(np.int64)
-    ends = occ["end"].to_numpy(np.int64)
-    doc_arr = occ["doc"].to_numpy(np.int64)
-    lp_cum = np.concatenate([[0.0], np.cumsum(ledger.logprobs.astype(np.float64))])
-    lp_sum = lp_cum[base + ends] - lp_cum[base + starts]
+    a = _OccurrenceArrays.of(ledger, occ)
+    seqs, seq_tokens = _sequence_texts(ledger, occ, a, texts)
+    _add_counts_in_d(seqs, seq_tokens, index)
 
-    # one representative occurrence per (k, sequence) gives the text and the token ids
-    key = ["k", "sequence_id"]
-    first = occ.reset_index().groupby(key, sort=False)["index"].first()
+    words = seqs.set_index(_KEY)["length_words"]
+    occ_words = words.reindex(pd.MultiIndex.from_frame(occ[_KEY])).to_numpy()
+    occ["context_length"] = a.starts
+    occ["logprob"] = a.lp_sum
+    occ["perplexity"] = per_word_perplexity(a.lp_sum, occ_words)
+    unique_ids = set(seqs.loc[seqs["users_in_d"] == 1, "sequence_id"])
+    ctx_text = _score_occurrences(
+        occ, a, texts, occ_words, unique_ids, public_model, public_scope, public_occurrences, max_contexts
+    )
+    seqs = seqs.join(_per_sequence(occ, a, ctx_text, occ_words, max_contexts), on=_KEY)
+    seqs["mean_context_length"] = [float(np.mean(x)) for x in seqs["context_lengths"]]
+    seqs["min_context_length"] = [int(np.min(x)) for x in seqs["context_lengths"]]
+    seqs["unique"] = seqs["users_in_d"] == 1
+    seqs["pii_types"] = None
+    if pii_detector is not None:
+        seqs["pii_types"] = _pii_column(texts, pii_detector, seqs, a.doc, a.starts, a.ends)
+    return seqs[SEQUENCE_COLUMNS].reset_index(drop=True), occ
+
+
+@dataclass(frozen=True)
+class _OccurrenceArrays:
+    """The occurrence arrays every step of :func:`sequence_features` shares (one entry per occurrence)."""
+
+    base: np.ndarray  # ledger offset of the occurrence's document
+    starts: np.ndarray
+    ends: np.ndarray
+    doc: np.ndarray
+    lp_sum: np.ndarray  # the audited model's log-probability of the occurrence's tokens
+    codes: np.ndarray  # the occurrence's (k, sequence) group number, in order of first appearance
+    rank_in_seq: np.ndarray  # its rank among its group's occurrences
+    order: np.ndarray  # a stable sort by group
+    cuts: np.ndarray  # where each group starts in ``order`` (but the first)
+
+    @classmethod
+    def of(cls, ledger: Ledger, occ: Any) -> _OccurrenceArrays:
+        """Read the arrays off the occurrence rows and the ledger (log-probabilities by prefix sums)."""
+        base = ledger.offsets[occ["doc"].to_numpy()]
+        starts = occ["start"].to_numpy(np.int64)
+        ends = occ["end"].to_numpy(np.int64)
+        lp_cum = np.concatenate([[0.0], np.cumsum(ledger.logprobs.astype(np.float64))])
+        codes = occ.groupby(_KEY, sort=False).ngroup().to_numpy()
+        order = np.argsort(codes, kind="stable")
+        return cls(
+            base=base,
+            starts=starts,
+            ends=ends,
+            doc=occ["doc"].to_numpy(np.int64),
+            lp_sum=lp_cum[base + ends] - lp_cum[base + starts],
+            codes=codes,
+            rank_in_seq=occ.groupby(_KEY, sort=False).cumcount().to_numpy(),
+            order=order,
+            cuts=np.nonzero(np.diff(codes[order]))[0] + 1,
+        )
+
+    def lists(self, values: np.ndarray) -> list[list[Any]]:
+        """``values`` split into one list per group (one stable sort; pandas' list aggregation is slow)."""
+        return [part.tolist() for part in np.split(values[self.order], self.cuts)]
+
+    def groups(self) -> list[np.ndarray]:
+        """The occurrence indices of each group, in occurrence order."""
+        return np.split(self.order, self.cuts)
+
+
+def _sequence_texts(
+    ledger: Ledger, occ: Any, a: _OccurrenceArrays, texts: SpanTexts
+) -> tuple[Any, list[np.ndarray]]:
+    """One row per (k, sequence) with its text, length in tokens and words; and each row's token ids.
+
+    One representative occurrence per (k, sequence) gives the text and the token ids.
+    """
+    import pandas as pd
+
+    first = occ.reset_index().groupby(_KEY, sort=False)["index"].first()
     seq_rows: list[dict[str, Any]] = []
     seq_tokens: list[np.ndarray] = []
     rep_of: dict[str, int] = {}
     for (k, sid), i in first.items():
-        b, s, e = int(base[i]), int(starts[i]), int(ends[i])
+        b, s, e = int(a.base[i]), int(a.starts[i]), int(a.ends[i])
         rep_of.setdefault(sid, int(i))
         seq_tokens.append(ledger.token_ids[b + s : b + e])
         seq_rows.append({"k": int(k), "sequence_id": sid, "length_tokens": int(e - s)})
     reps = np.fromiter(rep_of.values(), dtype=np.int64, count=len(rep_of))
-    decoded = texts.many(doc_arr[reps], starts[reps], ends[reps], window=_TEXT_LEAD)
+    decoded = texts.many(a.doc[reps], a.starts[reps], a.ends[reps], window=_TEXT_LEAD)
     text_of = {sid: t.strip() for sid, (_, t) in zip(rep_of, decoded, strict=True)}
     seqs = pd.DataFrame(seq_rows, columns=["k", "sequence_id", "length_tokens"])
     seqs["text"] = [text_of[s] for s in seqs["sequence_id"]]
     seqs["length_words"] = [count_words(t) for t in seqs["text"]]
+    return seqs, seq_tokens
 
-    # counts in D from the suffix array, once per distinct token sequence
+
+def _add_counts_in_d(seqs: Any, seq_tokens: list[np.ndarray], index: CorpusIndex) -> None:
+    """Add ``count_in_d`` and ``users_in_d`` from the suffix array, once per distinct token sequence."""
     distinct: dict[str, int] = {}
     queries: list[np.ndarray] = []
     for sid, toks in zip(seqs["sequence_id"], seq_tokens, strict=True):
@@ -306,17 +378,24 @@ def sequence_features(
     seqs["count_in_d"] = [int(total_d[distinct[s]]) for s in seqs["sequence_id"]]
     seqs["users_in_d"] = [int(users_d[distinct[s]]) for s in seqs["sequence_id"]]
 
-    words = seqs.set_index(key)["length_words"]
-    occ_words = words.reindex(pd.MultiIndex.from_frame(occ[key])).to_numpy()
-    occ["context_length"] = starts
-    occ["logprob"] = lp_sum
-    occ["perplexity"] = per_word_perplexity(lp_sum, occ_words)
-    unique_ids = set(seqs.loc[seqs["users_in_d"] == 1, "sequence_id"])
 
-    # which occurrences need a decoded context: the first max_contexts of each sequence (display)
-    # and the ones the public model scores
-    codes = occ.groupby(key, sort=False).ngroup().to_numpy()
-    rank_in_seq = occ.groupby(key, sort=False).cumcount().to_numpy()
+def _score_occurrences(
+    occ: Any,
+    a: _OccurrenceArrays,
+    texts: SpanTexts,
+    occ_words: np.ndarray,
+    unique_ids: set[str],
+    public_model: Any | None,
+    public_scope: str,
+    public_occurrences: int,
+    max_contexts: int,
+) -> np.ndarray:
+    """Decode the contexts needed and add the public model's columns to ``occ``; the context texts.
+
+    An occurrence needs a decoded context when it is among the first ``max_contexts`` of its
+    sequence (display) or the public model scores it.
+    """
+    n = len(occ)
     want_public = np.zeros(n, dtype=bool)
     if public_model is not None:
         in_scope = (
@@ -325,12 +404,12 @@ def sequence_features(
             else occ["sequence_id"].isin(unique_ids).to_numpy()
         )
         m = public_occurrences if public_occurrences > 0 else n
-        want_public = _most_confident(codes, lp_sum / np.maximum(occ_words, 1), in_scope, m)
-    need_ctx = (rank_in_seq < max_contexts) | want_public
+        want_public = _most_confident(a.codes, a.lp_sum / np.maximum(occ_words, 1), in_scope, m)
+    need_ctx = (a.rank_in_seq < max_contexts) | want_public
     ctx_text = np.full(n, None, dtype=object)
     occ_text = np.full(n, None, dtype=object)
     need = np.nonzero(need_ctx)[0]
-    for j, pair in zip(need, texts.many(doc_arr[need], starts[need], ends[need]), strict=True):
+    for j, pair in zip(need, texts.many(a.doc[need], a.starts[need], a.ends[need]), strict=True):
         ctx_text[j], occ_text[j] = pair
     occ["public_logprob"] = np.nan
     if want_public.any():
@@ -341,66 +420,64 @@ def sequence_features(
         occ["public_logprob"] = col
     pub_lp = occ["public_logprob"].to_numpy(np.float64)
     occ["public_perplexity"] = per_word_perplexity(pub_lp, occ_words)
-    occ["log_perplexity_ratio"] = log_perplexity_ratio(lp_sum, pub_lp, occ_words)
+    occ["log_perplexity_ratio"] = log_perplexity_ratio(a.lp_sum, pub_lp, occ_words)
     with np.errstate(over="ignore", invalid="ignore"):
         occ["perplexity_ratio"] = np.exp(occ["log_perplexity_ratio"].to_numpy())
+    return ctx_text
 
-    # per-group lists with one stable sort (pandas' Python-level list aggregation is slow)
-    order = np.argsort(codes, kind="stable")
-    cuts = np.nonzero(np.diff(codes[order]))[0] + 1
 
-    def lists(values: np.ndarray) -> list[list[Any]]:
-        return [part.tolist() for part in np.split(values[order], cuts)]
-
-    group_keys = occ[key].drop_duplicates().to_numpy()
-    user_lists = [sorted(set(u)) for u in lists(occ["user_id"].to_numpy(dtype=object))]
-    keep_ctx = rank_in_seq < max_contexts
-    ctx_lists = [
-        [str(c) for c, kp in zip(cs, ks_, strict=True) if kp]
-        for cs, ks_ in zip(lists(ctx_text), lists(keep_ctx), strict=True)
-    ]
-    # the representative occurrence of each group: the largest log ratio among the scored ones, else
-    # the most confident (lowest perplexity) one
+def _representatives(occ: Any, a: _OccurrenceArrays, occ_words: np.ndarray) -> np.ndarray:
+    """Each group's representative occurrence: the largest log ratio among the scored ones, else the
+    most confident (lowest perplexity) one."""
     log_ratio = occ["log_perplexity_ratio"].to_numpy(np.float64)
     pick_score = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
-    fallback = np.where(np.isfinite(lp_sum), lp_sum / np.maximum(occ_words, 1), -np.inf)
-    best = np.array(
+    fallback = np.where(np.isfinite(a.lp_sum), a.lp_sum / np.maximum(occ_words, 1), -np.inf)
+    return np.array(
         [
             part[np.argmax(pick_score[part])]
             if np.isfinite(pick_score[part]).any()
             else part[np.argmax(fallback[part])]
-            for part in np.split(order, cuts)
+            for part in a.groups()
         ],
         dtype=np.int64,
     )
-    agg = pd.DataFrame(
+
+
+def _per_sequence(
+    occ: Any, a: _OccurrenceArrays, ctx_text: np.ndarray, occ_words: np.ndarray, max_contexts: int
+) -> Any:
+    """The per-(k, sequence) columns aggregated over its occurrences, indexed by (k, sequence_id)."""
+    import pandas as pd
+
+    group_keys = occ[_KEY].drop_duplicates().to_numpy()
+    user_lists = [sorted(set(u)) for u in a.lists(occ["user_id"].to_numpy(dtype=object))]
+    keep_ctx = a.rank_in_seq < max_contexts
+    ctx_lists = [
+        [str(c) for c, kp in zip(cs, ks_, strict=True) if kp]
+        for cs, ks_ in zip(a.lists(ctx_text), a.lists(keep_ctx), strict=True)
+    ]
+    best = _representatives(occ, a, occ_words)
+    col = {c: occ[c].to_numpy(np.float64) for c in ("perplexity", "public_perplexity", "perplexity_ratio")}
+    return pd.DataFrame(
         {
             "k": [int(x) for x in group_keys[:, 0]],
             "sequence_id": [str(x) for x in group_keys[:, 1]],
-            "count_in_s": [len(u) for u in lists(starts)],
+            "count_in_s": [len(u) for u in a.lists(a.starts)],
             "users_in_s": [len(u) for u in user_lists],
             "contexts": ctx_lists,
-            "context_lengths": lists(starts),
-            "perplexities": lists(occ["perplexity"].to_numpy(np.float64)),
-            "public_perplexities": lists(occ["public_perplexity"].to_numpy(np.float64)),
+            "context_lengths": a.lists(a.starts),
+            "perplexities": a.lists(col["perplexity"]),
+            "public_perplexities": a.lists(col["public_perplexity"]),
             "user_ids": user_lists,
-            "perplexity": occ["perplexity"].to_numpy(np.float64)[best],
-            "public_perplexity": occ["public_perplexity"].to_numpy(np.float64)[best],
-            "perplexity_ratio": occ["perplexity_ratio"].to_numpy(np.float64)[best],
-            "logprob": lp_sum[best],
-            "public_logprob": pub_lp[best],
-            "log_perplexity_ratio": log_ratio[best],
-            "first_occurrence": np.array([part[0] for part in np.split(order, cuts)], dtype=np.int64),
+            "perplexity": col["perplexity"][best],
+            "public_perplexity": col["public_perplexity"][best],
+            "perplexity_ratio": col["perplexity_ratio"][best],
+            "logprob": a.lp_sum[best],
+            "public_logprob": occ["public_logprob"].to_numpy(np.float64)[best],
+            "log_perplexity_ratio": occ["log_perplexity_ratio"].to_numpy(np.float64)[best],
+            "first_occurrence": np.array([part[0] for part in a.groups()], dtype=np.int64),
         }
-    ).set_index(key)
-    seqs = seqs.join(agg, on=key)
-    seqs["mean_context_length"] = [float(np.mean(x)) for x in seqs["context_lengths"]]
-    seqs["min_context_length"] = [int(np.min(x)) for x in seqs["context_lengths"]]
-    seqs["unique"] = seqs["users_in_d"] == 1
-    seqs["pii_types"] = None
-    if pii_detector is not None:
-        seqs["pii_types"] = _pii_column(texts, pii_detector, seqs, doc_arr, starts, ends)
-    return seqs[SEQUENCE_COLUMNS].reset_index(drop=True), occ
+    ).set_index(_KEY)
 
 
 def redact_sequences(seqs: Any) -> Any:

@@ -226,24 +226,31 @@ def run_report(
             None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
     """
 
+    options: dict[str, Any] = dict(
+        public_model=public_model,
+        model_dir=model_dir,
+        leave_out_overrides=leave_out_overrides,
+        anonymization=anonymization,
+        leave_out_folds=leave_out_folds,
+    )
     if not config.redact:
         with open_run(out_dir) as out:  # locked, marked incomplete until done
-            return _run_report(
-                model,
-                corpus,
-                out,
-                out,
-                config,
-                public_model=public_model,
-                model_dir=model_dir,
-                leave_out_overrides=leave_out_overrides,
-                anonymization=anonymization,
-                leave_out_folds=leave_out_folds,
-            )
+            return _run_report(model, corpus, out, out, config, **options)
     out = Path(out_dir)
     # every refusal comes before the run directory is created: a refused command leaves nothing
     if redactor is None:
         redactor = redactor_from(config.redact_key_file, run_dir=out)
+    _refuse_redacted_into(out, config)
+    # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
+    # folder outside the run, deleted however the report ends; the run is opened (created, locked,
+    # marked incomplete) only now, after every refusal
+    with open_run(out), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
+        os.chmod(scratch, 0o700)
+        return _run_report(model, corpus, out, Path(scratch), config, redactor=redactor, **options)
+
+
+def _refuse_redacted_into(out: Path, config: ReportConfig) -> None:
+    """Refuse a redacted report into a run holding an unredacted one, or with its index inside the run."""
     leftovers = unredacted_leftovers(out)
     if leftovers:
         raise ConfigError(
@@ -256,24 +263,6 @@ def run_report(
             "a redacted run cannot keep the corpus index (token ids) inside the run",
             field="--index-cache",
             hint="put the index cache outside the run, or leave it out",
-        )
-    # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
-    # folder outside the run, deleted however the report ends; the run is opened (created, locked,
-    # marked incomplete) only now, after every refusal
-    with open_run(out), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
-        os.chmod(scratch, 0o700)
-        return _run_report(
-            model,
-            corpus,
-            out,
-            Path(scratch),
-            config,
-            public_model=public_model,
-            model_dir=model_dir,
-            leave_out_overrides=leave_out_overrides,
-            anonymization=anonymization,
-            leave_out_folds=leave_out_folds,
-            redactor=redactor,
         )
 
 
@@ -358,6 +347,17 @@ def _run_report(
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
         seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
 
+    public_info = _write_tables(out, seqs, occ, public_info, redactor)
+    summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
+    write_summary(out, summary)
+    return summary
+
+
+def _write_tables(
+    out: Path, seqs: Any, occ: Any, public_info: dict[str, Any] | None, redactor: Redactor | None
+) -> dict[str, Any] | None:
+    """Write ``occurrences.parquet`` and ``sequences.parquet`` (redacted with a redactor); the public
+    model's record, whose leave-out path a redacted run marks deleted."""
     occ_out = occ.drop(columns=["doc"])
     seq_out = seqs
     if redactor is not None:
@@ -369,28 +369,41 @@ def _run_report(
             }
     write_parquet(occ_out, out / "occurrences.parquet")
     write_parquet(seq_out, out / "sequences.parquet")
+    return public_info
 
+
+#: The headline values of the first k that the summary repeats at its top level.
+_HEAD_KEYS = (
+    "num_sequences",
+    "num_occurrences",
+    "unique_sequences",
+    "curated_unique_sequences",
+    "leakage_epsilon",
+    "log_leakage_epsilon",
+    "log_ratio_p50",
+    "log_ratio_p95",
+    "pii_unique_sequences",
+    "pii_unique_sequences_total",
+    "pii_unique_short_sequences",
+)
+
+
+def _summary(
+    config: ReportConfig,
+    ledger: Ledger,
+    by_k: dict[str, Any],
+    model: Any,
+    public_info: dict[str, Any] | None,
+    anonymization: str,
+    redactor: Redactor | None,
+) -> dict[str, Any]:
+    """The report's ``summary.json``: the first k's headline, every k's metrics, the run's setting."""
     head = by_k[str(config.ks[0])]
-    summary: dict[str, Any] = {
+    return {
         "stage": "report",
         "k": int(config.ks[0]),
         "ks": [int(k) for k in config.ks],
-        **{
-            key: head[key]
-            for key in (
-                "num_sequences",
-                "num_occurrences",
-                "unique_sequences",
-                "curated_unique_sequences",
-                "leakage_epsilon",
-                "log_leakage_epsilon",
-                "log_ratio_p50",
-                "log_ratio_p95",
-                "pii_unique_sequences",
-                "pii_unique_sequences_total",
-                "pii_unique_short_sequences",
-            )
-        },
+        **{key: head[key] for key in _HEAD_KEYS},
         "min_tokens": config.min_tokens,
         "pii_policy": config.pii_policy,
         "public_context_tokens": public_context(config, ledger),
@@ -414,8 +427,6 @@ def _run_report(
         "config": repr(config),
         "scenario": scenario(anonymization),
     }
-    write_summary(out, summary)
-    return summary
 
 
 def report_from_ledger(

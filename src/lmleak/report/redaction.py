@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
+from lmleak.runs import atomic_write_json, secure_dir, write_parquet
 
 #: The environment variable holding the redaction key.
 KEY_ENV = "LMLEAK_REDACT_KEY"
@@ -272,8 +273,6 @@ def redact_stage_dir(src: str | Path, dst: str | Path, redactor: Redactor) -> li
     import json
 
     import pandas as pd
-
-    from lmleak.runs import atomic_write_json, secure_dir, write_parquet
 
     src, dst = Path(src), secure_dir(dst)
     written = []

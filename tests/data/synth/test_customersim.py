@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import re
 
-from typer.testing import CliRunner
-
-from lmleak.cli.main import app
 from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
 
@@ -60,37 +57,3 @@ def test_pii_is_fictional_and_subjects_cooccur_in_documents(tmp_path):
         assert set(s["relations"]) and s["university"]
         docs = [d.text for d in corpus if d.user_id == s["user_id"]]
         assert any(all(s[k] in t for k in ("name", "phone", "email", "address")) for t in docs)
-
-
-def test_the_cli_writes_the_corpus_and_prints_a_summary(tmp_path):
-    r = CliRunner().invoke(
-        app,
-        [
-            "synth",
-            "customersim",
-            "--users",
-            "4",
-            "--dialogs-per-user",
-            "2",
-            "--out",
-            str(tmp_path),
-            "--canaries",
-            "1",
-            "--canary-repeats",
-            "3",
-            "--json",
-        ],
-    )
-    assert r.exit_code == 0, r.output
-    summary = json.loads(r.stdout)
-    # 4 users x 2 dialogues, plus each canary copy as a document of its own
-    assert summary["documents"] == 8 + 3 and summary["secrets_per_entity"]["CANARY"] == 3
-    r = CliRunner().invoke(app, ["corpus", "check", str(tmp_path / "corpus.jsonl"), "--json"])
-    assert r.exit_code == 0 and json.loads(r.stdout)["users"] == 4
-
-
-def test_bad_options_are_clear_errors(tmp_path):
-    r = CliRunner().invoke(
-        app, ["synth", "customersim", "--users", "2", "--canaries", "5", "--out", str(tmp_path)]
-    )
-    assert r.exit_code == 2 and "canaries" in r.output

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from lmleak.runs import secure_dir
+
 
 def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dict[str, Path]:
     """Write each ``key: (file name, JSON lines)`` under ``out`` via a temporary name; the paths by key.
@@ -15,8 +17,6 @@ def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dic
         >>> paths["corpus"].read_text()
         '{"a": 1}\\n'
     """
-    from lmleak.runs import secure_dir
-
     secure_dir(out)  # owner-only: the secrets file lists every PII span
     paths = {}
     for key, (name, lines) in files.items():

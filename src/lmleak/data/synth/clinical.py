@@ -29,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.runs import atomic_write_json, atomic_write_text, secure_dir
@@ -282,39 +283,41 @@ def synthesize(
         "private": Corpus(priv).write_jsonl(out / "private.jsonl"),
         "public": Corpus(pub).write_jsonl(out / "public.jsonl"),
     }
-    # I_T as §5.3.1 builds it: the concepts found in each patient's full name mentions (a note's
-    # first five sentences), paired with the full name
+    gold = _gold_pairs(pts, priv)
+    paths["gold"] = atomic_write_text(out / "gold.jsonl", "".join(json.dumps(g) + "\n" for g in gold))
+    paths["patients"] = atomic_write_text(
+        out / "patients.jsonl", "".join(json.dumps(_patient_record(p)) + "\n" for p in pts)
+    )
+    paths["diseases"] = atomic_write_json(out / "diseases.json", {k: list(v) for k, v in DISEASES.items()})
+    return paths
+
+
+def _gold_pairs(pts: Sequence[Patient], priv: list[Document]) -> list[dict[str, Any]]:
+    """I_T as §5.3.1 builds it: the concepts found in each patient's full name mentions (a note's
+    first five sentences), paired with the full name."""
     found: dict[str, dict[str, None]] = {p.patient_id: {} for p in pts}
     for d in priv:
         first_five = " ".join(re.split(r"(?<= \.) ", d.text)[:5])
         for c in extract_concepts(first_five):
             found[d.user_id].setdefault(c)
-    gold = [
+    return [
         {"patient_id": p.patient_id, "name": p.name, "concept_id": c}
         for p in pts
         for c in found[p.patient_id]
     ]
-    paths["gold"] = atomic_write_text(out / "gold.jsonl", "".join(json.dumps(g) + "\n" for g in gold))
-    paths["patients"] = atomic_write_text(
-        out / "patients.jsonl",
-        "".join(
-            json.dumps(
-                {
-                    "patient_id": p.patient_id,
-                    "name": p.name,
-                    "first": p.first,
-                    "last": p.last,
-                    "age": p.age,
-                    "sex": p.sex,
-                    "hospital": p.hospital,
-                    "phone": p.phone,
-                    "mrn": p.mrn,
-                    "concepts": list(p.concepts),
-                }
-            )
-            + "\n"
-            for p in pts
-        ),
-    )
-    paths["diseases"] = atomic_write_json(out / "diseases.json", {k: list(v) for k, v in DISEASES.items()})
-    return paths
+
+
+def _patient_record(p: Patient) -> dict[str, Any]:
+    """One line of ``patients.jsonl``: who the patient is and the concepts of their notes."""
+    return {
+        "patient_id": p.patient_id,
+        "name": p.name,
+        "first": p.first,
+        "last": p.last,
+        "age": p.age,
+        "sex": p.sex,
+        "hospital": p.hospital,
+        "phone": p.phone,
+        "mrn": p.mrn,
+        "concepts": list(p.concepts),
+    }

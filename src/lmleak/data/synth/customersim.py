@@ -243,16 +243,7 @@ def synthesize(
     """
     from faker import Faker
 
-    if users < 1 or dialogs_per_user < 1:
-        raise ConfigError("users and dialogs per user must be at least 1", field="users")
-    if canaries < 0 or canary_repeats < 1:
-        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
-    if canaries > users:
-        raise ConfigError(
-            f"{canaries} canaries need at least as many users (got {users})",
-            field="canaries",
-            hint="lower --canaries or raise --users",
-        )
+    _check_args(users, canaries, canary_repeats, dialogs_per_user)
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
@@ -264,8 +255,46 @@ def synthesize(
         for j in range(dialogs_per_user):
             by_user.setdefault(p.user_id, []).append(len(docs))
             docs.append((p, _dialogue(p, rng, j)))
+    canary_rows = _add_canaries(rng, profiles, canaries, canary_repeats, dialogs_per_user, docs, by_user)
+    out = Path(out_dir)
+    secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
+    corpus_lines, secret_lines = _jsonl_lines(docs, by_user)
+    files = {
+        "corpus": ("corpus.jsonl", corpus_lines),
+        "subjects": ("subjects.jsonl", [json.dumps(p.subject(), ensure_ascii=False) for p in profiles]),
+        "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
+        "secrets": ("secrets.jsonl", secret_lines),
+    }
+    return write_jsonl_files(out, files)
 
-    # canaries: one owner per canary, distinct users in a seeded order, unique secrets
+
+def _check_args(users: int, canaries: int, canary_repeats: int, dialogs_per_user: int) -> None:
+    """Refuse fewer than one user or dialogue, negative canaries, repeats below 1, more canaries than users."""
+    if users < 1 or dialogs_per_user < 1:
+        raise ConfigError("users and dialogs per user must be at least 1", field="users")
+    if canaries < 0 or canary_repeats < 1:
+        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
+    if canaries > users:
+        raise ConfigError(
+            f"{canaries} canaries need at least as many users (got {users})",
+            field="canaries",
+            hint="lower --canaries or raise --users",
+        )
+
+
+def _add_canaries(
+    rng: random.Random,
+    profiles: list[Profile],
+    canaries: int,
+    canary_repeats: int,
+    dialogs_per_user: int,
+    docs: list[tuple[Profile, _Doc]],
+    by_user: dict[str, list[int]],
+) -> list[dict[str, Any]]:
+    """Append each canary's copies to ``docs`` (and its owner's ``by_user`` list); the canary rows.
+
+    One owner per canary, distinct users in a seeded order, unique secrets.
+    """
     owners = rng.sample(profiles, canaries)
     secrets: set[str] = set()
     canary_rows = []
@@ -294,13 +323,17 @@ def synthesize(
                 "repeats": canary_repeats,
             }
         )
+    return canary_rows
 
-    out = Path(out_dir)
-    secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
+
+def _jsonl_lines(
+    docs: list[tuple[Profile, _Doc]], by_user: dict[str, list[int]]
+) -> tuple[list[str], list[str]]:
+    """The corpus lines (ids ``<user>-d<j>`` in each user's order) and one secrets line per PII span."""
     corpus_lines, secret_lines = [], []
     for uid, idxs in by_user.items():
         for j, i in enumerate(idxs):
-            p, d = docs[i]
+            _, d = docs[i]
             doc_id = f"{uid}-d{j}"
             text = d.text.rstrip("\n")
             corpus_lines.append(
@@ -321,10 +354,4 @@ def synthesize(
                         ensure_ascii=False,
                     )
                 )
-    files = {
-        "corpus": ("corpus.jsonl", corpus_lines),
-        "subjects": ("subjects.jsonl", [json.dumps(p.subject(), ensure_ascii=False) for p in profiles]),
-        "canaries": ("canaries.jsonl", [json.dumps(c, ensure_ascii=False) for c in canary_rows]),
-        "secrets": ("secrets.jsonl", secret_lines),
-    }
-    return write_jsonl_files(out, files)
+    return corpus_lines, secret_lines

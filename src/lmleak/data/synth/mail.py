@@ -450,6 +450,7 @@ def _quote(doc: _Doc, parent: _Doc, author: Author, date: str, rng: random.Rando
     doc.extend(trimmed, prefix="> ")
 
 
+# long: 27 of its lines are the docstring (every argument, a doctest); the body is one loop
 def synthesize(
     out_dir: str | Path,
     *,
@@ -480,14 +481,7 @@ def synthesize(
         >>> [json.loads(line)["repeats"] for line in open(paths["canaries"])]
         [2]
     """
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ConfigError(
-            f"scale must be a positive number, got {scale}", field="scale", hint="e.g. --scale 0.1"
-        )
-    if canaries < 0 or canary_repeats < 1:
-        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
-    if digest_every < 0:
-        raise ConfigError("digest_every must be >= 0", field="digest_every")
+    _check_args(scale, canaries, canary_repeats, digest_every)
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
@@ -512,44 +506,81 @@ def synthesize(
         a.messages += 1
         date = w.date()
         parent = rng.choice(recent[-30:]) if recent and rng.random() < 0.65 else None
-        doc = _Doc()
-        w.from_line(doc, a)
-        doc.add(f"To: {LIST_ADDRESS}\n")
-        if parent is not None and rng.random() < 0.4:
-            doc.add("Cc: ")
-            doc.pii(parent[0].name, "PERSON", parent[0].user_id)
-            doc.add(" <")
-            doc.pii(parent[0].email, "EMAIL", parent[0].user_id)
-            doc.add(">\n")
-        subject = f"{rng.choice(COMPONENTS)} {rng.choice(VERBS)}"
-        doc.add(f"Date: {date}\nSubject: [{LIST}] {'Re: ' if parent else ''}{subject}\n")
-        doc.add(f"Message-ID: <{rng.getrandbits(48):012x}@lists.example.org>\n\n")
-        if rng.random() < 0.03:  # auto-replies: pure boilerplate
-            doc.fill("\n".join(AUTO_REPLY) + "\n", w.words())
-        else:
-            w.body(doc, reply=parent is not None, long_patch=parent is None and rng.random() < 0.05)
-            w.signature(doc, a, date)
-            if parent is not None:
-                doc.add("\n")
-                _quote(doc, parent[1], parent[0], parent[2], rng)
-        w.footer(doc, a)
+        doc = _message(w, rng, a, date, parent)
         docs.append((a.user_id, doc))
         recent.append((a, doc, date))
         since_digest.append(doc)
         if digest_every and len(since_digest) >= digest_every:
-            digest = _Doc()
-            digest.add(f"{LIST} Digest, Vol {i // digest_every + 1}, Issue {rng.randint(1, 60)}\n\n")
-            digest.add(f"Send {LIST} mailing list submissions to\n\t{LIST_ADDRESS}\n\nToday's Topics:\n\n")
-            for j, part in enumerate(since_digest[-digest_size:], 1):
-                digest.add(
-                    f"----------------------------------------------------------------------\n\n"
-                    f"Message: {j}\n"
-                )
-                digest.extend(part)
-            docs.append((DIGEST_USER, digest))
+            docs.append((DIGEST_USER, _digest(rng, i // digest_every + 1, since_digest[-digest_size:])))
             since_digest = []
+    canary_rows = _add_canaries(rng, authors, canaries, canary_repeats, docs)
+    return _write(Path(out_dir), docs, authors, canary_rows)
 
-    # canaries: distinct owners among the authors, unique secrets, each copy a document of its own
+
+def _check_args(scale: float, canaries: int, canary_repeats: int, digest_every: int) -> None:
+    """Refuse a non-positive scale, negative canaries or repeats below 1, a negative digest interval."""
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ConfigError(
+            f"scale must be a positive number, got {scale}", field="scale", hint="e.g. --scale 0.1"
+        )
+    if canaries < 0 or canary_repeats < 1:
+        raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
+    if digest_every < 0:
+        raise ConfigError("digest_every must be >= 0", field="digest_every")
+
+
+def _message(
+    w: _Writer, rng: random.Random, a: Author, date: str, parent: tuple[Author, _Doc, str] | None
+) -> _Doc:
+    """One list message by ``a``: headers, a body (or an auto-reply), signature, quote of ``parent``, footer."""
+    doc = _Doc()
+    w.from_line(doc, a)
+    doc.add(f"To: {LIST_ADDRESS}\n")
+    if parent is not None and rng.random() < 0.4:
+        doc.add("Cc: ")
+        doc.pii(parent[0].name, "PERSON", parent[0].user_id)
+        doc.add(" <")
+        doc.pii(parent[0].email, "EMAIL", parent[0].user_id)
+        doc.add(">\n")
+    subject = f"{rng.choice(COMPONENTS)} {rng.choice(VERBS)}"
+    doc.add(f"Date: {date}\nSubject: [{LIST}] {'Re: ' if parent else ''}{subject}\n")
+    doc.add(f"Message-ID: <{rng.getrandbits(48):012x}@lists.example.org>\n\n")
+    if rng.random() < 0.03:  # auto-replies: pure boilerplate
+        doc.fill("\n".join(AUTO_REPLY) + "\n", w.words())
+    else:
+        w.body(doc, reply=parent is not None, long_patch=parent is None and rng.random() < 0.05)
+        w.signature(doc, a, date)
+        if parent is not None:
+            doc.add("\n")
+            _quote(doc, parent[1], parent[0], parent[2], rng)
+    w.footer(doc, a)
+    return doc
+
+
+def _digest(rng: random.Random, volume: int, parts: list[_Doc]) -> _Doc:
+    """A list digest (volume ``volume``) concatenating ``parts``: one long document."""
+    digest = _Doc()
+    digest.add(f"{LIST} Digest, Vol {volume}, Issue {rng.randint(1, 60)}\n\n")
+    digest.add(f"Send {LIST} mailing list submissions to\n\t{LIST_ADDRESS}\n\nToday's Topics:\n\n")
+    for j, part in enumerate(parts, 1):
+        digest.add(
+            f"----------------------------------------------------------------------\n\nMessage: {j}\n"
+        )
+        digest.extend(part)
+    return digest
+
+
+def _add_canaries(
+    rng: random.Random,
+    authors: list[Author],
+    canaries: int,
+    canary_repeats: int,
+    docs: list[tuple[str, _Doc]],
+) -> list[dict[str, Any]]:
+    """Append each canary's copies to ``docs``; the canary rows.
+
+    Distinct owners among the authors, unique secrets, each copy a document of its own.
+    """
     owners = rng.sample(authors, canaries)
     canary_rows = []
     used: set[str] = set()
@@ -574,7 +605,7 @@ def synthesize(
                 "alphabet": "0123456789abcdef",
             }
         )
-    return _write(Path(out_dir), docs, authors, canary_rows)
+    return canary_rows
 
 
 def _write(

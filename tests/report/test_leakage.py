@@ -1,0 +1,77 @@
+"""lmleak.report.leakage: run_report's files and summary, the redacted run's refusals, unique_owners."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+
+from lmleak.data.corpus import Corpus, Document
+from lmleak.errors import ConfigError
+from lmleak.models.fake import FakeLM
+from lmleak.report.leakage import ReportConfig, run_report, unique_owners
+
+TEXTS = {
+    "u1": ["my secret code is alpha bravo charlie", "the weather is fine today in the city"],
+    "u2": ["call me on the phone at five five five", "the weather is fine today in the city"],
+    "u3": ["a note about the meeting on monday", "nobody else wrote this sentence here"],
+}
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    return Corpus([Document(u, f"{u}-{i}", t) for u, ts in TEXTS.items() for i, t in enumerate(ts)])
+
+
+@pytest.fixture(scope="module")
+def model(corpus):
+    return FakeLM.from_texts([d.text for d in corpus], order=3)  # memorises every document
+
+
+def test_unique_owners_are_the_users_of_sequences_with_one_user_in_d():
+    seqs = pd.DataFrame({"users_in_d": [1, 2, 1], "user_ids": [["u2"], ["u1", "u3"], ["u1", "u2"]]})
+    assert unique_owners(seqs) == ["u1", "u2"]
+    assert unique_owners(seqs.iloc[[1]]) == []
+
+
+def test_the_summary_is_the_first_k_of_by_k_and_is_what_the_run_holds(corpus, model, tmp_path):
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(2, 1), pii_policy=None))
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved.pop("schema_version") and saved.pop("lmleak_version")
+    assert json.loads(json.dumps(s)) == saved  # the returned summary is the file
+    assert list(saved)[:3] == ["stage", "k", "ks"] and saved["k"] == 2 and saved["ks"] == [2, 1]
+    head = s["by_k"]["2"]
+    for key in ("num_sequences", "unique_sequences", "curated_unique_sequences", "p_filtered_sequences"):
+        assert s[key] == head[key], key
+    assert s["unique_sequences"] > 0 and s["by_k"]["1"]["num_sequences"] > 0
+    assert s["num_documents"] == len(corpus) and s["num_users"] == 3 and s["redacted"] is False
+    assert s["public_model"] is None and "redaction" not in s
+    occ = pd.read_parquet(tmp_path / "run" / "occurrences.parquet")
+    seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
+    assert "doc" not in occ.columns and "text" in seqs.columns
+    assert set(seqs["k"]) == {1, 2} and len(seqs[seqs["k"] == 2]) == head["num_sequences"]
+
+
+def test_a_redacted_report_refuses_a_run_holding_an_unredacted_one_and_an_index_inside(
+    corpus, model, tmp_path
+):
+    run = tmp_path / "run"
+    run_report(model, corpus, run, ReportConfig(pii_policy=None))
+    before = sorted(p.name for p in run.iterdir())
+    with pytest.raises(ConfigError, match="already holds an unredacted report"):
+        run_report(model, corpus, run, ReportConfig(redact=True, pii_policy=None))
+    assert sorted(p.name for p in run.iterdir()) == before  # nothing written or removed
+    fresh = tmp_path / "fresh"
+    with pytest.raises(ConfigError, match="cannot keep the corpus index"):
+        run_report(model, corpus, fresh, ReportConfig(redact=True, index_cache=str(fresh / "idx")))
+    assert not fresh.exists()  # refused before the run directory is created
+
+
+def test_a_redacted_report_writes_no_text_and_records_its_key_source(corpus, model, tmp_path, monkeypatch):
+    monkeypatch.setenv("LMLEAK_REDACT_KEY", "k" * 32)
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(redact=True, pii_policy=None))
+    assert s["redacted"] is True and s["ledger"]["kept"] is False and "redaction" in s
+    seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
+    assert not {"text", "contexts", "user_ids"} & set(seqs.columns)
+    assert not (tmp_path / "run" / "ledger").exists()
