@@ -35,7 +35,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lmleak.errors import Interrupted, RunError
+from lmleak.errors import ConfigError, Interrupted, RunError
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json, secure_dir
 
@@ -60,8 +60,6 @@ class ShardEngine:
     num_gpus_per_worker: float = 0.0
 
     def __post_init__(self) -> None:
-        from lmleak.errors import ConfigError
-
         if self.kind not in ("local", "ray"):
             raise ConfigError(f"unknown engine {self.kind!r}", field="--engine", hint="use local or ray")
         if self.num_workers < 1 or self.num_gpus_per_worker < 0:
@@ -114,8 +112,6 @@ def ray_session(engine: ShardEngine | None) -> Iterator[None]:
     try:
         import ray
     except ImportError:
-        from lmleak.errors import ConfigError
-
         raise ConfigError(
             "--engine ray needs the 'ray' package",
             field="--engine",

@@ -41,6 +41,7 @@ import numpy as np
 from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
 from lmleak.errors import CapabilityError, ConfigError, RunError
+from lmleak.models import vllm_engine, vllm_env
 from lmleak.models.base import Capability, TokenStats, require
 from lmleak.models.blackbox import TopKOnly
 from lmleak.models.loading import load_model
@@ -408,15 +409,13 @@ class VllmLedgerWork:
         self.scorer: Any = None
 
     def __call__(self) -> Callable[[list[tuple[str, str, str]]], Any]:
-        from lmleak.models.vllm_engine import VllmScorer, open_backend
-
         m = self.model
         max_length = int(m.max_length)
         overlap = int(getattr(m, "overlap", None) or max_length // 2)
-        backend = open_backend(
+        backend = vllm_engine.open_backend(
             self.model_dir, dtype=self.dtype, max_model_len=max_length + 1, extra=self.extra
         )
-        self.scorer = scorer = VllmScorer(
+        self.scorer = scorer = vllm_engine.VllmScorer(
             backend, m.tokenizer, name=getattr(m, "name", "vllm"), max_length=max_length, overlap=overlap
         )
         return lambda items: ledger_table(scorer, items, None)
@@ -477,9 +476,7 @@ def run_ledger_pass(
         if vllm_model_dir is None:
             if model_spec is None:
                 raise ValueError("engine='vllm' needs vllm_model_dir or model_spec")
-            from lmleak.models.vllm_env import vllm_model_dir as _vllm_dir
-
-            vllm_model_dir = _vllm_dir(model_spec.spec)
+            vllm_model_dir = vllm_env.vllm_model_dir(model_spec.spec)
         factory = VllmLedgerWork(model, vllm_model_dir, dtype=vllm_dtype)
     elif engine == "ray" and model_spec is not None:
         factory = LedgerWork(k_avail, spec=model_spec)

@@ -66,6 +66,7 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
+from lmleak.models.tokenizer import HFTokenizer
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
@@ -440,12 +441,10 @@ class RemoteTokenizer:
 
 def load_tokenizer(spec: str) -> Any:
     """A local tokenizer: ``smollm2-135m``, or a Hugging Face / lmleak model folder (tokenizer files only)."""
-    from lmleak.models.hf_causal import SMOLLM2
-    from lmleak.models.tokenizer import HFTokenizer
+    # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
+    from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
 
     if spec == SMOLLM2:
-        from lmleak.models.hf_causal import smollm2_plain_dir
-
         tok = HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
         # the same start token load_smollm2 uses (see lmleak.models.hf_causal.load_smollm2)
         tok.bos_id = int(tok.hf.convert_tokens_to_ids("<|endoftext|>"))
@@ -490,7 +489,7 @@ def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     """
     if n <= max_length:
         return [(0, n, 1)]
-    # torch only for documents longer than the window
+    # lazy: lmleak.models.torch_causal imports torch, needed only for documents longer than the window
     from lmleak.models.torch_causal import _windows as torch_windows
 
     return torch_windows(n, max_length, max_length // 2)

@@ -28,10 +28,12 @@ from typing import Any
 from lmleak.errors import LmleakError, ModelError, did_you_mean
 from lmleak.jsonl import read_jsonl
 from lmleak.models import hf_masked
+from lmleak.models.adapters import is_finetune_dir, load_finetuned
 from lmleak.models.blackbox import TextOnly, TopKOnly
 from lmleak.models.device import place, resolve_device
 from lmleak.models.fake import FakeLM
 from lmleak.models.hf_causal import SMOLLM2, load_gguf, load_hf_dir, load_smollm2
+from lmleak.models.http import load_http_model
 from lmleak.models.small import load_small_model
 
 NAMES = (SMOLLM2,)
@@ -77,8 +79,6 @@ def load_model(
     if hasattr(spec, "capabilities"):
         return spec
     if isinstance(spec, str) and spec.startswith(("http://", "https://")):
-        from lmleak.models.http import load_http_model  # httpx only for served models
-
         return load_http_model(spec)
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
@@ -178,8 +178,6 @@ def _load_folder(
     path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None, opts: dict[str, Any]
 ) -> Any:
     """The model in a folder, or None when the folder holds no recognised model files."""
-    from lmleak.models.adapters import is_finetune_dir, load_finetuned
-
     if is_finetune_dir(path):  # written by `lmleak train --base` (adapters, full or merged fine-tune)
         return load_finetuned(
             path,

@@ -59,6 +59,12 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.errors import ConfigError
 from lmleak.models.adapters import MANIFEST, base_record
+from lmleak.models.device import resolve_device
+from lmleak.models.loading import load_model
+from lmleak.progress import track
+from lmleak.runs import atomic_write_json
+from lmleak.train.bk import BookKeeping, UnsupportedModel
+from lmleak.train.dp import crt_split_for, sensitive_token_mask
 from lmleak.train.plain import IGNORE, Chunks, batch_tensors, encode_chunks, sequence_losses
 from lmleak.train.trainer import TrainResult, policy_gamma, public_share, split_users
 
@@ -374,8 +380,6 @@ class HooksClipper:
 
 def make_clipper(model: torch.nn.Module, how: str) -> tuple[Any, str]:
     """(clipper, name): book-keeping when it applies (``auto``) or is asked for, else Opacus hooks."""
-    from lmleak.train.bk import BookKeeping, UnsupportedModel
-
     if how in ("auto", "bookkeeping"):
         try:
             bk = BookKeeping(model)
@@ -742,10 +746,6 @@ def _finetune(
     progress: bool,
     on_epoch_end: Callable[[int, torch.nn.Module], None] | None,
 ) -> FinetuneResult:
-    from lmleak.models.device import resolve_device
-    from lmleak.models.loading import load_model
-    from lmleak.progress import track
-    from lmleak.runs import atomic_write_json
 
     cfg = config
     device = resolve_device(cfg.device)
@@ -770,8 +770,6 @@ def _finetune(
 
     extra: dict[str, Any] = {}
     if cfg.mode == "crt":
-        from lmleak.train.dp import crt_split_for
-
         pub, pri, stats = crt_split_for(train_corpus, cfg, public, private)  # type: ignore[arg-type]
         stats["public_words"] = sum(len(t.split()) for t in pub.texts())
         stats["private_words"] = sum(len(t.split()) for t in pri.texts())
@@ -782,8 +780,6 @@ def _finetune(
         train_chunks = encode_chunks(train_corpus.texts(), tok, cfg.seq_len)
     sensitive = None
     if cfg.mode == "sdp":
-        from lmleak.train.dp import sensitive_token_mask
-
         sensitive = sensitive_token_mask(train_corpus, tok, cfg)  # type: ignore[arg-type]
     val_chunks = encode_chunks(val.texts(), tok, cfg.seq_len) if val is not None and len(val) else None
 
