@@ -495,6 +495,55 @@ def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     return torch_windows(n, max_length, max_length // 2)
 
 
+def _tier_probes(probe: list[int]) -> list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]]:
+    """(tier, endpoint, request body, does the answer grant the tier?), richest tier first."""
+    return [
+        (
+            "prompt_logprobs",
+            "/completions",
+            {"prompt": probe, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
+            lambda a: isinstance(a["choices"][0].get("prompt_logprobs"), list),
+        ),
+        (
+            "echo",
+            "/completions",
+            {
+                "prompt": probe,
+                "max_tokens": 1,
+                "temperature": 0,
+                "echo": True,
+                "logprobs": ECHO_MAX_K,
+                "return_tokens_as_token_ids": True,
+            },
+            lambda a: bool((a["choices"][0].get("logprobs") or {}).get("top_logprobs")),
+        ),
+        (
+            "chat",
+            "/chat/completions",
+            {
+                "messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 1,
+                "temperature": 0,
+                "logprobs": True,
+                "top_logprobs": 1,
+            },
+            lambda a: bool((a["choices"][0].get("logprobs") or {}).get("content")),
+        ),
+        (
+            "text",
+            "/completions",
+            {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
+            lambda a: "text" in a["choices"][0],
+        ),
+        (  # a chat-only API without log-probabilities: generation through chat
+            "chat",
+            "/chat/completions",
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
+            lambda a: "message" in a["choices"][0],
+        ),
+    ]
+
+
 class HTTPModel:
     """A model served over HTTP; its ``capabilities`` follow its tier (see the module docstring)."""
 
@@ -583,51 +632,7 @@ class HTTPModel:
     def detect_tier(self) -> str:
         """The richest tier the server answers, by one tiny request per tier (cached like any other)."""
         probe = [self.tokenizer.bos_id, *self.tokenizer.encode("Hi")][:2]
-        tries: list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]] = [
-            (
-                "prompt_logprobs",
-                "/completions",
-                {"prompt": probe, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
-                lambda a: isinstance(a["choices"][0].get("prompt_logprobs"), list),
-            ),
-            (
-                "echo",
-                "/completions",
-                {
-                    "prompt": probe,
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "echo": True,
-                    "logprobs": ECHO_MAX_K,
-                    "return_tokens_as_token_ids": True,
-                },
-                lambda a: bool((a["choices"][0].get("logprobs") or {}).get("top_logprobs")),
-            ),
-            (
-                "chat",
-                "/chat/completions",
-                {
-                    "messages": [{"role": "user", "content": "Hi"}],
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "logprobs": True,
-                    "top_logprobs": 1,
-                },
-                lambda a: bool((a["choices"][0].get("logprobs") or {}).get("content")),
-            ),
-            (
-                "text",
-                "/completions",
-                {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
-                lambda a: "text" in a["choices"][0],
-            ),
-            (  # a chat-only API without log-probabilities: generation through chat
-                "chat",
-                "/chat/completions",
-                {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
-                lambda a: "message" in a["choices"][0],
-            ),
-        ]
+        tries = _tier_probes(probe)
         why = []
         for tier, path, body, ok in tries:
             try:
