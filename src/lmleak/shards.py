@@ -35,7 +35,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, TypeVar
 
-from lmleak.errors import Interrupted, RunError
+from lmleak.errors import ConfigError, Interrupted, RunError
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json, secure_dir
 
@@ -60,8 +60,6 @@ class ShardEngine:
     num_gpus_per_worker: float = 0.0
 
     def __post_init__(self) -> None:
-        from lmleak.errors import ConfigError
-
         if self.kind not in ("local", "ray"):
             raise ConfigError(f"unknown engine {self.kind!r}", field="--engine", hint="use local or ray")
         if self.num_workers < 1 or self.num_gpus_per_worker < 0:
@@ -114,8 +112,6 @@ def ray_session(engine: ShardEngine | None) -> Iterator[None]:
     try:
         import ray
     except ImportError:
-        from lmleak.errors import ConfigError
-
         raise ConfigError(
             "--engine ray needs the 'ray' package",
             field="--engine",
@@ -266,16 +262,7 @@ def run_sharded(
     with stop_requests() as stop:
         try:
             if engine == "local":
-                work: Work | None = None
-                for index, chunk in track(shards, total=total, description=description, unit="shards"):
-                    if stop:
-                        break
-                    if manifest.done(index, out):
-                        continue
-                    if work is None:
-                        work = factory()
-                    rows = _write_shard(out, index, work(chunk))
-                    manifest.record(index, len(chunk), rows)
+                _run_local(shards, factory, out, manifest, total, description, stop)
             else:
                 _run_ray(
                     shards,
@@ -386,6 +373,28 @@ def fingerprint_of(*parts: Any) -> str:
     return h.hexdigest()[:24]
 
 
+def _run_local(
+    shards: Iterable[tuple[int, list[Any]]],
+    factory: Callable[[], Work],
+    out: Path,
+    manifest: Manifest,
+    total: int | None,
+    description: str,
+    stop: list[int],
+) -> None:
+    """The local engine: the shards not done yet, in order, in this process (the work built once, lazily)."""
+    work: Work | None = None
+    for index, chunk in track(shards, total=total, description=description, unit="shards"):
+        if stop:
+            break
+        if manifest.done(index, out):
+            continue
+        if work is None:
+            work = factory()
+        rows = _write_shard(out, index, work(chunk))
+        manifest.record(index, len(chunk), rows)
+
+
 def run_rows(
     items: list[Any],
     work: Callable[[list[Any]], list[dict[str, Any]]],
@@ -410,16 +419,7 @@ def run_rows(
     The shards and their order are the same as the local engine's, so the rows are too. The
     fingerprint does not depend on the engine: a pass interrupted on one resumes on the other.
     """
-    import shutil
-
-    import pyarrow.parquet as pq
-
-    old = Path(out_dir) / MANIFEST
-    if old.exists():
-        data = json.loads(old.read_text())
-        if data.get("fingerprint") != fingerprint or data.get("shard_size") != shard_size:
-            shutil.rmtree(out_dir)
-
+    _drop_stale_pass(out_dir, fingerprint, shard_size)
     eng = engine or ShardEngine()
     if eng.kind == "ray":
         if factory is None:
@@ -443,6 +443,24 @@ def run_rows(
         num_workers=eng.num_workers,
         num_gpus_per_worker=eng.num_gpus_per_worker,
     )
+    return _read_rows(out)
+
+
+def _drop_stale_pass(out_dir: str | Path, fingerprint: str, shard_size: int) -> None:
+    """Remove ``out_dir`` when it holds a pass with another fingerprint or shard size (a stale cache)."""
+    import shutil
+
+    old = Path(out_dir) / MANIFEST
+    if old.exists():
+        data = json.loads(old.read_text())
+        if data.get("fingerprint") != fingerprint or data.get("shard_size") != shard_size:
+            shutil.rmtree(out_dir)
+
+
+def _read_rows(out: Path) -> list[dict[str, Any]]:
+    """Every shard's rows, in shard order, each shard read on its own (its column types may differ)."""
+    import pyarrow.parquet as pq
+
     data = json.loads((out / MANIFEST).read_text())
     rows: list[dict[str, Any]] = []
     for i in sorted(data["shards"]):

@@ -74,28 +74,3 @@ def test_the_api_reveals_no_probabilities_and_no_more_than_k():
     assert len(ids) == 2 and np.isnan(lps).all()
     with pytest.raises(CapabilityError, match="at most the top 2"):
         api.top_k([[1]], 3)
-
-
-def test_allowed_pickles_load_with_the_same_scores_as_safetensors(tmp_path, tiny_gpt2):
-    # a plain HF GPT-2 folder, once as safetensors and once as a pickled state dict
-    import torch
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import PreTrainedTokenizerFast
-
-    vocab = {f"w{i}": i for i in range(64)}
-    raw = Tokenizer(models.WordLevel(vocab, unk_token="w0"))
-    raw.pre_tokenizer = pre_tokenizers.Whitespace()
-    tok = PreTrainedTokenizerFast(
-        tokenizer_object=raw, unk_token="w0", bos_token="w1", eos_token="w2", pad_token="w2"
-    )
-    safe, pick = tmp_path / "safe", tmp_path / "pickle"
-    tiny_gpt2.save_pretrained(safe)
-    tok.save_pretrained(safe)
-    tiny_gpt2.config.save_pretrained(pick)
-    tok.save_pretrained(pick)
-    torch.save(tiny_gpt2.state_dict(), pick / "pytorch_model.bin")
-    with pytest.raises(ModelError, match="pickled"):
-        load_model(str(pick))
-    a, b = load_model(str(safe)), load_model(str(pick), allow_pickle=True)
-    seq = [[5, 9, 11, 40, 3]]
-    np.testing.assert_allclose(a.token_stats(seq)[0].logprobs, b.token_stats(seq)[0].logprobs, atol=1e-6)

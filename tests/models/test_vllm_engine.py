@@ -8,7 +8,6 @@ transformers path with an obvious backend in place of vLLM; the slow test runs t
 
 from __future__ import annotations
 
-import json
 import os
 
 import numpy as np
@@ -17,7 +16,7 @@ import torch
 
 from lmleak.errors import ModelError
 from lmleak.models.vllm_engine import VllmScorer
-from lmleak.models.vllm_env import strip_quantization, vllm_model_dir, vllm_python, write_vllm_dir
+from lmleak.models.vllm_env import vllm_python
 
 TEXTS = [
     "hello my name is ada and my phone is 555 0100 and i live on elm street in the town",
@@ -140,35 +139,6 @@ def test_ledger_pass_through_vllm_work_factory(llama, tmp_path):
     np.testing.assert_array_equal(via.ranks, local.ranks)
     np.testing.assert_allclose(via.logprobs, local.logprobs, atol=1e-5)
     assert via.meta["engine"] == "vllm" and via.meta["fingerprint"] == local.meta["fingerprint"]
-
-
-def test_vllm_dir_strips_quantization(tmp_path):
-    src = tmp_path / "src"
-    src.mkdir()
-    (src / "config.json").write_text(
-        json.dumps({"model_type": "llama", "quantization_config": {"quant_method": "gguf"}})
-    )
-    (src / "model.safetensors").write_bytes(b"weights")
-    out = write_vllm_dir(src, tmp_path / "out")
-    assert json.loads((out / "config.json").read_text()) == {"model_type": "llama"}
-    assert (out / "model.safetensors").read_bytes() == b"weights"
-    assert json.loads((src / "config.json").read_text())["quantization_config"]  # the source is untouched
-    assert strip_quantization({"a": 1}) == {"a": 1}
-
-
-def test_vllm_model_dir(tmp_path, monkeypatch):
-    plain = tmp_path / "plain"
-    plain.mkdir()
-    (plain / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    assert vllm_model_dir(plain) == plain
-    quant = tmp_path / "quant"
-    quant.mkdir()
-    (quant / "config.json").write_text(json.dumps({"quantization_config": {"quant_method": "gguf"}}))
-    monkeypatch.setenv("LMLEAK_CACHE", str(tmp_path / "cache"))
-    copy = vllm_model_dir(quant)
-    assert copy != quant and "quantization_config" not in json.loads((copy / "config.json").read_text())
-    with pytest.raises(ModelError, match="Hugging Face model folder"):
-        vllm_model_dir("fake:corpus.jsonl")
 
 
 def test_no_vllm_anywhere_is_a_clear_error(monkeypatch, tmp_path):

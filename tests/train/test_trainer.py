@@ -8,7 +8,6 @@ import torch
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.train.config import TrainConfig
-from lmleak.train.plain import encode_chunks
 from lmleak.train.trainer import split_users, train_model
 
 
@@ -28,18 +27,6 @@ def test_validation_holds_out_whole_users():
     train, val = split_users(corpus, 0.25, seed=0)
     assert val is not None and set(train.users).isdisjoint(val.users)
     assert len(train) + len(val) == len(corpus) and len(val.users) == 3
-
-
-def test_chunks_never_cross_documents(id_tokenizer):
-    from lmleak.models.small import build_tokenizer
-
-    tok = build_tokenizer(["a b c", "d e f g h i"], kind="word", vocab_size=30)
-    chunks = encode_chunks(["a b c", "d e f g h i"], tok, seq_len=4)
-    bos, eos = tok.bos_token_id, tok.eos_token_id
-    rows = [chunks.ids[i, : chunks.lengths[i]].tolist() for i in range(len(chunks))]
-    assert rows[0][0] == bos and rows[0][-1] == eos and len(rows[0]) == 5  # BOS a b c EOS
-    assert rows[1][0] == bos and rows[-1][-1] == eos
-    assert all(eos not in r[:-1] for r in rows)
 
 
 @pytest.mark.parametrize("arch", ["gpt", "lstm"])

@@ -8,6 +8,7 @@ from typing import Annotated, Any, cast
 import typer
 
 from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.train.config import TrainConfig
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -22,6 +23,7 @@ def resolve_model(spec: str, **kw: Any) -> Any:
     return load_model(spec, **kw)
 
 
+# long: 40 Typer options in the signature; the body only builds the config and calls run_training
 def train(
     corpus: Annotated[Path, typer.Option(help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).")],
     out_dir: Annotated[
@@ -158,157 +160,86 @@ def train(
     quiet_: QuietOpt = False,
 ) -> None:
     """Train a small GPT or LSTM on a corpus, or fine-tune a pretrained model (--base), plainly or with DP-SGD / CRT / selective DP."""
-    from lmleak.data.loaders import load_corpus
     from lmleak.errors import ConfigError
+
+    # lazy: lmleak.train.finetune and lmleak.train.run import torch, which `lmleak --help` must not load
+    from lmleak.train.finetune import FinetuneConfig
+    from lmleak.train.run import run_training
 
     quiet(quiet_ or json_out)
     if (public is None) != (private is None):
         raise ConfigError("give both --public and --private, or neither", field="public")
-    if base is not None:
-        from lmleak.train.finetune import FinetuneConfig, finetune
-
-        fcfg = FinetuneConfig(
-            base=base,
-            mode=mode,
-            lora=lora,
-            lora_alpha=lora_alpha,
-            full=full,
-            merge=merge,
-            epochs=epochs,
-            lora_targets=tuple(t.strip() for t in lora_targets.split(",") if t.strip())
-            if lora_targets
-            else None,
-            batch_size=batch_size,
-            lr=lr,
-            seq_len=seq_len,
-            seed=seed,
-            holdout_users=holdout_users,
-            max_steps=max_steps,
-            max_grad_norm=max_grad_norm,
-            noise_multiplier=noise_multiplier,
-            target_epsilon=target_epsilon,
-            target_delta=delta,
-            accountant=accountant,
-            dp_clipping=dp_clipping or "auto",
-            policy=policy,
-            secrets=None if secrets is None else str(secrets),
-            device=device,
-            precision=precision,
-        )
-        res = finetune(
-            load_corpus(corpus),
-            out_dir,
-            fcfg,
-            progress=not (quiet_ or json_out),
-            public=load_corpus(public) if public else None,
-            private=load_corpus(private) if private else None,
-        )
-        arch = f"{'full' if full else f'LoRA r={lora}'} fine-tune of {base}"
-    else:
-        res = _train_small(
-            corpus,
-            out_dir,
-            arch,
-            mode,
-            epochs,
-            batch_size,
-            lr,
-            seq_len,
-            tokenizer,
-            vocab_size,
-            seed,
-            holdout_users,
-            layers,
-            width,
-            heads,
-            snapshots,
-            noise_multiplier,
-            target_epsilon,
-            delta,
-            max_grad_norm,
-            accountant,
-            policy,
-            dp_clipping or "bookkeeping",
-            tokenizer_from,
-            tokenizer_from_private,
-            secrets,
-            public,
-            private,
-        )
-    _print_result(res, out_dir, arch, mode, json_out)
-
-
-def _train_small(
-    corpus: Path,
-    out_dir: Path,
-    arch: str,
-    mode: str,
-    epochs: int,
-    batch_size: int,
-    lr: float,
-    seq_len: int,
-    tokenizer: str | None,
-    vocab_size: int,
-    seed: int,
-    holdout_users: float,
-    layers: int,
-    width: int,
-    heads: int,
-    snapshots: bool,
-    noise_multiplier: float | None,
-    target_epsilon: float | None,
-    delta: float,
-    max_grad_norm: float,
-    accountant: str,
-    policy: str | None,
-    dp_clipping: str,
-    tokenizer_from: str | None,
-    tokenizer_from_private: bool,
-    secrets: Path | None,
-    public: Path | None,
-    private: Path | None,
-) -> Any:
-    from lmleak.data.loaders import load_corpus
-    from lmleak.train.config import TrainConfig
-    from lmleak.train.trainer import train_model
-
-    # typer hands the literal choices over as str; TrainConfig checks mode, arch and dp_clipping
-    cfg = cast(Any, TrainConfig)(
-        arch=arch,
+    # typer hands the literal choices over as str; the configs check mode, arch and dp_clipping
+    common: dict[str, Any] = dict(
         mode=mode,
         epochs=epochs,
         batch_size=batch_size,
         lr=lr,
         seq_len=seq_len,
-        tokenizer=tokenizer,
-        vocab_size=vocab_size,
         seed=seed,
         holdout_users=holdout_users,
-        n_layer=layers,
-        n_embd=width,
-        n_head=heads,
-        snapshots=snapshots,
         noise_multiplier=noise_multiplier,
         target_epsilon=target_epsilon,
         target_delta=delta,
         max_grad_norm=max_grad_norm,
         accountant=accountant,
         policy=policy,
-        dp_clipping=dp_clipping,
-        tokenizer_from=tokenizer_from,
-        tokenizer_from_private=tokenizer_from_private,
         secrets=None if secrets is None else str(secrets),
     )
-    return train_model(
-        load_corpus(corpus),
-        out_dir,
-        cfg,
-        public=load_corpus(public) if public else None,
-        private=load_corpus(private) if private else None,
+    cfg: Any
+    if base is not None:
+        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
+        cfg = FinetuneConfig(
+            base=base,
+            lora=lora,
+            lora_alpha=lora_alpha,
+            full=full,
+            merge=merge,
+            lora_targets=targets,
+            max_steps=max_steps,
+            dp_clipping=dp_clipping or "auto",
+            device=device,
+            precision=precision,
+            **common,
+        )
+        arch = f"{'full' if full else f'LoRA r={lora}'} fine-tune of {base}"
+    else:
+        cfg = cast(Any, TrainConfig)(
+            arch=arch,
+            tokenizer=tokenizer,
+            vocab_size=vocab_size,
+            n_layer=layers,
+            n_embd=width,
+            n_head=heads,
+            snapshots=snapshots,
+            dp_clipping=dp_clipping or "bookkeeping",
+            tokenizer_from=tokenizer_from,
+            tokenizer_from_private=tokenizer_from_private,
+            **common,
+        )
+    res = run_training(
+        corpus, out_dir, cfg, public=public, private=private, progress=not (quiet_ or json_out)
     )
+    _print_result(res, out_dir, arch, mode, json_out)
 
 
 def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool) -> None:
+    """Print the training summary: as JSON, or as a per-epoch table and the privacy notes."""
+    if json_out:
+        print_json(_summary(res, arch, mode))
+        return
+    out.print(_history_table(res, out_dir, arch, mode))
+    held = res.val_users
+    out.print(
+        f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
+        f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}"
+    )
+    out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
+    _print_privacy_notes(res.privacy)
+
+
+def _summary(res: Any, arch: str, mode: str) -> dict[str, Any]:
+    """The ``--json`` record of a training run."""
     summary = {
         "model_dir": str(res.model_dir),
         "mode": mode,
@@ -331,9 +262,11 @@ def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool)
             val_perplexity_before=res.final.get("val_perplexity_before"),
             merged_dir=None if res.merged_dir is None else str(res.merged_dir),
         )
-    if json_out:
-        print_json(summary)
-        return
+    return summary
+
+
+def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
+    """One row per epoch: train loss, validation perplexity and top-1/top-3 accuracy, throughput."""
     from rich.table import Table
 
     t = Table(title=f"{arch} trained ({mode}) -> {out_dir}")
@@ -352,34 +285,32 @@ def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool)
             _f(h.get("val_top3_accuracy")),
             _f(h.get("tokens_per_s"), 0),
         )
-    out.print(t)
-    held = res.val_users
-    out.print(
-        f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
-        f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}"
-    )
-    out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
-    split = res.privacy.get("split") or {}
+    return t
+
+
+def _print_privacy_notes(privacy: dict[str, Any]) -> None:
+    """The CRT split, the policy miss rate gamma and the DP epsilon, each when the run has one."""
+    split = privacy.get("split") or {}
     if split:
         out.print(
             f"CRT split: D_pub holds {split.get('public_sentence_share', 0):.1%} of the sentences and "
             f"{split.get('public_word_share', 0):.1%} of the words; private because of: {split.get('private_reasons')}"
         )
-    if res.privacy.get("gamma_source"):
-        g = res.privacy.get("gamma")
+    if privacy.get("gamma_source"):
+        g = privacy.get("gamma")
         out.print(
-            f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({res.privacy['gamma_source']}"
+            f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({privacy['gamma_source']}"
             + (
-                f", 95% upper bound {res.privacy['gamma_upper95']:.4f} on {res.privacy['gamma_support']} secrets"
-                if res.privacy.get("gamma_upper95") is not None
+                f", 95% upper bound {privacy['gamma_upper95']:.4f} on {privacy['gamma_support']} secrets"
+                if privacy.get("gamma_upper95") is not None
                 else ""
             )
             + ")"
         )
-    if res.privacy.get("epsilon") is not None:
+    if privacy.get("epsilon") is not None:
         out.print(
-            f"DP: epsilon = {res.privacy['epsilon']:.3f} at delta = {res.privacy['delta']:g} "
-            f"({res.privacy['accountant']} accountant, {res.privacy['steps']} private steps)"
+            f"DP: epsilon = {privacy['epsilon']:.3f} at delta = {privacy['delta']:g} "
+            f"({privacy['accountant']} accountant, {privacy['steps']} private steps)"
         )
 
 

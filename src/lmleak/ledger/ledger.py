@@ -41,6 +41,7 @@ import numpy as np
 from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
 from lmleak.errors import CapabilityError, ConfigError, RunError
+from lmleak.models import vllm_engine, vllm_env
 from lmleak.models.base import Capability, TokenStats, require
 from lmleak.models.blackbox import TopKOnly
 from lmleak.models.loading import load_model
@@ -408,15 +409,13 @@ class VllmLedgerWork:
         self.scorer: Any = None
 
     def __call__(self) -> Callable[[list[tuple[str, str, str]]], Any]:
-        from lmleak.models.vllm_engine import VllmScorer, open_backend
-
         m = self.model
         max_length = int(m.max_length)
         overlap = int(getattr(m, "overlap", None) or max_length // 2)
-        backend = open_backend(
+        backend = vllm_engine.open_backend(
             self.model_dir, dtype=self.dtype, max_model_len=max_length + 1, extra=self.extra
         )
-        self.scorer = scorer = VllmScorer(
+        self.scorer = scorer = vllm_engine.VllmScorer(
             backend, m.tokenizer, name=getattr(m, "name", "vllm"), max_length=max_length, overlap=overlap
         )
         return lambda items: ledger_table(scorer, items, None)
@@ -427,6 +426,7 @@ class VllmLedgerWork:
             self.scorer = None
 
 
+# long: signature and docstring are two thirds of it (every engine's parameters); the body is ~30 lines
 def run_ledger_pass(
     model: Any,
     corpus: Iterable[Document],
@@ -461,30 +461,20 @@ def run_ledger_pass(
             from ``model_spec`` by :func:`lmleak.models.vllm_env.vllm_model_dir`).
         vllm_dtype: the dtype vLLM runs the model in (float32 matches the transformers path).
     """
-    import pyarrow.parquet as pq
-
     access, k_avail = model_access(model)
     if access == "top_k":
         k_avail = k
     out = Path(run_dir) / LEDGER_DIR
     settings: dict[str, Any] = {"access": access, "k": k_avail}
-    factory: Any
-    if engine == "vllm":
-        if access != "score":
-            raise CapabilityError(
-                "--engine vllm scores the model itself; a black-box (top-k) model needs --engine local"
-            )
-        if vllm_model_dir is None:
-            if model_spec is None:
-                raise ValueError("engine='vllm' needs vllm_model_dir or model_spec")
-            from lmleak.models.vllm_env import vllm_model_dir as _vllm_dir
-
-            vllm_model_dir = _vllm_dir(model_spec.spec)
-        factory = VllmLedgerWork(model, vllm_model_dir, dtype=vllm_dtype)
-    elif engine == "ray" and model_spec is not None:
-        factory = LedgerWork(k_avail, spec=model_spec)
-    else:
-        factory = LedgerWork(k_avail, model=model)
+    factory = _work_factory(
+        model,
+        engine,
+        access,
+        k_avail,
+        model_spec=model_spec,
+        vllm_model_dir=vllm_model_dir,
+        vllm_dtype=vllm_dtype,
+    )
     fp = _fingerprint(model, corpus, settings)
     try:
         run_sharded(
@@ -503,12 +493,14 @@ def run_ledger_pass(
     finally:
         if isinstance(factory, VllmLedgerWork):
             factory.close()
-    shards = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["shards"]
-    num_docs = num_tokens = 0
-    for i in sorted(shards):  # one shard's ranks column at a time
-        col = pq.read_table(shard_path(out, int(i)), columns=["ranks"]).column("ranks")
-        num_docs += len(col)
-        num_tokens += sum(len(c.flatten()) for c in col.chunks)
+    return _write_meta(out, model, access, k_avail, fp, engine)
+
+
+def _write_meta(
+    out: Path, model: Any, access: str, k_avail: int | None, fp: str, engine: str
+) -> dict[str, Any]:
+    """Write ``ledger.json``: the model, its access, the shards' sizes, the fingerprint and the engine."""
+    num_docs, num_tokens = _shard_sizes(out)
     meta = {
         "model": getattr(model, "name", type(model).__name__),
         "access": access,
@@ -528,6 +520,45 @@ def run_ledger_pass(
         meta["engine"] = prev["engine"]
     atomic_write_json(out / META, meta)
     return meta
+
+
+def _work_factory(
+    model: Any,
+    engine: str,
+    access: str,
+    k_avail: int | None,
+    *,
+    model_spec: ModelSpec | None,
+    vllm_model_dir: str | Path | None,
+    vllm_dtype: str,
+) -> LedgerWork | VllmLedgerWork:
+    """What each worker runs: vLLM scoring, a model loaded from its spec (Ray), or ``model`` itself."""
+    if engine == "vllm":
+        if access != "score":
+            raise CapabilityError(
+                "--engine vllm scores the model itself; a black-box (top-k) model needs --engine local"
+            )
+        if vllm_model_dir is None:
+            if model_spec is None:
+                raise ValueError("engine='vllm' needs vllm_model_dir or model_spec")
+            vllm_model_dir = vllm_env.vllm_model_dir(model_spec.spec)
+        return VllmLedgerWork(model, vllm_model_dir, dtype=vllm_dtype)
+    if engine == "ray" and model_spec is not None:
+        return LedgerWork(k_avail, spec=model_spec)
+    return LedgerWork(k_avail, model=model)
+
+
+def _shard_sizes(out: Path) -> tuple[int, int]:
+    """(documents, tokens) in the ledger's shards, read one shard's ranks column at a time."""
+    import pyarrow.parquet as pq
+
+    shards = json.loads((out / MANIFEST).read_text(encoding="utf-8"))["shards"]
+    num_docs = num_tokens = 0
+    for i in sorted(shards):
+        col = pq.read_table(shard_path(out, int(i)), columns=["ranks"]).column("ranks")
+        num_docs += len(col)
+        num_tokens += sum(len(c.flatten()) for c in col.chunks)
+    return num_docs, num_tokens
 
 
 def build_ledger(

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ModelError
+from lmleak.models.hf_causal import SMOLLM2
 
 MANIFEST = "lmleak_finetune.json"
 BASE = "base"  # the public-model spec meaning "the audited model's recorded base"
@@ -32,8 +33,6 @@ def base_record(spec: str) -> dict[str, str]:
         >>> base_record("smollm2-135m")
         {'spec': 'smollm2-135m', 'name': 'smollm2-135m'}
     """
-    from lmleak.models.hf_causal import SMOLLM2
-
     if spec == SMOLLM2:
         return {"spec": spec, "name": spec}
     p = Path(spec).expanduser()

@@ -19,6 +19,7 @@ from typing import Any
 
 from lmleak.models.base import Capability
 from lmleak.progress import track
+from lmleak.runs import secure_dir
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
@@ -113,8 +114,6 @@ class HFMaskedLM:
 
         hf_logging.disable_progress_bar()  # lmleak draws its own bars; HF's would interleave on stderr
         out = Path(out_dir)
-        from lmleak.runs import secure_dir
-
         secure_dir(out)  # owner-only (umask 0o077): the weights memorise training data
         self.module.save_pretrained(out, safe_serialization=True)
         self.tokenizer.save_pretrained(out)

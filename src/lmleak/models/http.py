@@ -66,6 +66,7 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
+from lmleak.models.tokenizer import HFTokenizer
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
@@ -440,12 +441,10 @@ class RemoteTokenizer:
 
 def load_tokenizer(spec: str) -> Any:
     """A local tokenizer: ``smollm2-135m``, or a Hugging Face / lmleak model folder (tokenizer files only)."""
-    from lmleak.models.hf_causal import SMOLLM2
-    from lmleak.models.tokenizer import HFTokenizer
+    # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
+    from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
 
     if spec == SMOLLM2:
-        from lmleak.models.hf_causal import smollm2_plain_dir
-
         tok = HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
         # the same start token load_smollm2 uses (see lmleak.models.hf_causal.load_smollm2)
         tok.bos_id = int(tok.hf.convert_tokens_to_ids("<|endoftext|>"))
@@ -490,10 +489,59 @@ def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     """
     if n <= max_length:
         return [(0, n, 1)]
-    # torch only for documents longer than the window
+    # lazy: lmleak.models.torch_causal imports torch, needed only for documents longer than the window
     from lmleak.models.torch_causal import _windows as torch_windows
 
     return torch_windows(n, max_length, max_length // 2)
+
+
+def _tier_probes(probe: list[int]) -> list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]]:
+    """(tier, endpoint, request body, does the answer grant the tier?), richest tier first."""
+    return [
+        (
+            "prompt_logprobs",
+            "/completions",
+            {"prompt": probe, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
+            lambda a: isinstance(a["choices"][0].get("prompt_logprobs"), list),
+        ),
+        (
+            "echo",
+            "/completions",
+            {
+                "prompt": probe,
+                "max_tokens": 1,
+                "temperature": 0,
+                "echo": True,
+                "logprobs": ECHO_MAX_K,
+                "return_tokens_as_token_ids": True,
+            },
+            lambda a: bool((a["choices"][0].get("logprobs") or {}).get("top_logprobs")),
+        ),
+        (
+            "chat",
+            "/chat/completions",
+            {
+                "messages": [{"role": "user", "content": "Hi"}],
+                "max_tokens": 1,
+                "temperature": 0,
+                "logprobs": True,
+                "top_logprobs": 1,
+            },
+            lambda a: bool((a["choices"][0].get("logprobs") or {}).get("content")),
+        ),
+        (
+            "text",
+            "/completions",
+            {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
+            lambda a: "text" in a["choices"][0],
+        ),
+        (  # a chat-only API without log-probabilities: generation through chat
+            "chat",
+            "/chat/completions",
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
+            lambda a: "message" in a["choices"][0],
+        ),
+    ]
 
 
 class HTTPModel:
@@ -584,51 +632,7 @@ class HTTPModel:
     def detect_tier(self) -> str:
         """The richest tier the server answers, by one tiny request per tier (cached like any other)."""
         probe = [self.tokenizer.bos_id, *self.tokenizer.encode("Hi")][:2]
-        tries: list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]] = [
-            (
-                "prompt_logprobs",
-                "/completions",
-                {"prompt": probe, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
-                lambda a: isinstance(a["choices"][0].get("prompt_logprobs"), list),
-            ),
-            (
-                "echo",
-                "/completions",
-                {
-                    "prompt": probe,
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "echo": True,
-                    "logprobs": ECHO_MAX_K,
-                    "return_tokens_as_token_ids": True,
-                },
-                lambda a: bool((a["choices"][0].get("logprobs") or {}).get("top_logprobs")),
-            ),
-            (
-                "chat",
-                "/chat/completions",
-                {
-                    "messages": [{"role": "user", "content": "Hi"}],
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "logprobs": True,
-                    "top_logprobs": 1,
-                },
-                lambda a: bool((a["choices"][0].get("logprobs") or {}).get("content")),
-            ),
-            (
-                "text",
-                "/completions",
-                {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
-                lambda a: "text" in a["choices"][0],
-            ),
-            (  # a chat-only API without log-probabilities: generation through chat
-                "chat",
-                "/chat/completions",
-                {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
-                lambda a: "message" in a["choices"][0],
-            ),
-        ]
+        tries = _tier_probes(probe)
         why = []
         for tier, path, body, ok in tries:
             try:

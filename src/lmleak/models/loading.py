@@ -28,10 +28,12 @@ from typing import Any
 from lmleak.errors import LmleakError, ModelError, did_you_mean
 from lmleak.jsonl import read_jsonl
 from lmleak.models import hf_masked
+from lmleak.models.adapters import is_finetune_dir, load_finetuned
 from lmleak.models.blackbox import TextOnly, TopKOnly
 from lmleak.models.device import place, resolve_device
 from lmleak.models.fake import FakeLM
 from lmleak.models.hf_causal import SMOLLM2, load_gguf, load_hf_dir, load_smollm2
+from lmleak.models.http import load_http_model
 from lmleak.models.small import load_small_model
 
 NAMES = (SMOLLM2,)
@@ -77,8 +79,6 @@ def load_model(
     if hasattr(spec, "capabilities"):
         return spec
     if isinstance(spec, str) and spec.startswith(("http://", "https://")):
-        from lmleak.models.http import load_http_model  # httpx only for served models
-
         return load_http_model(spec)
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
@@ -99,6 +99,7 @@ def _load(
     name: str | None,
     device: str | None,
 ) -> Any:
+    """The model ``spec`` names, not yet placed on a device (see :func:`load_model`)."""
     if isinstance(spec, Path):
         spec = str(spec)
     if not isinstance(spec, str) or not spec:
@@ -110,62 +111,14 @@ def _load(
     if spec.startswith("fake:"):
         return _fake(spec[5:])
     if spec.startswith("topk:"):
-        parts = spec.split(":", 2)
-        try:
-            k = int(parts[1])
-            inner, p = parts[2], None
-        except (IndexError, ValueError):
-            raise ModelError(f"cannot read {spec!r}; write topk:K:SPEC or topk:K:MIN_PROB:SPEC") from None
-        head, _, rest = inner.partition(":")
-        try:  # an optional minimum top-1 probability before the inner spec
-            p, inner = float(head), rest
-        except ValueError:
-            pass
-        return TopKOnly(
-            load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p
-        )
+        return _load_topk(spec, allow_pickle=allow_pickle, dtype=dtype, device=device)
     if spec.startswith("text:"):
         return TextOnly(load_model(spec[5:], allow_pickle=allow_pickle, dtype=dtype, device=device))
     path = Path(spec).expanduser()
     if path.is_file() and path.suffix == ".gguf":
-        try:
-            return load_gguf(path, **opts)
-        except LmleakError:
-            raise
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
-            raise ModelError(
-                f"{path}: cannot load this GGUF file ({type(e).__name__}: {e}); "
-                "check that it is a complete GGUF model file"
-            ) from None
+        return _load_gguf_file(path, opts)
     if path.is_dir():
-        try:
-            model = _load_folder(
-                path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts
-            )
-        except LmleakError:
-            raise
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:
-            raise ModelError(
-                f"{path}: a model description file is not valid JSON/UTF-8 ({e}); "
-                "re-save the model or fix config.json / lmleak_model.json"
-            ) from None
-        except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
-            raise ModelError(
-                f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}"
-            ) from None
-        except Exception as e:
-            if (
-                type(e).__name__ != "SafetensorError"
-            ):  # safetensors' own error type is not a subclass of the above
-                raise
-            raise ModelError(
-                f"{path}: the weights are not a complete safetensors file ({e}); copy or save the model again"
-            ) from None
-        if model is not None:
-            return model
-        raise ModelError(
-            f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file"
-        )
+        return _load_dir(path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts)
     if path.exists():
         raise ModelError(f"{path} is a file lmleak cannot load as a model; accepted: {ACCEPTED}")
     hint = did_you_mean(spec, NAMES)
@@ -174,12 +127,71 @@ def _load(
     )
 
 
+def _load_topk(spec: str, *, allow_pickle: bool, dtype: str | None, device: str | None) -> TopKOnly:
+    """``topk:K:SPEC`` or ``topk:K:MIN_PROB:SPEC``: the inner model seen through its top-k only."""
+    parts = spec.split(":", 2)
+    try:
+        k = int(parts[1])
+        inner, p = parts[2], None
+    except (IndexError, ValueError):
+        raise ModelError(f"cannot read {spec!r}; write topk:K:SPEC or topk:K:MIN_PROB:SPEC") from None
+    head, _, rest = inner.partition(":")
+    try:  # an optional minimum top-1 probability before the inner spec
+        p, inner = float(head), rest
+    except ValueError:
+        pass
+    return TopKOnly(
+        load_model(inner, allow_pickle=allow_pickle, dtype=dtype, device=device), k, min_top1_prob=p
+    )
+
+
+def _load_gguf_file(path: Path, opts: dict[str, Any]) -> Any:
+    """A ``.gguf`` file, any failure to read it turned into one :class:`ModelError` line."""
+    try:
+        return load_gguf(path, **opts)
+    except LmleakError:
+        raise
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
+        raise ModelError(
+            f"{path}: cannot load this GGUF file ({type(e).__name__}: {e}); "
+            "check that it is a complete GGUF model file"
+        ) from None
+
+
+def _load_dir(
+    path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None, opts: dict[str, Any]
+) -> Any:
+    """The model in a folder, any failure to read it (or no model there) turned into a :class:`ModelError`."""
+    try:
+        model = _load_folder(path, allow_pickle=allow_pickle, name=name, batch_tokens=batch_tokens, opts=opts)
+    except LmleakError:
+        raise
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ModelError(
+            f"{path}: a model description file is not valid JSON/UTF-8 ({e}); "
+            "re-save the model or fix config.json / lmleak_model.json"
+        ) from None
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RuntimeError) as e:
+        raise ModelError(f"{path}: cannot load the model in this folder: {type(e).__name__}: {e}") from None
+    except Exception as e:
+        if (
+            type(e).__name__ != "SafetensorError"
+        ):  # safetensors' own error type is not a subclass of the above
+            raise
+        raise ModelError(
+            f"{path}: the weights are not a complete safetensors file ({e}); copy or save the model again"
+        ) from None
+    if model is not None:
+        return model
+    raise ModelError(
+        f"{path} is a folder but not a model: no config.json, lmleak_model.json or single .gguf file"
+    )
+
+
 def _load_folder(
     path: Path, *, allow_pickle: bool, name: str | None, batch_tokens: int | None, opts: dict[str, Any]
 ) -> Any:
     """The model in a folder, or None when the folder holds no recognised model files."""
-    from lmleak.models.adapters import is_finetune_dir, load_finetuned
-
     if is_finetune_dir(path):  # written by `lmleak train --base` (adapters, full or merged fine-tune)
         return load_finetuned(
             path,

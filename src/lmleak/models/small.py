@@ -27,6 +27,7 @@ import torch
 
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.models.torch_causal import TorchCausalLM
+from lmleak.runs import secure_dir
 
 SPECIAL_TOKENS = ["<pad>", "<bos>", "<eos>", "<unk>", "<MASK>"]
 MANIFEST = "lmleak_model.json"
@@ -180,8 +181,6 @@ def save_small_model(
     lmleak; both kinds get ``lmleak_model.json`` describing the architecture.
     """
     from safetensors.torch import save_file
-
-    from lmleak.runs import secure_dir
 
     out = Path(out_dir)
     secure_dir(out)  # owner-only (umask 0o077): the weights memorise training data

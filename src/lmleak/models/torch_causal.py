@@ -345,21 +345,8 @@ class TorchCausalLM:
         only the arithmetic that produces each step's log-probabilities is shorter (one token per
         row instead of the whole prefix)."""
         eos = self.tokenizer.eos_id
-        n, width = len(prompts), max(len(p) for p in prompts)
-        ids = torch.full((n, width), self.tokenizer.pad_id, dtype=torch.long)
-        mask = torch.zeros((n, width), dtype=torch.long)
-        for i, p in enumerate(prompts):
-            ids[i, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
-            mask[i, width - len(p) :] = 1
-        pos = (mask.cumsum(1) - 1).clamp(min=0)
-        out = self.module(
-            input_ids=ids.to(self.device),
-            attention_mask=mask.to(self.device),
-            position_ids=pos.to(self.device),
-            use_cache=True,
-        )
-        cache, last_pos = out.past_key_values, pos[:, -1]
-        lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
+        n = len(prompts)
+        cache, mask, last_pos, lp = self._prefill(prompts)
         # live beams carry the cache row they were scored in: (score, tokens, row)
         live: list[list[tuple[float, list[int], int]]] = [[(0.0, [], i)] for i in range(n)]
         done: list[list[tuple[float, list[int]]]] = [[] for _ in prompts]
@@ -390,20 +377,8 @@ class TorchCausalLM:
             active = still
             if not active or step == steps - 1:
                 break
-            parents = torch.tensor([b[2] for i in active for b in live[i]], dtype=torch.long)
-            new = torch.tensor([[b[1][-1]] for i in active for b in live[i]], dtype=torch.long)
-            cache.reorder_cache(parents)
-            mask = torch.cat([mask[parents], torch.ones((len(parents), 1), dtype=torch.long)], 1)
-            last_pos = last_pos[parents] + 1
-            out = self.module(
-                input_ids=new.to(self.device),
-                attention_mask=mask.to(self.device),
-                position_ids=last_pos[:, None].to(self.device),
-                past_key_values=cache,
-                use_cache=True,
-            )
-            cache = out.past_key_values
-            lp = torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
+            beams_now = [b for i in active for b in live[i]]
+            cache, mask, last_pos, lp = self._cached_step(cache, mask, last_pos, beams_now)
             r = 0
             for i in active:  # the rows of the new step are the live beams, in order
                 live[i] = [(score, seq, (r := r + 1) - 1) for score, seq, _ in live[i]]
@@ -412,6 +387,45 @@ class TorchCausalLM:
             pool = sorted(done[i] + [(s, q) for s, q, _ in live[i]], key=lambda c: -c[0])
             result.append([seq for _, seq in pool[:beams]])
         return result
+
+    def _prefill(self, prompts: list[list[int]]) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Run the left-padded prompts once: (key/value cache, attention mask, last position, log-probs)."""
+        n, width = len(prompts), max(len(p) for p in prompts)
+        ids = torch.full((n, width), self.tokenizer.pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.long)
+        for i, p in enumerate(prompts):
+            ids[i, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+            mask[i, width - len(p) :] = 1
+        pos = (mask.cumsum(1) - 1).clamp(min=0)
+        out = self.module(
+            input_ids=ids.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=pos.to(self.device),
+            use_cache=True,
+        )
+        return out.past_key_values, mask, pos[:, -1], torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
+
+    def _cached_step(
+        self,
+        cache: Any,
+        mask: torch.Tensor,
+        last_pos: torch.Tensor,
+        beams: list[tuple[float, list[int], int]],
+    ) -> tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Feed each live beam's newest token, its cache row taken from the row it extends (``reorder_cache``)."""
+        parents = torch.tensor([b[2] for b in beams], dtype=torch.long)
+        new = torch.tensor([[b[1][-1]] for b in beams], dtype=torch.long)
+        cache.reorder_cache(parents)
+        mask = torch.cat([mask[parents], torch.ones((len(parents), 1), dtype=torch.long)], 1)
+        last_pos = last_pos[parents] + 1
+        out = self.module(
+            input_ids=new.to(self.device),
+            attention_mask=mask.to(self.device),
+            position_ids=last_pos[:, None].to(self.device),
+            past_key_values=cache,
+            use_cache=True,
+        )
+        return out.past_key_values, mask, last_pos, torch.log_softmax(out.logits[:, -1].float(), -1).cpu()
 
     def _step_batched(self, rows: list[list[int]]) -> torch.Tensor:
         """:meth:`_step` over many rows, in batches that respect ``batch_tokens``."""

@@ -41,7 +41,10 @@ from typing import Any
 import numpy as np
 
 from lmleak.errors import ModelError
+from lmleak.models import vllm_worker
 from lmleak.models.base import Capability, TokenStats
+from lmleak.models.torch_causal import _windows
+from lmleak.models.vllm_env import vllm_python
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 
@@ -59,8 +62,6 @@ class InProcessBackend:
     mode = "in-process"
 
     def __init__(self, model_dir: str, *, dtype: str, max_model_len: int, extra: dict[str, Any]) -> None:
-        from lmleak.models import vllm_worker
-
         os.environ.setdefault("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "1")
         self._worker = vllm_worker
         self.llm = vllm_worker.make_llm(model_dir, dtype=dtype, max_model_len=max_model_len, extra=extra)
@@ -158,8 +159,6 @@ def open_backend(
     model_dir: str | Path, *, dtype: str = "float32", max_model_len: int, extra: dict[str, Any] | None = None
 ) -> InProcessBackend | SubprocessBackend:
     """vLLM in-process if importable here, else the worker in the vLLM venv; refuse when neither."""
-    from lmleak.models.vllm_env import vllm_python
-
     extra = dict(extra or {})
     if vllm_importable():
         return InProcessBackend(str(model_dir), dtype=dtype, max_model_len=max_model_len, extra=extra)
@@ -190,8 +189,6 @@ class VllmScorer:
         self.capabilities = frozenset({Capability.SCORE})
 
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
-        from lmleak.models.torch_causal import _windows
-
         bos = self.tokenizer.bos_id
         rows: list[list[int]] = []
         owners: list[tuple[int, int, int]] = []  # (sequence, first target kept, window start)

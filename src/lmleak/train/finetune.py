@@ -59,6 +59,12 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.errors import ConfigError
 from lmleak.models.adapters import MANIFEST, base_record
+from lmleak.models.device import resolve_device
+from lmleak.models.loading import load_model
+from lmleak.progress import track
+from lmleak.runs import atomic_write_json
+from lmleak.train.bk import BookKeeping, UnsupportedModel
+from lmleak.train.dp import crt_split_for, sensitive_token_mask
 from lmleak.train.plain import IGNORE, Chunks, batch_tensors, encode_chunks, sequence_losses
 from lmleak.train.trainer import TrainResult, policy_gamma, public_share, split_users
 
@@ -374,8 +380,6 @@ class HooksClipper:
 
 def make_clipper(model: torch.nn.Module, how: str) -> tuple[Any, str]:
     """(clipper, name): book-keeping when it applies (``auto``) or is asked for, else Opacus hooks."""
-    from lmleak.train.bk import BookKeeping, UnsupportedModel
-
     if how in ("auto", "bookkeeping"):
         try:
             bk = BookKeeping(model)
@@ -742,11 +746,7 @@ def _finetune(
     progress: bool,
     on_epoch_end: Callable[[int, torch.nn.Module], None] | None,
 ) -> FinetuneResult:
-    from lmleak.models.device import resolve_device
-    from lmleak.models.loading import load_model
-    from lmleak.progress import track
-    from lmleak.runs import atomic_write_json
-
+    """:func:`finetune` with transformers' progress bars already set: load, encode, train, save."""
     cfg = config
     device = resolve_device(cfg.device)
     precision = resolve_precision(cfg.precision, device)
@@ -755,7 +755,92 @@ def _finetune(
     train_corpus, val = (
         (corpus, val_corpus) if val_corpus is not None else split_users(corpus, cfg.holdout_users, cfg.seed)
     )
+    module, tok, base = _load_base(cfg, device)
+    data = _encode_data(cfg, tok, train_corpus, val, public, private)
 
+    model, model_info = prepare_model(module, cfg)
+    model.to(device)
+    ft = Finetuner(model, cfg, device, precision)
+    if cfg.mode != "nodp":
+        ft.set_private_data(len(data.train))
+    before = evaluate_chunks(model, data.val, device, precision) if data.val is not None else None
+
+    ckpt = out / "checkpoint" / "state.pt"
+    fingerprint = _fingerprint(cfg, len(data.train), 0 if data.val is None else len(data.val))
+    history, resumed_from = _resume(ft, ckpt, fingerprint)
+    t_start = time.perf_counter()
+    trained_tokens = _run_epochs(
+        ft,
+        data,
+        history,
+        first_epoch=1 if resumed_from is None else resumed_from + 1,
+        ckpt=ckpt,
+        fingerprint=fingerprint,
+        label=f"{cfg.mode}, {model_info['kind']}",
+        progress=progress,
+        on_epoch_end=on_epoch_end,
+    )
+
+    final = _final_metrics(history, before, time.perf_counter() - t_start, trained_tokens)
+    privacy = _privacy_record(ft, cfg, base, train_corpus, data.split_stats)
+    out.mkdir(parents=True, exist_ok=True)
+    model.eval()
+    merged_dir = _save_model(model, tok, out, cfg, base, model_info)
+    info = _train_info(ft, base, model_info, history, final, resumed_from, train_corpus, val, data)
+    _write_records(out, ckpt, info, privacy, cfg, corpus.source)
+    return FinetuneResult(out, history, final, privacy, info["train_users"], info["val_users"], merged_dir)
+
+
+def _train_info(
+    ft: Finetuner,
+    base: dict[str, str],
+    model_info: dict[str, Any],
+    history: list[dict[str, Any]],
+    final: dict[str, Any],
+    resumed_from: int | None,
+    train_corpus: Corpus,
+    val: Corpus | None,
+    data: _Data,
+) -> dict[str, Any]:
+    """``train.json``: the config, model, device and precision, history, and who was trained on."""
+    return {
+        "config": ft.config.to_dict(),
+        "kind": "finetune",
+        "base": base["spec"],
+        "model": model_info,
+        "device": ft.device,
+        "precision": ft.precision.name,
+        "precision_reason": ft.precision.reason,
+        "history": history,
+        "final": final,
+        "resumed_after_epoch": resumed_from,
+        "train_users": train_corpus.users,
+        "val_users": val.users if val is not None else [],
+        "num_train_documents": len(train_corpus),
+        "num_train_sequences": len(data.train),
+        "split_stats": data.split_stats,
+    }
+
+
+def _write_records(
+    out: Path,
+    ckpt: Path,
+    info: dict[str, Any],
+    privacy: dict[str, Any],
+    cfg: FinetuneConfig,
+    source: str | None,
+) -> None:
+    """Write ``train.json``, ``holdout.json`` and ``privacy.json``, then drop the finished run's checkpoint."""
+    atomic_write_json(out / "train.json", info)
+    write_holdout(out, Holdout(tuple(info["val_users"]), cfg.holdout_users, cfg.seed, source))
+    atomic_write_json(out / "privacy.json", privacy)
+    ckpt.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):
+        ckpt.parent.rmdir()
+
+
+def _load_base(cfg: FinetuneConfig, device: str) -> tuple[torch.nn.Module, _Tok, dict[str, str]]:
+    """The base model's module (on ``device``, in training mode), its tokenizer and its record."""
     lm = load_model(cfg.base, device=device)
     if not hasattr(lm, "module") or not hasattr(lm.tokenizer, "hf"):
         raise ConfigError(
@@ -767,49 +852,75 @@ def _finetune(
     tok = _Tok(lm.tokenizer)
     module = lm.module.to(device)
     module.train()
+    return module, tok, base
 
-    extra: dict[str, Any] = {}
+
+@dataclass
+class _Data:
+    """The encoded sequences of one run: private (or all) training, CRT public, validation."""
+
+    mode: str
+    batch_size: int
+    train: Chunks
+    public: Chunks | None = None
+    val: Chunks | None = None
+    sensitive: Any = None  # sdp: the per-token mask of sensitive positions
+    split_stats: dict[str, Any] | None = None  # crt: paper 002's split statistics
+
+
+def _encode_data(
+    cfg: FinetuneConfig,
+    tok: _Tok,
+    train_corpus: Corpus,
+    val: Corpus | None,
+    public: Corpus | None,
+    private: Corpus | None,
+) -> _Data:
+    """Split (crt), mask (sdp) and encode the training and validation text into sequences."""
     if cfg.mode == "crt":
-        from lmleak.train.dp import crt_split_for
-
         pub, pri, stats = crt_split_for(train_corpus, cfg, public, private)  # type: ignore[arg-type]
         stats["public_words"] = sum(len(t.split()) for t in pub.texts())
         stats["private_words"] = sum(len(t.split()) for t in pri.texts())
-        extra["split_stats"] = stats
         public_chunks = encode_chunks(pub.texts(), tok, cfg.seq_len)
-        train_chunks = encode_chunks(pri.texts(), tok, cfg.seq_len)
+        data = _Data(cfg.mode, cfg.batch_size, encode_chunks(pri.texts(), tok, cfg.seq_len), public_chunks)
+        data.split_stats = stats
     else:
-        train_chunks = encode_chunks(train_corpus.texts(), tok, cfg.seq_len)
-    sensitive = None
+        data = _Data(cfg.mode, cfg.batch_size, encode_chunks(train_corpus.texts(), tok, cfg.seq_len))
     if cfg.mode == "sdp":
-        from lmleak.train.dp import sensitive_token_mask
+        data.sensitive = sensitive_token_mask(train_corpus, tok, cfg)  # type: ignore[arg-type]
+    data.val = encode_chunks(val.texts(), tok, cfg.seq_len) if val is not None and len(val) else None
+    return data
 
-        sensitive = sensitive_token_mask(train_corpus, tok, cfg)  # type: ignore[arg-type]
-    val_chunks = encode_chunks(val.texts(), tok, cfg.seq_len) if val is not None and len(val) else None
 
-    model, model_info = prepare_model(module, cfg)
-    model.to(device)
-    ft = Finetuner(model, cfg, device, precision)
-    if cfg.mode != "nodp":
-        ft.set_private_data(len(train_chunks))
-    before = evaluate_chunks(model, val_chunks, device, precision) if val_chunks is not None else None
+def _resume(ft: Finetuner, ckpt: Path, fingerprint: str) -> tuple[list[dict[str, Any]], int | None]:
+    """(history so far, last epoch done): restored from ``ckpt`` when this run left one, else ([], None)."""
+    if not ckpt.exists():
+        return [], None
+    state = torch.load(ckpt, map_location="cpu", weights_only=True)
+    if state.get("fingerprint") != fingerprint:
+        raise ConfigError(
+            f"{ckpt} belongs to a different run (config or data changed)",
+            field="out",
+            hint="rerun the original command to resume it, or use a new --out / delete the checkpoint folder",
+        )
+    done, history = ft.restore(state)
+    return history, done
 
-    ckpt = out / "checkpoint" / "state.pt"
-    fingerprint = _fingerprint(cfg, len(train_chunks), 0 if val_chunks is None else len(val_chunks))
-    history: list[dict[str, Any]] = []
-    first_epoch = 1
-    resumed_from = None
-    if ckpt.exists():
-        state = torch.load(ckpt, map_location="cpu", weights_only=True)
-        if state.get("fingerprint") != fingerprint:
-            raise ConfigError(
-                f"{ckpt} belongs to a different run (config or data changed)",
-                field="out",
-                hint="rerun the original command to resume it, or use a new --out / delete the checkpoint folder",
-            )
-        done, history = ft.restore(state)
-        first_epoch, resumed_from = done + 1, done
-    t_start = time.perf_counter()
+
+def _run_epochs(
+    ft: Finetuner,
+    data: _Data,
+    history: list[dict[str, Any]],
+    *,
+    first_epoch: int,
+    ckpt: Path,
+    fingerprint: str,
+    label: str,
+    progress: bool,
+    on_epoch_end: Callable[[int, torch.nn.Module], None] | None,
+) -> int:
+    """Train epochs ``first_epoch..epochs``, appending to ``history`` and checkpointing each; the tokens trained."""
+    cfg, model = ft.config, ft.model
     trained_tokens = 0
     taken = {"plain": ft.public_steps, "private": ft.steps}
     kinds = [
@@ -819,77 +930,110 @@ def _finetune(
         if cfg.max_steps is not None and all(taken[k] >= cfg.max_steps for k in kinds):
             break  # every step allowed is taken: a further epoch would only re-evaluate (minutes on a CPU)
         model.train()
-        batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
-        if cfg.mode in ("nodp", "crt"):
-            chunks = train_chunks if cfg.mode == "nodp" else public_chunks
-            order = torch.randperm(len(chunks))
-            for s in range(0, len(order), cfg.batch_size):
-                idx = order[s : s + cfg.batch_size]
-                batches.append(("plain", (chunks.ids[idx], chunks.lengths[idx])))
-        if cfg.mode != "nodp":
-            kind = "sdp" if cfg.mode == "sdp" else "dp"
-            batches.extend((kind, b) for b in ft.poisson_batches(train_chunks, sensitive))
+        batches = _epoch_batches(ft, data)
         # tracked as the steps run (tracking the list as it was built logged "done in 0s" up front)
         steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]] = (
-            track(batches, description=f"epoch {epoch}/{cfg.epochs} ({cfg.mode}, {model_info['kind']})")
-            if progress
-            else batches
+            track(batches, description=f"epoch {epoch}/{cfg.epochs} ({label})") if progress else batches
         )
-        losses, t0, tokens = [], time.perf_counter(), 0
-        for kind, batch in steps:
-            which = "plain" if kind == "plain" else "private"
-            if cfg.max_steps is not None and taken[which] >= cfg.max_steps:
-                continue
-            taken[which] += 1
-            if kind == "plain":
-                if len(batch[0]) == 0:
-                    continue
-                losses.append(ft.plain_step(*batch))
-                ft.public_steps += 1
-            elif kind == "dp":
-                losses.append(ft.dp_step(*batch))
-            else:
-                losses.append(ft.sdp_step(*batch))
-            tokens += int((batch[1] - 1).clamp(min=0).sum())
-        dt = time.perf_counter() - t0
-        trained_tokens += tokens
-        finite = [v for v in losses if not math.isnan(v)]
-        record: dict[str, Any] = {
-            "epoch": epoch,
-            "train_loss": float(np.mean(finite)) if finite else None,
-            "tokens": tokens,
-            "tokens_per_s": tokens / dt if dt > 0 else None,
-            "seconds": dt,
-        }
-        if val_chunks is not None:
-            record.update(
-                {f"val_{k}": v for k, v in evaluate_chunks(model, val_chunks, device, precision).items()}
-            )
+        record = _train_epoch(ft, steps, taken, epoch)
+        trained_tokens += record["tokens"]
+        if data.val is not None:
+            val = evaluate_chunks(model, data.val, ft.device, ft.precision)
+            record.update({f"val_{k}": v for k, v in val.items()})
         history.append(record)
         _save_checkpoint(ckpt, ft.state(epoch, history, fingerprint))
         if on_epoch_end is not None:
             on_epoch_end(epoch, model)
+    return trained_tokens
 
+
+def _epoch_batches(ft: Finetuner, data: _Data) -> list[tuple[str, tuple[torch.Tensor, ...]]]:
+    """One epoch's batches, in order: shuffled plain (nodp, or crt's public) then Poisson private ones."""
+    batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
+    if data.mode in ("nodp", "crt"):
+        chunks = data.train if data.mode == "nodp" else data.public
+        assert chunks is not None  # crt always encodes its public part
+        order = torch.randperm(len(chunks))
+        for s in range(0, len(order), data.batch_size):
+            idx = order[s : s + data.batch_size]
+            batches.append(("plain", (chunks.ids[idx], chunks.lengths[idx])))
+    if data.mode != "nodp":
+        kind = "sdp" if data.mode == "sdp" else "dp"
+        batches.extend((kind, b) for b in ft.poisson_batches(data.train, data.sensitive))
+    return batches
+
+
+def _train_epoch(
+    ft: Finetuner, steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]], taken: dict[str, int], epoch: int
+) -> dict[str, Any]:
+    """Take the epoch's steps (at most ``max_steps`` of each kind in all) and return its history record."""
+    max_steps = ft.config.max_steps
+    losses, t0, tokens = [], time.perf_counter(), 0
+    for kind, batch in steps:
+        which = "plain" if kind == "plain" else "private"
+        if max_steps is not None and taken[which] >= max_steps:
+            continue
+        taken[which] += 1
+        if kind == "plain":
+            if len(batch[0]) == 0:
+                continue
+            losses.append(ft.plain_step(*batch))
+            ft.public_steps += 1
+        elif kind == "dp":
+            losses.append(ft.dp_step(*batch))
+        else:
+            losses.append(ft.sdp_step(*batch))
+        tokens += int((batch[1] - 1).clamp(min=0).sum())
+    dt = time.perf_counter() - t0
+    finite = [v for v in losses if not math.isnan(v)]
+    return {
+        "epoch": epoch,
+        "train_loss": float(np.mean(finite)) if finite else None,
+        "tokens": tokens,
+        "tokens_per_s": tokens / dt if dt > 0 else None,
+        "seconds": dt,
+    }
+
+
+def _final_metrics(
+    history: list[dict[str, Any]], before: dict[str, Any] | None, wall_seconds: float, trained_tokens: int
+) -> dict[str, Any]:
+    """The last epoch's record, plus perplexity before training, wall time and overall throughput."""
     final = dict(history[-1]) if history else {}
     if before is not None:
         final["val_perplexity_before"] = before["perplexity"]
-    final["wall_seconds"] = time.perf_counter() - t_start
+    final["wall_seconds"] = wall_seconds
     # over every epoch's own time (an epoch trained before a resumption included)
     epoch_seconds = sum(h.get("seconds") or 0.0 for h in history)
     final["tokens_per_s"] = (
         sum(h.get("tokens") or 0 for h in history) / epoch_seconds if epoch_seconds > 0 else None
     )
     final["tokens_this_run"] = trained_tokens
+    return final
+
+
+def _privacy_record(
+    ft: Finetuner,
+    cfg: FinetuneConfig,
+    base: dict[str, str],
+    train_corpus: Corpus,
+    split_stats: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``privacy.json``: the accountant's epsilon, the tokenizer and base, gamma and the CRT split."""
     privacy = ft.privacy()
     privacy["tokenizer_source"] = f"pretrained:{base['name']}"
     privacy["base"] = base["spec"]
     if cfg.mode in ("crt", "sdp"):
         privacy.update(policy_gamma(cfg, train_corpus))  # type: ignore[arg-type]
-    if extra.get("split_stats"):
-        privacy["split"] = public_share(extra["split_stats"])
+    if split_stats:
+        privacy["split"] = public_share(split_stats)
+    return privacy
 
-    out.mkdir(parents=True, exist_ok=True)
-    model.eval()
+
+def _save_model(
+    model: Any, tok: _Tok, out: Path, cfg: FinetuneConfig, base: dict[str, str], model_info: dict[str, Any]
+) -> Path | None:
+    """Write the weights (full, or adapters and with ``merge`` a merged copy) and the manifest."""
     manifest = {
         "format": 1,
         "kind": model_info["kind"],
@@ -914,27 +1058,4 @@ def _finetune(
             atomic_write_json(merged_dir / MANIFEST, {**manifest, "kind": "merged", "merged_dir": None})
             manifest["merged_dir"] = "merged"
     atomic_write_json(out / MANIFEST, manifest)
-    info: dict[str, Any] = {
-        "config": cfg.to_dict(),
-        "kind": "finetune",
-        "base": base["spec"],
-        "model": model_info,
-        "device": device,
-        "precision": precision.name,
-        "precision_reason": precision.reason,
-        "history": history,
-        "final": final,
-        "resumed_after_epoch": resumed_from,
-        "train_users": train_corpus.users,
-        "val_users": val.users if val is not None else [],
-        "num_train_documents": len(train_corpus),
-        "num_train_sequences": len(train_chunks),
-        "split_stats": extra.get("split_stats"),
-    }
-    atomic_write_json(out / "train.json", info)
-    write_holdout(out, Holdout(tuple(info["val_users"]), cfg.holdout_users, cfg.seed, corpus.source))
-    atomic_write_json(out / "privacy.json", privacy)
-    ckpt.unlink(missing_ok=True)
-    with contextlib.suppress(OSError):
-        ckpt.parent.rmdir()
-    return FinetuneResult(out, history, final, privacy, info["train_users"], info["val_users"], merged_dir)
+    return merged_dir

@@ -91,6 +91,7 @@ def make_strategy(config: TrainConfig) -> Any:
     return dp.make_strategy(config)
 
 
+# long: the docstring documents ten parameters; the body itself is under 40 lines of steps, each a helper
 def train_model(
     corpus: Corpus,
     out_dir: str | Path,
@@ -129,17 +130,96 @@ def train_model(
     )
     extra: dict[str, Any] = {}
     if config.mode == "crt":
-        public, private, extra["split_stats"] = dp.crt_split_for(train_corpus, config, public, private)
-        extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
-        extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
+        public, private = _crt_split(config, train_corpus, public, private, extra)
     if tokenizer is None:
         tokenizer, tokenizer_source = resolve_tokenizer(
             config, train_corpus, public if config.mode == "crt" else None
         )
     else:
         tokenizer_source = tokenizer_source or "pretrained"
-    vocab = len(tokenizer)
-    module = build_module(config, vocab, tokenizer)
+    module = build_module(config, len(tokenizer), tokenizer)
+    train_chunks, val_chunks = _encode_data(config, tokenizer, train_corpus, val, public, private, extra)
+
+    strategy = make_strategy(config)
+    module = strategy.setup(module, train_chunks, extra)
+    out = Path(out_dir)
+    t_start = time.perf_counter()
+    history, trained_tokens = _run_epochs(
+        strategy, module, config, val_chunks, tokenizer, out, progress=progress, on_epoch_end=on_epoch_end
+    )
+    final_module = strategy.trained_module()
+    final = dict(history[-1]) if history else {}
+    final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
+    final["wall_seconds"] = time.perf_counter() - t_start
+    final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
+    privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, extra.get("split_stats"))
+    save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
+    info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
+    atomic_write_json(out / "train.json", info)
+    write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
+    atomic_write_json(out / "privacy.json", privacy)
+    return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
+
+
+def _train_info(
+    config: TrainConfig,
+    history: list[dict[str, Any]],
+    final: dict[str, Any],
+    train_corpus: Corpus,
+    val: Corpus | None,
+    num_sequences: int,
+    split_stats: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``train.json``: the config, per-epoch history, final metrics and who was trained on."""
+    return {
+        "config": config.to_dict(),
+        "history": history,
+        "final": final,
+        "train_users": train_corpus.users,
+        "val_users": val.users if val is not None else [],
+        "num_train_documents": len(train_corpus),
+        "num_train_sequences": num_sequences,
+        "split_stats": split_stats,
+    }
+
+
+def _crt_split(
+    config: TrainConfig, corpus: Corpus, public: Corpus | None, private: Corpus | None, extra: dict[str, Any]
+) -> tuple[Corpus, Corpus]:
+    """Paper 002's public/private split (or the given one), its statistics stored as ``extra["split_stats"]``."""
+    public, private, extra["split_stats"] = dp.crt_split_for(corpus, config, public, private)
+    extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
+    extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
+    return public, private
+
+
+def _privacy_record(
+    strategy: Any,
+    config: TrainConfig,
+    tokenizer_source: str | None,
+    train_corpus: Corpus,
+    split_stats: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """``privacy.json``: the strategy's accounting, the tokenizer's source, gamma and the CRT split."""
+    privacy: dict[str, Any] = strategy.privacy()
+    privacy["tokenizer_source"] = tokenizer_source
+    if config.mode in ("crt", "sdp"):
+        privacy.update(policy_gamma(config, train_corpus))
+    if split_stats:
+        privacy["split"] = public_share(split_stats)
+    return privacy
+
+
+def _encode_data(
+    config: TrainConfig,
+    tokenizer: Any,
+    train_corpus: Corpus,
+    val: Corpus | None,
+    public: Corpus | None,
+    private: Corpus | None,
+    extra: dict[str, Any],
+) -> tuple[Any, Any]:
+    """(training sequences, validation sequences or None); crt's and sdp's extras go into ``extra``."""
     if config.mode == "crt":
         assert public is not None and private is not None
         extra["public"] = encode_chunks(public.texts(), tokenizer, config.seq_len)
@@ -152,33 +232,30 @@ def train_model(
     val_chunks = (
         encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
     )
+    return train_chunks, val_chunks
 
-    strategy = make_strategy(config)
-    module = strategy.setup(module, train_chunks, extra)
-    out = Path(out_dir)
+
+def _run_epochs(
+    strategy: Any,
+    module: torch.nn.Module,
+    config: TrainConfig,
+    val_chunks: Any,
+    tokenizer: Any,
+    out: Path,
+    *,
+    progress: bool,
+    on_epoch_end: Callable[[int, torch.nn.Module, Any], None] | None,
+) -> tuple[list[dict[str, Any]], int]:
+    """Train every epoch (evaluating, snapshotting and calling back after each); (history, tokens trained)."""
     history: list[dict[str, Any]] = []
-    t_start = time.perf_counter()
     trained_tokens = 0
     for epoch in range(1, config.epochs + 1):
         module.train()
-        losses, t0, tokens = [], time.perf_counter(), 0
         batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]] = list(strategy.batches(epoch))
         if progress:
             batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
-        for kind, ids, lengths in batches:
-            if len(ids) == 0:
-                strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
-                continue
-            losses.append(strategy.step(kind, ids, lengths))
-            tokens += int((lengths - 1).clamp(min=0).sum())
-        dt = time.perf_counter() - t0
+        record, tokens = _train_epoch(strategy, batches, epoch)
         trained_tokens += tokens
-        record: dict[str, Any] = {
-            "epoch": epoch,
-            "train_loss": float(np.mean(losses)) if losses else None,
-            "tokens_per_s": tokens / dt if dt > 0 else None,
-            "seconds": dt,
-        }
         plain = strategy.trained_module()
         if val_chunks is not None:
             record.update({f"val_{k}": v for k, v in evaluate(plain, val_chunks).items()})
@@ -187,32 +264,28 @@ def train_model(
             save_small_model(plain, tokenizer, out / "snapshots" / f"epoch-{epoch}", extra={"epoch": epoch})
         if on_epoch_end is not None:
             on_epoch_end(epoch, plain, tokenizer)
-    final_module = strategy.trained_module()
-    final = dict(history[-1]) if history else {}
-    final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
-    final["wall_seconds"] = time.perf_counter() - t_start
-    final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
-    privacy = strategy.privacy()
-    privacy["tokenizer_source"] = tokenizer_source
-    if config.mode in ("crt", "sdp"):
-        privacy.update(policy_gamma(config, train_corpus))
-    if extra.get("split_stats"):
-        privacy["split"] = public_share(extra["split_stats"])
-    save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
-    info: dict[str, Any] = {
-        "config": config.to_dict(),
-        "history": history,
-        "final": final,
-        "train_users": train_corpus.users,
-        "val_users": val.users if val is not None else [],
-        "num_train_documents": len(train_corpus),
-        "num_train_sequences": len(train_chunks),
-        "split_stats": extra.get("split_stats"),
+    return history, trained_tokens
+
+
+def _train_epoch(
+    strategy: Any, batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]], epoch: int
+) -> tuple[dict[str, Any], int]:
+    """Take one epoch's steps; (its history record, the tokens trained on)."""
+    losses, t0, tokens = [], time.perf_counter(), 0
+    for kind, ids, lengths in batches:
+        if len(ids) == 0:
+            strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
+            continue
+        losses.append(strategy.step(kind, ids, lengths))
+        tokens += int((lengths - 1).clamp(min=0).sum())
+    dt = time.perf_counter() - t0
+    record: dict[str, Any] = {
+        "epoch": epoch,
+        "train_loss": float(np.mean(losses)) if losses else None,
+        "tokens_per_s": tokens / dt if dt > 0 else None,
+        "seconds": dt,
     }
-    atomic_write_json(out / "train.json", info)
-    write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
-    atomic_write_json(out / "privacy.json", privacy)
-    return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
+    return record, tokens
 
 
 def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
