@@ -22,7 +22,7 @@ from lmleak.probe.metrics import (
 from lmleak.probe.templates import Probe, build_probes, max_new_tokens
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
-from lmleak.shards import ShardEngine, fingerprint_of, run_rows
+from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -96,8 +96,6 @@ def likelihood_rows(
     pairs = list(zip(probes, null_targets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
-    from lmleak.shards import ModelWork, Shipped
-
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
     factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
     return run_rows(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
+from lmleak.safe_yaml import load_yaml_file
 
 #: Appendix A.3: maximum number of generated tokens per target PII type.
 MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
@@ -157,8 +158,6 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
     ``{relationship}``.
     """
-    from lmleak.safe_yaml import load_yaml_file
-
     p = Path(path)
     data: Any = load_yaml_file(p)  # alias-bounded; errors name the file and line, never echo the document
     if not isinstance(data, dict):
@@ -191,8 +190,6 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
 
 def load_template_budgets(path: str | Path) -> dict[str, int]:
     """The ``max_new_tokens`` mapping of a templates file (target type -> new tokens), or {}."""
-    from lmleak.safe_yaml import load_yaml_file
-
     data: Any = load_yaml_file(path)
     raw = data.get("max_new_tokens") if isinstance(data, dict) else None
     if not raw:
