@@ -157,13 +157,7 @@ def subject_view_cmd(
     out.print(t)
 
 
-def _held_out_users(model: str) -> set[str]:
-    from lmleak.data.holdout import read_holdout
-
-    holdout = read_holdout(model)
-    return set(holdout.users) if holdout else set()
-
-
+# long: a Typer command whose signature declares its 21 options; the body only parses and calls run_probe
 def run_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
@@ -203,26 +197,20 @@ def run_cmd(
     from lmleak.ledger.ledger import ModelSpec
     from lmleak.models.loading import load_model
     from lmleak.probe.probing import run_probe
-    from lmleak.probe.subjects import read_subjects
-    from lmleak.probe.templates import load_template_budgets, load_templates, parse_budgets
+    from lmleak.probe.subjects import control_users, count_controls, read_subjects
+    from lmleak.probe.templates import templates_and_budgets
     from lmleak.shards import ShardEngine, ray_session
 
     quiet(quiet_)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     subj = read_subjects(subjects)[:limit]
-    tpl = load_templates(template_file) if template_file else None
-    # a templates file may carry the budgets its templates need; --max-new-tokens wins
-    budgets = {
-        **(load_template_budgets(template_file) if template_file else {}),
-        **parse_budgets(max_new),
-    } or None
+    tpl, budgets = templates_and_budgets(template_file, max_new)
     m = load_model(model)
-    controls = _held_out_users(model)
+    controls = control_users(model)
     info(f"probing {len(subj)} subjects of {m.name}")
     if controls:
-        n_ctrl = sum(1 for x in subj if str(x.get("user_id", x.get("subject_id"))) in controls)
         info(
-            f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members"
+            f"controls: {count_controls(subj, controls)} subjects whose user the model never saw (holdout.json), reported beside the members"
         )
     with ray_session(eng):  # one Ray start-up for every pass of the run
         summary = run_probe(
@@ -496,19 +484,31 @@ def experiment_cmd(
     if as_json:
         print_json(res["summary"])
         return
+    _print_propile_rows(res["summary"]["rows"], cfg.seed)
+    if res["summary"]["softprompt_rows"]:
+        _print_softprompt_rows(res["summary"]["softprompt_rows"], cfg.softprompt_level)
+    out.print(f"-> {out_dir}")
+
+
+def _fmt2(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2g}"
+
+
+def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
+    """The black-box table of ``experiment propile``: one row per model, level and target."""
     from rich import box
     from rich.table import Table
 
-    f = lambda x: "-" if x is None else f"{x:.2g}"  # noqa: E731
+    f = _fmt2
     t = Table(
-        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {cfg.seed}",
+        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}",
         box=box.SIMPLE,
         collapse_padding=True,
         caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)",
     )
     for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
         t.add_column(c, overflow="fold")
-    for r in res["summary"]["rows"]:
+    for r in rows:
         em = f(r["exact_match_rate"])
         if r["exact_match_subjects"] not in (None, r["subjects"]):
             em += f" ({r['exact_match_subjects']})"
@@ -525,24 +525,30 @@ def experiment_cmd(
             f(r["gamma_lt_100"]),
         )
     out.print(t)
-    if res["summary"]["softprompt_rows"]:
-        t = Table(
-            title=f"Soft prompt vs hard template ({cfg.softprompt_level}, 1-shot, unseen subjects)",
-            box=box.SIMPLE,
-            collapse_padding=True,
+
+
+def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
+    """The soft prompt vs hard template table of ``experiment propile``."""
+    from rich import box
+    from rich.table import Table
+
+    f = _fmt2
+    t = Table(
+        title=f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)",
+        box=box.SIMPLE,
+        collapse_padding=True,
+    )
+    for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(
+            r["target"],
+            r["prompt"],
+            str(r["train_subjects"]),
+            str(r["eval_subjects"]),
+            f(r["mean_likelihood"]),
+            f"{r['mean_log_likelihood']:.1f}",
+            f(r["exact_match_rate"]),
+            str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
         )
-        for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
-            t.add_column(c, overflow="fold")
-        for r in res["summary"]["softprompt_rows"]:
-            t.add_row(
-                r["target"],
-                r["prompt"],
-                str(r["train_subjects"]),
-                str(r["eval_subjects"]),
-                f(r["mean_likelihood"]),
-                f"{r['mean_log_likelihood']:.1f}",
-                f(r["exact_match_rate"]),
-                str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
-            )
-        out.print(t)
-    out.print(f"-> {out_dir}")
+    out.print(t)

@@ -275,3 +275,20 @@ def build_probes(
     for i, t in enumerate(first_k(group, k)):
         out.append(Probe(sid, target_type, i, t, render(t, **vals), str(target), ("name", *others)))
     return out
+
+
+def templates_and_budgets(
+    template_file: str | Path | None, max_new: str = ""
+) -> tuple[dict[str, tuple[str, ...]] | None, dict[str, int] | None]:
+    """User templates and generation budgets for a probing run: ``template_file``'s templates (None
+    without a file) and budgets merged from the file's ``max_new_tokens`` and ``max_new``
+    (``"phone=16"``, which wins); None when neither gives any.
+
+    Example:
+        >>> templates_and_budgets(None, "phone=16")
+        (None, {'phone': 16})
+    """
+    tpl = load_templates(template_file) if template_file else None
+    # a templates file may carry the budgets its templates need; --max-new-tokens wins
+    budgets = {**(load_template_budgets(template_file) if template_file else {}), **parse_budgets(max_new)}
+    return tpl, budgets or None
