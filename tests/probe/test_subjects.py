@@ -43,3 +43,16 @@ def test_bad_files_name_the_line(tmp_path, text, line, message):
     with pytest.raises(DataFileError, match=message) as e:
         read_subjects(p)
     assert (f"s.jsonl:{line}:" in str(e.value)) if line else "s.jsonl" in str(e.value)
+
+
+def test_subjects_file_errors_name_the_line(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\n{"phone": "1"}\n')
+    with pytest.raises(DataFileError) as e:
+        read_subjects(p)
+    assert "s.jsonl:2" in str(e.value) and "name" in str(e.value)
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\nnot json\n')
+    with pytest.raises(DataFileError, match="s.jsonl:2"):
+        read_subjects(p)
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\n')
+    assert read_subjects(p)[0]["zodiac"] == "leo"  # unknown fields kept

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
 from lmleak.errors import DataFileError
 from lmleak.scenarios.margins import leakage_ratio, margins_table, read_counts, risk_margins
@@ -118,18 +115,6 @@ def test_bad_counts_file_names_the_line(tmp_path):
     p.write_text("scenario,valid,correct\nK+,3,5\n")
     with pytest.raises(DataFileError, match="correct exceeds valid"):
         read_counts(p)
-
-
-def test_cli_margins_json_prints_table3(tmp_path):
-    from lmleak.cli.main import app
-
-    r = CliRunner().invoke(app, ["kart", "margins", str(_csv(tmp_path)), "--json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["ratios"] == TABLE3_RATIOS
-    assert [(m["anchor"], m["weakened"], m["margin"]) for m in d["margins"]] == [
-        (a, w, m) for a, w, m in TABLE3_MARGINS
-    ]
 
 
 # --- uncertainty of ratios and margins (issue 15, item 7) -------------------------------------
