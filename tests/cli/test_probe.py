@@ -111,3 +111,122 @@ def test_the_cli_writes_subjects_with_every_field_and_how_often_it_was_seen(tmp_
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert rows and all({"name", "email", "phone", "address", "seen"} <= set(r) for r in rows)
     assert json.loads(res.stdout)["subjects"] == len(rows)
+
+
+PROPILE_ROWS = [
+    {
+        "model": "gpt",
+        "level": "twin",
+        "target": "email",
+        "subjects": 10,
+        "mean_likelihood": 0.1,
+        "mean_null_likelihood": 0.01,
+        "likelihood_ratio": 10.0,
+        "wilcoxon_p": 0.001,
+        "exact_match_rate": 0.5,
+        "exact_match_subjects": 8,
+        "gamma_lt_100": 0.3,
+    },
+    {
+        "model": "gpt",
+        "level": "triplet",
+        "target": "phone",
+        "subjects": 10,
+        "mean_likelihood": None,
+        "mean_null_likelihood": 0.01,
+        "likelihood_ratio": None,
+        "wilcoxon_p": None,
+        "exact_match_rate": 0.0,
+        "exact_match_subjects": 10,
+        "gamma_lt_100": None,
+    },
+]
+SOFTPROMPT_ROWS = [
+    {
+        "target": "phone",
+        "prompt": p,
+        "train_subjects": 16,
+        "eval_subjects": 8,
+        "mean_likelihood": lik,
+        "mean_log_likelihood": lp,
+        "exact_match_rate": em,
+        "best_epoch": 7,
+    }
+    for p, lik, lp, em in (("soft", 0.2, -3.21, 0.25), ("hard", 0.1, -5.0, 0.0))
+]
+
+
+def test_experiment_propile_prints_the_library_result_and_passes_the_options(tmp_path, monkeypatch):
+    import lmleak.experiments.propile as propile
+
+    seen = {}
+
+    def fake_run(out_dir, cfg, progress=None):
+        seen.update(out_dir=out_dir, cfg=cfg)
+        return {"summary": {"rows": PROPILE_ROWS, "softprompt_rows": SOFTPROMPT_ROWS}}
+
+    monkeypatch.setattr(propile, "run_propile_experiment", fake_run)
+    args = ["experiment", "propile", "--out", str(tmp_path / "x"), "--quick", "--seed", "3", "--users", "30"]
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert seen["cfg"] == propile.ProPILEExperimentConfig.quick(3).with_options(users=30)
+    lines = [" ".join(line.split()) for line in r.output.splitlines()]
+    assert "ProPILE (paper 003) on synthetic CustomerSim, seed 3" in lines
+    assert "gpt twin email 10 0.1 0.01 10 0.001 0.5 (8) 0.3" in lines  # EM over 8 of the 10 subjects
+    assert "gpt triplet phone 10 - 0.01 - - 0 -" in lines
+    assert "phone soft 16 8 0.2 -3.2 0.25 7" in lines and "phone hard 16 8 0.1 -5.0 0 -" in lines
+    assert lines[-1] == f"-> {tmp_path / 'x'}"
+    r = CliRunner().invoke(app, [*args, "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)["rows"] == PROPILE_ROWS
+
+
+def test_probe_sweep_writes_fig4_rows(tmp_path):
+    paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
+    out = tmp_path / "sweep"
+    r = CliRunner().invoke(
+        app,
+        [
+            "probe", "sweep", "-m", f"fake:{paths['corpus']}", "-s", str(paths["subjects"]),
+            "--out", str(out), "--target", "phone", "--json",
+        ],
+    )  # fmt: skip
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.stdout)
+    assert {(x["axis"], x["value"]) for x in rows} == {
+        *(("templates", k) for k in range(1, 6)),
+        *(("level", lv) for lv in ("twin", "triplet", "quadruplet")),
+        *(("beams", b) for b in (1, 2, 3)),
+    }
+    # Parquet keeps one type per column: the axis values (counts and level names) as text
+    assert pd.read_parquet(out / "sweep.parquet").to_dict("records") == [
+        {**x, "value": str(x["value"])} for x in rows
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["attack"] == "propile_sweep" and summary["target"] == "phone"
+
+
+def test_probe_build_with_no_links_is_exit_2_and_templates_needs_top_at_least_1(tmp_path):
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(json.dumps({"user_id": "u1", "text": "nothing personal here"}) + "\n")
+    r = CliRunner().invoke(
+        app, ["probe", "build", "--corpus", str(corpus), "--out", str(tmp_path / "s.jsonl")]
+    )
+    assert r.exit_code == 2 and "no subjects found" in " ".join(r.output.split())
+    subjects = tmp_path / "s.jsonl"
+    subjects.write_text(json.dumps({"name": "Ann Lee", "email": "ann@example.org"}) + "\n")
+    r = CliRunner().invoke(
+        app,
+        [
+            "probe",
+            "templates",
+            "-c",
+            str(corpus),
+            "-s",
+            str(subjects),
+            "--out",
+            str(tmp_path / "t.yaml"),
+            "--top",
+            "0",
+        ],
+    )
+    assert r.exit_code == 2 and "--top" in r.output

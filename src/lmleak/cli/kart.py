@@ -32,22 +32,12 @@ def _fmt(v: float | None) -> str:
 @kart_app.command("review")
 def review_cmd(as_json: JsonOpt = False) -> None:
     """Print paper 004's Table 2: prior studies parameterised by KART."""
-    from lmleak.scenarios.catalogue import review
+    from lmleak.scenarios.catalogue import review, review_records
 
-    rows = review()
     if as_json:
-        print_json(
-            [
-                {
-                    "study": r.study,
-                    **r.paper,
-                    "scenario": r.scenario.to_record(),
-                    "access_basis": r.access_basis,
-                }
-                for r in rows
-            ]
-        )
+        print_json(review_records())
         return
+    rows = review()
     from rich.table import Table
 
     t = Table(title="KART review of prior studies (paper 004, Table 2)")
@@ -152,13 +142,9 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Leakage ratio per scenario and margins for any (subject, attribute) predictions."""
-    from lmleak.scenarios.runner import run_spec
+    from lmleak.scenarios.runner import run_spec_to
 
-    res = run_spec(spec)
-    if out_dir is not None:
-        from lmleak.runs import secure_dir, write_summary
-
-        write_summary(secure_dir(out_dir), {"command": "kart run", "spec": str(spec), **res})
+    res = run_spec_to(spec, out_dir)
     if as_json:
         print_json(res)
         return

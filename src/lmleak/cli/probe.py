@@ -247,20 +247,14 @@ def sweep_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
-    import pandas as pd
-
     from lmleak.models.loading import load_model
     from lmleak.probe.subjects import read_subjects
-    from lmleak.probe.sweeps import sweep
-    from lmleak.runs import secure_dir, write_parquet, write_summary
+    from lmleak.probe.sweeps import run_sweep
 
     quiet(quiet_)
     subj = read_subjects(subjects)[:limit]
     models = {spec: load_model(spec) for spec in model}
-    rows = sweep(models, subj, target=_targets(target)[0])
-    d = secure_dir(out_dir)
-    write_parquet(pd.DataFrame(rows), d / "sweep.parquet")
-    write_summary(d, {"attack": "propile_sweep", "target": target, "rows": rows}, name="summary.json")
+    rows = run_sweep(models, subj, out_dir, target=_targets(target)[0])
     if json_:
         print_json(rows)
         return
@@ -290,25 +284,10 @@ def build_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
-    import time
-
-    from lmleak.data.loaders import iter_documents
-    from lmleak.probe.builder import build_subjects
-    from lmleak.probe.subjects import write_subjects
+    from lmleak.probe.builder import build_subjects_file
 
     quiet(quiet_ or json_)
-    t0 = time.perf_counter()
-    subj, counts = build_subjects(iter_documents(corpus), method=method, min_count=min_count)
-    if not subj:
-        from lmleak.errors import InputError
-
-        raise InputError(
-            "no subjects found: no name was linked to an e-mail, phone or address",
-            path=corpus,
-            hint="try --method ner for prose, or write the subjects file by hand",
-        )
-    timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
-    write_subjects(subj, out_file)
+    timed = build_subjects_file(corpus, out_file, method=method, min_count=min_count)
     if json_:
         print_json(timed)
         return
@@ -338,28 +317,10 @@ def templates_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
-    from lmleak.ledger.ledger import StreamedCorpus
-    from lmleak.probe.mining import mine_templates, write_templates
-    from lmleak.probe.subjects import read_subjects
+    from lmleak.probe.mining import mine_templates_file
 
     quiet(quiet_ or json_)
-    if top < 1:
-        from lmleak.errors import ConfigError
-
-        raise ConfigError("must be >= 1", field="--top")
-    mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
-    write_templates(mined, out_file)
-    rows: list[dict[str, Any]] = [
-        {
-            "target": t,
-            "template": m.template,
-            "support": m.support,
-            "uses": m.uses,
-            "precision": round(m.precision, 4),
-        }
-        for t, ms in mined.items()
-        for m in ms
-    ]
+    rows = mine_templates_file(corpus, subjects, out_file, top=top)
     if json_:
         print_json({"templates": rows, "out": str(out_file)})
         return

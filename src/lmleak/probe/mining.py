@@ -29,9 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Document
-from lmleak.errors import DataFileError
+from lmleak.errors import ConfigError, DataFileError
 from lmleak.pii.regex import RegexDetector
 from lmleak.probe.formats import NAME_PATTERN
+from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import MAX_NEW_TOKENS, STRUCTURED
 from lmleak.runs import atomic_write_text
 
@@ -243,3 +244,29 @@ def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> 
     lines.append(yaml.safe_dump(groups, sort_keys=True, allow_unicode=True, default_style='"').rstrip())
     lines.append(yaml.safe_dump({"max_new_tokens": mined_budgets(mined)}, sort_keys=True).rstrip())
     return atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def mine_templates_file(
+    corpus: str | Path, subjects: str | Path, out_file: str | Path, *, top: int = 5
+) -> list[dict[str, Any]]:
+    """:func:`mine_templates` from a corpus file and a subjects file, written by :func:`write_templates`
+    to ``out_file``; returns one row per template (``target``, ``template``, ``support``, ``uses``,
+    ``precision`` rounded to 4 places)."""
+    # lazy: lmleak.ledger.ledger imports torch, and lmleak.audit.runner imports this module
+    from lmleak.ledger.ledger import StreamedCorpus
+
+    if top < 1:
+        raise ConfigError("must be >= 1", field="--top")
+    mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
+    write_templates(mined, out_file)
+    return [
+        {
+            "target": t,
+            "template": m.template,
+            "support": m.support,
+            "uses": m.uses,
+            "precision": round(m.precision, 4),
+        }
+        for t, ms in mined.items()
+        for m in ms
+    ]
