@@ -153,8 +153,6 @@ def test_margin_interval_matches_newcombes_worked_examples():
 
 
 def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
-    from lmleak.scenarios.margins import margins_table
-
     # a 1-point inversion from ~100 predictions each: the paper's check flags it, the interval does not
     small = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     (m,) = small["margins"]
@@ -170,7 +168,6 @@ def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
 
 def test_the_html_greys_out_margins_whose_interval_contains_zero():
     from lmleak.render.html import _margin_colour, _margin_error_bars
-    from lmleak.scenarios.margins import margins_table
 
     res = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     assert _margin_colour(res["margins"][0]) == "#b8bcc6"

@@ -70,8 +70,6 @@ def test_severity_follows_one_factor_at_a_time():
 
 
 def test_typed_severity_compares_scenarios_without_coded_names():
-    from lmleak.scenarios.runner import severity_order
-
     base = dict(attack="g", knowledge=Knowledge(("full_name",)), target=parse_target("diseases"))
     a = Scenario(**base, anonymization=Identity(), resources=Resources((PublicCorpus(),), access="fill_mask"))
     b = Scenario(**base, anonymization=Hipaa(), resources=Resources((PublicCorpus(),), access="fill_mask"))

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.errors import ConfigError
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.",
@@ -212,7 +213,6 @@ def synth_clinical_cmd(
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
     from lmleak.data.synth.clinical import synthesize
-    from lmleak.errors import ConfigError
     from lmleak.pii.hipaa import patient_anonymizer
 
     if patients < 1 or notes_per_patient < 1:

@@ -22,11 +22,10 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.errors import InputError
 
 
 def _targets(s: str) -> tuple[str, ...]:
-    from lmleak.errors import InputError
-
     ok = {"phone", "email", "address", "relationship", "university"}
     ts = tuple(t.strip() for t in s.split(",") if t.strip())
     bad = [t for t in ts if t not in ok]
@@ -128,8 +127,6 @@ def subject_view_cmd(
     quiet(quiet_)
     subj = read_subjects(subject)
     if len(subj) != 1:
-        from lmleak.errors import InputError
-
         raise InputError(
             f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
         )
