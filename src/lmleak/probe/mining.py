@@ -30,6 +30,7 @@ from typing import Any
 
 from lmleak.data.corpus import Document
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.ledger.ledger import StreamedCorpus
 from lmleak.pii.regex import RegexDetector
 from lmleak.probe.formats import NAME_PATTERN
 from lmleak.probe.subjects import read_subjects
@@ -252,9 +253,6 @@ def mine_templates_file(
     """:func:`mine_templates` from a corpus file and a subjects file, written by :func:`write_templates`
     to ``out_file``; returns one row per template (``target``, ``template``, ``support``, ``uses``,
     ``precision`` rounded to 4 places)."""
-    # lazy: lmleak.ledger.ledger imports torch, and lmleak.audit.runner imports this module
-    from lmleak.ledger.ledger import StreamedCorpus
-
     if top < 1:
         raise ConfigError("must be >= 1", field="--top")
     mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
