@@ -154,7 +154,7 @@ def subject_view_cmd(
     out.print(t)
 
 
-# long: a Typer command whose signature declares its 21 options; the body only parses and calls run_probe
+# long: the Typer signature declares 20 options; the body only parses, calls run_probe, prints
 def run_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],

@@ -337,7 +337,7 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
         }
 
 
-# long: a public entry point with 17 keyword options and their docstring; the body is ~35 lines
+# long: a public entry point: 17 parameters (14 keyword options) and their docstring; the body is ~35 lines
 @writes_run("out_dir")
 def run_probe(
     model: Any,
