@@ -230,3 +230,54 @@ def test_probe_build_with_no_links_is_exit_2_and_templates_needs_top_at_least_1(
         ],
     )
     assert r.exit_code == 2 and "--top" in r.output
+
+
+def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, monkeypatch):
+    import lmleak.probe.probing as probing
+
+    summary = {
+        "model": "fake",
+        "level": "triplet",
+        "templates": 2,
+        "targets": {
+            "email": {"subjects": 4, "mean_likelihood": 0.25, "mean_null_likelihood": 0.001, "wilcoxon_p": 0.03,
+                      "exact_match_rate": 0.5, "gamma": {"<100": 0.75}},
+            "address": {"subjects": 0, "note": "no subject has the items needed at triplet level"},
+        },
+        "groups": {
+            "members": {"subjects": 3, "exact_match_rate": 0.6, "mean_log_likelihood_ratio": 2.5,
+                        "wilcoxon_p": 0.01, "wilcoxon_p_log": 0.02},
+            "controls": {"subjects": 1, "exact_match_rate": 0.0, "mean_log_likelihood_ratio": 0.1,
+                         "wilcoxon_p": None, "wilcoxon_p_log": None},
+            "tests": {"exact_match_fisher_p": 0.04, "log_ratio_mann_whitney_p": 0.2},
+        },
+    }  # fmt: skip
+    seen = {}
+
+    def fake_run_probe(model, subjects, out_dir, **kw):
+        seen.update(kw, subjects=subjects)
+        return summary
+
+    monkeypatch.setattr(probing, "run_probe", fake_run_probe)
+    paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=1, seed=0)
+    args = [
+        "probe",
+        "run",
+        "-m",
+        f"fake:{paths['corpus']}",
+        "-s",
+        str(paths["subjects"]),
+        "--out",
+        str(tmp_path / "r"),
+    ]
+    r = CliRunner().invoke(app, [*args, "--targets", "email,address", "--limit", "3", "--max-new-tokens", "phone=16"],
+                           env={"COLUMNS": "200"})  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert seen["targets"] == ("email", "address") and len(seen["subjects"]) == 3
+    assert seen["budgets"] == {"phone": 16} and seen["controls"] == set() and seen["templates"] is None
+    lines = [" ".join(line.replace("│", " ").split()) for line in r.output.splitlines()]
+    assert "email 4 0.25 0.001 0.03 0.5 0.75" in lines and "address 0 - - - - -" in lines
+    assert "members 3 0.6 2.5 0.01 0.02" in lines and "controls 1 0 0.1 - -" in lines
+    assert "members > controls: exact match Fisher p = 0.04, ln(target/null) Mann-Whitney p = 0.2" in lines
+    r = CliRunner().invoke(app, [*args, "--targets", "fax"])
+    assert r.exit_code == 2 and "unknown target type(s) ['fax']" in r.output
