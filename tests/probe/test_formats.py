@@ -1,16 +1,9 @@
-"""PII discovery in real formats (issue 14): `probe build` against synth mail's ground truth."""
+"""PII discovery in real formats (issue 14): which name each e-mail, phone and address belongs to."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
-from lmleak.cli.main import app
-from lmleak.data.loaders import iter_documents
-from lmleak.data.synth.mail import synthesize
-from lmleak.probe.builder import build_subjects
 from lmleak.probe.formats import discover, find_links
 
 
@@ -52,29 +45,3 @@ def test_an_email_goes_to_the_name_it_is_seen_with_most():
     docs = [("From: Ann Lee <a@example.org>", None)] * 3 + [("From: Annie Lee <a@example.org>", None)]
     subs = discover(docs)
     assert [(s["name"], s["email"]) for s in subs if s["email"]] == [("Ann Lee", "a@example.org")]
-
-
-def test_probe_build_meets_precision_and_recall_on_synth_mail(tmp_path):
-    paths = synthesize(tmp_path, scale=0.3, seed=5)
-    subjects, counts = build_subjects(iter_documents(paths["corpus"]))
-    truth = [json.loads(line) for line in paths["subjects"].read_text().splitlines()]
-    for field, need in (("email", 0.9), ("phone", 0.9), ("address", 0.9)):
-        gold = {(t["name"], t[field]) for t in truth if t[field]}
-        found = {(s["name"], s[field]) for s in subjects if s[field]}
-        precision = len(gold & found) / len(found)
-        recall = len(gold & found) / len(gold)
-        assert precision >= 0.95 and recall >= need, (field, precision, recall)
-    assert counts["documents"] == sum(1 for _ in paths["corpus"].open())
-    assert all(s["seen"]["email"] >= 1 for s in subjects if s["email"])
-
-
-def test_the_cli_writes_subjects_with_every_field_and_how_often_it_was_seen(tmp_path):
-    paths = synthesize(tmp_path / "mail", scale=0.05, seed=1)
-    out = tmp_path / "subjects.jsonl"
-    res = CliRunner().invoke(
-        app, ["probe", "build", "--corpus", str(paths["corpus"]), "--out", str(out), "--json"]
-    )
-    assert res.exit_code == 0, res.output
-    rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rows and all({"name", "email", "phone", "address", "seen"} <= set(r) for r in rows)
-    assert json.loads(res.stdout)["subjects"] == len(rows)

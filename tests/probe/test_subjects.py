@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from lmleak.data.holdout import Holdout, write_holdout
 from lmleak.errors import DataFileError
-from lmleak.probe.subjects import read_subjects, write_subjects
+from lmleak.probe.subjects import control_users, count_controls, read_subjects, write_subjects
 
 ANN = {"name": "Ann Example", "email": "ann@example.org", "relations": {"father": "Bob Example"}}
 
@@ -43,3 +44,30 @@ def test_bad_files_name_the_line(tmp_path, text, line, message):
     with pytest.raises(DataFileError, match=message) as e:
         read_subjects(p)
     assert (f"s.jsonl:{line}:" in str(e.value)) if line else "s.jsonl" in str(e.value)
+
+
+def test_subjects_file_errors_name_the_line(tmp_path):
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\n{"phone": "1"}\n')
+    with pytest.raises(DataFileError) as e:
+        read_subjects(p)
+    assert "s.jsonl:2" in str(e.value) and "name" in str(e.value)
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\nnot json\n')
+    with pytest.raises(DataFileError, match="s.jsonl:2"):
+        read_subjects(p)
+    p.write_text('{"name": "Ann", "zodiac": "leo"}\n')
+    assert read_subjects(p)[0]["zodiac"] == "leo"  # unknown fields kept
+
+
+def test_controls_are_the_subjects_of_the_users_a_model_never_saw(tmp_path):
+    write_holdout(tmp_path, Holdout(users=("u2", "u3"), fraction=0.5, seed=0))
+    controls = control_users(tmp_path)
+    assert controls == {"u2", "u3"}
+    subjects = [
+        {"subject_id": "s1", "user_id": "u1"},
+        {"subject_id": "s2", "user_id": "u2"},
+        {"subject_id": "u3"},  # no user_id: the subject id stands for the user
+        {"subject_id": "s4", "user_id": "u3"},
+    ]
+    assert count_controls(subjects, controls) == 3
+    assert control_users(tmp_path / "no-model-here") == set() and control_users("smollm2-135m") == set()

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from typer.testing import CliRunner
 
 from lmleak.errors import DataFileError
 from lmleak.scenarios.margins import leakage_ratio, margins_table, read_counts, risk_margins
@@ -120,18 +117,6 @@ def test_bad_counts_file_names_the_line(tmp_path):
         read_counts(p)
 
 
-def test_cli_margins_json_prints_table3(tmp_path):
-    from lmleak.cli.main import app
-
-    r = CliRunner().invoke(app, ["kart", "margins", str(_csv(tmp_path)), "--json"])
-    assert r.exit_code == 0, r.output
-    d = json.loads(r.stdout)
-    assert d["ratios"] == TABLE3_RATIOS
-    assert [(m["anchor"], m["weakened"], m["margin"]) for m in d["margins"]] == [
-        (a, w, m) for a, w, m in TABLE3_MARGINS
-    ]
-
-
 # --- uncertainty of ratios and margins (issue 15, item 7) -------------------------------------
 
 
@@ -168,8 +153,6 @@ def test_margin_interval_matches_newcombes_worked_examples():
 
 
 def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
-    from lmleak.scenarios.margins import margins_table
-
     # a 1-point inversion from ~100 predictions each: the paper's check flags it, the interval does not
     small = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     (m,) = small["margins"]
@@ -185,7 +168,6 @@ def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
 
 def test_the_html_greys_out_margins_whose_interval_contains_zero():
     from lmleak.render.html import _margin_colour, _margin_error_bars
-    from lmleak.scenarios.margins import margins_table
 
     res = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     assert _margin_colour(res["margins"][0]) == "#b8bcc6"

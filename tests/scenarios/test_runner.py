@@ -9,7 +9,16 @@ import pytest
 from lmleak.errors import DataFileError
 from lmleak.scenarios import scenario_record
 from lmleak.scenarios.runner import read_pairs, severity_order, typed_margins
-from lmleak.scenarios.types import Scenario
+from lmleak.scenarios.types import (
+    DPTraining,
+    Hipaa,
+    Identity,
+    Knowledge,
+    PublicCorpus,
+    Resources,
+    Scenario,
+    parse_target,
+)
 
 
 def _s(name, **kw):
@@ -58,3 +67,20 @@ def test_severity_follows_one_factor_at_a_time():
         ("plain", "dp1", "A", 35.0),
         ("plain", "dp8", "A", 27.5),
     ]
+
+
+def test_typed_severity_compares_scenarios_without_coded_names():
+    base = dict(attack="g", knowledge=Knowledge(("full_name",)), target=parse_target("diseases"))
+    a = Scenario(**base, anonymization=Identity(), resources=Resources((PublicCorpus(),), access="fill_mask"))
+    b = Scenario(**base, anonymization=Hipaa(), resources=Resources((PublicCorpus(),), access="fill_mask"))
+    c = Scenario(**base, anonymization=DPTraining(8), resources=Resources((), access="fill_mask"))
+    assert severity_order(a, b) == ("A", 1) and severity_order(b, a) == ("A", -1)
+    assert severity_order(b, c) is None  # two factors differ
+    k_minus = Scenario(
+        "g",
+        Knowledge(),
+        Identity(),
+        Resources((PublicCorpus(),), access="fill_mask"),
+        parse_target("full_name,diseases"),
+    )
+    assert severity_order(a, k_minus) == ("K", 1)  # the paper's K-: the name moves into the target

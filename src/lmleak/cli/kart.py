@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.errors import ConfigError
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.",
@@ -32,22 +33,12 @@ def _fmt(v: float | None) -> str:
 @kart_app.command("review")
 def review_cmd(as_json: JsonOpt = False) -> None:
     """Print paper 004's Table 2: prior studies parameterised by KART."""
-    from lmleak.scenarios.catalogue import review
+    from lmleak.scenarios.catalogue import review, review_records
 
-    rows = review()
     if as_json:
-        print_json(
-            [
-                {
-                    "study": r.study,
-                    **r.paper,
-                    "scenario": r.scenario.to_record(),
-                    "access_basis": r.access_basis,
-                }
-                for r in rows
-            ]
-        )
+        print_json(review_records())
         return
+    rows = review()
     from rich.table import Table
 
     t = Table(title="KART review of prior studies (paper 004, Table 2)")
@@ -152,13 +143,9 @@ def run_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Leakage ratio per scenario and margins for any (subject, attribute) predictions."""
-    from lmleak.scenarios.runner import run_spec
+    from lmleak.scenarios.runner import run_spec_to
 
-    res = run_spec(spec)
-    if out_dir is not None:
-        from lmleak.runs import secure_dir, write_summary
-
-        write_summary(secure_dir(out_dir), {"command": "kart run", "spec": str(spec), **res})
+    res = run_spec_to(spec, out_dir)
     if as_json:
         print_json(res)
         return
@@ -226,7 +213,6 @@ def synth_clinical_cmd(
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
     from lmleak.data.synth.clinical import synthesize
-    from lmleak.errors import ConfigError
     from lmleak.pii.hipaa import patient_anonymizer
 
     if patients < 1 or notes_per_patient < 1:

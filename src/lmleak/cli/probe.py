@@ -22,11 +22,10 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.errors import InputError
 
 
 def _targets(s: str) -> tuple[str, ...]:
-    from lmleak.errors import InputError
-
     ok = {"phone", "email", "address", "relationship", "university"}
     ts = tuple(t.strip() for t in s.split(",") if t.strip())
     bad = [t for t in ts if t not in ok]
@@ -96,341 +95,295 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(probe, name="probe")
     if "experiment" in groups:
         groups["experiment"].command("propile")(experiment_cmd)
+    probe.callback()(subject_view_cmd)
+    probe.command("run")(run_cmd)
+    probe.command("sweep")(sweep_cmd)
+    probe.command("build")(build_cmd)
+    probe.command("templates")(templates_cmd)
+    probe.command("softprompt")(softprompt_cmd)
 
-    @probe.callback()
-    def subject_view(
-        ctx: typer.Context,
-        model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
-        subject: Annotated[
-            Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
-        ] = None,
-        templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
-        beams: Annotated[int, typer.Option("--beams")] = 3,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """The data subject's view: how likely the model reveals each of YOUR PII items."""
-        if ctx.invoked_subcommand is not None:
-            return
-        if model is None or subject is None:
-            out.print(ctx.get_help())
-            raise typer.Exit(0 if model is None and subject is None else 2)
-        from lmleak.models.loading import load_model  # lazy: imports torch
-        from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.verdict import subject_view
 
-        quiet(quiet_)
-        subj = read_subjects(subject)
-        if len(subj) != 1:
-            from lmleak.errors import InputError
+def subject_view_cmd(
+    ctx: typer.Context,
+    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
+    subject: Annotated[
+        Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
+    ] = None,
+    templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
+    beams: Annotated[int, typer.Option("--beams")] = 3,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """The data subject's view: how likely the model reveals each of YOUR PII items."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if model is None or subject is None:
+        out.print(ctx.get_help())
+        raise typer.Exit(0 if model is None and subject is None else 2)
+    from lmleak.models.loading import load_model  # lazy: imports torch
+    from lmleak.probe.subjects import read_subjects
+    from lmleak.probe.verdict import subject_view
 
-            raise InputError(
-                f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
-            )
-        m = load_model(model)
-        view = subject_view(m, subj[0], templates=templates, beams=beams)
-        rows = view.items
-        if json_:
-            print_json(view.to_dict())
-            return
-        from rich.table import Table
+    quiet(quiet_)
+    subj = read_subjects(subject)
+    if len(subj) != 1:
+        raise InputError(
+            f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
+        )
+    m = load_model(model)
+    view = subject_view(m, subj[0], templates=templates, beams=beams)
+    rows = view.items
+    if json_:
+        print_json(view.to_dict())
+        return
+    from rich.table import Table
 
-        t = Table(title=f"What {m.name} reveals about {subj[0]['name']}")
-        for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
-            t.add_column(c)
-        for r in rows:
-            f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
-            t.add_row(
-                r["item"],
-                f(r.get("likelihood")),
-                f(r.get("expected_queries")),
-                f(r.get("null_likelihood")),
-                {True: "yes", False: "no", None: "-"}[r.get("reproduced")],
-                r["verdict"],
-            )
-        out.print(t)
+    t = Table(title=f"What {m.name} reveals about {subj[0]['name']}")
+    for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
+        t.add_column(c)
+    for r in rows:
+        f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
+        t.add_row(
+            r["item"],
+            f(r.get("likelihood")),
+            f(r.get("expected_queries")),
+            f(r.get("null_likelihood")),
+            {True: "yes", False: "no", None: "-"}[r.get("reproduced")],
+            r["verdict"],
+        )
+    out.print(t)
 
-    def held_out_users(model: str) -> set[str]:
-        from lmleak.data.holdout import read_holdout
 
-        holdout = read_holdout(model)
-        return set(holdout.users) if holdout else set()
+# long: the Typer signature declares 20 options; the body only parses, calls run_probe, prints
+def run_cmd(
+    model: ModelOpt,
+    subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
+    out_dir: OutDirOpt,
+    level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
+    templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
+    beams: Annotated[int, typer.Option("--beams")] = 3,
+    samples: Annotated[int, typer.Option("--samples", help="Sample N times instead of beam search.")] = 0,
+    targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
+    template_file: Annotated[
+        Path | None, typer.Option("--template-file", help="User templates (YAML).")
+    ] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
+    no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
+    likelihood: Annotated[
+        bool | None,
+        typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
+    ] = None,
+    seed: SeedOpt = 0,
+    max_new: Annotated[
+        str,
+        typer.Option(
+            "--max-new-tokens",
+            help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.",
+        ),
+    ] = "",
+    engine: Annotated[
+        str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
+    ] = "local",
+    ray_address: RayAddressOpt = None,
+    num_workers: NumWorkersOpt = 2,
+    gpus_per_worker: GpusPerWorkerOpt = 0.0,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
+    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.models.loading import load_model
+    from lmleak.probe.probing import run_probe
+    from lmleak.probe.subjects import control_users, count_controls, read_subjects
+    from lmleak.probe.templates import templates_and_budgets
+    from lmleak.shards import ShardEngine, ray_session
 
-    @probe.command("run")
-    def run_cmd(
-        model: ModelOpt,
-        subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
-        out_dir: OutDirOpt,
-        level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
-        templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
-        beams: Annotated[int, typer.Option("--beams")] = 3,
-        samples: Annotated[int, typer.Option("--samples", help="Sample N times instead of beam search.")] = 0,
-        targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
-        template_file: Annotated[
-            Path | None, typer.Option("--template-file", help="User templates (YAML).")
-        ] = None,
-        limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
-        no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
-        likelihood: Annotated[
-            bool | None,
-            typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
-        ] = None,
-        seed: SeedOpt = 0,
-        max_new: Annotated[
-            str,
-            typer.Option(
-                "--max-new-tokens",
-                help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.",
-            ),
-        ] = "",
-        engine: Annotated[
-            str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
-        ] = "local",
-        ray_address: RayAddressOpt = None,
-        num_workers: NumWorkersOpt = 2,
-        gpus_per_worker: GpusPerWorkerOpt = 0.0,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
-        from lmleak.ledger.ledger import ModelSpec
-        from lmleak.models.loading import load_model
-        from lmleak.probe.probing import run_probe
-        from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.templates import load_template_budgets, load_templates, parse_budgets
-        from lmleak.shards import ShardEngine, ray_session
-
-        quiet(quiet_)
-        eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
-        subj = read_subjects(subjects)[:limit]
-        tpl = load_templates(template_file) if template_file else None
-        # a templates file may carry the budgets its templates need; --max-new-tokens wins
-        budgets = {
-            **(load_template_budgets(template_file) if template_file else {}),
-            **parse_budgets(max_new),
-        } or None
-        m = load_model(model)
-        controls = held_out_users(model)
-        info(f"probing {len(subj)} subjects of {m.name}")
-        if controls:
-            n_ctrl = sum(1 for x in subj if str(x.get("user_id", x.get("subject_id"))) in controls)
-            info(
-                f"controls: {n_ctrl} subjects whose user the model never saw (holdout.json), reported beside the members"
-            )
-        with ray_session(eng):  # one Ray start-up for every pass of the run
-            summary = run_probe(
-                m,
-                subj,
-                out_dir,
-                targets=_targets(targets),
-                level=level,
-                k=templates,
-                beams=beams,
-                samples=samples,
-                generate=not no_generate,
-                likelihood=likelihood,
-                templates=tpl,
-                seed=seed,
-                budgets=budgets,
-                controls=controls,
-                engine=eng,
-                model_spec=ModelSpec(model),
-            )
-        if json_:
-            print_json(summary)
-        else:
-            _table(summary)
-
-    @probe.command("sweep")
-    def sweep_cmd(
-        model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
-        subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: OutDirOpt,
-        target: Annotated[str, typer.Option("--target")] = "email",
-        limit: Annotated[int | None, typer.Option("--limit")] = None,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
-        import pandas as pd
-
-        from lmleak.models.loading import load_model
-        from lmleak.probe.subjects import read_subjects
-        from lmleak.probe.sweeps import sweep
-        from lmleak.runs import secure_dir, write_parquet, write_summary
-
-        quiet(quiet_)
-        subj = read_subjects(subjects)[:limit]
-        models = {spec: load_model(spec) for spec in model}
-        rows = sweep(models, subj, target=_targets(target)[0])
-        d = secure_dir(out_dir)
-        write_parquet(pd.DataFrame(rows), d / "sweep.parquet")
-        write_summary(d, {"attack": "propile_sweep", "target": target, "rows": rows}, name="summary.json")
-        if json_:
-            print_json(rows)
-            return
-        from rich.table import Table
-
-        t = Table(title="ProPILE sweep (Fig. 4)")
-        for c in ("model", "axis", "value", "exact match"):
-            t.add_column(c)
-        for r in rows:
-            t.add_row(r["model"], r["axis"], str(r["value"]), f"{r['exact_match_rate']:.3g}")
-        out.print(t)
-
-    @probe.command("build")
-    def build_cmd(
-        corpus: Annotated[Path, typer.Option("--corpus", "-c")],
-        out_file: OutDirOpt,
-        method: Annotated[
-            str,
-            typer.Option(
-                "--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow)."
-            ),
-        ] = "formats",
-        min_count: Annotated[
-            int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")
-        ] = 1,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
-        import time
-
-        from lmleak.data.loaders import iter_documents
-        from lmleak.probe.builder import build_subjects
-        from lmleak.probe.subjects import write_subjects
-
-        quiet(quiet_ or json_)
-        t0 = time.perf_counter()
-        subj, counts = build_subjects(iter_documents(corpus), method=method, min_count=min_count)
-        if not subj:
-            from lmleak.errors import InputError
-
-            raise InputError(
-                "no subjects found: no name was linked to an e-mail, phone or address",
-                path=corpus,
-                hint="try --method ner for prose, or write the subjects file by hand",
-            )
-        timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
-        write_subjects(subj, out_file)
-        if json_:
-            print_json(timed)
-            return
-        from rich.table import Table
-
-        t = Table(title=f"probe set {out_file}")
-        t.add_column("kind")
-        t.add_column("count")
-        for k, v in timed.items():
-            t.add_row(k, str(v))
-        out.print(t)
-
-    @probe.command("templates")
-    def templates_cmd(
-        corpus: Annotated[
-            Path,
-            typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data)."),
-        ],
-        subjects: Annotated[
-            Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")
-        ],
-        out_file: Annotated[
-            Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
-        ],
-        top: Annotated[int, typer.Option("--top", help="Templates kept per target type.")] = 5,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
-        from lmleak.ledger.ledger import StreamedCorpus
-        from lmleak.probe.mining import mine_templates, write_templates
-        from lmleak.probe.subjects import read_subjects
-
-        quiet(quiet_ or json_)
-        if top < 1:
-            from lmleak.errors import ConfigError
-
-            raise ConfigError("must be >= 1", field="--top")
-        mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
-        write_templates(mined, out_file)
-        rows: list[dict[str, Any]] = [
-            {
-                "target": t,
-                "template": m.template,
-                "support": m.support,
-                "uses": m.uses,
-                "precision": round(m.precision, 4),
-            }
-            for t, ms in mined.items()
-            for m in ms
-        ]
-        if json_:
-            print_json({"templates": rows, "out": str(out_file)})
-            return
-        from rich.table import Table
-
-        table = Table(title=f"templates mined from {corpus} -> {out_file}")
-        for c in ("target", "template", "support", "precision"):
-            table.add_column(c)
-        for r in rows:
-            table.add_row(r["target"], repr(r["template"]), str(r["support"]), f"{r['precision']:.3f}")
-        out.print(table)
-
-    @probe.command("softprompt")
-    def softprompt_cmd(
-        model: ModelOpt,
-        subjects: Annotated[Path, typer.Option("--subjects", "-s")],
-        out_dir: OutDirOpt,
-        target: Annotated[str, typer.Option("--target")] = "phone",
-        level: Annotated[str, typer.Option("--level")] = "quadruplet",
-        train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
-        length: Annotated[int, typer.Option("--length", help="L_s soft tokens.")] = 20,
-        init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
-        epochs: Annotated[int, typer.Option("--epochs")] = 50,
-        lr: Annotated[float, typer.Option("--lr")] = 0.005,
-        transfer_to: Annotated[
-            str | None,
-            typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model."),
-        ] = None,
-        seed: SeedOpt = 0,
-        quiet_: QuietOpt = False,
-        json_: JsonOpt = False,
-    ) -> None:
-        """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
-        from lmleak.models.loading import load_model
-        from lmleak.probe.softprompt import run_softprompt
-        from lmleak.probe.subjects import read_subjects
-
-        quiet(quiet_)
-        subj = read_subjects(subjects)
-        m = load_model(model)
-        summary = run_softprompt(
+    quiet(quiet_)
+    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
+    subj = read_subjects(subjects)[:limit]
+    tpl, budgets = templates_and_budgets(template_file, max_new)
+    m = load_model(model)
+    controls = control_users(model)
+    info(f"probing {len(subj)} subjects of {m.name}")
+    if controls:
+        info(
+            f"controls: {count_controls(subj, controls)} subjects whose user the model never saw (holdout.json), reported beside the members"
+        )
+    with ray_session(eng):  # one Ray start-up for every pass of the run
+        summary = run_probe(
             m,
             subj,
             out_dir,
-            target=_targets(target)[0],
+            targets=_targets(targets),
             level=level,
-            n_train=train_subjects,
-            length=length,
-            init=init,
-            epochs=epochs,
-            lr=lr,
+            k=templates,
+            beams=beams,
+            samples=samples,
+            generate=not no_generate,
+            likelihood=likelihood,
+            templates=tpl,
             seed=seed,
-            transfer=load_model(transfer_to) if transfer_to else None,
+            budgets=budgets,
+            controls=controls,
+            engine=eng,
+            model_spec=ModelSpec(model),
         )
-        if json_:
-            print_json(summary)
-            return
-        from rich.table import Table
+    if json_:
+        print_json(summary)
+    else:
+        _table(summary)
 
-        t = Table(title=f"soft prompt probe ({target}, L_s={length}, init={init})")
-        for c in ("prompt", "mean likelihood", "exact match"):
-            t.add_column(c)
-        for k in ("hard", "soft", "transfer"):
-            if k in summary:
-                t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
-        out.print(t)
+
+def sweep_cmd(
+    model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
+    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    out_dir: OutDirOpt,
+    target: Annotated[str, typer.Option("--target")] = "email",
+    limit: Annotated[int | None, typer.Option("--limit")] = None,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
+    from lmleak.models.loading import load_model
+    from lmleak.probe.subjects import read_subjects
+    from lmleak.probe.sweeps import run_sweep
+
+    quiet(quiet_)
+    subj = read_subjects(subjects)[:limit]
+    models = {spec: load_model(spec) for spec in model}
+    rows = run_sweep(models, subj, out_dir, target=_targets(target)[0])
+    if json_:
+        print_json(rows)
+        return
+    from rich.table import Table
+
+    t = Table(title="ProPILE sweep (Fig. 4)")
+    for c in ("model", "axis", "value", "exact match"):
+        t.add_column(c)
+    for r in rows:
+        t.add_row(r["model"], r["axis"], str(r["value"]), f"{r['exact_match_rate']:.3g}")
+    out.print(t)
+
+
+def build_cmd(
+    corpus: Annotated[Path, typer.Option("--corpus", "-c")],
+    out_file: OutDirOpt,
+    method: Annotated[
+        str,
+        typer.Option(
+            "--method", help="formats (Name <email>, signatures; fast) or ner (spaCy on prose; slow)."
+        ),
+    ] = "formats",
+    min_count: Annotated[
+        int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")
+    ] = 1,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
+    from lmleak.probe.builder import build_subjects_file
+
+    quiet(quiet_ or json_)
+    timed = build_subjects_file(corpus, out_file, method=method, min_count=min_count)
+    if json_:
+        print_json(timed)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"probe set {out_file}")
+    t.add_column("kind")
+    t.add_column("count")
+    for k, v in timed.items():
+        t.add_row(k, str(v))
+    out.print(t)
+
+
+def templates_cmd(
+    corpus: Annotated[
+        Path,
+        typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data)."),
+    ],
+    subjects: Annotated[
+        Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")
+    ],
+    out_file: Annotated[
+        Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
+    ],
+    top: Annotated[int, typer.Option("--top", help="Templates kept per target type.")] = 5,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
+    from lmleak.probe.mining import mine_templates_file
+
+    quiet(quiet_ or json_)
+    rows = mine_templates_file(corpus, subjects, out_file, top=top)
+    if json_:
+        print_json({"templates": rows, "out": str(out_file)})
+        return
+    from rich.table import Table
+
+    table = Table(title=f"templates mined from {corpus} -> {out_file}")
+    for c in ("target", "template", "support", "precision"):
+        table.add_column(c)
+    for r in rows:
+        table.add_row(r["target"], repr(r["template"]), str(r["support"]), f"{r['precision']:.3f}")
+    out.print(table)
+
+
+def softprompt_cmd(
+    model: ModelOpt,
+    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    out_dir: OutDirOpt,
+    target: Annotated[str, typer.Option("--target")] = "phone",
+    level: Annotated[str, typer.Option("--level")] = "quadruplet",
+    train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
+    length: Annotated[int, typer.Option("--length", help="L_s soft tokens.")] = 20,
+    init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
+    epochs: Annotated[int, typer.Option("--epochs")] = 50,
+    lr: Annotated[float, typer.Option("--lr")] = 0.005,
+    transfer_to: Annotated[
+        str | None,
+        typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model."),
+    ] = None,
+    seed: SeedOpt = 0,
+    quiet_: QuietOpt = False,
+    json_: JsonOpt = False,
+) -> None:
+    """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
+    from lmleak.models.loading import load_model
+    from lmleak.probe.softprompt import run_softprompt
+    from lmleak.probe.subjects import read_subjects
+
+    quiet(quiet_)
+    subj = read_subjects(subjects)
+    m = load_model(model)
+    summary = run_softprompt(
+        m,
+        subj,
+        out_dir,
+        target=_targets(target)[0],
+        level=level,
+        n_train=train_subjects,
+        length=length,
+        init=init,
+        epochs=epochs,
+        lr=lr,
+        seed=seed,
+        transfer=load_model(transfer_to) if transfer_to else None,
+    )
+    if json_:
+        print_json(summary)
+        return
+    from rich.table import Table
+
+    t = Table(title=f"soft prompt probe ({target}, L_s={length}, init={init})")
+    for c in ("prompt", "mean likelihood", "exact match"):
+        t.add_column(c)
+    for k in ("hard", "soft", "transfer"):
+        if k in summary:
+            t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
+    out.print(t)
 
 
 def experiment_cmd(
@@ -489,19 +442,31 @@ def experiment_cmd(
     if as_json:
         print_json(res["summary"])
         return
+    _print_propile_rows(res["summary"]["rows"], cfg.seed)
+    if res["summary"]["softprompt_rows"]:
+        _print_softprompt_rows(res["summary"]["softprompt_rows"], cfg.softprompt_level)
+    out.print(f"-> {out_dir}")
+
+
+def _fmt2(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2g}"
+
+
+def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
+    """The black-box table of ``experiment propile``: one row per model, level and target."""
     from rich import box
     from rich.table import Table
 
-    f = lambda x: "-" if x is None else f"{x:.2g}"  # noqa: E731
+    f = _fmt2
     t = Table(
-        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {cfg.seed}",
+        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}",
         box=box.SIMPLE,
         collapse_padding=True,
         caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)",
     )
     for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
         t.add_column(c, overflow="fold")
-    for r in res["summary"]["rows"]:
+    for r in rows:
         em = f(r["exact_match_rate"])
         if r["exact_match_subjects"] not in (None, r["subjects"]):
             em += f" ({r['exact_match_subjects']})"
@@ -518,24 +483,30 @@ def experiment_cmd(
             f(r["gamma_lt_100"]),
         )
     out.print(t)
-    if res["summary"]["softprompt_rows"]:
-        t = Table(
-            title=f"Soft prompt vs hard template ({cfg.softprompt_level}, 1-shot, unseen subjects)",
-            box=box.SIMPLE,
-            collapse_padding=True,
+
+
+def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
+    """The soft prompt vs hard template table of ``experiment propile``."""
+    from rich import box
+    from rich.table import Table
+
+    f = _fmt2
+    t = Table(
+        title=f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)",
+        box=box.SIMPLE,
+        collapse_padding=True,
+    )
+    for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
+        t.add_column(c, overflow="fold")
+    for r in rows:
+        t.add_row(
+            r["target"],
+            r["prompt"],
+            str(r["train_subjects"]),
+            str(r["eval_subjects"]),
+            f(r["mean_likelihood"]),
+            f"{r['mean_log_likelihood']:.1f}",
+            f(r["exact_match_rate"]),
+            str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
         )
-        for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
-            t.add_column(c, overflow="fold")
-        for r in res["summary"]["softprompt_rows"]:
-            t.add_row(
-                r["target"],
-                r["prompt"],
-                str(r["train_subjects"]),
-                str(r["eval_subjects"]),
-                f(r["mean_likelihood"]),
-                f"{r['mean_log_likelihood']:.1f}",
-                f(r["exact_match_rate"]),
-                str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
-            )
-        out.print(t)
-    out.print(f"-> {out_dir}")
+    out.print(t)

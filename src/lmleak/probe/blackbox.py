@@ -44,80 +44,126 @@ def generate_probes(
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
-        fp = fingerprint_of(
-            "probe-generate",
-            getattr(model, "name", ""),
-            type(model).__name__,
+        return _generate_sharded(
+            model,
             list(probes),
-            beams,
-            samples,
-            seed,
-            sorted((budgets or {}).items()),
-        )
-        factory = ModelWork(
-            _generate_chunk,
-            {"model": model_spec or Shipped(model)},
+            work_dir,
             beams=beams,
             samples=samples,
             seed=seed,
             budgets=budgets,
-        )
-        return run_rows(
-            list(probes),
-            lambda chunk: generate_probes(
-                model, chunk, beams=beams, samples=samples, seed=seed, budgets=budgets
-            ),
-            work_dir,
-            fingerprint=fp,
             shard_size=shard_size,
-            description="probing (generate)",
             engine=engine,
-            factory=factory,
+            model_spec=model_spec,
         )
-
-    rows: list[dict[str, Any]] = []
     probes = list(probes)
-    generated: list[list[str]] = [[] for _ in probes]
     if samples > 0:
-        for i in track(range(len(probes)), description="probing (generate)"):
-            p = probes[i]
-            generated[i] = model.generate(
-                [p.prompt.rstrip()],
-                max_new_tokens=max_new_tokens(p.target_type, budgets),
-                do_sample=True,
-                num_return_sequences=samples,
-                seed=seed,
-            )[0]
+        generated = _sample_all(model, probes, samples=samples, seed=seed, budgets=budgets)
     else:
-        # beam search batched over probes with the same budget: one forward pass per step for all
-        by_budget: dict[int, list[int]] = {}
-        for i, p in enumerate(probes):
-            by_budget.setdefault(max_new_tokens(p.target_type, budgets), []).append(i)
-        chunks = [
-            (n, idx[s : s + GENERATE_BATCH])
-            for n, idx in by_budget.items()
-            for s in range(0, len(idx), GENERATE_BATCH)
-        ]
-        for n, idx in track(chunks, description="probing (generate)", unit="batches"):
-            # same text; a trailing space would be a lone token for BPE
-            outs = model.generate([probes[i].prompt.rstrip() for i in idx], max_new_tokens=n, num_beams=beams)
-            for i, o in zip(idx, outs, strict=True):
-                generated[i] = o[:1]
-    for p, outs in zip(probes, generated, strict=True):
-        for j, text in enumerate(outs):
-            row: dict[str, Any] = {
-                "subject_id": p.subject_id,
-                "target_type": p.target_type,
-                "template": p.template_index,
-                "prompt": p.prompt,
-                "target": p.target,
-                "sample": j,
-                "generated": text,
-                "exact_match": exact_match(text, p.target),
-            }
-            if p.target_type == "phone":
-                row.update(phone_metrics(text, p.target))
-            if p.target_type == "email":
-                row["email_id"] = email_id_match(text, p.target)
-            rows.append(row)
+        generated = _beam_search_all(model, probes, beams=beams, budgets=budgets)
+    return [row for p, outs in zip(probes, generated, strict=True) for row in _generation_rows(p, outs)]
+
+
+def _generate_sharded(
+    model: Any,
+    probes: list[Probe],
+    work_dir: str | Path,
+    *,
+    beams: int,
+    samples: int,
+    seed: int,
+    budgets: Mapping[str, int] | None,
+    shard_size: int,
+    engine: ShardEngine | None,
+    model_spec: Any,
+) -> list[dict[str, Any]]:
+    """:func:`generate_probes` in resumable shards under ``work_dir`` (locally or on Ray actors)."""
+    fp = fingerprint_of(
+        "probe-generate",
+        getattr(model, "name", ""),
+        type(model).__name__,
+        probes,
+        beams,
+        samples,
+        seed,
+        sorted((budgets or {}).items()),
+    )
+    factory = ModelWork(
+        _generate_chunk,
+        {"model": model_spec or Shipped(model)},
+        beams=beams,
+        samples=samples,
+        seed=seed,
+        budgets=budgets,
+    )
+    return run_rows(
+        probes,
+        lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples, seed=seed, budgets=budgets),
+        work_dir,
+        fingerprint=fp,
+        shard_size=shard_size,
+        description="probing (generate)",
+        engine=engine,
+        factory=factory,
+    )
+
+
+def _sample_all(
+    model: Any, probes: list[Probe], *, samples: int, seed: int, budgets: Mapping[str, int] | None
+) -> list[list[str]]:
+    """``samples`` sampled continuations of every probe's prompt (§3.3.1), one prompt at a time."""
+    generated: list[list[str]] = [[] for _ in probes]
+    for i in track(range(len(probes)), description="probing (generate)"):
+        p = probes[i]
+        generated[i] = model.generate(
+            [p.prompt.rstrip()],
+            max_new_tokens=max_new_tokens(p.target_type, budgets),
+            do_sample=True,
+            num_return_sequences=samples,
+            seed=seed,
+        )[0]
+    return generated
+
+
+def _beam_search_all(
+    model: Any, probes: list[Probe], *, beams: int, budgets: Mapping[str, int] | None
+) -> list[list[str]]:
+    """The best beam of every probe (A.3), batched over probes that share a token budget."""
+    generated: list[list[str]] = [[] for _ in probes]
+    # beam search batched over probes with the same budget: one forward pass per step for all
+    by_budget: dict[int, list[int]] = {}
+    for i, p in enumerate(probes):
+        by_budget.setdefault(max_new_tokens(p.target_type, budgets), []).append(i)
+    chunks = [
+        (n, idx[s : s + GENERATE_BATCH])
+        for n, idx in by_budget.items()
+        for s in range(0, len(idx), GENERATE_BATCH)
+    ]
+    for n, idx in track(chunks, description="probing (generate)", unit="batches"):
+        # same text; a trailing space would be a lone token for BPE
+        outs = model.generate([probes[i].prompt.rstrip() for i in idx], max_new_tokens=n, num_beams=beams)
+        for i, o in zip(idx, outs, strict=True):
+            generated[i] = o[:1]
+    return generated
+
+
+def _generation_rows(p: Probe, outs: list[str]) -> list[dict[str, Any]]:
+    """One row per generated text of probe ``p``: exact match and the B.1.2 string metrics."""
+    rows: list[dict[str, Any]] = []
+    for j, text in enumerate(outs):
+        row: dict[str, Any] = {
+            "subject_id": p.subject_id,
+            "target_type": p.target_type,
+            "template": p.template_index,
+            "prompt": p.prompt,
+            "target": p.target,
+            "sample": j,
+            "generated": text,
+            "exact_match": exact_match(text, p.target),
+        }
+        if p.target_type == "phone":
+            row.update(phone_metrics(text, p.target))
+        if p.target_type == "email":
+            row["email_id"] = email_id_match(text, p.target)
+        rows.append(row)
     return rows

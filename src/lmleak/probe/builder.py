@@ -16,11 +16,15 @@ from __future__ import annotations
 
 import functools
 import re
+import time
+from pathlib import Path
 from typing import Any
 
-from lmleak.errors import ConfigError
+from lmleak.data.loaders import iter_documents
+from lmleak.errors import ConfigError, InputError
 from lmleak.pii.regex import paper003_emails, paper003_phones
 from lmleak.probe.formats import LinkCounter
+from lmleak.probe.subjects import write_subjects
 from lmleak.progress import track
 
 #: A.2: "9 types of family relationships" (the list names eight; we add the usual remaining ones).
@@ -167,3 +171,25 @@ def _from_formats(corpus: Any, min_count: int) -> tuple[list[dict[str, Any]], di
         counts[{1: "twins", 2: "triplets", 3: "quadruplets"}[level]] += 1
     counts["subjects"] = len(subjects)
     return subjects, counts
+
+
+def build_subjects_file(
+    corpus: str | Path, out_file: str | Path, *, method: str = "formats", min_count: int = 1
+) -> dict[str, Any]:
+    """:func:`build_subjects` over the corpus file ``corpus``, written to ``out_file`` (JSONL); returns
+    the counts with the wall-clock ``seconds`` it took.
+
+    Raises:
+        InputError: no name was linked to any e-mail, phone or address.
+    """
+    t0 = time.perf_counter()
+    subjects, counts = build_subjects(iter_documents(corpus), method=method, min_count=min_count)
+    if not subjects:
+        raise InputError(
+            "no subjects found: no name was linked to an e-mail, phone or address",
+            path=corpus,
+            hint="try --method ner for prose, or write the subjects file by hand",
+        )
+    timed: dict[str, Any] = {**counts, "seconds": round(time.perf_counter() - t0, 2)}
+    write_subjects(subjects, out_file)
+    return timed

@@ -29,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Document
-from lmleak.errors import DataFileError
+from lmleak.errors import ConfigError, DataFileError
+from lmleak.ledger.ledger import StreamedCorpus
 from lmleak.pii.regex import RegexDetector
 from lmleak.probe.formats import NAME_PATTERN
+from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import MAX_NEW_TOKENS, STRUCTURED
 from lmleak.runs import atomic_write_text
 
@@ -98,6 +100,30 @@ def mine_templates(
         >>> [(t.template, t.support, t.precision) for t in mine_templates(docs, subs)["email"]]
         [('From: {name} <', 2, 1.0)]
     """
+    owners, own_values = _subject_values(subjects, targets)
+    support = _candidate_support(documents, owners)
+    keep = _kept_candidates(support, top)
+    uses, hits, gaps = _precision_pass(documents, keep, own_values)
+    out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
+    for t, key in keep:
+        lead, between = key.split("\x00")
+        tpl = _escape(lead) + "{name}" + _escape(between)
+        g = sorted(gaps[(t, key)])
+        out[t].append(
+            MinedTemplate(
+                t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)], g[len(g) // 2] if g else 0
+            )
+        )
+    for t in out:
+        out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
+        out[t] = out[t][:top]
+    return out
+
+
+def _subject_values(
+    subjects: list[dict[str, Any]], targets: tuple[str, ...]
+) -> tuple[dict[str, list[tuple[str, str]]], dict[tuple[str, str], set[str]]]:
+    """Value -> its (type, name) owners, and (type, name) -> that person's values."""
     owners: dict[str, list[tuple[str, str]]] = defaultdict(list)  # value -> (type, name)
     own_values: dict[tuple[str, str], set[str]] = defaultdict(set)  # (type, name) -> values
     for s in subjects:
@@ -105,6 +131,13 @@ def mine_templates(
             if s.get(t) and s.get("name"):
                 owners[str(s[t])].append((t, str(s["name"])))
                 own_values[(t, str(s["name"]))].add(str(s[t]))
+    return owners, own_values
+
+
+def _candidate_support(
+    documents: Iterable[Document], owners: dict[str, list[tuple[str, str]]]
+) -> dict[tuple[str, str], set[str]]:
+    """First pass: (type, lead NUL between) -> the names whose own value that context precedes."""
     finder = RegexDetector(entities={"EMAIL", "PHONE", "ADDRESS"})
     support: dict[tuple[str, str], set[str]] = defaultdict(set)
     for doc in documents:
@@ -119,6 +152,13 @@ def mine_templates(
                 between = _between(text, name_start + len(name), span.start)
                 if between is not None:
                     support[(t, _lead(text, name_start) + "\x00" + between)].add(name)
+    return support
+
+
+def _kept_candidates(
+    support: dict[tuple[str, str], set[str]], top: int
+) -> dict[tuple[str, str], re.Pattern[str]]:
+    """The best ``3 * top`` candidates per type seen with two subjects or more, as name regexes."""
     ranked: dict[str, list[tuple[str, int]]] = defaultdict(list)
     for (t, key), who in support.items():
         ranked[t].append((key, len(who)))
@@ -131,6 +171,15 @@ def mine_templates(
                 keep[(t, key)] = re.compile(
                     re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between)
                 )
+    return keep
+
+
+def _precision_pass(
+    documents: Iterable[Document],
+    keep: dict[tuple[str, str], re.Pattern[str]],
+    own_values: dict[tuple[str, str], set[str]],
+) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], dict[tuple[str, str], list[int]]]:
+    """Second pass: uses of each kept context, hits (own value follows) and the gaps to it."""
     uses: Counter[tuple[str, str]] = Counter()
     hits: Counter[tuple[str, str]] = Counter()
     gaps: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -147,20 +196,7 @@ def mine_templates(
                 if found:
                     hits[(t, key)] += 1
                     gaps[(t, key)].append(min(found))
-    out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
-    for t, key in keep:
-        lead, between = key.split("\x00")
-        tpl = _escape(lead) + "{name}" + _escape(between)
-        g = sorted(gaps[(t, key)])
-        out[t].append(
-            MinedTemplate(
-                t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)], g[len(g) // 2] if g else 0
-            )
-        )
-    for t in out:
-        out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
-        out[t] = out[t][:top]
-    return out
+    return uses, hits, gaps
 
 
 #: Characters per token assumed when turning a mined gap into a generation budget (a low estimate
@@ -209,3 +245,26 @@ def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> 
     lines.append(yaml.safe_dump(groups, sort_keys=True, allow_unicode=True, default_style='"').rstrip())
     lines.append(yaml.safe_dump({"max_new_tokens": mined_budgets(mined)}, sort_keys=True).rstrip())
     return atomic_write_text(path, "\n".join(lines) + "\n")
+
+
+def mine_templates_file(
+    corpus: str | Path, subjects: str | Path, out_file: str | Path, *, top: int = 5
+) -> list[dict[str, Any]]:
+    """:func:`mine_templates` from a corpus file and a subjects file, written by :func:`write_templates`
+    to ``out_file``; returns one row per template (``target``, ``template``, ``support``, ``uses``,
+    ``precision`` rounded to 4 places)."""
+    if top < 1:
+        raise ConfigError("must be >= 1", field="--top")
+    mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
+    write_templates(mined, out_file)
+    return [
+        {
+            "target": t,
+            "template": m.template,
+            "support": m.support,
+            "uses": m.uses,
+            "precision": round(m.precision, 4),
+        }
+        for t, ms in mined.items()
+        for m in ms
+    ]

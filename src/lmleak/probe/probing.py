@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from lmleak.probe.metrics import (
 from lmleak.probe.templates import Probe, build_probes, max_new_tokens
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
-from lmleak.shards import ShardEngine, fingerprint_of, run_rows
+from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -96,8 +96,6 @@ def likelihood_rows(
     pairs = list(zip(probes, null_targets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
-    from lmleak.shards import ModelWork, Shipped
-
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
     factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
     return run_rows(
@@ -225,59 +223,76 @@ def compare_groups(
 
     A pooled test can hide a strong member effect under controls that show none; these do not.
     """
-    import pandas as pd
 
     def group_of(sid: str) -> str:
         return "controls" if subject_user.get(sid, sid) in controls else "members"
 
     out: dict[str, Any] = {"members": {}, "controls": {}, "tests": {}}
     if grows:
-        g = (
-            pd.DataFrame(grows)
-            .groupby(["target_type", "subject_id"])["exact_match"]
-            .max()
-            .astype(bool)
-            .reset_index()
-        )
-        g["group"] = [group_of(s) for s in g["subject_id"]]
-        for name in ("members", "controls"):
-            part = g[g["group"] == name]
-            out[name].update(
-                {
-                    "pairs_generated": int(len(part)),
-                    "exact_match_hits": int(part["exact_match"].sum()),
-                    "exact_match_rate": float(part["exact_match"].mean()) if len(part) else None,
-                }
-            )
-        m, c = out["members"], out["controls"]
-        out["tests"]["exact_match_fisher_p"] = fisher_greater_p(
-            m["exact_match_hits"], m["pairs_generated"], c["exact_match_hits"], c["pairs_generated"]
-        )
+        _compare_exact_match(grows, group_of, out)
     if lrows:
-        lk = (
-            pd.DataFrame(lrows)
-            .groupby(["target_type", "subject_id"])[
-                ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]
-            ]
-            .max()
-            .reset_index()
-        )
-        lk["group"] = [group_of(s) for s in lk["subject_id"]]
-        lk["log_ratio"] = lk["log_likelihood"] - lk["null_log_likelihood"]
-        for name in ("members", "controls"):
-            part = lk[lk["group"] == name]
-            out[name].update(
-                {
-                    "pairs_scored": int(len(part)),
-                    "mean_log_likelihood_ratio": float(part["log_ratio"].mean()) if len(part) else None,
-                    "wilcoxon_p": wilcoxon_p(part["likelihood"], part["null_likelihood"]),
-                    "wilcoxon_p_log": wilcoxon_p(part["log_likelihood"], part["null_log_likelihood"]),
-                }
-            )
-        out["tests"]["log_ratio_mann_whitney_p"] = mann_whitney_greater_p(
-            lk.loc[lk["group"] == "members", "log_ratio"], lk.loc[lk["group"] == "controls", "log_ratio"]
-        )
+        _compare_likelihoods(lrows, group_of, out)
     return out
+
+
+def _compare_exact_match(
+    grows: list[dict[str, Any]], group_of: Callable[[str], str], out: dict[str, Any]
+) -> None:
+    """Exact-match rate per group and the one-sided Fisher test, written into ``out``."""
+    import pandas as pd
+
+    g = (
+        pd.DataFrame(grows)
+        .groupby(["target_type", "subject_id"])["exact_match"]
+        .max()
+        .astype(bool)
+        .reset_index()
+    )
+    g["group"] = [group_of(s) for s in g["subject_id"]]
+    for name in ("members", "controls"):
+        part = g[g["group"] == name]
+        out[name].update(
+            {
+                "pairs_generated": int(len(part)),
+                "exact_match_hits": int(part["exact_match"].sum()),
+                "exact_match_rate": float(part["exact_match"].mean()) if len(part) else None,
+            }
+        )
+    m, c = out["members"], out["controls"]
+    out["tests"]["exact_match_fisher_p"] = fisher_greater_p(
+        m["exact_match_hits"], m["pairs_generated"], c["exact_match_hits"], c["pairs_generated"]
+    )
+
+
+def _compare_likelihoods(
+    lrows: list[dict[str, Any]], group_of: Callable[[str], str], out: dict[str, Any]
+) -> None:
+    """Log likelihood ratio and Wilcoxon tests per group, and the Mann-Whitney test, into ``out``."""
+    import pandas as pd
+
+    lk = (
+        pd.DataFrame(lrows)
+        .groupby(["target_type", "subject_id"])[
+            ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]
+        ]
+        .max()
+        .reset_index()
+    )
+    lk["group"] = [group_of(s) for s in lk["subject_id"]]
+    lk["log_ratio"] = lk["log_likelihood"] - lk["null_log_likelihood"]
+    for name in ("members", "controls"):
+        part = lk[lk["group"] == name]
+        out[name].update(
+            {
+                "pairs_scored": int(len(part)),
+                "mean_log_likelihood_ratio": float(part["log_ratio"].mean()) if len(part) else None,
+                "wilcoxon_p": wilcoxon_p(part["likelihood"], part["null_likelihood"]),
+                "wilcoxon_p_log": wilcoxon_p(part["log_likelihood"], part["null_log_likelihood"]),
+            }
+        )
+    out["tests"]["log_ratio_mann_whitney_p"] = mann_whitney_greater_p(
+        lk.loc[lk["group"] == "members", "log_ratio"], lk.loc[lk["group"] == "controls", "log_ratio"]
+    )
 
 
 def gamma_frame(per_type: dict[str, Any]) -> Any:
@@ -322,6 +337,7 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
         }
 
 
+# long: a public entry point: 17 parameters (14 keyword options) and their docstring; the body is ~35 lines
 @writes_run("out_dir")
 def run_probe(
     model: Any,
@@ -353,58 +369,24 @@ def run_probe(
     ``model`` pickled when it is None); the rows are the local engine's (same shards, same order).
     It needs ``out_dir`` (the shards live in ``out_dir/passes``).
     """
-    import pandas as pd
-
     if engine is not None and engine.kind == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
     caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if likelihood is None:
         likelihood = Capability.SCORE in caps
-    lrows: list[dict[str, Any]] = []
-    grows: list[dict[str, Any]] = []
-    per_type: dict[str, Any] = {}
-    for t in targets:
-        probes = collect_probes(subjects, t, level=level, k=k, templates=templates)
-        if not probes:
-            per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {level} level"}
-            continue
-        entry: dict[str, Any] = {
-            "prompts": len(probes),
-            "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation"),
-        }
-        passes = None if out_dir is None else Path(out_dir) / "passes"
-        if likelihood:
-            rows = likelihood_rows(
-                model,
-                probes,
-                seed=seed,
-                work_dir=None if passes is None else passes / f"likelihood-{t}",
-                engine=engine,
-                model_spec=model_spec,
-            )
-            lrows.extend(rows)
-            df = pd.DataFrame(rows)
-            if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
-                entry["by_relation"] = {
-                    tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")
-                }
-                df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
-            entry.update(summarize_likelihoods(df))
-        if generate:
-            rows = generate_probes(
-                model,
-                probes,
-                beams=beams,
-                samples=samples,
-                seed=seed,
-                budgets=budgets,
-                work_dir=None if passes is None else passes / f"generate-{t}",
-                engine=engine,
-                model_spec=model_spec,
-            )
-            grows.extend(rows)
-            entry.update(summarize_generations(pd.DataFrame(rows)))
-        per_type[t] = entry
+    lrows, grows, per_type = _probe_targets(
+        model,
+        subjects,
+        targets,
+        level=level,
+        k=k,
+        templates=templates,
+        likelihood=likelihood,
+        generate=generate,
+        passes=None if out_dir is None else Path(out_dir) / "passes",
+        pass_opts={"seed": seed, "engine": engine, "model_spec": model_spec},
+        gen_opts={"beams": beams, "samples": samples, "budgets": budgets},
+    )
     summary: dict[str, Any] = {
         "attack": "propile",
         "model": getattr(model, "name", str(model)),
@@ -419,24 +401,119 @@ def run_probe(
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
     summary.update(overall_metrics(lrows, grows))
     if controls:
-        subject_user = {
-            str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects
-        }
-        summary["groups"] = compare_groups(lrows, grows, set(controls), subject_user)
-        summary["groups"]["controls"]["subjects"] = sum(
-            1 for u in subject_user.values() if u in set(controls)
-        )
-        summary["groups"]["members"]["subjects"] = (
-            len(subject_user) - summary["groups"]["controls"]["subjects"]
-        )
+        summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
     if out_dir is not None:
-        out = secure_dir(out_dir)
-        if lrows:
-            write_parquet(pd.DataFrame(lrows), out / "likelihoods.parquet")
-            if figures:
-                write_figures(pd.DataFrame(lrows), out)
-            write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
-        if grows:
-            write_parquet(pd.DataFrame(grows), out / "generations.parquet")
-        write_summary(out, summary)
+        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures)
     return summary
+
+
+def _probe_targets(
+    model: Any,
+    subjects: list[dict[str, Any]],
+    targets: tuple[str, ...],
+    *,
+    level: str,
+    k: int | None,
+    templates: dict | None,
+    likelihood: bool,
+    generate: bool,
+    passes: Path | None,
+    pass_opts: dict[str, Any],
+    gen_opts: dict[str, Any],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
+    """The likelihood rows, generation rows and per-type summary entries of every target type."""
+    lrows: list[dict[str, Any]] = []
+    grows: list[dict[str, Any]] = []
+    per_type: dict[str, Any] = {}
+    for t in targets:
+        probes = collect_probes(subjects, t, level=level, k=k, templates=templates)
+        if not probes:
+            per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {level} level"}
+            continue
+        entry: dict[str, Any] = {
+            "prompts": len(probes),
+            "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation"),
+        }
+        if likelihood:
+            lrows.extend(_likelihood_pass(model, probes, t, entry, passes, **pass_opts))
+        if generate:
+            grows.extend(_generation_pass(model, probes, t, entry, passes, **gen_opts, **pass_opts))
+        per_type[t] = entry
+    return lrows, grows, per_type
+
+
+def _likelihood_pass(
+    model: Any,
+    probes: list[Probe],
+    t: str,
+    entry: dict[str, Any],
+    passes: Path | None,
+    **opts: Any,
+) -> list[dict[str, Any]]:
+    """The likelihood rows of one target type; their summary goes into ``entry``."""
+    import pandas as pd
+
+    rows = likelihood_rows(
+        model, probes, work_dir=None if passes is None else passes / f"likelihood-{t}", **opts
+    )
+    df = pd.DataFrame(rows)
+    if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
+        entry["by_relation"] = {tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")}
+        df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
+    entry.update(summarize_likelihoods(df))
+    return rows
+
+
+def _generation_pass(
+    model: Any,
+    probes: list[Probe],
+    t: str,
+    entry: dict[str, Any],
+    passes: Path | None,
+    **opts: Any,
+) -> list[dict[str, Any]]:
+    """The generation rows of one target type; their summary goes into ``entry``."""
+    import pandas as pd
+
+    rows = generate_probes(
+        model, probes, work_dir=None if passes is None else passes / f"generate-{t}", **opts
+    )
+    entry.update(summarize_generations(pd.DataFrame(rows)))
+    return rows
+
+
+def _groups_summary(
+    lrows: list[dict[str, Any]],
+    grows: list[dict[str, Any]],
+    controls: set[str],
+    subjects: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """:func:`compare_groups` with the number of subjects in each group."""
+    subject_user = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
+    groups = compare_groups(lrows, grows, controls, subject_user)
+    groups["controls"]["subjects"] = sum(1 for u in subject_user.values() if u in controls)
+    groups["members"]["subjects"] = len(subject_user) - groups["controls"]["subjects"]
+    return groups
+
+
+def _write_probe_run(
+    out_dir: str | Path,
+    lrows: list[dict[str, Any]],
+    grows: list[dict[str, Any]],
+    per_type: dict[str, Any],
+    summary: dict[str, Any],
+    *,
+    figures: bool,
+) -> None:
+    """The run directory: likelihoods, figures, γ curve, generations and summary.json."""
+    import pandas as pd
+
+    out = secure_dir(out_dir)
+    if lrows:
+        write_parquet(pd.DataFrame(lrows), out / "likelihoods.parquet")
+        if figures:
+            write_figures(pd.DataFrame(lrows), out)
+        write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
+    if grows:
+        write_parquet(pd.DataFrame(grows), out / "generations.parquet")
+    write_summary(out, summary)

@@ -246,28 +246,33 @@ def run_softprompt(
     ids, text = project_to_tokens(model, res.prompt)
     summary["projected_prompt"] = text
     if transfer is not None:
-        moved = [
-            Probe(
-                p.subject_id,
-                p.target_type,
-                p.template_index,
-                p.template,
-                text + " " + p.prompt,
-                p.target,
-                p.known,
-            )
-            for p in ev
-        ]
-        lik, _, _ = target_likelihoods(transfer, [p.prompt for p in moved], [p.target for p in moved])
-        rows = generate_probes(transfer, moved, beams=1)
-        summary["transfer"] = {
-            "model": getattr(transfer, "name", ""),
-            "mean_likelihood": float(lik.mean()),
-            "exact_match_rate": float(np.mean([r["exact_match"] for r in rows])),
-        }
+        summary["transfer"] = _transfer_eval(transfer, ev, text)
     if out_dir is not None:
         d = secure_dir(out_dir)
         torch.save(res.prompt, d / "soft_prompt.pt")
         atomic_write_json(d / "projected_prompt.json", {"ids": ids, "text": text})
         write_summary(d, summary)
     return summary
+
+
+def _transfer_eval(transfer: Any, ev: list[Probe], text: str) -> dict[str, Any]:
+    """Table 1's transfer: the projected hard-token prompt ``text`` before each probe, on ``transfer``."""
+    moved = [
+        Probe(
+            p.subject_id,
+            p.target_type,
+            p.template_index,
+            p.template,
+            text + " " + p.prompt,
+            p.target,
+            p.known,
+        )
+        for p in ev
+    ]
+    lik, _, _ = target_likelihoods(transfer, [p.prompt for p in moved], [p.target for p in moved])
+    rows = generate_probes(transfer, moved, beams=1)
+    return {
+        "model": getattr(transfer, "name", ""),
+        "mean_likelihood": float(lik.mean()),
+        "exact_match_rate": float(np.mean([r["exact_match"] for r in rows])),
+    }

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.holdout import read_holdout
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import DataFileError
 from lmleak.runs import atomic_write_text
@@ -76,3 +77,22 @@ def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:
     """Write subjects as JSONL atomically."""
 
     return atomic_write_text(path, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in subjects))
+
+
+def control_users(model: str | Path) -> set[str]:
+    """The users a model never saw (its ``holdout.json``): their subjects are probed as controls.
+
+    Empty when ``model`` is no model directory with a holdout record (a hub name, a GGUF file).
+    """
+    holdout = read_holdout(model)
+    return set(holdout.users) if holdout else set()
+
+
+def count_controls(subjects: list[dict[str, Any]], controls: set[str]) -> int:
+    """How many subjects belong to a control user (``user_id``, else ``subject_id``).
+
+    Example:
+        >>> count_controls([{"subject_id": "s1", "user_id": "u1"}, {"subject_id": "u2"}], {"u2"})
+        1
+    """
+    return sum(1 for x in subjects if str(x.get("user_id", x.get("subject_id"))) in controls)

@@ -3,10 +3,12 @@ size, and model."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.probing import collect_probes
+from lmleak.runs import secure_dir, write_parquet, write_summary
 
 
 def _rate(rows: list[dict[str, Any]]) -> float:
@@ -56,3 +58,18 @@ def sweep(
             r = rows if b == base_beams else generate_probes(model, probes, beams=b)
             out.append({"model": name, "axis": "beams", "value": b, "exact_match_rate": _rate(r)})
     return out
+
+
+def run_sweep(
+    models: dict[str, Any], subjects: list[dict[str, Any]], out_dir: str | Path, *, target: str = "email"
+) -> list[dict[str, Any]]:
+    """:func:`sweep`, written to ``out_dir`` as ``sweep.parquet`` (``value`` as text) and ``summary.json``;
+    returns the rows."""
+    import pandas as pd
+
+    rows = sweep(models, subjects, target=target)
+    d = secure_dir(out_dir)
+    # "value" holds counts (templates, beams) and names (levels); a Parquet column holds one type
+    write_parquet(pd.DataFrame(rows).astype({"value": str}), d / "sweep.parquet")
+    write_summary(d, {"attack": "propile_sweep", "target": target, "rows": rows}, name="summary.json")
+    return rows

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
+from lmleak.safe_yaml import load_yaml_file
 
 #: Appendix A.3: maximum number of generated tokens per target PII type.
 MAX_NEW_TOKENS = {"phone": 12, "email": 20, "address": 30, "relationship": 20, "university": 10}
@@ -157,8 +158,6 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
     ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
     ``{relationship}``.
     """
-    from lmleak.safe_yaml import load_yaml_file
-
     p = Path(path)
     data: Any = load_yaml_file(p)  # alias-bounded; errors name the file and line, never echo the document
     if not isinstance(data, dict):
@@ -191,8 +190,6 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
 
 def load_template_budgets(path: str | Path) -> dict[str, int]:
     """The ``max_new_tokens`` mapping of a templates file (target type -> new tokens), or {}."""
-    from lmleak.safe_yaml import load_yaml_file
-
     data: Any = load_yaml_file(path)
     raw = data.get("max_new_tokens") if isinstance(data, dict) else None
     if not raw:
@@ -226,55 +223,90 @@ def build_probes(
     name = subject.get("name")
     if not name:
         return []
-    out: list[Probe] = []
     if target_type == "relationship":
-        for rel, who in sorted((subject.get("relations") or {}).items()):
-            for i, t in enumerate(first_k(groups["relationship"], k)):
-                out.append(
-                    Probe(
-                        sid,
-                        f"relationship:{rel}",
-                        i,
-                        t,
-                        render(t, name=name, relationship=rel, target_pii_type=rel),
-                        str(who),
-                        ("name",),
-                    )
-                )
-        return out
+        return _relationship_probes(sid, name, subject.get("relations") or {}, groups["relationship"], k)
     target = subject.get(target_type)
     if not target:
         return []
     if target_type == "university":
-        for i, t in enumerate(first_k(groups["university"], k)):
-            out.append(
-                Probe(
-                    sid,
-                    "university",
-                    i,
-                    t,
-                    render(t, name=name, target_pii_type="university"),
-                    str(target),
-                    ("name",),
-                )
+        return [
+            Probe(
+                sid,
+                "university",
+                i,
+                t,
+                render(t, name=name, target_pii_type="university"),
+                str(target),
+                ("name",),
             )
-        return out
+            for i, t in enumerate(first_k(groups["university"], k))
+        ]
     if target_type not in STRUCTURED:
         raise ConfigError(
             f"unknown target type {target_type!r}; use phone, email, address, relationship or university"
         )
+    return _structured_probes(sid, subject, target_type, level, groups, k)
+
+
+def _structured_probes(
+    sid: str,
+    subject: dict[str, Any],
+    target_type: str,
+    level: str,
+    groups: dict[str, tuple[str, ...]],
+    k: int | None,
+) -> list[Probe]:
+    """Probes of a phone, email or address: the name plus the subject's other items for ``level``."""
     if level not in LEVELS:
         raise ConfigError(f"unknown association level {level!r}; use twin, triplet or quadruplet")
     need = {"twin": 0, "triplet": 1, "quadruplet": 2}[level]
     others = [t for t in STRUCTURED if t != target_type and subject.get(t)][:need]
     if len(others) < need:
         return []
-    vals: dict[str, str] = {"name": name, "target_pii_type": TYPE_WORDS[target_type]}
+    vals: dict[str, str] = {"name": subject["name"], "target_pii_type": TYPE_WORDS[target_type]}
     for j, o in enumerate(others, 1):
         vals[f"pii_{j}"] = str(subject[o])
         vals[f"pii_{j}_type"] = TYPE_WORDS[o]
     # most specific group first: this level and target, this target at any level, this level
     group = groups.get(f"{level}.{target_type}") or groups.get(target_type) or groups[level]
-    for i, t in enumerate(first_k(group, k)):
-        out.append(Probe(sid, target_type, i, t, render(t, **vals), str(target), ("name", *others)))
-    return out
+    target = str(subject[target_type])
+    return [
+        Probe(sid, target_type, i, t, render(t, **vals), target, ("name", *others))
+        for i, t in enumerate(first_k(group, k))
+    ]
+
+
+def _relationship_probes(
+    sid: str, name: str, relations: dict[str, Any], group: tuple[str, ...], k: int | None
+) -> list[Probe]:
+    """One probe per (relation, template): the relative's name is the target."""
+    return [
+        Probe(
+            sid,
+            f"relationship:{rel}",
+            i,
+            t,
+            render(t, name=name, relationship=rel, target_pii_type=rel),
+            str(who),
+            ("name",),
+        )
+        for rel, who in sorted(relations.items())
+        for i, t in enumerate(first_k(group, k))
+    ]
+
+
+def templates_and_budgets(
+    template_file: str | Path | None, max_new: str = ""
+) -> tuple[dict[str, tuple[str, ...]] | None, dict[str, int] | None]:
+    """User templates and generation budgets for a probing run: ``template_file``'s templates (None
+    without a file) and budgets merged from the file's ``max_new_tokens`` and ``max_new``
+    (``"phone=16"``, which wins); None when neither gives any.
+
+    Example:
+        >>> templates_and_budgets(None, "phone=16")
+        (None, {'phone': 16})
+    """
+    tpl = load_templates(template_file) if template_file else None
+    # a templates file may carry the budgets its templates need; --max-new-tokens wins
+    budgets = {**(load_template_budgets(template_file) if template_file else {}), **parse_budgets(max_new)}
+    return tpl, budgets or None

@@ -53,3 +53,17 @@ def review() -> tuple[ReviewRow, ...]:
         sc = Scenario.from_dict({**r["scenario"], "name": f"{r['study']} #{i + 1}"}, where="table2.yaml")
         rows.append(ReviewRow(r["study"], dict(r["paper"]), sc, r.get("access_basis", "")))
     return tuple(rows)
+
+
+def review_records() -> list[dict[str, Any]]:
+    """Table 2 as JSON-ready records: the study, the paper's cells, the scenario record, the access basis.
+
+    Example:
+        >>> r = review_records()[0]
+        >>> r["study"], r["scenario"]["access"]
+        ('Misra (2019)', 'scores')
+    """
+    return [
+        {"study": r.study, **r.paper, "scenario": r.scenario.to_record(), "access_basis": r.access_basis}
+        for r in review()
+    ]

@@ -19,6 +19,7 @@ from typing import Any
 
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
+from lmleak.runs import secure_dir, write_summary
 from lmleak.scenarios.margins import (
     Margin,
     leakage_ratio,
@@ -168,3 +169,12 @@ def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
         **summarise_margins(margins),
         "scenarios": {s.name: s.to_record() for s in scenarios},
     }
+
+
+def run_spec_to(path: str | Path, out_dir: str | Path | None) -> dict[str, Any]:
+    """:func:`run_spec`, and with ``out_dir`` its result in ``out_dir/summary.json`` (with the
+    command and the spec file)."""
+    res = run_spec(path)
+    if out_dir is not None:
+        write_summary(secure_dir(out_dir), {"command": "kart run", "spec": str(path), **res})
+    return res

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.safe_yaml import load_yaml
 from lmleak.scenarios.types import Scenario
 
 RUNNER_KEYS = ("predictions", "gold")
@@ -60,8 +61,6 @@ def dump_scenarios(scenarios: list[Scenario]) -> str:
 
 
 def _parse(text: str, path: str | None) -> Any:
-    from lmleak.safe_yaml import load_yaml
-
     return load_yaml(text, path=path)  # alias-bounded; errors name the file and line, never echo the document
 
 

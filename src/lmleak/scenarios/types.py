@@ -715,17 +715,7 @@ class Scenario:
         """Read a record or a YAML mapping; unknown keys are rejected with a suggestion."""
         if not isinstance(d, dict):
             raise ConfigError(f"a scenario must be a mapping, got {type(d).__name__}", path=where)
-        allowed = (
-            "attack",
-            "knowledge",
-            "anonymization",
-            "resources",
-            "access",
-            "target",
-            "notes",
-            "name",
-            "notation",
-        )
+        allowed = _SCENARIO_KEYS
         for k in d:
             if k not in allowed:
                 raise ConfigError(
@@ -734,36 +724,7 @@ class Scenario:
                     field=str(k),
                     hint=f"allowed keys: {', '.join(allowed[:-1])}",
                 )
-        res = d.get("resources") or ()
-        access = d.get("access")
-        if isinstance(res, dict):  # {access: ..., items: [...]}
-            res = dict(res)
-            if "access" in res:
-                access = res.pop("access") if access is None else access
-            items = res.pop("items", ())
-            for k in res:
-                raise ConfigError(
-                    f"unknown resources key {k!r}.{did_you_mean(str(k), ('access', 'items'))}",
-                    path=where,
-                    field="resources",
-                )
-            res = items or ()
-        if access is None:
-            raise ConfigError(
-                "missing access kind",
-                path=where,
-                field="access",
-                hint=f"use one of {', '.join(ACCESS_KINDS)}",
-            )
-        if isinstance(res, str):
-            res = [res]
-        if not isinstance(res, (list, tuple)):
-            raise ConfigError(
-                f"resources must be a list of resource names, got {type(res).__name__} {res!r}",
-                path=where,
-                field="resources",
-                hint="write e.g. resources: [public_model] or resources: {access: scores, items: [...]}",
-            )
+        res, access = _resources_and_access(d, where)
         try:
             return cls(
                 attack=str(d.get("attack") or ""),
@@ -778,3 +739,53 @@ class Scenario:
             if where is not None and e.path is None:
                 raise ConfigError(e.reason, path=where, field=e.field, hint=e.hint) from None
             raise
+
+
+#: The keys of a scenario mapping (``notation`` last: records carry it, the hint leaves it out).
+_SCENARIO_KEYS = (
+    "attack",
+    "knowledge",
+    "anonymization",
+    "resources",
+    "access",
+    "target",
+    "notes",
+    "name",
+    "notation",
+)
+
+
+def _resources_and_access(d: dict[str, Any], where: str | None) -> tuple[list[Any] | tuple[Any, ...], Any]:
+    """A scenario mapping's resource names and access kind, from ``resources: [...]`` plus
+    ``access:`` or from ``resources: {access: ..., items: [...]}`` (a top-level ``access`` wins)."""
+    res = d.get("resources") or ()
+    access = d.get("access")
+    if isinstance(res, dict):  # {access: ..., items: [...]}
+        res = dict(res)
+        if "access" in res:
+            access = res.pop("access") if access is None else access
+        items = res.pop("items", ())
+        for k in res:
+            raise ConfigError(
+                f"unknown resources key {k!r}.{did_you_mean(str(k), ('access', 'items'))}",
+                path=where,
+                field="resources",
+            )
+        res = items or ()
+    if access is None:
+        raise ConfigError(
+            "missing access kind",
+            path=where,
+            field="access",
+            hint=f"use one of {', '.join(ACCESS_KINDS)}",
+        )
+    if isinstance(res, str):
+        res = [res]
+    if not isinstance(res, (list, tuple)):
+        raise ConfigError(
+            f"resources must be a list of resource names, got {type(res).__name__} {res!r}",
+            path=where,
+            field="resources",
+            hint="write e.g. resources: [public_model] or resources: {access: scores, items: [...]}",
+        )
+    return res, access
