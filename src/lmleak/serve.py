@@ -39,6 +39,7 @@ from starlette.concurrency import run_in_threadpool
 
 from lmleak.errors import ConfigError
 from lmleak.models.base import Capability
+from lmleak.models.loading import load_model
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 ECHO_MAX_K = 5
@@ -522,8 +523,6 @@ def serve(
 ) -> None:
     """Load ``spec`` and serve it in the foreground until interrupted (``lmleak serve``)."""
     import uvicorn  # the server loop is only needed when serving
-
-    from lmleak.models.loading import load_model
 
     if tier not in TIERS:  # before loading the model
         raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")

@@ -37,8 +37,10 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
 from lmleak.jsonl import read_jsonl
+from lmleak.models.device import resolve_device
 from lmleak.runs import atomic_write_text, secure_dir
 from lmleak.train.config import TrainConfig
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.trainer import train_model
 
 
@@ -160,8 +162,6 @@ def run_demo(
 
     gpu = False
     if base is not None:
-        from lmleak.models.device import resolve_device
-
         gpu = resolve_device() != "cpu"
         size = SIZES["base-gpu" if gpu else "base-cpu"]
         if max_steps is None and not gpu:
@@ -235,8 +235,6 @@ def run_demo(
             + (f", LoRA fine-tune of {base})" if base is not None else ")")
         )
         if base is not None:
-            from lmleak.train.finetune import finetune
-
             finetune(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus, progress=False)
         else:
             train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
@@ -304,8 +302,6 @@ def run_demo(
 
 def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | None) -> dict[str, Any]:
     """The three audited models of ``--base``: LoRA fine-tunes, plain / DP-SGD / CRT."""
-    from lmleak.train.finetune import FinetuneConfig
-
     common: dict[str, Any] = dict(
         base=base,
         lora=8,

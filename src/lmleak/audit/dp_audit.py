@@ -7,6 +7,7 @@ module trains, so it sits above the methods layer (attacks may not import train)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +20,13 @@ from lmleak.attacks.dp_audit import (
     make_canaries,
     score_canaries,
 )
+from lmleak.data.corpus import Corpus, Document
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.small import build_tokenizer, load_small_model
+from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
+from lmleak.train.trainer import split_users, train_model
 
 __all__ = ["DPAuditConfig", "run_dp_audit"]
 
@@ -43,16 +50,7 @@ def run_dp_audit(
     the vocabulary does not depend on the inclusion (``privacy.json`` records it as
     ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
-    import json
-
     import pandas as pd
-
-    from lmleak.data.corpus import Corpus, Document
-    from lmleak.data.loaders import load_corpus
-    from lmleak.models.small import build_tokenizer, load_small_model
-    from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
-    from lmleak.train.trainer import split_users, train_model
 
     audit = audit or DPAuditConfig()
     run = secure_dir(out_dir)

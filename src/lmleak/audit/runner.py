@@ -34,14 +34,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.dp_audit import DPAuditConfig
 from lmleak.attacks.exposure import run_exposure
-from lmleak.attacks.membership import read_texts, run_membership
-from lmleak.audit.config import AuditConfig, to_dict, validate_config
+from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
+from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
+from lmleak.attacks.mia_methods import MethodOptions
+from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
+from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
+from lmleak.models.adapters import recorded_base
 from lmleak.models.base import Capability
 from lmleak.models.device import requested_device, use_device
+from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
@@ -68,6 +74,7 @@ from lmleak.runs import (
 )
 from lmleak.scenarios import scenario_record
 from lmleak.train.confidentiality import measured_bayesian_confidentiality
+from lmleak.train.trainer import load_train_config
 
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
@@ -169,8 +176,6 @@ class Auditor:
         for stage in STAGES:
             spec = getattr(a, stage)
             if stage == "mia" and spec is None and a.membership is not None:
-                from lmleak.audit.config import MiaSpec
-
                 spec = MiaSpec()  # `membership:` alone asks for the mia stage with its defaults
             if spec is None:
                 continue
@@ -215,12 +220,8 @@ class Auditor:
         )
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import split_users_by_holdout
-
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
-            from lmleak.models.adapters import recorded_base
-
             ref = recorded_base(model_path)
         if spec.members and spec.non_members:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
@@ -253,12 +254,8 @@ class Auditor:
         m = self.cfg.analyses.membership
         if m is None:
             return {}
-        from lmleak.attacks.mia_methods import MethodOptions
-
         mlm = None
         if m.mlm:
-            from lmleak.models.hf_masked import HFMaskedLM
-
             mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
         prefix = (
             "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
@@ -330,8 +327,6 @@ class Auditor:
     def dp_audit_source(self, model_path: str) -> str | None:
         """Why the DP audit cannot run for this model (None when it can): it re-runs the model's own
         training recipe with canaries, so it needs the ``train.json`` of an lmleak-trained model."""
-        from lmleak.train.trainer import load_train_config
-
         if Path(model_path).is_dir() and load_train_config(model_path) is not None:
             return None
         return (
@@ -340,10 +335,6 @@ class Auditor:
         )
 
     def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.dp_audit import DPAuditConfig
-        from lmleak.audit.dp_audit import run_dp_audit
-        from lmleak.train.trainer import load_train_config
-
         train_cfg = load_train_config(model_path)
         assert train_cfg is not None  # checked by dp_audit_source() before the stage runs
         run_dp_audit(
@@ -355,8 +346,6 @@ class Auditor:
         )
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         cfg = ExtractConfig(
             num_samples=spec.num_samples,

@@ -63,15 +63,18 @@ from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.figures import pyplot, save_figure
 from lmleak.jsonl import read_jsonl
+from lmleak.models.evaluation import evaluate_model as quality
 from lmleak.models.loading import load_model
 from lmleak.models.small import load_small_model
 from lmleak.pii import policies
 from lmleak.pii.addresses import AddressDetector
 from lmleak.pii.compose import UnionDetector
+from lmleak.pii.evaluate import SECRET_FIELDS, Secret, evaluate_policy
 from lmleak.pii.policies import POLICY_NAMES, DegradedPolicy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.confidentiality import bayesian_confidentiality
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.split import crt_split
 from lmleak.train.trainer import TrainConfig, public_share, train_model
 
@@ -379,8 +382,6 @@ def _finetune(
     """A LoRA fine-tune of ``cfg.base`` in ``mode`` (the pretrained tokenizer: nothing is learnt from the data)."""
     import json
 
-    from lmleak.train.finetune import FinetuneConfig, finetune
-
     policy = split.pop("policy_name", None)
     fc = FinetuneConfig(
         base=cfg.base or "",
@@ -477,8 +478,6 @@ def evaluate_model(
     )
     m = mia.metrics.set_index(["level", "feature"])
     group_level = f"group{cfg.group_size}"
-    from lmleak.models.evaluation import evaluate_model as quality
-
     return {
         # utility on the language around the secrets: the validation text with every PII span the
         # perfect policy finds masked; a model trained on redacted text cannot be expected to
@@ -646,8 +645,6 @@ def run_crt_experiment(
 def measured_gamma(corpus: Any, secrets: list[dict[str, Any]], policy: Any) -> float | None:
     """The policy's miss rate on the training corpus against its ground-truth secrets (the
     micro-averaged ``ALL`` row of ``pii evaluate``), as the trainer writes ``gamma`` for CRT."""
-    from lmleak.pii.evaluate import SECRET_FIELDS, Secret, evaluate_policy
-
     docs = {d.doc_id for d in corpus}
     gold = [Secret(**{k: s[k] for k in SECRET_FIELDS}) for s in secrets if s["doc_id"] in docs]
     if not gold:

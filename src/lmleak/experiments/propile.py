@@ -67,6 +67,7 @@ from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import max_new_tokens
 from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.config import TrainConfig
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.trainer import TrainResult, train_model
 
 LEVELS = ("twin", "triplet", "quadruplet")
@@ -468,8 +469,6 @@ def run_propile_experiment(
 
     t = time.perf_counter()
     if cfg.base:
-        from lmleak.train.finetune import FinetuneConfig, finetune
-
         say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
         trained: TrainResult = finetune(
             load_corpus(paths["corpus"]),
