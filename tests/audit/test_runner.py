@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lmleak.audit import runner
-from lmleak.audit.config import parse_config
+from lmleak.audit.config import MiaSpec, parse_config
 from lmleak.audit.runner import Auditor
 from lmleak.models.base import Capability
 
@@ -76,3 +76,15 @@ def test_mia_of_a_local_model_without_holdout_names_the_missing_holdout(tmp_path
     (tmp_path / "model").mkdir()
     why = _auditor(tmp_path, {}).mia_source(str(tmp_path / "model"))
     assert why is not None and "records no held-out users (holdout.json)" in why
+
+
+def test_membership_alone_enables_the_mia_stage_with_its_defaults(tmp_path):
+    cfg = parse_config(
+        {
+            "corpus": {"path": "c.jsonl"},
+            "models": [{"name": "m", "path": "m"}],
+            "analyses": {"membership": {"methods": ["zlib"]}, "exposure": {}, "probe": {}},
+        }
+    )
+    # exposure without canaries and probe without subjects are not stages to run
+    assert Auditor(cfg).enabled() == [("mia", MiaSpec())]
