@@ -45,3 +45,80 @@ def test_the_ordering_line_says_it_holds_when_crt_sits_between(tmp_path):
         training_lines(tmp_path, ["plain", "dp-sgd", "crt"])[-1]
         == "validation PPL No-DP ≤ CRT ≤ DP-SGD holds"
     )
+
+
+def test_run_demo_trains_three_models_and_a_public_one_then_audits_them_with_one_config(
+    tmp_path, monkeypatch
+):
+    """The demo's steps without training (train_model and run_audit replaced): the data it writes, the
+    models it asks for, and the audit config it writes and runs."""
+    import yaml
+
+    from lmleak.audit import demo
+
+    trained: list[tuple[str, str, int]] = []
+
+    def fake_train(corpus, out, cfg, val_corpus=None):
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "train.json").write_text(json.dumps({"final": {"val_perplexity": 10.0}}))
+        trained.append((out.name, cfg.mode, len(list(corpus))))
+
+    audited = []
+
+    def fake_audit(cfg, echo=None):
+        audited.append(cfg)
+        run = tmp_path / "demo" / "audit"
+        run.mkdir(parents=True, exist_ok=True)
+        (run / "summary.json").write_text("{}")
+        return run
+
+    monkeypatch.setattr(demo, "train_model", fake_train)
+    monkeypatch.setattr(demo, "run_audit", fake_audit)
+    lines: list[str] = []
+    run = demo.run_demo(tmp_path / "demo", quick=True, echo=lines.append)
+    root = tmp_path / "demo"
+    assert run == root / "audit"
+    assert [(n, m) for n, m, _ in trained] == [
+        ("plain", "nodp"),
+        ("dp-sgd", "dp"),
+        ("crt", "crt"),
+        ("public", "nodp"),
+    ]
+    cfg = yaml.safe_load((root / "audit.yaml").read_text())
+    assert [m["name"] for m in cfg["models"]] == ["plain", "dp-sgd", "crt"]
+    assert cfg["public_model"] == "models/public" and cfg["analyses"]["report"]["k"] == [1, 3]
+    assert cfg["analyses"]["probe"]["templates"] == 2 and "max_candidates" not in cfg["analyses"]["exposure"]
+    (parsed,) = audited
+    assert parsed.public_model == "models/public" and [m.name for m in parsed.models] == [
+        "plain",
+        "dp-sgd",
+        "crt",
+    ]
+    members = (root / "data" / "members.jsonl").read_text().splitlines()
+    non_members = (root / "data" / "non_members.jsonl").read_text().splitlines()
+    assert members and non_members and all("@" in json.loads(x)["text"] for x in members + non_members)
+    assert not set(members) & set(non_members)
+    assert (
+        len((root / "data" / "probe_subjects.jsonl").read_text().splitlines())
+        == demo.SIZES["quick"].probe_subjects
+    )
+    assert lines[0].startswith("[bold]1/4[/]") and lines[-1].startswith("[bold]4/4[/] done")
+    # a rerun reuses every trained model
+    trained.clear()
+    demo.run_demo(tmp_path / "demo", quick=True, echo=lines.append)
+    assert trained == []
+
+
+def test_the_cpu_base_audit_config_estimates_exposure_and_probes_lightly():
+    from lmleak.audit.demo import _audit_config
+
+    cpu = _audit_config(["plain"], "base", "smollm2-135m", gpu=False)
+    assert cpu["analyses"]["report"]["k"] == [1]
+    assert cpu["analyses"]["exposure"] == {
+        "canaries": "data/canaries.jsonl",
+        "max_candidates": 0,
+        "sample_size": 200,
+    }
+    assert cpu["analyses"]["probe"]["templates"] == 1 and cpu["analyses"]["probe"]["beams"] == 1
+    gpu = _audit_config(["plain"], "base", "smollm2-135m", gpu=True)
+    assert gpu["analyses"]["report"]["k"] == [1, 3] and gpu["analyses"]["probe"]["beams"] == 2

@@ -13,6 +13,8 @@ import types
 from pathlib import Path
 from typing import Any
 
+from lmleak.audit.config import AuditConfig, load_config
+
 
 def audit(config: Any, *, force: bool = False) -> Path:
     """Run every analysis an audit config names and write the HTML report; returns the run directory.
@@ -21,8 +23,7 @@ def audit(config: Any, *, force: bool = False) -> Path:
     :class:`~lmleak.audit.config.AuditConfig`. Stages whose results are complete are skipped on a
     rerun unless ``force``.
     """
-    # lazy: importing lmleak.audit (for its config, say) must not load every stage and torch
-    from lmleak.audit.config import AuditConfig, load_config
+    # lazy: lmleak.audit.runner imports every stage and torch; importing lmleak.audit must not
     from lmleak.audit.runner import run_audit
 
     cfg = config if isinstance(config, AuditConfig) else load_config(config)

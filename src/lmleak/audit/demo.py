@@ -37,8 +37,10 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
 from lmleak.jsonl import read_jsonl
+from lmleak.models.device import resolve_device
 from lmleak.runs import atomic_write_text, secure_dir
 from lmleak.train.config import TrainConfig
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.trainer import train_model
 
 
@@ -145,31 +147,31 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
     return lines
 
 
-def run_demo(
-    out_dir: str | Path,
-    *,
-    quick: bool = False,
-    seed: int = 0,
-    leave_out: bool = False,
-    echo: Callable[[str], None] = print,
-    base: str | None = None,
-    max_steps: int | None = None,
-) -> Path:
-    """Run the demo into ``out_dir`` and return the audit run directory (``base``: see the module docstring;
-    ``max_steps`` caps each fine-tune, default 12 on the CPU)."""
+@dataclass(frozen=True)
+class _DemoData:
+    """The demo's synthetic data: the trained users, the unseen ones, and who of those is public."""
 
-    gpu = False
-    if base is not None:
-        from lmleak.models.device import resolve_device
+    data: dict[str, Path]  # synthesize()'s paths of the trained users' corpus
+    unseen: dict[str, Path]  # synthesize()'s paths of the unseen users
+    corpus: Corpus  # the trained users' corpus
+    unseen_all: Corpus  # every unseen user's documents
+    public_users: set[str]  # the unseen users that train the public model (the first half)
+    unseen_corpus: Corpus  # their documents: the public model's corpus and every model's validation
+    public_path: Path  # the same documents as JSONL: every model's tokenizer is learnt from them
 
-        gpu = resolve_device() != "cpu"
-        size = SIZES["base-gpu" if gpu else "base-cpu"]
-        if max_steps is None and not gpu:
-            max_steps = 12
-    else:
-        size = SIZES["quick" if quick else "full"]
-    root = secure_dir(out_dir)
-    t0 = time.perf_counter()
+
+def _demo_size(base: str | None, quick: bool, max_steps: int | None) -> tuple[DemoSize, bool, int | None]:
+    """The demo's sizes, whether a GPU runs it (only asked with ``base``), and the fine-tunes' step cap."""
+    if base is None:
+        return SIZES["quick" if quick else "full"], False, max_steps
+    gpu = resolve_device() != "cpu"
+    if max_steps is None and not gpu:
+        max_steps = 12
+    return SIZES["base-gpu" if gpu else "base-cpu"], gpu, max_steps
+
+
+def _synthesise(root: Path, size: DemoSize, seed: int, echo: Callable[[str], None]) -> _DemoData:
+    """Step 1: the CustomerSim corpus with canaries, and a second corpus of unseen users."""
     echo(
         f"[bold]1/4[/] synthesising CustomerSim: {size.users} users x {size.dialogs_per_user} dialogues, 10 canaries x {size.canary_repeats}"
     )
@@ -195,6 +197,11 @@ def run_demo(
     # text is outside the DP guarantee, and one shared vocabulary keeps the models' perplexities comparable
     public_path = root / "data" / "public.jsonl"
     atomic_write_text(public_path, "".join(json.dumps(d.to_dict()) + "\n" for d in unseen_corpus))
+    return _DemoData(data, unseen, corpus, unseen_all, public_users, unseen_corpus, public_path)
+
+
+def _train_configs(size: DemoSize, seed: int, public_path: Path, secrets: Path) -> dict[str, Any]:
+    """The three audited small GPTs trained from scratch: plain, DP-SGD, CRT."""
     common: dict[str, Any] = dict(
         arch="gpt",
         batch_size=16,
@@ -209,7 +216,7 @@ def run_demo(
         lr=3e-3,
         tokenizer_from=str(public_path),
     )
-    models: dict[str, Any] = {
+    return {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),
         "dp-sgd": TrainConfig(
             mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
@@ -220,12 +227,16 @@ def run_demo(
             noise_multiplier=0.8,
             max_grad_norm=1.0,
             policy="balanced",
-            secrets=str(data["secrets"]),
+            secrets=str(secrets),
             **common,
         ),  # type: ignore[arg-type]
     }
-    if base is not None:
-        models = _finetune_configs(base, size, seed, max_steps)
+
+
+def _train_models(
+    models: dict[str, Any], root: Path, d: _DemoData, base: str | None, echo: Callable[[str], None]
+) -> None:
+    """Step 2: train (or fine-tune ``base`` into) every audited model not already trained."""
     for i, (name, cfg) in enumerate(models.items(), start=1):
         if (root / "models" / name / "train.json").exists():
             echo(f"[bold]2/4[/] model {name}: already trained, reused")
@@ -235,37 +246,35 @@ def run_demo(
             + (f", LoRA fine-tune of {base})" if base is not None else ")")
         )
         if base is not None:
-            from lmleak.train.finetune import finetune
-
-            finetune(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus, progress=False)
+            finetune(d.corpus, root / "models" / name, cfg, val_corpus=d.unseen_corpus, progress=False)
         else:
-            train_model(corpus, root / "models" / name, cfg, val_corpus=unseen_corpus)
+            train_model(d.corpus, root / "models" / name, cfg, val_corpus=d.unseen_corpus)
     for line in training_lines(root / "models", list(models)):
         echo(f"[bold]2/4[/] {line}")
-    public = "leave-out"
-    if base is not None:
-        public, leave_out = "base", True  # the fine-tunes' own base is the public model (paper 001)
-    elif not leave_out:
-        public = str(root / "models" / "public")
-        if not (root / "models" / "public" / "train.json").exists():
-            echo("[bold]2/4[/] training the public model on unseen users only")
-            train_model(unseen_corpus, root / "models" / "public", models["plain"])
-    # membership inference: PII-bearing lines (e-mail) of trained users vs of unseen users
-    members = _lines_with(data["corpus"], None, "@")
-    non_members = _lines_with(unseen["corpus"], set(unseen_all.users) - public_users, "@")
+
+
+def _write_attack_inputs(root: Path, d: _DemoData, size: DemoSize) -> None:
+    """The membership sets (e-mail lines of trained vs unseen non-public users) and the probed subjects."""
+    members = _lines_with(d.data["corpus"], None, "@")
+    non_members = _lines_with(d.unseen["corpus"], set(d.unseen_all.users) - d.public_users, "@")
     atomic_write_text(
         root / "data" / "members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in members)
     )
     atomic_write_text(
         root / "data" / "non_members.jsonl", "".join(json.dumps({"text": t}) + "\n" for t in non_members)
     )
-    subjects = data["subjects"].read_text().splitlines()[: size.probe_subjects]
+    subjects = d.data["subjects"].read_text().splitlines()[: size.probe_subjects]
     atomic_write_text(root / "data" / "probe_subjects.jsonl", "".join(s + "\n" for s in subjects))
+
+
+def _audit_config(models: list[str], public_model: str, base: str | None, gpu: bool) -> dict[str, Any]:
+    """Step 3's audit config (written as ``audit.yaml``): every analysis of the three models."""
+    cpu_base = base is not None and not gpu
     config: dict[str, Any] = {
         "out": "audit",
         "corpus": {"path": "data/corpus.jsonl"},
         "models": [{"name": n, "path": f"models/{n}"} for n in models],
-        "public_model": public if leave_out else "models/public",
+        "public_model": public_model,
         "analyses": {
             "report": {"k": [1, 3], "t": 1.0, "p": 5},
             "exposure": {"canaries": "data/canaries.jsonl"},
@@ -283,11 +292,44 @@ def run_demo(
             "kart": True,
         },
     }
-    if base is not None and not gpu:
+    if cpu_base:
         config["analyses"]["report"]["k"] = [1]
         # the exact rank of a 6-digit canary walks most of the 10^6-candidate trie when the canary is
         # barely learnt (12 LoRA steps): tens of minutes per model for SmolLM2 on a CPU; estimate it
         config["analyses"]["exposure"].update(max_candidates=0, sample_size=200)
+    return config
+
+
+def run_demo(
+    out_dir: str | Path,
+    *,
+    quick: bool = False,
+    seed: int = 0,
+    leave_out: bool = False,
+    echo: Callable[[str], None] = print,
+    base: str | None = None,
+    max_steps: int | None = None,
+) -> Path:
+    """Run the demo into ``out_dir`` and return the audit run directory (``base``: see the module docstring;
+    ``max_steps`` caps each fine-tune, default 12 on the CPU)."""
+    size, gpu, max_steps = _demo_size(base, quick, max_steps)
+    root = secure_dir(out_dir)
+    t0 = time.perf_counter()
+    d = _synthesise(root, size, seed, echo)
+    models = _train_configs(size, seed, d.public_path, d.data["secrets"])
+    if base is not None:
+        models = _finetune_configs(base, size, seed, max_steps)
+    _train_models(models, root, d, base, echo)
+    public = "leave-out"
+    if base is not None:
+        public, leave_out = "base", True  # the fine-tunes' own base is the public model (paper 001)
+    elif not leave_out:
+        public = str(root / "models" / "public")
+        if not (root / "models" / "public" / "train.json").exists():
+            echo("[bold]2/4[/] training the public model on unseen users only")
+            train_model(d.unseen_corpus, root / "models" / "public", models["plain"])
+    _write_attack_inputs(root, d, size)
+    config = _audit_config(list(models), public if leave_out else "models/public", base, gpu)
     atomic_write_text(
         root / "audit.yaml",
         "# written by `lmleak demo`; rerun with `lmleak audit` + this file\n"
@@ -304,8 +346,6 @@ def run_demo(
 
 def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | None) -> dict[str, Any]:
     """The three audited models of ``--base``: LoRA fine-tunes, plain / DP-SGD / CRT."""
-    from lmleak.train.finetune import FinetuneConfig
-
     common: dict[str, Any] = dict(
         base=base,
         lora=8,

@@ -7,6 +7,7 @@ module trains, so it sits above the methods layer (attacks may not import train)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -19,7 +20,13 @@ from lmleak.attacks.dp_audit import (
     make_canaries,
     score_canaries,
 )
+from lmleak.data.corpus import Corpus, Document
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.small import build_tokenizer, load_small_model
+from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
+from lmleak.scenarios import scenario_record
+from lmleak.train.trainer import split_users, train_model
 
 __all__ = ["DPAuditConfig", "run_dp_audit"]
 
@@ -43,26 +50,58 @@ def run_dp_audit(
     the vocabulary does not depend on the inclusion (``privacy.json`` records it as
     ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
-    import json
-
-    import pandas as pd
-
-    from lmleak.data.corpus import Corpus, Document
-    from lmleak.data.loaders import load_corpus
-    from lmleak.models.small import build_tokenizer, load_small_model
-    from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
-    from lmleak.scenarios import scenario_record
-    from lmleak.train.trainer import split_users, train_model
-
     audit = audit or DPAuditConfig()
     run = secure_dir(out_dir)
     base = load_corpus(corpus_path)
     canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    result, num_train_documents = _train_with_canaries(
+        base, str(corpus_path), run, train_config, audit, canaries, progress=progress
+    )
+    model = load_small_model(result.model_dir)
+    _check_one_sequence(canaries, model.tokenizer.encode(canaries[0]["text"]), train_config)
+    scores = score_canaries(model, canaries)
+    included = [c["included"] for c in canaries]
+    privacy = dict(result.privacy)
+    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
+    rec = audit_scores(
+        scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
+    )
+    guesses = rec.pop("guesses")
+    write_parquet(_canary_table(canaries, scores, guesses), run / "canaries.parquet")
+    record = {
+        **rec,
+        "num_included": int(sum(included)),
+        "score": "logprob(secret | prefix)",
+        "seed": audit.seed,
+        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "config": asdict(audit),
+    }
+    privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
+    privacy["dp_audit"] = record
+    atomic_write_json(result.model_dir / "privacy.json", privacy)
+    summary = _summary(result, train_config, privacy, record, num_train_documents)
+    write_summary(run, summary)
+    (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
+    return summary
+
+
+def _train_with_canaries(
+    base: Corpus,
+    source: str,
+    run: Path,
+    train_config: Any,
+    audit: DPAuditConfig,
+    canaries: list[dict[str, Any]],
+    *,
+    progress: bool,
+) -> tuple[Any, int]:
+    """Train once into ``run/model`` on ``base``'s training users plus the included canaries;
+    returns the training result and the number of training documents."""
     train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
     docs = list(train_part) + [
         Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in canaries if c["included"]
     ]
-    train_corpus = Corpus(docs, source=str(corpus_path))
+    train_corpus = Corpus(docs, source=source)
     tok_source = None
     tokenizer = None
     if train_config.tokenizer_from is None:
@@ -73,7 +112,6 @@ def run_dp_audit(
         # the corpus's own text, without canaries: outside the DP guarantee for the corpus's users
         # (as resolve_tokenizer warns), but independent of the canaries, which is what the audit tests
         tok_source = "private:corpus-without-canaries"
-    if tokenizer is not None:
         _check_one_sequence(
             canaries, tokenizer.encode(canaries[0]["text"], add_special_tokens=False), train_config
         )
@@ -86,17 +124,15 @@ def run_dp_audit(
         tokenizer=tokenizer,
         tokenizer_source=tok_source,
     )
-    model = load_small_model(result.model_dir)
-    _check_one_sequence(canaries, model.tokenizer.encode(canaries[0]["text"]), train_config)
-    scores = score_canaries(model, canaries)
+    return result, len(train_corpus)
+
+
+def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int]) -> Any:
+    """``canaries.parquet``: per canary its secret, whether it was included, its score and the guess."""
+    import pandas as pd
+
     included = [c["included"] for c in canaries]
-    privacy = dict(result.privacy)
-    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
-    rec = audit_scores(
-        scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
-    )
-    guesses = rec.pop("guesses")
-    table = pd.DataFrame(
+    return pd.DataFrame(
         {
             "canary_id": [c["canary_id"] for c in canaries],
             "user_id": [c["user_id"] for c in canaries],
@@ -107,30 +143,24 @@ def run_dp_audit(
             "correct": [bool(g != 0 and (g > 0) == inc) for g, inc in zip(guesses, included, strict=True)],
         }
     )
-    write_parquet(table, run / "canaries.parquet")
-    record = {
-        **rec,
-        "num_included": int(sum(included)),
-        "score": "logprob(secret | prefix)",
-        "seed": audit.seed,
-        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
-        "config": asdict(audit),
-    }
-    privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
-    privacy["dp_audit"] = record
-    atomic_write_json(result.model_dir / "privacy.json", privacy)
+
+
+def _summary(
+    result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
+) -> dict[str, Any]:
+    """``summary.json``: the accountant's ε beside the measured lower bound, and the KART scenario."""
     claimed = privacy.get("epsilon")
-    summary = {
+    return {
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
         "dp_epsilon": claimed,
         "dp_delta": privacy.get("delta"),
-        "epsilon_lower_bound": rec["epsilon_lower_bound"],
-        "claim_violated": bool(claimed is not None and rec["epsilon_lower_bound"] > float(claimed)),
+        "epsilon_lower_bound": record["epsilon_lower_bound"],
+        "claim_violated": bool(claimed is not None and record["epsilon_lower_bound"] > float(claimed)),
         "dp_audit": record,
-        "statement": audit_statement(claimed, rec["epsilon_lower_bound"], rec["confidence"]),
-        "train": {"final": result.final, "num_train_documents": len(train_corpus)},
+        "statement": audit_statement(claimed, record["epsilon_lower_bound"], record["confidence"]),
+        "train": {"final": result.final, "num_train_documents": num_train_documents},
         "scenario": scenario_record(
             attack="dp_audit_one_run",
             access="scores",
@@ -141,9 +171,6 @@ def run_dp_audit(
             "probability 1/2 and guesses their membership from log p(secret | prefix)",
         ),
     }
-    write_summary(run, summary)
-    (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
-    return summary
 
 
 def _check_one_sequence(

@@ -34,14 +34,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.dp_audit import DPAuditConfig
 from lmleak.attacks.exposure import run_exposure
-from lmleak.attacks.membership import read_texts, run_membership
-from lmleak.audit.config import AuditConfig, to_dict, validate_config
+from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
+from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
+from lmleak.attacks.mia_methods import MethodOptions
+from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
+from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
-from lmleak.models.base import Capability
+from lmleak.models.adapters import recorded_base
+from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
+from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
@@ -68,6 +74,7 @@ from lmleak.runs import (
 )
 from lmleak.scenarios import scenario_record
 from lmleak.train.confidentiality import measured_bayesian_confidentiality
+from lmleak.train.trainer import load_train_config
 
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
@@ -169,8 +176,6 @@ class Auditor:
         for stage in STAGES:
             spec = getattr(a, stage)
             if stage == "mia" and spec is None and a.membership is not None:
-                from lmleak.audit.config import MiaSpec
-
                 spec = MiaSpec()  # `membership:` alone asks for the mia stage with its defaults
             if spec is None:
                 continue
@@ -215,12 +220,8 @@ class Auditor:
         )
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.membership import split_users_by_holdout
-
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
-            from lmleak.models.adapters import recorded_base
-
             ref = recorded_base(model_path)
         if spec.members and spec.non_members:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
@@ -253,12 +254,8 @@ class Auditor:
         m = self.cfg.analyses.membership
         if m is None:
             return {}
-        from lmleak.attacks.mia_methods import MethodOptions
-
         mlm = None
         if m.mlm:
-            from lmleak.models.hf_masked import HFMaskedLM
-
             mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
         prefix = (
             "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
@@ -290,12 +287,18 @@ class Auditor:
                     f"model '{model.name}' returns only its top {k_max}; use report k <= {k_max}"
                 )
 
-    def mia_source(self, model_path: str) -> str | None:
-        """Why the MIA stage cannot run for this model (None when it can)."""
-
+    def mia_source(self, model_path: str, model: Any = None) -> str | None:
+        """Why the MIA stage cannot run for this model (None when it can). ``model``, when already
+        loaded (a model behind an HTTP API is), is checked first: a tier without per-token scores
+        cannot run it whatever the member files."""
         spec = self.cfg.analyses.mia
         if spec is None and self.cfg.analyses.membership is None:
             return None
+        if model is not None:
+            try:
+                require(model, Capability.SCORE, attack="membership inference")
+            except CapabilityError as e:
+                return str(e)
         if spec is not None and spec.members and spec.non_members:
             return None
         holdout = read_holdout(model_path)
@@ -330,8 +333,6 @@ class Auditor:
     def dp_audit_source(self, model_path: str) -> str | None:
         """Why the DP audit cannot run for this model (None when it can): it re-runs the model's own
         training recipe with canaries, so it needs the ``train.json`` of an lmleak-trained model."""
-        from lmleak.train.trainer import load_train_config
-
         if Path(model_path).is_dir() and load_train_config(model_path) is not None:
             return None
         return (
@@ -340,10 +341,6 @@ class Auditor:
         )
 
     def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.dp_audit import DPAuditConfig
-        from lmleak.audit.dp_audit import run_dp_audit
-        from lmleak.train.trainer import load_train_config
-
         train_cfg = load_train_config(model_path)
         assert train_cfg is not None  # checked by dp_audit_source() before the stage runs
         run_dp_audit(
@@ -355,8 +352,6 @@ class Auditor:
         )
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
-        from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         cfg = ExtractConfig(
             num_samples=spec.num_samples,
@@ -441,68 +436,25 @@ class Auditor:
             shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
     def _audit_model(self, name: str, path: str) -> dict[str, Any]:
-        model = None
+        """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json``."""
         stages: dict[str, str] = {}
         skipped: dict[str, str] = {}
         headline: dict[str, Any] = {}
         scenarios: dict[str, Any] = {}
         anon = anonymization_of(path if Path(path).is_dir() else None)
-        api: dict[str, Any] = {}
-        if path.startswith(("http://", "https://")):  # the API's tier decides what can run: learn it first
-            model = load_model(path)
-            api = {"access": model.access, "note": f"model behind an HTTP API, tier '{model.tier}'"}
-            self.echo(f"{name}: HTTP API tier '{model.tier}' (grants {model.access} access)")
-            log.info("%s: HTTP API %s, tier %s", name, model.base_url, model.tier)
+        model, api = self._load_api_model(name, path)
         membership: dict[str, Any] | None = None
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            fp = _fingerprint(
-                stage,
-                dataclasses.asdict(spec),
-                path,
-                self.cfg.corpus.path,
-                self.cfg.public_model,
-                *self._extra_fingerprint(stage),
-                # a redacted stage is complete only under the same key (its ids must join the others');
-                # an HMAC of a constant names the key without revealing it
-                *(() if self.redactor is None else ("redacted", self.redactor.hash("", kind="run-key"))),
-            )
-            rel = str(out.relative_to(self.run))
-            why_not = (
-                self.mia_source(path)
-                if stage == "mia"
-                else self.dp_audit_source(path)
-                if stage == "dp_audit"
-                else None
-            )
+            why_not = self._why_not(stage, path, model)
             if why_not:
-                self.echo(f"[yellow]{name}/{stage}: skipped[/] — {why_not}")
-                log.warning("%s/%s: skipped: %s", name, stage, why_not)
-                skipped[stage] = why_not
+                self._skip(name, stage, why_not, skipped)
                 continue
-            if not self.force and stage_done(out, fp):
-                self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
-                log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
-            else:
-                if model is None:
-                    model = load_model(path)
-                self.echo(f"[bold]{name}/{stage}[/]: running")
-                t0 = time.perf_counter()
-                try:
-                    self.check_access(model, stage, spec)
-                    self._run_stage(stage, model, path, spec, out)
-                except CapabilityError as e:  # raised before any work: the model's access cannot support it
-                    (out / INCOMPLETE).unlink(
-                        missing_ok=True
-                    )  # nothing half-written; else the run is refused
-                    self.echo(f"[yellow]{name}/{stage}: skipped[/] — {e}")
-                    log.warning("%s/%s: skipped: %s", name, stage, e)
-                    skipped[stage] = str(e)
-                    continue
-                seconds = time.perf_counter() - t0
-                atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
-                log.info("%s/%s: done in %.1f s", name, stage, seconds)
-            stages[stage] = rel
+            model, why_not = self._run_or_reuse(name, stage, spec, path, out, model)
+            if why_not:
+                self._skip(name, stage, why_not, skipped)
+                continue
+            stages[stage] = str(out.relative_to(self.run))
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
             if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
@@ -532,6 +484,69 @@ class Auditor:
             out_model["access"] = model.describe()
             log.info("%s: %s", name, out_model["access"])
         return out_model
+
+    def _load_api_model(self, name: str, path: str) -> tuple[Any, dict[str, Any]]:
+        """A model behind an HTTP API, loaded first (its tier decides what can run), and its access note."""
+        if not path.startswith(("http://", "https://")):
+            return None, {}  # a local model loads on its first stage that is not complete
+        model = load_model(path)
+        api = {"access": model.access, "note": f"model behind an HTTP API, tier '{model.tier}'"}
+        self.echo(f"{name}: HTTP API tier '{model.tier}' (grants {model.access} access)")
+        log.info("%s: HTTP API %s, tier %s", name, model.base_url, model.tier)
+        return model, api
+
+    def _why_not(self, stage: str, path: str, model: Any) -> str | None:
+        """Why ``stage`` cannot run for this model, known before loading it (None when it can)."""
+        if stage == "mia":
+            return self.mia_source(path, model)
+        if stage == "dp_audit":
+            return self.dp_audit_source(path)
+        return None
+
+    def _skip(self, name: str, stage: str, why_not: str, skipped: dict[str, str]) -> None:
+        """Say and log in one line why a stage was skipped, and record it in ``skipped``."""
+        self.echo(f"[yellow]{name}/{stage}: skipped[/] — {why_not}")
+        log.warning("%s/%s: skipped: %s", name, stage, why_not)
+        skipped[stage] = why_not
+
+    def _stage_fingerprint(self, stage: str, spec: Any, path: str) -> str:
+        """What makes a stage's results complete: its options, the model, the corpus, the public model."""
+        return _fingerprint(
+            stage,
+            dataclasses.asdict(spec),
+            path,
+            self.cfg.corpus.path,
+            self.cfg.public_model,
+            *self._extra_fingerprint(stage),
+            # a redacted stage is complete only under the same key (its ids must join the others');
+            # an HMAC of a constant names the key without revealing it
+            *(() if self.redactor is None else ("redacted", self.redactor.hash("", kind="run-key"))),
+        )
+
+    def _run_or_reuse(
+        self, name: str, stage: str, spec: Any, path: str, out: Path, model: Any
+    ) -> tuple[Any, str | None]:
+        """Run one stage into ``out`` unless it is complete; returns the (maybe now loaded) model and
+        why the stage was skipped (None when its results are there)."""
+        fp = self._stage_fingerprint(stage, spec, path)
+        if not self.force and stage_done(out, fp):
+            self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
+            log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
+            return model, None
+        if model is None:
+            model = load_model(path)
+        self.echo(f"[bold]{name}/{stage}[/]: running")
+        t0 = time.perf_counter()
+        try:
+            self.check_access(model, stage, spec)
+            self._run_stage(stage, model, path, spec, out)
+        except CapabilityError as e:  # raised before any work: the model's access cannot support it
+            (out / INCOMPLETE).unlink(missing_ok=True)  # nothing half-written; else the run is refused
+            return model, str(e)
+        seconds = time.perf_counter() - t0
+        atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
+        log.info("%s/%s: done in %.1f s", name, stage, seconds)
+        return model, None
 
     def _privacy(self, path: str) -> dict[str, Any]:
         p = Path(path) / "privacy.json"

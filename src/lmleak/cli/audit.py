@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -65,6 +65,12 @@ def gate(
         raise typer.Exit(2)
     checks = check_gate(run, limits)
     failed = [c for c in checks if not c.passed]
+    _print_gate(checks, failed, json_out)
+    raise typer.Exit(1 if failed else 0)
+
+
+def _print_gate(checks: list[Any], failed: list[Any], json_out: bool) -> None:
+    """Every check of ``lmleak gate`` and the verdict, as JSON or one line each."""
     if json_out:
         print_json(
             {
@@ -89,7 +95,6 @@ def gate(
             if not failed
             else f"[bold red]gate failed[/]: {len(failed)} check(s)"
         )
-    raise typer.Exit(1 if failed else 0)
 
 
 def query_cmd(

@@ -12,47 +12,50 @@ TIERS = ("prompt_logprobs", "echo", "chat", "text")
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    @app.command("serve")
-    def serve_cmd(
-        model: Annotated[
-            str, typer.Argument(help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")
-        ],
-        port: Annotated[int, typer.Option("--port", "-p", help="TCP port.")] = 8000,
-        host: Annotated[
-            str,
-            typer.Option(
-                "--host", help="Address to listen on (loopback by default; the server has no authentication)."
-            ),
-        ] = "127.0.0.1",
-        tier: Annotated[
-            str,
-            typer.Option(
-                "--tier",
-                help=f"What to serve: {', '.join(TIERS)} (prompt_logprobs: everything; "
-                "the others restrict it, as a deployed API would).",
-            ),
-        ] = "prompt_logprobs",
-        name: Annotated[
-            str | None,
-            typer.Option("--name", help="The model name clients give (URL#NAME); default: the model's name."),
-        ] = None,
-        dtype: Annotated[
-            str | None, typer.Option("--dtype", help="float32, bfloat16 or float16 (default: the model's).")
-        ] = None,
-        batch_tokens: Annotated[
-            int | None, typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).")
-        ] = None,
-    ) -> None:
-        """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize)."""
-        from lmleak.serve import serve
+    app.command("serve")(serve_cmd)
 
-        serve(
-            model,
-            host=host,
-            port=port,
-            tier=tier,
-            name=name,
-            dtype=dtype,
-            batch_tokens=batch_tokens,
-            echo=info,
-        )
+
+def serve_cmd(
+    model: Annotated[
+        str, typer.Argument(help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")
+    ],
+    port: Annotated[int, typer.Option("--port", "-p", help="TCP port.")] = 8000,
+    host: Annotated[
+        str,
+        typer.Option(
+            "--host", help="Address to listen on (loopback by default; the server has no authentication)."
+        ),
+    ] = "127.0.0.1",
+    tier: Annotated[
+        str,
+        typer.Option(
+            "--tier",
+            help=f"What to serve: {', '.join(TIERS)} (prompt_logprobs: everything; "
+            "the others restrict it, as a deployed API would).",
+        ),
+    ] = "prompt_logprobs",
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="The model name clients give (URL#NAME); default: the model's name."),
+    ] = None,
+    dtype: Annotated[
+        str | None, typer.Option("--dtype", help="float32, bfloat16 or float16 (default: the model's).")
+    ] = None,
+    batch_tokens: Annotated[
+        int | None, typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).")
+    ] = None,
+) -> None:
+    """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize)."""
+    # lazy: lmleak.serve imports fastapi and torch, which `lmleak --help` must not load
+    from lmleak.serve import serve
+
+    serve(
+        model,
+        host=host,
+        port=port,
+        tier=tier,
+        name=name,
+        dtype=dtype,
+        batch_tokens=batch_tokens,
+        echo=info,
+    )

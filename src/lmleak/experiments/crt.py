@@ -63,15 +63,18 @@ from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.figures import pyplot, save_figure
 from lmleak.jsonl import read_jsonl
+from lmleak.models.evaluation import evaluate_model as quality
 from lmleak.models.loading import load_model
 from lmleak.models.small import load_small_model
 from lmleak.pii import policies
 from lmleak.pii.addresses import AddressDetector
 from lmleak.pii.compose import UnionDetector
+from lmleak.pii.evaluate import SECRET_FIELDS, Secret, evaluate_policy
 from lmleak.pii.policies import POLICY_NAMES, DegradedPolicy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.confidentiality import bayesian_confidentiality
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.split import crt_split
 from lmleak.train.trainer import TrainConfig, public_share, train_model
 
@@ -379,8 +382,6 @@ def _finetune(
     """A LoRA fine-tune of ``cfg.base`` in ``mode`` (the pretrained tokenizer: nothing is learnt from the data)."""
     import json
 
-    from lmleak.train.finetune import FinetuneConfig, finetune
-
     policy = split.pop("policy_name", None)
     fc = FinetuneConfig(
         base=cfg.base or "",
@@ -422,6 +423,53 @@ def _first(d: dict[str, Any], *keys: str) -> Any:
     return None
 
 
+def _max_exposure(
+    lm: Any, canaries: list[dict[str, Any]], cfg: CRTExperimentConfig
+) -> tuple[float, int, str, int]:
+    """The highest exposure over the canaries: (bits, rank, ``exact`` or ``sampled``, trie nodes scored)."""
+    best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
+    by_fmt: dict[CanaryFormat, list[str]] = {}
+    for c in canaries:
+        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(
+            c["secret"]
+        )
+    rng = np.random.default_rng(cfg.seed)
+    for fmt, secrets in by_fmt.items():
+        stats = SearchStats()
+        rank, how = _best_rank(lm, fmt, secrets, cfg, rng, stats)
+        nodes += stats.nodes_scored
+        bits = exposure(min(rank, fmt.num_candidates), fmt.num_candidates)
+        if bits >= best_bits:
+            best_bits, best_rank, method = bits, rank, how
+    return best_bits, best_rank, method, nodes
+
+
+def _best_rank(
+    lm: Any, fmt: CanaryFormat, secrets: list[str], cfg: CRTExperimentConfig, rng: Any, stats: SearchStats
+) -> tuple[int, str]:
+    """Rank of the format's most exposed canary among all its candidates, and how it was found."""
+    # Only the most exposed canary matters here (the paper plots the highest of 10): search
+    # with its cost as the threshold. A canary so unexposed that this needs more than
+    # exposure_max_nodes nodes gets its rank estimated from a uniform sample instead, and so
+    # does a format too large to enumerate (8 hex characters: 4.3e9 candidates, each of which a
+    # BPE tokenizer would have to tokenise to build the trie)
+    try:
+        if fmt.num_candidates > MAX_ENUMERABLE:
+            raise SearchBudgetExceeded(f"{fmt.num_candidates} candidates")
+        space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
+        costs = [path_cost(lm, space.context_ids, space.continuation(s)) for s in secrets]
+        best = int(np.argmin(costs))
+        more, tied = count_candidates(lm, space, [costs[best]], stats=stats, max_nodes=cfg.exposure_max_nodes)
+        return rank_from_counts(int(more[0]), int(tied[0])), "exact"
+    except SearchBudgetExceeded:
+        sample = fmt.candidates(rng.integers(0, fmt.num_candidates, size=cfg.exposure_sample))
+        best = int(np.argmin(string_costs(lm, fmt, secrets)))
+        both = string_costs(lm, fmt, [secrets[best], *sample])
+        c0, rest = both[0], both[1:]
+        frac = float(np.mean(rest < c0 - 1e-4)) + 0.5 * float(np.mean(np.abs(rest - c0) <= 1e-4))
+        return max(1, round(1 + frac * fmt.num_candidates)), "sampled"
+
+
 def evaluate_model(
     model_dir: Path,
     data: dict[str, Any],
@@ -431,41 +479,7 @@ def evaluate_model(
 ) -> dict[str, Any]:
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
     lm = load_model(model_dir) if cfg.base else load_small_model(model_dir)
-    best_bits, best_rank, nodes, method = 0.0, 0, 0, "exact"
-    by_fmt: dict[CanaryFormat, list[str]] = {}
-    for c in data["canaries"]:
-        by_fmt.setdefault(CanaryFormat.infer(c["prefix"], c["secret"], c.get("alphabet")), []).append(
-            c["secret"]
-        )
-    rng = np.random.default_rng(cfg.seed)
-    for fmt, secrets in by_fmt.items():
-        stats = SearchStats()
-        # Only the most exposed canary matters here (the paper plots the highest of 10): search
-        # with its cost as the threshold. A canary so unexposed that this needs more than
-        # exposure_max_nodes nodes gets its rank estimated from a uniform sample instead, and so
-        # does a format too large to enumerate (8 hex characters: 4.3e9 candidates, each of which a
-        # BPE tokenizer would have to tokenise to build the trie)
-        try:
-            if fmt.num_candidates > MAX_ENUMERABLE:
-                raise SearchBudgetExceeded(f"{fmt.num_candidates} candidates")
-            space = CandidateSpace.build(lm.tokenizer, fmt, seed=cfg.seed)
-            costs = [path_cost(lm, space.context_ids, space.continuation(s)) for s in secrets]
-            best = int(np.argmin(costs))
-            more, tied = count_candidates(
-                lm, space, [costs[best]], stats=stats, max_nodes=cfg.exposure_max_nodes
-            )
-            rank, how = rank_from_counts(int(more[0]), int(tied[0])), "exact"
-        except SearchBudgetExceeded:
-            sample = fmt.candidates(rng.integers(0, fmt.num_candidates, size=cfg.exposure_sample))
-            best = int(np.argmin(string_costs(lm, fmt, secrets)))
-            both = string_costs(lm, fmt, [secrets[best], *sample])
-            c0, rest = both[0], both[1:]
-            frac = float(np.mean(rest < c0 - 1e-4)) + 0.5 * float(np.mean(np.abs(rest - c0) <= 1e-4))
-            rank, how = max(1, round(1 + frac * fmt.num_candidates)), "sampled"
-        nodes += stats.nodes_scored
-        bits = exposure(min(rank, fmt.num_candidates), fmt.num_candidates)
-        if bits >= best_bits:
-            best_bits, best_rank, method = bits, rank, how
+    best_bits, best_rank, method, nodes = _max_exposure(lm, data["canaries"], cfg)
     mia = evaluate_membership(
         lm,
         members,
@@ -477,8 +491,6 @@ def evaluate_model(
     )
     m = mia.metrics.set_index(["level", "feature"])
     group_level = f"group{cfg.group_size}"
-    from lmleak.models.evaluation import evaluate_model as quality
-
     return {
         # utility on the language around the secrets: the validation text with every PII span the
         # perfect policy finds masked; a model trained on redacted text cannot be expected to
@@ -530,6 +542,86 @@ def plan(cfg: CRTExperimentConfig) -> list[tuple[str, str, float]]:
     return out
 
 
+def _train_planned(
+    arch: str,
+    method: str,
+    gamma: float,
+    data: dict[str, Any],
+    model_dir: Path,
+    cfg: CRTExperimentConfig,
+    val: Corpus,
+    *,
+    cache: dict[str, dict[float, Any]],
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Train one model of :func:`plan`; returns the training result and its split's stats (None when
+    the method splits nothing). ``cache`` keeps each γ's redaction / CRT split across architectures."""
+    tok_from = data["tokenizer_corpus"]
+    if method == "redact":
+        # "No-DP with mask": Redact_π only (no dedup, no DP), trained on the redacted sentences
+        redacted = cache["redact"]
+        if gamma not in redacted:
+            redacted[gamma] = crt_split(data["corpus"], degraded_policy(cfg, gamma), dedup=None)
+        trained = _train(redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val, tokenizer_from=tok_from)
+        return trained, redacted[gamma].stats
+    if method == "crt":
+        splits = cache["crt"]
+        if gamma not in splits:
+            splits[gamma] = crt_split(
+                data["corpus"], degraded_policy(cfg, gamma), conservative=cfg.conservative, dedup="exact"
+            )
+        trained = _train(
+            data["corpus"],
+            model_dir,
+            cfg,
+            arch,
+            "crt",
+            val,
+            tokenizer_from=tok_from,
+            public=splits[gamma].public,
+            private=splits[gamma].private,
+        )
+        return trained, splits[gamma].stats
+    if method == "sdp":
+        policy_name = _sdp_policy_name(cfg, gamma)
+        return _train(
+            data["corpus"], model_dir, cfg, arch, "sdp", val, tokenizer_from=tok_from, policy_name=policy_name
+        ), None
+    return _train(data["corpus"], model_dir, cfg, arch, method, val, tokenizer_from=tok_from), None
+
+
+def _table_row(
+    arch: str,
+    method: str,
+    gamma: float,
+    trained: dict[str, Any],
+    ev: dict[str, Any],
+    split_stats: dict[str, Any] | None,
+    measured: float | None,
+) -> dict[str, Any]:
+    """One row of ``crt_table`` (all but ``eval_seconds``): training, privacy, evaluation, split."""
+    fin, pr = trained["final"], trained["privacy"]
+    eps = None if method in ("nodp", "redact") else _first(pr, "epsilon", "eps")
+    g = 0.0 if math.isnan(gamma) else gamma
+    share = {} if split_stats is None else public_share(split_stats)
+    return {
+        "arch": arch,
+        "method": method,
+        "gamma": gamma,
+        "ppl": _first(fin, "val_perplexity", "val_ppl", "perplexity"),
+        "acc_top1": _first(fin, "val_top1_accuracy", "val_top1", "val_acc_top1", "top1_accuracy"),
+        "epsilon": math.inf if eps is None else float(eps),
+        "delta": _first(pr, "delta"),
+        "bayes_epsilon": bayes_epsilon(method, g, None if eps is None else float(eps)),
+        **ev,
+        "private_fraction": None if split_stats is None else split_stats.get("private_fraction"),
+        "measured_gamma": None if math.isnan(gamma) else measured,
+        "public_sentence_share": share.get("public_sentence_share"),
+        "public_word_share": share.get("public_word_share"),
+        "tokenizer_source": "public",  # every model shares a tokenizer learnt on other, public users
+        "train_seconds": trained["seconds"],
+    }
+
+
 @writes_run("out_dir")
 def run_crt_experiment(
     out_dir: str | Path, cfg: CRTExperimentConfig, *, corpus: str | Path | None = None
@@ -549,7 +641,6 @@ def run_crt_experiment(
     # is trained on; the trainer would otherwise hold out 10 % of the users)
     val = Corpus(list(data["holdout_corpus"])[: cfg.val_documents])
     data["val_redacted"] = crt_split(val, base_policy(cfg.policy), dedup=None).redacted
-    tok_from = data["tokenizer_corpus"]
     redacted: dict[float, Any] = {}
     splits: dict[float, Any] = {}
     measured: dict[float, float | None] = {}
@@ -557,73 +648,15 @@ def run_crt_experiment(
     for arch, method, gamma in track(plan(cfg), description="CRT experiment"):
         tag = f"{arch}-{method}" + ("" if math.isnan(gamma) else f"-g{gamma:g}")
         model_dir = run / "models" / tag
-        split_stats: dict[str, Any] | None = None
-        if method == "redact":
-            # "No-DP with mask": Redact_π only (no dedup, no DP), trained on the redacted sentences
-            if gamma not in redacted:
-                redacted[gamma] = crt_split(data["corpus"], degraded_policy(cfg, gamma), dedup=None)
-            split_stats = redacted[gamma].stats
-            trained = _train(
-                redacted[gamma].redacted, model_dir, cfg, arch, "nodp", val, tokenizer_from=tok_from
-            )
-        elif method == "crt":
-            if gamma not in splits:
-                splits[gamma] = crt_split(
-                    data["corpus"], degraded_policy(cfg, gamma), conservative=cfg.conservative, dedup="exact"
-                )
-            split_stats = splits[gamma].stats
-            trained = _train(
-                data["corpus"],
-                model_dir,
-                cfg,
-                arch,
-                "crt",
-                val,
-                tokenizer_from=tok_from,
-                public=splits[gamma].public,
-                private=splits[gamma].private,
-            )
-        elif method == "sdp":
-            trained = _train(
-                data["corpus"],
-                model_dir,
-                cfg,
-                arch,
-                "sdp",
-                val,
-                tokenizer_from=tok_from,
-                policy_name=_sdp_policy_name(cfg, gamma),
-            )
-        else:
-            trained = _train(data["corpus"], model_dir, cfg, arch, method, val, tokenizer_from=tok_from)
+        trained, split_stats = _train_planned(
+            arch, method, gamma, data, model_dir, cfg, val, cache={"redact": redacted, "crt": splits}
+        )
         t0 = time.perf_counter()
         ev = evaluate_model(model_dir, data, members, non_members, cfg)
-        fin, pr = trained["final"], trained["privacy"]
-        eps = None if method in ("nodp", "redact") else _first(pr, "epsilon", "eps")
-        g = 0.0 if math.isnan(gamma) else gamma
         if not math.isnan(gamma) and gamma not in measured:
             measured[gamma] = measured_gamma(data["corpus"], data["secrets"], degraded_policy(cfg, gamma))
-        share = {} if split_stats is None else public_share(split_stats)
-        rows.append(
-            {
-                "arch": arch,
-                "method": method,
-                "gamma": gamma,
-                "ppl": _first(fin, "val_perplexity", "val_ppl", "perplexity"),
-                "acc_top1": _first(fin, "val_top1_accuracy", "val_top1", "val_acc_top1", "top1_accuracy"),
-                "epsilon": math.inf if eps is None else float(eps),
-                "delta": _first(pr, "delta"),
-                "bayes_epsilon": bayes_epsilon(method, g, None if eps is None else float(eps)),
-                **ev,
-                "private_fraction": None if split_stats is None else split_stats.get("private_fraction"),
-                "measured_gamma": None if math.isnan(gamma) else measured[gamma],
-                "public_sentence_share": share.get("public_sentence_share"),
-                "public_word_share": share.get("public_word_share"),
-                "tokenizer_source": "public",  # every model shares a tokenizer learnt on other, public users
-                "train_seconds": trained["seconds"],
-                "eval_seconds": time.perf_counter() - t0,
-            }
-        )
+        row = _table_row(arch, method, gamma, trained, ev, split_stats, measured.get(gamma))
+        rows.append({**row, "eval_seconds": time.perf_counter() - t0})
     table = pd.DataFrame(rows)
     write_parquet(table, run / "crt_table.parquet")
     atomic_write_text(run / "crt_table.csv", table.to_csv(index=False))
@@ -646,8 +679,6 @@ def run_crt_experiment(
 def measured_gamma(corpus: Any, secrets: list[dict[str, Any]], policy: Any) -> float | None:
     """The policy's miss rate on the training corpus against its ground-truth secrets (the
     micro-averaged ``ALL`` row of ``pii evaluate``), as the trainer writes ``gamma`` for CRT."""
-    from lmleak.pii.evaluate import SECRET_FIELDS, Secret, evaluate_policy
-
     docs = {d.doc_id for d in corpus}
     gold = [Secret(**{k: s[k] for k in SECRET_FIELDS}) for s in secrets if s["doc_id"] in docs]
     if not gold:
@@ -692,42 +723,36 @@ def ppl_ordering(table: Any) -> dict[str, dict[str, Any]]:
     return out
 
 
-def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
-    """Figs. 2-6 of paper 002 as PNGs (matplotlib, Agg)."""
-    plt = pyplot()
-    out: list[Path] = []
+def _fig_vs_gamma(
+    plt: Any, table: Any, cfg: CRTExperimentConfig, col: str, ylabel: str, chance: float | None
+) -> Any:
+    """One column against γ: a line per (method, architecture); γ-free models as horizontal lines."""
+    fig, ax = plt.subplots(figsize=(6, 4))
+    gmin, gmax = min(cfg.gammas), max(cfg.gammas)
+    for (arch, method), df in table.groupby(["arch", "method"], sort=True):
+        # colour = method, line style = architecture, so every line of the legend is distinct
+        style = dict(color=METHOD_COLORS.get(method, "grey"), label=f"{method}-{arch}")
+        if df["gamma"].isna().all():  # trained once: a horizontal line over the γ range
+            ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--" if arch == "gpt" else ":", **style)
+        else:
+            d = df.sort_values("gamma")
+            ax.plot(
+                d["gamma"],
+                d[col],
+                marker="o" if arch == "gpt" else "s",
+                ls="-" if arch == "gpt" else "-.",
+                **style,
+            )
+    if chance is not None:
+        ax.axhline(chance, color="k", lw=0.8, ls=":")
+    ax.set_xlabel("policy false-negative rate γ")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=7)
+    return fig
 
-    def save(fig: Any, name: str) -> None:
-        p = run / name
-        fig.tight_layout()
-        save_figure(fig, p, dpi=100)
-        out.append(p)
 
-    def vs_gamma(col: str, ylabel: str, name: str, chance: float | None = None) -> None:
-        fig, ax = plt.subplots(figsize=(6, 4))
-        gmin, gmax = min(cfg.gammas), max(cfg.gammas)
-        for (arch, method), df in table.groupby(["arch", "method"], sort=True):
-            # colour = method, line style = architecture, so every line of the legend is distinct
-            style = dict(color=METHOD_COLORS.get(method, "grey"), label=f"{method}-{arch}")
-            if df["gamma"].isna().all():  # trained once: a horizontal line over the γ range
-                ax.hlines(df[col].iloc[0], gmin, gmax, linestyles="--" if arch == "gpt" else ":", **style)
-            else:
-                d = df.sort_values("gamma")
-                ax.plot(
-                    d["gamma"],
-                    d[col],
-                    marker="o" if arch == "gpt" else "s",
-                    ls="-" if arch == "gpt" else "-.",
-                    **style,
-                )
-        if chance is not None:
-            ax.axhline(chance, color="k", lw=0.8, ls=":")
-        ax.set_xlabel("policy false-negative rate γ")
-        ax.set_ylabel(ylabel)
-        ax.legend(fontsize=7)
-        save(fig, name)
-
-    # Fig. 2: utility vs Bayesian-confidentiality ε (∞ drawn at the right edge)
+def _fig2_ppl_vs_epsilon(plt: Any, table: Any) -> Any:
+    """Fig. 2: utility vs Bayesian-confidentiality ε (∞ drawn at the right edge)."""
     fig, ax = plt.subplots(figsize=(6, 4))
     finite = table["bayes_epsilon"].replace([np.inf], np.nan)
     right = (np.nanmax(finite) if finite.notna().any() else 1.0) * 1.3 + 0.5
@@ -738,16 +763,11 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
     ax.set_xlabel("perplexity (validation)")
     ax.set_ylabel("Bayesian confidentiality ε (top line: ∞)")
     ax.legend(fontsize=7)
-    save(fig, "fig2_ppl_vs_epsilon.png")
-    vs_gamma("max_exposure", "highest canary exposure (bits)", "fig3_exposure_vs_gamma.png")
-    vs_gamma("mia_accuracy", "membership inference accuracy", "fig4_mia_vs_gamma.png", chance=0.5)
-    vs_gamma(
-        "group_mia_accuracy",
-        f"group ({cfg.group_size}) MIA accuracy",
-        "fig5_group_mia_vs_gamma.png",
-        chance=0.5,
-    )
-    # Fig. 6: amplification by redaction, Prop. 6 for fixed DP ε', with the measured CRT points
+    return fig
+
+
+def _fig6_amplification(plt: Any, table: Any) -> Any:
+    """Fig. 6: amplification by redaction, Prop. 6 for fixed DP ε', with the measured CRT points."""
     fig, ax = plt.subplots(figsize=(6, 4))
     g = np.linspace(0, 1, 101)
     for e in (0.5, 1.0, 2.0, 4.0, 8.0):
@@ -758,5 +778,35 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
     ax.set_xlabel("policy false-negative rate γ")
     ax.set_ylabel("Bayesian confidentiality ε")
     ax.legend(fontsize=7)
-    save(fig, "fig6_amplification.png")
+    return fig
+
+
+def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
+    """Figs. 2-6 of paper 002 as PNGs (matplotlib, Agg)."""
+    plt = pyplot()
+    draw = [
+        ("fig2_ppl_vs_epsilon.png", lambda: _fig2_ppl_vs_epsilon(plt, table)),
+        (
+            "fig3_exposure_vs_gamma.png",
+            lambda: _fig_vs_gamma(plt, table, cfg, "max_exposure", "highest canary exposure (bits)", None),
+        ),
+        (
+            "fig4_mia_vs_gamma.png",
+            lambda: _fig_vs_gamma(plt, table, cfg, "mia_accuracy", "membership inference accuracy", 0.5),
+        ),
+        (
+            "fig5_group_mia_vs_gamma.png",
+            lambda: _fig_vs_gamma(
+                plt, table, cfg, "group_mia_accuracy", f"group ({cfg.group_size}) MIA accuracy", 0.5
+            ),
+        ),
+        ("fig6_amplification.png", lambda: _fig6_amplification(plt, table)),
+    ]
+    out: list[Path] = []
+    for name, figure in draw:  # each figure drawn and saved before the next is drawn
+        fig = figure()
+        p = run / name
+        fig.tight_layout()
+        save_figure(fig, p, dpi=100)
+        out.append(p)
     return out

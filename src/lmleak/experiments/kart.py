@@ -17,8 +17,10 @@ with repeats across documents is reported alongside (``pairs_with_repeats``).
 
 from __future__ import annotations
 
+import json
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,19 +78,10 @@ def scenario_for(name: str) -> dict[str, Any]:
     )
 
 
-@writes_run("out_dir")
-def run_experiment(
-    out_dir: str | Path, config: KartExperimentConfig = KartExperimentConfig()
-) -> dict[str, Any]:
-    """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
-    import torch
-
-    t0 = time.perf_counter()
-    out = secure_dir(out_dir)
-    records = {s: scenario_for(s) for s in SCENARIOS}
-    for s, rec in records.items():  # refuse before any work if the attack's access is not granted
-        Scenario.from_dict({**rec, "name": s}).check_access("fill_mask", attack="mlm_generation")
-    torch.manual_seed(config.seed)
+def _read_notes(
+    out: Path, config: KartExperimentConfig
+) -> tuple[list[str], list[str], set[tuple[str, str]], list[str]]:
+    """Synthesise the clinical notes into ``out/data``; returns D_private, D_public, I_T and the patients' names."""
     paths = synthesize(
         out / "data",
         anonymizer=patient_anonymizer,
@@ -100,8 +93,13 @@ def run_experiment(
     public = [d["text"] for d in read_jsonl(paths["public"])]
     gold = {(g["name"].lower(), g["concept_id"]) for g in read_jsonl(paths["gold"])}
     names = sorted({g["name"] for g in read_jsonl(paths["gold"])})
-    f_public = {c for t in public for c in extract_concepts(t)}
+    return private, public, gold, names
 
+
+def _pretrain(
+    private: list[str], public: list[str], config: KartExperimentConfig, out: Path
+) -> dict[str, Any]:
+    """The A+ model (D_private, a = id) and the A- model (D_public, placeholders removed), saved to ``out``."""
     models = {
         "A+": train_masked_lm(
             private, config.mlm, name="mlm-private", progress_label="pre-training on D_private"
@@ -115,18 +113,33 @@ def run_experiment(
     }
     for a, (m, _) in models.items():
         m.save(out / f"model{a.replace('+', '_plus').replace('-', '_minus')}")
+    return models
+
+
+def _name_validator() -> Callable[[str], bool]:
+    """Whether a generated name is a valid one: a first and a last name of Faker's lists."""
     firsts, lasts = name_lists()
 
     def valid(name: str) -> bool:
         parts = name.split()
         return len(parts) == 2 and parts[0] in firsts and parts[1] in lasts
 
+    return valid
+
+
+def _run_scenarios(
+    models: dict[str, Any],
+    names: list[str],
+    gold: set[tuple[str, str]],
+    f_public: set[str],
+    config: KartExperimentConfig,
+) -> tuple[dict[str, dict[str, int]], dict[str, Any], list[str]]:
+    """Generate per K and A, extract per R; returns counts and detail per scenario, and the generated JSONL lines."""
+    valid = _name_validator()
     rng = random.Random(config.seed)
     counts: dict[str, dict[str, int]] = {}
     detail: dict[str, Any] = {}
     gen_lines: list[str] = []
-    import json
-
     for k in "+-":
         given = (
             [rng.choice(names) for _ in range(config.docs_k_plus)]
@@ -152,6 +165,26 @@ def run_experiment(
                     "pairs_with_repeats": total,
                     "valid_names": sum(valid(" ".join(d["name"].lower().split())) for d in docs),
                 }
+    return counts, detail, gen_lines
+
+
+@writes_run("out_dir")
+def run_experiment(
+    out_dir: str | Path, config: KartExperimentConfig = KartExperimentConfig()
+) -> dict[str, Any]:
+    """Run all eight scenarios; write ``counts.csv``, ``generated.jsonl`` and ``summary.json``."""
+    import torch
+
+    t0 = time.perf_counter()
+    out = secure_dir(out_dir)
+    records = {s: scenario_for(s) for s in SCENARIOS}
+    for s, rec in records.items():  # refuse before any work if the attack's access is not granted
+        Scenario.from_dict({**rec, "name": s}).check_access("fill_mask", attack="mlm_generation")
+    torch.manual_seed(config.seed)
+    private, public, gold, names = _read_notes(out, config)
+    f_public = {c for t in public for c in extract_concepts(t)}
+    models = _pretrain(private, public, config, out)
+    counts, detail, gen_lines = _run_scenarios(models, names, gold, f_public, config)
     atomic_write_text(out / "generated.jsonl", "".join(gen_lines))
     atomic_write_text(
         out / "counts.csv",

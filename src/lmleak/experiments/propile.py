@@ -48,9 +48,10 @@ synthetic data (``data/``) and the trained model (``model/``), and ``summary.jso
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,7 @@ from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import max_new_tokens
 from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summary, writes_run
 from lmleak.train.config import TrainConfig
+from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.trainer import TrainResult, train_model
 
 LEVELS = ("twin", "triplet", "quadruplet")
@@ -428,51 +430,41 @@ def _write_table(df: Any, out: Path, stem: str) -> None:
     atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
 
 
-@writes_run("out_dir")
-def run_propile_experiment(
-    out_dir: str | Path,
-    config: ProPILEExperimentConfig | None = None,
-    *,
-    progress: Callable[[str], None] | None = None,
-) -> dict[str, Any]:
-    """Run the experiment (see the module docstring); return ``{"summary", "table", "softprompt_table"}``.
+@contextlib.contextmanager
+def _timed(seconds: dict[str, float], key: str) -> Iterator[None]:
+    """Record the block's wall time under ``seconds[key]`` (left out when the block raises)."""
+    t = time.perf_counter()
+    yield
+    seconds[key] = time.perf_counter() - t
 
-    ``progress`` receives one line per stage (the CLI prints them to stderr); the library's own
-    progress bars follow :mod:`lmleak.progress`. SmolLM2 is loaded first, so a missing model fails
-    before any training.
-    """
-    import torch
 
-    cfg = config if config is not None else ProPILEExperimentConfig()
-    cfg.validate()
-    say = progress if progress is not None else (lambda _msg: None)
-    t_start = time.perf_counter()
-    seconds: dict[str, float] = {}
-    out = secure_dir(out_dir)
-    torch.manual_seed(cfg.seed)
-
+def _prepare(
+    cfg: ProPILEExperimentConfig, out: Path, seconds: dict[str, float], say: Callable[[str], None]
+) -> tuple[Any, dict[str, Path], list[dict[str, Any]]]:
+    """Load SmolLM2 (first: a missing model fails before any work) and synthesise the corpus;
+    returns SmolLM2 (None when not asked for), the synthetic data's paths and its subjects."""
     smol = None
     if cfg.smollm2:
         say(f"loading {cfg.smollm2_spec}")
-        t = time.perf_counter()
-        smol = load_model(cfg.smollm2_spec)
-        seconds["load_smollm2"] = time.perf_counter() - t
-
+        with _timed(seconds, "load_smollm2"):
+            smol = load_model(cfg.smollm2_spec)
     say(f"synthesising CustomerSim: {cfg.users} users x {cfg.dialogs_per_user} dialogs (seed {cfg.seed})")
-    t = time.perf_counter()
-    paths = synthesize(
-        secure_dir(out / "data"), users=cfg.users, dialogs_per_user=cfg.dialogs_per_user, seed=cfg.seed
-    )
-    subjects = read_subjects(paths["subjects"])
-    seconds["synthesise"] = time.perf_counter() - t
+    with _timed(seconds, "synthesise"):
+        paths = synthesize(
+            secure_dir(out / "data"), users=cfg.users, dialogs_per_user=cfg.dialogs_per_user, seed=cfg.seed
+        )
+        subjects = read_subjects(paths["subjects"])
+    return smol, paths, subjects
 
-    t = time.perf_counter()
+
+def _train_target(
+    cfg: ProPILEExperimentConfig, corpus_path: Path, out: Path, say: Callable[[str], None]
+) -> TrainResult:
+    """Train the target GPT on the synthetic corpus, or fine-tune ``cfg.base`` with LoRA, into ``out/model``."""
     if cfg.base:
-        from lmleak.train.finetune import FinetuneConfig, finetune
-
         say(f"fine-tuning {cfg.base} with LoRA r={cfg.lora} ({cfg.epochs} epochs)")
-        trained: TrainResult = finetune(
-            load_corpus(paths["corpus"]),
+        return finetune(
+            load_corpus(corpus_path),
             secure_dir(out / "model"),
             FinetuneConfig(
                 base=cfg.base,
@@ -487,17 +479,23 @@ def run_propile_experiment(
             ),
             progress=bars.enabled(),
         )
-    else:
-        say(f"training the target GPT ({cfg.epochs} epochs)")
-        trained = train_model(
-            load_corpus(paths["corpus"]),
-            secure_dir(out / "model"),
-            cfg.train_config(),
-            progress=bars.enabled(),
-        )
-    model = load_model(out / "model")
-    seconds["train"] = time.perf_counter() - t
+    say(f"training the target GPT ({cfg.epochs} epochs)")
+    return train_model(
+        load_corpus(corpus_path),
+        secure_dir(out / "model"),
+        cfg.train_config(),
+        progress=bars.enabled(),
+    )
 
+
+def _budgets(
+    cfg: ProPILEExperimentConfig,
+    model: Any,
+    smol: Any,
+    subjects: list[dict[str, Any]],
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    """Each model's :func:`generation_budget`, with a note for every target whose items may not fit."""
     budgets = {
         "gpt": generation_budget(
             model, subjects, tuple(dict.fromkeys((*cfg.targets, *cfg.softprompt_targets)))
@@ -512,10 +510,21 @@ def run_propile_experiment(
                     f"note: {m}'s {tt} needs up to {b['target_tokens_max']} tokens but A.3 generates "
                     f"{b['max_new_tokens']}; only {b['fits']:.0%} of the subjects' {tt}s can be matched exactly"
                 )
+    return budgets
+
+
+def _probe_gpt(
+    cfg: ProPILEExperimentConfig,
+    model: Any,
+    subjects: list[dict[str, Any]],
+    out: Path,
+    budgets: dict[str, Any],
+    say: Callable[[str], None],
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Black-box probing of the trained GPT at every level; returns table rows, probes, scenarios."""
     rows: list[dict[str, Any]] = []
     scenarios: dict[str, Any] = {}
     probes: dict[str, Any] = {}
-    t = time.perf_counter()
     for level in cfg.levels:
         say(f"black-box probing of the GPT at {level} level ({', '.join(cfg.targets)})")
         name = f"probe-gpt-{level}"
@@ -540,32 +549,55 @@ def run_propile_experiment(
         )
     short = {tt: b for tt, b in budgets["gpt"].items() if tt in cfg.targets and b["fits"] < 1}
     if cfg.fit_budgets and short and cfg.levels:
-        level = cfg.levels[-1]
-        for tt, b in short.items():
-            n = b["target_tokens_max"]
-            say(
-                f"black-box generation of the GPT's {tt} at {level} level with {n} new tokens instead of A.3's "
-                f"{b['max_new_tokens']}"
-            )
-            name = f"probe-gpt-{level}-{tt}-budget{n}"
-            g = run_probe(
-                model,
-                subjects,
-                out / name,
-                targets=(tt,),
-                level=level,
-                k=cfg.templates,
-                beams=cfg.beams,
-                likelihood=False,
-                seed=cfg.seed,
-                budgets={tt: n},
-            )
-            rows += table_rows("gpt", g, run=name)
-    seconds["probe_gpt"] = time.perf_counter() - t
+        rows += _probe_gpt_fitted(cfg, model, subjects, out, short, say)
+    return rows, probes, scenarios
 
+
+def _probe_gpt_fitted(
+    cfg: ProPILEExperimentConfig,
+    model: Any,
+    subjects: list[dict[str, Any]],
+    out: Path,
+    short: dict[str, Any],
+    say: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    """Generation at the last level with a budget that fits every item of each target A.3 cuts short."""
+    rows: list[dict[str, Any]] = []
+    level = cfg.levels[-1]
+    for tt, b in short.items():
+        n = b["target_tokens_max"]
+        say(
+            f"black-box generation of the GPT's {tt} at {level} level with {n} new tokens instead of A.3's "
+            f"{b['max_new_tokens']}"
+        )
+        name = f"probe-gpt-{level}-{tt}-budget{n}"
+        g = run_probe(
+            model,
+            subjects,
+            out / name,
+            targets=(tt,),
+            level=level,
+            k=cfg.templates,
+            beams=cfg.beams,
+            likelihood=False,
+            seed=cfg.seed,
+            budgets={tt: n},
+        )
+        rows += table_rows("gpt", g, run=name)
+    return rows
+
+
+def _softprompts(
+    cfg: ProPILEExperimentConfig,
+    model: Any,
+    subjects: list[dict[str, Any]],
+    out: Path,
+    say: Callable[[str], None],
+) -> tuple[list[dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """Soft-prompt tuning per target; returns its table rows, per-target summaries, scenarios."""
     sp_rows: list[dict[str, Any]] = []
     softprompts: dict[str, Any] = {}
-    t = time.perf_counter()
+    scenarios: dict[str, Any] = {}
     for target in cfg.softprompt_targets:
         say(
             f"soft prompt for {target} ({cfg.softprompt_level}, {cfg.softprompt_train_subjects} training subjects, "
@@ -592,50 +624,98 @@ def run_propile_experiment(
         }
         softprompts[target]["final_train_nll"] = s["history"][-1]["train_nll"] if s["history"] else None
         scenarios[f"softprompt/{target}"] = s["scenario"]
-    seconds["softprompt"] = time.perf_counter() - t
+    return sp_rows, softprompts, scenarios
 
+
+def _probe_smollm2(
+    cfg: ProPILEExperimentConfig,
+    smol: Any,
+    subjects: list[dict[str, Any]],
+    out: Path,
+    say: Callable[[str], None],
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Likelihoods and generation of the pretrained SmolLM2 at every level; returns table rows, scenarios."""
+    rows: list[dict[str, Any]] = []
+    scenarios: dict[str, Any] = {}
+    lik_subjects = subjects[: cfg.smollm2_subjects]
+    gen_subjects = subjects[: cfg.smollm2_generate_subjects]
+    for level in cfg.smollm2_levels:
+        say(
+            f"probing {cfg.smollm2_spec} at {level} level: likelihoods of {len(lik_subjects)} subjects, "
+            f"generation for {len(gen_subjects)}"
+        )
+        name = f"probe-smollm2-{level}"
+        s = run_probe(
+            smol,
+            lik_subjects,
+            out / name,
+            targets=cfg.smollm2_targets,
+            level=level,
+            k=cfg.smollm2_templates,
+            beams=cfg.beams,
+            generate=False,
+            likelihood=True,
+            seed=cfg.seed,
+            figures=cfg.figures,
+        )
+        g = run_probe(
+            smol,
+            gen_subjects,
+            out / f"{name}-generate",
+            targets=cfg.smollm2_targets,
+            level=level,
+            k=cfg.smollm2_generate_templates,
+            beams=cfg.beams,
+            likelihood=False,
+            seed=cfg.seed,
+        )
+        rows += table_rows("smollm2", s, run=name, generation=g)
+        scenarios.update(
+            {f"smollm2/{level}/{tt}": v["scenario"] for tt, v in s["targets"].items() if "scenario" in v}
+        )
+    return rows, scenarios
+
+
+@writes_run("out_dir")
+def run_propile_experiment(
+    out_dir: str | Path,
+    config: ProPILEExperimentConfig | None = None,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Run the experiment (see the module docstring); return ``{"summary", "table", "softprompt_table"}``.
+
+    ``progress`` receives one line per stage (the CLI prints them to stderr); the library's own
+    progress bars follow :mod:`lmleak.progress`. SmolLM2 is loaded first, so a missing model fails
+    before any training.
+    """
+    import torch
+
+    cfg = config if config is not None else ProPILEExperimentConfig()
+    cfg.validate()
+    say = progress if progress is not None else (lambda _msg: None)
+    t_start = time.perf_counter()
+    seconds: dict[str, float] = {}
+    out = secure_dir(out_dir)
+    torch.manual_seed(cfg.seed)
+
+    smol, paths, subjects = _prepare(cfg, out, seconds, say)
+    with _timed(seconds, "train"):
+        trained = _train_target(cfg, paths["corpus"], out, say)
+        model = load_model(out / "model")
+    budgets = _budgets(cfg, model, smol, subjects, say)
+    with _timed(seconds, "probe_gpt"):
+        rows, probes, scenarios = _probe_gpt(cfg, model, subjects, out, budgets, say)
+    with _timed(seconds, "softprompt"):
+        sp_rows, softprompts, sp_scenarios = _softprompts(cfg, model, subjects, out, say)
+    scenarios.update(sp_scenarios)
     if smol is not None:
-        t = time.perf_counter()
-        lik_subjects = subjects[: cfg.smollm2_subjects]
-        gen_subjects = subjects[: cfg.smollm2_generate_subjects]
-        for level in cfg.smollm2_levels:
-            say(
-                f"probing {cfg.smollm2_spec} at {level} level: likelihoods of {len(lik_subjects)} subjects, "
-                f"generation for {len(gen_subjects)}"
-            )
-            name = f"probe-smollm2-{level}"
-            s = run_probe(
-                smol,
-                lik_subjects,
-                out / name,
-                targets=cfg.smollm2_targets,
-                level=level,
-                k=cfg.smollm2_templates,
-                beams=cfg.beams,
-                generate=False,
-                likelihood=True,
-                seed=cfg.seed,
-                figures=cfg.figures,
-            )
-            g = run_probe(
-                smol,
-                gen_subjects,
-                out / f"{name}-generate",
-                targets=cfg.smollm2_targets,
-                level=level,
-                k=cfg.smollm2_generate_templates,
-                beams=cfg.beams,
-                likelihood=False,
-                seed=cfg.seed,
-            )
-            rows += table_rows("smollm2", s, run=name, generation=g)
-            scenarios.update(
-                {f"smollm2/{level}/{tt}": v["scenario"] for tt, v in s["targets"].items() if "scenario" in v}
-            )
-        seconds["probe_smollm2"] = time.perf_counter() - t
+        with _timed(seconds, "probe_smollm2"):
+            smol_rows, smol_scenarios = _probe_smollm2(cfg, smol, subjects, out, say)
+        rows += smol_rows
+        scenarios.update(smol_scenarios)
 
-    table = _frame(rows, TABLE_COLUMNS)
-    sp_table = _frame(sp_rows, SOFTPROMPT_COLUMNS)
+    table, sp_table = _frame(rows, TABLE_COLUMNS), _frame(sp_rows, SOFTPROMPT_COLUMNS)
     _write_table(table, out, "propile_table")
     _write_table(sp_table, out, "softprompt_table")
     seconds["total"] = time.perf_counter() - t_start

@@ -1,0 +1,91 @@
+"""lmleak.audit.dp_audit: the one-run DP audit as a training run (Steinke, Nasr & Jagielski 2023):
+the canaries trained on, the scores against a one-at-a-time oracle, the bound beside the claim."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lmleak.attacks.dp_audit import epsilon_lower_bound, make_canaries
+from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit
+from lmleak.data.synth.customersim import synthesize
+from lmleak.errors import ConfigError
+from lmleak.models.small import load_small_model
+from lmleak.train.config import TrainConfig
+
+
+def test_one_audit_run_records_the_inclusion_and_writes_the_bound_beside_the_claim(tmp_path):
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="nodp",
+        epochs=2,
+        batch_size=8,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        holdout_users=0.2,
+    )
+    summary = run_dp_audit(
+        paths["corpus"], tmp_path / "run", cfg, DPAuditConfig(m=24, r=12, seed=1), progress=False
+    )
+    table = pd.read_parquet(tmp_path / "run" / "canaries.parquet")
+    expected = make_canaries(24, seed=1)
+    assert table["included"].tolist() == [c["included"] for c in expected]
+    assert table["secret"].tolist() == [c["secret"] for c in expected]
+    # what was trained on: exactly the included canaries (train.json lists the training users)
+    train = json.loads((tmp_path / "run" / "model" / "train.json").read_text())
+    canary_users = {u for u in train["train_users"] if u.startswith("dp-audit-canary-")}
+    assert canary_users == {c["user_id"] for c in expected if c["included"]}
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    a = privacy["dp_audit"]
+    assert (a["m"], a["r"]) == (24, 12)
+    assert a["v"] == int(table["correct"].sum())
+    assert privacy["epsilon_lower_bound"] == pytest.approx(
+        epsilon_lower_bound(24, 12, a["v"], a["delta"], 0.95)
+    )
+    assert privacy["epsilon"] is None and summary["dp_epsilon"] is None
+    assert summary["epsilon_lower_bound"] == privacy["epsilon_lower_bound"]
+    assert summary["scenario"]["target"] == "membership"
+    # scores are log p(secret | prefix): the slow way, one canary at a time
+    model = load_small_model(tmp_path / "run" / "model")
+    c = expected[0]
+    full, ctx = model.tokenizer.encode(c["text"]), model.tokenizer.encode(c["prefix"])
+    one = float(model.token_stats([full])[0].logprobs[len(ctx) :].astype(np.float64).sum())
+    assert table["logprob"].iloc[0] == pytest.approx(one, abs=1e-4)
+
+
+def test_a_canary_longer_than_one_training_sequence_is_refused_before_training(tmp_path):
+    paths = synthesize(tmp_path / "data", users=3, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", epochs=1, seq_len=6, n_embd=32, n_layer=1, n_head=2, vocab_size=200)
+    with pytest.raises(ConfigError, match="seq_len"):
+        run_dp_audit(paths["corpus"], tmp_path / "run", cfg, DPAuditConfig(m=4), progress=False)
+    assert not (tmp_path / "run" / "model").exists()
+
+
+@pytest.mark.slow  # a DP-SGD training run
+def test_a_dp_run_reports_the_accountants_epsilon_beside_the_measured_bound(tmp_path):
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="dp",
+        epochs=1,
+        batch_size=8,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        noise_multiplier=1.0,
+        holdout_users=0.0,
+    )
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, DPAuditConfig(m=16), progress=False)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    assert privacy["mode"] == "dp" and privacy["epsilon"] > 0
+    assert summary["dp_epsilon"] == privacy["epsilon"] and privacy["dp_audit"]["delta"] == privacy["delta"]
+    assert summary["claim_violated"] == (privacy["epsilon_lower_bound"] > privacy["epsilon"])
+    assert summary["statement"].startswith(f"claimed ε ≤ {privacy['epsilon']:.3g}; measured ≥ ")
+    assert summary["scenario"]["anonymization"].startswith("dp")

@@ -1,0 +1,84 @@
+"""lmleak.audit.gate: one check per model, metric and k; a DP claim the measured bound refutes always fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.audit.gate import GateCheck, check_gate
+from lmleak.data.corpus import Corpus, Document
+from lmleak.models.fake import FakeLM
+from lmleak.report.leakage import ReportConfig, run_report
+
+
+def _summary(tmp_path, **headline):
+    (tmp_path / "summary.json").write_text(json.dumps({"models": {"m": {"headline": headline}}}))
+    return tmp_path
+
+
+def test_a_measured_bound_above_the_claimed_epsilon_fails_the_gate_whatever_the_limits(tmp_path):
+    run = _summary(tmp_path, dp_epsilon=1.0, epsilon_lower_bound=1.7, extracted=0)
+    checks = check_gate(run, {"extracted": 10})
+    assert [c.passed for c in checks] == [False, True]
+    assert "claimed" in checks[0].metric
+
+
+def test_a_bound_below_the_claim_passes_and_the_floor_checks_the_audits_power_on_controls(tmp_path):
+    (tmp_path / "summary.json").write_text(
+        json.dumps(
+            {
+                "models": {
+                    "dp": {"headline": {"dp_epsilon": 3.0, "epsilon_lower_bound": 0.4}},
+                    "plain": {"headline": {"epsilon_lower_bound": 0.7}},
+                }
+            }
+        )
+    )
+    checks = check_gate(tmp_path, {"min_epsilon_lower_bound": 0.5})
+    assert [(c.model, c.direction, c.passed) for c in checks] == [("dp", "max", True), ("plain", "min", True)]
+    floor = [c for c in check_gate(tmp_path, {"min_epsilon_lower_bound": 1.0}) if c.direction == "min"]
+    assert len(floor) == 1 and not floor[0].passed
+    assert "floor 1" in floor[0].describe()
+
+
+def test_the_floor_fails_when_every_model_claims_dp_and_zero_checks_only_the_claim(tmp_path):
+    run = _summary(tmp_path, dp_epsilon=3.0, epsilon_lower_bound=0.4)
+    assert [c.passed for c in check_gate(run, {"min_epsilon_lower_bound": 0.0})] == [True]  # the claim only
+    checks = check_gate(run, {"min_epsilon_lower_bound": 0.5})
+    assert [c.passed for c in checks] == [True, False]  # the claim holds; no control shows power
+    assert "without a DP claim" in checks[1].metric
+
+
+def test_the_gate_checks_every_k_and_its_verdict_does_not_depend_on_their_order(tmp_path):
+    texts = [f"user {i} code {i * 7919 % 1000} and the word {i % 3} then {i * 31 % 7}" for i in range(12)]
+    model = FakeLM.from_texts(texts, order=2)  # a bigram model: k = 1 and k = 3 leak different counts
+    corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
+    verdicts = []
+    for order in ((1, 3), (3, 1)):
+        run = tmp_path / f"run-{order[0]}"
+        summary = run_report(model, corpus, run, ReportConfig(ks=order))
+        by_k = {k: summary["by_k"][str(k)]["unique_sequences"] for k in order}
+        limit = min(by_k.values())  # passes at one k, fails at the other when they differ
+        checks = check_gate(run, {"unique_sequences": limit})
+        assert {c.metric for c in checks} == {"unique_sequences (k=1)", "unique_sequences (k=3)"}
+        verdicts.append((all(c.passed for c in checks), sorted((c.metric, c.value) for c in checks)))
+    assert len(set(by_k.values())) == 2
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0][0] is False  # the old gate read only the first k: one of the orders passed
+
+
+def test_a_leakage_epsilon_too_large_for_a_float_fails_every_limit_and_an_unmeasured_metric_fails(tmp_path):
+    run = _summary(tmp_path, log_leakage_epsilon=800.0, mia_auc=0.61)
+    eps, auc, exposure = check_gate(run, {"leakage_epsilon": 1e300, "mia_auc": 0.6, "max_exposure": 5})
+    assert eps.value == float("inf") and not eps.passed and "e^inf" in eps.describe()
+    assert auc.value == 0.61 and not auc.passed and auc.describe() == "m: mia_auc = 0.61 (limit 0.6) FAILED"
+    assert exposure.value is None and not exposure.passed and "was not measured" in exposure.describe()
+    (small,) = check_gate(_summary(tmp_path, log_leakage_epsilon=2.0), {"leakage_epsilon": 7.5})
+    assert small.value == pytest.approx(7.38905609893065) and small.passed  # e^2 <= 7.5
+
+
+def test_a_check_passes_exactly_at_its_limit_in_either_direction():
+    assert GateCheck("m", "mia_auc", 0.6, 0.6).passed and not GateCheck("m", "mia_auc", 0.6, 0.6000001).passed
+    assert GateCheck("m", "epsilon_lower_bound", 0.5, 0.5, direction="min").passed
+    assert not GateCheck("m", "epsilon_lower_bound", 0.5, 0.4999, direction="min").passed

@@ -1,0 +1,90 @@
+"""lmleak.audit.runner: which stages run for a model, and the one line that says why one was skipped."""
+
+from __future__ import annotations
+
+import pytest
+
+from lmleak.audit import runner
+from lmleak.audit.config import MiaSpec, parse_config
+from lmleak.audit.runner import Auditor
+from lmleak.models.base import Capability
+
+API = "http://127.0.0.1:9/v1#tiny"  # never contacted: load_model is replaced by the stand-ins below
+
+
+class _Api:
+    """A stand-in for a model behind an HTTP API: what the audit reads of it, no network."""
+
+    name = "tiny"
+    base_url = "http://127.0.0.1:9/v1"
+
+    def __init__(self, tier: str, capabilities: set[Capability]) -> None:
+        self.tier = tier
+        self.capabilities = frozenset(capabilities)
+        self.access = "generation" if Capability.SCORE not in capabilities else "full"
+
+    def describe(self) -> dict[str, object]:
+        return {"tier": self.tier, "access": self.access, "requests": 0}
+
+
+TEXT_TIER = _Api("text", {Capability.GENERATE})
+SCORING_TIER = _Api("prompt_logprobs", {Capability.GENERATE, Capability.SCORE})
+
+
+def _auditor(tmp_path, mia: dict, echo=None) -> Auditor:
+    cfg = parse_config(
+        {
+            "out": str(tmp_path / "run"),
+            "corpus": {"path": "corpus.jsonl"},
+            "models": [{"name": "api", "path": API}],
+            "analyses": {"mia": mia},
+        },
+        base_dir=str(tmp_path),
+    )
+    return Auditor(cfg, echo=echo)
+
+
+@pytest.mark.parametrize(
+    "mia",
+    [{}, {"members": "members.txt", "non_members": "non_members.txt"}],
+    ids=["holdout", "member-files"],
+)
+def test_mia_over_an_api_without_scores_is_skipped_for_the_missing_capability(tmp_path, monkeypatch, mia):
+    """The skip line names the tier's missing per-token scores, not a missing holdout (issue 17)."""
+    monkeypatch.setattr(runner, "load_model", lambda path, **kw: TEXT_TIER)
+    lines: list[str] = []
+    entry = _auditor(tmp_path, mia, echo=lines.append)._audit_model("api", API)
+    why = entry["skipped"]["mia"]
+    assert why.startswith(
+        "membership inference needs 'score' access, but model 'tiny' grants only 'generate'"
+    )
+    assert "holdout" not in why
+    assert entry["stages"] == {} and entry["scenarios"] == {}
+    assert entry["access"] == TEXT_TIER.describe()
+    assert [line for line in lines if "skipped" in line] == [f"[yellow]api/mia: skipped[/] — {why}"]
+
+
+def test_mia_over_a_scoring_api_without_member_files_still_asks_for_them(tmp_path):
+    why = _auditor(tmp_path, {}).mia_source(API, SCORING_TIER)
+    assert why is not None and "holdout.json" in why and "analyses.mia.members" in why
+    files = {"members": "members.txt", "non_members": "non_members.txt"}
+    assert _auditor(tmp_path, files).mia_source(API, SCORING_TIER) is None
+
+
+def test_mia_of_a_local_model_without_holdout_names_the_missing_holdout(tmp_path):
+    """A local model is not loaded before the check (model None): the files decide, as before."""
+    (tmp_path / "model").mkdir()
+    why = _auditor(tmp_path, {}).mia_source(str(tmp_path / "model"))
+    assert why is not None and "records no held-out users (holdout.json)" in why
+
+
+def test_membership_alone_enables_the_mia_stage_with_its_defaults(tmp_path):
+    cfg = parse_config(
+        {
+            "corpus": {"path": "c.jsonl"},
+            "models": [{"name": "m", "path": "m"}],
+            "analyses": {"membership": {"methods": ["zlib"]}, "exposure": {}, "probe": {}},
+        }
+    )
+    # exposure without canaries and probe without subjects are not stages to run
+    assert Auditor(cfg).enabled() == [("mia", MiaSpec())]

@@ -1,0 +1,64 @@
+"""``lmleak audit``, ``gate``, ``query`` (lmleak.cli.audit): exit codes and what they print."""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.runs import write_parquet
+
+
+def _summary(tmp_path, **headline):
+    (tmp_path / "summary.json").write_text(json.dumps({"models": {"m": {"headline": headline}}}))
+    return tmp_path
+
+
+def test_the_gate_cli_counts_extracted_samples_and_a_missing_measurement_fails(tmp_path):
+    run = _summary(tmp_path, extracted=3)
+    assert CliRunner().invoke(app, ["gate", str(run), "--max-extracted", "3"]).exit_code == 0
+    assert CliRunner().invoke(app, ["gate", str(run), "--max-extracted", "2"]).exit_code == 1
+    assert CliRunner().invoke(app, ["gate", str(run), "--min-epsilon-lower-bound", "0"]).exit_code == 1
+
+
+def test_query_json_prints_list_and_struct_columns(tmp_path):
+    write_parquet(
+        pd.DataFrame({"text": ["a", "b"], "pii_types": [["EMAIL"], []], "n": [1, 2]}),
+        tmp_path / "sequences.parquet",
+    )
+    (tmp_path / "summary.json").write_text("{}")
+    sql = "SELECT text, pii_types, {'n': n, 'ids': [n, n + 1]} AS rec FROM sequences ORDER BY n"
+    res = CliRunner().invoke(app, ["query", str(tmp_path), sql, "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == [
+        {"text": "a", "pii_types": ["EMAIL"], "rec": {"n": 1, "ids": [1, 2]}},
+        {"text": "b", "pii_types": [], "rec": {"n": 2, "ids": [2, 3]}},
+    ]
+
+
+def test_the_gate_without_limits_exits_2_naming_every_limit_option(tmp_path):
+    r = CliRunner().invoke(app, ["gate", str(_summary(tmp_path, mia_auc=0.5))])
+    assert r.exit_code == 2
+    out = " ".join(r.output.split())
+    assert "no limits given" in out and "--max-unique" in out and "--max-extracted" in out
+
+
+def test_the_gate_json_lists_every_check_and_the_verdict(tmp_path):
+    run = _summary(tmp_path, mia_auc=0.7, max_exposure=3.0)
+    r = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.6", "--max-exposure", "4", "--json"])
+    assert r.exit_code == 1
+    assert json.loads(r.stdout) == {
+        "passed": False,
+        "checks": [
+            {"model": "m", "metric": "max_exposure", "limit": 4.0, "value": 3.0, "passed": True},
+            {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False},
+        ],
+    }
+    text = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.8"])
+    assert (
+        text.exit_code == 0
+        and "gate passed" in text.output
+        and "m: mia_auc = 0.7 (limit 0.8) ok" in text.output
+    )
