@@ -167,32 +167,16 @@ def packed_pass(
     sds = [np.empty(len(s), dtype=np.float32) for s in sequences] if moments else None
     nlps: list[list[np.ndarray]] = [[np.empty(0, dtype=np.float32)] * len(nb) for nb in neighbours]
     done: set[int] = set()
-    dev = model.device
     with torch.inference_mode():
         for batch in model._batches([len(r.ids) for r in rows]):
             part = [rows[r] for r in batch]
             lengths = [len(sequences[r.text]) for r in part]
-            width = max(len(r.ids) for r in part)
-            ids, _ = model._pad([r.ids for r in part])
-            pos = torch.zeros((len(part), width), dtype=torch.long)
-            for b, r in enumerate(part):
-                pos[b, : len(r.positions)] = torch.as_tensor(r.positions)
-            allow = tree_mask(part, lengths, width)
-            mask = torch.zeros(allow.shape, dtype=torch.float32).masked_fill_(
-                ~allow, torch.finfo(torch.float32).min
-            )
-            out = model.module(
-                input_ids=ids.to(dev), attention_mask=mask[:, None].to(dev), position_ids=pos.to(dev)
-            )
-            logits = out.logits if hasattr(out, "logits") else out[0]
-            logp = torch.log_softmax(logits.float(), dim=-1)
-            # row position t predicts ids[t + 1]; the text's tokens are ids[1 : 1 + n]
-            true_lp = logp[:, :-1].gather(-1, ids[:, 1:].to(dev).unsqueeze(-1)).squeeze(-1).cpu().numpy()
+            logp, true_lp = _forward_rows(model, part, lengths)
             if moments:
                 mu, sd = log_prob_moments(logp)
             for b, (r, n) in enumerate(zip(part, lengths, strict=True)):
                 base = true_lp[b, :n]
-                if r.text not in done:
+                if r.text not in done:  # a text split over rows is read from its first row
                     done.add(r.text)
                     lps[r.text][:] = base
                     if mus is not None and sds is not None:
@@ -200,12 +184,41 @@ def packed_pass(
                         sds[r.text][:] = sd[b, :n].cpu().numpy()
                 for j, q, start, length in r.segments:
                     y = neighbours[r.text][j]
-                    lp = np.empty(len(y), dtype=np.float32)
-                    lp[:q] = base[:q]
-                    if length:
-                        # the suffix's first token is predicted where the text leaves off (position q),
-                        # the rest by the suffix's own positions
-                        lp[q] = float(logp[b, q, int(y[q])])
-                        lp[q + 1 :] = true_lp[b, start : start + length - 1]
-                    nlps[r.text][j] = lp
+                    nlps[r.text][j] = _neighbour_logprobs(y, base, logp[b], true_lp[b], q, start, length)
     return PackedScores(lps, mus, sds, nlps)
+
+
+def _forward_rows(model: Any, part: Sequence[PackedRow], lengths: Sequence[int]) -> tuple[Any, np.ndarray]:
+    """One forward pass over packed rows: log-probabilities (B, width, V) and, at each row position
+    ``t``, the log-probability of ``ids[t + 1]`` (B, width - 1)."""
+    import torch  # lazy: torch is heavy and only the torch path needs it
+
+    dev = model.device
+    width = max(len(r.ids) for r in part)
+    ids, _ = model._pad([r.ids for r in part])
+    pos = torch.zeros((len(part), width), dtype=torch.long)
+    for b, r in enumerate(part):
+        pos[b, : len(r.positions)] = torch.as_tensor(r.positions)
+    allow = tree_mask(part, lengths, width)
+    mask = torch.zeros(allow.shape, dtype=torch.float32).masked_fill_(~allow, torch.finfo(torch.float32).min)
+    out = model.module(input_ids=ids.to(dev), attention_mask=mask[:, None].to(dev), position_ids=pos.to(dev))
+    logits = out.logits if hasattr(out, "logits") else out[0]
+    logp = torch.log_softmax(logits.float(), dim=-1)
+    true_lp = logp[:, :-1].gather(-1, ids[:, 1:].to(dev).unsqueeze(-1)).squeeze(-1).cpu().numpy()
+    return logp, true_lp
+
+
+def _neighbour_logprobs(
+    y: Sequence[int], base: np.ndarray, logp: Any, true_lp: np.ndarray, q: int, start: int, length: int
+) -> np.ndarray:
+    """A neighbour's token log-probabilities from its row: the text's up to ``q``, then its suffix's.
+
+    The suffix's first token is predicted where the text leaves off (row position ``q``), the rest
+    by the suffix's own positions.
+    """
+    lp = np.empty(len(y), dtype=np.float32)
+    lp[:q] = base[:q]
+    if length:
+        lp[q] = float(logp[q, int(y[q])])
+        lp[q + 1 :] = true_lp[start : start + length - 1]
+    return lp

@@ -676,6 +676,7 @@ def _probe_smollm2(
     return rows, scenarios
 
 
+# long: the steps are helpers; what remains is the docstring and the summary's keys in one dict
 @writes_run("out_dir")
 def run_propile_experiment(
     out_dir: str | Path,

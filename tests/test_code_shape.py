@@ -1,0 +1,132 @@
+"""The shape rules of docs/ARCHITECTURE.md that import-linter cannot check, read from the source.
+
+- Library code (everything outside ``lmleak.cli``) imports ``lmleak`` modules at module level; an
+  import inside a function must say why on the line above (``# lazy: <reason>``), e.g. that the
+  module loads torch and ``lmleak --help`` must not. The CLI imports its library lazily by design
+  (start-up time), so it is exempt.
+- Functions stay under 60 lines; a longer one says why on a ``# long: <reason>`` line directly
+  above its ``def`` or above its decorators.
+- ``tests/`` mirrors ``src/lmleak/``: each source module has ``tests/<pkg>/test_<module>.py`` or a
+  row in tests/README.md's table of modules skipped or tested elsewhere, naming why.
+
+Each rule has a check that it would fail on a planted violation, so none of them can pass vacuously.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "lmleak"
+MAX_LINES = 60
+
+
+def _sources() -> list[Path]:
+    return sorted(SRC.rglob("*.py"))
+
+
+def _functions(tree: ast.AST):
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+
+
+def _comment_above(lines: list[str], lineno: int, tag: str) -> bool:
+    """Whether the non-blank line above 1-based ``lineno`` is a ``# tag:`` comment."""
+    i = lineno - 2
+    while i >= 0 and not lines[i].strip():
+        i -= 1
+    return i >= 0 and lines[i].strip().startswith(f"# {tag}:")
+
+
+def unexplained_lazy_imports(text: str, name: str = "<src>") -> list[str]:
+    """``lmleak`` imports inside functions without a ``# lazy:`` line above them."""
+    lines = text.splitlines()
+    out = []
+    for fn in _functions(ast.parse(text)):
+        for node in ast.walk(fn):
+            mods = []
+            if isinstance(node, ast.ImportFrom):
+                mods = [node.module or ""] if node.level == 0 else ["lmleak (relative)"]
+            elif isinstance(node, ast.Import):
+                mods = [a.name for a in node.names]
+            if any(m.split(".")[0] == "lmleak" or m.startswith("lmleak ") for m in mods):
+                if not _comment_above(lines, node.lineno, "lazy"):
+                    out.append(f"{name}:{node.lineno} in {fn.name}()")
+    return sorted(set(out))
+
+
+def long_functions(text: str, name: str = "<src>", limit: int = MAX_LINES) -> list[str]:
+    """Functions longer than ``limit`` lines (decorators included) without a ``# long:`` line above."""
+    lines = text.splitlines()
+    out = []
+    for fn in _functions(ast.parse(text)):
+        first = min([fn.lineno, *(d.lineno for d in fn.decorator_list)])
+        n = fn.end_lineno - first + 1
+        said = _comment_above(lines, first, "long") or _comment_above(lines, fn.lineno, "long")
+        if n > limit and not said:
+            out.append(f"{name}:{fn.lineno} {fn.name}() is {n} lines")
+    return out
+
+
+def test_library_imports_lmleak_at_module_level():
+    bad = []
+    for p in _sources():
+        rel = p.relative_to(SRC.parent).as_posix()
+        if not rel.startswith("lmleak/cli/"):
+            bad += unexplained_lazy_imports(p.read_text(), rel)
+    assert not bad, "move these imports to module level, or say why above them (# lazy: ...):\n" + "\n".join(
+        bad
+    )
+
+
+def test_functions_are_short_or_say_why():
+    bad = []
+    for p in _sources():
+        bad += long_functions(p.read_text(), p.relative_to(SRC.parent).as_posix())
+    assert not bad, (
+        f"split these (> {MAX_LINES} lines) or say why above the def (# long: ...):\n" + "\n".join(bad)
+    )
+
+
+def test_the_checks_catch_planted_violations():
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_LINES + 1))
+    planted = f"def f():\n    from lmleak.errors import ConfigError\n{body}\n"
+    assert unexplained_lazy_imports(planted) == ["<src>:2 in f()"]
+    assert long_functions(planted) == [f"<src>:1 f() is {MAX_LINES + 3} lines"]
+    explained = (
+        f"# long: a table\ndef f():\n    # lazy: a test\n    from lmleak.errors import ConfigError\n{body}\n"
+    )
+    assert unexplained_lazy_imports(explained) == []
+    assert long_functions(explained) == []
+
+
+def _readme_rows() -> set[str]:
+    text = (ROOT / "tests" / "README.md").read_text()
+    return set(re.findall(r"^\|\s*`([^`]+\.py)`", text, flags=re.M))
+
+
+def unmirrored(sources: list[Path], tests_dir: Path, listed: set[str]) -> list[str]:
+    """Source modules with neither ``tests/<pkg>/test_<module>.py`` nor a row in tests/README.md."""
+    out = []
+    for p in sources:
+        rel = p.relative_to(SRC)
+        if p.name == "__init__.py":
+            continue
+        if not (tests_dir / rel.parent / f"test_{p.stem}.py").exists() and rel.as_posix() not in listed:
+            out.append(rel.as_posix())
+    return out
+
+
+def test_tests_mirror_the_source_tree():
+    missing = unmirrored(_sources(), ROOT / "tests", _readme_rows())
+    assert not missing, (
+        "add tests/<pkg>/test_<module>.py, or a row in tests/README.md saying why not:\n" + "\n".join(missing)
+    )
+
+
+def test_the_mirror_check_catches_a_module_without_tests(tmp_path):
+    fake = SRC / "attacks" / "not_a_module_xyz.py"  # never created: only its path is compared
+    assert unmirrored([fake], ROOT / "tests", _readme_rows()) == ["attacks/not_a_module_xyz.py"]
