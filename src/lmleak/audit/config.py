@@ -22,6 +22,7 @@ from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
 from lmleak.pii.policies import POLICY_NAMES
+from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
 
 EXAMPLE = """\
@@ -104,7 +105,7 @@ class ModelSpec:
 
 @dataclass(frozen=True, slots=True)
 class ReportSpec:
-    k: list[int] = field(default_factory=lambda: [1, 3])
+    k: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
     t: float = 1.0
     p: int = 5
     public_context_tokens: int | None = None  # None: the ledger's window overlap, at most 128

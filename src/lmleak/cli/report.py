@@ -195,7 +195,11 @@ ReportCorpusOpt = Annotated[
 ]
 ReportOutOpt = Annotated[Path | None, typer.Option("--out", help="Run directory.")]
 ReportKOpt = Annotated[
-    list[int] | None, typer.Option("--k", help="Top-k of the tab attack; several allowed: --k 1 3.")
+    list[int] | None,
+    typer.Option(
+        "--k",
+        help="Top-k of the tab attack; several allowed: --k 1 3. [default: 1 3, or what --api-top-k allows]",
+    ),
 ]
 PublicModelOpt = Annotated[
     str | None,
@@ -320,11 +324,12 @@ def report(
     # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
     from lmleak.report.engine import LedgerEngine, run_leakage_report
     from lmleak.report.leakage import ReportConfig, as_int_list
+    from lmleak.report.metrics import default_ks
 
     _require(model=model, corpus=corpus, out_dir=out_dir)
     quiet(quiet_ or json_out)
     assert model is not None and corpus is not None and out_dir is not None
-    ks = as_int_list(k)
+    ks = as_int_list(k, default_ks(api_top_k))
     _check_options(ks, t=t, p=p, public_scope=public_scope, engine=engine, api_top_k=api_top_k,
                    public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
                    min_tokens=min_tokens, num_workers=num_workers, gpus_per_worker=gpus_per_worker,

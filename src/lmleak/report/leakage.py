@@ -35,7 +35,7 @@ from lmleak.report.features import (
     redact_sequences,
     sequence_features,
 )
-from lmleak.report.metrics import corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, metrics_for_k, top_k_accuracy
 from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
@@ -81,7 +81,7 @@ class ReportConfig:
         min_tokens: unique PII sequences shorter than this are counted apart, not headlined.
     """
 
-    ks: tuple[int, ...] = (1,)
+    ks: tuple[int, ...] = DEFAULT_KS
     t: float = 1.0
     p: int | None = 5
     redact: bool = False
@@ -441,12 +441,12 @@ def report_from_ledger(
     return analyse(ledger, index or build_index(ledger), tokenizer, config, public_model=public_model)
 
 
-def as_int_list(values: Sequence[int] | None, default: Sequence[int] = (1,)) -> tuple[int, ...]:
+def as_int_list(values: Sequence[int] | None, default: Sequence[int] = DEFAULT_KS) -> tuple[int, ...]:
     """Normalise a k option.
 
     Example:
-        >>> as_int_list([3, 1, 3])
-        (3, 1)
+        >>> as_int_list([3, 1, 3]), as_int_list(None)
+        ((3, 1), (1, 3))
     """
     vals = list(values) if values else list(default)
     return tuple(dict.fromkeys(int(v) for v in vals))

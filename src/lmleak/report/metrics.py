@@ -21,6 +21,22 @@ from typing import Any
 
 import numpy as np
 
+#: The tab attack's top-k values when none are given, one default for ``lmleak report --k``, the
+#: audit config's ``report.k`` and :class:`~lmleak.report.leakage.ReportConfig`: top-1 (text
+#: auto-completion) and top-3 (predictive keyboards), the two the paper names (001 §5). The first
+#: gives the headline.
+DEFAULT_KS: tuple[int, ...] = (1, 3)
+
+
+def default_ks(limit: int | None = None) -> tuple[int, ...]:
+    """:data:`DEFAULT_KS`, without the values a top-``limit`` API cannot answer (None: no limit).
+
+    Example:
+        >>> default_ks(), default_ks(1), default_ks(5)
+        ((1, 3), (1,), (1, 3))
+    """
+    return tuple(k for k in DEFAULT_KS if limit is None or k <= limit) or DEFAULT_KS[:1]
+
 
 def unique_sequences(users_in_d: Any) -> int:
     """Number of sequences of S held by exactly one user of D.
