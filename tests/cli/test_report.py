@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 from lmleak.audit.config import ReportSpec
 from lmleak.cli.main import app
 from lmleak.data.corpus import Corpus, Document
-from lmleak.report.leakage import ReportConfig
+from lmleak.report.leakage import ReportConfig, as_int_list
+from lmleak.report.metrics import DEFAULT_KS, default_ks
 
 TEXTS = [
     "hello my name is ada and my phone is 555 0100",
@@ -258,3 +259,29 @@ def test_report_cli_audit_config_and_library_share_their_defaults():
     for key in ("t", "p", "public_occurrences", "pii_policy", "min_tokens", "public_context_tokens"):
         assert cli[key] == lib[key] == spec[key], key
     assert lib["p"] == 5
+
+
+def test_k_has_one_default_and_a_top_1_api_keeps_only_k_1(setup):
+    assert ReportConfig().ks == DEFAULT_KS == tuple(ReportSpec().k) == (1, 3)
+    assert as_int_list(None, default_ks(None)) == DEFAULT_KS
+    root, corpus, model = setup
+    runs = {}
+    for name, extra in (("default-k", []), ("top1-k", ["--api-top-k", "1"])):
+        res = CliRunner().invoke(
+            _app(),
+            [
+                "report",
+                "--model",
+                str(model),
+                "--corpus",
+                str(corpus),
+                "--out",
+                str(root / name),
+                "--json",
+                *extra,
+            ],
+        )
+        assert res.exit_code == 0, res.output
+        runs[name] = json.loads(res.stdout)
+    assert runs["default-k"]["ks"] == [1, 3] and sorted(runs["default-k"]["by_k"]) == ["1", "3"]
+    assert runs["top1-k"]["ks"] == [1] and sorted(runs["top1-k"]["by_k"]) == ["1"]
