@@ -1,6 +1,6 @@
 """CLI of the attacks area: ``lmleak exposure``, ``lmleak mia``, ``lmleak experiment crt`` (paper 002 §5).
 
-Thin: parse, load, call one library function, write the run directory, print a summary table.
+Thin: parse, call one library function (it loads, runs and writes the run directory), print a table.
 main.py imports every area module to build the app, so library imports stay inside the commands
 (numpy and torch would make ``lmleak --help`` slow).
 """
@@ -136,7 +136,7 @@ def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_d
     )
 
 
-# long: the Typer signature declares 23 options; the body only parses, calls run_membership, prints
+# long: the Typer signature declares 23 options; the body only parses, calls membership_of_model, prints
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,

@@ -16,7 +16,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("eval")(evaluate_cmd)
 
 
-# long: 40 Typer options in the signature; the body only builds the config and calls run_training
+# long: 40 Typer options in the signature; the body only builds the config and calls train_and_summarise
 def train(
     corpus: Annotated[Path, typer.Option(help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).")],
     out_dir: Annotated[
