@@ -120,3 +120,22 @@ def test_canaries_are_distinct_seeded_and_about_half_included():
     assert a == b
     assert len({c["secret"] for c in a}) == 500
     assert 200 < sum(c["included"] for c in a) < 300
+
+
+def test_bound_from_counts_is_the_bound_with_its_inputs_in_the_json_order():
+    from dataclasses import asdict
+
+    from lmleak.attacks.dp_audit import bound_from_counts
+
+    b = bound_from_counts(1000, 100, 80, 1e-5, 0.9)
+    assert asdict(b) == {
+        "m": 1000,
+        "r": 100,
+        "v": 80,
+        "delta": 1e-5,
+        "confidence": 0.9,
+        "epsilon_lower_bound": epsilon_lower_bound(1000, 100, 80, 1e-5, 0.9),
+    }
+    assert list(asdict(b)) == ["m", "r", "v", "delta", "confidence", "epsilon_lower_bound"]
+    with pytest.raises(ConfigError):
+        bound_from_counts(10, 20, 1)

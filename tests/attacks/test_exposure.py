@@ -159,3 +159,36 @@ def test_an_extrapolated_exposure_never_exceeds_log2_of_the_candidate_count():
     assert fit_skewnorm(costs[1:]).exposure(float(costs[0])) > math.log2(100)  # the raw tail estimate
     res = measure_exposure(lm, _canaries(["12"]), max_enumerable=10, sample_size=100)
     assert res[0].method == "extrapolated" and res[0].extrapolated_bits == math.log2(100)
+
+
+def test_exposure_of_model_loads_the_spec_and_equals_run_exposure_on_the_loaded_model(tmp_path):
+    import json
+
+    from lmleak.attacks.exposure import exposure_of_model, run_exposure
+    from lmleak.models.loading import load_model
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": "u1", "text": "My ID is: 123"}) + "\n" for _ in range(10))
+    )
+    canaries = tmp_path / "canaries.jsonl"
+    canaries.write_text(
+        json.dumps({"text": "My ID is: 123", "secret": "123", "prefix": "My ID is: ", "repeats": 10})
+        + "\n"
+        + json.dumps({"text": "My ID is: 456", "secret": "456", "prefix": "My ID is: ", "repeats": 0})
+        + "\n"
+    )
+    said: list[str] = []
+    run = exposure_of_model(f"fake:{corpus}", canaries, tmp_path / "a", echo=said.append)
+    summary, results = run_exposure(load_model(f"fake:{corpus}"), canaries, tmp_path / "b")
+    assert run.model_name == "fake:corpus.jsonl"
+    assert said == [f"ranking the canaries of {canaries} with fake:corpus.jsonl"]
+    assert [(r.secret, r.rank, r.exposure_bits) for r in run.results] == [
+        (r.secret, r.rank, r.exposure_bits) for r in results
+    ]
+    assert run.results[0].rank == 1 and run.results[1].rank > 1  # the memorised one ranks first
+    assert run.summary["max_exposure"] == summary["max_exposure"] == pytest.approx(math.log2(1000))
+    assert (
+        json.loads((tmp_path / "a" / "summary.json").read_text())["max_exposure"]
+        == run.summary["max_exposure"]
+    )

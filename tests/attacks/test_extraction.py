@@ -213,3 +213,35 @@ def test_the_exact_suffix_probability_matches_sampling():
     # 1 - (1 - p)^n against the obvious product
     assert within_n(np.log(0.2), 3) == pytest.approx(1 - 0.8**3)
     assert within_n(-np.inf, 10) == 0.0
+
+
+def test_extract_from_model_reads_the_prompts_loads_the_specs_and_records_the_a_factor(tmp_path):
+    import json
+
+    from lmleak.attacks.extraction import extract_from_model
+    from lmleak.errors import DataFileError
+
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"user_id": d.user_id, "text": d.text}) + "\n" for d in _corpus()))
+    prompts = tmp_path / "p.txt"
+    prompts.write_text("please note\n\nhello there\n")
+    cfg = ExtractConfig(num_samples=4, max_new_tokens=8, min_match_tokens=6, discoverable_docs=2)
+    said: list[str] = []
+    summary = extract_from_model(
+        f"fake:{corpus}",
+        corpus,
+        tmp_path / "run",
+        cfg,
+        prefixes=prompts,
+        public_model=f"fake:{corpus}",
+        echo=said.append,
+    )
+    assert said == [f"sampling 4 texts from fake:{corpus} ..."]
+    assert summary["config"]["prefixes"] == ["please note", "hello there"]
+    assert "small" in summary["verified_at_100"]  # the public model's ratio was computed
+    assert summary["scenario"]["anonymization"] == "identity"  # a fake: spec has no privacy.json
+    table = pd.read_parquet(tmp_path / "run" / "extract.parquet")
+    assert set(table["prefix"]) == {"please note", "hello there"}
+    with pytest.raises(DataFileError, match="prefixes"):
+        extract_from_model(f"fake:{corpus}", corpus, tmp_path / "run2", cfg, prefixes=tmp_path / "none.txt")
+    assert not (tmp_path / "run2").exists()

@@ -183,3 +183,57 @@ def test_method_options_check_the_names_and_read_recalls_prefix_file(tmp_path):
     assert e.value.field == "--methods" and "zlib" in str(e.value)
     with pytest.raises(ConfigError):
         method_options(["reference"])  # no reference model
+
+
+def _membership_files(tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    rows = [{"user_id": "u2", "text": f"my address is {100 + i} oak street"} for i in range(30)]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    members = tmp_path / "members.txt"
+    members.write_text("".join(r["text"] + "\n" for r in rows))
+    non = tmp_path / "non.jsonl"
+    non.write_text(
+        "".join(json.dumps({"text": f"my address is {500 + i} elm street"}) + "\n" for i in range(30))
+    )
+    return corpus, members, non
+
+
+def test_membership_of_model_loads_the_spec_reads_the_files_and_equals_run_membership(tmp_path):
+    from lmleak.attacks.membership import membership_of_model, method_options, run_membership
+    from lmleak.models.loading import load_model
+
+    corpus, members, non = _membership_files(tmp_path)
+    said: list[str] = []
+    summary = membership_of_model(
+        f"fake:{corpus}",
+        tmp_path / "a",
+        members=members,
+        non_members=non,
+        methods=["zlib", "min_k_pp"],
+        group_size=5,
+        echo=said.append,
+    )
+    oracle = run_membership(
+        load_model(f"fake:{corpus}"),
+        read_texts(members),
+        read_texts(non),
+        tmp_path / "b",
+        group_size=5,
+        options=method_options(["zlib", "min_k_pp"]),
+    )
+    assert said == ["scoring 30 texts per side with fake:corpus.jsonl"]  # no source line: two files given
+    assert {(r["level"], r["feature"]) for r in summary["metrics"]} == {
+        (r["level"], r["feature"]) for r in oracle["metrics"]
+    }
+    assert summary["mia_auc_by_attack"] == oracle["mia_auc_by_attack"]
+    assert summary["mia_auc"] == pytest.approx(1.0)  # the fake model memorised every member
+    assert json.loads((tmp_path / "a" / "summary.json").read_text())["mia_auc"] == summary["mia_auc"]
+
+
+def test_membership_of_model_checks_the_methods_before_loading_anything(tmp_path):
+    from lmleak.attacks.membership import membership_of_model
+    from lmleak.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown membership method 'nope'"):
+        membership_of_model(str(tmp_path / "no-such-model"), tmp_path / "run", methods=["nope"])
+    assert not (tmp_path / "run").exists()

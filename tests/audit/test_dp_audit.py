@@ -89,3 +89,28 @@ def test_a_dp_run_reports_the_accountants_epsilon_beside_the_measured_bound(tmp_
     assert summary["claim_violated"] == (privacy["epsilon_lower_bound"] > privacy["epsilon"])
     assert summary["statement"].startswith(f"claimed ε ≤ {privacy['epsilon']:.3g}; measured ≥ ")
     assert summary["scenario"]["anonymization"].startswith("dp")
+
+
+def test_with_report_runs_the_audit_then_renders_its_run_and_adds_the_reports_path(tmp_path, monkeypatch):
+    # the training itself is covered above and end to end in tests/cli/test_dpaudit.py
+    from lmleak.audit import dp_audit as dp_module
+
+    calls: list[tuple] = []
+
+    def fake_audit(corpus, out, cfg, audit, *, progress):
+        calls.append(("audit", corpus, out, cfg, audit, progress))
+        return {"epsilon_lower_bound": 0.5}
+
+    def fake_render(run):
+        calls.append(("render", run))
+        return tmp_path / "run" / "report.html"
+
+    monkeypatch.setattr(dp_module, "run_dp_audit", fake_audit)
+    monkeypatch.setattr(dp_module, "render_report", fake_render)
+    audit = DPAuditConfig(m=4)
+    summary = dp_module.run_dp_audit_with_report("c.jsonl", tmp_path / "run", "cfg", audit, progress=False)
+    assert calls == [
+        ("audit", "c.jsonl", tmp_path / "run", "cfg", audit, False),
+        ("render", tmp_path / "run"),
+    ]
+    assert summary == {"epsilon_lower_bound": 0.5, "report": str(tmp_path / "run" / "report.html")}

@@ -44,3 +44,29 @@ def test_runs_without_a_scenario_are_refused(tmp_path, content, message):
         (tmp_path / "summary.json").write_text(content)
     with pytest.raises(RunError, match=message):
         run_scenarios(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("privacy", "expected"),
+    [
+        ({"mode": "dp", "epsilon": 3.14159}, "dp:3.14"),
+        ({"mode": "sdp", "epsilon": 8.0}, "dp:8"),
+        ({"mode": "crt", "epsilon": 2.0, "policy": "strict"}, "redaction:strict+dp:2"),
+        ({"mode": "crt", "epsilon": 2.0}, "redaction:balanced+dp:2"),
+        ({"mode": "dp", "epsilon": None}, "identity"),
+        ({"mode": "nodp", "epsilon": None}, "identity"),
+    ],
+)
+def test_the_a_factor_comes_from_the_models_privacy_json(tmp_path, privacy, expected):
+    from lmleak.scenarios.describe import anonymization_of
+
+    (tmp_path / "privacy.json").write_text(json.dumps(privacy))
+    assert anonymization_of(tmp_path) == expected
+    assert anonymization_of(str(tmp_path)) == expected
+
+
+def test_no_folder_or_no_privacy_json_is_identity(tmp_path):
+    from lmleak.scenarios.describe import anonymization_of
+
+    assert anonymization_of(None) == "identity"
+    assert anonymization_of(tmp_path) == "identity"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -68,3 +69,71 @@ def test_a_finetune_config_fine_tunes_its_base(paths, calls, tmp_path):
     assert kind == "finetune" and args[1:] == (tmp_path / "o", cfg)
     assert _users(args[0]) == ["train0", "train1", "train2"]
     assert kwargs == {"progress": False, "public": None, "private": None}
+
+
+def _result(**final):
+    from lmleak.train.trainer import TrainResult
+
+    return TrainResult(
+        model_dir=Path("m"),
+        history=[],
+        final={"val_perplexity": 12.5, "tokens_per_s": 100.0, **final},
+        privacy={
+            "epsilon": 2.0,
+            "delta": 1e-5,
+            "tokenizer_source": "public",
+            "split": {"public_sentence_share": 0.4},
+        },
+        train_users=["a", "b"],
+        val_users=["c"],
+    )
+
+
+def test_the_summary_is_the_json_record_of_the_run():
+    summary = run_module.training_summary(_result(), "gpt", "crt")
+    assert summary == {
+        "model_dir": "m",
+        "mode": "crt",
+        "arch": "gpt",
+        "val_perplexity": 12.5,
+        "val_top1_accuracy": None,
+        "val_top3_accuracy": None,
+        "tokens_per_s": 100.0,
+        "epsilon": 2.0,
+        "delta": 1e-5,
+        "held_out_users": ["c"],
+        "tokenizer_source": "public",
+        "gamma": None,
+        "gamma_source": None,
+        "public_sentence_share": 0.4,
+    }
+    # a fine-tune also records its base, the perplexity before and the merged folder
+    tuned = run_module.training_summary(_result(val_perplexity_before=30.0), "x", "nodp")
+    assert (tuned["val_perplexity_before"], tuned["merged_dir"], tuned["base"]) == (30.0, None, None)
+
+
+def test_the_arch_label_names_the_small_model_or_the_kind_of_fine_tune():
+    assert run_module.arch_label(TrainConfig(arch="lstm")) == "lstm"
+    assert (
+        run_module.arch_label(FinetuneConfig(base="smollm2-135m", lora=4))
+        == "LoRA r=4 fine-tune of smollm2-135m"
+    )
+    assert run_module.arch_label(FinetuneConfig(base="b", full=True)) == "full fine-tune of b"
+
+
+def test_train_and_summarise_trains_once_and_records_the_mode_as_given(paths, monkeypatch, tmp_path):
+    seen = []
+
+    def fake_training(*args, **kwargs):
+        seen.append((args, kwargs))
+        return _result()
+
+    monkeypatch.setattr(run_module, "run_training", fake_training)
+    cfg = FinetuneConfig(base="smollm2-135m", mode="plain")
+    run = run_module.train_and_summarise(paths["train"], tmp_path / "o", cfg, progress=False, mode="plain")
+    assert seen == [
+        ((paths["train"], tmp_path / "o", cfg), {"public": None, "private": None, "progress": False})
+    ]
+    assert (run.arch, run.mode) == ("LoRA r=8 fine-tune of smollm2-135m", "plain")
+    assert run.summary == run_module.training_summary(run.result, run.arch, "plain")
+    assert run_module.train_and_summarise(paths["train"], tmp_path / "o", cfg).mode == "nodp"  # the config's

@@ -115,6 +115,29 @@ def epsilon_lower_bound(
     return lo
 
 
+@dataclass(frozen=True)
+class EpsilonBound:
+    """The lower bound of ``lmleak dp-audit bound`` with the counts and settings it came from."""
+
+    m: int
+    r: int
+    v: int
+    delta: float
+    confidence: float
+    epsilon_lower_bound: float
+
+
+def bound_from_counts(m: int, r: int, v: int, delta: float = 0.0, confidence: float = 0.95) -> EpsilonBound:
+    """:func:`epsilon_lower_bound` for ``v`` correct of ``r`` guesses about ``m`` canaries, with its inputs.
+
+    Example:
+        >>> b = bound_from_counts(1000, 10, 10)
+        >>> (b.m, b.r, b.v, round(b.epsilon_lower_bound, 4))
+        (1000, 10, 10, 1.0519)
+    """
+    return EpsilonBound(m, r, v, delta, confidence, epsilon_lower_bound(m, r, v, delta, confidence))
+
+
 def guess_membership(scores: Sequence[float] | np.ndarray, r: int) -> np.ndarray:
     """Guesses ``T ∈ {-1, 0, +1}^m``: ``+1`` for the ``r/2`` highest scores, ``-1`` for the ``r/2``
     lowest, 0 (abstain) for the rest; an odd ``r`` gives the extra guess to "in". Ties are broken

@@ -18,7 +18,7 @@ Two ways to get there:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,7 @@ from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact
 from lmleak.errors import DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require
+from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
 from lmleak.shards import fingerprint_of, run_rows
@@ -428,6 +429,59 @@ def run_exposure(
     summary = _exposure_summary(model, canaries, results, table, stats, seconds)
     write_summary(run, summary)
     return summary, results
+
+
+@dataclass(frozen=True)
+class ExposureRun:
+    """What ``lmleak exposure`` prints: the model's name, the run's summary and each canary's result."""
+
+    model_name: str
+    summary: dict[str, Any]
+    results: list[CanaryExposure]
+
+
+def exposure_of_model(
+    model: str,
+    canaries: str | Path,
+    out_dir: str | Path,
+    *,
+    alphabet: str | None = None,
+    extrapolate: bool = False,
+    sample_size: int = 5000,
+    max_candidates: int = 10_000_000,
+    seed: int = 0,
+    echo: Callable[[str], None] | None = None,
+) -> ExposureRun:
+    """Load the model spec ``model`` and run :func:`run_exposure` on it (the work of ``lmleak exposure``).
+
+    Args:
+        model: a model spec :func:`lmleak.models.loading.load_model` reads (folder, GGUF, fake:...).
+        canaries: ``canaries.jsonl`` (secret, prefix, repeats, user_id).
+        out_dir: the run directory for ``exposure.parquet`` and ``summary.json``.
+        alphabet: alphabet of the secrets (default: digits).
+        extrapolate: add the skew-normal estimate (Carlini et al. §4.3).
+        sample_size: candidates sampled for the skew-normal fit.
+        max_candidates: largest |R| ranked exactly; larger formats are extrapolated.
+        seed: sampling seed.
+        echo: called with a progress message once the model is loaded.
+
+    Returns:
+        The model's name, the summary written to ``summary.json`` and the per-canary results.
+    """
+    lm = load_model(model)
+    if echo is not None:
+        echo(f"ranking the canaries of {canaries} with {lm.name}")
+    summary, results = run_exposure(
+        lm,
+        canaries,
+        out_dir,
+        alphabet=alphabet,
+        extrapolate=extrapolate,
+        sample_size=sample_size,
+        max_candidates=max_candidates,
+        seed=seed,
+    )
+    return ExposureRun(lm.name, summary, results)
 
 
 def _exposure_summary(

@@ -44,19 +44,22 @@ from __future__ import annotations
 
 import zlib
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.ledger.index import CorpusIndex
 from lmleak.models.base import Capability, require
+from lmleak.models.loading import load_model
 from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
+from lmleak.scenarios.describe import anonymization_of
 
 METRICS = ("perplexity", "zlib", "lowercase", "small", "window", "combined")
 
@@ -480,6 +483,48 @@ def run_extraction(
     summary["seconds"] = {"generation": t_gen, "total": time.perf_counter() - t0}
     write_summary(run, summary)
     return summary
+
+
+def extract_from_model(
+    model: str,
+    corpus: str | Path,
+    out_dir: str | Path,
+    config: ExtractConfig | None = None,
+    *,
+    prefixes: str | Path | None = None,
+    public_model: str | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The work of ``lmleak extract``: read the prompts, load the model specs and the corpus, and run
+    :func:`run_extraction` with the A factor the model's ``privacy.json`` records.
+
+    Args:
+        model: the audited model's spec (:func:`lmleak.models.loading.load_model`).
+        corpus: its training corpus (:func:`lmleak.data.loaders.load_corpus`).
+        out_dir: the run directory.
+        config: the run's settings (default :class:`ExtractConfig`).
+        prefixes: a public text file of prompts (:func:`read_prefixes`) replacing ``config.prefixes``.
+        public_model: a public reference model's spec for the ``small`` ratio.
+        echo: called with a progress message before sampling.
+
+    Returns:
+        The summary written to ``summary.json``.
+    """
+    cfg = config or ExtractConfig()
+    if prefixes is not None:
+        cfg = replace(cfg, prefixes=read_prefixes(prefixes))
+    lm = load_model(model)
+    pub = load_model(public_model) if public_model else None
+    if echo is not None:
+        echo(f"sampling {cfg.num_samples} texts from {model} ...")
+    return run_extraction(
+        lm,
+        load_corpus(corpus),
+        out_dir,
+        cfg,
+        public_model=pub,
+        anonymization=anonymization_of(model if Path(model).is_dir() else None),
+    )
 
 
 @dataclass

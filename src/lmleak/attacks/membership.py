@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,9 +44,11 @@ from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
+from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
-from lmleak.shards import ModelWork, Shipped, fingerprint_of, run_rows
+from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, ray_session, run_rows
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -600,6 +602,77 @@ def run_membership(
     )
     write_summary(run, summary)
     return summary
+
+
+# long: one keyword per `lmleak mia` option; the body loads, picks the texts and calls run_membership
+def membership_of_model(
+    model: str,
+    out_dir: str | Path,
+    *,
+    members: str | Path | None = None,
+    non_members: str | Path | None = None,
+    corpus: str | Path | None = None,
+    reference: str | None = None,
+    methods: Sequence[str] | None = None,
+    mlm: str | Path | None = None,
+    recall_prefix: str | Path | None = None,
+    recall_shots: int = 3,
+    neighbours: int = 8,
+    field: str = "text",
+    num_per_side: int = 1000,
+    group_size: int = 20,
+    num_groups: int | None = None,
+    min_k: float = 0.2,
+    blind: bool = True,
+    seed: int = 0,
+    engine: ShardEngine | None = None,
+    echo: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The work of ``lmleak mia``: check the methods (:func:`method_options`), load the model spec
+    ``model`` (and ``reference``), pick the texts (:func:`membership_texts`) and run
+    :func:`run_membership` on them, in a Ray session when ``engine`` is Ray's.
+
+    ``echo`` is called with where the texts came from (when split by the held-out users) and how many
+    are scored. Returns the summary written to ``summary.json``.
+    """
+    say = echo or (lambda message: None)
+    options = method_options(
+        methods,
+        reference=reference is not None,
+        mlm=mlm,
+        recall_prefix=recall_prefix,
+        recall_shots=recall_shots,
+        num_neighbours=neighbours,
+        field=field,
+        seed=seed,
+    )
+    lm = load_model(model)
+    texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
+    if texts.source is not None:
+        say(texts.source)
+    ref = load_model(reference) if reference else None
+    mem, non = texts.members, texts.non_members
+    say(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
+    specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
+    with ray_session(engine):
+        return run_membership(
+            lm,
+            mem,
+            non,
+            out_dir,
+            reference=ref,
+            num_per_side=num_per_side,
+            group_size=group_size,
+            num_groups=num_groups,
+            min_k=min_k,
+            seed=seed,
+            source=texts.source,
+            options=options,
+            blind=blind,
+            groups=texts.groups,
+            engine=engine,
+            model_specs=specs,
+        )
 
 
 def _roc_table(curves: dict[str, RocCurve]) -> Any:

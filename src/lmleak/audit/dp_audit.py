@@ -24,11 +24,12 @@ from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.models.small import build_tokenizer, load_small_model
+from lmleak.render.html import render_report
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.train.trainer import split_users, train_model
 
-__all__ = ["DPAuditConfig", "run_dp_audit"]
+__all__ = ["DPAuditConfig", "run_dp_audit", "run_dp_audit_with_report"]
 
 
 def run_dp_audit(
@@ -82,6 +83,25 @@ def run_dp_audit(
     summary = _summary(result, train_config, privacy, record, num_train_documents)
     write_summary(run, summary)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
+    return summary
+
+
+def run_dp_audit_with_report(
+    corpus_path: str | Path,
+    out_dir: str | Path,
+    train_config: Any,
+    audit: DPAuditConfig | None = None,
+    *,
+    progress: bool = True,
+) -> dict[str, Any]:
+    """:func:`run_dp_audit`, then the run's ``report.html`` (the work of ``lmleak dp-audit run``).
+
+    Returns:
+        The run's summary with ``report``, the path of the HTML report, added (``summary.json``
+        itself stays as :func:`run_dp_audit` wrote it).
+    """
+    summary = run_dp_audit(corpus_path, out_dir, train_config, audit, progress=progress)
+    summary["report"] = str(render_report(out_dir))
     return summary
 
 

@@ -73,6 +73,7 @@ from lmleak.runs import (
     write_summary,
 )
 from lmleak.scenarios import scenario_record
+from lmleak.scenarios.describe import anonymization_of
 from lmleak.train.confidentiality import measured_bayesian_confidentiality
 from lmleak.train.trainer import load_train_config
 
@@ -93,25 +94,6 @@ def stage_done(stage_dir: Path, fingerprint: str) -> bool:
         return json.loads(marker.read_text()).get("fingerprint") == fingerprint
     except json.JSONDecodeError:
         return False
-
-
-def anonymization_of(model_dir: str | None) -> str:
-    """KART's A factor from the model's ``privacy.json`` (identity when unknown)."""
-    if not model_dir:
-        return "identity"
-    p = Path(model_dir) / "privacy.json"
-    if not p.exists():
-        return "identity"
-    priv = json.loads(p.read_text())
-    eps = priv.get("epsilon")
-    mode = priv.get("mode")
-    if mode == "dp" and eps is not None:
-        return f"dp:{eps:.3g}"
-    if mode == "crt" and eps is not None:
-        return f"redaction:{priv.get('policy') or 'balanced'}+dp:{eps:.3g}"
-    if mode == "sdp" and eps is not None:
-        return f"dp:{eps:.3g}"
-    return "identity"
 
 
 def with_anonymization(

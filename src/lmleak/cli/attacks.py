@@ -1,6 +1,6 @@
 """CLI of the attacks area: ``lmleak exposure``, ``lmleak mia``, ``lmleak experiment crt`` (paper 002 §5).
 
-Thin: parse, load, call one library function, write the run directory, print a summary table.
+Thin: parse, call one library function (it loads, runs and writes the run directory), print a table.
 main.py imports every area module to build the app, so library imports stay inside the commands
 (numpy and torch would make ``lmleak --help`` slow).
 """
@@ -95,14 +95,11 @@ def exposure_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Canary exposure (Carlini et al. 2019; paper 002 §5.1): exact rank of each canary among all candidates."""
-    from lmleak.attacks.exposure import run_exposure  # lazy: numpy, keeps --help fast
-    from lmleak.models.loading import load_model  # lazy: imports torch
+    from lmleak.attacks.exposure import exposure_of_model  # lazy: numpy and torch, keeps --help fast
 
     quiet(quiet_ or as_json)
-    lm = load_model(model)
-    info(f"ranking the canaries of {canaries} with {lm.name}")
-    summary, results = run_exposure(
-        lm,
+    run = exposure_of_model(
+        model,
         canaries,
         out_dir,
         alphabet=alphabet,
@@ -110,11 +107,12 @@ def exposure_cmd(
         sample_size=sample_size,
         max_candidates=max_candidates,
         seed=seed,
+        echo=info,
     )
     if as_json:
-        print_json(summary)
+        print_json(run.summary)
         return
-    print_exposure(summary, results, lm.name, out_dir)
+    print_exposure(run.summary, run.results, run.model_name, out_dir)
 
 
 def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_dir: Path) -> None:
@@ -138,7 +136,7 @@ def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_d
     )
 
 
-# long: the Typer signature declares 23 options; the body only parses, calls run_membership, prints
+# long: the Typer signature declares 23 options; the body only parses, calls membership_of_model, prints
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
@@ -207,51 +205,34 @@ def mia_cmd(
     neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The blind
     baseline (a text-only classifier) is reported beside them, with a warning when it comes close.
     """
-    from lmleak.attacks.membership import membership_texts, method_options, run_membership
-    from lmleak.ledger.ledger import ModelSpec
-    from lmleak.models.loading import load_model  # lazy: imports torch
-    from lmleak.shards import ShardEngine, ray_session
+    from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
+    from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
-    options = method_options(
-        lists.get("--methods"),
-        reference=reference is not None,
+    summary = membership_of_model(
+        model,
+        out_dir,
+        members=members,
+        non_members=non_members,
+        corpus=corpus,
+        reference=reference,
+        methods=lists.get("--methods"),
         mlm=mlm,
         recall_prefix=recall_prefix,
         recall_shots=recall_shots,
-        num_neighbours=neighbours,
+        neighbours=neighbours,
         field=field,
+        num_per_side=num_per_side,
+        group_size=group_size,
+        num_groups=num_groups,
+        min_k=min_k,
+        blind=blind,
         seed=seed,
+        engine=eng,
+        echo=info,
     )
-    lm = load_model(model)
-    texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
-    if texts.source is not None:
-        info(texts.source)
-    ref = load_model(reference) if reference else None
-    mem, non = texts.members, texts.non_members
-    info(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
-    specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
-    with ray_session(eng):
-        summary = run_membership(
-            lm,
-            mem,
-            non,
-            out_dir,
-            reference=ref,
-            num_per_side=num_per_side,
-            group_size=group_size,
-            num_groups=num_groups,
-            min_k=min_k,
-            seed=seed,
-            source=texts.source,
-            options=options,
-            blind=blind,
-            groups=texts.groups,
-            engine=eng,
-            model_specs=specs,
-        )
     if as_json:
         print_json(summary)
         return

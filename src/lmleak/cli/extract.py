@@ -66,10 +66,7 @@ def extract(
     quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
 ) -> None:
     """Generate samples, rank them by six membership metrics, verify the top ones against the corpus."""
-    from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-    from lmleak.audit.runner import anonymization_of
-    from lmleak.data.loaders import load_corpus
-    from lmleak.models.loading import load_model
+    from lmleak.attacks.extraction import ExtractConfig, extract_from_model  # lazy: numpy and torch
 
     quiet(quiet_ or json_out)
     cfg = ExtractConfig(
@@ -87,18 +84,15 @@ def extract(
         suffix_tokens=suffix_tokens,
         n=n,
         p_threshold=p,
-        prefixes=[] if prefixes == "empty" else read_prefixes(prefixes),
     )
-    lm = load_model(model)
-    pub = load_model(public_model) if public_model else None
-    info(f"sampling {num_samples} texts from {model} ...")
-    summary = run_extraction(
-        lm,
-        load_corpus(corpus),
+    summary = extract_from_model(
+        model,
+        corpus,
         out_dir,
         cfg,
-        public_model=pub,
-        anonymization=anonymization_of(model if Path(model).is_dir() else None),
+        prefixes=None if prefixes == "empty" else prefixes,
+        public_model=public_model,
+        echo=info,
     )
     if json_out:
         print_json(summary)

@@ -16,14 +16,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("eval")(evaluate_cmd)
 
 
-def resolve_model(spec: str, **kw: Any) -> Any:
-    """Load a model spec through the registry (paths, smollm2-135m, fake:..., topk:k:...)."""
-    from lmleak.models.loading import load_model
-
-    return load_model(spec, **kw)
-
-
-# long: 40 Typer options in the signature; the body only builds the config and calls run_training
+# long: 40 Typer options in the signature; the body only builds the config and calls train_and_summarise
 def train(
     corpus: Annotated[Path, typer.Option(help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).")],
     out_dir: Annotated[
@@ -164,7 +157,7 @@ def train(
 
     # lazy: lmleak.train.finetune and lmleak.train.run import torch, which `lmleak --help` must not load
     from lmleak.train.finetune import FinetuneConfig
-    from lmleak.train.run import run_training
+    from lmleak.train.run import train_and_summarise
 
     quiet(quiet_ or json_out)
     if (public is None) != (private is None):
@@ -202,7 +195,6 @@ def train(
             precision=precision,
             **common,
         )
-        arch = f"{'full' if full else f'LoRA r={lora}'} fine-tune of {base}"
     else:
         cfg = cast(Any, TrainConfig)(
             arch=arch,
@@ -217,18 +209,19 @@ def train(
             tokenizer_from_private=tokenizer_from_private,
             **common,
         )
-    res = run_training(
-        corpus, out_dir, cfg, public=public, private=private, progress=not (quiet_ or json_out)
+    run = train_and_summarise(
+        corpus, out_dir, cfg, public=public, private=private, progress=not (quiet_ or json_out), mode=mode
     )
-    _print_result(res, out_dir, arch, mode, json_out)
+    _print_result(run, out_dir, json_out)
 
 
-def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool) -> None:
+def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     """Print the training summary: as JSON, or as a per-epoch table and the privacy notes."""
     if json_out:
-        print_json(_summary(res, arch, mode))
+        print_json(run.summary)
         return
-    out.print(_history_table(res, out_dir, arch, mode))
+    res = run.result
+    out.print(_history_table(res, out_dir, run.arch, run.mode))
     held = res.val_users
     out.print(
         f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
@@ -236,33 +229,6 @@ def _print_result(res: Any, out_dir: Path, arch: str, mode: str, json_out: bool)
     )
     out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
     _print_privacy_notes(res.privacy)
-
-
-def _summary(res: Any, arch: str, mode: str) -> dict[str, Any]:
-    """The ``--json`` record of a training run."""
-    summary = {
-        "model_dir": str(res.model_dir),
-        "mode": mode,
-        "arch": arch,
-        "val_perplexity": res.final.get("val_perplexity"),
-        "val_top1_accuracy": res.final.get("val_top1_accuracy"),
-        "val_top3_accuracy": res.final.get("val_top3_accuracy"),
-        "tokens_per_s": res.final.get("tokens_per_s"),
-        "epsilon": res.privacy.get("epsilon"),
-        "delta": res.privacy.get("delta"),
-        "held_out_users": res.val_users,
-        "tokenizer_source": res.privacy.get("tokenizer_source"),
-        "gamma": res.privacy.get("gamma"),
-        "gamma_source": res.privacy.get("gamma_source"),
-        "public_sentence_share": (res.privacy.get("split") or {}).get("public_sentence_share"),
-    }
-    if getattr(res, "merged_dir", None) is not None or "val_perplexity_before" in res.final:
-        summary.update(
-            base=res.privacy.get("base"),
-            val_perplexity_before=res.final.get("val_perplexity_before"),
-            merged_dir=None if res.merged_dir is None else str(res.merged_dir),
-        )
-    return summary
 
 
 def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
@@ -329,18 +295,10 @@ def evaluate_cmd(
     quiet_: QuietOpt = False,
 ) -> None:
     """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing)."""
-    from lmleak.data.loaders import load_corpus
-    from lmleak.models.base import Capability, require
-    from lmleak.models.evaluation import evaluate_model
-    from lmleak.runs import atomic_write_json
+    from lmleak.train.evaluate import evaluate_on_corpus  # lazy: imports torch
 
     quiet(quiet_ or json_out)
-    lm = resolve_model(model)
-    require(lm, Capability.SCORE, attack="eval")
-    metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(k))
-    record: dict[str, Any] = {"model": model, "corpus": str(corpus), **metrics}
-    if out_path:
-        atomic_write_json(out_path, record)
+    record = evaluate_on_corpus(model, corpus, ks=tuple(k), out_path=out_path)
     if json_out:
         print_json(record)
         return

@@ -50,3 +50,31 @@ def run_scenarios(run: str | Path) -> list[tuple[str, Scenario]]:
 
 def _read(rec: dict[str, Any], path: Path) -> Scenario:
     return Scenario.from_dict({k: v for k, v in rec.items() if k != "notation"}, where=str(path))
+
+
+def anonymization_of(model_dir: str | Path | None) -> str:
+    """KART's A factor from the model's ``privacy.json`` (identity when unknown).
+
+    ``lmleak train`` records the training mode and the accountant's epsilon there: DP-SGD and
+    selective DP give ``dp:EPS``, CRT ``redaction:POLICY+dp:EPS``; a model folder without the file,
+    a plain run, or no folder at all (a GGUF file, a model behind an API) gives ``identity``.
+
+    Example:
+        >>> anonymization_of(None)
+        'identity'
+    """
+    if not model_dir:
+        return "identity"
+    p = Path(model_dir) / "privacy.json"
+    if not p.exists():
+        return "identity"
+    priv = json.loads(p.read_text())
+    eps = priv.get("epsilon")
+    mode = priv.get("mode")
+    if mode == "dp" and eps is not None:
+        return f"dp:{eps:.3g}"
+    if mode == "crt" and eps is not None:
+        return f"redaction:{priv.get('policy') or 'balanced'}+dp:{eps:.3g}"
+    if mode == "sdp" and eps is not None:
+        return f"dp:{eps:.3g}"
+    return "identity"
