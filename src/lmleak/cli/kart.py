@@ -165,30 +165,15 @@ def experiment_cmd(
     quiet_: QuietOpt = False,
 ) -> None:
     """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6)."""
-    import dataclasses
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from lmleak.experiments.kart import KartExperimentConfig, run_experiment
 
     quiet(quiet_ or as_json)
-    cfg = KartExperimentConfig.quick(seed) if quick else KartExperimentConfig(seed=seed)
-    cfg = dataclasses.replace(
-        cfg, mlm=dataclasses.replace(cfg.mlm, seed=seed), gibbs=dataclasses.replace(cfg.gibbs, seed=seed)
+    cfg = KartExperimentConfig.from_options(
+        quick=quick, seed=seed, patients=patients, docs=docs, epochs=epochs, iterations=iterations
     )
-    if patients is not None:
-        cfg = dataclasses.replace(cfg, patients=patients)
-    if docs is not None:
-        cfg = dataclasses.replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
-    if epochs is not None:
-        cfg = dataclasses.replace(cfg, mlm=dataclasses.replace(cfg.mlm, epochs=epochs))
-    if iterations is not None:
-        cfg = dataclasses.replace(
-            cfg,
-            gibbs=dataclasses.replace(
-                cfg.gibbs, iterations=iterations, burn_in=min(cfg.gibbs.burn_in, iterations // 4)
-            ),
-        )
     res = run_experiment(out_dir, cfg)
     if as_json:
         print_json(res)
