@@ -391,14 +391,15 @@ def experiment_cmd(
     from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
 
     quiet(quiet_ or as_json)
-    if base is not None:
-        from lmleak.models.device import resolve_device
-
-        cfg = ProPILEExperimentConfig.for_base(base, gpu=resolve_device() != "cpu", seed=seed)
-    else:
-        cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
-    cfg = cfg.with_options(
-        smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs, max_steps=max_steps
+    cfg = ProPILEExperimentConfig.from_options(
+        quick=quick,
+        seed=seed,
+        base=base,
+        smollm2=smollm2,
+        users=users,
+        epochs=epochs,
+        softprompt_epochs=softprompt_epochs,
+        max_steps=max_steps,
     )
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
