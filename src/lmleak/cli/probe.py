@@ -391,16 +391,9 @@ def experiment_cmd(
     from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
 
     quiet(quiet_ or as_json)
-    cfg = ProPILEExperimentConfig.from_options(
-        quick=quick,
-        seed=seed,
-        base=base,
-        smollm2=smollm2,
-        users=users,
-        epochs=epochs,
-        softprompt_epochs=softprompt_epochs,
-        max_steps=max_steps,
-    )
+    cfg = ProPILEExperimentConfig.from_options(quick=quick, seed=seed, base=base, smollm2=smollm2, users=users,
+                                               epochs=epochs, softprompt_epochs=softprompt_epochs,
+                                               max_steps=max_steps)  # fmt: skip
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])
