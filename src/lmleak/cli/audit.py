@@ -43,7 +43,7 @@ def gate(
     json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
-    from lmleak.audit.gate import check_gate
+    from lmleak.audit.gate import run_gate
 
     limits = {
         k: v
@@ -63,37 +63,22 @@ def gate(
             "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
         )
         raise typer.Exit(2)
-    checks = check_gate(run, limits)
-    failed = [c for c in checks if not c.passed]
-    _print_gate(checks, failed, json_out)
-    raise typer.Exit(1 if failed else 0)
+    result = run_gate(run, limits)
+    _print_gate(result, json_out)
+    raise typer.Exit(0 if result.passed else 1)
 
 
-def _print_gate(checks: list[Any], failed: list[Any], json_out: bool) -> None:
+def _print_gate(result: Any, json_out: bool) -> None:
     """Every check of ``lmleak gate`` and the verdict, as JSON or one line each."""
     if json_out:
-        print_json(
-            {
-                "passed": not failed,
-                "checks": [
-                    {
-                        "model": c.model,
-                        "metric": c.metric,
-                        "limit": c.limit,
-                        "value": c.value,
-                        "passed": c.passed,
-                    }
-                    for c in checks
-                ],
-            }
-        )
+        print_json(result.to_dict())
     else:
-        for c in checks:
+        for c in result.checks:
             out.print(("[green]✓[/] " if c.passed else "[red]✗[/] ") + c.describe())
         out.print(
             "[bold green]gate passed[/]"
-            if not failed
-            else f"[bold red]gate failed[/]: {len(failed)} check(s)"
+            if result.passed
+            else f"[bold red]gate failed[/]: {len(result.failed)} check(s)"
         )
 
 

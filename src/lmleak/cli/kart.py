@@ -127,9 +127,9 @@ def margins_cmd(
     ] = 2,
 ) -> None:
     """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts."""
-    from lmleak.scenarios.margins import margins_table, read_counts
+    from lmleak.scenarios.margins import margins_from_csv
 
-    res = margins_table(read_counts(counts), decimals=decimals)
+    res = margins_from_csv(counts, decimals=decimals)
     if as_json:
         print_json(res)
         return
@@ -197,18 +197,11 @@ def synth_clinical_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
-    from lmleak.data.synth.clinical import synthesize
-    from lmleak.pii.hipaa import patient_anonymizer
+    from lmleak.pii.hipaa import synthesize_clinical
 
     if patients < 1 or notes_per_patient < 1:
         raise ConfigError("need at least one patient and one note per patient", field="patients")
-    paths = synthesize(
-        out_dir,
-        anonymizer=patient_anonymizer,
-        patients=patients,
-        notes_per_patient=notes_per_patient,
-        seed=seed,
-    )
+    paths = synthesize_clinical(out_dir, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return
