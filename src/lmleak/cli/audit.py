@@ -135,13 +135,11 @@ def _cell(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _summary_table(run: Path) -> None:
+def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     from rich.table import Table
 
-    from lmleak.render.headline import collect_headlines
     from lmleak.render.html import LABELS
 
-    heads = collect_headlines(run)
     metrics = [k for k in LABELS if any(k in h for h in heads.values())]
     # one row per metric, one column per model: fits a terminal for any number of metrics
     t = Table(title=f"Audit summary — {run}")
@@ -202,12 +200,12 @@ def audit(
         redact=redact,
         redact_key_file=redact_key_file,
     )
-    if json_out:
-        from lmleak.render.headline import collect_headlines
+    from lmleak.render.headline import collect_headlines
 
+    if json_out:
         print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
         return
-    _summary_table(run)
+    _summary_table(run, collect_headlines(run))
     out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
 
 
@@ -236,13 +234,10 @@ def demo(
     ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
-    import time
-
-    from lmleak.audit.demo import run_demo
+    from lmleak.audit.demo import demo as run_demo
 
     quiet(json_out)
-    t0 = time.perf_counter()
-    run = run_demo(
+    result = run_demo(
         out_dir,
         quick=quick,
         seed=seed,
@@ -252,16 +247,7 @@ def demo(
         max_steps=max_steps,
     )
     if json_out:
-        from lmleak.render.headline import collect_headlines
-
-        print_json(
-            {
-                "run": str(run),
-                "report": str(run / "report.html"),
-                "seconds": time.perf_counter() - t0,
-                "headlines": collect_headlines(run),
-            }
-        )
+        print_json(result.to_dict())
         return
-    _summary_table(run)
-    out.print(f"demo finished in {time.perf_counter() - t0:.0f} s; report: [bold]{run / 'report.html'}[/]")
+    _summary_table(result.run, result.headlines)
+    out.print(f"demo finished in {result.seconds:.0f} s; report: [bold]{result.report}[/]")
