@@ -65,11 +65,11 @@ def describe_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """State a run's scenario in the paper's notation (I_K, a, R, I_T)."""
-    from lmleak.scenarios.describe import run_scenarios
+    from lmleak.scenarios.describe import describe_run
 
-    found = run_scenarios(run)
+    result = describe_run(run)
     if as_json:
-        print_json([{"label": lab, "notation": s.notation(), "scenario": s.to_record()} for lab, s in found])
+        print_json(result.records())
         return
     from rich.markup import escape
     from rich.table import Table
@@ -77,7 +77,7 @@ def describe_cmd(
     t = Table(title=escape(f"KART scenario of {run}"))
     for c in ("label", "attack", "access", "(I_K, a, R, I_T)"):
         t.add_column(c)
-    for lab, s in found:
+    for lab, s in result.scenarios:
         t.add_row(escape(lab), escape(s.attack), s.resources.access, escape(s.notation()))
     out.print(t)
 

@@ -7,6 +7,7 @@ several scenarios a ``"scenarios"`` mapping); these functions read them back.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -50,3 +51,26 @@ def run_scenarios(run: str | Path) -> list[tuple[str, Scenario]]:
 
 def _read(rec: dict[str, Any], path: Path) -> Scenario:
     return Scenario.from_dict({k: v for k, v in rec.items() if k != "notation"}, where=str(path))
+
+
+@dataclass(frozen=True, slots=True)
+class RunScenarios:
+    """The labelled scenarios of one run directory (``lmleak kart describe``)."""
+
+    run: str
+    scenarios: tuple[tuple[str, Scenario], ...]
+
+    def records(self) -> list[dict[str, Any]]:
+        """``kart describe --json``: one ``{"label", "notation", "scenario"}`` object per scenario."""
+        return [
+            {"label": lab, "notation": s.notation(), "scenario": s.to_record()} for lab, s in self.scenarios
+        ]
+
+
+def describe_run(run: str | Path) -> RunScenarios:
+    """:func:`run_scenarios` of ``run`` as one result.
+
+    Raises:
+        RunError: no ``summary.json``, invalid JSON, or no scenario recorded.
+    """
+    return RunScenarios(str(run), tuple(run_scenarios(run)))
