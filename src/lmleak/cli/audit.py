@@ -119,12 +119,10 @@ def render_cmd(
     quiet_: QuietOpt = False,
 ) -> None:
     """Write the self-contained HTML report of a run directory."""
-    from lmleak.render.html import render_report
-    from lmleak.runs import check_run
+    from lmleak.render.html import render_run
 
     quiet(quiet_)
-    check_run(run)  # never render an interrupted or inconsistent run as if it were complete
-    path = render_report(run, out_path, show_text=show_text)
+    path = render_run(run, out_path, show_text=show_text)
     if not quiet_:
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
 
