@@ -41,9 +41,9 @@ def test_probe_files_equals_run_probe_on_the_loaded_model_and_reports_progress(s
     paths, spec = synth
     said: list[str] = []
     got = probe_files(spec, paths["subjects"], tmp_path / "a", targets="email,phone", limit=3,
-                      progress=said.append, k=2, beams=1, seed=4)  # fmt: skip
+                      progress=said.append, k=2, beams=1, seed=4, figures=False)  # fmt: skip
     want = run_probe(load_model(spec), read_subjects(paths["subjects"])[:3], tmp_path / "b",
-                     targets=("email", "phone"), k=2, beams=1, seed=4)  # fmt: skip
+                     targets=("email", "phone"), k=2, beams=1, seed=4, figures=False)  # fmt: skip
     assert got == want and got["subjects"] == 3
     assert said == [f"probing 3 subjects of {load_model(spec).name}"]  # no holdout.json: no controls
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["targets"].keys() == {"email", "phone"}
