@@ -177,8 +177,8 @@ def audit(
     """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
     import sys
 
-    from lmleak.audit.config import EXAMPLE, load_config
-    from lmleak.audit.runner import run_audit
+    from lmleak.audit import audit as run_audit_file
+    from lmleak.audit.config import EXAMPLE
     from lmleak.errors import ConfigError
 
     if example:
@@ -190,9 +190,8 @@ def audit(
             hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)",
         )
     quiet(quiet_ or json_out)
-    cfg = load_config(config)
-    run = run_audit(
-        cfg,
+    run = run_audit_file(
+        config,
         force=force,
         echo=(lambda s: None) if (quiet_ or json_out) else err.print,
         redact=redact,
