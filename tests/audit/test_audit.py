@@ -210,3 +210,47 @@ def test_exposure_max_candidates_switches_the_audit_to_the_extrapolated_estimate
     cfg["analyses"]["exposure"]["sample_size"] = 1
     with pytest.raises(ConfigError, match="sample_size"):
         parse_config(cfg, base_dir=str(audit_dir))
+
+
+def test_the_audit_function_loads_the_file_and_passes_echo_and_redaction_to_run_audit(tmp_path, monkeypatch):
+    import lmleak.audit
+    import lmleak.audit.runner as runner
+
+    seen = {}
+
+    def fake_run_audit(cfg, **kw):
+        seen.update(kw, cfg=cfg)
+        return tmp_path / "run"
+
+    monkeypatch.setattr(runner, "run_audit", fake_run_audit)
+    path = tmp_path / "audit.yaml"
+    (tmp_path / "c.jsonl").write_text('{"user_id": "u", "text": "hi"}\n')
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "out": "run",
+                "corpus": {"path": "c.jsonl"},
+                "models": [{"name": "m", "path": f"fake:{tmp_path / 'c.jsonl'}"}],
+            }
+        )
+    )
+    lines: list[str] = []
+    key = tmp_path / "key"
+    assert (
+        lmleak.audit.audit(path, force=True, echo=lines.append, redact=True, redact_key_file=key)
+        == tmp_path / "run"
+    )
+    assert seen["cfg"] == load_config(path)
+    assert (seen["force"], seen["echo"], seen["redact"], seen["redact_key_file"]) == (
+        True,
+        lines.append,
+        True,
+        key,
+    )
+    lmleak.audit(path)  # the callable package: the defaults of run_audit
+    assert (seen["force"], seen["echo"], seen["redact"], seen["redact_key_file"]) == (
+        False,
+        None,
+        False,
+        None,
+    )

@@ -122,3 +122,25 @@ def test_the_cpu_base_audit_config_estimates_exposure_and_probes_lightly():
     assert cpu["analyses"]["probe"]["templates"] == 1 and cpu["analyses"]["probe"]["beams"] == 1
     gpu = _audit_config(["plain"], "base", "smollm2-135m", gpu=True)
     assert gpu["analyses"]["report"]["k"] == [1, 3] and gpu["analyses"]["probe"]["beams"] == 2
+
+
+def test_demo_times_run_demo_and_reads_the_headlines_of_its_run(tmp_path, monkeypatch):
+    from lmleak.audit import demo
+    from lmleak.render.headline import collect_headlines
+
+    run = tmp_path / "demo" / "audit"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps({"models": {"plain": {"headline": {"mia_auc": 0.7}}}}))
+    seen = {}
+
+    def fake_run_demo(out_dir, **kw):
+        seen.update(kw, out_dir=out_dir)
+        return run
+
+    monkeypatch.setattr(demo, "run_demo", fake_run_demo)
+    res = demo.demo(tmp_path / "demo", quick=True, seed=2)
+    assert seen == {"out_dir": tmp_path / "demo", "quick": True, "seed": 2}
+    assert res.run == run and res.report == run / "report.html" and res.seconds >= 0
+    assert res.headlines == collect_headlines(run) and res.headlines["plain"]["mia_auc"] == 0.7
+    assert res.to_dict() == {"run": str(run), "report": str(run / "report.html"), "seconds": res.seconds,
+                             "headlines": res.headlines}  # fmt: skip

@@ -82,3 +82,24 @@ def test_a_check_passes_exactly_at_its_limit_in_either_direction():
     assert GateCheck("m", "mia_auc", 0.6, 0.6).passed and not GateCheck("m", "mia_auc", 0.6, 0.6000001).passed
     assert GateCheck("m", "epsilon_lower_bound", 0.5, 0.5, direction="min").passed
     assert not GateCheck("m", "epsilon_lower_bound", 0.5, 0.4999, direction="min").passed
+
+
+def test_run_gate_holds_every_check_and_fails_when_one_does(tmp_path):
+    from lmleak.audit.gate import GateResult, run_gate
+
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"models": {"m": {"headline": {"mia_auc": 0.7, "max_exposure": 3.0}}}})
+    )
+    limits = {"max_exposure": 4.0, "mia_auc": 0.6}
+    r = run_gate(tmp_path, limits)
+    assert r == GateResult(tuple(check_gate(tmp_path, limits)))
+    assert not r.passed and [c.metric for c in r.failed] == ["mia_auc"]
+    assert r.to_dict() == {
+        "passed": False,
+        "checks": [
+            {"model": "m", "metric": "max_exposure", "limit": 4.0, "value": 3.0, "passed": True},
+            {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False},
+        ],
+    }
+    ok = run_gate(tmp_path, {"mia_auc": 0.8})
+    assert ok.passed and ok.failed == [] and ok.to_dict()["passed"] is True

@@ -62,3 +62,18 @@ def test_the_gate_json_lists_every_check_and_the_verdict(tmp_path):
         and "gate passed" in text.output
         and "m: mia_auc = 0.7 (limit 0.8) ok" in text.output
     )
+
+
+def test_the_demo_cli_prints_the_headlines_of_the_demo_run(tmp_path, monkeypatch):
+    from lmleak.audit import demo
+
+    run = _summary(tmp_path, mia_auc=0.7)
+    monkeypatch.setattr(demo, "run_demo", lambda out_dir, **kw: run)
+    r = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d"), "--json"])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["run"] == str(run) and got["report"] == str(run / "report.html") and got["seconds"] >= 0
+    assert got["headlines"]["m"]["mia_auc"] == 0.7
+    r = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "0.7" in r.output and "demo finished in 0 s; report:" in " ".join(r.output.split())

@@ -233,7 +233,7 @@ def test_probe_build_with_no_links_is_exit_2_and_templates_needs_top_at_least_1(
 
 
 def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, monkeypatch):
-    import lmleak.probe.probing as probing
+    import lmleak.probe.commands as commands
 
     summary = {
         "model": "fake",
@@ -258,7 +258,7 @@ def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, 
         seen.update(kw, subjects=subjects)
         return summary
 
-    monkeypatch.setattr(probing, "run_probe", fake_run_probe)
+    monkeypatch.setattr(commands, "run_probe", fake_run_probe)  # the name probe_files calls
     paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=1, seed=0)
     args = [
         "probe",

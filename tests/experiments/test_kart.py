@@ -57,3 +57,47 @@ def test_cli_experiment_quick(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["counts"]["K+A+R+"]["generated"] == KartExperimentConfig.quick().docs_k_plus
+
+
+def _options_by_hand(quick, seed, patients, docs, epochs, iterations):
+    """The config as ``lmleak kart experiment`` built it before from_options (the oracle)."""
+    import dataclasses
+
+    cfg = KartExperimentConfig.quick(seed) if quick else KartExperimentConfig(seed=seed)
+    cfg = dataclasses.replace(
+        cfg, mlm=dataclasses.replace(cfg.mlm, seed=seed), gibbs=dataclasses.replace(cfg.gibbs, seed=seed)
+    )
+    if patients is not None:
+        cfg = dataclasses.replace(cfg, patients=patients)
+    if docs is not None:
+        cfg = dataclasses.replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
+    if epochs is not None:
+        cfg = dataclasses.replace(cfg, mlm=dataclasses.replace(cfg.mlm, epochs=epochs))
+    if iterations is not None:
+        cfg = dataclasses.replace(
+            cfg,
+            gibbs=dataclasses.replace(
+                cfg.gibbs, iterations=iterations, burn_in=min(cfg.gibbs.burn_in, iterations // 4)
+            ),
+        )
+    return cfg
+
+
+@pytest.mark.parametrize(
+    "quick, seed, patients, docs, epochs, iterations",
+    [
+        (False, 0, None, None, None, None),
+        (True, 7, None, None, None, None),
+        (True, 2, 9, 5, 3, 8),
+        (False, 1, None, 11, None, 400),  # burn-in stays 25 (< 400 // 4)
+        (True, 0, 30, None, 1, 2),  # burn-in capped at 0
+    ],
+)
+def test_from_options_builds_the_cli_config(quick, seed, patients, docs, epochs, iterations):
+    cfg = KartExperimentConfig.from_options(
+        quick=quick, seed=seed, patients=patients, docs=docs, epochs=epochs, iterations=iterations
+    )
+    assert cfg == _options_by_hand(quick, seed, patients, docs, epochs, iterations)
+    assert cfg.seed == cfg.mlm.seed == cfg.gibbs.seed == seed
+    if iterations is not None:
+        assert cfg.gibbs.iterations == iterations and cfg.gibbs.burn_in <= iterations // 4

@@ -240,3 +240,23 @@ def test_the_quick_experiment_finds_the_trained_gpt_leaking_phone_and_email_abov
         assert trip.loc[t, "wilcoxon_p"] < 0.05
     sp = pd.read_csv(tmp_path / "run" / "softprompt_table.csv").set_index("prompt")
     assert sp.loc["soft", "mean_log_likelihood"] > sp.loc["hard", "mean_log_likelihood"]
+
+
+def test_from_options_picks_the_sizes_like_the_cli_did(monkeypatch):
+    from lmleak.experiments import propile
+
+    cfg = ProPILEExperimentConfig
+    assert cfg.from_options(seed=3) == cfg(seed=3)
+    assert cfg.from_options(quick=True, seed=1, smollm2=True, users=None) == cfg.quick(1).with_options(
+        smollm2=True
+    )
+    assert cfg.from_options(users=80, epochs=2, softprompt_epochs=3, max_steps=None) == cfg(
+        users=80, epochs=2, softprompt_epochs=3
+    )
+    for device, gpu in (("cpu", False), ("cuda", True)):  # --base sizes follow the device, --quick is ignored
+        monkeypatch.setattr(propile, "resolve_device", lambda device=device: device)
+        got = cfg.from_options(quick=True, seed=5, base="some/folder", max_steps=7)
+        assert got == cfg.for_base("some/folder", gpu=gpu, seed=5).with_options(max_steps=7)
+        assert got.base == "some/folder" and got.max_steps == 7
+    with pytest.raises(ConfigError):
+        cfg.from_options(users=0)

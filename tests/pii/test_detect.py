@@ -63,3 +63,27 @@ def test_one_text_and_a_detector_without_a_name():
     assert [(d.doc_id, d.user_id, d.start, d.end, d.value) for d in r.detections] == [
         ("text", "-", 2, 4, "42")
     ]
+
+
+def test_detect_pii_on_text_and_on_a_corpus_file_equals_the_detector_and_saves_rows(tmp_path):
+    import pytest
+
+    from lmleak.errors import InputError
+    from lmleak.pii.detect import detect_pii
+    from lmleak.pii.policies import get_policy
+
+    text = "order ORD-12345678, call 555-123-4567"
+    r = detect_pii("regex", text=text)
+    assert r == detect_in_text(get_policy("regex"), text, name="regex")
+    assert r.summary() == {"policy": r.policy, "counts": r.counts, "spans": r.rows()}
+    assert r.summary(spans=False)["spans"] == len(r.detections) >= 2
+
+    corpus = Corpus([Document("u1", "d1", text), Document("u2", "d2", "no pii here")])
+    path = corpus.write_jsonl(tmp_path / "c.jsonl")
+    save = tmp_path / "spans.jsonl"
+    rc = detect_pii("regex", corpus=path, save=save)
+    assert rc == detect_in_corpus(get_policy("regex"), corpus, name="regex") and rc.documents == 2
+    assert [json.loads(x) for x in save.read_text().splitlines()] == rc.rows()
+    for bad in ({}, {"text": text, "corpus": path}):
+        with pytest.raises(InputError, match="exactly one of --corpus and --text"):
+            detect_pii("regex", **bad)

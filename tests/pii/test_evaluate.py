@@ -64,3 +64,30 @@ def test_load_secrets_reports_line_and_field(tmp_path, synth_corpus):
         load_secrets(p, synth_corpus["corpus"])
     with pytest.raises(DataFileError, match="not found"):
         load_secrets(tmp_path / "missing.jsonl")
+
+
+def test_evaluate_policy_files_equals_the_parts_and_saves_the_same_json(synth_corpus, tmp_path):
+    from lmleak.pii.evaluate import PolicyEvaluation, evaluate_policy_files
+
+    paths, corpus, gold = synth_corpus["paths"], synth_corpus["corpus"], synth_corpus["secrets"]
+    save = tmp_path / "eval.json"
+    res = evaluate_policy_files(
+        paths["corpus"], paths["secrets"], "regex", recall=0.5, seed=2, min_overlap=0.4, save=save
+    )
+    assert isinstance(res, PolicyEvaluation)
+    by_hand = evaluate_policy(corpus, gold, get_policy("regex", recall=0.5, seed=2), min_overlap=0.4)
+    assert res.entities == by_hand
+    assert (res.recall_target, res.seed, res.min_overlap, res.documents) == (0.5, 2, 0.4, len(corpus))
+    assert res.policy == getattr(get_policy("regex", recall=0.5, seed=2), "name", "regex")
+    assert json.loads(save.read_text()) == json.loads(json.dumps(res.to_dict()))
+    assert list(res.to_dict()) == ["policy", "recall_target", "seed", "min_overlap", "documents", "entities"]
+
+
+def test_evaluate_policy_files_unknown_policy_is_a_config_error(synth_corpus, tmp_path):
+    from lmleak.errors import ConfigError
+    from lmleak.pii.evaluate import evaluate_policy_files
+
+    paths = synth_corpus["paths"]
+    with pytest.raises(ConfigError):
+        evaluate_policy_files(paths["corpus"], paths["secrets"], "nope", save=tmp_path / "x.json")
+    assert not (tmp_path / "x.json").exists()

@@ -77,3 +77,13 @@ def test_invented_names_are_found_from_the_bundled_lists_only_when_asked():
     assert "James Smith" not in with_lists.anonymize(text)
     assert without.anonymize(text) == text
     assert re.fullmatch(r"The note was signed by \[\*\*NAME\*\*\] yesterday\.", with_lists.anonymize(text))
+
+
+def test_synthesize_clinical_is_synthesize_with_the_patient_anonymizer(tmp_path):
+    from lmleak.pii.hipaa import synthesize_clinical
+
+    got = synthesize_clinical(tmp_path / "a", patients=4, notes_per_patient=2, seed=3)
+    want = synthesize(tmp_path / "b", anonymizer=patient_anonymizer, patients=4, notes_per_patient=2, seed=3)
+    assert got.keys() == want.keys()
+    for name in got:  # same seed, same anonymiser: byte-identical files
+        assert got[name].read_bytes() == want[name].read_bytes(), name

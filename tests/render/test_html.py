@@ -97,3 +97,20 @@ def test_the_stages_an_audit_skipped_are_listed_with_model_and_reason(tmp_path):
     assert _skipped_table(summary) is None and _skipped_table({"stage": "report"}) is None
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert 'id="skipped"' not in render_report(tmp_path).read_text()
+
+
+def test_render_run_refuses_an_incomplete_run_and_else_writes_the_page_of_render_report(tmp_path):
+    import pytest
+
+    from lmleak.errors import RunError
+    from lmleak.render.html import render_report, render_run
+    from lmleak.runs import INCOMPLETE
+
+    (tmp_path / "summary.json").write_text(json.dumps({"title": "audit", "models": {}}))
+    path = render_run(tmp_path, tmp_path / "a.html")
+    assert path == tmp_path / "a.html"
+    assert path.read_text() == render_report(tmp_path, tmp_path / "b.html").read_text()
+    (tmp_path / INCOMPLETE).write_text("{}")
+    with pytest.raises(RunError):
+        render_run(tmp_path, tmp_path / "c.html")
+    assert not (tmp_path / "c.html").exists()

@@ -51,3 +51,20 @@ def test_an_unknown_engine_is_refused_before_anything_is_written(tmp_path):
             engine=LedgerEngine("spark"),
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_leakage_report_from_files_loads_the_spec_and_the_file_like_run_leakage_report(tmp_path):
+    from lmleak.data.loaders import load_corpus
+    from lmleak.ledger.ledger import ModelSpec
+    from lmleak.report.engine import leakage_report_from_files
+
+    path = _corpus().write_jsonl(tmp_path / "corpus.jsonl")
+    spec, cfg = f"fake:{path}", ReportConfig(ks=(1,))
+    said: list[str] = []
+    got = leakage_report_from_files(spec, path, tmp_path / "a", cfg, api_top_k=1, progress=said.append)
+    lm = ModelSpec(spec, api_top_k=1).load()
+    want = run_leakage_report(lm, load_corpus(path), tmp_path / "b", cfg, model=spec, api_top_k=1)
+    assert got.summary["by_k"] == want.summary["by_k"] and got.out_dir == tmp_path / "a"
+    assert said == [f"report: 4 documents, model {lm.name}, k=[1], engine local"]
+    with pytest.raises(ConfigError, match="unknown engine"):
+        leakage_report_from_files(spec, path, tmp_path / "c", cfg, engine=LedgerEngine("nope"))

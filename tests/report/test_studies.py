@@ -66,3 +66,25 @@ def test_snapshot_study_is_the_report_of_every_epoch(tmp_path):
 def test_a_model_without_snapshots_is_refused(tmp_path):
     with pytest.raises(InputError, match="no per-epoch snapshots"):
         snapshot_dirs(tmp_path)
+
+
+def test_the_studies_take_corpus_files_as_well_as_corpora(tmp_path):
+    from lmleak.report.studies import compare_models
+
+    path = _corpus().write_jsonl(tmp_path / "corpus.jsonl")
+    model = tmp_path / "model"
+    (model / "snapshots" / "epoch-1").mkdir(parents=True)
+
+    def load(spec):
+        return FakeLM.from_texts(TEXTS, order=2)
+
+    def strip(df):  # the run folders differ by name only
+        return df.drop(columns=[c for c in df.columns if "dir" in c or "path" in c or "run" in c])
+
+    by_file = snapshot_study(model, path, tmp_path / "s1", k=1, val_corpus=path, load=load)
+    by_corpus = snapshot_study(model, _corpus(), tmp_path / "s2", k=1, val_corpus=_corpus(), load=load)
+    pd.testing.assert_frame_equal(strip(by_file), strip(by_corpus))
+    assert by_file["val_perplexity"].notna().all()
+    by_file = compare_models({"m": "x"}, path, tmp_path / "c1", val_corpus=path, load=load)
+    by_corpus = compare_models({"m": "x"}, _corpus(), tmp_path / "c2", val_corpus=_corpus(), load=load)
+    pd.testing.assert_frame_equal(strip(by_file), strip(by_corpus))

@@ -70,3 +70,22 @@ def test_no_folder_or_no_privacy_json_is_identity(tmp_path):
 
     assert anonymization_of(None) == "identity"
     assert anonymization_of(tmp_path) == "identity"
+
+
+def test_describe_run_records_each_labelled_scenario_with_its_notation(tmp_path):
+    from lmleak.scenarios.describe import describe_run
+
+    recs = {"plain": _rec(), "dp": _rec(anonymization="dp:8")}
+    (tmp_path / "summary.json").write_text(json.dumps({"scenarios": recs}))
+    res = describe_run(tmp_path)
+    assert res.run == str(tmp_path) and list(res.scenarios) == run_scenarios(tmp_path)
+    assert res.records() == [
+        {
+            "label": lab,
+            "notation": Scenario.from_dict(r).notation(),
+            "scenario": Scenario.from_dict(r).to_record(),
+        }
+        for lab, r in recs.items()
+    ]
+    with pytest.raises(RunError):
+        describe_run(tmp_path / "missing")

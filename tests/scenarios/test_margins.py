@@ -180,3 +180,16 @@ def test_the_html_greys_out_margins_whose_interval_contains_zero():
     assert (
         bars["array"][0] == m["ci_high"] - m["margin"] and bars["arrayminus"][0] == m["margin"] - m["ci_low"]
     )
+
+
+def test_margins_from_csv_is_margins_table_of_read_counts(tmp_path):
+    from lmleak.scenarios.margins import margins_from_csv
+
+    path = _csv(tmp_path)
+    for decimals in (2, 3, None):
+        assert margins_from_csv(path, decimals=decimals) == margins_table(
+            read_counts(path), decimals=decimals
+        )
+    assert margins_from_csv(path)["ratios"] == margins_table(read_counts(path))["ratios"]
+    with pytest.raises(DataFileError):
+        margins_from_csv(tmp_path / "missing.csv")

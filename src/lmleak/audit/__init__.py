@@ -10,29 +10,38 @@ from __future__ import annotations
 
 import sys
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from lmleak.audit.config import AuditConfig, load_config
 
 
-def audit(config: Any, *, force: bool = False) -> Path:
+def audit(
+    config: Any,
+    *,
+    force: bool = False,
+    echo: Callable[[str], None] | None = None,
+    redact: bool = False,
+    redact_key_file: str | Path | None = None,
+) -> Path:
     """Run every analysis an audit config names and write the HTML report; returns the run directory.
 
     ``config`` is a YAML file (``lmleak audit --example`` writes a commented one) or a parsed
     :class:`~lmleak.audit.config.AuditConfig`. Stages whose results are complete are skipped on a
-    rerun unless ``force``.
+    rerun unless ``force``. ``echo`` receives the progress lines; ``redact`` and ``redact_key_file``
+    are those of :func:`~lmleak.audit.runner.run_audit` (``lmleak audit --redact``).
     """
     # lazy: lmleak.audit.runner imports every stage and torch; importing lmleak.audit must not
     from lmleak.audit.runner import run_audit
 
     cfg = config if isinstance(config, AuditConfig) else load_config(config)
-    return run_audit(cfg, force=force)
+    return run_audit(cfg, force=force, echo=echo, redact=redact, redact_key_file=redact_key_file)
 
 
 class _CallablePackage(types.ModuleType):
-    def __call__(self, config: Any, *, force: bool = False) -> Path:
-        return audit(config, force=force)
+    def __call__(self, config: Any, *, force: bool = False, **options: Any) -> Path:
+        return audit(config, force=force, **options)
 
 
 sys.modules[__name__].__class__ = _CallablePackage

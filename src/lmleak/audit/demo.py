@@ -38,6 +38,7 @@ from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
 from lmleak.jsonl import read_jsonl
 from lmleak.models.device import resolve_device
+from lmleak.render.headline import collect_headlines
 from lmleak.runs import atomic_write_text, secure_dir
 from lmleak.train.config import TrainConfig
 from lmleak.train.finetune import FinetuneConfig, finetune
@@ -370,3 +371,29 @@ def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | Non
             **common,
         ),
     }
+
+
+@dataclass(frozen=True, slots=True)
+class DemoRun:
+    """A finished ``lmleak demo``: the audit run directory, its wall time and headline metrics per model."""
+
+    run: Path
+    seconds: float
+    headlines: dict[str, dict[str, Any]]
+
+    @property
+    def report(self) -> Path:
+        return self.run / "report.html"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``lmleak demo --json``: ``run``, ``report``, ``seconds``, ``headlines``."""
+        return {"run": str(self.run), "report": str(self.report), "seconds": self.seconds,
+                "headlines": self.headlines}  # fmt: skip
+
+
+def demo(out_dir: str | Path, **options: Any) -> DemoRun:
+    """:func:`run_demo` (``options``: its keywords), timed, with the run's headline metrics."""
+    t0 = time.perf_counter()
+    run = run_demo(out_dir, **options)
+    seconds = time.perf_counter() - t0
+    return DemoRun(run, seconds, collect_headlines(run))

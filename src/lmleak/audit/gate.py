@@ -38,6 +38,11 @@ class GateCheck:
             return False
         return self.value >= self.limit if self.direction == "min" else self.value <= self.limit
 
+    def to_dict(self) -> dict[str, Any]:
+        """The check in ``lmleak gate --json``: ``model, metric, limit, value, passed``."""
+        return {"model": self.model, "metric": self.metric, "limit": self.limit, "value": self.value,
+                "passed": self.passed}  # fmt: skip
+
     def describe(self) -> str:
         if self.value is None:
             return f"{self.model}: {self.metric} was not measured (limit {self.limit:g}); run that stage"
@@ -116,3 +121,36 @@ def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]
             )
         )
     return checks
+
+
+@dataclass(frozen=True, slots=True)
+class GateResult:
+    """Every check of a release gate; it passes when every check does."""
+
+    checks: tuple[GateCheck, ...]
+
+    @property
+    def failed(self) -> list[GateCheck]:
+        return [c for c in self.checks if not c.passed]
+
+    @property
+    def passed(self) -> bool:
+        return not self.failed
+
+    def to_dict(self) -> dict[str, Any]:
+        """``lmleak gate --json``: ``{"passed": bool, "checks": [...]}``."""
+        return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
+
+
+def run_gate(run_dir: str | Path, limits: dict[str, float]) -> GateResult:
+    """:func:`check_gate` as one result (``lmleak gate``).
+
+    Example:
+        >>> import tempfile, json, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4}))
+        >>> r = run_gate(d, {"unique_sequences": 5})
+        >>> r.passed, r.to_dict()["checks"][0]["value"]
+        (True, 4.0)
+    """
+    return GateResult(tuple(check_gate(run_dir, limits)))

@@ -43,7 +43,7 @@ def gate(
     json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
-    from lmleak.audit.gate import check_gate
+    from lmleak.audit.gate import run_gate
 
     limits = {
         k: v
@@ -63,37 +63,22 @@ def gate(
             "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
         )
         raise typer.Exit(2)
-    checks = check_gate(run, limits)
-    failed = [c for c in checks if not c.passed]
-    _print_gate(checks, failed, json_out)
-    raise typer.Exit(1 if failed else 0)
+    result = run_gate(run, limits)
+    _print_gate(result, json_out)
+    raise typer.Exit(0 if result.passed else 1)
 
 
-def _print_gate(checks: list[Any], failed: list[Any], json_out: bool) -> None:
+def _print_gate(result: Any, json_out: bool) -> None:
     """Every check of ``lmleak gate`` and the verdict, as JSON or one line each."""
     if json_out:
-        print_json(
-            {
-                "passed": not failed,
-                "checks": [
-                    {
-                        "model": c.model,
-                        "metric": c.metric,
-                        "limit": c.limit,
-                        "value": c.value,
-                        "passed": c.passed,
-                    }
-                    for c in checks
-                ],
-            }
-        )
+        print_json(result.to_dict())
     else:
-        for c in checks:
+        for c in result.checks:
             out.print(("[green]✓[/] " if c.passed else "[red]✗[/] ") + c.describe())
         out.print(
             "[bold green]gate passed[/]"
-            if not failed
-            else f"[bold red]gate failed[/]: {len(failed)} check(s)"
+            if result.passed
+            else f"[bold red]gate failed[/]: {len(result.failed)} check(s)"
         )
 
 
@@ -134,12 +119,10 @@ def render_cmd(
     quiet_: QuietOpt = False,
 ) -> None:
     """Write the self-contained HTML report of a run directory."""
-    from lmleak.render.html import render_report
-    from lmleak.runs import check_run
+    from lmleak.render.html import render_run
 
     quiet(quiet_)
-    check_run(run)  # never render an interrupted or inconsistent run as if it were complete
-    path = render_report(run, out_path, show_text=show_text)
+    path = render_run(run, out_path, show_text=show_text)
     if not quiet_:
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
 
@@ -150,13 +133,11 @@ def _cell(v: object) -> str:
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
-def _summary_table(run: Path) -> None:
+def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     from rich.table import Table
 
-    from lmleak.render.headline import collect_headlines
     from lmleak.render.html import LABELS
 
-    heads = collect_headlines(run)
     metrics = [k for k in LABELS if any(k in h for h in heads.values())]
     # one row per metric, one column per model: fits a terminal for any number of metrics
     t = Table(title=f"Audit summary — {run}")
@@ -196,8 +177,8 @@ def audit(
     """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
     import sys
 
-    from lmleak.audit.config import EXAMPLE, load_config
-    from lmleak.audit.runner import run_audit
+    from lmleak.audit import audit as run_audit_file
+    from lmleak.audit.config import EXAMPLE
     from lmleak.errors import ConfigError
 
     if example:
@@ -209,20 +190,19 @@ def audit(
             hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)",
         )
     quiet(quiet_ or json_out)
-    cfg = load_config(config)
-    run = run_audit(
-        cfg,
+    run = run_audit_file(
+        config,
         force=force,
         echo=(lambda s: None) if (quiet_ or json_out) else err.print,
         redact=redact,
         redact_key_file=redact_key_file,
     )
-    if json_out:
-        from lmleak.render.headline import collect_headlines
+    from lmleak.render.headline import collect_headlines
 
+    if json_out:
         print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
         return
-    _summary_table(run)
+    _summary_table(run, collect_headlines(run))
     out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
 
 
@@ -251,13 +231,10 @@ def demo(
     ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
-    import time
-
-    from lmleak.audit.demo import run_demo
+    from lmleak.audit.demo import demo as run_demo
 
     quiet(json_out)
-    t0 = time.perf_counter()
-    run = run_demo(
+    result = run_demo(
         out_dir,
         quick=quick,
         seed=seed,
@@ -267,16 +244,7 @@ def demo(
         max_steps=max_steps,
     )
     if json_out:
-        from lmleak.render.headline import collect_headlines
-
-        print_json(
-            {
-                "run": str(run),
-                "report": str(run / "report.html"),
-                "seconds": time.perf_counter() - t0,
-                "headlines": collect_headlines(run),
-            }
-        )
+        print_json(result.to_dict())
         return
-    _summary_table(run)
-    out.print(f"demo finished in {time.perf_counter() - t0:.0f} s; report: [bold]{run / 'report.html'}[/]")
+    _summary_table(result.run, result.headlines)
+    out.print(f"demo finished in {result.seconds:.0f} s; report: [bold]{result.report}[/]")

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
-from lmleak.data.loaders import load_corpus_with_report
-from lmleak.data.stats import corpus_stats
-from lmleak.data.synth.customersim import synthesize as synthesize_customersim
-from lmleak.jsonl import read_jsonl
+from lmleak.data.stats import CorpusStats, check_corpus
+from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
 
 
@@ -39,25 +36,14 @@ def customersim(
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
 
     quiet(json_out)
-    paths = synthesize_customersim(
+    summary = synthesize_customersim(
         out_dir,
         users=users,
         dialogs_per_user=dialogs_per_user,
         seed=seed,
         canaries=canaries,
         canary_repeats=canary_repeats,
-    )
-    docs = read_jsonl(paths["corpus"])
-    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
-    summary: dict[str, Any] = {
-        "documents": len(docs),
-        "users": users,
-        "words": sum(len(d["text"].split()) for d in docs),
-        "canaries": canaries,
-        "canary_repeats": canary_repeats,
-        "secrets_per_entity": dict(sorted(entities.items())),
-        "files": {k: str(v) for k, v in paths.items()},
-    }
+    ).to_dict()
     if json_out:
         print_json(summary)
         return
@@ -91,39 +77,16 @@ def mail(
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
 
     # lazy: lmleak.data.synth.mail imports faker at module level (a third-party import `--help` need not pay)
-    from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize
+    from lmleak.data.synth.mail import synthesize_corpus
 
     quiet(json_out)
-    paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    summary = _mail_summary(paths, canaries, canary_repeats, TOKENS_PER_WORD)
+    summary = synthesize_corpus(
+        out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats
+    ).to_dict()
     if json_out:
         print_json(summary)
         return
     _print_mail(summary, out_dir)
-
-
-def _mail_summary(
-    paths: dict[str, Path], canaries: int, canary_repeats: int, tokens_per_word: float
-) -> dict[str, Any]:
-    """Sizes, repeated-line share and PII spans per entity of a written mailing-list archive."""
-    docs = read_jsonl(paths["corpus"])
-    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
-    words = sum(len(d["text"].split()) for d in docs)
-    lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
-    return {
-        "documents": len(docs),
-        "authors": len({d["user_id"] for d in docs}),
-        "words": words,
-        "tokens_estimate": round(words * tokens_per_word),
-        "duplicate_line_share": round(
-            sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4
-        ),
-        "longest_document_words": max(len(d["text"].split()) for d in docs),
-        "canaries": canaries,
-        "canary_repeats": canary_repeats,
-        "secrets_per_entity": dict(sorted(entities.items())),
-        "files": {k: str(v) for k, v in paths.items()},
-    }
 
 
 def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
@@ -169,45 +132,24 @@ def check(
 ) -> None:
     """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
     quiet(json_out)
-    corpus, report = load_corpus_with_report(
+    result = check_corpus(
         path,
+        detector=RegexDetector(),
         format=format,
         text_field=text_field,
         user_field=user_field,
         doc_field=doc_field,
         skip_bad_rows=skip_bad_rows,
     )
-    stats = corpus_stats(corpus, detector=RegexDetector())
-    summary = _check_summary(path, corpus, stats, report)
     if json_out:
-        print_json(summary)
+        print_json(result.to_dict())
         return
-    _print_check(path, summary, stats, report)
+    _print_check(path, result.to_dict(), result.stats, result.skipped)
 
 
-def _check_summary(path: Path, corpus: Any, stats: Any, report: Any) -> dict[str, Any]:
-    """The ``corpus check --json`` object: sizes, users, repetition, concentration, PII, skipped rows."""
-    per_user = [len(v) for v in corpus.by_user().values()]
-    return {
-        "path": str(path),
-        "documents": len(corpus),
-        "users": len(per_user),
-        "docs_per_user_min": min(per_user),
-        "docs_per_user_max": max(per_user),
-        "words": stats.words,
-        "longest_document_words": stats.longest_document_words,
-        "duplicate_line_share": stats.duplicate_line_share,
-        "top1pct_users": stats.top1pct_users,
-        "top1pct_user_share": stats.top1pct_user_share,
-        "top1pct_document_share": stats.top1pct_document_share,
-        "pii_per_1k_words": stats.pii_per_1k_words,
-        "pii_per_entity": stats.pii_per_entity,
-        "warnings": list(stats.warnings),
-        "skipped_rows": [{"line": line, "reason": reason} for line, reason in report.skipped],
-    }
-
-
-def _print_check(path: Path, summary: dict[str, Any], stats: Any, report: Any) -> None:
+def _print_check(
+    path: Path, summary: dict[str, Any], stats: CorpusStats, skipped: tuple[tuple[int, str], ...]
+) -> None:
     """The corpus check as a few lines, then each skipped row and each warning."""
     out.print(
         f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
@@ -220,7 +162,7 @@ def _print_check(path: Path, summary: dict[str, Any], stats: Any, report: Any) -
     )
     entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
     out.print(f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})")
-    for line, reason in report.skipped:
+    for line, reason in skipped:
         out.print(f"  [yellow]skipped[/] line {line}: {reason}")
     for w in stats.warnings:
         out.print(f"  [yellow]warning:[/] {w}")

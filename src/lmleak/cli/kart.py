@@ -65,11 +65,11 @@ def describe_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """State a run's scenario in the paper's notation (I_K, a, R, I_T)."""
-    from lmleak.scenarios.describe import run_scenarios
+    from lmleak.scenarios.describe import describe_run
 
-    found = run_scenarios(run)
+    result = describe_run(run)
     if as_json:
-        print_json([{"label": lab, "notation": s.notation(), "scenario": s.to_record()} for lab, s in found])
+        print_json(result.records())
         return
     from rich.markup import escape
     from rich.table import Table
@@ -77,7 +77,7 @@ def describe_cmd(
     t = Table(title=escape(f"KART scenario of {run}"))
     for c in ("label", "attack", "access", "(I_K, a, R, I_T)"):
         t.add_column(c)
-    for lab, s in found:
+    for lab, s in result.scenarios:
         t.add_row(escape(lab), escape(s.attack), s.resources.access, escape(s.notation()))
     out.print(t)
 
@@ -127,9 +127,9 @@ def margins_cmd(
     ] = 2,
 ) -> None:
     """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts."""
-    from lmleak.scenarios.margins import margins_table, read_counts
+    from lmleak.scenarios.margins import margins_from_csv
 
-    res = margins_table(read_counts(counts), decimals=decimals)
+    res = margins_from_csv(counts, decimals=decimals)
     if as_json:
         print_json(res)
         return
@@ -165,30 +165,15 @@ def experiment_cmd(
     quiet_: QuietOpt = False,
 ) -> None:
     """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6)."""
-    import dataclasses
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from lmleak.experiments.kart import KartExperimentConfig, run_experiment
 
     quiet(quiet_ or as_json)
-    cfg = KartExperimentConfig.quick(seed) if quick else KartExperimentConfig(seed=seed)
-    cfg = dataclasses.replace(
-        cfg, mlm=dataclasses.replace(cfg.mlm, seed=seed), gibbs=dataclasses.replace(cfg.gibbs, seed=seed)
+    cfg = KartExperimentConfig.from_options(
+        quick=quick, seed=seed, patients=patients, docs=docs, epochs=epochs, iterations=iterations
     )
-    if patients is not None:
-        cfg = dataclasses.replace(cfg, patients=patients)
-    if docs is not None:
-        cfg = dataclasses.replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
-    if epochs is not None:
-        cfg = dataclasses.replace(cfg, mlm=dataclasses.replace(cfg.mlm, epochs=epochs))
-    if iterations is not None:
-        cfg = dataclasses.replace(
-            cfg,
-            gibbs=dataclasses.replace(
-                cfg.gibbs, iterations=iterations, burn_in=min(cfg.gibbs.burn_in, iterations // 4)
-            ),
-        )
     res = run_experiment(out_dir, cfg)
     if as_json:
         print_json(res)
@@ -212,18 +197,11 @@ def synth_clinical_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
-    from lmleak.data.synth.clinical import synthesize
-    from lmleak.pii.hipaa import patient_anonymizer
+    from lmleak.pii.hipaa import synthesize_clinical
 
     if patients < 1 or notes_per_patient < 1:
         raise ConfigError("need at least one patient and one note per patient", field="patients")
-    paths = synthesize(
-        out_dir,
-        anonymizer=patient_anonymizer,
-        patients=patients,
-        notes_per_patient=notes_per_patient,
-        seed=seed,
-    )
+    paths = synthesize_clinical(out_dir, patients=patients, notes_per_patient=notes_per_patient, seed=seed)
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return

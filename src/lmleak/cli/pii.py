@@ -10,11 +10,9 @@ import typer
 
 from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import InputError
-from lmleak.pii.detect import detect_in_corpus, detect_in_text
-from lmleak.pii.evaluate import evaluate_policy, load_secrets
+from lmleak.pii.detect import detect_pii
+from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import get_policy
-from lmleak.runs import atomic_write_json
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 
@@ -84,25 +82,19 @@ def evaluate_cmd(
 ) -> None:
     """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8)."""
     quiet(q or as_json)
-    c = _load(corpus)
-    gold = load_secrets(secrets, c)
-    pol = _policy(policy, recall, seed, base_recall)
-    table = evaluate_policy(c, gold, pol, min_overlap=min_overlap, splitter=sentence_spans)
-    result = {"policy": getattr(pol, "name", policy), "recall_target": recall, "seed": seed,
-              "min_overlap": min_overlap, "documents": len(c), "entities": table}  # fmt: skip
-    if save is not None:
-        atomic_write_json(save, result)
+    result = evaluate_policy_files(corpus, secrets, policy, recall=recall, seed=seed, base_recall=base_recall,
+                                   min_overlap=min_overlap, splitter=sentence_spans, save=save)  # fmt: skip
     if as_json:
-        print_json(result)
+        print_json(result.to_dict())
         return
     from rich.table import Table
 
-    t = Table(title=f"policy {result['policy']} on {corpus} ({len(c)} documents)")
+    t = Table(title=f"policy {result.policy} on {corpus} ({result.documents} documents)")
     cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
     t.add_column("entity")
     for col in cols:
         t.add_column(col, justify="right")
-    for ent, row in table.items():
+    for ent, row in result.entities.items():
         t.add_row(ent, *(_fmt(row[col]) for col in cols))
     out.print(t)
 
@@ -120,20 +112,9 @@ def detect_cmd(
 ) -> None:
     """Print (or save) the PII spans a policy detects, and the counts per entity."""
     quiet(q or as_json)
-    if (corpus is None) == (text is None):
-        raise InputError("give exactly one of --corpus and --text", field="corpus")
-    if text is not None:
-        result = detect_in_text(_policy(policy, recall, seed, 1.0), text, name=policy)
-    else:
-        assert corpus is not None  # exactly one of the two, checked above
-        docs = _load(corpus)  # the corpus is read before the policy is built, as before
-        result = detect_in_corpus(_policy(policy, recall, seed, 1.0), docs, name=policy)
-    rows = result.rows()
-    if save is not None:
-        result.write_jsonl(save)
+    result = detect_pii(policy, corpus=corpus, text=text, recall=recall, seed=seed, save=save)
     if as_json:
-        print_json({"policy": result.policy, "counts": result.counts,
-                    "spans": rows if text is not None or save is None else len(rows)})  # fmt: skip
+        print_json(result.summary(spans=text is not None or save is None))
         return
     from rich.table import Table
 
@@ -141,7 +122,7 @@ def detect_cmd(
         t = Table(title=f"spans found by {result.policy}")
         for col in ("start", "end", "entity", "score", "value"):
             t.add_column(col)
-        for r in rows:
+        for r in result.rows():
             t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", r["value"])
         out.print(t)
     t = Table(title=f"detections per entity ({result.documents} documents)")

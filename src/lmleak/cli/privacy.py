@@ -8,9 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import JsonOpt, out, print_json
-from lmleak.errors import ConfigError
-from lmleak.figures import pyplot, save_figure
-from lmleak.train.confidentiality import bayesian_confidentiality, confidentiality_report
+from lmleak.train.guarantees import confidentiality_guarantees
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -35,17 +33,8 @@ def confidentiality(
     json_out: JsonOpt = False,
 ) -> None:
     """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
-    try:
-        report = confidentiality_report(
-            epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
-        )
-    except ValueError as e:
-        raise ConfigError(str(e), field="epsilon/delta/gamma") from None
-    # one rounding for the JSON and the table: 4 significant digits (1.0000000000000002e-06 is 1e-06)
-    report = {k: significant(v) for k, v in report.items()}  # type: ignore[misc]
-    if plot is not None:
-        _plot(epsilon, plot)
-        report["plot"] = str(plot)  # type: ignore[assignment]
+    report = confidentiality_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets,
+                                        occurrences=occurrences, delta2=delta2, plot=plot)  # fmt: skip
     if json_out:
         print_json(report)
         return
@@ -89,30 +78,3 @@ def _print_table(
     for label, eps_key, delta_key in rows:
         t.add_row(label, f"{report[eps_key]:g}", f"{report[delta_key]:g}")
     out.print(t)
-
-
-def significant(value: object, digits: int = 4) -> object:
-    """A float rounded to ``digits`` significant digits (other values unchanged); inf and 0 stay.
-
-    Example:
-        >>> significant(1.0000000000000002e-06), significant(0.4940287080441788), significant("x")
-        (1e-06, 0.494, 'x')
-    """
-    if not isinstance(value, float) or value == 0 or value != value or value in (float("inf"), float("-inf")):
-        return value
-    return float(f"{value:.{digits}g}")
-
-
-def _plot(epsilon: float, path: Path) -> None:
-    import numpy as np
-
-    gammas = np.linspace(0, 1, 101)
-    fig, ax = pyplot().subplots(figsize=(5.5, 3.8))
-    for eps in sorted({0.5, 1.0, 2.0, 4.0, float(epsilon)}):
-        ax.plot(gammas, [bayesian_confidentiality(eps, 0.0, g)[0] for g in gammas], label=f"ε' = {eps:g}")
-    ax.set_xlabel("γ (policy miss rate, 1 − recall)")
-    ax.set_ylabel("Bayesian confidentiality ε")
-    ax.set_title("Confidentiality amplification by redaction (Prop. 6)")
-    ax.legend()
-    fig.tight_layout()
-    save_figure(fig, path, dpi=120)

@@ -22,16 +22,6 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
-from lmleak.errors import InputError
-
-
-def _targets(s: str) -> tuple[str, ...]:
-    ok = {"phone", "email", "address", "relationship", "university"}
-    ts = tuple(t.strip() for t in s.split(",") if t.strip())
-    bad = [t for t in ts if t not in ok]
-    if bad or not ts:
-        raise InputError(f"unknown target type(s) {bad}; use a comma list of {sorted(ok)}")
-    return ts
 
 
 def _table(summary: dict) -> None:
@@ -120,28 +110,20 @@ def subject_view_cmd(
     if model is None or subject is None:
         out.print(ctx.get_help())
         raise typer.Exit(0 if model is None and subject is None else 2)
-    from lmleak.models.loading import load_model  # lazy: imports torch
-    from lmleak.probe.subjects import read_subjects
-    from lmleak.probe.verdict import subject_view
+    # lazy: lmleak.probe.commands loads models (torch), which `lmleak --help` must not import
+    from lmleak.probe.commands import probe_subject_file
 
     quiet(quiet_)
-    subj = read_subjects(subject)
-    if len(subj) != 1:
-        raise InputError(
-            f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
-        )
-    m = load_model(model)
-    view = subject_view(m, subj[0], templates=templates, beams=beams)
-    rows = view.items
+    view = probe_subject_file(model, subject, templates=templates, beams=beams)
     if json_:
         print_json(view.to_dict())
         return
     from rich.table import Table
 
-    t = Table(title=f"What {m.name} reveals about {subj[0]['name']}")
+    t = Table(title=f"What {view.model} reveals about {view.subject}")
     for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
         t.add_column(c)
-    for r in rows:
+    for r in view.items:
         f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
         t.add_row(
             r["item"],
@@ -191,43 +173,29 @@ def run_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
-    from lmleak.ledger.ledger import ModelSpec
-    from lmleak.models.loading import load_model
-    from lmleak.probe.probing import run_probe
-    from lmleak.probe.subjects import control_users, count_controls, read_subjects
-    from lmleak.probe.templates import templates_and_budgets
-    from lmleak.shards import ShardEngine, ray_session
+    # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.probe.commands import probe_files
+    from lmleak.shards import ShardEngine
 
     quiet(quiet_)
-    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
-    subj = read_subjects(subjects)[:limit]
-    tpl, budgets = templates_and_budgets(template_file, max_new)
-    m = load_model(model)
-    controls = control_users(model)
-    info(f"probing {len(subj)} subjects of {m.name}")
-    if controls:
-        info(
-            f"controls: {count_controls(subj, controls)} subjects whose user the model never saw (holdout.json), reported beside the members"
-        )
-    with ray_session(eng):  # one Ray start-up for every pass of the run
-        summary = run_probe(
-            m,
-            subj,
-            out_dir,
-            targets=_targets(targets),
-            level=level,
-            k=templates,
-            beams=beams,
-            samples=samples,
-            generate=not no_generate,
-            likelihood=likelihood,
-            templates=tpl,
-            seed=seed,
-            budgets=budgets,
-            controls=controls,
-            engine=eng,
-            model_spec=ModelSpec(model),
-        )
+    summary = probe_files(
+        model,
+        subjects,
+        out_dir,
+        targets=targets,
+        limit=limit,
+        template_file=template_file,
+        max_new=max_new,
+        engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
+        progress=info,
+        level=level,
+        k=templates,
+        beams=beams,
+        samples=samples,
+        generate=not no_generate,
+        likelihood=likelihood,
+        seed=seed,
+    )
     if json_:
         print_json(summary)
     else:
@@ -244,14 +212,11 @@ def sweep_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
-    from lmleak.models.loading import load_model
-    from lmleak.probe.subjects import read_subjects
-    from lmleak.probe.sweeps import run_sweep
+    # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.probe.commands import sweep_files
 
     quiet(quiet_)
-    subj = read_subjects(subjects)[:limit]
-    models = {spec: load_model(spec) for spec in model}
-    rows = run_sweep(models, subj, out_dir, target=_targets(target)[0])
+    rows = sweep_files(model, subjects, out_dir, target=target, limit=limit)
     if json_:
         print_json(rows)
         return
@@ -351,18 +316,16 @@ def softprompt_cmd(
     json_: JsonOpt = False,
 ) -> None:
     """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
-    from lmleak.models.loading import load_model
-    from lmleak.probe.softprompt import run_softprompt
-    from lmleak.probe.subjects import read_subjects
+    # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.probe.commands import softprompt_files
 
     quiet(quiet_)
-    subj = read_subjects(subjects)
-    m = load_model(model)
-    summary = run_softprompt(
-        m,
-        subj,
+    summary = softprompt_files(
+        model,
+        subjects,
         out_dir,
-        target=_targets(target)[0],
+        target=target,
+        transfer_to=transfer_to,
         level=level,
         n_train=train_subjects,
         length=length,
@@ -370,7 +333,6 @@ def softprompt_cmd(
         epochs=epochs,
         lr=lr,
         seed=seed,
-        transfer=load_model(transfer_to) if transfer_to else None,
     )
     if json_:
         print_json(summary)
@@ -429,15 +391,9 @@ def experiment_cmd(
     from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
 
     quiet(quiet_ or as_json)
-    if base is not None:
-        from lmleak.models.device import resolve_device
-
-        cfg = ProPILEExperimentConfig.for_base(base, gpu=resolve_device() != "cpu", seed=seed)
-    else:
-        cfg = ProPILEExperimentConfig.quick(seed) if quick else ProPILEExperimentConfig(seed=seed)
-    cfg = cfg.with_options(
-        smollm2=smollm2, users=users, epochs=epochs, softprompt_epochs=softprompt_epochs, max_steps=max_steps
-    )
+    cfg = ProPILEExperimentConfig.from_options(quick=quick, seed=seed, base=base, smollm2=smollm2, users=users,
+                                               epochs=epochs, softprompt_epochs=softprompt_epochs,
+                                               max_steps=max_steps)  # fmt: skip
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])

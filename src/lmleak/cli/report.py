@@ -30,7 +30,6 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
-from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 
 _MULTI = ("--k",)
@@ -57,17 +56,6 @@ class _ReportGroup(TyperGroup):
                     i += 1
                     first = False
         return super().parse_args(ctx, fixed)
-
-
-def _load_corpus(path: Path) -> Any:
-    return load_corpus(path)
-
-
-def _load_model(spec: str, api_top_k: int | None, allow_pickle: bool = False) -> Any:
-    # lazy: lmleak.ledger.ledger imports torch
-    from lmleak.ledger.ledger import ModelSpec
-
-    return ModelSpec(spec, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
 
 
 def _check_options(
@@ -322,7 +310,7 @@ def report(
     if ctx.invoked_subcommand is not None:
         return
     # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
-    from lmleak.report.engine import LedgerEngine, run_leakage_report
+    from lmleak.report.engine import LedgerEngine, leakage_report_from_files
     from lmleak.report.leakage import ReportConfig, as_int_list
     from lmleak.report.metrics import default_ks
 
@@ -342,14 +330,11 @@ def report(
         public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
         pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
     )  # fmt: skip
-    data = _load_corpus(corpus)
-    lm = _load_model(model, api_top_k, allow_pickle)
-    info(f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(ks)}, engine {engine}")
-    result = run_leakage_report(
-        lm, data, out_dir, cfg, model=model,
+    result = leakage_report_from_files(
+        model, corpus, out_dir, cfg,
         engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
         public_model=public_model, leave_out_folds=leave_out_folds,
-        allow_pickle=allow_pickle, api_top_k=api_top_k,
+        allow_pickle=allow_pickle, api_top_k=api_top_k, progress=info,
     )  # fmt: skip
     if json_out:
         print_json(result.summary)
@@ -382,9 +367,7 @@ def snapshots(
     from lmleak.report.studies import snapshot_study
 
     quiet(quiet_ or json_out)
-    table = snapshot_study(
-        model, _load_corpus(corpus), out_dir, k=k, val_corpus=_load_corpus(val) if val else None
-    )
+    table = snapshot_study(model, corpus, out_dir, k=k, val_corpus=val)
     if json_out:
         print_json(table.to_dict("records"))
     elif not quiet_:
@@ -408,10 +391,10 @@ def compare(
     quiet(quiet_ or json_out)
     table = compare_models(
         _model_specs(model),
-        _load_corpus(corpus),
+        corpus,
         out_dir,
         k=k,
-        val_corpus=_load_corpus(val) if val else None,
+        val_corpus=val,
         public_model=public_model,
     )
     if json_out:

@@ -20,11 +20,13 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import xxhash
 
 from lmleak.data.corpus import Document
+from lmleak.data.loaders import load_corpus_with_report
 
 #: Warn above these values (the real changelog corpus that motivated them: 66 % repeated lines).
 DUPLICATE_WARN = 0.3
@@ -131,3 +133,57 @@ def _warnings(dup: float, user_share: float, top_n: int, users: int, longest: in
             "leaked sequences are scored with a bounded context; check the window sizes in the report summary."
         )
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusCheck:
+    """What ``lmleak corpus check`` found: the corpus's size per user, its :class:`CorpusStats` and the
+    rows the loader skipped (line, reason)."""
+
+    path: str
+    documents: int
+    users: int
+    docs_per_user_min: int
+    docs_per_user_max: int
+    stats: CorpusStats
+    skipped: tuple[tuple[int, str], ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``corpus check --json`` object: sizes, users, repetition, concentration, PII, skipped rows."""
+        s = self.stats
+        return {
+            "path": self.path,
+            "documents": self.documents,
+            "users": self.users,
+            "docs_per_user_min": self.docs_per_user_min,
+            "docs_per_user_max": self.docs_per_user_max,
+            "words": s.words,
+            "longest_document_words": s.longest_document_words,
+            "duplicate_line_share": s.duplicate_line_share,
+            "top1pct_users": s.top1pct_users,
+            "top1pct_user_share": s.top1pct_user_share,
+            "top1pct_document_share": s.top1pct_document_share,
+            "pii_per_1k_words": s.pii_per_1k_words,
+            "pii_per_entity": s.pii_per_entity,
+            "warnings": list(s.warnings),
+            "skipped_rows": [{"line": line, "reason": reason} for line, reason in self.skipped],
+        }
+
+
+def check_corpus(path: str | Path, *, detector: Any | None = None, **load_options: Any) -> CorpusCheck:
+    """Load the corpus at ``path`` (``load_options``: those of :func:`~lmleak.data.loaders.load_corpus`)
+    and measure it with :func:`corpus_stats` (``detector``: the PII detector for the density).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> p = pathlib.Path(tempfile.mkdtemp()) / "c.jsonl"
+        >>> _ = p.write_text('{"user_id": "u1", "text": "a b"}\\n{"user_id": "u1", "text": "c"}\\n{"user_id": "u2", "text": "d"}\\n')
+        >>> r = check_corpus(p)
+        >>> r.documents, r.users, r.docs_per_user_min, r.docs_per_user_max, r.stats.words
+        (3, 2, 1, 2, 4)
+    """
+    corpus, report = load_corpus_with_report(path, **load_options)
+    stats = corpus_stats(corpus, detector=detector)
+    per_user = [len(v) for v in corpus.by_user().values()]
+    return CorpusCheck(str(path), len(corpus), len(per_user), min(per_user), max(per_user), stats,
+                       tuple((line, reason) for line, reason in report.skipped))  # fmt: skip

@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,40 @@ class KartExperimentConfig:
             mlm=MaskedLMConfig(epochs=60, lr=2e-3, seed=seed),
             gibbs=GibbsConfig(iterations=50, burn_in=12, top_k=100, disease_span=12, seed=seed),
         )
+
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        quick: bool = False,
+        seed: int = 0,
+        patients: int | None = None,
+        docs: int | None = None,
+        epochs: int | None = None,
+        iterations: int | None = None,
+    ) -> KartExperimentConfig:
+        """The config of ``lmleak kart experiment``: the default (or :meth:`quick`) sizes, ``seed`` in
+        the MLM and the Gibbs sampler too, and the options that are not None replaced.
+
+        ``docs`` sets both K+ and K- document counts; ``iterations`` also caps the burn-in at a quarter
+        of the iterations.
+
+        Example:
+            >>> cfg = KartExperimentConfig.from_options(quick=True, seed=3, docs=4, iterations=8)
+            >>> (cfg.docs_k_plus, cfg.docs_k_minus, cfg.gibbs.iterations, cfg.gibbs.burn_in, cfg.mlm.seed)
+            (4, 4, 8, 2, 3)
+        """
+        cfg = cls.quick(seed) if quick else cls(seed=seed)
+        mlm = replace(cfg.mlm, seed=seed) if epochs is None else replace(cfg.mlm, seed=seed, epochs=epochs)
+        gibbs = replace(cfg.gibbs, seed=seed)
+        if iterations is not None:
+            gibbs = replace(gibbs, iterations=iterations, burn_in=min(gibbs.burn_in, iterations // 4))
+        cfg = replace(cfg, mlm=mlm, gibbs=gibbs)
+        if patients is not None:
+            cfg = replace(cfg, patients=patients)
+        if docs is not None:
+            cfg = replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
+        return cfg
 
 
 def scenario_for(name: str) -> dict[str, Any]:

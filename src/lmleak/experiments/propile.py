@@ -61,6 +61,7 @@ from lmleak.data.loaders import load_corpus
 from lmleak.data.synth.customersim import synthesize
 from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
+from lmleak.models.device import resolve_device
 from lmleak.models.loading import load_model
 from lmleak.probe.probing import run_probe
 from lmleak.probe.softprompt import run_softprompt
@@ -222,6 +223,25 @@ class ProPILEExperimentConfig:
     def with_options(self, **kw: Any) -> ProPILEExperimentConfig:
         """A copy with the options that are not None replaced, validated."""
         return replace_validated(self, **kw)
+
+    @classmethod
+    def from_options(
+        cls, *, quick: bool = False, seed: int = 0, base: str | None = None, **options: Any
+    ) -> ProPILEExperimentConfig:
+        """The config of ``lmleak experiment propile``: with ``base``, :meth:`for_base` sized for the
+        device torch sees (GPU or CPU); else :meth:`quick` or the defaults; then ``options`` that are
+        not None (:meth:`with_options`).
+
+        Example:
+            >>> cfg = ProPILEExperimentConfig.from_options(quick=True, seed=2, users=30, epochs=None)
+            >>> cfg == ProPILEExperimentConfig.quick(2).with_options(users=30)
+            True
+        """
+        if base is not None:
+            cfg = cls.for_base(base, gpu=resolve_device() != "cpu", seed=seed)
+        else:
+            cfg = cls.quick(seed) if quick else cls(seed=seed)
+        return cfg.with_options(**options)
 
     def validate(self) -> None:
         require_positive_counts(

@@ -24,9 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import DataFileError
 from lmleak.jsonl import iter_jsonl
+from lmleak.pii.policies import get_policy
 from lmleak.pii.spans import Detector, PiiSpan, detect_many, merge_spans
+from lmleak.runs import atomic_write_json
 
 SECRET_FIELDS = ("doc_id", "user_id", "start", "end", "entity", "value")
 
@@ -161,3 +164,50 @@ def evaluate_policy(
     predicted = {d.doc_id: spans for d, spans in zip(corpus, found, strict=True)}
     sentences = None if splitter is None else {d.doc_id: splitter(d.text) for d in corpus}
     return score_spans(gold, predicted, min_overlap=min_overlap, sentences=sentences)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicyEvaluation:
+    """What ``lmleak pii evaluate`` reports: a policy's scores per entity on one corpus."""
+
+    policy: str
+    recall_target: float | None
+    seed: int
+    min_overlap: float
+    documents: int
+    entities: dict[str, dict[str, Any]]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object (and ``--save`` file): ``policy, recall_target, seed, min_overlap, documents,
+        entities``."""
+        return {"policy": self.policy, "recall_target": self.recall_target, "seed": self.seed,
+                "min_overlap": self.min_overlap, "documents": self.documents, "entities": self.entities}  # fmt: skip
+
+
+def evaluate_policy_files(
+    corpus: str | Path,
+    secrets: str | Path,
+    policy: str,
+    *,
+    recall: float | None = None,
+    seed: int = 0,
+    base_recall: float = 1.0,
+    min_overlap: float = 0.5,
+    splitter: Callable[[str], list[tuple[int, int]]] | None = None,
+    save: str | Path | None = None,
+) -> PolicyEvaluation:
+    """Load ``corpus`` and its ``secrets.jsonl``, build the named policy (degraded to ``recall`` if
+    given, see :func:`~lmleak.pii.policies.get_policy`) and score it (:func:`evaluate_policy`);
+    with ``save``, also write the result as JSON there.
+
+    Raises:
+        ConfigError: an unknown policy name (raised after the corpus and secrets are read).
+    """
+    docs = load_corpus(corpus)
+    gold = load_secrets(secrets, docs)
+    pol = get_policy(policy, recall=recall, seed=seed, base_recall=base_recall)
+    table = evaluate_policy(docs, gold, pol, min_overlap=min_overlap, splitter=splitter)
+    result = PolicyEvaluation(getattr(pol, "name", policy), recall, seed, min_overlap, len(docs), table)
+    if save is not None:
+        atomic_write_json(save, result.to_dict())
+    return result

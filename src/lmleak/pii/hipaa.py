@@ -22,8 +22,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-from lmleak.data.synth.clinical import HOSPITALS, Patient, name_lists
+from lmleak.data.synth.clinical import HOSPITALS, Patient, name_lists, synthesize
 
 # (pattern, class letter, placeholder); order matters: earlier patterns win on overlaps
 _PATTERNS: list[tuple[str, str, str]] = [
@@ -151,3 +152,17 @@ def strip_placeholders(text: str) -> str:
         'is a 40 year old man seen on .'
     """
     return re.sub(r"\s{2,}", " ", PLACEHOLDER.sub("", text)).strip()
+
+
+def synthesize_clinical(
+    out_dir: str | Path, *, patients: int = 200, notes_per_patient: int = 3, seed: int = 0
+) -> dict[str, Path]:
+    """Paper 004's synthetic clinical notes with D_public = :func:`patient_anonymizer` (D_private):
+    :func:`lmleak.data.synth.clinical.synthesize` with this module's anonymiser (``lmleak synth clinical``)."""
+    return synthesize(
+        out_dir,
+        anonymizer=patient_anonymizer,
+        patients=patients,
+        notes_per_patient=notes_per_patient,
+        seed=seed,
+    )

@@ -18,7 +18,7 @@ from lmleak._version import __version__
 from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
 from lmleak.report.metrics import format_epsilon
-from lmleak.runs import atomic_write_text, read_summary
+from lmleak.runs import atomic_write_text, check_run, read_summary
 from lmleak.scenarios.describe import notation
 
 LABELS = {
@@ -699,3 +699,10 @@ def _model_views(
             seq_html, note = _sequence_table(seqs, f"seq-{i}", show_text, max_rows)
         views.append(ModelView(name, cards, seq_html, note))
     return views
+
+
+def render_run(run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False) -> Path:
+    """``lmleak render``: refuse an interrupted or inconsistent run (:func:`~lmleak.runs.check_run`),
+    then :func:`render_report`; returns the HTML's path."""
+    check_run(run_dir)  # never render an interrupted or inconsistent run as if it were complete
+    return render_report(run_dir, out_path, show_text=show_text)

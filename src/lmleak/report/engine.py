@@ -7,11 +7,13 @@ it complete and reuses it (same model, corpus and settings give the same fingerp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
 from lmleak.report.leakage import ReportConfig, run_report
@@ -124,3 +126,31 @@ def run_leakage_report(
         leave_out_folds=leave_out_folds,
     )
     return ReportRun(out, engine.name, summary)
+
+
+def _say_nothing(message: str) -> None:
+    """The default progress callback of :func:`leakage_report_from_files`."""
+
+
+def leakage_report_from_files(
+    model: str,
+    corpus: str | Path,
+    out_dir: str | Path,
+    config: ReportConfig,
+    *,
+    engine: LedgerEngine = LedgerEngine(),
+    public_model: str | None = None,
+    leave_out_folds: int | None = None,
+    allow_pickle: bool = False,
+    api_top_k: int | None = None,
+    progress: Callable[[str], None] = _say_nothing,
+) -> ReportRun:
+    """``lmleak report``: load the corpus file, then the model spec (a top-k-only black box with
+    ``api_top_k``), say what runs through ``progress``, and :func:`run_leakage_report`."""
+    data = load_corpus(corpus)
+    lm = ModelSpec(model, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
+    progress(
+        f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(config.ks)}, engine {engine.name}"
+    )
+    return run_leakage_report(lm, data, out_dir, config, model=model, engine=engine, public_model=public_model,
+                              leave_out_folds=leave_out_folds, allow_pickle=allow_pickle, api_top_k=api_top_k)  # fmt: skip

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
 from lmleak.errors import InputError
 from lmleak.figures import pyplot, save_figure
 from lmleak.ledger.index import CorpusIndex
@@ -150,16 +151,23 @@ def _snapshot_figures(out: Path, table: Any, useqs: Any) -> None:
 
 
 @writes_run("out_dir")
+def _as_corpus(corpus: Corpus | str | Path) -> Corpus:
+    """A corpus, or the corpus file it names (loaded with :func:`~lmleak.data.loaders.load_corpus`)."""
+    return corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
+
+
 def snapshot_study(
     model_dir: str | Path,
-    corpus: Corpus,
+    corpus: Corpus | str | Path,
     out_dir: str | Path,
     *,
     k: int = 1,
-    val_corpus: Corpus | None = None,
+    val_corpus: Corpus | str | Path | None = None,
     load: Any = None,
 ) -> Any:
     """Run the report on every snapshot epoch and write the Fig. 5 tables and plots.
+
+    ``corpus`` and ``val_corpus`` may be corpus files (loaded first, in that order).
 
     Writes ``snapshots.parquet`` (epoch, train/val perplexity, val accuracy, #sequences,
     #unique), ``snapshot_sequences.parquet`` (epoch, length and perplexity of every unique
@@ -169,6 +177,8 @@ def snapshot_study(
     """
     import pandas as pd
 
+    corpus = _as_corpus(corpus)
+    val_corpus = None if val_corpus is None else _as_corpus(val_corpus)
     load = load or load_any_model
     out = secure_dir(out_dir)
     rows, uniq = [], []
@@ -205,17 +215,21 @@ def snapshot_study(
 @writes_run("out_dir")
 def compare_models(
     models: Mapping[str, str | Path],
-    corpus: Corpus,
+    corpus: Corpus | str | Path,
     out_dir: str | Path,
     *,
     k: int = 1,
-    val_corpus: Corpus | None = None,
+    val_corpus: Corpus | str | Path | None = None,
     public_model: str | Path | None = None,
     load: Any = None,
 ) -> Any:
-    """The Table-2 comparison: one report per model (``out_dir/<name>``) and ``compare.parquet``."""
+    """The Table-2 comparison: one report per model (``out_dir/<name>``) and ``compare.parquet``.
+
+    ``corpus`` and ``val_corpus`` may be corpus files (loaded first, in that order)."""
     import pandas as pd
 
+    corpus = _as_corpus(corpus)
+    val_corpus = None if val_corpus is None else _as_corpus(val_corpus)
     load = load or load_any_model
     out = secure_dir(out_dir)
     rows = []

@@ -7,6 +7,7 @@ several scenarios a ``"scenarios"`` mapping); these functions read them back.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,26 @@ def anonymization_of(model_dir: str | Path | None) -> str:
     if mode == "sdp" and eps is not None:
         return f"dp:{eps:.3g}"
     return "identity"
+
+
+@dataclass(frozen=True, slots=True)
+class RunScenarios:
+    """The labelled scenarios of one run directory (``lmleak kart describe``)."""
+
+    run: str
+    scenarios: tuple[tuple[str, Scenario], ...]
+
+    def records(self) -> list[dict[str, Any]]:
+        """``kart describe --json``: one ``{"label", "notation", "scenario"}`` object per scenario."""
+        return [
+            {"label": lab, "notation": s.notation(), "scenario": s.to_record()} for lab, s in self.scenarios
+        ]
+
+
+def describe_run(run: str | Path) -> RunScenarios:
+    """:func:`run_scenarios` of ``run`` as one result.
+
+    Raises:
+        RunError: no ``summary.json``, invalid JSON, or no scenario recorded.
+    """
+    return RunScenarios(str(run), tuple(run_scenarios(run)))

@@ -368,3 +368,8 @@ def margins_table(counts: dict[str, dict[str, int]], *, decimals: int | None = 2
         out["per_10k"] = per
     out.update(summarise_margins(margins))
     return out
+
+
+def margins_from_csv(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
+    """:func:`margins_table` of the counts CSV at ``path`` (:func:`read_counts`): ``lmleak kart margins``."""
+    return margins_table(read_counts(path), decimals=decimals)

@@ -57,3 +57,21 @@ def test_pii_is_fictional_and_subjects_cooccur_in_documents(tmp_path):
         assert set(s["relations"]) and s["university"]
         docs = [d.text for d in corpus if d.user_id == s["user_id"]]
         assert any(all(s[k] in t for k in ("name", "phone", "email", "address")) for t in docs)
+
+
+def test_synthesize_corpus_summarises_what_the_files_hold(tmp_path):
+    from collections import Counter
+
+    from lmleak.data.synth.customersim import synthesize_corpus
+    from lmleak.jsonl import read_jsonl
+
+    s = synthesize_corpus(tmp_path, users=5, dialogs_per_user=3, seed=1, canaries=2, canary_repeats=2)
+    docs = read_jsonl(tmp_path / "corpus.jsonl")  # the oracle: recount from the written files
+    secrets = Counter(r["entity"] for r in read_jsonl(tmp_path / "secrets.jsonl"))
+    assert (s.documents, s.users, s.words) == (len(docs), 5, sum(len(d["text"].split()) for d in docs))
+    assert s.secrets_per_entity == dict(sorted(secrets.items())) and list(s.secrets_per_entity) == sorted(
+        secrets
+    )
+    assert (s.canaries, s.canary_repeats) == (2, 2)
+    assert list(s.to_dict()) == ["documents", "users", "words", "canaries", "canary_repeats",
+                                 "secrets_per_entity", "files"]  # fmt: skip

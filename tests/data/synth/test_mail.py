@@ -116,3 +116,20 @@ def test_bad_arguments_are_config_errors(tmp_path):
         synthesize(tmp_path, scale=0)
     with pytest.raises(ConfigError, match="canaries"):
         synthesize(tmp_path, scale=0.05, canaries=999)
+
+
+def test_synthesize_corpus_summarises_what_the_files_hold(tmp_path):
+    from lmleak.data.synth.mail import TOKENS_PER_WORD, synthesize_corpus
+    from lmleak.jsonl import read_jsonl
+
+    s = synthesize_corpus(tmp_path, scale=0.01, seed=2, canaries=1, canary_repeats=2)
+    docs = read_jsonl(tmp_path / "corpus.jsonl")  # the oracle: recount from the written files
+    lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
+    words = sum(len(d["text"].split()) for d in docs)
+    assert (s.documents, s.authors, s.words) == (len(docs), len({d["user_id"] for d in docs}), words)
+    assert s.tokens_estimate == round(words * TOKENS_PER_WORD)
+    assert s.duplicate_line_share == round(sum(c for c in lines.values() if c > 1) / sum(lines.values()), 4)
+    assert s.longest_document_words == max(len(d["text"].split()) for d in docs)
+    assert s.secrets_per_entity["CANARY"] == 2 and (s.canaries, s.canary_repeats) == (1, 2)
+    assert s.files["corpus"] == str(tmp_path / "corpus.jsonl")
+    assert list(s.to_dict())[:3] == ["documents", "authors", "words"] and s.to_dict()["files"] == s.files

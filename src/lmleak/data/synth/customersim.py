@@ -25,12 +25,14 @@ from __future__ import annotations
 
 import json
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.synth import write_jsonl_files
 from lmleak.errors import ConfigError
+from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
 
 CANARY_PREFIX = "My ID is: "
@@ -355,3 +357,58 @@ def _jsonl_lines(
                     )
                 )
     return corpus_lines, secret_lines
+
+
+@dataclass(frozen=True, slots=True)
+class CustomerSimCorpus:
+    """What ``lmleak synth customersim`` wrote: sizes, canaries, PII spans per entity and the files."""
+
+    documents: int
+    users: int
+    words: int
+    canaries: int
+    canary_repeats: int
+    secrets_per_entity: dict[str, int]
+    files: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object, keys in the order above."""
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+def synthesize_corpus(
+    out_dir: str | Path,
+    *,
+    users: int = 100,
+    dialogs_per_user: int = 5,
+    seed: int = 0,
+    canaries: int = 0,
+    canary_repeats: int = 1,
+) -> CustomerSimCorpus:
+    """:func:`synthesize`, then count what the written files hold.
+
+    Example:
+        >>> import tempfile
+        >>> s = synthesize_corpus(tempfile.mkdtemp(), users=2, dialogs_per_user=2, seed=1)
+        >>> s.documents, s.users, s.canaries, sorted(s.files)
+        (4, 2, 0, ['canaries', 'corpus', 'secrets', 'subjects'])
+    """
+    paths = synthesize(
+        out_dir,
+        users=users,
+        dialogs_per_user=dialogs_per_user,
+        seed=seed,
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+    )
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
+    return CustomerSimCorpus(
+        documents=len(docs),
+        users=users,
+        words=sum(len(d["text"].split()) for d in docs),
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+        secrets_per_entity=dict(sorted(entities.items())),
+        files={k: str(v) for k, v in paths.items()},
+    )

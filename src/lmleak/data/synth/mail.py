@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from faker import Faker
 from lmleak.data.synth import write_jsonl_files
 from lmleak.data.synth.customersim import EMAIL_DOMAINS
 from lmleak.errors import ConfigError
+from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
 
 LIST = "proj-dev"
@@ -651,3 +653,51 @@ def _write(
         "secrets": ("secrets.jsonl", secret_lines),
     }
     return write_jsonl_files(out, files)
+
+
+@dataclass(frozen=True, slots=True)
+class MailCorpus:
+    """What ``lmleak synth mail`` wrote: sizes, repeated-line share, canaries, PII spans, the files."""
+
+    documents: int
+    authors: int
+    words: int
+    tokens_estimate: int
+    duplicate_line_share: float
+    longest_document_words: int
+    canaries: int
+    canary_repeats: int
+    secrets_per_entity: dict[str, int]
+    files: dict[str, str]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``--json`` object, keys in the order above."""
+        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+
+
+def summarize(paths: dict[str, Path], canaries: int, canary_repeats: int) -> MailCorpus:
+    """Sizes, repeated-line share and PII spans per entity of a written mailing-list archive."""
+    docs = read_jsonl(paths["corpus"])
+    entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
+    words = sum(len(d["text"].split()) for d in docs)
+    lines = Counter(ln for d in docs for ln in d["text"].split("\n") if ln.strip())
+    return MailCorpus(
+        documents=len(docs),
+        authors=len({d["user_id"] for d in docs}),
+        words=words,
+        tokens_estimate=round(words * TOKENS_PER_WORD),
+        duplicate_line_share=round(sum(c for c in lines.values() if c > 1) / max(sum(lines.values()), 1), 4),
+        longest_document_words=max(len(d["text"].split()) for d in docs),
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+        secrets_per_entity=dict(sorted(entities.items())),
+        files={k: str(v) for k, v in paths.items()},
+    )
+
+
+def synthesize_corpus(
+    out_dir: str | Path, *, scale: float = 1.0, seed: int = 0, canaries: int = 0, canary_repeats: int = 1
+) -> MailCorpus:
+    """:func:`synthesize`, then :func:`summarize` what it wrote (``lmleak synth mail``)."""
+    paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
+    return summarize(paths, canaries, canary_repeats)

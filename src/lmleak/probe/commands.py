@@ -1,0 +1,146 @@
+"""The work behind the ``lmleak probe`` commands (paper 003): each function takes what the command's
+options name — a model spec, a subjects file, a templates file — loads them, runs one probing
+function of this package and returns its result; the CLI only parses and prints.
+
+Model specs are loaded with :func:`lmleak.models.loading.load_model` (the ``--model`` of every command).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import InputError
+from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.loading import load_model
+from lmleak.probe.probing import run_probe
+from lmleak.probe.softprompt import run_softprompt
+from lmleak.probe.subjects import control_users, count_controls, read_subjects
+from lmleak.probe.sweeps import run_sweep
+from lmleak.probe.templates import templates_and_budgets
+from lmleak.probe.verdict import SubjectView, subject_view
+from lmleak.shards import ShardEngine, ray_session
+
+#: the target types a probe can name (``--targets`` / ``--target``)
+TARGET_TYPES = frozenset({"phone", "email", "address", "relationship", "university"})
+
+
+def parse_targets(s: str) -> tuple[str, ...]:
+    """A comma list of target types (``--targets phone,email``), each checked.
+
+    Raises:
+        InputError: an unknown type, or none at all.
+
+    Example:
+        >>> parse_targets("phone, email,")
+        ('phone', 'email')
+    """
+    ts = tuple(t.strip() for t in s.split(",") if t.strip())
+    bad = [t for t in ts if t not in TARGET_TYPES]
+    if bad or not ts:
+        raise InputError(f"unknown target type(s) {bad}; use a comma list of {sorted(TARGET_TYPES)}")
+    return ts
+
+
+def _quiet(message: str) -> None:
+    """The default progress callback: say nothing."""
+
+
+def probe_subject_file(model: str, subject: str | Path, *, templates: int = 5, beams: int = 3) -> SubjectView:
+    """``lmleak probe --model M --subject me.json``: load the one subject and the model, then
+    :func:`~lmleak.probe.verdict.subject_view`.
+
+    Raises:
+        InputError: the file holds more (or fewer) than one subject; it is read before the model loads.
+    """
+    subj = read_subjects(subject)
+    if len(subj) != 1:
+        raise InputError(
+            f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
+        )
+    return subject_view(load_model(model), subj[0], templates=templates, beams=beams)
+
+
+def probe_files(
+    model: str,
+    subjects: str | Path,
+    out_dir: str | Path,
+    *,
+    targets: str = "phone,email,address",
+    limit: int | None = None,
+    template_file: str | Path | None = None,
+    max_new: str = "",
+    engine: ShardEngine | None = None,
+    progress: Callable[[str], None] = _quiet,
+    **probe_options: Any,
+) -> dict[str, Any]:
+    """``lmleak probe run``: read the subjects (the first ``limit``), the user templates and budgets
+    (:func:`~lmleak.probe.templates.templates_and_budgets`), load the model and its control users
+    (``holdout.json``), then :func:`~lmleak.probe.probing.run_probe` inside one Ray session.
+
+    ``targets`` is the comma list of ``--targets`` (:func:`parse_targets`); ``probe_options`` are the
+    other keywords of :func:`~lmleak.probe.probing.run_probe` (``level``, ``k``, ``beams``, ...).
+    Returns the summary ``run_probe`` wrote.
+    """
+    subj = read_subjects(subjects)[:limit]
+    tpl, budgets = templates_and_budgets(template_file, max_new)
+    m = load_model(model)
+    controls = control_users(model)
+    progress(f"probing {len(subj)} subjects of {m.name}")
+    if controls:
+        progress(
+            f"controls: {count_controls(subj, controls)} subjects whose user the model never saw (holdout.json), reported beside the members"
+        )
+    with ray_session(engine):  # one Ray start-up for every pass of the run
+        return run_probe(
+            m,
+            subj,
+            out_dir,
+            targets=parse_targets(targets),
+            templates=tpl,
+            budgets=budgets,
+            controls=controls,
+            engine=engine,
+            model_spec=ModelSpec(model),
+            **probe_options,
+        )
+
+
+def sweep_files(
+    models: list[str],
+    subjects: str | Path,
+    out_dir: str | Path,
+    *,
+    target: str = "email",
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """``lmleak probe sweep``: read the subjects (the first ``limit``), load every model spec, then
+    :func:`~lmleak.probe.sweeps.run_sweep` for the first type of ``target``; returns its rows."""
+    subj = read_subjects(subjects)[:limit]
+    loaded = {spec: load_model(spec) for spec in models}
+    return run_sweep(loaded, subj, out_dir, target=parse_targets(target)[0])
+
+
+def softprompt_files(
+    model: str,
+    subjects: str | Path,
+    out_dir: str | Path,
+    *,
+    target: str = "phone",
+    transfer_to: str | None = None,
+    **softprompt_options: Any,
+) -> dict[str, Any]:
+    """``lmleak probe softprompt``: read the subjects, load the model (and the ``transfer_to`` model),
+    then :func:`~lmleak.probe.softprompt.run_softprompt` (``softprompt_options``: its other keywords)."""
+    subj = read_subjects(subjects)
+    m = load_model(model)
+    target_type = parse_targets(target)[0]
+    return run_softprompt(
+        m,
+        subj,
+        out_dir,
+        target=target_type,
+        transfer=load_model(transfer_to) if transfer_to else None,
+        **softprompt_options,
+    )

@@ -1,0 +1,78 @@
+"""The work behind ``lmleak confidentiality`` (paper 002 §3.3): the guarantees of
+:func:`~lmleak.train.confidentiality.confidentiality_report` rounded once for the JSON and the table,
+and the amplification curve of Fig. 6."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from lmleak.errors import ConfigError
+from lmleak.figures import pyplot, save_figure
+from lmleak.train.confidentiality import bayesian_confidentiality, confidentiality_report
+
+
+def significant(value: object, digits: int = 4) -> object:
+    """A float rounded to ``digits`` significant digits (other values unchanged); inf and 0 stay.
+
+    Example:
+        >>> significant(1.0000000000000002e-06), significant(0.4940287080441788), significant("x")
+        (1e-06, 0.494, 'x')
+    """
+    if not isinstance(value, float) or value == 0 or value != value or value in (float("inf"), float("-inf")):
+        return value
+    return float(f"{value:.{digits}g}")
+
+
+def plot_amplification(epsilon: float, path: str | Path) -> Path:
+    """Bayesian confidentiality ε against the policy's miss rate γ (paper 002 Fig. 6), for ε' in
+    {0.5, 1, 2, 4} and ``epsilon``, written as a PNG to ``path``."""
+    # lazy: numpy, which `lmleak --help` (this module is imported by the CLI) must not pay for
+    import numpy as np
+
+    gammas = np.linspace(0, 1, 101)
+    fig, ax = pyplot().subplots(figsize=(5.5, 3.8))
+    for eps in sorted({0.5, 1.0, 2.0, 4.0, float(epsilon)}):
+        ax.plot(gammas, [bayesian_confidentiality(eps, 0.0, g)[0] for g in gammas], label=f"ε' = {eps:g}")
+    ax.set_xlabel("γ (policy miss rate, 1 − recall)")
+    ax.set_ylabel("Bayesian confidentiality ε")
+    ax.set_title("Confidentiality amplification by redaction (Prop. 6)")
+    ax.legend()
+    fig.tight_layout()
+    save_figure(fig, path, dpi=120)
+    return Path(path)
+
+
+def confidentiality_guarantees(
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    *,
+    unique_secrets: int = 1,
+    occurrences: int | None = None,
+    delta2: float = 0.0,
+    plot: str | Path | None = None,
+) -> dict[str, Any]:
+    """:func:`~lmleak.train.confidentiality.confidentiality_report`, every value rounded to 4
+    significant digits (1.0000000000000002e-06 is 1e-06); with ``plot``, the Fig. 6 curve is written
+    there and its path added as ``plot``.
+
+    Raises:
+        ConfigError: a value out of range (field ``epsilon/delta/gamma``).
+
+    Example:
+        >>> r = confidentiality_guarantees(1.0, 1e-5, 0.1)
+        >>> r["bayesian_delta"], r["recall"]
+        (1e-06, 0.9)
+    """
+    try:
+        report = confidentiality_report(
+            epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
+        )
+    except ValueError as e:
+        raise ConfigError(str(e), field="epsilon/delta/gamma") from None
+    rounded: dict[str, Any] = {k: significant(v) for k, v in report.items()}
+    if plot is not None:
+        plot_amplification(epsilon, plot)
+        rounded["plot"] = str(plot)
+    return rounded
