@@ -172,8 +172,8 @@ def packed_pass(
             part = [rows[r] for r in batch]
             lengths = [len(sequences[r.text]) for r in part]
             logp, true_lp = _forward_rows(model, part, lengths)
-            if moments:
-                mu, sd = log_prob_moments(logp)
+            if moments:  # only the texts' positions (every row starts with its text): not the tails
+                mu, sd = log_prob_moments(logp[:, : max(lengths)])
             for b, (r, n) in enumerate(zip(part, lengths, strict=True)):
                 base = true_lp[b, :n]
                 if r.text not in done:  # a text split over rows is read from its first row
