@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from lmleak.data.loaders import load_corpus
 from lmleak.pii.policies import get_policy
 from lmleak.train.dedup import dedup_corpus
@@ -52,3 +54,19 @@ def test_split_writes_the_crt_split_partition(synth_corpus, tmp_path):
     assert _written(tmp_path / "sp" / "split.json") == res.to_dict()
     none = split_to_dir(corpus, tmp_path / "sp2", get_policy("regex"), source="c", dedup="none")
     assert "DUPLICATE" not in none.removed and none.stats["dedup"] is None
+
+
+def test_a_corpus_path_is_loaded_and_named_and_a_bad_file_leaves_no_folder(tmp_path, synth_corpus):
+    from lmleak.errors import LmleakError
+
+    path = tmp_path / "c.jsonl"
+    synth_corpus["corpus"].write_jsonl(path)
+    by_path = dedup_to_dir(path, tmp_path / "a")
+    by_obj = dedup_to_dir(synth_corpus["corpus"], tmp_path / "b", source=str(path))
+    assert by_path.corpus == str(path) and by_path.stats == by_obj.stats
+    assert (tmp_path / "a" / "deduped.jsonl").read_bytes() == (tmp_path / "b" / "deduped.jsonl").read_bytes()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{not json\n")
+    with pytest.raises(LmleakError):
+        redact_to_dir(bad, tmp_path / "never", get_policy("regex"))
+    assert not (tmp_path / "never").exists()

@@ -8,8 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, info, out, print_json, quiet
-from lmleak.data.loaders import load_corpus
+from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import get_policy
@@ -50,10 +49,6 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 def _policy(name: str, recall: float | None, seed: int, base_recall: float) -> Any:
     return get_policy(name, recall=recall, seed=seed, base_recall=base_recall)
-
-
-def _load(path: Path) -> Any:
-    return load_corpus(path)
 
 
 def _fmt(v: Any) -> str:
@@ -146,9 +141,7 @@ def dedup_cmd(
     Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
     """
     quiet(q or as_json)
-    c = _load(corpus)
-    info(f"splitting {len(c)} documents into sentences")
-    result = dedup_to_dir(c, out_dir, source=str(corpus), mode=mode, fp_rate=fp_rate)
+    result = dedup_to_dir(corpus, out_dir, mode=mode, fp_rate=fp_rate)
     _print_summary(result.to_dict(), as_json, "dedup")
 
 
@@ -167,8 +160,7 @@ def redact_cmd(
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
     quiet(q or as_json)
-    c = _load(corpus)
-    result = redact_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus))
+    result = redact_to_dir(corpus, out_dir, _policy(policy, recall, seed, base_recall))
     _print_summary(result.to_dict(), as_json, "redact")
 
 
@@ -192,8 +184,7 @@ def split_cmd(
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """
     quiet(q or as_json)
-    c = _load(corpus)
-    result = split_to_dir(c, out_dir, _policy(policy, recall, seed, base_recall), source=str(corpus),
+    result = split_to_dir(corpus, out_dir, _policy(policy, recall, seed, base_recall),
                           conservative=conservative, dedup=dedup, fp_rate=fp_rate)  # fmt: skip
     _print_summary(result.to_dict(), as_json, "split")
 

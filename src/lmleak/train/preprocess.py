@@ -1,7 +1,8 @@
 """CRT pre-processing written to a run folder (paper 002, Algorithm 1 lines 1-4).
 
 ``lmleak dedup``, ``lmleak redact`` and ``lmleak split`` call :func:`dedup_to_dir`,
-:func:`redact_to_dir` and :func:`split_to_dir`; each writes its corpora and its summary JSON
+:func:`redact_to_dir` and :func:`split_to_dir` with the corpus file's path (or give a loaded
+:class:`~lmleak.data.corpus.Corpus`); each loads the file before it creates the output folder, writes its corpora and its summary JSON
 (``dedup.json``, ``redaction.json``, ``split.json``) and returns a :class:`PreprocessSummary`,
 which the CLI only prints. The work itself is :mod:`lmleak.train.dedup`,
 :mod:`lmleak.train.redact` and :mod:`lmleak.train.split`.
@@ -14,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.loaders import load_corpus
 from lmleak.pii.spans import Detector
+from lmleak.progress import log
 from lmleak.runs import secure_dir, write_summary
 from lmleak.train.dedup import dedup_corpus
 from lmleak.train.redact import redact_corpus
@@ -51,13 +54,27 @@ class PreprocessSummary:
         return Path(next(iter(self.files.values()))).parent
 
 
+def _loaded(corpus: Corpus | str | Path, source: str | None) -> tuple[Corpus, str]:
+    """The corpus (read from its file when given a path) and the name the summary gives it."""
+    if isinstance(corpus, Corpus):
+        return corpus, source if source is not None else "(in memory)"
+    return load_corpus(corpus), source if source is not None else str(corpus)
+
+
 def dedup_to_dir(
-    corpus: Corpus, out_dir: str | Path, *, source: str, mode: str = "exact", fp_rate: float = 1e-6
+    corpus: Corpus | str | Path,
+    out_dir: str | Path,
+    *,
+    source: str | None = None,
+    mode: str = "exact",
+    fp_rate: float = 1e-6,
 ) -> PreprocessSummary:
     """Sentence-split, mask repeated sentences; write ``deduped.jsonl`` and ``dedup.json``.
 
-    ``source`` names the corpus in the summary (its path as the user gave it).
+    ``source`` names the corpus in the summary (default: its path as given).
     """
+    corpus, source = _loaded(corpus, source)
+    log(f"splitting {len(corpus)} documents into sentences")
     d = secure_dir(out_dir)
     deduped, st = dedup_corpus(sentence_corpus(corpus), mode=mode, fp_rate=fp_rate)
     deduped.write_jsonl(d / "deduped.jsonl")
@@ -68,8 +85,11 @@ def dedup_to_dir(
     return result
 
 
-def redact_to_dir(corpus: Corpus, out_dir: str | Path, policy: Detector, *, source: str) -> PreprocessSummary:
+def redact_to_dir(
+    corpus: Corpus | str | Path, out_dir: str | Path, policy: Detector, *, source: str | None = None
+) -> PreprocessSummary:
     """Sentence-split, replace every span ``policy`` finds; write ``redacted.jsonl`` and ``redaction.json``."""
+    corpus, source = _loaded(corpus, source)
     d = secure_dir(out_dir)
     redacted, st = redact_corpus(sentence_corpus(corpus), policy)
     redacted.write_jsonl(d / "redacted.jsonl")
@@ -80,11 +100,11 @@ def redact_to_dir(corpus: Corpus, out_dir: str | Path, policy: Detector, *, sour
 
 
 def split_to_dir(
-    corpus: Corpus,
+    corpus: Corpus | str | Path,
     out_dir: str | Path,
     policy: Detector,
     *,
-    source: str,
+    source: str | None = None,
     conservative: str | None = None,
     dedup: str = "exact",
     fp_rate: float = 1e-6,
@@ -93,6 +113,7 @@ def split_to_dir(
 
     ``dedup`` is ``exact``, ``bloom`` or ``none``.
     """
+    corpus, source = _loaded(corpus, source)
     d = secure_dir(out_dir)
     res = crt_split(corpus, policy, conservative=conservative,
                     dedup=None if dedup == "none" else dedup, bloom_fp_rate=fp_rate)  # fmt: skip
