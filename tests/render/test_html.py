@@ -90,6 +90,9 @@ def test_the_stages_an_audit_skipped_are_listed_with_model_and_reason(tmp_path):
     ]
     for row in rows:
         assert row in page, row
+    # each model's headline says which of its stages were skipped and links to the reasons
+    assert 'Skipped for this model: exposure, report (<a href="#skipped">why</a>)' in page
+    assert page.count("Skipped for this model:") == 1  # local skipped nothing
     table = page[page.index('id="skipped-table"') :].split("</table>")[0]
     assert table.count("<tr>") == 3 and "<td>local</td>" not in table  # head + 2; local skipped nothing
     # nothing skipped (or a single stage's run, which has no models): no section at all

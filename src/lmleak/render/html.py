@@ -80,6 +80,7 @@ class ModelView:
     headline: list[dict[str, Any]]
     sequences: str | None
     sequences_note: str
+    skipped: tuple[str, ...] = ()  # the stages the audit skipped for this model (reasons: the Skipped table)
 
 
 def _fmt(v: Any) -> str:
@@ -697,7 +698,8 @@ def _model_views(
         seqs = _read_parquet(report_dir / "sequences.parquet") if report_dir else None
         if seqs is not None and len(seqs):
             seq_html, note = _sequence_table(seqs, f"seq-{i}", show_text, max_rows)
-        views.append(ModelView(name, cards, seq_html, note))
+        skipped = tuple((models_meta.get(name) or {}).get("skipped") or {})
+        views.append(ModelView(name, cards, seq_html, note, skipped))
     return views
 
 
