@@ -181,7 +181,7 @@ class DPAuditConfig:
     """One audit run: ``m`` canaries ``prefix + <digits random digits>``, ``r`` guesses (``None``:
     ``m // 2``), the bound's ``delta`` (``None``: the accountant's δ, else 1e-5) and ``confidence``."""
 
-    m: int = 200
+    m: int = 256
     r: int | None = None
     delta: float | None = None
     confidence: float = 0.95

@@ -49,7 +49,7 @@ def run(
     ],
     m: Annotated[
         int, typer.Option("--m", help="Canaries, each included with probability 1/2 (recorded).")
-    ] = 200,
+    ] = 256,
     r: Annotated[
         int | None,
         typer.Option("--r", help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2)."),
