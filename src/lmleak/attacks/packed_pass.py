@@ -200,7 +200,9 @@ def _forward_rows(model: Any, part: Sequence[PackedRow], lengths: Sequence[int])
     for b, r in enumerate(part):
         pos[b, : len(r.positions)] = torch.as_tensor(r.positions)
     allow = tree_mask(part, lengths, width)
-    mask = torch.zeros(allow.shape, dtype=torch.float32).masked_fill_(~allow, torch.finfo(torch.float32).min)
+    # the additive mask in the module's own dtype, as Hugging Face builds its own masks
+    dtype = next(model.module.parameters()).dtype
+    mask = torch.zeros(allow.shape, dtype=dtype).masked_fill_(~allow, torch.finfo(dtype).min)
     out = model.module(input_ids=ids.to(dev), attention_mask=mask[:, None].to(dev), position_ids=pos.to(dev))
     logits = out.logits if hasattr(out, "logits") else out[0]
     logp = torch.log_softmax(logits.float(), dim=-1)
