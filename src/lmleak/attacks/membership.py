@@ -45,6 +45,7 @@ from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
@@ -507,9 +508,6 @@ def method_options(
     )
     mlm_model = None
     if mlm is not None:
-        # lazy: lmleak.models.hf_masked imports torch and transformers
-        from lmleak.models.hf_masked import HFMaskedLM
-
         mlm_model = HFMaskedLM.load(mlm)
     prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
     return MethodOptions(

@@ -44,6 +44,7 @@ import numpy as np
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
 from lmleak.errors import ConfigError, DataFileError, did_you_mean
 from lmleak.models.base import Capability, count_words, require
+from lmleak.models.torch_causal import TorchCausalLM, _windows
 from lmleak.scenarios import scenario_record
 
 
@@ -247,9 +248,6 @@ def teacher_forced_pass(
     ones ``token_stats`` returns). Any other SCORE model gets ``token_stats`` and, for the
     moments, one ``next_logprobs`` query per prefix (correct, slow).
     """
-    # lazy: lmleak.models.torch_causal imports torch
-    from lmleak.models.torch_causal import TorchCausalLM
-
     if not moments:
         return TokenPass([st.logprobs for st in model.token_stats(sequences)])
     if isinstance(model, TorchCausalLM):
@@ -271,9 +269,6 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
     """:meth:`TorchCausalLM.token_stats`'s loop, also reducing each position's distribution to its
     mean and standard deviation of log p (the extra work is elementwise over the logits it already has)."""
     import torch
-
-    # lazy: lmleak.models.torch_causal imports torch
-    from lmleak.models.torch_causal import _windows
 
     bos = model.tokenizer.bos_id
     rows: list[list[int]] = []
@@ -316,9 +311,6 @@ def conditional_logprobs(
     recomputed nor pushed through the output layer); otherwise each ``prefix + sequence`` is scored
     whole by :func:`teacher_forced_pass` (same numbers up to float rounding).
     """
-    # lazy: lmleak.models.torch_causal imports torch
-    from lmleak.models.torch_causal import TorchCausalLM
-
     longest = max((len(s) for s in sequences), default=0)
     if (
         isinstance(model, TorchCausalLM)

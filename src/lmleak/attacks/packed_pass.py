@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import torch
+
+from lmleak.models.torch_causal import TorchCausalLM
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +70,6 @@ def packs(
 ) -> bool:
     """Whether :func:`packed_pass` applies: a Hugging Face module, and every ``BOS + text`` and
     ``BOS + neighbour`` in one window (so no position id leaves the model's range)."""
-    # lazy: lmleak.models.torch_causal imports torch
-    from lmleak.models.torch_causal import TorchCausalLM
-
     return (
         isinstance(model, TorchCausalLM)
         and type(model.module).__module__.startswith("transformers.")
@@ -110,8 +110,6 @@ def packed_rows(
 def tree_mask(rows: Sequence[PackedRow], text_lengths: Sequence[int], width: int) -> Any:
     """``(len(rows), width, width)`` booleans, True where a query position may attend to a key:
     the text causally, each suffix to ``BOS + text[:q]`` and causally to itself, padding to itself."""
-    import torch  # lazy: torch is heavy and only the torch path needs it
-
     allow = torch.zeros((len(rows), width, width), dtype=torch.bool)
     causal = torch.ones((width, width), dtype=torch.bool).tril()
     for b, (row, n) in enumerate(zip(rows, text_lengths, strict=True)):
@@ -132,8 +130,6 @@ def log_prob_moments(logp: Any) -> tuple[Any, Any]:
     distributions of a barely trained model. The reductions are batched dot products (``bmm``),
     which here cost less than half of ``(a * b).sum(-1)``.
     """
-    import torch  # lazy: torch is heavy and only the torch path needs it
-
     shape, v = logp.shape[:-1], logp.shape[-1]
     p = logp.exp().reshape(-1, 1, v)
     # subtle: p is exactly 0 in float32 below log p ~ -104, so clamping -inf there changes no term
@@ -157,8 +153,6 @@ def packed_pass(
     ``cap`` bounds a row's length (default ``max(4 * max_length, 1024)``: attention over a row costs
     its length squared). Requires :func:`packs`.
     """
-    import torch  # lazy: torch is heavy and only the torch path needs it
-
     rows = packed_rows(
         sequences, neighbours, bos=model.tokenizer.bos_id, cap=cap or max(4 * model.max_length, 1024)
     )
@@ -191,8 +185,6 @@ def packed_pass(
 def _forward_rows(model: Any, part: Sequence[PackedRow], lengths: Sequence[int]) -> tuple[Any, np.ndarray]:
     """One forward pass over packed rows: log-probabilities (B, width, V) and, at each row position
     ``t``, the log-probability of ``ids[t + 1]`` (B, width - 1)."""
-    import torch  # lazy: torch is heavy and only the torch path needs it
-
     dev = model.device
     width = max(len(r.ids) for r in part)
     ids, _ = model._pad([r.ids for r in part])

@@ -32,7 +32,8 @@ def audit(
     rerun unless ``force``. ``echo`` receives the progress lines; ``redact`` and ``redact_key_file``
     are those of :func:`~lmleak.audit.runner.run_audit` (``lmleak audit --redact``).
     """
-    # lazy: lmleak.audit.runner imports every stage and torch; importing lmleak.audit must not
+    # the runner imports every stage (render, probe, report, train); lmleak.audit.config,
+    # lazy: .gate and .query are imported for one small job and must not load all of that
     from lmleak.audit.runner import run_audit
 
     cfg = config if isinstance(config, AuditConfig) else load_config(config)
