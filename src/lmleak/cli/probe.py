@@ -136,7 +136,7 @@ def subject_view_cmd(
     out.print(t)
 
 
-# long: the Typer signature declares 20 options; the body only parses, calls run_probe, prints
+# long: the Typer signature declares 20 options; the body only parses, calls probe_files, prints
 def run_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
