@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,7 +52,7 @@ class CorpusStats:
     warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return asdict(self)
 
 
 def corpus_stats(documents: Iterable[Document], *, detector: Any | None = None) -> CorpusStats:

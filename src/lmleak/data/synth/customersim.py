@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -373,7 +373,7 @@ class CustomerSimCorpus:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object, keys in the order above."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return asdict(self)
 
 
 def synthesize_corpus(

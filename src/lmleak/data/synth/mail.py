@@ -34,7 +34,7 @@ import json
 import math
 import random
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -672,7 +672,7 @@ class MailCorpus:
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object, keys in the order above."""
-        return {name: getattr(self, name) for name in self.__slots__}  # type: ignore[attr-defined]
+        return asdict(self)
 
 
 def summarize(paths: dict[str, Path], canaries: int, canary_repeats: int) -> MailCorpus:
