@@ -199,6 +199,28 @@ def test_all_methods_from_the_shared_pass_equal_each_method_scored_on_its_own(gp
         np.testing.assert_allclose(shared[m], separate[m], rtol=1e-5, atol=1e-7, err_msg=m)
 
 
+def test_a_text_too_long_to_pack_is_scored_whole_and_the_others_still_pack(gpt, mlm, monkeypatch):
+    import lmleak.attacks.mia_methods as mm
+
+    long = " ".join(["Please ship it to 12 Example Road before Friday"] * 12)  # past the 64-token window
+    texts = [*TEXTS[:3], long, TEXTS[3]]
+    packed: list[int] = []
+    real = mm.packed_pass
+
+    def counting(model, seqs, nbrs, **kw):
+        packed.append(len(seqs))
+        return real(model, seqs, nbrs, **kw)
+
+    monkeypatch.setattr(mm, "packed_pass", counting)
+    kw = dict(mlm=mlm, num_neighbours=3, seed=2)
+    methods = ["perplexity", "min_k_pp", "neighbourhood"]
+    shared = score_methods(gpt, texts, methods, **kw)
+    assert packed == [4]  # the four short texts packed together; the long one was not
+    separate = score_methods(gpt, texts, methods, shared=False, **kw)
+    for m in methods:
+        np.testing.assert_allclose(shared[m], separate[m], rtol=1e-5, atol=1e-7, err_msg=m)
+
+
 def test_min_k_plus_plus_pure_function_handles_point_masses():
     assert min_k_plus_plus(np.array([0.0, -1.0]), np.array([0.0, -2.0]), np.array([0.0, 1.0]), 1.0) == 0.5
 

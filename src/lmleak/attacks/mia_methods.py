@@ -567,19 +567,37 @@ def _text_pass_with_neighbours(
     moments: bool,
     out: dict[str, list[np.ndarray]],
 ) -> tuple[TokenPass, dict[str, list[list[int]]]]:
-    """The texts' pass; when the model packs (:mod:`lmleak.attacks.packed_pass`), the neighbours ride
-    in it, each scored from where it leaves its text (their log-probs go to ``out``). Returns the pass
-    and the inputs still to score."""
+    """The texts' pass; the neighbours of every text that packs (:mod:`lmleak.attacks.packed_pass`)
+    ride in it, each scored from where it leaves its text; a text too long to pack and its
+    neighbours are scored whole. The neighbours' log-probs go to ``out``. Returns the pass and the
+    inputs still to score."""
     nbrs = extra.get("neighbourhood")
-    if nbrs:
-        k = len(nbrs) // len(seqs)
-        per_text = [nbrs[i * k : (i + 1) * k] for i in range(len(seqs))]
-        if packs(model, seqs, per_text):
-            pk = packed_pass(model, seqs, per_text, moments=moments)
-            out["neighbourhood"] = [lp for row in pk.neighbour_logprobs for lp in row]
-            rest = {name: rows for name, rows in extra.items() if name != "neighbourhood"}
-            return TokenPass(pk.logprobs, pk.mu, pk.sigma), rest
-    return teacher_forced_pass(model, seqs, moments=moments), extra
+    if not nbrs:
+        return teacher_forced_pass(model, seqs, moments=moments), extra
+    k = len(nbrs) // len(seqs)
+    per_text = [nbrs[i * k : (i + 1) * k] for i in range(len(seqs))]
+    fit = [i for i in range(len(seqs)) if packs(model, [seqs[i]], [per_text[i]])]
+    whole = [i for i in range(len(seqs)) if i not in set(fit)]
+    lps: list[Any] = [None] * len(seqs)
+    mus: list[Any] = [None] * len(seqs)
+    sds: list[Any] = [None] * len(seqs)
+    nlps: list[Any] = [None] * len(seqs)
+    if fit:
+        pk = packed_pass(model, [seqs[i] for i in fit], [per_text[i] for i in fit], moments=moments)
+        for j, i in enumerate(fit):
+            lps[i], nlps[i] = pk.logprobs[j], pk.neighbour_logprobs[j]
+            if pk.mu is not None and pk.sigma is not None:
+                mus[i], sds[i] = pk.mu[j], pk.sigma[j]
+    if whole:
+        tp = teacher_forced_pass(model, [seqs[i] for i in whole], moments=moments)
+        scored = teacher_forced_pass(model, [y for i in whole for y in per_text[i]]).logprobs
+        for j, i in enumerate(whole):
+            lps[i], nlps[i] = tp.logprobs[j], scored[j * k : (j + 1) * k]
+            if tp.mu is not None and tp.sigma is not None:
+                mus[i], sds[i] = tp.mu[j], tp.sigma[j]
+    out["neighbourhood"] = [lp for row in nlps for lp in row]
+    rest = {name: rows for name, rows in extra.items() if name != "neighbourhood"}
+    return TokenPass(lps, mus if moments else None, sds if moments else None), rest
 
 
 def _method_score(
