@@ -576,8 +576,9 @@ def _text_pass_with_neighbours(
         return teacher_forced_pass(model, seqs, moments=moments), extra
     k = len(nbrs) // len(seqs)
     per_text = [nbrs[i * k : (i + 1) * k] for i in range(len(seqs))]
-    fit = [i for i in range(len(seqs)) if packs(model, [seqs[i]], [per_text[i]])]
-    whole = [i for i in range(len(seqs)) if i not in set(fit)]
+    fits = [packs(model, [s], [nb]) for s, nb in zip(seqs, per_text, strict=True)]
+    fit = [i for i, f in enumerate(fits) if f]
+    whole = [i for i, f in enumerate(fits) if not f]
     lps: list[Any] = [None] * len(seqs)
     mus: list[Any] = [None] * len(seqs)
     sds: list[Any] = [None] * len(seqs)
