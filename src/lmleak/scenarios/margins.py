@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.intervals import wilson_interval as wilson_interval  # moved there; re-exported
 
 _FACTOR = re.compile(r"([A-Za-z])\s*([+\-−⁺⁻])")
 
@@ -48,31 +49,6 @@ def leakage_ratio(correct: int, valid: int) -> float | None:
     if valid < 0 or correct < 0 or correct > valid:
         raise ValueError(f"need 0 <= correct <= valid, got correct={correct}, valid={valid}")
     return None if valid == 0 else correct / valid
-
-
-def wilson_interval(correct: int, valid: int, *, z: float = 1.959963984540054) -> tuple[float, float] | None:
-    """Wilson score interval of ``correct / valid`` (95 % for the default ``z``); None when valid = 0.
-
-    Unlike the normal approximation it stays inside [0, 1] and is not degenerate at 0 or n
-    successes (Wilson 1927; Newcombe 1998, method 3).
-
-    Example:
-        >>> [round(x, 4) for x in wilson_interval(81, 263)]
-        [0.2553, 0.3662]
-        >>> [round(x, 4) for x in wilson_interval(0, 10)]
-        [0.0, 0.2775]
-        >>> wilson_interval(0, 0) is None
-        True
-    """
-    if valid < 0 or correct < 0 or correct > valid:
-        raise ValueError(f"need 0 <= correct <= valid, got correct={correct}, valid={valid}")
-    if valid == 0:
-        return None
-    p = correct / valid
-    z2 = z * z
-    centre = (p + z2 / (2 * valid)) / (1 + z2 / valid)
-    half = z * math.sqrt(p * (1 - p) / valid + z2 / (4 * valid * valid)) / (1 + z2 / valid)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def difference_interval(

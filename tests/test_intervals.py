@@ -1,0 +1,105 @@
+"""lmleak.intervals against independent computations: scipy's exact binomial interval, the
+published Wilson examples, the ROC module's AUC, and the coverage a null statistic must have."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import binomtest
+
+from lmleak.attacks.roc import roc_auc
+from lmleak.intervals import (
+    auc_mann_whitney,
+    clopper_pearson_interval,
+    group_bootstrap,
+    grouped_bootstrap_auc,
+    interval_record,
+    wilson_interval,
+)
+from lmleak.scenarios import margins
+
+
+def test_wilson_is_the_one_margins_reexports():
+    assert margins.wilson_interval is wilson_interval
+    # Newcombe 1998, Table I: 81/263 -> 0.2553-0.3662 (method 3)
+    lo, hi = wilson_interval(81, 263)
+    assert (round(lo, 4), round(hi, 4)) == (0.2553, 0.3662)
+
+
+@pytest.mark.parametrize(("k", "n"), [(0, 1), (0, 562), (1, 562), (5, 10), (10, 10), (37, 120)])
+def test_clopper_pearson_matches_scipys_exact_interval(k, n):
+    ref = binomtest(k, n).proportion_ci(confidence_level=0.95, method="exact")
+    lo, hi = clopper_pearson_interval(k, n)
+    assert lo == pytest.approx(ref.low, abs=1e-12)
+    assert hi == pytest.approx(ref.high, abs=1e-12)
+
+
+def test_empty_samples_give_no_interval_and_bad_counts_are_refused():
+    assert clopper_pearson_interval(0, 0) is None
+    assert wilson_interval(0, 0) is None
+    with pytest.raises(ValueError):
+        clopper_pearson_interval(3, 2)
+    with pytest.raises(ValueError):
+        clopper_pearson_interval(1, 2, level=1.5)
+
+
+def test_mann_whitney_auc_equals_the_roc_modules_auc():
+    rng = np.random.default_rng(3)
+    s = np.round(rng.normal(size=300), 1)  # rounded: plenty of ties
+    y = rng.integers(0, 2, size=300)
+    assert auc_mann_whitney(s, y) == pytest.approx(roc_auc(s, y), abs=1e-12)
+
+
+def test_group_bootstrap_by_hand_with_one_group_per_item_is_the_plain_bootstrap():
+    values = np.arange(10.0)
+    got = group_bootstrap(lambda i: values[i].mean(), list(range(10)), n_boot=200, seed=7)
+    rng = np.random.default_rng(7)
+    reps = np.array([values[rng.integers(0, 10, size=10)].mean() for _ in range(200)])
+    assert got == pytest.approx(tuple(np.quantile(reps, [0.025, 0.975])))
+
+
+def test_a_prolific_user_widens_the_interval_compared_with_treating_texts_as_independent():
+    # 10 users; each user's texts share that user's value: 100 texts are really 10 samples
+    rng = np.random.default_rng(0)
+    user_value = rng.normal(size=10)
+    groups = np.repeat(np.arange(10), 10)
+    values = user_value[groups] + 0.01 * rng.normal(size=100)
+    grouped = group_bootstrap(lambda i: values[i].mean(), groups, seed=1)
+    naive = group_bootstrap(lambda i: values[i].mean(), np.arange(100), seed=1)
+    assert (grouped[1] - grouped[0]) > 2.5 * (naive[1] - naive[0])
+
+
+def test_grouped_auc_interval_covers_chance_for_a_null_score_about_95_percent_of_the_time():
+    rng = np.random.default_rng(11)
+    covered = 0
+    trials = 60
+    for t in range(trials):
+        groups = np.repeat(np.arange(40), 3)
+        labels = (groups < 20).astype(int)  # 20 member users, 20 non-member users
+        user_effect = rng.normal(size=40)[groups]  # scores correlated within a user, unrelated to label
+        scores = user_effect + 0.3 * rng.normal(size=groups.size)
+        lo, hi = grouped_bootstrap_auc(scores, labels, groups, n_boot=200, seed=t)
+        covered += lo <= 0.5 <= hi
+    assert (
+        covered / trials >= 0.85
+    )  # nominal 0.95; percentile intervals run a little short at 20 users a side
+
+
+def test_grouped_auc_interval_excludes_chance_for_a_strong_attack_and_needs_both_classes():
+    rng = np.random.default_rng(5)
+    labels = np.r_[np.ones(60), np.zeros(60)]
+    scores = labels * 2.0 + rng.normal(size=120)
+    lo, hi = grouped_bootstrap_auc(scores, labels, np.arange(120) // 2)
+    assert lo > 0.8 and hi <= 1.0
+    assert grouped_bootstrap_auc(scores[:60], labels[:60], np.arange(60)) is None
+
+
+def test_interval_record_names_its_method():
+    rec = interval_record(method="grouped bootstrap", unit="user", n_units=12, n_boot=1000)
+    assert rec == {
+        "method": "grouped bootstrap",
+        "level": 0.95,
+        "unit": "user",
+        "n_units": 12,
+        "n_boot": 1000,
+    }
