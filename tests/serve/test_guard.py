@@ -36,6 +36,8 @@ def test_allowed_hosts_add_names_with_or_without_a_port():
     assert a.host_allowed("proxy.example.org:443") and not a.host_allowed("proxy.example.org:8000")
     assert a.host_allowed("10.0.0.5:8000")  # the bound address
     assert Access(port=8000, bind_host="0.0.0.0").hosts() == ("localhost", "127.0.0.1", "[::1]")
+    assert Access(port=8000, bind_host="127.0.0.1").hosts() == ("localhost", "127.0.0.1", "[::1]")
+    assert Access(port=8000, bind_host="::1").hosts() == ("localhost", "127.0.0.1", "[::1]")
     assert Access(port=8000, allowed_hosts=("*",)).host_allowed("anything.example:1")
     assert Access(port=None).host_allowed("localhost:1234")  # no socket: any port
 

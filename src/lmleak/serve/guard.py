@@ -78,7 +78,7 @@ class Access:
                 else self.bind_host
             )
             extra.append(bind)
-        return (*LOOPBACK_HOSTS, *extra, *self.allowed_hosts)
+        return tuple(dict.fromkeys((*LOOPBACK_HOSTS, *extra, *self.allowed_hosts)))
 
     def host_allowed(self, header: str) -> bool:
         """Whether a request's ``Host`` value is on the allow-list (no port in the header: 80)."""
