@@ -77,3 +77,29 @@ def test_tokenize_does_not_block_the_event_loop(model):
         gated.tokenizer.gate.set()
         t.join(30)
     assert models.status_code == 200 and answers[0].status_code == 200
+
+
+def test_concurrent_tokenize_and_completions_all_answer(model):
+    """/tokenize in worker threads and the model thread share the tokenizer: many at once, none fails."""
+    with serving(model, name="tiny") as st:
+        base = st.url.removesuffix("/v1")
+        results: list[int] = []
+
+        def hammer(i):
+            with httpx.Client(timeout=60) as c:
+                for j in range(5):
+                    if (i + j) % 2:
+                        r = c.post(base + "/tokenize", json={"prompt": " ".join(["thank you"] * 50)})
+                    else:
+                        r = c.post(
+                            st.url + "/completions",
+                            json={"prompt": "thank you", "max_tokens": 2, "logprobs": 1},
+                        )
+                    results.append(r.status_code)
+
+        threads = [threading.Thread(target=hammer, args=(i,)) for i in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    assert results == [200] * 30

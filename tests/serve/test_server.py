@@ -184,3 +184,18 @@ def test_the_first_signal_stops_a_busy_server_at_once_and_answers_its_requests_5
     assert len(answers) == 2 and all(a.status_code == 503 for a in answers)
     assert {json.loads(a.text)["error"]["code"] for a in answers} == {"server_shutting_down"}
     assert "Traceback" not in err and "hi" not in err
+
+
+def test_lmleaks_own_http_client_sends_the_key_from_its_environment(model, tmp_path, monkeypatch):
+    from lmleak.errors import ModelError
+    from lmleak.models.http import HTTPModel
+
+    with serving(model, name="tiny", api_key="serve-key-1") as st:
+        monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+        monkeypatch.setenv("LMLEAK_API_KEY", "serve-key-1")
+        m = HTTPModel(f"{st.url}?cache=off#tiny")
+        assert m.tier == "prompt_logprobs"
+        assert m.tokenizer.encode(TEXTS[1]) == model.tokenizer.encode(TEXTS[1])
+        monkeypatch.setenv("LMLEAK_API_KEY", "wrong")
+        with pytest.raises(ModelError, match="401"):
+            _ = HTTPModel(f"{st.url}?cache=off#tiny").tier

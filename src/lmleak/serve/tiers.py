@@ -1,13 +1,11 @@
 """The four access tiers ``lmleak serve`` can impersonate, and what each grants on every route.
 
-=================  =====================================================================================
-``prompt_logprobs``  everything: vLLM's ``prompt_logprobs``, ``echo`` + ``logprobs``, chat logprobs
-``echo``           legacy ``echo`` + ``logprobs <= 5``; chat ``top_logprobs <= 5`` (the same limit on
-                   every route: an echo API never shows more than the top 5 anywhere)
-``chat``           log-probabilities on ``/v1/chat/completions`` only (``top_logprobs`` up to the
-                   server's ``--max-logprobs``); ``/v1/completions`` answers text
-``text``           text only, no log-probabilities anywhere
-=================  =====================================================================================
+- ``prompt_logprobs``: everything — vLLM's ``prompt_logprobs``, ``echo`` + ``logprobs``, chat logprobs;
+- ``echo``: legacy ``echo`` + ``logprobs <= 5``, and chat ``top_logprobs <= 5`` (the same limit on
+  every route: an echo API never shows more than the top 5 anywhere);
+- ``chat``: log-probabilities on ``/v1/chat/completions`` only (``top_logprobs`` up to the server's
+  ``--max-logprobs``); ``/v1/completions`` answers text;
+- ``text``: text only, no log-probabilities anywhere.
 """
 
 from __future__ import annotations
