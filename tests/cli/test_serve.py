@@ -98,6 +98,8 @@ def test_the_key_comes_from_the_environment_and_allowed_hosts_are_added(tmp_path
         (["--deadline", "nan"], "--deadline"),
         (["--max-body", "-5"], "--max-body"),
         (["--api-key", "has space"], "--api-key"),
+        (["--port", "70000"], "--port"),
+        (["--port", "-1"], "--port"),
     ],
 )
 def test_bad_options_exit_2_before_loading_the_model(tmp_path, ran, args, says):

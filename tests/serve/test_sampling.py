@@ -22,6 +22,8 @@ def test_parse_sampling_defaults_and_caps():
         parse_sampling({"n": 9}, ServeLimits(max_n=8), 100)
     with pytest.raises(APIError):
         parse_sampling({"top_k": 101}, ServeLimits(), 100)
+    with pytest.raises(APIError, match="needs use_beam_search"):
+        parse_sampling({"n": 1, "best_of": 3}, ServeLimits(), 100)
 
 
 def test_greedy_only():

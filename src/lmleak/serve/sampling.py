@@ -54,6 +54,13 @@ def parse_sampling(body: dict[str, Any], limits: ServeLimits, vocab_size: int) -
     best_of = integer(body, "best_of", default=n, lo=1, hi=limits.max_n, why=" (lmleak serve --max-n)")
     if best_of < n:
         refuse(400, "best_of must be at least n", param="best_of", code="out_of_range")
+    if best_of > n and not beam:  # never silently ignored
+        refuse(
+            400,
+            "best_of > n needs use_beam_search: true (this server does not rank sampled candidates)",
+            param="best_of",
+            code="unsupported_parameter",
+        )
     top_k = integer(body, "top_k", default=-1, lo=-1, hi=vocab_size)
     stream = boolean(body, "stream")
     return Sampling(

@@ -176,6 +176,10 @@ def serve(
     if tier not in TIERS:  # before loading the model
         raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")
     check_key(api_key)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(
+            "--port must be between 0 and 65535", field="--port", hint="e.g. 8000 (0: any free port)"
+        )
     limits = limits or ServeLimits()
     # lazy: loading a model imports torch; the server itself (and `import lmleak.serve`) does not need it
     from lmleak.models.loading import load_model
