@@ -18,6 +18,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 from starlette.responses import Response
 
 from lmleak.serve.chat import chat, chat_body, parse_chat
@@ -43,6 +44,8 @@ async def _answer(route: str, work: Callable[[], Awaitable[Response]]) -> Respon
         return await work()
     except APIError as e:
         return e.response()
+    except ClientDisconnect:  # the client left while sending its body: nobody to answer, nothing to log
+        return Response(status_code=400)
     except Exception as e:  # noqa: BLE001 - the type only: the message may quote the request
         log.error("lmleak serve: internal error (%s) on %s", type(e).__name__, route)
         return error_response(
