@@ -3,6 +3,8 @@ an obvious oracle (greedy decoding by hand through the protocol, the prefix-deco
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -81,7 +83,9 @@ def test_check_stops_greedy_decoding(model):
 @pytest.mark.parametrize("which", ["model", "bpe_model"])
 def test_text_offsets_follow_the_definition(which, request):
     tok = request.getfixturevalue(which).tokenizer
-    for text in [*TEXTS, "naïve café 555-0100 ☎", ""]:
+    rng = random.Random(0)  # characters split over byte tokens, runs of spaces, unknown words
+    noise = ["".join(rng.choice("ab c  éü☎😀\n-ada") for _ in range(80)) for _ in range(5)]
+    for text in [*TEXTS, "naïve café 555-0100 ☎", "", *noise]:
         ids = tok.encode(text)
         assert text_offsets(tok.decode, ids) == [len(tok.decode(ids[:i])) for i in range(len(ids))]
 

@@ -38,26 +38,34 @@ def finish_reason(stopped: bool) -> str:
 
 
 def text_offsets(decode: Callable[[Sequence[int]], str], ids: Sequence[int]) -> list[int]:
-    """Where each token's text begins in ``decode(ids)``, in characters.
+    """Where each token's text begins in ``decode(ids)``, in characters: offset ``i`` is the length
+    of the text decoded from the tokens before token ``i`` (the definition).
 
-    When decoding is concatenative (the tokens' own texts join to the whole text, as for byte-level
-    BPE) the offsets are running sums of the token texts; otherwise (a tokenizer that joins words
-    with spaces, a character split over two tokens) each offset is the length of the decoded prefix
-    before the token, which is the definition.
+    Computed in one pass: the text each token adds is read in the context of the token before it
+    (``decode([a, b])`` minus ``decode([a])``, which keeps the space a word tokenizer or SentencePiece
+    puts before a word) and accepted only where the whole text continues with exactly that text;
+    anywhere else (a character split over two tokens, a decoder that rewrites earlier text) the
+    prefix is decoded whole.
 
     >>> words = ["", "my", "name"]
     >>> text_offsets(lambda ids: " ".join(words[i] for i in ids), [1, 2, 1])
     [0, 2, 7]
     """
     ids = list(ids)
-    pieces = [decode([t]) for t in ids]
-    if "".join(pieces) == decode(ids):
-        out, pos = [], 0
-        for p in pieces:
-            out.append(pos)
-            pos += len(p)
-        return out
-    return [len(decode(ids[:i])) if i else 0 for i in range(len(ids))]
+    full = decode(ids) if ids else ""
+    out, pos = [], 0
+    for i in range(len(ids)):
+        out.append(pos)
+        if i == 0:
+            piece: str | None = decode(ids[:1])
+        else:
+            before, both = decode(ids[i - 1 : i]), decode(ids[i - 1 : i + 1])
+            piece = both[len(before) :] if both.startswith(before) else None
+        if piece is not None and "\ufffd" not in piece and full.startswith(piece, pos):
+            pos += len(piece)
+        else:
+            pos = len(decode(ids[: i + 1]))
+    return out
 
 
 @dataclass
