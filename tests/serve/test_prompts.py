@@ -95,3 +95,15 @@ def test_chat_text_joins_messages_and_text_parts(model):
     assert p.chat_text(msgs) == "be brief\na\nb\n"
     e = _refused(p.chat_text, [{"role": "user", "content": [{"type": "image_url", "image_url": {}}]}])
     assert e.param == "messages[0].content[0]" and "'image_url' parts are not supported" in e.message
+
+
+def test_an_unknown_vocabulary_size_turns_the_bound_off_but_not_the_checks(model):
+    """A remote tokenizer (vLLM) does not say its vocabulary size: no character bound (the body
+    limit holds), negative ids refused, and the context still checked after tokenising."""
+    tok = SpyTokenizer(model.tokenizer)
+    tok.vocab_size = 0
+    assert max_token_chars(tok) == 0 and char_limit(model.max_length, 0) == 0
+    p = Prompts(tok, model.max_length, 0, bos_required=False)
+    assert p.rows([5, 10_000], 4)[0] == [[5, 10_000]]
+    assert _refused(p.rows, [5, -1], 4).message == "token ids must not be negative"
+    assert _refused(p.text_row, "thank " * 100, "prompt").code == "context_length_exceeded"

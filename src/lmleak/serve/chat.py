@@ -12,6 +12,7 @@ from typing import Any
 from lmleak.serve.decode import Choice, finish_reason, greedy, split_at, text_offsets
 from lmleak.serve.errors import refuse
 from lmleak.serve.fields import boolean, optional_integer
+from lmleak.serve.limits import vocab_size
 from lmleak.serve.sampling import Sampling, generate, greedy_only, parse_sampling
 from lmleak.serve.served import Served
 from lmleak.serve.tiers import check_chat_grants
@@ -41,7 +42,7 @@ def parse_chat(served: Served, body: dict[str, Any]) -> ChatRequest:
     req = ChatRequest(
         text=text,
         max_tokens=served.max_tokens(body, "max_completion_tokens", "max_tokens"),
-        sampling=parse_sampling(body, served.limits, int(served.tok.vocab_size)),
+        sampling=parse_sampling(body, served.limits, vocab_size(served.tok)),
         logprobs=want,
         top_logprobs=k or 0,
     )

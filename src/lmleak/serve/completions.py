@@ -21,6 +21,7 @@ import numpy as np
 
 from lmleak.serve.decode import Choice, Greedy, finish_reason, greedy, split_at, text_offsets
 from lmleak.serve.fields import boolean, optional_integer
+from lmleak.serve.limits import vocab_size
 from lmleak.serve.sampling import Sampling, generate, greedy_only, parse_sampling
 from lmleak.serve.served import Served
 from lmleak.serve.tiers import check_completion_grants
@@ -56,7 +57,7 @@ def parse_completion(served: Served, body: dict[str, Any]) -> CompletionRequest:
     req = CompletionRequest(
         prompt=body.get("prompt"),
         max_tokens=served.max_tokens(body, "max_tokens"),
-        sampling=parse_sampling(body, served.limits, int(served.tok.vocab_size)),
+        sampling=parse_sampling(body, served.limits, vocab_size(served.tok)),
         logprobs=k,
         prompt_logprobs=prompt_n,
         echo=echo,

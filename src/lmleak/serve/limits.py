@@ -123,7 +123,9 @@ def max_token_chars(tok: Any) -> int:
     refused before it is tokenised. (A tokenizer that maps a whole unknown word to one ``<unk>``, or
     drops runs of spaces, could fit such a prompt; the refusal says how to shorten it.) Computed once
     per served model."""
-    vocab = int(getattr(tok, "vocab_size", 0) or 0)
+    vocab = vocab_size(tok)
+    if vocab is None:
+        return 0  # unknown: no bound (the body limit still holds)
     rows = [[i] for i in range(vocab)]
     many = getattr(tok, "decode_many", None)
     try:
@@ -139,9 +141,16 @@ def max_token_chars(tok: Any) -> int:
 
 
 def char_limit(max_length: int, longest_token: int) -> int:
-    """The most characters a prompt of ``max_length`` tokens can have (see :func:`max_token_chars`).
+    """The most characters a prompt of ``max_length`` tokens can have (see :func:`max_token_chars`;
+    0: no bound, for a tokenizer whose vocabulary size is unknown).
 
-    >>> char_limit(2048, 16)
-    32768
+    >>> char_limit(2048, 16), char_limit(2048, 0)
+    (32768, 0)
     """
-    return max_length * max(1, longest_token)
+    return max_length * longest_token if longest_token > 0 else 0
+
+
+def vocab_size(tok: Any) -> int | None:
+    """The tokenizer's vocabulary size, or None when it does not say (a remote tokenizer of vLLM)."""
+    size = getattr(tok, "vocab_size", None)
+    return int(size) if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None

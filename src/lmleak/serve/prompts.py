@@ -15,9 +15,22 @@ from typing import Any
 
 from lmleak.serve.errors import refuse
 from lmleak.serve.fields import is_int, kind_of
+from lmleak.serve.limits import vocab_size
 
 PROMPT_SHAPES = "prompt must be a string, a list of strings, a list of token ids or a list of such lists"
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+
+def check_ids(ids: list[int], vocab: int | None, param: str) -> None:
+    """Refuse token ids outside the vocabulary (negative ones when its size is unknown)."""
+    top = vocab - 1 if vocab is not None else None
+    if any(t < 0 or (top is not None and t > top) for t in ids):
+        refuse(
+            400,
+            f"token ids must be between 0 and {top}" if top is not None else "token ids must not be negative",
+            param=param,
+            code="out_of_range",
+        )
 
 
 def _too_long(n_tokens: int | None, max_length: int, param: str, chars: int | None = None) -> None:
@@ -43,7 +56,7 @@ class Prompts:
 
     def text_row(self, text: str, param: str) -> list[int]:
         """``[BOS, *encode(text)]``, refused when it cannot or does not fit the context."""
-        if len(text) > self.char_limit:
+        if self.char_limit and len(text) > self.char_limit:
             _too_long(None, self.max_length, param, chars=len(text))
         row = [self.tok.bos_id, *self.tok.encode(text)]
         if len(row) > self.max_length:
@@ -52,11 +65,9 @@ class Prompts:
 
     def id_row(self, ids: list[int], param: str) -> list[int]:
         """A token-id prompt, checked against the vocabulary, the context and the BOS rule."""
-        vocab = int(self.tok.vocab_size)
         if not ids:
             refuse(400, "a token-id prompt must not be empty", param=param, code="invalid_value")
-        if any(not 0 <= t < vocab for t in ids):
-            refuse(400, f"token ids must be between 0 and {vocab - 1}", param=param, code="out_of_range")
+        check_ids(ids, vocab_size(self.tok), param)
         if self.bos_required and ids[0] != self.tok.bos_id:
             refuse(
                 400,

@@ -46,7 +46,7 @@ class Sampling:
         return self.n == 1 and self.temperature == 0 and not self.beam
 
 
-def parse_sampling(body: dict[str, Any], limits: ServeLimits, vocab_size: int) -> Sampling:
+def parse_sampling(body: dict[str, Any], limits: ServeLimits, vocab_size: int | None) -> Sampling:
     """The sampling fields of ``body``, each checked (400 naming the field otherwise)."""
     defaults_only(body, NEUTRAL)
     n = integer(body, "n", default=1, lo=1, hi=limits.max_n, why=" (lmleak serve --max-n)")
@@ -61,7 +61,7 @@ def parse_sampling(body: dict[str, Any], limits: ServeLimits, vocab_size: int) -
             param="best_of",
             code="unsupported_parameter",
         )
-    top_k = integer(body, "top_k", default=-1, lo=-1, hi=vocab_size)
+    top_k = integer(body, "top_k", default=-1, lo=-1, hi=vocab_size if vocab_size is not None else 2**31 - 1)
     stream = boolean(body, "stream")
     return Sampling(
         n=n,

@@ -11,8 +11,15 @@ from typing import Any
 
 from lmleak.serve.errors import refuse
 from lmleak.serve.fields import boolean, integer, is_int, kind_of, text
-from lmleak.serve.limits import MIN_MAX_TOKENS, ServeLimits, char_limit, max_new_tokens, max_token_chars
-from lmleak.serve.prompts import Prompts
+from lmleak.serve.limits import (
+    MIN_MAX_TOKENS,
+    ServeLimits,
+    char_limit,
+    max_new_tokens,
+    max_token_chars,
+    vocab_size,
+)
+from lmleak.serve.prompts import Prompts, check_ids
 from lmleak.serve.scoring import Scoring
 from lmleak.serve.tiers import logprobs_limit
 from lmleak.serve.worker import ModelWorker
@@ -136,11 +143,9 @@ class Served:
         """The checked ``tokens`` of ``/detokenize``."""
         self.check_model(body)
         tokens = body.get("tokens", [])
-        vocab = int(self.tok.vocab_size)
         if not isinstance(tokens, list) or not all(is_int(t) for t in tokens):
             refuse(400, "tokens must be a list of token ids", param="tokens", code="invalid_type")
-        if any(not 0 <= t < vocab for t in tokens):
-            refuse(400, f"token ids must be between 0 and {vocab - 1}", param="tokens", code="out_of_range")
+        check_ids(tokens, vocab_size(self.tok), "tokens")
         return list(tokens)
 
     def detokenize(self, tokens: list[int]) -> dict[str, Any]:
