@@ -80,7 +80,7 @@ def serve_cmd(
     deadline: Annotated[
         float,
         typer.Option("--deadline", help="Seconds a request may take, waiting included (503 after)."),
-    ] = 120.0,
+    ] = 300.0,
 ) -> None:
     """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize).
 

@@ -37,7 +37,7 @@ class ServeLimits:
     max_n: int = 128  # the OpenAI API's own maximum for n
     max_logprobs: int = 20  # vLLM's default max_logprobs
     max_prompts: int = 256
-    deadline_s: float = 120.0
+    deadline_s: float = 300.0  # lmleak's HTTP client waits 300 s for an answer
     max_tokens: int | None = None  # None: the model's context (see max_new_tokens)
 
     def __post_init__(self) -> None:
@@ -56,7 +56,7 @@ class ServeLimits:
             and self.deadline_s > 0
         ):
             raise ConfigError(
-                "--deadline must be a positive number of seconds", field="--deadline", hint="e.g. 120"
+                "--deadline must be a positive number of seconds", field="--deadline", hint="e.g. 300"
             )
 
 
