@@ -4,7 +4,7 @@
   longer — from ``Content-Length`` before a byte is read, or while reading a chunked body — so a
   38 MB prompt never reaches the JSON parser;
 - a prompt longer than :func:`char_limit` characters (the context times the longest token's text)
-  cannot fit the context, and is refused before the tokenizer sees it;
+  cannot fit the context (see :func:`max_token_chars`), and is refused before the tokenizer sees it;
 - ``n`` (and beam width) at most ``max_n``, log-probabilities at most ``max_logprobs`` per position
   (5 on the ``echo`` tier, :mod:`lmleak.serve.tiers`), at most ``max_prompts`` prompts per request,
   ``max_tokens`` at most the context (:func:`max_new_tokens`);
@@ -31,7 +31,8 @@ PARSE_INLINE_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, o
 
 @dataclass(frozen=True)
 class ServeLimits:
-    """The per-request bounds (``lmleak serve --max-body --max-n --max-logprobs --max-prompts --deadline``)."""
+    """The per-request bounds (``lmleak serve --max-body --max-n --max-logprobs --max-prompts
+    --deadline --max-tokens``)."""
 
     max_body_bytes: int = MIB
     max_n: int = 128  # the OpenAI API's own maximum for n

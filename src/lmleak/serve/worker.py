@@ -108,10 +108,10 @@ class ModelWorker:
 
     async def run(self, fn: Callable[[Check], T], deadline: float, deadline_s: float) -> T:
         """``fn(check)`` on the worker thread; 503 when ``deadline`` (monotonic) passes first."""
-        if self.stopping:
-            raise shutting_down()
         job = Job(fn, deadline, deadline_s)
-        with self._lock:
+        with self._lock:  # with stop(): a job is either refused here or answered by stop()
+            if self.stopping:
+                raise shutting_down()
             self._pending.add(job)
         self._ensure_thread()
         self._jobs.put(job)
