@@ -15,6 +15,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("serve")(serve_cmd)
 
 
+# long: a Typer command whose signature is its options
 def serve_cmd(
     model: Annotated[
         str, typer.Argument(help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")
@@ -23,7 +24,8 @@ def serve_cmd(
     host: Annotated[
         str,
         typer.Option(
-            "--host", help="Address to listen on (loopback by default; the server has no authentication)."
+            "--host",
+            help="Address to listen on (loopback by default; set --api-key before opening it to a network).",
         ),
     ] = "127.0.0.1",
     tier: Annotated[
@@ -44,11 +46,59 @@ def serve_cmd(
     batch_tokens: Annotated[
         int | None, typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).")
     ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option(
+            "--api-key",
+            envvar="LMLEAK_SERVE_KEY",
+            show_envvar=True,
+            help="Require this key (Authorization: Bearer KEY); prefer the environment variable, "
+            "which stays out of the process list. Clients read it from LMLEAK_API_KEY.",
+        ),
+    ] = None,
+    allowed_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allowed-host",
+            help="Also answer for this Host header: NAME (on the served port), NAME:PORT, or * for any "
+            "(repeatable; localhost, 127.0.0.1 and [::1] always work).",
+        ),
+    ] = None,
+    max_body: Annotated[
+        int, typer.Option("--max-body", help="Largest request body in bytes (413 above it).")
+    ] = 1 << 20,
+    max_n: Annotated[int, typer.Option("--max-n", help="Largest n (and best_of) per request.")] = 128,
+    max_logprobs: Annotated[
+        int,
+        typer.Option("--max-logprobs", help="Most log-probabilities per position (the echo tier: 5)."),
+    ] = 20,
+    max_prompts: Annotated[int, typer.Option("--max-prompts", help="Most prompts per request.")] = 256,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option("--max-tokens", help="Most tokens one request may generate (default: the context)."),
+    ] = None,
+    deadline: Annotated[
+        float,
+        typer.Option("--deadline", help="Seconds a request may take, waiting included (503 after)."),
+    ] = 300.0,
 ) -> None:
-    """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize)."""
-    # lazy: lmleak.serve imports fastapi and torch, which `lmleak --help` must not load
-    from lmleak.serve import serve
+    """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize).
 
+    Example: lmleak serve runs/model --port 8000 --tier echo, then audit it with
+    --model 'http://127.0.0.1:8000/v1#model'. Ctrl-C (or SIGTERM) stops it, answering any request
+    still running with 503.
+    """
+    # lazy: lmleak.serve imports fastapi and uvicorn, which `lmleak --help` must not load
+    from lmleak.serve import ServeLimits, serve
+
+    limits = ServeLimits(
+        max_body_bytes=max_body,
+        max_n=max_n,
+        max_logprobs=max_logprobs,
+        max_prompts=max_prompts,
+        deadline_s=deadline,
+        max_tokens=max_tokens,
+    )
     serve(
         model,
         host=host,
@@ -57,5 +107,9 @@ def serve_cmd(
         name=name,
         dtype=dtype,
         batch_tokens=batch_tokens,
+        limits=limits,
+        api_key=api_key,
+        allowed_hosts=tuple(allowed_host or ()),
         echo=info,
     )
+    info("lmleak serve stopped")

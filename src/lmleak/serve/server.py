@@ -1,0 +1,210 @@
+"""Running the app: in the foreground for ``lmleak serve`` (stops cleanly on the first Ctrl-C or
+SIGTERM, even while a request runs), or in a background thread for tests and benchmarks."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+
+from lmleak.errors import ConfigError
+from lmleak.serve.app import build_app
+from lmleak.serve.guard import Access
+from lmleak.serve.limits import ServeLimits
+from lmleak.serve.tiers import TIERS
+
+GRACE_S = 5  # how long a stopping server waits for answers already being sent
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening-ready socket on ``host:port`` (``port=0``: any free port)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host.strip("[]"), port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _config(app: FastAPI) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=GRACE_S,
+        server_header=False,
+    )
+
+
+def _stop_app(app: FastAPI) -> None:
+    stop = getattr(app.state, "stop", None)
+    if stop is not None:
+        stop()
+
+
+class _Foreground(uvicorn.Server):
+    """uvicorn's server with lmleak's stop: the first SIGINT / SIGTERM answers every waiting and
+    running request 503 at once (the model thread is told to stop) and closes the server; a second
+    Ctrl-C drops the connections still open. The signal is not raised again afterwards, so the
+    command ends normally."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Callable[[], None]) -> None:
+        super().__init__(config)
+        self.on_stop = on_stop
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+            return
+        self.should_exit = True
+        # not in the signal handler itself: stop() takes a lock the interrupted code may hold
+        threading.Thread(target=self.on_stop, name="lmleak-serve-stop", daemon=True).start()
+
+
+def run_foreground(app: FastAPI, sock: socket.socket) -> None:
+    """Serve ``app`` on ``sock`` until SIGINT / SIGTERM (see :class:`_Foreground`)."""
+    server = _Foreground(_config(app), on_stop=lambda: _stop_app(app))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        _stop_app(app)
+        sock.close()
+
+
+class ServerThread:
+    """``app`` served by uvicorn on ``host:port`` in a background thread (``port=0``: any free port).
+
+    Used by the tests and the HTTP benchmark; ``lmleak serve`` runs in the foreground."""
+
+    def __init__(
+        self, app: FastAPI, host: str = "127.0.0.1", port: int = 0, sock: socket.socket | None = None
+    ) -> None:
+        self.app = app
+        self.sock = sock if sock is not None else bind(host, port)
+        self.host, self.port = host, self.sock.getsockname()[1]
+        self.server = uvicorn.Server(_config(app))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def start(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("lmleak serve did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        _stop_app(self.app)
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+        self.sock.close()
+
+
+def check_key(api_key: str | None) -> None:
+    """Refuse an empty or non-ASCII-printable API key before the model is loaded."""
+    if api_key is not None and (
+        not api_key or not api_key.isascii() or not api_key.isprintable() or " " in api_key
+    ):
+        raise ConfigError(
+            "the API key must be a non-empty string of printable ASCII without spaces",
+            field="--api-key",
+            hint="e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'",
+        )
+
+
+@contextlib.contextmanager
+def serving(
+    model: Any,
+    *,
+    tier: str = "prompt_logprobs",
+    name: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    limits: ServeLimits | None = None,
+    api_key: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+) -> Iterator[ServerThread]:
+    """Serve ``model`` in the background for the duration of the block."""
+    check_key(api_key)
+    sock = bind(host, port)
+    access = Access(api_key, tuple(allowed_hosts), sock.getsockname()[1], host)
+    try:
+        app = build_app(model, tier=tier, name=name, limits=limits, access=access)
+    except BaseException:
+        sock.close()
+        raise
+    st = ServerThread(app, host, sock=sock).start()
+    try:
+        yield st
+    finally:
+        st.stop()
+
+
+def serve(
+    spec: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    tier: str = "prompt_logprobs",
+    name: str | None = None,
+    dtype: str | None = None,
+    batch_tokens: int | None = None,
+    limits: ServeLimits | None = None,
+    api_key: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    echo: Any = None,
+) -> None:
+    """Load ``spec`` and serve it in the foreground until Ctrl-C / SIGTERM (``lmleak serve``)."""
+    if tier not in TIERS:  # before loading the model
+        raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")
+    check_key(api_key)
+    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+        raise ConfigError(
+            "--port must be between 0 and 65535", field="--port", hint="e.g. 8000 (0: any free port)"
+        )
+    limits = limits or ServeLimits()
+    # lazy: loading a model imports torch; the server itself (and `import lmleak.serve`) does not need it
+    from lmleak.models.loading import load_model
+
+    model = load_model(spec, dtype=dtype, batch_tokens=batch_tokens)
+    sock = bind(host, port)
+    port = sock.getsockname()[1]
+    access = Access(api_key, tuple(allowed_hosts), port, host)
+    try:
+        app = build_app(model, tier=tier, name=name, limits=limits, access=access)
+    except BaseException:
+        sock.close()
+        raise
+    if echo is not None:
+        served = name or model.name
+        url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/v1"
+        echo(f"serving {served} (tier {tier}) at {url} — lmleak --model '{url}#{served}'")
+        echo(
+            "API key required (Authorization: Bearer …)"
+            if api_key
+            else "no API key: any program on this machine that can reach the port can query the model"
+        )
+        echo(
+            f"limits: body {limits.max_body_bytes:,} bytes, n <= {limits.max_n}, logprobs <= {limits.max_logprobs}, "
+            f"{limits.max_prompts} prompts per request, deadline {limits.deadline_s:g} s; "
+            f"Host: {', '.join(access.hosts())}; Ctrl-C stops"
+        )
+    run_foreground(app, sock)
