@@ -91,7 +91,7 @@ def print_plan(plan: Any) -> None:
     for col in ("precision", "right", "max epsilon"):
         t.add_column(col, justify="right")
     if plan.target_epsilon is not None:
-        t.add_column(f"m for epsilon {plan.target_epsilon:g}", justify="right")
+        t.add_column(f"m for epsilon {plan.target_epsilon:g} (all guessed)", justify="right")
     for row in plan.rows:
         cells = [f"{row['precision']:.3g}", f"{row['v']} of {plan.r}", f"{row['max_epsilon']:.4g}"]
         if plan.target_epsilon is not None:
