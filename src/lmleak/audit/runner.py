@@ -200,6 +200,7 @@ class Auditor:
             out,
             max_candidates=spec.max_candidates,
             sample_size=spec.sample_size,
+            placebos=spec.placebos,
             corpus_texts=self.corpus().texts(),
         )
 
