@@ -298,3 +298,24 @@ def test_the_mean_exposures_interval_is_the_plain_bootstrap_when_every_canary_ha
     assert summary["mean_exposure_ci"] == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
     assert summary["mean_exposure_ci"][0] <= summary["mean_exposure"] <= summary["mean_exposure_ci"][1]
     assert summary["intervals"]["unit"] == "canary owner" and summary["intervals"]["n_units"] == 4
+
+
+def test_uniform_placebos_have_uniform_ranks_whatever_the_model(tmp_path):
+    # a secret drawn uniformly has a uniform rank under any fixed ranking: P[exposure >= x] = 2^-x.
+    # On a random GPT (its candidates rarely tie), 400 placebos of 1,000 candidates show it.
+    import json
+
+    import pandas as pd
+
+    from lmleak.attacks.exposure import run_exposure
+    from lmleak.audit.selftest import tiny_model
+
+    path = tmp_path / "canaries.jsonl"
+    path.write_text(json.dumps({"prefix": "my id is ", "secret": "907"}) + "\n")
+    run_exposure(tiny_model(0), path, tmp_path / "run", placebos=400, seed=2)
+    table = pd.read_parquet(tmp_path / "run" / "placebo_exposure.parquet")
+    ranks = table["rank"].to_numpy()
+    assert table["secret"].nunique() == 400 and "907" not in set(table["secret"])
+    for bits in (1, 2, 3):
+        share = float((ranks <= 1000 / 2**bits).mean())  # exposure >= bits
+        assert abs(share - 2.0**-bits) < 4 * math.sqrt(2.0**-bits * (1 - 2.0**-bits) / 400), bits
