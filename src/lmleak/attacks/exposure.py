@@ -512,6 +512,7 @@ def run_exposure(
     import time
 
     records = read_canaries(canaries)
+    require(model, Capability.SCORE, attack="canary exposure")  # before any work, the placebos' too
     placebo_records = (
         []
         if placebos == 0
