@@ -103,3 +103,17 @@ def test_interval_record_names_its_method():
         "n_units": 12,
         "n_boot": 1000,
     }
+
+
+def test_the_sum_bootstrap_draws_as_the_group_bootstrap_with_one_item_per_group():
+    from lmleak.intervals import bootstrap_sum_interval, group_bootstrap
+
+    counts = np.array([0, 3, 0, 0, 1, 0, 7, 0, 0, 2, 0, 0])
+    fast = bootstrap_sum_interval(counts, n_boot=500, seed=4)
+    slow = group_bootstrap(lambda idx: float(counts[idx].sum()), list(range(12)), n_boot=500, seed=4)
+    assert fast == slow
+    lo, hi = fast
+    assert lo <= counts.sum() <= hi
+    assert bootstrap_sum_interval([2, 2, 2]) == (6.0, 6.0)  # every draw sums to the same
+    with pytest.raises(ValueError):
+        bootstrap_sum_interval([1], n_boot=0)

@@ -144,6 +144,35 @@ def group_bootstrap(
     return _percentile(out, level)
 
 
+def bootstrap_sum_interval(
+    values: Sequence[float] | np.ndarray, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float] | None:
+    """Percentile interval of the *sum* of per-unit values (a count of leaks per user) when the
+    units themselves are resampled with replacement.
+
+    The same draws as :func:`group_bootstrap` with one item per group (so both give the same
+    interval), without building an index list per replicate: fast for 10^5 users. It reads "how
+    many leaks would a corpus of as many users, drawn like these, show". None without units.
+
+    Example:
+        >>> bootstrap_sum_interval([0, 0, 0, 5, 0, 1, 0, 0], n_boot=2000)
+        (0.0, 16.0)
+        >>> bootstrap_sum_interval([]) is None
+        True
+    """
+    _check_level(level)
+    if n_boot < 1:
+        raise ValueError(f"n_boot must be at least 1, got {n_boot}")
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        out[b] = v[rng.integers(0, v.size, size=v.size)].sum()
+    return _percentile(out, level)
+
+
 def auc_mann_whitney(scores: np.ndarray, labels: np.ndarray) -> float:
     """ROC AUC as the Mann–Whitney statistic: P(score of a positive > score of a negative), ties ½.
 

@@ -13,11 +13,15 @@ from scipy.stats import binom
 
 from lmleak.attacks.dp_audit import (
     audit_scores,
+    canaries_needed,
+    correct_at_precision,
     count_correct,
     epsilon_lower_bound,
     guess_membership,
     make_canaries,
+    max_certifiable_epsilon,
     p_value,
+    plan_audit,
 )
 from lmleak.errors import ConfigError
 
@@ -139,3 +143,124 @@ def test_bound_from_counts_is_the_bound_with_its_inputs_in_the_json_order():
     assert list(asdict(b)) == ["m", "r", "v", "delta", "confidence", "epsilon_lower_bound"]
     with pytest.raises(ConfigError):
         bound_from_counts(10, 20, 1)
+
+
+# ------------------------------------------------------------------------- planning (issue 27, item 7)
+
+
+@pytest.mark.parametrize("m", [10, 100, 1000, 5000])
+def test_all_right_the_most_an_audit_can_certify_is_the_closed_form(m):
+    # v = r = m: q^m = 0.05, ε = ln(q / (1 - q))
+    q = 0.05 ** (1 / m)
+    assert max_certifiable_epsilon(m) == pytest.approx(math.log(q / (1 - q)), abs=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("r", "p", "c"), [(1000, 0.9, 0.95), (200, 0.8, 0.95), (500, 0.99, 0.9), (64, 0.75, 0.99)]
+)
+def test_with_delta_zero_the_bound_is_the_logit_of_the_clopper_pearson_lower_bound(r, p, c):
+    # P[Binomial(r, q) >= v] = I_q(v, r - v + 1): the one-sided exact lower bound of the accuracy,
+    # the lower end of a two-sided Clopper-Pearson interval at level 1 - 2(1 - c)
+    from lmleak.intervals import clopper_pearson_interval
+
+    v = math.ceil(round(p * r, 9))
+    lower = clopper_pearson_interval(v, r, level=1 - 2 * (1 - c))[0]
+    assert max_certifiable_epsilon(r, precision=p, confidence=c) == pytest.approx(
+        math.log(lower / (1 - lower)), abs=1e-6
+    )
+
+
+def test_the_issues_numbers_one_thousand_guesses_cap_the_bound_near_5_8_and_2_0_at_90_percent():
+    assert max_certifiable_epsilon(1000) == pytest.approx(5.809, abs=1e-3)
+    assert max_certifiable_epsilon(1000, precision=0.9) == pytest.approx(2.021, abs=1e-3)
+    # a positive delta lowers the cap a little
+    assert max_certifiable_epsilon(1000, delta=1e-5) < max_certifiable_epsilon(1000)
+
+
+def test_precision_means_at_least_that_share_right():
+    assert [correct_at_precision(1000, p) for p in (1.0, 0.99, 0.9, 0.5)] == [1000, 990, 900, 500]
+    assert correct_at_precision(7, 0.9) == 7 and correct_at_precision(10, 0.0) == 0
+    with pytest.raises(ConfigError, match="precision"):
+        correct_at_precision(10, 1.5)
+
+
+def _certified_by_scan(target, p, delta, c, limit):
+    """Every m up to ``limit`` whose audit (all m guessed, ceil(p m) right) certifies the target, by
+    the bound itself (bisection on ε), not by the p-value at the target."""
+    return [
+        m
+        for m in range(1, limit + 1)
+        if epsilon_lower_bound(m, m, math.ceil(round(p * m, 9)), delta, c) >= target
+    ]
+
+
+@pytest.mark.parametrize(
+    ("target", "p", "delta", "c"),
+    [
+        (1.0, 1.0, 0.0, 0.95),
+        (2.0, 0.95, 0.0, 0.95),
+        (1.0, 0.8, 0.0, 0.95),
+        (2.0, 1.0, 1e-3, 0.95),
+        (0.5, 0.7, 0.0, 0.9),
+        (3.0, 0.99, 1e-5, 0.95),
+    ],
+)
+def test_canaries_needed_is_where_a_scan_over_every_m_certifies_from_then_on(target, p, delta, c):
+    found = canaries_needed(target, p, delta, c)
+    assert found is not None
+    limit = 3 * found
+    ok = _certified_by_scan(target, p, delta, c, limit)
+    assert ok[-(limit - found + 1) :] == list(range(found, limit + 1))  # every m from found on
+    assert found - 1 not in ok
+
+
+def test_near_the_threshold_rounding_certifies_some_m_below_the_answer_but_not_all():
+    # at 70 % right, m = 53 certifies ε = 0.5 (38 of 53 is 71.7 %), m = 70 does not (49 of 70)
+    ok = _certified_by_scan(0.5, 0.7, 0.0, 0.9, 80)
+    assert ok[0] == 53 and 70 not in ok
+    assert canaries_needed(0.5, 0.7, 0.0, 0.9) == 71
+
+
+@pytest.mark.parametrize("target", [0.5, 1.0, 3.0, 6.0])
+def test_canaries_needed_all_right_is_the_closed_form(target):
+    # q_t^m < 0.05 with q_t = e^t / (1 + e^t): m = floor(ln 0.05 / ln q_t) + 1
+    q = math.exp(target) / (1 + math.exp(target))
+    assert canaries_needed(target) == math.floor(math.log(0.05) / math.log(q)) + 1
+
+
+def test_no_number_of_canaries_beats_randomised_response_accuracy():
+    # ε = 2 is randomised response with accuracy e^2 / (1 + e^2) = 0.881: 88 % right proves less
+    assert canaries_needed(2.0, precision=0.88) is None
+    assert canaries_needed(2.0, precision=0.9) is not None
+    assert canaries_needed(30.0, max_m=1000) is None  # possible in principle, not in 1,000 canaries
+    with pytest.raises(ConfigError, match="target epsilon"):
+        canaries_needed(0.0)
+
+
+def test_a_plan_tabulates_each_precision_and_the_canaries_for_a_target():
+    plan = plan_audit(500, r=400, precisions=(1.0, 0.9), delta=1e-5, target_epsilon=1.5)
+    assert (plan.m, plan.r, plan.delta, plan.target_epsilon) == (500, 400, 1e-5, 1.5)
+    assert [row["v"] for row in plan.rows] == [400, 360]
+    assert plan.rows[1]["max_epsilon"] == epsilon_lower_bound(500, 400, 360, 1e-5, 0.95)
+    assert plan.rows[0]["canaries_needed"] == canaries_needed(1.5, 1.0, 1e-5)
+    assert "canaries_needed" not in plan_audit(10).rows[0]
+    with pytest.raises(ConfigError):
+        plan_audit(10, r=20)
+
+
+def test_under_the_null_the_bound_is_positive_no_more_often_than_the_confidence_allows():
+    # scores that know nothing of the inclusion: v ~ Binomial(r, 1/2), and ε̂ > 0 exactly when
+    # v reaches the smallest v* with P[Binomial(r, 1/2) >= v*] < 0.05 -- an exact rate to compare
+    m, r, runs = 60, 30, 600
+    v_star = next(v for v in range(r + 1) if binom.sf(v - 1, r, 0.5) < 0.05)
+    exact_rate = binom.sf(v_star - 1, r, 0.5)
+    assert exact_rate <= 0.05
+    rng = np.random.default_rng(7)
+    positive = 0
+    for _ in range(runs):
+        included = rng.random(m) < 0.5
+        rec = audit_scores(rng.normal(size=m), included, r=r)
+        assert rec["null"]["included"] + rec["null"]["excluded"] == m
+        positive += rec["epsilon_lower_bound"] > 0
+    sd = math.sqrt(exact_rate * (1 - exact_rate) / runs)
+    assert abs(positive / runs - exact_rate) < 4 * sd

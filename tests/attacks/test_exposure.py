@@ -192,3 +192,130 @@ def test_exposure_of_model_loads_the_spec_and_equals_run_exposure_on_the_loaded_
         json.loads((tmp_path / "a" / "summary.json").read_text())["max_exposure"]
         == run.summary["max_exposure"]
     )
+
+
+# ------------------------------------------------------------------ placebo canaries (issue 26 item 3)
+
+
+def _brute_force_rank(lm, prefix, secret, alphabet, length, tol=1e-4):
+    """The rank of one secret by scoring every candidate string (the trie's definitions: strictly
+    more likely beyond the tolerance, other ties split at the middle)."""
+    from lmleak.attacks.exposure import string_costs
+    from lmleak.attacks.trie import CanaryFormat
+
+    fmt = CanaryFormat(prefix, alphabet, length)
+    every = fmt.candidates(np.arange(fmt.num_candidates))
+    costs = string_costs(lm, fmt, [secret, *every])
+    mine, others = costs[0], np.delete(costs[1:], every.index(secret))
+    better = int((others < mine - tol).sum())
+    ties = int((np.abs(others - mine) <= tol).sum())
+    return 1 + better + ties // 2
+
+
+def test_placebos_come_from_the_same_format_and_are_never_a_canary_or_a_secret_in_the_corpus():
+    from lmleak.attacks.exposure import draw_placebos, secrets_in_texts
+    from lmleak.attacks.trie import CanaryFormat
+
+    recs = _canaries(["123", "456", "789"]) + [
+        {"prefix": "Key: ", "secret": "ab", "alphabet": "abcd", "user_id": None}
+    ]
+    corpus = [f"My ID is: {i:03d}" for i in range(0, 1000, 2)]  # every even secret is in the corpus
+    placebos = draw_placebos(recs, corpus_texts=corpus, seed=3)
+    ids = [p for p in placebos if p["prefix"] == "My ID is: "]
+    keys = [p for p in placebos if p["prefix"] == "Key: "]
+    assert len(ids) == 3 and len(keys) == 1  # as many per format as it has canaries
+    assert all(len(p["secret"]) == 3 and p["secret"].isdigit() for p in ids)
+    assert all(int(p["secret"]) % 2 == 1 and p["secret"] not in {"123", "456", "789"} for p in ids)
+    assert keys[0]["secret"] != "ab" and set(keys[0]["secret"]) <= set("abcd") and len(keys[0]["secret"]) == 2
+    assert all(p["placebo"] and p["repeats"] == 0 for p in placebos)
+    assert draw_placebos(recs, corpus_texts=corpus, seed=3) == placebos  # seeded
+    assert len({p["secret"] for p in draw_placebos(recs, 400, corpus_texts=corpus)[:400]}) == 400
+    # a format with fewer free candidates than asked: all of them, once each
+    small = draw_placebos([{"prefix": "K ", "secret": "aa", "alphabet": "ab"}], 10)
+    assert sorted(p["secret"] for p in small) == ["ab", "ba", "bb"]
+    assert secrets_in_texts(["x My ID is: 12 My ID is: 345"], CanaryFormat("My ID is: ", length=3)) == {"345"}
+
+
+def test_placebos_are_ranked_exactly_as_a_brute_force_over_every_candidate_ranks_them(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from lmleak.attacks.exposure import placebo_p_values, run_exposure
+
+    # levels of likelihood: 123 memorised, a few others seen a few times, the rest unseen (ties)
+    texts = ["My ID is: 123"] * 20 + [f"My ID is: {s}" for s in ("101", "202", "303") for _ in range(2)]
+    texts += [f"My ID is: {i:03d}" for i in range(500, 540)] + ["hello there"]
+    lm = FakeLM.from_texts(texts, order=4)
+    path = tmp_path / "canaries.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"prefix": "My ID is: ", "secret": s, "user_id": u}) + "\n"
+            for s, u in (("123", "a"), ("999", "b"))
+        )
+    )
+    summary, results = run_exposure(lm, path, tmp_path / "run", placebos=12, seed=5)
+    placebo = pd.read_parquet(tmp_path / "run" / "placebo_exposure.parquet")
+    assert len(placebo) == summary["num_placebos"] == 12 and len(results) == 2
+    for secret, rank in zip(placebo["secret"], placebo["rank"], strict=True):
+        assert rank == _brute_force_rank(lm, "My ID is: ", secret, "0123456789", 3)
+    assert summary["placebo_max_exposure"] == placebo["exposure_bits"].max()
+    assert summary["placebo_mean_exposure"] == pytest.approx(placebo["exposure_bits"].mean())
+    assert summary["placebo_exposure_percentiles"]["p50"] == pytest.approx(placebo["exposure_bits"].median())
+    assert summary["max_exposure"] == pytest.approx(math.log2(1000))  # the memorised canary
+    assert summary["canaries_above_placebo_max"] == sum(
+        r.exposure_bits > placebo["exposure_bits"].max() for r in results
+    )
+    # per-canary p-values by a direct count
+    table = pd.read_parquet(tmp_path / "run" / "exposure.parquet")
+    for e, p in zip(table["exposure_bits"], table["placebo_p_value"], strict=True):
+        assert p == (1 + sum(x >= e for x in placebo["exposure_bits"])) / 13
+    assert placebo_p_values([5.0], [5.0, 1.0]).tolist() == [2 / 3]  # a tie counts as at least as exposed
+    # none asked for: no table, and the summary says the headline has no null beside it
+    summary, _ = run_exposure(lm, path, tmp_path / "none", placebos=0)
+    assert not (tmp_path / "none" / "placebo_exposure.parquet").exists()
+    assert "placebo_max_exposure" not in summary and "no placebo" in summary["placebo_note"]
+
+
+def test_the_mean_exposures_interval_is_the_plain_bootstrap_when_every_canary_has_its_own_owner(tmp_path):
+    import json
+
+    from lmleak.attacks.exposure import run_exposure
+
+    lm = FakeLM.from_texts(["My ID is: 12"] * 20 + ["My ID is: 34"] * 3 + ["hello there"], order=4)
+    path = tmp_path / "canaries.jsonl"
+    secrets = ("12", "34", "56", "78")
+    path.write_text(
+        "".join(
+            json.dumps({"prefix": "My ID is: ", "secret": s, "user_id": f"u{i}"}) + "\n"
+            for i, s in enumerate(secrets)
+        )
+    )
+    summary, results = run_exposure(lm, path, tmp_path / "run", placebos=0)
+    bits = np.array([r.exposure_bits for r in results])
+    rng = np.random.default_rng(0)  # the same seeded draws, one canary per group
+    boot = [bits[rng.integers(0, 4, size=4)].mean() for _ in range(1000)]
+    assert summary["mean_exposure_ci"] == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
+    assert summary["mean_exposure_ci"][0] <= summary["mean_exposure"] <= summary["mean_exposure_ci"][1]
+    assert summary["intervals"]["unit"] == "canary owner" and summary["intervals"]["n_units"] == 4
+
+
+def test_uniform_placebos_have_uniform_ranks_whatever_the_model(tmp_path):
+    # a secret drawn uniformly has a uniform rank under any fixed ranking: P[exposure >= x] = 2^-x.
+    # On a random GPT (its candidates rarely tie), 400 placebos of 1,000 candidates show it.
+    import json
+
+    import pandas as pd
+
+    from lmleak.attacks.exposure import run_exposure
+    from lmleak.audit.selftest import tiny_model
+
+    path = tmp_path / "canaries.jsonl"
+    path.write_text(json.dumps({"prefix": "my id is ", "secret": "907"}) + "\n")
+    run_exposure(tiny_model(0), path, tmp_path / "run", placebos=400, seed=2)
+    table = pd.read_parquet(tmp_path / "run" / "placebo_exposure.parquet")
+    ranks = table["rank"].to_numpy()
+    assert table["secret"].nunique() == 400 and "907" not in set(table["secret"])
+    for bits in (1, 2, 3):
+        share = float((ranks <= 1000 / 2**bits).mean())  # exposure >= bits
+        assert abs(share - 2.0**-bits) < 4 * math.sqrt(2.0**-bits * (1 - 2.0**-bits) / 400), bits

@@ -53,6 +53,11 @@ def test_an_audit_writes_a_versioned_summary_and_skips_complete_stages(audit_dir
     assert set(summary["models"]["memorizer"]["scenarios"]) == {"report", "exposure", "mia"}
     assert (run / "report.html").stat().st_mode & 0o077 == 0
     assert (run / "kart" / "scenarios.parquet").exists()
+    # the exposure headline's null: never-inserted secrets, as many as the canaries, ranked beside them
+    exposure = json.loads((run / "models" / "memorizer" / "exposure" / "summary.json").read_text())
+    assert exposure["num_placebos"] == exposure["num_canaries"] == 2
+    assert exposure["placebo_max_exposure"] < exposure["max_exposure"]
+    assert (run / "models" / "memorizer" / "exposure" / "placebo_exposure.parquet").exists()
     stamps = {p: p.stat().st_mtime_ns for p in run.rglob("*.parquet") if "models" in p.parts}
     r = CliRunner().invoke(app, ["audit", str(audit_dir / "audit.yaml")])
     assert r.exit_code == 0, r.output

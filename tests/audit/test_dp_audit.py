@@ -114,3 +114,44 @@ def test_with_report_runs_the_audit_then_renders_its_run_and_adds_the_reports_pa
         ("render", tmp_path / "run"),
     ]
     assert summary == {"epsilon_lower_bound": 0.5, "report": str(tmp_path / "run" / "report.html")}
+
+
+def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_run_does(tmp_path):
+    # issue 26 item 3: the same audit with and without the canaries in training; only the
+    # training data differs (same canaries, coin flips, tokenizer, recipe, seed)
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="nodp",
+        epochs=8,
+        batch_size=8,
+        lr=5e-3,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        holdout_users=0.2,
+    )
+    runs = {}
+    for placebo in (True, False):
+        out = tmp_path / f"run-{placebo}"
+        audit = DPAuditConfig(m=32, r=32, seed=1, placebo=placebo)
+        runs[placebo] = run_dp_audit(paths["corpus"], out, cfg, audit, progress=False)
+        train = json.loads((out / "model" / "train.json").read_text())
+        trained = {u for u in train["train_users"] if u.startswith("dp-audit-canary-")}
+        assert len(trained) == runs[placebo]["dp_audit"]["num_trained_canaries"]
+    placebo, real = runs[True], runs[False]
+    assert placebo["placebo"] is True and placebo["dp_audit"]["num_trained_canaries"] == 0
+    assert placebo["dp_audit"]["num_included"] == real["dp_audit"]["num_trained_canaries"] > 0
+    assert placebo["epsilon_lower_bound"] == 0.0 and "placebo_warning" not in placebo
+    assert placebo["statement"].startswith("placebo run (no canary trained on): ")
+    assert real["epsilon_lower_bound"] > 0.0  # the memorised canaries: the pipeline can see them
+    # the null, read from the written table: guesses on excluded canaries against included ones
+    table = pd.read_parquet(tmp_path / "run-False" / "canaries.parquet")
+    null = real["dp_audit"]["null"]
+    assert null["excluded_guessed_in"] == int(((~table["included"]) & (table["guess"] > 0)).sum())
+    assert null["included_guessed_in"] + null["excluded_guessed_out"] == real["dp_audit"]["v"]
+    assert real["null"] == null["statement"] and "excluded canaries are the null" in real["null"]
+    # the most 32 guesses can certify: all 32 right, at the run's delta (1e-5 without an accountant)
+    assert real["max_certifiable_epsilon"] == epsilon_lower_bound(32, 32, 32, 1e-5, 0.95)
+    assert real["limit"].startswith("with 32 guesses about 32 canaries this audit certifies at most ε ≥ 2.32")

@@ -88,3 +88,33 @@ def test_membership_alone_enables_the_mia_stage_with_its_defaults(tmp_path):
     )
     # exposure without canaries and probe without subjects are not stages to run
     assert Auditor(cfg).enabled() == [("mia", MiaSpec())]
+
+
+def test_the_exposure_stage_draws_its_placebos_away_from_the_corpus_and_passes_the_count(
+    tmp_path, monkeypatch
+):
+    import json
+
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": f"My ID is: {i:06d}"}) + "\n" for i in range(3))
+    )
+    data = {**cfg_data(tmp_path), "analyses": {"exposure": {"canaries": "canaries.jsonl", "placebos": 4}}}
+    cfg = parse_config(data, base_dir=str(tmp_path))
+    seen: dict = {}
+    monkeypatch.setattr(runner, "run_exposure", lambda model, canaries, out, **kw: seen.update(kw))
+    Auditor(cfg).stage_exposure(None, "m", cfg.analyses.exposure, tmp_path / "out")
+    assert seen["placebos"] == 4
+    assert list(seen["corpus_texts"]) == [f"My ID is: {i:06d}" for i in range(3)]
+    from lmleak.errors import ConfigError
+
+    bad = {**cfg_data(tmp_path), "analyses": {"exposure": {"canaries": "canaries.jsonl", "placebos": -1}}}
+    with pytest.raises(ConfigError, match="placebos >= 0"):
+        parse_config(bad, base_dir=str(tmp_path))
+
+
+def cfg_data(tmp_path) -> dict:
+    return {
+        "out": str(tmp_path / "run"),
+        "corpus": {"path": "corpus.jsonl"},
+        "models": [{"name": "m", "path": "fake:corpus.jsonl"}],
+    }

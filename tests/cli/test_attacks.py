@@ -56,6 +56,23 @@ def test_exposure_writes_one_row_per_canary_and_the_max_exposure(files):
     assert json.loads((run / "summary.json").read_text())["schema_version"] >= 1
 
 
+def test_exposure_prints_the_placebos_beside_the_maximum(files):
+    tmp, corpus, canaries, _, _ = files
+    args = ["exposure", "--model", f"fake:{corpus}", "--canaries", str(canaries), "--out", str(tmp / "p")]
+    r = runner.invoke(app, [*args, "--placebos", "5"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((tmp / "p" / "summary.json").read_text())
+    placebo = pd.read_parquet(tmp / "p" / "placebo_exposure.parquet")
+    assert summary["num_placebos"] == len(placebo) == 5
+    assert not set(placebo["secret"]) & {"123", "456"}
+    text = " ".join(r.output.split())
+    assert (
+        f"placebo: 5 never-inserted secrets of the same formats reach at most {placebo['exposure_bits'].max():.2f} bits"
+        in text
+    )
+    assert f"{summary['canaries_above_placebo_max']} of 2 canaries lie above" in text
+
+
 def test_a_canary_file_with_a_bad_line_exits_2_with_its_location(files):
     tmp, corpus, _, _, _ = files
     bad = tmp / "bad.jsonl"

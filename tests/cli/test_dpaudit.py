@@ -64,6 +64,11 @@ def test_the_summary_lines_give_the_bound_the_guesses_and_a_violated_claim(capsy
     assert "9 of 10 guesses right about 20 canaries (11 included), delta 1e-05" in text
     assert "the DP claim is violated" in text
     assert text.endswith("run: r; report: r/report.html")
+    summary["limit"] = "with 10 guesses about 20 canaries this audit certifies at most ε ≥ 1.05"
+    summary["placebo_warning"] = "a placebo run certified ε ≥ 1.23"
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())
+    assert summary["limit"] in text and summary["placebo_warning"] in text
     summary["claim_violated"] = False
     print_dp_audit(summary, "r")
     assert "violated" not in capsys.readouterr().out
@@ -84,3 +89,44 @@ def test_dp_audit_run_the_audit_config_and_the_library_share_their_defaults():
     for key in ("m", "r", "delta", "confidence", "seed"):
         assert cli[key] == lib[key] == spec[key], key
     assert lib["m"] == 256
+
+
+def test_plan_prints_the_largest_certifiable_epsilon_per_precision_and_the_canaries_for_a_target():
+    from lmleak.attacks.dp_audit import canaries_needed, max_certifiable_epsilon
+
+    args = ["dp-audit", "plan", "--m", "1000", "--precision", "1", "--precision", "0.9"]
+    res = CliRunner().invoke(app, [*args, "--target-epsilon", "4", "--json"])
+    assert res.exit_code == 0, res.output
+    plan = json.loads(res.output)
+    assert (plan["m"], plan["r"], plan["delta"], plan["confidence"]) == (1000, 1000, 0.0, 0.95)
+    rows = {row["precision"]: row for row in plan["rows"]}
+    assert rows[1.0]["max_epsilon"] == pytest.approx(5.809, abs=1e-3)  # the "near 5.8"
+    assert rows[0.9]["max_epsilon"] == pytest.approx(2.021, abs=1e-3)  # and "near 2.0"
+    assert rows[0.9]["max_epsilon"] == max_certifiable_epsilon(1000, precision=0.9)
+    assert rows[1.0]["canaries_needed"] == canaries_needed(4.0) == 166
+    assert rows[0.9]["canaries_needed"] is None  # 0.9 < e^4 / (1 + e^4)
+    res = CliRunner().invoke(app, [*args, "--target-epsilon", "4"])
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "1000 of 1000 │ 5.809 │ 166" in text and "900 of 1000 │ 2.021 │ unreachable" in text
+    res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100"])
+    assert res.exit_code == 0 and "60 of 100" in res.output  # the default precisions, down to 0.6
+    res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100", "--precision", "1.2"])
+    assert res.exit_code == 2 and "precision" in res.output
+
+
+def test_run_placebo_trains_no_canary_and_says_so(tmp_path):
+    from lmleak.data.synth.customersim import synthesize
+
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    args = ["dp-audit", "run", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "run")]
+    args += ["--m", "8", "--mode", "nodp", "--epochs", "1", "--seq-len", "32", "--width", "32"]
+    args += ["--layers", "1", "--heads", "2", "--vocab-size", "200", "--holdout-users", "0", "--placebo"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert "placebo run (no canary trained on)" in text
+    assert "this audit certifies at most ε ≥" in text
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["placebo"] is True and summary["dp_audit"]["num_trained_canaries"] == 0
+    assert summary["epsilon_lower_bound"] == 0.0

@@ -86,3 +86,70 @@ def test_phone_metrics_look_at_one_number_at_a_time(generated, expected):
 
     got = phone_metrics(generated, "201-555-0142")
     assert {k: got[k] for k in expected} == expected
+
+
+# ------------------------------------------------------------ intervals of exact match (issue 26 item 4)
+
+
+def test_with_one_pair_per_user_the_hit_rate_interval_is_the_plain_bootstrap():
+    import numpy as np
+
+    from lmleak.probe.metrics import hit_rate_interval
+
+    hits = np.array([True] * 7 + [False] * 23)
+    users = [f"u{i}" for i in range(30)]
+    rng = np.random.default_rng(0)  # the plain bootstrap of the mean, by hand, with the same draws
+    boot = [hits[rng.integers(0, 30, size=30)].mean() for _ in range(1000)]
+    assert hit_rate_interval(hits, users) == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
+    lo, hi = hit_rate_interval(hits, users)
+    assert lo < 7 / 30 < hi
+
+
+def test_a_prolific_user_counts_once_per_draw_and_widens_the_interval():
+    from lmleak.probe.metrics import hit_rate_interval
+
+    # 40 pairs: one user holds 20 of them, all hits; 20 other users one miss each
+    hits = [True] * 20 + [False] * 20
+    grouped = hit_rate_interval(hits, ["big"] * 20 + [f"u{i}" for i in range(20)])
+    per_pair = hit_rate_interval(hits, [f"p{i}" for i in range(40)])
+    assert grouped[1] - grouped[0] > 1.5 * (per_pair[1] - per_pair[0])
+    with pytest.raises(ValueError):
+        hit_rate_interval([True], [])
+
+
+def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_users():
+    import numpy as np
+
+    from lmleak.probe.metrics import hit_rate_interval
+    from lmleak.probe.probing import exact_match_intervals
+
+    # 10 users; member users u0..u5 each have two subjects, three target types per subject
+    subjects, grows = [], []
+    for i in range(10):
+        for j in range(2 if i < 6 else 1):
+            sid = f"s{i}-{j}"
+            subjects.append({"subject_id": sid, "user_id": f"u{i}"})
+            for t, hit in (("email", i < 4), ("phone", i < 2), ("address", False)):
+                grows.append({"subject_id": sid, "target_type": t, "exact_match": hit})
+                grows.append({"subject_id": sid, "target_type": t, "exact_match": False})  # a second template
+    out = exact_match_intervals(grows, subjects, controls={"u6", "u7", "u8", "u9"})
+    # the same pairs by hand: one per (subject, type), max over templates, owned by the subject's user
+    pairs = {(g["subject_id"], g["target_type"]): False for g in grows}
+    for g in grows:
+        pairs[(g["subject_id"], g["target_type"])] |= g["exact_match"]
+    keys = sorted(pairs, key=lambda k: (k[1], k[0]))  # groupby's order: target type, then subject
+    users = [k[0].split("-")[0].replace("s", "u") for k in keys]
+    hits = np.array([pairs[k] for k in keys])
+    assert out["pii_exact_match_ci"] == hit_rate_interval(hits, users)
+    member = np.array([u not in {"u6", "u7", "u8", "u9"} for u in users])
+    members_users = [u for u, m in zip(users, member, strict=True) if m]
+    assert out["exact_match_ci_by_group"]["members"] == hit_rate_interval(hits[member], members_users)
+    assert out["exact_match_ci_by_group"]["controls"] == [0.0, 0.0]  # no control ever hit
+    assert out["intervals"] == {
+        "method": "percentile cluster bootstrap (groups resampled with replacement)",
+        "level": 0.95,
+        "unit": "user",
+        "n_units": 10,
+        "n_boot": 1000,
+    }
+    assert exact_match_intervals([], subjects) == {}

@@ -105,6 +105,14 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
     summ = run_probe(TextApi(), s, tmp_path / "r", targets=("email",), k=1, beams=1)
     assert not (tmp_path / "r" / "likelihoods.parquet").exists()
     assert summ["targets"]["email"]["exact_match_rate"] == 0.5
+    # the interval beside the headline: one hit of two users, the bootstrap spans both extremes
+    assert summ["pii_exact_match"] == 0.5 and summ["pii_exact_match_ci"] == [0.0, 1.0]
+    assert summ["intervals"]["unit"] == "user" and summ["intervals"]["n_units"] == 2
+    with_controls = run_probe(TextApi(), s, None, targets=("email",), k=1, beams=1, controls={"b"})
+    groups = with_controls["groups"]
+    assert groups["members"]["exact_match_rate_ci"] == [1.0, 1.0]  # Ann, the one member, is hit
+    assert groups["controls"]["exact_match_rate_ci"] == [0.0, 0.0]
+    assert "exact_match_ci_by_group" not in with_controls
     assert "mean_likelihood" not in summ["targets"]["email"]
     assert summ["targets"]["email"]["scenario"]["access"] == "generation"
     with pytest.raises(CapabilityError):

@@ -75,3 +75,57 @@ def test_a_redacted_report_writes_no_text_and_records_its_key_source(corpus, mod
     seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
     assert not {"text", "contexts", "user_ids"} & set(seqs.columns)
     assert not (tmp_path / "run" / "ledger").exists()
+
+
+# ---------------------------------------------------------------- intervals of leak counts (issue 26 item 4)
+
+
+def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(corpus, model, tmp_path):
+    import numpy as np
+
+    from lmleak.intervals import bootstrap_sum_interval
+
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,), pii_policy="regex"))
+    seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
+    unique = seqs[seqs["users_in_d"] == 1]
+    # the unique sequences per user, counted from the written table (u1, u2, u3 in order)
+    per_user = [sum(1 for us in unique["user_ids"] if list(us) == [u]) for u in ("u1", "u2", "u3")]
+    assert sum(per_user) == s["unique_sequences"] > 0
+    assert s["unique_sequences_ci"] == list(bootstrap_sum_interval(per_user, n_boot=1000))
+    assert s["unique_sequences_ci"][0] <= s["unique_sequences"] <= s["unique_sequences_ci"][1]
+    assert s["by_k"]["1"]["unique_sequences_ci"] == s["unique_sequences_ci"]
+    assert s["curated_unique_sequences_ci"] is None  # no public model: no curated count, no interval
+    assert s["pii_unique_sequences_total_ci"] is not None
+    assert s["intervals"]["unit"] == "user" and s["intervals"]["n_units"] == 3
+    rng = np.random.default_rng(0)  # and the sum bootstrap itself, one draw per user, by hand
+    boot = [np.array(per_user)[rng.integers(0, 3, size=3)].sum() for _ in range(1000)]
+    assert s["unique_sequences_ci"] == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
+
+
+def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
+    from lmleak.intervals import bootstrap_sum_interval
+    from lmleak.report.leakage import count_intervals
+
+    rows = pd.DataFrame(
+        {
+            "users_in_d": [1, 1, 1, 1, 2],
+            "user_ids": [["a"], ["a"], ["a"], ["b"], ["a", "b"]],
+            "perplexity_ratio": [3.0, 0.2, float("nan"), 5.0, 9.0],
+            "pii_types": [["EMAIL"], ["PHONE"], [], ["EMAIL"], ["EMAIL"]],
+            "length_tokens": [9, 2, 9, 9, 9],
+        }
+    )
+    m = {"unique_sequences": 4, "curated_unique_sequences": 2, "pii_unique_sequences_total": 2}
+    users = ["a", "b", "c", "d", "a"]  # one entry per document: a wrote two
+    out = count_intervals(rows, m, users, t=1.0, min_tokens=5)
+    # a: 3 unique, 1 curated (3.0), 1 PII (the PHONE one is short); b: 1, 1, 1; c, d: nothing
+    assert out["unique_sequences_ci"] == list(bootstrap_sum_interval([3, 1, 0, 0]))
+    assert out["curated_unique_sequences_ci"] == list(bootstrap_sum_interval([1, 1, 0, 0]))
+    assert out["pii_unique_sequences_total_ci"] == list(bootstrap_sum_interval([1, 1, 0, 0]))
+    unknown = count_intervals(rows, {**m, "pii_unique_sequences_total": None}, users, t=1.0, min_tokens=5)
+    assert unknown["pii_unique_sequences_total_ci"] is None  # no PII policy: no count, no interval
+    assert count_intervals(rows.drop(columns=["user_ids"]), m, users, t=1.0, min_tokens=5) == {
+        "unique_sequences_ci": None,
+        "curated_unique_sequences_ci": None,
+        "pii_unique_sequences_total_ci": None,
+    }

@@ -138,6 +138,164 @@ def bound_from_counts(m: int, r: int, v: int, delta: float = 0.0, confidence: fl
     return EpsilonBound(m, r, v, delta, confidence, epsilon_lower_bound(m, r, v, delta, confidence))
 
 
+# ------------------------------------------------------------------------------ planning an audit
+
+#: The precisions ``lmleak dp-audit plan`` tabulates when none are given.
+PLAN_PRECISIONS: tuple[float, ...] = (1.0, 0.99, 0.95, 0.9, 0.8, 0.7, 0.6)
+
+#: The largest audit :func:`canaries_needed` considers.
+MAX_PLAN_CANARIES = 10_000_000
+
+
+def correct_at_precision(r: int, precision: float) -> int:
+    """The fewest correct guesses of ``r`` whose share is at least ``precision``: ``ceil(P r)``.
+
+    Example:
+        >>> correct_at_precision(1000, 0.9), correct_at_precision(10, 0.95), correct_at_precision(7, 1.0)
+        (900, 10, 7)
+    """
+    if not 0.0 <= precision <= 1.0 or math.isnan(precision):
+        raise ConfigError(
+            f"precision must lie in [0, 1], got {precision}", field="precision", hint="e.g. 0.9"
+        )
+    if r < 0:
+        raise ConfigError(f"need r >= 0 guesses, got {r}", field="r")
+    # round first so that 0.9 * 1000 = 900.0000000000001 asks for 900, not 901
+    return min(r, math.ceil(round(precision * r, 9)))
+
+
+def max_certifiable_epsilon(
+    m: int, r: int | None = None, precision: float = 1.0, delta: float = 0.0, confidence: float = 0.95
+) -> float:
+    """The largest ε̂ an audit of ``m`` canaries with ``r`` guesses (default all ``m``) can certify
+    when a share ``precision`` of its guesses is right (``ceil(precision·r)`` of them).
+
+    With every guess right (``precision = 1``) this is the most the audit can ever show: a claimed
+    ε above it cannot be refuted by an audit of this size, whatever the model leaks. With
+    ``δ = 0`` it is ``logit`` of the one-sided Clopper–Pearson lower bound of the accuracy
+    (``P[Binomial(r, q) >= v]`` is the regularised incomplete beta ``I_q(v, r - v + 1)``); for
+    ``precision = 1`` simply ``log(q / (1 - q))`` with ``q = (1 - confidence)^(1/r)``.
+
+    Example:
+        >>> round(max_certifiable_epsilon(1000), 3)  # 1,000 guesses, all right: q = 0.05^(1/1000)
+        5.809
+        >>> round(max_certifiable_epsilon(1000, precision=0.9), 3)
+        2.021
+    """
+    r = m if r is None else r
+    return epsilon_lower_bound(m, r, correct_at_precision(r, precision), delta, confidence)
+
+
+def canaries_needed(
+    target_epsilon: float,
+    precision: float = 1.0,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    *,
+    max_m: int = MAX_PLAN_CANARIES,
+) -> int | None:
+    """The fewest canaries ``m`` from which on every audit that guesses all its canaries with a
+    share ``precision`` right certifies ``ε >= target_epsilon`` (the :func:`p_value` of the target
+    falls below ``1 - confidence``). None when no audit of at most ``max_m`` canaries can: in
+    particular when ``precision <= e^ε / (e^ε + 1)``, the accuracy of ε-DP randomised response,
+    which no number of guesses beats.
+
+    "From ``m`` on", not "at ``m``": ``ceil(precision·m)`` rounds up, so near the threshold an
+    ``m`` whose rounding adds a correct guess certifies while ``m + 1`` does not (at 70 % right,
+    ε = 0.5 at 90 % confidence is certified at m = 53, 56, 59, 62, 63, ... and at every m from 71);
+    an audit planned at the first lucky ``m`` would fail with one canary more.
+
+    Found by doubling ``m`` until the target is certified at some ``m = h``, then scanning every
+    ``m`` below ``2h`` for the last one that does not certify (``2h`` is past the rounding zone:
+    doubling the guesses outweighs the one guess that rounding adds).
+
+    Example:
+        >>> canaries_needed(1.0)  # all right: q_1^m < 0.05 with q_1 = e/(1+e), so m > 9.56
+        10
+        >>> canaries_needed(0.5, precision=0.7, confidence=0.9)
+        71
+        >>> canaries_needed(2.0, precision=0.85) is None  # 0.85 < e^2/(1+e^2) = 0.881
+        True
+    """
+    if not target_epsilon > 0 or math.isinf(target_epsilon):
+        raise ConfigError(
+            f"the target epsilon must be a positive number, got {target_epsilon}", field="target_epsilon"
+        )
+    correct_at_precision(1, precision)  # checks the precision
+    _check(1, 0, 0, delta)
+    if precision <= 1.0 / (1.0 + math.exp(-target_epsilon)):
+        return None
+    hi = 1
+    while p_value(hi, hi, correct_at_precision(hi, precision), target_epsilon, delta) >= 1.0 - confidence:
+        if hi >= max_m:
+            return None
+        hi = min(2 * hi, max_m)
+    top = min(2 * hi, max_m)
+    ms = np.arange(1, top + 1)
+    q = 1.0 / (1.0 + math.exp(-target_epsilon))
+    vs = np.minimum(ms, np.ceil(np.round(precision * ms, 9)).astype(np.int64))
+    from scipy.stats import binom
+
+    # the δ = 0 tail of every m at once; the δ term only above the last m the tail alone fails,
+    # from the top down to the first m it fails (one scan over i per m: the slow part)
+    tail_fails = np.flatnonzero(binom.sf(vs - 1, ms, q) >= 1.0 - confidence)
+    last = int(tail_fails.max()) if tail_fails.size else -1
+    if delta > 0:
+        for j in range(top - 1, last, -1):
+            if p_value(int(ms[j]), int(ms[j]), int(vs[j]), target_epsilon, delta) >= 1.0 - confidence:
+                return int(ms[j]) + 1
+    return int(ms[last]) + 1 if last >= 0 else 1
+
+
+@dataclass(frozen=True)
+class AuditPlan:
+    """What ``lmleak dp-audit plan`` prints: per precision, the largest certifiable ε̂ for ``m``
+    canaries and ``r`` guesses, and (with a target) the canaries needed to certify it."""
+
+    m: int
+    r: int
+    delta: float
+    confidence: float
+    rows: tuple[dict[str, Any], ...]
+    target_epsilon: float | None = None
+
+
+def plan_audit(
+    m: int,
+    *,
+    r: int | None = None,
+    precisions: Sequence[float] = PLAN_PRECISIONS,
+    delta: float = 0.0,
+    confidence: float = 0.95,
+    target_epsilon: float | None = None,
+) -> AuditPlan:
+    """Size a one-run audit before training: each row gives a precision, the correct guesses it
+    means of ``r`` (default ``m``), ``max_epsilon`` (:func:`max_certifiable_epsilon`) and, with a
+    target, ``canaries_needed`` (:func:`canaries_needed`, all canaries guessed).
+
+    Example:
+        >>> plan = plan_audit(1000, precisions=[1.0, 0.9], target_epsilon=4.0)
+        >>> [(row["v"], round(row["max_epsilon"], 2), row["canaries_needed"]) for row in plan.rows]
+        [(1000, 5.81, 166), (900, 2.02, None)]
+    """
+    r = m if r is None else r
+    _check(m, r, 0, delta)
+    if not precisions:
+        raise ConfigError("no precision to plan for", field="precision", hint="e.g. --precision 0.9")
+    rows = []
+    for p in precisions:
+        v = correct_at_precision(r, p)
+        row: dict[str, Any] = {
+            "precision": float(p),
+            "v": v,
+            "max_epsilon": epsilon_lower_bound(m, r, v, delta, confidence),
+        }
+        if target_epsilon is not None:
+            row["canaries_needed"] = canaries_needed(target_epsilon, p, delta, confidence)
+        rows.append(row)
+    return AuditPlan(m, r, delta, confidence, tuple(rows), target_epsilon)
+
+
 def guess_membership(scores: Sequence[float] | np.ndarray, r: int) -> np.ndarray:
     """Guesses ``T ∈ {-1, 0, +1}^m``: ``+1`` for the ``r/2`` highest scores, ``-1`` for the ``r/2``
     lowest, 0 (abstain) for the rest; an odd ``r`` gives the extra guess to "in". Ties are broken
@@ -179,7 +337,11 @@ def count_correct(
 @dataclass(frozen=True, slots=True)
 class DPAuditConfig:
     """One audit run: ``m`` canaries ``prefix + <digits random digits>``, ``r`` guesses (``None``:
-    ``m // 2``), the bound's ``delta`` (``None``: the accountant's δ, else 1e-5) and ``confidence``."""
+    ``m // 2``), the bound's ``delta`` (``None``: the accountant's δ, else 1e-5) and ``confidence``.
+
+    ``placebo``: draw, score and guess the canaries exactly the same way but train on none of them;
+    the model then carries no information about the coin flips, so the bound must come out 0
+    (with probability at least ``confidence``): a check of the whole pipeline."""
 
     m: int = 256
     r: int | None = None
@@ -188,6 +350,7 @@ class DPAuditConfig:
     prefix: str = "My ID is: "
     digits: int = 6
     seed: int = 0
+    placebo: bool = False
 
 
 def make_canaries(
@@ -250,10 +413,19 @@ def audit_scores(
     """Guess, count and bound: the ``dp_audit`` record (``m, r, v, delta, confidence,
     epsilon_lower_bound, accuracy``) from canary scores and the recorded inclusion.
 
+    Beside the bound: ``max_certifiable_epsilon``, what the same ``r`` guesses would certify were
+    every one right (no claimed ε above it can be refuted by this audit), and ``null``, the guesses
+    on the excluded canaries (never trained on) beside those on the included ones. The excluded
+    canaries are the audit's null: inclusion is a coin flip made before training, so a model that
+    learnt nothing from its canaries guesses "in" as often for an excluded canary as for an
+    included one, and its correct guesses are Binomial(r, 1/2).
+
     Example:
         >>> rec = audit_scores([5, 4, 3, 2, 1, 0], [True, True, True, False, False, False], r=6)
-        >>> rec["v"], round(rec["epsilon_lower_bound"], 3)
-        (6, 0.435)
+        >>> rec["v"], round(rec["epsilon_lower_bound"], 3), round(rec["max_certifiable_epsilon"], 3)
+        (6, 0.435, 0.435)
+        >>> rec["null"]["excluded_guessed_in"], rec["null"]["included_guessed_in"]
+        (0, 3)
     """
     m = len(scores) if m is None else m
     r = m // 2 if r is None else r
@@ -268,8 +440,43 @@ def audit_scores(
         "confidence": confidence,
         "accuracy": v / r_made if r_made else None,
         "epsilon_lower_bound": eps,
+        "max_certifiable_epsilon": epsilon_lower_bound(m, r_made, r_made, delta, confidence),
         "theorem": "Steinke, Nasr & Jagielski 2023, Theorem 3",
+        "null": null_record(guesses, included),
         "guesses": guesses,
+    }
+
+
+#: How the audit's null is stated in its record and in docs/dp-audit.md.
+NULL_STATEMENT = (
+    "the excluded canaries are the null: each canary was included by a coin flip before training, "
+    "so a model that learnt nothing from its canaries guesses 'in' as often for an excluded canary "
+    "(never trained on) as for an included one, its correct guesses are Binomial(r, 1/2) and the "
+    "bound is 0 with probability at least the confidence"
+)
+
+
+def null_record(guesses: Sequence[int] | np.ndarray, included: Sequence[bool] | np.ndarray) -> dict[str, Any]:
+    """The guesses on the excluded canaries beside those on the included ones (the 2 × 2 table of
+    guess against inclusion, abstentions left out), with :data:`NULL_STATEMENT`.
+
+    Example:
+        >>> rec = null_record([1, -1, 0, 1, -1], [True, False, True, False, True])
+        >>> [rec[k] for k in ("included_guessed_in", "included_guessed_out", "excluded_guessed_in", "excluded_guessed_out")]
+        [1, 1, 1, 1]
+        >>> rec["excluded"], rec["included"]
+        (2, 3)
+    """
+    g = np.asarray(guesses)
+    inc = np.asarray(included, dtype=bool)
+    return {
+        "statement": NULL_STATEMENT,
+        "included": int(inc.sum()),
+        "excluded": int((~inc).sum()),
+        "included_guessed_in": int(np.count_nonzero(inc & (g > 0))),
+        "included_guessed_out": int(np.count_nonzero(inc & (g < 0))),
+        "excluded_guessed_in": int(np.count_nonzero(~inc & (g > 0))),
+        "excluded_guessed_out": int(np.count_nonzero(~inc & (g < 0))),
     }
 
 
@@ -284,3 +491,20 @@ def audit_statement(claimed: float | None, measured: float, confidence: float) -
     """
     c = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (ε = ∞)"
     return f"{c}; measured ≥ {measured:.3g} ({confidence:.0%} confidence)"
+
+
+def limit_statement(m: int, r: int, max_epsilon: float, claimed: float | None) -> str:
+    """What the audit's size lets it show: the largest ε̂ that ``r`` guesses about ``m`` canaries
+    certify were every guess right, and whether a claimed ε lies beyond it.
+
+    Example:
+        >>> limit_statement(256, 128, 3.3, 8.0)
+        'with 128 guesses about 256 canaries this audit certifies at most ε ≥ 3.3 (every guess right): it cannot refute a claimed ε above 3.3, so the claimed ε ≤ 8 is beyond its reach (size an audit with `lmleak dp-audit plan`)'
+    """
+    text = (
+        f"with {r} guesses about {m} canaries this audit certifies at most ε ≥ {max_epsilon:.3g} "
+        f"(every guess right): it cannot refute a claimed ε above {max_epsilon:.3g}"
+    )
+    if claimed is not None and claimed >= max_epsilon:
+        text += f", so the claimed ε ≤ {claimed:.3g} is beyond its reach (size an audit with `lmleak dp-audit plan`)"
+    return text

@@ -13,12 +13,22 @@ Two ways to get there:
   sample of candidates and read ``-log2 Pr[X <= canary log-perplexity]`` from the fit. It is an
   *estimate* for formats too large to enumerate; its tail can report far more than log2|R| bits
   (BENCHMARKING.md saw 167 bits for an exact 19.93), so it never replaces the exact rank.
+
+**The null beside the headline: placebo canaries.** A run also draws, per format, as many secrets
+as it has canaries uniformly from the same candidates (never one of the canaries, nor one that
+follows the prefix anywhere in the corpus when the corpus is known) and ranks them exactly as the
+canaries: secrets the model never saw. Their exposures (``placebo_exposure.parquet``,
+``placebo_max_exposure`` and percentiles in the summary) are what the same procedure reports for
+no memorisation at all, so ``max_exposure`` is read against ``placebo_max_exposure``: a maximum
+over n canaries is compared with a maximum over n secrets that were never inserted. For a secret
+drawn uniformly its rank is uniform whatever the model (``P[exposure >= x] = 2^-x`` up to ties),
+so the placebos also check the ranking itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +36,8 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
-from lmleak.errors import DataFileError
+from lmleak.errors import ConfigError, DataFileError
+from lmleak.intervals import BOOTSTRAP_METHOD, group_bootstrap, interval_record
 from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require
 from lmleak.models.loading import load_model
@@ -369,6 +380,90 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
     return out
 
 
+def secrets_in_texts(texts: Iterable[str], fmt: CanaryFormat) -> set[str]:
+    """Every string of ``fmt`` that follows its prefix somewhere in ``texts`` (what a placebo must
+    not be: a secret the model may have been trained on).
+
+    Example:
+        >>> sorted(secrets_in_texts(["My ID is: 123456 and My ID is: 9", "My ID is: 000042."],
+        ...                         CanaryFormat("My ID is: ")))
+        ['000042', '123456']
+    """
+    import re
+
+    pattern = re.compile(re.escape(fmt.prefix) + "([" + re.escape(fmt.alphabet) + f"]{{{fmt.length}}})")
+    return {m.group(1) for text in texts for m in pattern.finditer(text)}
+
+
+def draw_placebos(
+    canaries: Sequence[dict[str, Any]],
+    count: int | None = None,
+    *,
+    alphabet: str | None = None,
+    seed: int = 0,
+    corpus_texts: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Placebo canaries: per format of ``canaries``, ``count`` secrets (None: as many as that format
+    has canaries) drawn uniformly without replacement from its candidates, never one of the
+    canaries' secrets nor (given ``corpus_texts``) one that follows the prefix in the corpus.
+
+    Fewer when the format has fewer candidates left. Each record is a canary record
+    (``prefix, secret, repeats=0, user_id=None, alphabet``) with ``placebo: True``.
+
+    Example:
+        >>> recs = [{"prefix": "My ID is: ", "secret": "1234"}, {"prefix": "My ID is: ", "secret": "99"}]
+        >>> p = draw_placebos(recs, seed=1)
+        >>> [(len(x["secret"]), x["repeats"], x["placebo"]) for x in p]
+        [(4, 0, True), (2, 0, True)]
+        >>> len(draw_placebos(recs, 200)) == 200 + 99  # the 2-digit format has only 99 others
+        True
+    """
+    if count is not None and count < 0:
+        raise ConfigError(f"placebos must be >= 0, got {count}", field="placebos")
+    groups = _group_by_format(canaries, alphabet)
+    texts = list(corpus_texts) if corpus_texts is not None else []
+    rng = np.random.default_rng([seed, 26])  # its own stream: the canaries' draws stay as they were
+    out: list[dict[str, Any]] = []
+    for fmt, idx in groups.items():
+        taken = {c["secret"] for c in canaries}
+        if texts:
+            taken |= secrets_in_texts(texts, fmt)
+        want = len(idx) if count is None else count
+        for secret in _draw_format(fmt, want, taken, rng):
+            out.append(
+                {
+                    "prefix": fmt.prefix,
+                    "secret": secret,
+                    "repeats": 0,
+                    "user_id": None,
+                    "alphabet": fmt.alphabet,
+                    "placebo": True,
+                }
+            )
+    return out
+
+
+def _draw_format(fmt: CanaryFormat, want: int, taken: set[str], rng: np.random.Generator) -> list[str]:
+    """``want`` distinct candidates of ``fmt`` outside ``taken``, uniformly (fewer if there are not)."""
+    n = fmt.num_candidates
+    free = n - sum(1 for t in taken if fmt.contains(t))
+    want = min(want, free)
+    if want <= 0:
+        return []
+    if 2 * want >= free:  # a small format: enumerate what is left and choose
+        left = [c for c in fmt.candidates(np.arange(n)) if c not in taken]
+        return [left[i] for i in rng.choice(len(left), size=want, replace=False)]
+    base, seen = len(fmt.alphabet), set(taken)
+    chosen: list[str] = []
+    while len(chosen) < want:  # character by character: formats beyond 2^63 candidates too
+        for row in rng.integers(0, base, size=(2 * (want - len(chosen)), fmt.length)):
+            secret = "".join(fmt.alphabet[j] for j in row)
+            if secret not in seen and len(chosen) < want:
+                seen.add(secret)
+                chosen.append(secret)
+    return chosen
+
+
 def exposure_table(results: Sequence[CanaryExposure]) -> Any:
     """One row per canary, the columns of ``exposure.parquet``."""
     import pandas as pd
@@ -390,6 +485,7 @@ def exposure_table(results: Sequence[CanaryExposure]) -> Any:
     )
 
 
+# long: the placebos beside the canaries add the split of their results and their table
 @writes_run("out_dir")
 def run_exposure(
     model: Any,
@@ -401,19 +497,32 @@ def run_exposure(
     sample_size: int = 5000,
     max_candidates: int = 10_000_000,
     seed: int = 0,
+    placebos: int | None = None,
+    corpus_texts: Iterable[str] | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
-    """Canary exposure into a run directory: ``exposure.parquet`` and ``summary.json``.
+    """Canary exposure into a run directory: ``exposure.parquet``, ``placebo_exposure.parquet`` and
+    ``summary.json``.
 
-    Returns the summary and the per-canary results (for printing).
+    ``placebos``: secrets never inserted, per format (None: as many as the format's canaries; 0:
+    none), drawn by :func:`draw_placebos` (never a secret that follows the prefix in
+    ``corpus_texts``) and ranked in the same searches as the canaries.
+
+    Returns the summary and the per-canary results (for printing; placebos not among them).
     """
     import time
 
     records = read_canaries(canaries)
+    require(model, Capability.SCORE, attack="canary exposure")  # before any work, the placebos' too
+    placebo_records = (
+        []
+        if placebos == 0
+        else draw_placebos(records, placebos, alphabet=alphabet, seed=seed, corpus_texts=corpus_texts)
+    )
     stats = SearchStats()
     t0 = time.perf_counter()
-    results = measure_exposure(
+    every = measure_exposure(
         model,
-        records,
+        [*records, *placebo_records],
         alphabet=alphabet,
         max_enumerable=max_candidates,
         extrapolate=extrapolate,
@@ -423,12 +532,62 @@ def run_exposure(
         work_dir=Path(out_dir) / "passes" / "exposure",
     )
     seconds = time.perf_counter() - t0
+    results, placebo_results = every[: len(records)], every[len(records) :]
     table = exposure_table(results)
     run = secure_dir(out_dir)
-    write_parquet(table, run / "exposure.parquet")
     summary = _exposure_summary(model, canaries, results, table, stats, seconds)
+    if placebo_results:
+        placebo_table = exposure_table(placebo_results)
+        table["placebo_p_value"] = placebo_p_values(table["exposure_bits"], placebo_table["exposure_bits"])
+        write_parquet(placebo_table, run / "placebo_exposure.parquet")
+        summary.update(placebo_summary(table["exposure_bits"], placebo_table["exposure_bits"], seed))
+    else:
+        summary["placebo_note"] = (
+            "no placebo canaries were drawn (placebos = 0): max_exposure has no null beside it"
+        )
+    write_parquet(table, run / "exposure.parquet")
     write_summary(run, summary)
     return summary, results
+
+
+def placebo_p_values(exposures: Any, placebo_exposures: Any) -> np.ndarray:
+    """Per canary, the share of placebos at least as exposed, counting the canary itself:
+    ``(1 + #{placebo >= e}) / (n + 1)`` (a valid permutation p-value; never 0).
+
+    Example:
+        >>> placebo_p_values([19.9, 1.0], [1.2, 0.4, 2.5, 0.9]).tolist()
+        [0.2, 0.6]
+    """
+    p = np.sort(np.asarray(placebo_exposures, dtype=np.float64))
+    e = np.asarray(exposures, dtype=np.float64)
+    at_least = p.size - np.searchsorted(p, e, side="left")
+    return (1.0 + at_least) / (p.size + 1.0)
+
+
+def placebo_summary(exposures: Any, placebo_exposures: Any, seed: int) -> dict[str, Any]:
+    """The summary keys of the placebos: their maximum, mean and percentiles beside the canaries'.
+
+    Example:
+        >>> s = placebo_summary([19.9, 1.0], [1.2, 0.4, 2.5, 0.9], seed=0)
+        >>> s["num_placebos"], s["placebo_max_exposure"], s["canaries_above_placebo_max"]
+        (4, 2.5, 1)
+    """
+    e = np.asarray(exposures, dtype=np.float64)
+    p = np.asarray(placebo_exposures, dtype=np.float64)
+    pct = np.percentile(p, [50, 90, 95])
+    return {
+        "num_placebos": int(p.size),
+        "placebo_max_exposure": float(p.max()),
+        "placebo_mean_exposure": float(p.mean()),
+        "placebo_exposure_percentiles": {"p50": float(pct[0]), "p90": float(pct[1]), "p95": float(pct[2])},
+        "canaries_above_placebo_max": int((e > p.max()).sum()),
+        "placebo": {
+            "method": "secrets drawn uniformly from each canary format (as many per format as it has "
+            "canaries), never a canary's secret nor one following the prefix in the corpus, ranked "
+            "in the same searches; placebo_exposure.parquet holds each",
+            "seed": seed,
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -451,6 +610,7 @@ def exposure_of_model(
     max_candidates: int = 10_000_000,
     seed: int = 0,
     echo: Callable[[str], None] | None = None,
+    placebos: int | None = None,
 ) -> ExposureRun:
     """Load the model spec ``model`` and run :func:`run_exposure` on it (the work of ``lmleak exposure``).
 
@@ -462,8 +622,10 @@ def exposure_of_model(
         extrapolate: add the skew-normal estimate (Carlini et al. §4.3).
         sample_size: candidates sampled for the skew-normal fit.
         max_candidates: largest |R| ranked exactly; larger formats are extrapolated.
-        seed: sampling seed.
+        seed: sampling seed (of the extrapolation's sample and of the placebos).
         echo: called with a progress message once the model is loaded.
+        placebos: never-inserted secrets per format ranked beside the canaries (None: as many as
+            the format's canaries; 0: none), see :func:`draw_placebos`.
 
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
@@ -480,8 +642,24 @@ def exposure_of_model(
         sample_size=sample_size,
         max_candidates=max_candidates,
         seed=seed,
+        placebos=placebos,
     )
     return ExposureRun(lm.name, summary, results)
+
+
+def _mean_exposure_interval(table: Any, n_boot: int = 1000) -> dict[str, Any]:
+    """``mean_exposure_ci``: the cluster bootstrap of the mean exposure over the canaries' owners
+    (a canary without an owner is its own group), and its ``intervals`` record. The maximum gets no
+    interval (a bootstrap of a maximum is not a valid one); the placebos are its null."""
+    bits = table["exposure_bits"].to_numpy(dtype=np.float64)
+    groups = [u if u is not None else f"canary-{i}" for i, u in enumerate(table["user_id"])]
+    ci = group_bootstrap(lambda idx: float(bits[idx].mean()), groups, n_boot=n_boot)
+    return {
+        "mean_exposure_ci": None if ci is None else [ci[0], ci[1]],
+        "intervals": interval_record(
+            method=BOOTSTRAP_METHOD, unit="canary owner", n_units=len(set(groups)), n_boot=n_boot
+        ),
+    }
 
 
 def _exposure_summary(
@@ -503,6 +681,7 @@ def _exposure_summary(
         "max_exposure_secret_rank": best.rank,
         "max_possible_exposure": max(math.log2(r.num_candidates) for r in results),
         "mean_exposure": float(table["exposure_bits"].mean()),
+        **_mean_exposure_interval(table),
         "methods": sorted(set(table["method"])),
         "rank_rule": "1 + #strictly more likely (beyond 1e-4 nats) + floor(#other ties / 2)",
         "search": {

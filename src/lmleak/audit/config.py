@@ -60,6 +60,7 @@ analyses:
     canaries: null              # canaries.jsonl (text, secret, prefix, ...)
     max_candidates: 10000000    # formats with more candidates: extrapolated rank (skew-normal fit), not exact
     sample_size: 5000           # ...fitted on this many random candidates
+    placebos: null              # never-inserted secrets ranked beside them, per format (null: as many as canaries; 0: none)
   mia:                          # membership inference; needs member / non-member files. The public model
                                 # is the reference of its calibrated score: it must not have seen the non-members
     members: null
@@ -122,6 +123,10 @@ class ExposureSpec:
     # near-complete walk of 10^6 candidates costs a pretrained model on a CPU far too long
     max_candidates: int = 10_000_000
     sample_size: int = 5000
+    # never-inserted secrets ranked beside the canaries, per format (None: as many as its canaries;
+    # 0: none): the exposure headline's null; a placebo is not memorised, so its exact rank costs a
+    # near-complete walk of the candidates (issue 26)
+    placebos: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +370,7 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
     "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
     "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
+    "analyses.exposure.placebos": ("placebos >= 0 (0: none)", 0),
     "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),

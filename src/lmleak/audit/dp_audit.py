@@ -17,6 +17,7 @@ from lmleak.attacks.dp_audit import (
     DPAuditConfig,
     audit_scores,
     audit_statement,
+    limit_statement,
     make_canaries,
     score_canaries,
 )
@@ -45,7 +46,9 @@ def run_dp_audit(
     Writes ``RUN/model/`` (the trained model; its ``privacy.json`` gains ``epsilon_lower_bound`` and
     ``dp_audit``), ``RUN/canaries.parquet`` (secret, included, score, guess, correct per canary) and
     ``RUN/summary.json`` (``attack: dp_audit``, the accountant's ``dp_epsilon`` beside the measured
-    ``epsilon_lower_bound``, the KART scenario). Validation users are split off the corpus before
+    ``epsilon_lower_bound``, ``max_certifiable_epsilon`` and the null, the KART scenario); with
+    ``audit.placebo`` no canary is trained on (everything else the same), and the bound must be 0.
+    Validation users are split off the corpus before
     the canaries are added, so no canary is ever held out; unless ``train_config.tokenizer_from``
     names one, the tokenizer is learnt from the corpus plus every digit, never from the canaries, so
     the vocabulary does not depend on the inclusion (``privacy.json`` records it as
@@ -72,6 +75,8 @@ def run_dp_audit(
     record = {
         **rec,
         "num_included": int(sum(included)),
+        "placebo": audit.placebo,
+        "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
         "score": "logprob(secret | prefix)",
         "seed": audit.seed,
         "canary_format": f"{audit.prefix}<{audit.digits} digits>",
@@ -118,8 +123,9 @@ def _train_with_canaries(
     """Train once into ``run/model`` on ``base``'s training users plus the included canaries;
     returns the training result and the number of training documents."""
     train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
+    trained = [] if audit.placebo else [c for c in canaries if c["included"]]  # a placebo run trains on none
     docs = list(train_part) + [
-        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in canaries if c["included"]
+        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in trained
     ]
     train_corpus = Corpus(docs, source=source)
     tok_source = None
@@ -168,18 +174,27 @@ def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence
 def _summary(
     result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
 ) -> dict[str, Any]:
-    """``summary.json``: the accountant's ε beside the measured lower bound, and the KART scenario."""
+    """``summary.json``: the accountant's ε beside the measured lower bound and the most this audit
+    could certify, the null it is read against, and the KART scenario."""
     claimed = privacy.get("epsilon")
-    return {
+    eps = record["epsilon_lower_bound"]
+    out = {
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
         "dp_epsilon": claimed,
         "dp_delta": privacy.get("delta"),
-        "epsilon_lower_bound": record["epsilon_lower_bound"],
-        "claim_violated": bool(claimed is not None and record["epsilon_lower_bound"] > float(claimed)),
+        "epsilon_lower_bound": eps,
+        "max_certifiable_epsilon": record["max_certifiable_epsilon"],
+        "claim_violated": bool(claimed is not None and eps > float(claimed)),
+        "claim_beyond_reach": bool(
+            claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
+        ),
+        "placebo": record["placebo"],
+        "null": record["null"]["statement"],
         "dp_audit": record,
-        "statement": audit_statement(claimed, record["epsilon_lower_bound"], record["confidence"]),
+        "statement": audit_statement(claimed, eps, record["confidence"]),
+        "limit": limit_statement(record["m"], record["r"], record["max_certifiable_epsilon"], claimed),
         "train": {"final": result.final, "num_train_documents": num_train_documents},
         "scenario": scenario_record(
             attack="dp_audit_one_run",
@@ -191,6 +206,15 @@ def _summary(
             "probability 1/2 and guesses their membership from log p(secret | prefix)",
         ),
     }
+    if record["placebo"]:
+        out["statement"] = "placebo run (no canary trained on): " + out["statement"]
+        if eps > 0:  # happens with probability at most 1 - confidence; more often means a broken pipeline
+            out["placebo_warning"] = (
+                f"a placebo run certified ε ≥ {eps:.3g} although no canary was trained on: "
+                f"this happens with probability at most {1 - record['confidence']:.0%}; rerun with "
+                "another --seed, and if it persists the scores depend on the inclusion by another route"
+            )
+    return out
 
 
 def _check_one_sequence(

@@ -193,12 +193,15 @@ class Auditor:
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+        # placebo canaries beside the real ones: never a secret that follows a prefix in the corpus
         run_exposure(
             model,
             self.cfg.resolve(spec.canaries) or "",
             out,
             max_candidates=spec.max_candidates,
             sample_size=spec.sample_size,
+            placebos=spec.placebos,
+            corpus_texts=self.corpus().texts(),
         )
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:

@@ -91,6 +91,12 @@ def exposure_cmd(
         int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.")
     ] = 10_000_000,
     seed: SeedOpt = 0,
+    placebos: Annotated[
+        int | None,
+        typer.Option(
+            help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its canaries; 0: none)."
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -108,6 +114,7 @@ def exposure_cmd(
         max_candidates=max_candidates,
         seed=seed,
         echo=info,
+        placebos=placebos,
     )
     if as_json:
         print_json(run.summary)
@@ -134,6 +141,12 @@ def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_d
     out.print(
         f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}"
     )
+    if summary.get("placebo_max_exposure") is not None:  # the null the maximum is read against
+        out.print(
+            f"placebo: {summary['num_placebos']} never-inserted secrets of the same formats reach at most "
+            f"{summary['placebo_max_exposure']:.2f} bits (median {summary['placebo_exposure_percentiles']['p50']:.2f}); "
+            f"{summary['canaries_above_placebo_max']} of {summary['num_canaries']} canaries lie above"
+        )
 
 
 # long: the Typer signature declares 23 options; the body only parses, calls membership_of_model, prints

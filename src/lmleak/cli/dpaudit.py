@@ -1,4 +1,4 @@
-"""CLI: ``lmleak dp-audit bound`` and ``lmleak dp-audit run`` (Steinke, Nasr & Jagielski 2023)."""
+"""CLI: ``lmleak dp-audit bound``, ``plan`` and ``run`` (Steinke, Nasr & Jagielski 2023)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         no_args_is_help=True,
     )
     group.command("bound")(bound)
+    group.command("plan")(plan)
     group.command("run")(run)
     app.add_typer(group, name="dp-audit")
 
@@ -41,7 +42,66 @@ def bound(
     out.print(f"epsilon_lower_bound: {bound.epsilon_lower_bound:.6g}")
 
 
-# long: the Typer signature declares 24 options; the body only builds the configs, runs, prints
+def plan(
+    m: Annotated[int, typer.Option("--m", help="Canaries, each included with probability 1/2.")],
+    precision: Annotated[
+        list[float] | None,
+        typer.Option(
+            "--precision",
+            help="Share of guesses right (repeat for several; default 1, .99, .95, .9, .8, .7, .6).",
+        ),
+    ] = None,
+    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).")] = None,
+    delta: Annotated[
+        float, typer.Option("--delta", help="The delta of the (epsilon, delta)-DP claim tested.")
+    ] = 0.0,
+    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the lower bound.")] = 0.95,
+    target_epsilon: Annotated[
+        float | None,
+        typer.Option("--target-epsilon", help="Also give the canaries needed to certify this epsilon."),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Size an audit before training: the largest epsilon m canaries can certify at each precision."""
+    from lmleak.attacks.dp_audit import PLAN_PRECISIONS, plan_audit  # lazy: numpy, scipy
+
+    result = plan_audit(
+        m,
+        r=r,
+        precisions=precision or PLAN_PRECISIONS,
+        delta=delta,
+        confidence=confidence,
+        target_epsilon=target_epsilon,
+    )
+    if json_out:
+        print_json(asdict(result))
+        return
+    print_plan(result)
+
+
+def print_plan(plan: Any) -> None:
+    """One row per precision: the correct guesses it means, the largest certifiable epsilon and,
+    with a target, the canaries needed to certify it."""
+    from rich.table import Table
+
+    t = Table(
+        title=f"one-run audit: m = {plan.m} canaries, r = {plan.r} guesses, delta {plan.delta:g}, "
+        f"{plan.confidence:.0%} confidence"
+    )
+    for col in ("precision", "right", "max epsilon"):
+        t.add_column(col, justify="right")
+    if plan.target_epsilon is not None:
+        t.add_column(f"m for epsilon {plan.target_epsilon:g} (all guessed)", justify="right")
+    for row in plan.rows:
+        cells = [f"{row['precision']:.3g}", f"{row['v']} of {plan.r}", f"{row['max_epsilon']:.4g}"]
+        if plan.target_epsilon is not None:
+            need = row["canaries_needed"]
+            cells.append("unreachable" if need is None else str(need))
+        t.add_row(*cells)
+    out.print(t)
+
+
+# long: the Typer signature declares 25 options; the body only builds the configs, runs, prints
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
@@ -88,6 +148,12 @@ def run(
         float, typer.Option("--holdout-users", help="Share of corpus users held out (validation).")
     ] = 0.1,
     seed: Annotated[int, typer.Option(help="Seed of the canaries, their inclusion and training.")] = 0,
+    placebo: Annotated[
+        bool,
+        typer.Option(
+            "--placebo", help="Train on no canary (a null run: the bound must be 0); all else the same."
+        ),
+    ] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
 ) -> None:
@@ -118,7 +184,7 @@ def run(
         corpus,
         out_dir,
         cfg,
-        DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed),
+        DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed, placebo=placebo),
         progress=not (quiet_ or json_out),
     )
     if json_out:
@@ -135,8 +201,12 @@ def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
         f"{summary['statement']}: {a['v']} of {a['r']} guesses right about {a['m']} canaries "
         f"({a['num_included']} included), delta {a['delta']:g}"
     )
+    if summary.get("limit"):
+        out.print(summary["limit"])
     if summary["claim_violated"]:
         out.print(
             "[bold red]the measured lower bound exceeds the claimed epsilon: the DP claim is violated[/]"
         )
+    if summary.get("placebo_warning"):
+        out.print(f"[yellow]{summary['placebo_warning']}[/]")
     out.print(f"run: {out_dir}; report: {summary['report']}")

@@ -43,6 +43,7 @@ AREAS = [
     "lmleak.cli.dpaudit",  # dp-audit bound, dp-audit run (Steinke et al. 2023)
     "lmleak.cli.extract",  # extract (Carlini et al. 2021)
     "lmleak.cli.serve",  # serve (an OpenAI-compatible server for the HTTP backend)
+    "lmleak.cli.selftest",  # selftest (the installed lmleak against known answers)
 ]
 
 

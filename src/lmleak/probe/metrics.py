@@ -1,5 +1,5 @@
 """Leakage metrics of paper 003: exact match (§3.4), γ<k (Eq. 3), the Wilcoxon test (§4.2) and the
-string metrics of appendix B.1.2."""
+string metrics of appendix B.1.2, and the 95 % interval of an exact-match rate over users."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+
+from lmleak.intervals import group_bootstrap
 
 
 def exact_match(generated: str, target: str) -> bool:
@@ -167,3 +169,30 @@ def email_id_match(generated: str, target: str) -> bool:
     if not ident:
         return False
     return re.search(r"(?<![A-Za-z0-9_.\-])" + re.escape(ident) + "@", generated) is not None
+
+
+def hit_rate_interval(
+    hits: Sequence[bool] | np.ndarray,
+    users: Sequence[str],
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> list[float] | None:
+    """95 % interval ``[lo, hi]`` of the share of hits, by the cluster bootstrap over ``users``
+    (``users[i]`` owns item ``i``): a person probed for three PII types, or with several subject
+    records, counts once per draw, not as independent trials. None without items.
+
+    Example:
+        >>> hit_rate_interval([True, True, False, False, True, False], ["a", "a", "b", "b", "c", "d"])
+        [0.0, 1.0]
+        >>> hit_rate_interval([], []) is None
+        True
+    """
+    h = np.asarray(hits, dtype=np.float64)
+    if h.size != len(users):
+        raise ValueError("hits and users must have the same length")
+    if h.size == 0:
+        return None
+    ci = group_bootstrap(lambda idx: float(h[idx].mean()), list(users), n_boot=n_boot, level=level, seed=seed)
+    return None if ci is None else [ci[0], ci[1]]

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
 from lmleak.models.base import Capability
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.figures import write_figures
@@ -16,6 +17,7 @@ from lmleak.probe.metrics import (
     fisher_greater_p,
     gamma_curve,
     gamma_lt_k,
+    hit_rate_interval,
     mann_whitney_greater_p,
     wilcoxon_p,
 )
@@ -400,8 +402,10 @@ def run_probe(
     }
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
     summary.update(overall_metrics(lrows, grows))
+    summary.update(exact_match_intervals(grows, subjects, controls))
     if controls:
         summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
+        _add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
     if out_dir is not None:
         _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures)
     return summary
@@ -480,6 +484,56 @@ def _generation_pass(
     )
     entry.update(summarize_generations(pd.DataFrame(rows)))
     return rows
+
+
+N_BOOT = 1000
+
+
+def exact_match_intervals(
+    grows: list[dict[str, Any]], subjects: list[dict[str, Any]], controls: Collection[str] | None = None
+) -> dict[str, Any]:
+    """``pii_exact_match_ci`` (and, with ``controls``, the members' and controls' intervals under
+    ``exact_match_ci_by_group``) with the ``intervals`` record: a cluster bootstrap over the subjects'
+    users of the share of (subject, target type) pairs reproduced exactly, the unit of
+    ``pii_exact_match``. Nothing without generations.
+    """
+    import pandas as pd
+
+    if not grows:
+        return {}
+    user_of = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
+    pairs = (
+        pd.DataFrame(grows)
+        .groupby(["target_type", "subject_id"])["exact_match"]
+        .max()
+        .astype(bool)
+        .reset_index()
+    )
+    users = [user_of.get(str(s), str(s)) for s in pairs["subject_id"]]
+    hits = pairs["exact_match"].to_numpy()
+    out: dict[str, Any] = {
+        "pii_exact_match_ci": hit_rate_interval(hits, users, n_boot=N_BOOT),
+        "intervals": interval_record(
+            method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT
+        ),
+    }
+    if controls:
+        ctrl = set(controls)
+        in_ctrl = np.array([u in ctrl for u in users], dtype=bool)
+        out["exact_match_ci_by_group"] = {
+            name: hit_rate_interval(
+                hits[mask], [u for u, keep in zip(users, mask, strict=True) if keep], n_boot=N_BOOT
+            )
+            for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl))
+        }
+    return out
+
+
+def _add_group_intervals(groups: dict[str, Any], cis: dict[str, Any]) -> None:
+    """Each group's ``exact_match_rate_ci`` beside its ``exact_match_rate``."""
+    for name, ci in cis.items():
+        if name in groups and "exact_match_rate" in groups[name]:
+            groups[name]["exact_match_rate_ci"] = ci
 
 
 def _groups_summary(

@@ -9,7 +9,10 @@
   with ``redact=True`` neither file holds text, contexts, token ids or plain ids, and the ledger
   is not kept (see :mod:`lmleak.report.redaction`);
 - ``summary.json``: the §5 metrics for the first k at the top level and for every k under
-  ``by_k``, the model's corpus perplexity and top-k accuracy, and the KART scenario.
+  ``by_k``, the model's corpus perplexity and top-k accuracy, and the KART scenario. The leak
+  counts (``unique_sequences``, ``curated_unique_sequences``, ``pii_unique_sequences_total``) carry
+  a 95 % interval ``X_ci`` from a bootstrap over the corpus's users (every user, those without a
+  leak too; :func:`count_intervals`), described by the summary's ``intervals`` record.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import Any
 
 from lmleak.data.corpus import Corpus
 from lmleak.errors import ConfigError
+from lmleak.intervals import bootstrap_sum_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
@@ -160,12 +164,78 @@ def analyse(
             part, t=config.t, p=config.p, has_public=public_model is not None, min_tokens=config.min_tokens
         )
         m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
+        m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
         by_k[str(k)] = m
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
     # the p filter of §5 as a column, so a reviewer can keep only these rows
     seqs["kept_by_p"] = True if config.p is None else seqs["users_in_s"].to_numpy() < config.p
     return seqs, occ, by_k
+
+
+#: Bootstrap replicates of the leak counts' intervals.
+N_BOOT = 1000
+#: What the report's ``intervals`` record says about its ``*_ci`` keys.
+COUNT_INTERVAL_METHOD = (
+    "percentile bootstrap over the corpus's users (every user, with or without a leak) of the "
+    "leak count: the count a corpus of as many users drawn like these would show"
+)
+
+
+def count_intervals(
+    seqs: Any,
+    metrics: dict[str, Any],
+    users: Sequence[str],
+    *,
+    t: float,
+    min_tokens: int,
+    n_boot: int = N_BOOT,
+) -> dict[str, Any]:
+    """``unique_sequences_ci``, ``curated_unique_sequences_ci`` and ``pii_unique_sequences_total_ci``
+    for one k's rows: each count is a sum over users of the user's own leaks (a unique sequence has
+    exactly one user in D), and the users are resampled (:func:`~lmleak.intervals.bootstrap_sum_interval`),
+    so a prolific user's many leaks move together. ``users``: every user of the corpus (the ledger's
+    user of each document; repeats are collapsed). A count that is None (no public model, no PII
+    policy) gets a None interval; so does every count of rows without ``user_ids``.
+
+    Example:
+        >>> import pandas as pd
+        >>> rows = pd.DataFrame({"users_in_d": [1, 1, 2], "user_ids": [["a"], ["a"], ["a", "b"]],
+        ...     "perplexity_ratio": [2.0, 0.5, 9.0], "pii_types": [["EMAIL"], [], ["EMAIL"]],
+        ...     "length_tokens": [9, 9, 9]})
+        >>> m = {"unique_sequences": 2, "curated_unique_sequences": 1, "pii_unique_sequences_total": 1}
+        >>> out = count_intervals(rows, m, ["a", "b", "c"], t=1.0, min_tokens=5)
+        >>> out["unique_sequences_ci"][0] >= 0.0, out["pii_unique_sequences_total_ci"][1] <= 3.0
+        (True, True)
+    """
+    import numpy as np
+
+    keys = ("unique_sequences", "curated_unique_sequences", "pii_unique_sequences_total")
+    out: dict[str, Any] = {f"{k}_ci": None for k in keys}
+    everyone = sorted(set(users))
+    if "user_ids" not in seqs.columns or not everyone:
+        return out
+    unique = seqs[seqs["users_in_d"].to_numpy() == 1]
+    owner = [str(us[0]) for us in unique["user_ids"]]
+    ratio = unique["perplexity_ratio"].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        curated = ~np.isnan(ratio) & (ratio >= t)
+    types = unique["pii_types"] if "pii_types" in unique else [None] * len(unique)
+    pii = [bool(ty) and int(n) >= min_tokens for ty, n in zip(types, unique["length_tokens"], strict=True)]
+    for key, mask in (
+        ("unique_sequences", [True] * len(unique)),
+        ("curated_unique_sequences", curated),
+        ("pii_unique_sequences_total", pii),
+    ):
+        if metrics.get(key) is None:
+            continue
+        per_user = dict.fromkeys(everyone, 0)
+        for u, keep in zip(owner, mask, strict=True):
+            if keep:
+                per_user[u] = per_user.get(u, 0) + 1
+        ci = bootstrap_sum_interval(list(per_user.values()), n_boot=n_boot)
+        out[f"{key}_ci"] = None if ci is None else [ci[0], ci[1]]
+    return out
 
 
 def public_context(config: ReportConfig, ledger: Ledger) -> int:
@@ -385,6 +455,9 @@ _HEAD_KEYS = (
     "pii_unique_sequences",
     "pii_unique_sequences_total",
     "pii_unique_short_sequences",
+    "unique_sequences_ci",
+    "curated_unique_sequences_ci",
+    "pii_unique_sequences_total_ci",
 )
 
 
@@ -419,6 +492,9 @@ def _summary(
         "num_documents": ledger.num_docs,
         "num_tokens": ledger.num_tokens,
         "num_users": len(set(ledger.user_ids)),
+        "intervals": interval_record(
+            method=COUNT_INTERVAL_METHOD, unit="user", n_units=len(set(ledger.user_ids)), n_boot=N_BOOT
+        ),
         "ledger": ledger.meta
         if redactor is None
         else {**(ledger.meta or {}), "kept": False, "note": LEDGER_NOTE},

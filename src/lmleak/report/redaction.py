@@ -101,6 +101,11 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "text",
         "statement",
         "verdict",
+        # issue 26/27 (i26-nulls): an interval's unit, the DP audit's reach and the placebo notes
+        "unit",
+        "limit",
+        "placebo_note",
+        "placebo_warning",
     }
 )
 #: The JSON files of a stage a redacted run keeps (redacted): summaries and privacy records. Any
