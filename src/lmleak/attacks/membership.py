@@ -180,7 +180,7 @@ def evaluate_membership(
     of the evaluation. ``blind`` adds the text-only baseline's cross-validated AUC
     (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
     user of each member and of each non-member, aligned with them) keeps a user's texts in one of
-    its cross-validation folds. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind ``"ray"``
+    its cross-validation folds and becomes the scores table's ``user_id`` column. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind ``"ray"``
     scores those shards on Ray actors, which load ``model_specs["model"]`` / ``["reference"]`` (or
     receive the models pickled); same scores.
     """
@@ -208,6 +208,8 @@ def evaluate_membership(
     table = pd.DataFrame(
         {"text": texts, "member": labels, **sc, **({"blind": bl.scores} if bl is not None else {})}
     )
+    if text_groups is not None:  # each text's user: the audit's users.parquet averages a user's scores
+        table["user_id"] = text_groups
     rows, curves = _attack_metrics(sc, labels, list(methods), n, group_size, num_groups=num_groups, seed=seed)
     return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
 

@@ -7,6 +7,7 @@ Layout of a run directory::
       audit.log                     what ran, what was skipped, how long each stage took
       summary.json                  schema_version, per model: headline, stages, scenarios, privacy
       models/<name>/<stage>/        each stage's own results (summary.json + Parquet)
+      models/<name>/users.parquet   risk per person from those results (lmleak.report.users)
       kart/scenarios.parquet        every stage's KART scenario, one row each
       report.html                   the self-contained report (owner-only)
 
@@ -63,6 +64,7 @@ from lmleak.report.redaction import (
     redactor_from,
     unredacted_leftovers,
 )
+from lmleak.report.users import users_of_model
 from lmleak.runs import (
     INCOMPLETE,
     atomic_write_json,
@@ -456,6 +458,8 @@ class Auditor:
                 if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
             }
         )
+        users = self._users(name, path, stages)  # issue 27: users.parquet, risk per person
+        headline.update({k: users[k] for k in ("users_at_risk", "users_total")} if users else {})
         out_model = {
             "path": path,
             "headline": headline,
@@ -464,6 +468,7 @@ class Auditor:
             "scenarios": scenarios,
             "privacy": privacy,
             **({"membership": membership} if membership else {}),
+            **({"users": users} if users else {}),
         }
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
@@ -532,6 +537,20 @@ class Auditor:
         atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
         log.info("%s/%s: done in %.1f s", name, stage, seconds)
         return model, None
+
+    def _users(self, name: str, path: str, stages: dict[str, str]) -> dict[str, Any] | None:
+        """``models/<name>/users.parquet`` from the finished stages' files (no model runs), and its
+        summary record with ``path`` relative to the run; None when no stage it reads ran."""
+        probe = self.cfg.analyses.probe
+        record = users_of_model(
+            self.run / "models" / name,
+            {stage: self.run / rel for stage, rel in stages.items()},
+            corpus=self.corpus(),
+            model_dir=path,
+            subjects=self.cfg.resolve(probe.subjects) if probe is not None and probe.subjects else None,
+            redactor=self.redactor,
+        )
+        return None if record is None else {**record, "path": f"models/{name}/users.parquet"}
 
     def _privacy(self, path: str) -> dict[str, Any]:
         p = Path(path) / "privacy.json"
