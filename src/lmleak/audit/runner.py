@@ -64,7 +64,7 @@ from lmleak.report.redaction import (
     redactor_from,
     unredacted_leftovers,
 )
-from lmleak.report.users import users_of_model
+from lmleak.report.users import USER_STAGES, users_of_model
 from lmleak.runs import (
     INCOMPLETE,
     atomic_write_json,
@@ -541,6 +541,8 @@ class Auditor:
     def _users(self, name: str, path: str, stages: dict[str, str]) -> dict[str, Any] | None:
         """``models/<name>/users.parquet`` from the finished stages' files (no model runs), and its
         summary record with ``path`` relative to the run; None when no stage it reads ran."""
+        if not set(stages) & set(USER_STAGES):
+            return None
         probe = self.cfg.analyses.probe
         record = users_of_model(
             self.run / "models" / name,
