@@ -17,6 +17,7 @@ from typing import Any
 from lmleak._version import __version__
 from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
+from lmleak.render.users import people_at_risk
 from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, check_run, read_summary
 from lmleak.scenarios.describe import notation
@@ -640,6 +641,7 @@ def render_report(
         plots=_plots(stage_dirs, run, show_text),
         scenarios=_scenarios_table(summary),
         skipped=_skipped_table(summary),
+        people=people_at_risk(run, summary),  # issue 27: templates/people_at_risk.html.j2
         plotly_js=plotly.offline.get_plotlyjs(),
         version=__version__,
         run_dir=str(run),
