@@ -155,3 +155,65 @@ def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_
     # the most 32 guesses can certify: all 32 right, at the run's delta (1e-5 without an accountant)
     assert real["max_certifiable_epsilon"] == epsilon_lower_bound(32, 32, 32, 1e-5, 0.95)
     assert real["limit"].startswith("with 32 guesses about 32 canaries this audit certifies at most ε ≥ 2.32")
+
+
+# ------------------------------------------------------------------ user-level canaries (issue 27 item 5)
+
+
+def _fake_training(monkeypatch, seen: dict):
+    """Replace training with an n-gram memoriser of the training corpus (no torch training): the
+    plumbing of canaries, inclusion, scores and guesses runs as in a real audit."""
+    from types import SimpleNamespace
+
+    from lmleak.audit import dp_audit as dp_module
+    from lmleak.models.fake import FakeLM
+
+    def fake_train(corpus, out_dir, cfg, **kwargs):
+        seen["docs"] = [(d.user_id, d.doc_id, d.text) for d in corpus]
+        seen["config"] = cfg
+        out_dir.mkdir(parents=True)
+        return SimpleNamespace(model_dir=out_dir, privacy={"mode": cfg.mode}, final={})
+
+    monkeypatch.setattr(dp_module, "train_model", fake_train)
+    monkeypatch.setattr(
+        dp_module, "load_small_model", lambda d: FakeLM.from_texts([t for _, _, t in seen["docs"]])
+    )
+
+
+@pytest.mark.parametrize("placebo", [False, True])
+def test_a_user_level_audit_adds_each_included_canary_user_with_its_documents(tmp_path, monkeypatch, placebo):
+    seen: dict = {}
+    _fake_training(monkeypatch, seen)
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", seq_len=32, vocab_size=300, holdout_users=0.0)
+    audit = DPAuditConfig(m=40, r=40, seed=3, privacy_unit="user", canary_documents=3, placebo=placebo)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    canaries = make_canaries(40, seed=3)  # the same secrets and coin flips as a sequence-level audit
+    added = [(u, t) for u, _, t in seen["docs"] if u.startswith("dp-audit-canary-")]
+    expected = (
+        [] if placebo else [(c["user_id"], c["text"]) for c in canaries if c["included"] for _ in range(3)]
+    )
+    assert sorted(added) == sorted(expected)
+    assert len({d for _, d, _ in seen["docs"]}) == len(seen["docs"])  # every document its own id
+    table = pd.read_parquet(tmp_path / "run" / "canaries.parquet")
+    assert len(table) == 40 and set(table["documents"]) == {3}  # one row per canary user
+    a = summary["dp_audit"]
+    assert summary["privacy_unit"] == a["privacy_unit"] == "user" and summary["canary_documents"] == 3
+    assert a["m"] == 40 and a["v"] == int(table["correct"].sum())
+    assert a["epsilon_lower_bound"] == epsilon_lower_bound(40, a["r"], a["v"], a["delta"], 0.95)
+    assert "per person" in summary["statement"] and "3 documents" in summary["scenario"]["notes"]
+    if placebo:  # no canary trained on: nothing certified
+        assert summary["epsilon_lower_bound"] == 0.0 and a["num_trained_canaries"] == 0
+    else:  # the memoriser ranks every included secret above every excluded one: 20 guesses "in",
+        # 20 "out", so only the surplus of one side over 20 is guessed wrong
+        n_in = sum(c["included"] for c in canaries)
+        assert a["v"] == 40 - abs(n_in - 20) and summary["epsilon_lower_bound"] > 1.0
+
+
+def test_the_audit_unit_and_canary_documents_are_checked():
+    with pytest.raises(ConfigError, match="privacy unit"):
+        DPAuditConfig(privacy_unit="document")
+    with pytest.raises(ConfigError, match="at least one document"):
+        DPAuditConfig(privacy_unit="user", canary_documents=0)
+    assert DPAuditConfig(canary_documents=5).documents_per_canary == 1  # a sequence canary: one document
+    assert DPAuditConfig(privacy_unit="user", canary_documents=5).documents_per_canary == 5

@@ -130,3 +130,32 @@ def test_run_placebo_trains_no_canary_and_says_so(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["placebo"] is True and summary["dp_audit"]["num_trained_canaries"] == 0
     assert summary["epsilon_lower_bound"] == 0.0
+
+
+def test_run_privacy_unit_user_shares_the_librarys_defaults_and_refuses_an_unknown_unit(tmp_path, capsys):
+    import dataclasses
+
+    import typer
+
+    from lmleak.attacks.dp_audit import DPAuditConfig
+
+    cmd = typer.main.get_command(app).commands["dp-audit"].commands["run"]  # type: ignore[attr-defined]
+    cli = {p.name: p.default for p in cmd.params}
+    lib = {f.name: f.default for f in dataclasses.fields(DPAuditConfig)}
+    assert cli["privacy_unit"] == lib["privacy_unit"] == "sequence"
+    assert cli["canary_documents"] == lib["canary_documents"]
+    args = ["dp-audit", "run", "--corpus", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "run")]
+    res = CliRunner().invoke(app, [*args, "--privacy-unit", "document"])
+    assert res.exit_code == 2 and "unknown privacy unit 'document'" in res.output
+    assert not (tmp_path / "run").exists()
+    summary = {
+        "epsilon_lower_bound": 0.5,
+        "statement": "no DP claim (ε = ∞); measured ≥ 0.5 per person (95% confidence)",
+        "dp_audit": {"v": 9, "r": 10, "m": 20, "num_included": 11, "delta": 1e-5, "privacy_unit": "user",
+                     "canary_documents": 4},
+        "claim_violated": False,
+        "report": "r/report.html",
+    }  # fmt: skip
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "9 of 10 guesses right about 20 canary users (4 documents each) (11 included)" in text

@@ -17,6 +17,7 @@ from lmleak.attacks.dp_audit import (
     DPAuditConfig,
     audit_scores,
     audit_statement,
+    canary_documents,
     limit_statement,
     make_canaries,
     score_canaries,
@@ -71,9 +72,13 @@ def run_dp_audit(
         scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
     )
     guesses = rec.pop("guesses")
-    write_parquet(_canary_table(canaries, scores, guesses), run / "canaries.parquet")
+    write_parquet(
+        _canary_table(canaries, scores, guesses, audit.documents_per_canary), run / "canaries.parquet"
+    )
     record = {
         **rec,
+        "privacy_unit": audit.privacy_unit,
+        "canary_documents": audit.documents_per_canary,
         "num_included": int(sum(included)),
         "placebo": audit.placebo,
         "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
@@ -123,10 +128,9 @@ def _train_with_canaries(
     """Train once into ``run/model`` on ``base``'s training users plus the included canaries;
     returns the training result and the number of training documents."""
     train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
-    trained = [] if audit.placebo else [c for c in canaries if c["included"]]  # a placebo run trains on none
-    docs = list(train_part) + [
-        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in trained
-    ]
+    # a placebo run trains on none; a user-level canary is a person with several documents
+    added = canary_documents(canaries, audit.documents_per_canary, placebo=audit.placebo)
+    docs = list(train_part) + [Document(user, doc_id, text) for user, doc_id, text in added]
     train_corpus = Corpus(docs, source=source)
     tok_source = None
     tokenizer = None
@@ -153,8 +157,11 @@ def _train_with_canaries(
     return result, len(train_corpus)
 
 
-def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int]) -> Any:
-    """``canaries.parquet``: per canary its secret, whether it was included, its score and the guess."""
+def _canary_table(
+    canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int], documents: int = 1
+) -> Any:
+    """``canaries.parquet``: per canary (a user, at user level) its secret, whether it was included,
+    the documents it adds when included, its score and the guess."""
     import pandas as pd
 
     included = [c["included"] for c in canaries]
@@ -164,6 +171,7 @@ def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence
             "user_id": [c["user_id"] for c in canaries],
             "secret": [c["secret"] for c in canaries],
             "included": included,
+            "documents": [documents] * len(canaries),
             "logprob": scores,
             "guess": guesses,
             "correct": [bool(g != 0 and (g > 0) == inc) for g, inc in zip(guesses, included, strict=True)],
@@ -182,6 +190,8 @@ def _summary(
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
+        "privacy_unit": record["privacy_unit"],  # what one canary is: the unit the bound is about
+        "canary_documents": record["canary_documents"],
         "dp_epsilon": claimed,
         "dp_delta": privacy.get("delta"),
         "epsilon_lower_bound": eps,
@@ -193,7 +203,7 @@ def _summary(
         "placebo": record["placebo"],
         "null": record["null"]["statement"],
         "dp_audit": record,
-        "statement": audit_statement(claimed, eps, record["confidence"]),
+        "statement": audit_statement(claimed, eps, record["confidence"], record["privacy_unit"]),
         "limit": limit_statement(record["m"], record["r"], record["max_certifiable_epsilon"], claimed),
         "train": {"final": result.final, "num_train_documents": num_train_documents},
         "scenario": scenario_record(
@@ -203,7 +213,12 @@ def _summary(
             knowledge=("canary_prefix", "secret_format"),
             anonymization=f"dp:{claimed:.3g}" if claimed is not None else "identity",
             notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
-            "probability 1/2 and guesses their membership from log p(secret | prefix)",
+            "probability 1/2 and guesses their membership from log p(secret | prefix)"
+            + (
+                f"; each canary is a user with {record['canary_documents']} documents carrying its secret"
+                if record["privacy_unit"] == "user"
+                else ""
+            ),
         ),
     }
     if record["placebo"]:
