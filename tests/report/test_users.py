@@ -231,3 +231,19 @@ def test_an_audit_writes_users_parquet_whose_totals_are_the_reports(tmp_path):
     assert model["headline"]["users_at_risk"] == int(
         ((table["pii_sequences"] > 0) | (table["probe_hits"] > 0)).sum()
     )
+
+
+def test_membership_p_values_against_a_loop_over_users():
+    from lmleak.report.users import membership_p_values
+
+    rng = np.random.default_rng(0)
+    scores = np.round(rng.normal(size=300), 1)  # ties on purpose
+    scores[rng.choice(300, 20, replace=False)] = np.nan
+    member = rng.random(300) < 0.6
+    got = membership_p_values(scores, member)
+    for i in range(300):
+        if np.isnan(scores[i]):
+            assert np.isnan(got[i])
+            continue
+        others = [scores[j] for j in range(300) if j != i and not member[j] and not np.isnan(scores[j])]
+        assert got[i] == (1 + sum(x >= scores[i] for x in others)) / (1 + len(others))

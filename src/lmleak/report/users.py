@@ -44,8 +44,8 @@ from lmleak.intervals import (
     BOOTSTRAP_METHOD,
     auc_mann_whitney,
     bootstrap_sum_interval,
-    grouped_bootstrap_auc,
     interval_record,
+    unit_bootstrap_auc,
 )
 from lmleak.probe.subjects import read_subjects
 from lmleak.report.redaction import Redactor
@@ -161,14 +161,13 @@ def membership_p_values(scores: np.ndarray, members: np.ndarray) -> np.ndarray:
         [0.3333333333333333, 0.6666666666666666, 0.5, 1.0]
     """
     s = np.asarray(scores, dtype=np.float64)
-    null = s[~np.asarray(members, dtype=bool) & ~np.isnan(s)]
-    out = np.full(s.size, np.nan)
-    for i, (x, is_member) in enumerate(zip(s, members, strict=True)):
-        if np.isnan(x):
-            continue
-        self_in_null = 0 if is_member else 1  # a non-member is not compared with itself
-        out[i] = (1 + int((null >= x).sum()) - self_in_null) / (1 + null.size - self_in_null)
-    return out
+    member = np.asarray(members, dtype=bool)
+    null = np.sort(s[~member & ~np.isnan(s)])
+    at_least = null.size - np.searchsorted(null, s, side="left")  # #{non-members with s_j >= s_i}
+    self_in_null = (~member).astype(np.int64)  # a non-member is not compared with itself
+    with np.errstate(invalid="ignore"):
+        out = (1 + at_least - self_in_null) / (1 + null.size - self_in_null)
+    return np.where(np.isnan(s), np.nan, out)
 
 
 # long: one column per source (report, probe, mia, corpus, holdout) joined into one table
@@ -228,8 +227,8 @@ def build_users(
     per_seq = leaks.drop_duplicates(["user_id", "sequence_id"])
     unique = per_seq.groupby("user_id").size()
     pii = per_seq[per_seq["pii"].astype(bool)].groupby("user_id").size()
-    table["pii_sequences"] = [int(pii.get(u, 0)) for u in users]
-    table["unique_sequences"] = [int(unique.get(u, 0)) for u in users]
+    table["pii_sequences"] = _per_user(pii, users)
+    table["unique_sequences"] = _per_user(unique, users)
     types: dict[str, set[str]] = {}
     for u, flag, ty in zip(per_seq["user_id"], per_seq["pii"], per_seq["pii_types"], strict=True):
         if flag:
@@ -238,22 +237,14 @@ def build_users(
 
     targets = probes.groupby("user_id").size()
     hits = probes[probes["hit"].astype(bool)].groupby("user_id").size()
-    table["probe_targets"] = [int(targets.get(u, 0)) for u in users]
-    table["probe_hits"] = [int(hits.get(u, 0)) for u in users]
+    table["probe_targets"] = _per_user(targets, users)
+    table["probe_hits"] = _per_user(hits, users)
 
-    m = mia.set_index("user_id") if len(mia) else None
-    table["mia_score"] = [
-        float(m.at[u, "mia_score"]) if m is not None and u in m.index else np.nan for u in users
-    ]
-    table["mia_documents"] = [
-        int(m.at[u, "mia_documents"]) if m is not None and u in m.index else 0 for u in users
-    ]
-    mia_member = np.array(
-        [bool(m.at[u, "mia_member"]) if m is not None and u in m.index else False for u in users]
-    )
-    table["mia_p_value"] = (
-        membership_p_values(table["mia_score"].to_numpy(), mia_member) if m is not None else np.nan
-    )
+    m = mia.assign(user_id=mia["user_id"].astype(str)).set_index("user_id").reindex(users)
+    table["mia_score"] = m["mia_score"].astype(np.float64).to_numpy()
+    table["mia_documents"] = m["mia_documents"].fillna(0).astype(np.int64).to_numpy()
+    mia_member = m["mia_member"].fillna(False).astype(bool).to_numpy()
+    table["mia_p_value"] = membership_p_values(table["mia_score"].to_numpy(), mia_member)
 
     table["pii_doc_ids"], table["doc_ids"] = _documents_to_remove(leaks, users)
     table["at_risk"] = (table["pii_sequences"] > 0) | (table["probe_hits"] > 0)
@@ -275,6 +266,11 @@ def build_users(
     return table, _summary(
         table, report_info, attack, mia_member_of=dict(zip(users, mia_member, strict=True))
     )
+
+
+def _per_user(counts: Any, users: Sequence[str]) -> np.ndarray:
+    """A count per user (0 for a user without one) from a Series indexed by user id."""
+    return counts.set_axis(counts.index.astype(str)).reindex(users, fill_value=0).to_numpy(dtype=np.int64)
 
 
 def _documents_to_remove(leaks: Any, users: Sequence[str]) -> tuple[list[list[str]], list[list[str]]]:
@@ -332,7 +328,7 @@ def _user_auc(table: Any, member_of: dict[str, bool]) -> tuple[float | None, lis
     if labels.all() or not labels.any():
         return None, None
     scores = scored["mia_score"].to_numpy(dtype=np.float64)
-    ci = grouped_bootstrap_auc(scores, labels.astype(int), scored["user_id"].tolist(), n_boot=N_BOOT)
+    ci = unit_bootstrap_auc(scores, labels.astype(int), n_boot=N_BOOT)  # each user is one unit
     return auc_mann_whitney(scores, labels), None if ci is None else [ci[0], ci[1]]
 
 
