@@ -38,6 +38,7 @@ LABELS = {
     # issue 20: one-run DP audit and untargeted extraction
     "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
     "extracted": "Extracted training samples (verified)",
+    "users_at_risk": "People at risk (leaked PII or probing hit)",  # issue 27: users.parquet
 }
 
 # which stage a headline metric comes from (for the scenario line under it)
