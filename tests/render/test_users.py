@@ -61,7 +61,7 @@ def _run(tmp_path, *, redacted: bool = False):
     summary = {
         "title": "t",
         "redacted": redacted,
-        "models": {"m": {"headline": {}, "stages": {}, "users": record}},
+        "models": {"m": {"headline": {"users_at_risk": 2, "users_total": 3}, "stages": {}, "users": record}},
     }
     write_summary(tmp_path, summary)
     return summary
@@ -90,6 +90,7 @@ def test_the_report_shows_the_section_keyed_ids_noted_and_none_without_users_par
     assert "keyed hashes under the run's redaction key" in view.note
     page = render_report(tmp_path / "a").read_text()
     assert 'id="people-at-risk"' in page and "<code>bo</code>" in page
+    assert re.search(r'People at risk \(leaked PII or probing hit\)</div><div class="v">2</div>', page)
     (tmp_path / "a" / "models" / "m" / "users.parquet").unlink()
     assert people_at_risk(tmp_path / "a", summary) == []
     assert 'id="people-at-risk"' not in render_report(tmp_path / "a").read_text()
