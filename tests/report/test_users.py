@@ -247,3 +247,16 @@ def test_membership_p_values_against_a_loop_over_users():
             continue
         others = [scores[j] for j in range(300) if j != i and not member[j] and not np.isnan(scores[j])]
         assert got[i] == (1 + sum(x >= scores[i] for x in others)) / (1 + len(others))
+
+
+def test_a_rebuild_of_the_same_table_leaves_the_file_and_a_changed_one_rewrites_it(tmp_path):
+    from lmleak.report.users import write_users
+
+    stages = _stages(tmp_path)
+    write_users(tmp_path / "out", stages, documents=CORPUS)
+    stamp = (tmp_path / "out" / "users.parquet").stat().st_mtime_ns
+    write_users(tmp_path / "out", stages, documents=CORPUS)
+    assert (tmp_path / "out" / "users.parquet").stat().st_mtime_ns == stamp
+    record = write_users(tmp_path / "out", stages, documents={**CORPUS, "finn": ["f1"]})
+    assert record["users_total"] == 6 and record["path"] == "users.parquet"
+    assert "finn" in set(pd.read_parquet(tmp_path / "out" / "users.parquet")["user_id"])

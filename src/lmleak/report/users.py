@@ -334,9 +334,16 @@ def _user_auc(table: Any, member_of: dict[str, bool]) -> tuple[float | None, lis
 
 def write_users(out_dir: str | Path, stages: Mapping[str, Path], **sources: Any) -> dict[str, Any]:
     """:func:`build_users` into ``out_dir/users.parquet``; returns the summary record, with ``path``
-    the file's name."""
+    the file's name. A file already holding the same table is left as it is (a rerun of a complete
+    audit rewrites nothing)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     table, summary = build_users(stages, **sources)
-    write_parquet(table, Path(out_dir) / "users.parquet")
+    path = Path(out_dir) / "users.parquet"
+    new = pa.Table.from_pandas(table, preserve_index=False)
+    if not (path.exists() and pq.read_table(path).equals(new)):
+        write_parquet(new, path)
     return {**summary, "path": "users.parquet"}
 
 
