@@ -257,6 +257,10 @@ def test_a_rebuild_of_the_same_table_leaves_the_file_and_a_changed_one_rewrites_
     stamp = (tmp_path / "out" / "users.parquet").stat().st_mtime_ns
     write_users(tmp_path / "out", stages, documents=CORPUS)
     assert (tmp_path / "out" / "users.parquet").stat().st_mtime_ns == stamp
-    record = write_users(tmp_path / "out", stages, documents={**CORPUS, "finn": ["f1"]})
-    assert record["users_total"] == 6 and record["path"] == "users.parquet"
+    record = write_users(
+        tmp_path / "out", stages, documents={**CORPUS, "finn": ["f1"]}, subject_users=SUBJECTS
+    )
+    assert (
+        record["users_total"] == 6
+    )  # the corpus, finn, and erin (a subject of no corpus user) and record["path"] == "users.parquet"
     assert "finn" in set(pd.read_parquet(tmp_path / "out" / "users.parquet")["user_id"])
