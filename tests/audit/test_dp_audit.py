@@ -217,3 +217,40 @@ def test_the_audit_unit_and_canary_documents_are_checked():
         DPAuditConfig(privacy_unit="user", canary_documents=0)
     assert DPAuditConfig(canary_documents=5).documents_per_canary == 1  # a sequence canary: one document
     assert DPAuditConfig(privacy_unit="user", canary_documents=5).documents_per_canary == 5
+
+
+def test_a_user_level_audit_of_a_plain_model_certifies_over_users_and_its_placebo_nothing(tmp_path):
+    # issue 27 item 5: canary *users* (3 documents each, the same secret), included with
+    # probability 1/2 as a whole; one trained model, the bound over the 32 users
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="nodp",
+        epochs=4,
+        batch_size=8,
+        lr=5e-3,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        holdout_users=0.2,
+    )
+    runs = {}
+    for placebo in (True, False):
+        out = tmp_path / f"run-{placebo}"
+        audit = DPAuditConfig(m=32, r=32, seed=1, placebo=placebo, privacy_unit="user", canary_documents=3)
+        runs[placebo] = run_dp_audit(paths["corpus"], out, cfg, audit, progress=False)
+        train = json.loads((out / "model" / "train.json").read_text())
+        trained = {u for u in train["train_users"] if u.startswith("dp-audit-canary-")}
+        assert len(trained) == runs[placebo]["dp_audit"]["num_trained_canaries"]
+    placebo, real = runs[True], runs[False]
+    assert real["privacy_unit"] == placebo["privacy_unit"] == "user"
+    assert real["train"]["num_train_documents"] - placebo["train"]["num_train_documents"] == 3 * len(
+        [c for c in make_canaries(32, seed=1) if c["included"]]
+    )
+    assert placebo["epsilon_lower_bound"] == 0.0 and "placebo_warning" not in placebo
+    assert real["epsilon_lower_bound"] > 0.0  # the memorised canary users: the bound over people
+    assert real["epsilon_lower_bound"] == epsilon_lower_bound(
+        32, real["dp_audit"]["r"], real["dp_audit"]["v"], real["dp_audit"]["delta"], 0.95
+    )
+    assert real["statement"].endswith("per person (95% confidence)")
