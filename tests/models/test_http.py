@@ -268,6 +268,14 @@ def _echo_answer(prompt_rows):
     return {"choices": choices, "usage": {"prompt_tokens": sum(map(len, prompt_rows))}}
 
 
+def _is_probe(body):
+    """Whether a request is the fingerprint probe every model load sends (answered by default)."""
+    from lmleak.models.http import PROBE_IDS
+
+    prompt = body.get("prompt")
+    return isinstance(prompt, list) and bool(prompt) and prompt[0][1:] == list(PROBE_IDS)
+
+
 class Recorder:
     """A scripted server: ``script`` maps a path to a list of responses (status, body) served in order
     (the last one repeats); completions answer in the echo format by default."""
@@ -280,7 +288,7 @@ class Recorder:
         path = request.url.path
         body = json.loads(request.content) if request.content else {}
         self.calls.append((path, body))
-        if path in self.script:
+        if path in self.script and not _is_probe(body):
             seq = self.script[path]
             status, payload = seq.pop(0) if len(seq) > 1 else seq[0]
             if isinstance(payload, bytes):
@@ -319,7 +327,7 @@ def test_429_then_success_is_retried_with_backoff(tmp_path):
     np.testing.assert_allclose(st.logprobs, [-0.7, -0.9], rtol=1e-6)
     np.testing.assert_array_equal(st.ranks, [1, 1])
     assert sleeps == [0.5, 1.0]  # exponential backoff
-    assert m.counters.requests == 4 and m.counters.retried == 2  # /models + 3 tries
+    assert m.counters.requests == 5 and m.counters.retried == 2  # /models + the probe + 3 tries
 
 
 def test_500s_exhausted_name_the_url_and_the_last_status(tmp_path):
@@ -378,18 +386,24 @@ def test_max_requests_stops_with_what_was_cached_and_a_rerun_resumes(tmp_path):
     rec = Recorder()
     m2, _ = _fake(rec, tmp_path, "tier=echo&batch=1&concurrency=1")
     m2.topk_ranks(seqs)
-    assert m2.counters.cached == 3 + 1  # the three documents answered before the stop, and /models
-    assert len(rec.calls) == 3  # only the rest is asked
+    assert m2.counters.cached == 2  # the two documents answered before the stop (/models + probe took 2)
+    # /models and the fingerprint probe are asked afresh on every load; of the documents only the rest
+    assert [p for p, _ in rec.calls] == ["/v1/models", "/v1/completions"] + ["/v1/completions"] * 4
+    assert _is_probe(rec.calls[1][1])
 
 
-def test_cache_hit_on_rerun_sends_zero_requests_and_is_owner_only(tmp_path):
+def test_cache_hit_on_rerun_asks_only_the_fingerprint_and_is_owner_only(tmp_path):
     seqs = [[3, 4, 5], [6, 7]]
     first, _ = _fake(Recorder(), tmp_path, "tier=echo&batch=1&concurrency=2")
     a = first.topk_ranks(seqs)
+    assert first.cache_stats()["hits"] == 0 and first.cache_stats()["misses"] == 2
     rec = Recorder()
     again, _ = _fake(rec, tmp_path, "tier=echo&batch=1&concurrency=2")
     b = again.topk_ranks(seqs)
-    assert rec.calls == [] and again.counters.requests == 0
+    # only the model's fingerprint (its /v1/models entry and the probe) is asked again: never cached
+    assert [p for p, _ in rec.calls] == ["/v1/models", "/v1/completions"] and again.counters.requests == 2
+    stats = again.cache_stats()
+    assert (stats["hits"], stats["misses"], stats["fingerprint"]) == (2, 0, first.fingerprint)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x.ranks, y.ranks)
     cache = tmp_path / "cache"
