@@ -347,8 +347,9 @@ def write_summary(
 
     ``model`` (a loaded model or its spec) and ``corpus`` (a loaded corpus or its file), when the
     stage has them, add ``provenance`` (:func:`lmleak.fingerprints.run_provenance`) and, for a model
-    that answers from a cache, ``cache: {hits, misses, fingerprint, ...}``; a summary that already
-    holds either key keeps its own.
+    that answers from a cache, ``cache: {hits, misses, fingerprint, ...}``, to ``summary`` itself (so
+    a stage that returns its summary returns what the file holds); a summary that already holds either
+    key keeps its own.
 
     Example:
         >>> import tempfile, pathlib, json
@@ -360,12 +361,12 @@ def write_summary(
         (15, True)
     """
 
-    full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     if model is not None or corpus is not None:
-        full.setdefault("provenance", run_provenance(model=model, corpus=corpus))
+        summary.setdefault("provenance", run_provenance(model=model, corpus=corpus))
         cache = cache_record(model)
         if cache is not None:
-            full.setdefault("cache", cache)
+            summary.setdefault("cache", cache)
+    full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)
 
 

@@ -484,3 +484,69 @@ def test_a_chat_only_api_without_logprobs_is_the_chat_tier(tmp_path):
     )
     assert m.tier == "chat" and m.capabilities == {Capability.GENERATE}
     assert m.generate(["hi there"], max_new_tokens=3) == [["hello"]]
+
+
+# ---------------------------------------------------------------------- issue 25: a cache that cannot lie
+def _report(url_or_path, corpus, out, *extra):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    args = ["report", "--model", url_or_path, "--corpus", str(corpus), "--out", str(out), "--json", *extra]
+    return CliRunner().invoke(app, args)
+
+
+def test_another_model_under_the_same_url_is_measured_afresh_and_a_dead_server_is_exit_2(local, tmp_path):
+    """Serve model A as 'tiny', `lmleak report` it over HTTP; serve model B under the same name on the
+    same port and run the same command into the same run: it sends requests (the cache in the run says
+    in one line that the model changed) and reports B's numbers, equal to B's in-process report. With
+    nothing listening the rerun exits 2, and a report into a new folder leaves nothing behind."""
+    from lmleak.models.loading import load_model
+    from lmleak.models.small import SmallGPTConfig, load_small_model, new_small_gpt, save_small_model
+    from lmleak.serve import serving
+
+    model_a, path_a = local
+    tok = load_small_model(path_a).tokenizer.hf
+    cfg = SmallGPTConfig(n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    path_b = save_small_model(
+        new_small_gpt(model_a.module.config.vocab_size, cfg, seed=11), tok, tmp_path / "b"
+    )
+    model_b = load_model(str(path_b))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i % 3}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    run = tmp_path / "run"
+
+    with serving(model_a, name="tiny") as a:
+        port = a.port
+        url = f"{a.url}#tiny"
+        res = _report(url, corpus, run)
+        assert res.exit_code == 0, res.output
+    first = json.loads((run / "summary.json").read_text())
+    with serving(model_b, name="tiny", port=port):
+        res = _report(url, corpus, run)
+        assert res.exit_code == 0, res.output
+    second = json.loads((run / "summary.json").read_text())
+    res_b = _report(str(path_b), corpus, tmp_path / "inprocess-b")
+    assert res_b.exit_code == 0, res_b.output
+    b = json.loads((tmp_path / "inprocess-b" / "summary.json").read_text())
+
+    # the second run asked the server afresh: A's answers were deleted first (its hits are repeats of
+    # its own requests: the same text tokenised twice)
+    assert second["cache"]["misses"] > 0 and first["cache"]["invalidated"] is None
+    assert f"its {first['cache']['misses']} cached answers were deleted" in second["cache"]["invalidated"][0]
+    assert "is not the model whose answers" in second["cache"]["invalidated"][0]
+    assert second["provenance"]["model"]["fingerprint"] != first["provenance"]["model"]["fingerprint"]
+    assert second["cache"]["location"] == str((run / "http-cache").resolve())
+    # ... and reports B's numbers, not A's
+    assert first["perplexity"] != pytest.approx(b["perplexity"], rel=1e-3)
+    assert second["perplexity"] == pytest.approx(b["perplexity"], rel=1e-5)
+    assert second["top_k_accuracy"] == pytest.approx(b["top_k_accuracy"], abs=1e-9)
+    for key in ("num_tokens", "num_sequences", "unique_sequences"):
+        assert second[key] == b[key], key
+
+    res = _report(url, corpus, run)  # nothing listens on the port now
+    assert res.exit_code == 2 and "cannot connect" in res.output
+    res = _report(url, corpus, tmp_path / "never")
+    assert res.exit_code == 2 and not (tmp_path / "never").exists()

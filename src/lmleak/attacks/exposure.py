@@ -427,7 +427,7 @@ def run_exposure(
     run = secure_dir(out_dir)
     write_parquet(table, run / "exposure.parquet")
     summary = _exposure_summary(model, canaries, results, table, stats, seconds)
-    write_summary(run, summary)
+    write_summary(run, summary, model=model)
     return summary, results
 
 

@@ -403,7 +403,7 @@ def run_probe(
     if controls:
         summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
     if out_dir is not None:
-        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures)
+        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures, model=model)
     return summary
 
 
@@ -504,8 +504,10 @@ def _write_probe_run(
     summary: dict[str, Any],
     *,
     figures: bool,
+    model: Any = None,
 ) -> None:
-    """The run directory: likelihoods, figures, γ curve, generations and summary.json."""
+    """The run directory: likelihoods, figures, γ curve, generations and summary.json (with the
+    model's provenance)."""
     import pandas as pd
 
     out = secure_dir(out_dir)
@@ -516,4 +518,4 @@ def _write_probe_run(
         write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
     if grows:
         write_parquet(pd.DataFrame(grows), out / "generations.parquet")
-    write_summary(out, summary)
+    write_summary(out, summary, model=model)
