@@ -216,6 +216,11 @@ def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, se
     probe = text["scenarios"]["probe"]  # probing by generation only, on the access the API grants
     assert probe["access"] == "generation" and "tier 'text'" in probe["notes"]
     assert text["access"] == {**text["access"], "tier": "text", "access": "generation"}
+    # provenance: each API's server, model id and fingerprint; its cache's hits, misses and fingerprint
+    prov = json.loads((run / "summary.json").read_text())["provenance"]["models"]
+    assert prov["echo-api"]["backend"] == "http" and prov["echo-api"]["model_id"] == "tiny"
+    assert prov["echo-api"]["fingerprint"] == echo["cache"]["fingerprint"] != text["cache"]["fingerprint"]
+    assert echo["cache"]["misses"] > 0 and echo["cache"]["location"] == str(tmp_path / "c")
     assert sum("skipped" in line for line in lines) == 3
     assert all("secret-key" not in p.read_text(errors="replace") for p in run.rglob("*") if p.is_file())
 
@@ -550,3 +555,31 @@ def test_another_model_under_the_same_url_is_measured_afresh_and_a_dead_server_i
     assert res.exit_code == 2 and "cannot connect" in res.output
     res = _report(url, corpus, tmp_path / "never")
     assert res.exit_code == 2 and not (tmp_path / "never").exists()
+
+
+def test_a_named_cache_dir_is_shared_between_runs_of_the_same_model(local, server, tmp_path):
+    """lmleak --cache-dir D: a second report of the same model into another run asks the server only
+    for the fingerprint (/models and the probe) and answers everything else from D."""
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    url = f"{server['prompt_logprobs'].url}#tiny"
+    runs = []
+    for name in ("one", "two"):
+        args = ["--cache-dir", str(tmp_path / "shared"), "report", "--model", url, "--corpus", str(corpus)]
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / name), "--json"])
+        assert res.exit_code == 0, res.output
+        runs.append(json.loads((tmp_path / name / "summary.json").read_text()))
+    one, two = runs
+    assert not (tmp_path / "one" / "http-cache").exists() and (tmp_path / "shared" / "CACHEDIR.TAG").exists()
+    assert (
+        two["cache"]["misses"] == 0 and two["cache"]["hits"] == one["cache"]["hits"] + one["cache"]["misses"]
+    )
+    assert two["cache"]["fingerprint"] == one["cache"]["fingerprint"]
+    for key in ("perplexity", "unique_sequences", "num_tokens"):
+        assert two[key] == one[key]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.audit.provenance import refuse_changed_inputs
 from lmleak.render.headline import PER_K, collect_headlines
 from lmleak.runs import check_run
 
@@ -142,8 +143,9 @@ class GateResult:
         return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
 
 
-def run_gate(run_dir: str | Path, limits: dict[str, float]) -> GateResult:
-    """:func:`check_gate` as one result (``lmleak gate``).
+def run_gate(run_dir: str | Path, limits: dict[str, float], *, allow_changed: bool = False) -> GateResult:
+    """:func:`check_gate` as one result (``lmleak gate``), refused when the run's model or corpus files
+    changed since it was written (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides).
 
     Example:
         >>> import tempfile, json, pathlib
@@ -153,4 +155,5 @@ def run_gate(run_dir: str | Path, limits: dict[str, float]) -> GateResult:
         >>> r.passed, r.to_dict()["checks"][0]["value"]
         (True, 4.0)
     """
+    refuse_changed_inputs(run_dir, allow_changed=allow_changed)
     return GateResult(tuple(check_gate(run_dir, limits)))
