@@ -134,5 +134,13 @@ def test_an_audit_records_every_models_fingerprint_and_the_gate_checks_them(file
     assert stage["provenance"]["model"]["fingerprint"] == rec["fingerprint"]
     assert stage["provenance"]["corpus"] == summary["provenance"]["corpus"]
     assert changed_inputs(run) == []
+    # the report's footer shows them, as computed independently here
+    import hashlib
+    import re
+
+    footer = re.search(r'<div id="provenance">(.*?)</div>', (run / "report.html").read_text(), re.S).group(1)
+    assert f"fingerprint {files_fingerprint(model)['fingerprint'][:16]} (fast)" in footer
+    assert f"sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()[:16]}" in footer
+    assert "model tiny · TorchCausalLM on cpu, float32 · fingerprint" in footer
     _flip(model / "model.safetensors", 100)
     assert [c.split(":")[0] for c in changed_inputs(run)] == ["model tiny"]
