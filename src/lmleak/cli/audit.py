@@ -72,7 +72,7 @@ def gate(
         )
         raise typer.Exit(2)
     refuse_changed_inputs(
-        run, allow_changed=allow_changed, echo=lambda s: err.print(f"[yellow]warning:[/] {s}")
+        run, allow_changed=allow_changed, echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True)
     )
     result = run_gate(run, limits, allow_changed=allow_changed)
     _print_gate(result, json_out)

@@ -56,7 +56,6 @@ import contextlib
 import contextvars
 import functools
 import json
-import logging
 import math
 import os
 import threading
@@ -85,8 +84,6 @@ from lmleak.models.http_cache import RUN_CACHE, AnswerCache, Probe
 from lmleak.models.http_transport import DeadlineTransport, deadline, read_capped
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.runs import current_run
-
-log = logging.getLogger("lmleak.http")
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
@@ -813,7 +810,6 @@ class HTTPModel:
                 "model's own"
             )
             progress.log(note)
-            log.warning("%s", note)
         return int(want or served or 2048)
 
     def _wrong_model(self, e: _Unsupported) -> ModelError | None:

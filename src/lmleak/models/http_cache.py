@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import logging
 import os
 import shutil
 import threading
@@ -37,8 +36,6 @@ from typing import Any
 
 from lmleak import progress
 from lmleak.errors import ConfigError
-
-log = logging.getLogger("lmleak.http")
 
 #: The cache folder's name inside a run.
 RUN_CACHE = "http-cache"
@@ -210,7 +207,6 @@ class AnswerCache:
                 f"its {n} cached answers were deleted"
             )
             progress.log(f"cache: {self.invalidated}")
-            log.warning("cache: %s", self.invalidated)
         _write_private(meta, json.dumps(probe.to_dict(), indent=1))
         return probe.fingerprint()
 
