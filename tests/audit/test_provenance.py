@@ -144,3 +144,17 @@ def test_an_audit_records_every_models_fingerprint_and_the_gate_checks_them(file
     assert "model tiny · TorchCausalLM on cpu, float32 · fingerprint" in footer
     _flip(model / "model.safetensors", 100)
     assert [c.split(":")[0] for c in changed_inputs(run)] == ["model tiny"]
+
+
+def test_a_redacted_stage_summary_keeps_the_provenance_hashes_and_drops_the_paths():
+    from lmleak.report.redaction import Redactor, redact_json
+
+    prov = {
+        "model": {"spec": "/home/ada/model", "backend": "TorchCausalLM", "device": "cpu", "dtype": "float32",
+                  "hash": "fast", "fingerprint": "ab" * 32, "files": [{"name": "model.bin", "size": 3, "head_tail_sha256": "cd" * 32}]},
+        "corpus": {"path": "/home/ada/corpus.jsonl", "size": 10, "sha256": "ef" * 32},
+    }  # fmt: skip
+    out = redact_json({"provenance": prov}, Redactor(b"k" * 32, "test"))["provenance"]
+    assert out["model"]["fingerprint"] == "ab" * 32 and out["corpus"]["sha256"] == "ef" * 32
+    assert out["model"]["files"][0]["head_tail_sha256"] == "cd" * 32 and out["model"]["dtype"] == "float32"
+    assert out["model"]["spec"] is None and out["corpus"]["path"] is None  # paths are not kept

@@ -583,3 +583,66 @@ def test_a_named_cache_dir_is_shared_between_runs_of_the_same_model(local, serve
     assert two["cache"]["fingerprint"] == one["cache"]["fingerprint"]
     for key in ("perplexity", "unique_sequences", "num_tokens"):
         assert two[key] == one[key]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("max_length=1", r"max_length='1' must be an integer >= 2"),
+        ("timeout=nan", r"timeout='nan' must be a finite number >= 0.001"),
+        ("timeout=inf", r"timeout='inf' must be a finite number"),
+        ("batch=0", r"batch='0' must be an integer >= 1"),
+        ("concurrency=1e9", r"concurrency='1e9' must be an integer >= 1 and <= 256"),
+        ("retries=-1", r"retries='-1' must be an integer >= 0"),
+        ("max_response_mb=0", r"max_response_mb='0' must be a finite number >= 0.001"),
+        ("cache=", r"option cache= is empty"),
+    ],
+)
+def test_spec_options_are_checked_before_anything_is_sent(tmp_path, query, message):
+    rec = Recorder()
+    with pytest.raises(ModelError, match=message):
+        _fake(rec, tmp_path, query)
+    assert rec.calls == []
+
+
+def test_max_length_must_fit_the_servers_window_and_a_shorter_one_is_said(tmp_path, capsys):
+    from lmleak import progress
+
+    with pytest.raises(ModelError, match=r"max_length=64 is longer than the server's window \(32 tokens"):
+        _fake(Recorder(), tmp_path, "tier=echo&max_length=64")
+    was = progress.enabled()
+    progress.set_enabled(True)
+    try:
+        m, _ = _fake(Recorder(), tmp_path, "tier=echo&max_length=8")
+    finally:
+        progress.set_enabled(was)
+    assert m.max_length == 8 and "shorter than the server's 32" in capsys.readouterr().err
+    # the probe row fits the window: the start token and 7 of the fixed probe ids
+    assert m.probe.ids == (1, 3, 4, 5, 6, 7, 8, 9)
+
+
+def test_a_redacted_report_over_http_keeps_no_cache_anywhere(local, server, tmp_path, monkeypatch):
+    """--redact: no RUN/http-cache, nothing in a named --cache-dir, nothing in the old default folder;
+    the summary says why."""
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    monkeypatch.setenv("LMLEAK_CACHE", str(tmp_path / "old-default"))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    url = f"{server['prompt_logprobs'].url}#tiny"
+    args = ["--cache-dir", str(tmp_path / "named"), "report", "--model", url, "--corpus", str(corpus)]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run"), "--redact", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (
+        summary["cache"]["location"] == "off (a redacted run keeps no cache)"
+        and summary["cache"]["hits"] == 0
+    )
+    assert not (tmp_path / "named").exists() and not (tmp_path / "old-default").exists()
+    assert not (tmp_path / "run" / "http-cache").exists()
+    for p in (tmp_path / "run").rglob("*"):
+        assert not p.is_file() or "ada@example.org" not in p.read_text(errors="replace"), p

@@ -16,6 +16,7 @@ without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run ch
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,9 +144,16 @@ class GateResult:
         return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
 
 
-def run_gate(run_dir: str | Path, limits: dict[str, float], *, allow_changed: bool = False) -> GateResult:
+def run_gate(
+    run_dir: str | Path,
+    limits: dict[str, float],
+    *,
+    allow_changed: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> GateResult:
     """:func:`check_gate` as one result (``lmleak gate``), refused when the run's model or corpus files
-    changed since it was written (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides).
+    changed since it was written (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides and
+    says each change through ``echo``).
 
     Example:
         >>> import tempfile, json, pathlib
@@ -155,5 +163,6 @@ def run_gate(run_dir: str | Path, limits: dict[str, float], *, allow_changed: bo
         >>> r.passed, r.to_dict()["checks"][0]["value"]
         (True, 4.0)
     """
-    refuse_changed_inputs(run_dir, allow_changed=allow_changed)
-    return GateResult(tuple(check_gate(run_dir, limits)))
+    checks = tuple(check_gate(run_dir, limits))
+    refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
+    return GateResult(checks)

@@ -51,7 +51,6 @@ def gate(
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
     from lmleak.audit.gate import run_gate
-    from lmleak.audit.provenance import refuse_changed_inputs
 
     limits = {
         k: v
@@ -71,10 +70,12 @@ def gate(
             "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
         )
         raise typer.Exit(2)
-    refuse_changed_inputs(
-        run, allow_changed=allow_changed, echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True)
+    result = run_gate(
+        run,
+        limits,
+        allow_changed=allow_changed,
+        echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True),
     )
-    result = run_gate(run, limits, allow_changed=allow_changed)
     _print_gate(result, json_out)
     raise typer.Exit(0 if result.passed else 1)
 
