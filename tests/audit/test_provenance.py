@@ -14,6 +14,7 @@ from lmleak.audit.provenance import changed_inputs, refuse_changed_inputs
 from lmleak.errors import RunError
 from lmleak.fingerprints import MIB
 from lmleak.runs import write_summary
+from tests.test_fingerprints import _flip
 
 TEXTS = ["my name is ada and my phone is 555 0100", "thank you for the call today", "the weather is nice"]
 
@@ -34,16 +35,6 @@ def files(tmp_path):
         "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
     )
     return model, corpus
-
-
-def _flip(path, offset):
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        b = f.read(1)
-        f.seek(offset)
-        f.write(bytes([b[0] ^ 1]))
-    st = os.stat(path)
-    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
 
 
 def _cli(*args):
