@@ -546,7 +546,7 @@ def run_exposure(
             "no placebo canaries were drawn (placebos = 0): max_exposure has no null beside it"
         )
     write_parquet(table, run / "exposure.parquet")
-    write_summary(run, summary)
+    write_summary(run, summary, model=model)
     return summary, results
 
 

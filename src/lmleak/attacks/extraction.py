@@ -481,7 +481,7 @@ def run_extraction(
         model, s, metrics, tops, checked, disc, cfg, public_model=public_model, anonymization=anonymization
     )
     summary["seconds"] = {"generation": t_gen, "total": time.perf_counter() - t0}
-    write_summary(run, summary)
+    write_summary(run, summary, model=model, corpus=corpus)
     return summary
 
 

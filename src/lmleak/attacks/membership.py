@@ -598,7 +598,7 @@ def run_membership(
     summary = _membership_summary(
         name, res, reference=reference, source=source, group_size=group_size, options=options
     )
-    write_summary(run, summary)
+    write_summary(run, summary, model=model)
     return summary
 
 

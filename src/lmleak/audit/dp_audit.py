@@ -86,7 +86,7 @@ def run_dp_audit(
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
     summary = _summary(result, train_config, privacy, record, num_train_documents)
-    write_summary(run, summary)
+    write_summary(run, summary, model=str(result.model_dir), corpus=corpus_path)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary
 

@@ -16,10 +16,12 @@ without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run ch
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.audit.provenance import refuse_changed_inputs
 from lmleak.render.headline import PER_K, collect_headlines
 from lmleak.runs import check_run
 
@@ -142,8 +144,16 @@ class GateResult:
         return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
 
 
-def run_gate(run_dir: str | Path, limits: dict[str, float]) -> GateResult:
-    """:func:`check_gate` as one result (``lmleak gate``).
+def run_gate(
+    run_dir: str | Path,
+    limits: dict[str, float],
+    *,
+    allow_changed: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> GateResult:
+    """:func:`check_gate` as one result (``lmleak gate``), refused when the run's model or corpus files
+    changed since it was written (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides and
+    says each change through ``echo``).
 
     Example:
         >>> import tempfile, json, pathlib
@@ -153,4 +163,6 @@ def run_gate(run_dir: str | Path, limits: dict[str, float]) -> GateResult:
         >>> r.passed, r.to_dict()["checks"][0]["value"]
         (True, 4.0)
     """
-    return GateResult(tuple(check_gate(run_dir, limits)))
+    checks = tuple(check_gate(run_dir, limits))
+    refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
+    return GateResult(checks)

@@ -44,6 +44,7 @@ from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
+from lmleak.fingerprints import cache_record, model_record, run_provenance
 from lmleak.models.adapters import recorded_base
 from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
@@ -394,9 +395,14 @@ class Auditor:
                 "redacted": self.redactor is not None,
                 **({"redaction": self.redactor.describe()} if self.redactor is not None else {}),
             }
+            records: dict[str, Any] = {}
             for m in self.cfg.models:
-                summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
+                summary["models"][m.name] = self._audit_model(
+                    m.name, self.cfg.resolve(m.path) or m.path, records
+                )
             self._kart_table(summary)
+            corpus = self.cfg.resolve(self.cfg.corpus.path)
+            summary["provenance"] = {**run_provenance(corpus=corpus), "models": records}
             write_summary(self.run, summary)
 
             render_report(self.run, show_text=self.cfg.render.show_text)
@@ -420,8 +426,9 @@ class Auditor:
         finally:
             shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
-    def _audit_model(self, name: str, path: str) -> dict[str, Any]:
-        """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json``."""
+    def _audit_model(self, name: str, path: str, records: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json`` and
+        puts its provenance record (:func:`~lmleak.fingerprints.model_record`) in ``records``."""
         stages: dict[str, str] = {}
         skipped: dict[str, str] = {}
         headline: dict[str, Any] = {}
@@ -456,7 +463,7 @@ class Auditor:
                 if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
             }
         )
-        out_model = {
+        out_model: dict[str, Any] = {
             "path": path,
             "headline": headline,
             "stages": stages,
@@ -467,7 +474,10 @@ class Auditor:
         }
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
+            out_model["cache"] = cache_record(model)
             log.info("%s: %s", name, out_model["access"])
+        if records is not None:
+            records[name] = model_record(model if model is not None else path)
         return out_model
 
     def _load_api_model(self, name: str, path: str) -> tuple[Any, dict[str, Any]]:
@@ -514,6 +524,8 @@ class Auditor:
         """Run one stage into ``out`` unless it is complete; returns the (maybe now loaded) model and
         why the stage was skipped (None when its results are there)."""
         fp = self._stage_fingerprint(stage, spec, path)
+        if getattr(model, "fingerprint", None) is not None:  # an API: its URL may now serve another model
+            fp = _fingerprint(fp, model.fingerprint)
         if not self.force and stage_done(out, fp):
             self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
             log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
@@ -623,7 +635,7 @@ def run_audit(
     auditor.corpus()  # a corpus that cannot be read fails here, before the run directory exists
     with (
         use_device(None if explicit else cfg.device),
-        open_run(auditor.run),
+        open_run(auditor.run, redacted=redactor is not None),
     ):  # locked, marked incomplete until done
         if redactor is None:
             return auditor()

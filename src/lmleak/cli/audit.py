@@ -40,6 +40,13 @@ def gate(
     max_extracted: Annotated[
         int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")
     ] = None,
+    allow_changed: Annotated[
+        bool,
+        typer.Option(
+            "--allow-changed",
+            help="Gate a run even though its model or corpus files changed since it was written (refused otherwise).",
+        ),
+    ] = False,
     json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
@@ -63,7 +70,12 @@ def gate(
             "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
         )
         raise typer.Exit(2)
-    result = run_gate(run, limits)
+    result = run_gate(
+        run,
+        limits,
+        allow_changed=allow_changed,
+        echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True),
+    )
     _print_gate(result, json_out)
     raise typer.Exit(0 if result.passed else 1)
 

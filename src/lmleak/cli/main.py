@@ -44,6 +44,7 @@ AREAS = [
     "lmleak.cli.extract",  # extract (Carlini et al. 2021)
     "lmleak.cli.serve",  # serve (an OpenAI-compatible server for the HTTP backend)
     "lmleak.cli.selftest",  # selftest (the installed lmleak against known answers)
+    "lmleak.cli.cache",  # cache info, cache clear (the HTTP answer cache)
 ]
 
 
@@ -124,6 +125,25 @@ class _Group(TyperGroup):
             raise typer.Exit(2) from None
 
 
+# issue 25: where the HTTP answer cache lives, and how model files are fingerprinted in provenance
+CacheDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-dir",
+        help="For models behind an HTTP API: keep the answer cache in this folder, shared between runs "
+        "(default: inside the run; it holds training text; 'off': no cache; a redacted run keeps none).",
+    ),
+]
+FullHashOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full-hash",
+        help="Record the full SHA-256 of every model file in the run's provenance (default: a fast "
+        "fingerprint of sizes, headers and each file's first and last MiB).",
+    ),
+]
+
+
 def _root(
     ctx: typer.Context,
     device: Annotated[
@@ -163,6 +183,8 @@ def _root(
             "folder); default: the server's /tokenize.",
         ),
     ] = None,
+    cache_dir: CacheDirOpt = None,
+    full_hash: FullHashOpt = False,
 ) -> None:
     """Privacy auditing of language models."""
     owner_only()
@@ -173,11 +195,15 @@ def _root(
     if device is not None:
         resolve_device(device)  # a GPU asked for but absent fails before the command starts
     ctx.with_resource(use_device(device))
-    if max_requests is not None or tokenizer is not None:
+    if max_requests is not None or tokenizer is not None or cache_dir is not None:
         # lazy: lmleak.models.http imports httpx, only when an HTTP option is given
         from lmleak.models.http import use_http_options
 
-        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
+        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer, cache=cache_dir))
+    if full_hash:
+        from lmleak.fingerprints import use_full_hash
+
+        ctx.with_resource(use_full_hash())
 
 
 def build_app() -> typer.Typer:

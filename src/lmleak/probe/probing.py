@@ -407,7 +407,7 @@ def run_probe(
         summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
         _add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
     if out_dir is not None:
-        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures)
+        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures, model=model)
     return summary
 
 
@@ -558,8 +558,10 @@ def _write_probe_run(
     summary: dict[str, Any],
     *,
     figures: bool,
+    model: Any = None,
 ) -> None:
-    """The run directory: likelihoods, figures, γ curve, generations and summary.json."""
+    """The run directory: likelihoods, figures, γ curve, generations and summary.json (with the
+    model's provenance)."""
     import pandas as pd
 
     out = secure_dir(out_dir)
@@ -570,4 +572,4 @@ def _write_probe_run(
         write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
     if grows:
         write_parquet(pd.DataFrame(grows), out / "generations.parquet")
-    write_summary(out, summary)
+    write_summary(out, summary, model=model)

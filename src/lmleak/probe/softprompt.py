@@ -251,7 +251,7 @@ def run_softprompt(
         d = secure_dir(out_dir)
         torch.save(res.prompt, d / "soft_prompt.pt")
         atomic_write_json(d / "projected_prompt.json", {"ids": ids, "text": text})
-        write_summary(d, summary)
+        write_summary(d, summary, model=model)
     return summary
 
 

@@ -643,8 +643,52 @@ def render_report(
         plotly_js=plotly.offline.get_plotlyjs(),
         version=__version__,
         run_dir=str(run),
+        provenance=provenance_lines(summary),
     )
     return atomic_write_text(Path(out_path) if out_path else run / "report.html", page)
+
+
+def _model_line(name: str, rec: dict[str, Any], cache: dict[str, Any] | None) -> str:
+    parts = [f"model {name}"]
+    if rec.get("backend") == "http":
+        parts.append(f"server {rec.get('server')}, model id {rec.get('model_id')}, tier {rec.get('tier')}")
+    else:
+        parts.append(
+            f"{rec.get('backend') or 'backend not recorded'} on {rec.get('device') or '?'}, {rec.get('dtype') or '?'}"
+        )
+    fp = rec.get("fingerprint")
+    parts.append(
+        f"fingerprint {str(fp)[:16]} ({rec.get('hash')})" if fp else "no fingerprint (no local files)"
+    )
+    if cache:
+        parts.append(f"cache: {cache.get('hits')} hits, {cache.get('misses')} misses")
+    return " · ".join(parts)
+
+
+def provenance_lines(summary: dict[str, Any]) -> list[str]:
+    """The report footer's provenance: each model's backend, device, dtype and fingerprint (an API's
+    server, model id and cache use), and the corpus file's size and SHA-256 (``provenance`` in
+    ``summary.json``; nothing is computed here).
+
+    Example:
+        >>> provenance_lines({"provenance": {"corpus": {"path": "/d/c.jsonl", "size": 1200, "sha256": "ab" * 32}}})
+        ['corpus /d/c.jsonl: 1,200 bytes, sha256 abababababababab…']
+    """
+    prov = summary.get("provenance") or {}
+    models = dict(prov.get("models") or {})
+    if isinstance(prov.get("model"), dict):
+        models[str(summary.get("model") or "model")] = prov["model"]
+    caches = {name: (m or {}).get("cache") for name, m in (summary.get("models") or {}).items()}
+    lines = [_model_line(name, rec, caches.get(name) or summary.get("cache")) for name, rec in models.items()]
+    corpus = prov.get("corpus")
+    if isinstance(corpus, dict):
+        size = corpus.get("size")
+        sha = corpus.get("sha256")
+        lines.append(
+            f"corpus {corpus.get('path')}: "
+            + (f"{size:,} bytes, sha256 {str(sha)[:16]}…" if size is not None and sha else "not hashed")
+        )
+    return lines
 
 
 def _refuse_text_of_redacted(

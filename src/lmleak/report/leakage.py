@@ -314,7 +314,7 @@ def run_report(
     # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
     # folder outside the run, deleted however the report ends; the run is opened (created, locked,
     # marked incomplete) only now, after every refusal
-    with open_run(out), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
+    with open_run(out, redacted=True), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
         os.chmod(scratch, 0o700)
         return _run_report(model, corpus, out, Path(scratch), config, redactor=redactor, **options)
 
@@ -419,7 +419,7 @@ def _run_report(
 
     public_info = _write_tables(out, seqs, occ, public_info, redactor)
     summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
-    write_summary(out, summary)
+    write_summary(out, summary, model=model, corpus=corpus)
     return summary
 
 

@@ -106,6 +106,18 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "limit",
         "placebo_note",
         "placebo_warning",
+        # provenance (lmleak.fingerprints): what the code computed about the model and corpus files —
+        # one-way hashes of whole files and fixed labels, never a value read from the data
+        "fingerprint",
+        "sha256",
+        "head_tail_sha256",
+        "safetensors_header_sha256",
+        "probe_sha256",
+        "backend",
+        "device",
+        "dtype",
+        "hash",
+        "tier",
     }
 )
 #: The JSON files of a stage a redacted run keeps (redacted): summaries and privacy records. Any
