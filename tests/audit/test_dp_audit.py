@@ -114,3 +114,26 @@ def test_with_report_runs_the_audit_then_renders_its_run_and_adds_the_reports_pa
         ("render", tmp_path / "run"),
     ]
     assert summary == {"epsilon_lower_bound": 0.5, "report": str(tmp_path / "run" / "report.html")}
+
+
+def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta():
+    """Regression: `--delta` below the claimed δ gives a larger bound, which printed a violation that
+    the counts do not support. Hand check: the bound at the claimed δ is where the p-value of Theorem 3
+    (`p_value`) crosses 5 %."""
+    from lmleak.attacks.dp_audit import epsilon_lower_bound, p_value
+    from lmleak.audit.dp_audit import claim_check
+
+    m, r, v = 1000, 100, 100
+    at_zero = epsilon_lower_bound(m, r, v, 0.0, 0.95)
+    record = {"m": m, "r": r, "v": v, "delta": 0.0, "confidence": 0.95, "epsilon_lower_bound": at_zero}
+    check = claim_check(3.0, 1e-3, record)
+    bound = check["epsilon_lower_bound_at_claimed_delta"]
+    assert at_zero > 3.0 > bound  # refuted at the audit's delta = 0, not at the claimed delta
+    assert not check["claim_violated"] and check["claimed_delta"] == 1e-3
+    assert p_value(m, r, v, bound - 1e-4, 1e-3) < 0.05 <= p_value(m, r, v, bound + 1e-4, 1e-3)
+    assert claim_check(3.0, 0.0, record) == {
+        "claimed_delta": 0.0,
+        "epsilon_lower_bound_at_claimed_delta": at_zero,
+        "claim_violated": True,
+    }
+    assert claim_check(None, 1e-3, record)["claim_violated"] is False  # no claim, nothing to violate

@@ -531,6 +531,9 @@ class Auditor:
         return model, None
 
     def _privacy(self, path: str) -> dict[str, Any]:
+        """The model's ``privacy.json`` as the summary's ``privacy``: its DP ε with the privacy unit, and
+        for CRT / selective DP the Bayesian confidentiality bound at the recorded 95 % upper bound of
+        γ (Proposition 6; :func:`~lmleak.train.confidentiality.measured_bayesian_confidentiality`)."""
         p = Path(path) / "privacy.json"
         if not p.exists():
             return {}
@@ -541,14 +544,29 @@ class Auditor:
             "dp_delta": priv.get("delta"),
             "gamma": priv.get("gamma"),
             "tokenizer_source": priv.get("tokenizer_source"),
+            # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
+            **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
         }
         if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
             bound = measured_bayesian_confidentiality(
-                float(priv["epsilon"]), float(priv.get("delta") or 0.0), priv.get("gamma")
+                float(priv["epsilon"]),
+                float(priv.get("delta") or 0.0),
+                priv.get("gamma"),
+                gamma_upper=priv.get("gamma_upper95") if priv.get("gamma_source") == "measured" else None,
+                support=priv.get("gamma_support"),
             )
             out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
             out["confidentiality_reason"] = bound["reason"]
+            out["confidentiality_gamma"] = bound["gamma_used"]
+            out["confidentiality_gamma_basis"] = bound["gamma_basis"]
             out["gamma_source"] = priv.get("gamma_source")
+            if priv.get("mode") == "crt":  # Theorem 8.3 adds δ₂, π_c's miss rate, which no run measures
+                out["confidentiality_delta2_assumed"] = True
+                out["confidentiality_note"] = (
+                    "Theorem 8.3 adds delta2 (the conservative policy's miss rate) to delta; it is not measured "
+                    "and 0 is assumed: measure it with `lmleak pii evaluate --policy conservative --secrets ...` "
+                    "(1 - sentence_recall)"
+                )
         return out
 
     def _kart_table(self, summary: dict[str, Any]) -> None:

@@ -366,7 +366,8 @@ def _margins_plot(run_dir: Path) -> list[str]:
     margins_path = run_dir / "kart" / "margins.json"
     if not margins_path.exists():
         return []
-    pairs = json.loads(margins_path.read_text()).get("margins", [])
+    margins = json.loads(margins_path.read_text())
+    pairs = margins.get("margins", [])
     if not pairs:
         return []
     fig = go.Figure(
@@ -380,7 +381,8 @@ def _margins_plot(run_dir: Path) -> list[str]:
     fig.update_layout(
         title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)"
     )
-    return [_figure_html(fig)]
+    note = margins.get("multiplicity_note")
+    return [_figure_html(fig) + (f'<p class="muted">{html.escape(note)}</p>' if note else "")]
 
 
 def _margin_colour(pair: dict[str, Any]) -> str:

@@ -380,6 +380,7 @@ _HEAD_KEYS = (
     "curated_unique_sequences",
     "leakage_epsilon",
     "log_leakage_epsilon",
+    "leakage_epsilon_infinite",
     "log_ratio_p50",
     "log_ratio_p95",
     "pii_unique_sequences",

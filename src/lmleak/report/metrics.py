@@ -229,6 +229,8 @@ def metrics_for_k(
         "curated_unique_sequences": curated,
         "leakage_epsilon": exp_if_finite(log_eps),
         "log_leakage_epsilon": log_eps,
+        # JSON has no infinity: +inf (a public model that gives a leaked text probability 0) is kept here
+        "leakage_epsilon_infinite": log_eps is not None and log_eps == np.inf,
         "log_ratio_p50": p50,
         "log_ratio_p95": p95,
         "pii_unique_sequences": None if unknown else head,
