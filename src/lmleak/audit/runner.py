@@ -41,6 +41,7 @@ from lmleak.attacks.membership import read_texts, run_membership, split_users_by
 from lmleak.attacks.mia_methods import MethodOptions
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
+from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
@@ -49,6 +50,7 @@ from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
+from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
 from lmleak.probe.subjects import read_subjects
@@ -299,11 +301,15 @@ class Auditor:
             templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
 
         holdout = read_holdout(model_path)
+        level, warning = choose_level(subjects, spec.level)  # issue 26: no level that probes nothing silently
+        if warning:
+            self.echo(f"[yellow]warning:[/] {warning}")
+            log.warning("%s", warning)
         run_probe(
             model,
             subjects,
             out,
-            level=spec.level,
+            level=level,
             k=k,
             beams=spec.beams,
             templates=templates,
@@ -393,6 +399,10 @@ class Auditor:
             }
             for m in self.cfg.models:
                 summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
+            # issue 26: people affected and every analysis that did not run, for the release summary
+            summary["release"] = release_summary(
+                self.cfg, self.run, summary["models"], self._subjects_of, self._probe_levels()
+            )
             self._kart_table(summary)
             write_summary(self.run, summary)
 
@@ -402,6 +412,31 @@ class Auditor:
             log.removeHandler(handler)
             handler.close()
         return self.run
+
+    def _subjects_of(self, name: str) -> tuple[dict[str, str], set[str]]:
+        """The probed subjects' users (subject id -> user id) and the model's held-out users, as the
+        run's tables name them (keyed hashes in a redacted run): probing's members vs controls."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return {}, set()
+        path = next(self.cfg.resolve(m.path) or m.path for m in self.cfg.models if m.name == name)
+        holdout = read_holdout(path) if Path(path).is_dir() else None
+        redactor = self.redactor
+
+        def ids(x: str) -> str:
+            return x if redactor is None else redactor.hash(x, kind="user_id")
+
+        subjects = read_subjects(self.cfg.resolve(spec.subjects))
+        user_of = {ids(s["subject_id"]): ids(str(s.get("user_id", s["subject_id"]))) for s in subjects}
+        return user_of, {ids(u) for u in (holdout.users if holdout else ())}
+
+    def _probe_levels(self) -> dict[str, int] | None:
+        """Subjects eligible at each probing level (None without probing): what a probe that ran on
+        nothing could have probed instead."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return None
+        return eligible_by_level(read_subjects(self.cfg.resolve(spec.subjects)))
 
     def _run_stage(self, stage: str, model: Any, path: str, spec: Any, out: Path) -> None:
         """One stage into ``out``; redacted: into the private folder, then copied redacted."""
@@ -450,7 +485,7 @@ class Auditor:
             {
                 k: v
                 for k, v in privacy.items()
-                if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
+                if k in ("dp_epsilon", "confidentiality_epsilon", "privacy_unit") and v is not None
             }
         )
         out_model = {

@@ -386,6 +386,8 @@ _HEAD_KEYS = (
     "pii_unique_sequences",
     "pii_unique_sequences_total",
     "pii_unique_short_sequences",
+    "pii_users",
+    "pii_users_by_type",
 )
 
 
