@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import math
+import re
 
 import pytest
 
@@ -186,3 +188,114 @@ def test_a_check_passes_exactly_at_its_limit_and_the_rows_are_what_the_html_and_
         "why": "",
         "rationale": "",
     }
+
+
+def _browser():
+    import shutil
+
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def _chromium(page, *args):
+    import subprocess
+
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--hide-scrollbars",
+    ]
+    proc = subprocess.run(
+        [_browser(), *flags, "--virtual-time-budget=3000", *args, page.as_uri()],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.stdout
+
+
+def _render_and_gate(tmp_path, models, gate):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+    from lmleak.render.html import render_report
+
+    summary = _audit(**models)
+    summary["config"] = {"gate": gate}
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    page = render_report(tmp_path)
+    exit_code = CliRunner().invoke(app, ["gate", str(tmp_path)]).exit_code
+    checks = json.loads(CliRunner().invoke(app, ["gate", str(tmp_path), "--json"]).stdout)["checks"]
+    return page, exit_code, checks
+
+
+def _dom_verdict(page):
+    """Per model the badge Chromium shows, and every verdict row's status, from the DOM after scripts ran."""
+    dom = _chromium(page, "--dump-dom")
+    cards = re.findall(r'<h3>([^<]+)<span class="badge ([a-z_]+)" data-status="([a-z_]+)"', dom)
+    assert cards and all(a == b for _, a, b in cards)
+    return {name: status for name, _, status in cards}, re.findall(r'<tr data-status="([a-z_]+)">', dom)
+
+
+HEAD = {"mia_num_per_side": 60, "mia_method": "perplexity", "by_k": {"1": {"unique_sequences": 2}}}
+
+
+def test_the_verdict_in_the_html_as_chromium_shows_it_agrees_with_the_gates_exit(tmp_path):
+    """Three models -- one passes, one fails, one lacks a required measurement: Chromium shows each
+    card's verdict as `lmleak gate` computes it, row by row, and the gate exits 1; the first screen
+    shows the verdict cards in their colours."""
+    import numpy as np
+    from PIL import Image
+
+    if _browser() is None:
+        pytest.skip("no Chromium on this machine (CI installs Debian's chromium)")
+    models = {
+        "ok": {
+            "headline": {**HEAD, "mia_auc": 0.55, "max_exposure": 2.0},
+            "stages": {"mia": "x", "report": "y"},
+        },
+        "leaky": {
+            "headline": {**HEAD, "mia_auc": 0.9, "max_exposure": 2.0},
+            "stages": {"mia": "x", "report": "y"},
+        },
+        "unaudited": {"headline": {**HEAD, "mia_auc": 0.55}, "stages": {"mia": "x", "report": "y"}},
+    }
+    page, exit_code, checks = _render_and_gate(tmp_path, models, {"max_mia_auc": 0.6, "max_exposure": 10})
+    badges, rows = _dom_verdict(page)
+    assert badges == {"ok": "pass", "leaky": "fail", "unaudited": "not_evaluable"}
+    assert rows == [c["status"] for c in checks]  # the same table, row by row
+    assert exit_code == 1 and any(s != "pass" for s in badges.values())
+    shot = tmp_path / "verdict.png"
+    _chromium(page, "--window-size=1280,1600", f"--screenshot={shot}")
+    img = np.asarray(Image.open(shot).convert("RGB"), dtype=np.int32)
+
+    def pixels(rgb):
+        return int((np.abs(img - np.array(rgb)).sum(axis=2) < 30).sum())
+
+    # each card's border and badge in its colour: green pass, red fail, amber not evaluable
+    assert pixels((6, 118, 71)) > 500 and pixels((180, 35, 24)) > 500 and pixels((181, 71, 8)) > 500
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "gate, exit_code",
+    [
+        ({"max_mia_auc": 0.8, "max_unique": 5}, 0),  # both hold
+        ({"max_mia_auc": 0.6, "max_unique": 5}, 1),  # the AUC fails
+        ({"max_mia_auc": 0.8, "max_exposure": 10}, 1),  # exposure not evaluable, required
+        ({"max_mia_auc": 0.8, "max_exposure": 10, "allow_not_evaluable": True}, 0),
+    ],
+)
+def test_one_models_verdict_in_chromium_follows_the_gate_exit_under_each_kind_of_limit(
+    tmp_path, gate, exit_code
+):
+    if _browser() is None:
+        pytest.skip("no Chromium on this machine (CI installs Debian's chromium)")
+    page, got, checks = _render_and_gate(
+        tmp_path, {"m": {"headline": {**HEAD, "mia_auc": 0.7}, "stages": {"mia": "x"}}}, gate
+    )
+    badges, rows = _dom_verdict(page)
+    assert got == exit_code and (exit_code == 0) == (badges == {"m": "pass"})
+    assert rows == [c["status"] for c in checks]

@@ -130,10 +130,15 @@ def query_cmd(
     ],
     json_out: JsonOpt = False,
 ) -> None:
-    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
-    from lmleak.audit.query import query
+    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it); a column the
+    query names that is empty in this run (perplexity_ratio without a public model) is warned about."""
+    from rich.markup import escape
+
+    from lmleak.audit.query import empty_columns, query
 
     df = query(run, sql)
+    for warning in empty_columns(run, sql):
+        err.print("[yellow]warning:[/] " + escape(warning), highlight=False)
     if json_out:
         print_json(df.to_dict("records"))
         return
