@@ -352,5 +352,7 @@ def demo(
     if json_out:
         print_json(result.to_dict())
         return
+    if (Path(result.run) / "summary.json").exists():
+        print_release(*_release_of(Path(result.run)))
     _summary_table(result.run, result.headlines)
     out.print(f"demo finished in {result.seconds:.0f} s; report: [bold]{result.report}[/]")
