@@ -485,7 +485,16 @@ class Auditor:
             {
                 k: v
                 for k, v in privacy.items()
-                if k in ("dp_epsilon", "confidentiality_epsilon", "privacy_unit") and v is not None
+                if k
+                in (
+                    "dp_epsilon",
+                    "confidentiality_epsilon",
+                    "confidentiality_gamma",
+                    "confidentiality_gamma_basis",
+                    "confidentiality_delta2_assumed",
+                    "privacy_unit",
+                )
+                and v is not None
             }
         )
         out_model = {

@@ -142,6 +142,14 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
             f"what guessing gives. Pooled: {_fmt(headline.get('pii_exact_match'))}."
             + (f" Members > controls: Fisher p = {p:.2g}." if p is not None else "")
         )
+    if key == "confidentiality_epsilon" and headline.get("confidentiality_gamma") is not None:
+        basis = headline.get("confidentiality_gamma_basis") or "the recorded miss rate"
+        tail = (
+            " Theorem 8.3 adds δ₂, the conservative policy's miss rate, which is not measured: 0 is assumed."
+            if headline.get("confidentiality_delta2_assumed")
+            else ""
+        )
+        return f" Computed at γ = {headline['confidentiality_gamma']:.4g} ({basis}).{tail}"
     if key == "dp_epsilon" and headline.get("privacy_unit"):
         unit = (
             "one person (all of a user's data)"
