@@ -149,6 +149,13 @@ def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_g
     assert _card_value("dp_epsilon", h) == "2.9 per person"
     assert _card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
     assert _card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
+    old = {
+        "dp_epsilon": 2.9,
+        "privacy_unit": "one training sequence (a chunk of one document)",
+    }  # before issue 27
+    assert _card_value("dp_epsilon", old) == "2.9" and "a chunk of one document" in _card_detail(
+        "dp_epsilon", old
+    )
     detail = _card_detail("confidentiality_epsilon", h)
     assert (
         "γ = 0.005316 (95% Clopper-Pearson upper bound of gamma (562 secrets))" in detail
@@ -172,3 +179,13 @@ def test_a_flat_gamma_curve_is_one_sentence_not_a_plot(tmp_path):
     )
     (curve,) = _probe_plots("m", tmp_path)
     assert "plotly" in curve and "empty-plot" not in curve
+
+
+def test_the_membership_card_names_the_headline_attack_and_how_it_was_chosen():
+    from lmleak.render.html import _card_detail
+
+    assert _card_detail("mia_auc", {"mia_method": "reference"}) == (
+        " Headline attack: reference (every attack: the table under Plots)."
+    )
+    chosen = _card_detail("mia_auc", {"mia_method": "min_k", "headline_selection": "split-half"})
+    assert "Headline attack: min_k, chosen by split-half" in chosen

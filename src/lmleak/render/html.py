@@ -105,9 +105,8 @@ def _card_value(key: str, headline: dict[str, Any]) -> str:
             controls = h.get("pii_exact_match_controls")
             tail = "" if controls is None else f" · controls {controls:.1%}"
             return f"members {h['pii_exact_match_members']:.1%}{tail}"
-        if key == "dp_epsilon" and h.get("dp_epsilon") is not None and h.get("privacy_unit"):
-            unit = {"user": "person"}.get(str(h["privacy_unit"]), str(h["privacy_unit"]))
-            return f"{_fmt(h['dp_epsilon'])} per {unit}"
+        if key == "dp_epsilon" and h.get("dp_epsilon") is not None and h.get("privacy_unit") in UNIT_WORDS:
+            return f"{_fmt(h['dp_epsilon'])} per {UNIT_WORDS[h['privacy_unit']]}"
         return _fmt(h.get(key))
 
     by_k = headline.get("by_k") or {}
@@ -151,13 +150,18 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
         )
         return f" Computed at γ = {headline['confidentiality_gamma']:.4g} ({basis}).{tail}"
     if key == "dp_epsilon" and headline.get("privacy_unit"):
-        unit = (
-            "one person (all of a user's data)"
-            if headline["privacy_unit"] == "user"
-            else "one training sequence"
+        unit = {"user": "one person (all of a user's data)", "sequence": "one training sequence"}.get(
+            headline["privacy_unit"], headline["privacy_unit"]
         )
         return f" The privacy unit is {unit}."
+    if key == "mia_auc" and headline.get("mia_method"):
+        how = f", chosen by {headline['headline_selection']}" if headline.get("headline_selection") else ""
+        return f" Headline attack: {headline['mia_method']}{how} (every attack: the table under Plots)."
     return ""
+
+
+#: ``privacy_unit`` (issue 27) as the DP card says it: "ε 2.9 per person"
+UNIT_WORDS = {"user": "person", "sequence": "sequence"}
 
 
 def _card_interval(key: str, headline: dict[str, Any]) -> str | None:
@@ -670,6 +674,11 @@ def _release_views(
     """One release card per model: its verdict, the people affected, and the analyses that did not run."""
     releases = (summary.get("release") or {}).get("models") or {}
     rows = verdict_rows(verdict)
+    seen: set[str] = set()
+    for r in rows:  # a limit's rationale once per page, under its first row
+        if r["rationale"] in seen:
+            r["rationale"] = ""
+        seen.add(r["rationale"])
     views = []
     for name in headlines:
         rel = releases.get(name) or {}

@@ -408,7 +408,12 @@ def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
     by_attack = values.get("mia_auc_by_attack") or {}
     if isinstance(by_attack, dict) and by_attack:
         best = max(by_attack, key=lambda k: by_attack[k] if by_attack[k] is not None else -1.0)
-        if best != method and by_attack[best] is not None:
+        headline = values.get("mia_auc")
+        if (
+            best != method
+            and by_attack[best] is not None
+            and (headline is None or by_attack[best] > headline)
+        ):
             notes.append(f"best raw AUC {by_attack[best]:.4g} ({best}, selected after the fact)")
     if values.get("placebo_auc") is not None:
         notes.append(f"placebo AUC {values['placebo_auc']:.4g} (should be 0.5)")
