@@ -35,6 +35,7 @@ from lmleak.render.verdict import (
     GateCheck,
     Limit,
     Verdict,
+    gate_section,
     limits_from_config,
     resolve_limits,
     verdict_of,
@@ -120,8 +121,7 @@ def gate_run(
     if given or profile:
         return run_gate(run_dir, given, allow_not_evaluable=allow_not_evaluable, profile=profile)
     summary: dict[str, Any] = read_summary(run_dir)
-    gate_cfg = (summary.get("config") or {}).get("gate")
-    limits, allow, cfg_profile = limits_from_config(gate_cfg)
+    limits, allow, cfg_profile = limits_from_config(gate_section(summary))
     if not limits:
         raise ConfigError(
             "no limits given",

@@ -195,9 +195,8 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
     by_type = {str(t): int(part["subject_id"].nunique()) for t, part in hits.groupby("target_type")}
     out: dict[str, Any] = {"people": len(people), "by_type": dict(sorted(by_type.items()))}
     if user_of and people <= set(user_of):
-        out["controls"] = sum(1 for s in people if user_of[s] in controls)
-        out["members"] = len(people) - out["controls"]
-        out = {**out, "members": out.pop("members"), "controls": out.pop("controls")}
+        held_out = sum(1 for s in people if user_of[s] in controls)
+        out.update(members=len(people) - held_out, controls=held_out)
     return out
 
 

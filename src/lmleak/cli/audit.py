@@ -270,11 +270,11 @@ def _finish_audit(run: Path, json_out: bool) -> None:
 def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
     """The run's summary and its verdict under the audit config's ``gate:`` limits."""
     from lmleak.render.headline import collect_headlines
-    from lmleak.render.verdict import limits_from_config, verdict_of
+    from lmleak.render.verdict import gate_section, limits_from_config, verdict_of
     from lmleak.runs import read_summary
 
     summary = read_summary(run)
-    limits, allow, profile = limits_from_config((summary.get("config") or {}).get("gate"))
+    limits, allow, profile = limits_from_config(gate_section(summary))
     verdict = verdict_of(summary, collect_headlines(run), limits, allow_not_evaluable=allow, profile=profile)
     return summary, verdict
 

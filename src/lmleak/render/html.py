@@ -23,6 +23,7 @@ from lmleak.render.verdict import (
     Limit,
     Verdict,
     format_interval,
+    gate_section,
     limits_from_config,
     verdict_of,
     verdict_rows,
@@ -766,7 +767,7 @@ def render_report(
     stage_dirs = _stage_dirs(run, summary)
     _refuse_text_of_redacted(run, summary, stage_dirs, show_text)
     views = _model_views(summary, headlines, stage_dirs, show_text, max_rows)
-    cfg_limits, cfg_allow, profile = limits_from_config((summary.get("config") or {}).get("gate"))
+    cfg_limits, cfg_allow, profile = limits_from_config(gate_section(summary))
     verdict = verdict_of(
         summary,
         headlines,

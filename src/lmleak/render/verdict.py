@@ -201,6 +201,19 @@ def resolve_limits(options: Mapping[str, float | None], profile: str | None = No
     return tuple(base) + tuple(Limit(k, float(v)) for k, v in given.items())
 
 
+def gate_section(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``gate:`` section of the audit config recorded in a run's ``summary.json`` (None when the run
+    is no audit or its config has none; a single stage's ``config`` is that stage's own).
+
+    Example:
+        >>> gate_section({"config": {"gate": {"max_unique": 0}}}), gate_section({"config": "x"})
+        ({'max_unique': 0}, None)
+    """
+    config = summary.get("config")
+    gate = config.get("gate") if isinstance(config, Mapping) else None
+    return gate if isinstance(gate, Mapping) else None
+
+
 def limits_from_config(gate: Mapping[str, Any] | None) -> tuple[tuple[Limit, ...], bool, str | None]:
     """``(limits, allow_not_evaluable, profile)`` of an audit config's ``gate:`` section (as written
     into the run's ``summary.json``); no limits when there is none."""
