@@ -17,6 +17,7 @@ from lmleak.attacks.dp_audit import (
     DPAuditConfig,
     audit_scores,
     audit_statement,
+    epsilon_lower_bound,
     limit_statement,
     make_canaries,
     score_canaries,
@@ -175,10 +176,15 @@ def _summary(
     result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
 ) -> dict[str, Any]:
     """``summary.json``: the accountant's ε beside the measured lower bound and the most this audit
-    could certify, the null it is read against, and the KART scenario."""
+    could certify, the null it is read against, and the KART scenario.
+
+    ``claim_violated`` is decided at the *claimed* δ only: a bound computed at a smaller ``--delta``
+    is larger, and would "refute" an (ε, δ) claim that the counts do not refute. The bound at the
+    claimed δ (``epsilon_lower_bound_at_claimed_delta``) is computed from the same counts for that."""
     claimed = privacy.get("epsilon")
     eps = record["epsilon_lower_bound"]
     out = {
+        **claim_check(claimed, privacy.get("delta"), record),
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
@@ -186,7 +192,6 @@ def _summary(
         "dp_delta": privacy.get("delta"),
         "epsilon_lower_bound": eps,
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
-        "claim_violated": bool(claimed is not None and eps > float(claimed)),
         "claim_beyond_reach": bool(
             claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
         ),
@@ -215,6 +220,33 @@ def _summary(
                 "another --seed, and if it persists the scores depend on the inclusion by another route"
             )
     return out
+
+
+def claim_check(claimed: float | None, claimed_delta: float | None, record: dict[str, Any]) -> dict[str, Any]:
+    """Whether the counts refute an (ε, δ) claim, decided at the claimed δ (the record's own δ when the
+    claim names none): ``epsilon_lower_bound_at_claimed_delta``, ``claimed_delta``, ``claim_violated``.
+
+    Example (1,000 canaries, 100 guesses, all right: the bound is 3.49 at δ = 0 but 0.81 at the
+    claimed δ = 1e-3, so a claim of ε = 3 is not refuted):
+        >>> rec = {"m": 1000, "r": 100, "v": 100, "delta": 0.0, "confidence": 0.95, "epsilon_lower_bound": 3.493}
+        >>> c = claim_check(3.0, 1e-3, rec)
+        >>> c["claim_violated"], round(c["epsilon_lower_bound_at_claimed_delta"], 2)
+        (False, 0.81)
+        >>> claim_check(3.0, 0.0, rec)["claim_violated"]
+        True
+    """
+    delta = float(record["delta"] if claimed_delta is None else claimed_delta)
+    if delta == float(record["delta"]) and "epsilon_lower_bound" in record:
+        at_claim = float(record["epsilon_lower_bound"])
+    else:
+        at_claim = epsilon_lower_bound(
+            int(record["m"]), int(record["r"]), int(record["v"]), delta, float(record["confidence"])
+        )
+    return {
+        "claimed_delta": delta,
+        "epsilon_lower_bound_at_claimed_delta": at_claim,
+        "claim_violated": bool(claimed is not None and at_claim > float(claimed)),
+    }
 
 
 def _check_one_sequence(

@@ -108,6 +108,8 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
         )
         t.add_row(m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci)
     out.print(t)
+    if res.get("multiplicity_note"):
+        out.print(f"[dim]{res['multiplicity_note']}[/]")
     if res["all_nonnegative"]:
         out.print("all calculable margins ≥ 0")
     elif res.get("significant_violations", 1):

@@ -59,11 +59,48 @@ EXPLANATIONS: dict[str, str] = {
 }
 
 
+#: Keys a verdict reads beside the headline numbers (no card of their own): which attack the MIA
+#: headline is and how it was chosen, how many texts it had, the placebo beside it, the DP audit's
+#: bound at the claimed δ, and an infinite leakage ε that JSON cannot hold as a number.
+CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
+    "mia_method": ("mia_method", "mia_attack"),
+    "headline_selection": ("headline_selection",),
+    "mia_num_per_side": ("num_per_side",),
+    "mia_auc_by_attack": ("mia_auc_by_attack",),
+    "placebo_auc": ("placebo_auc",),
+    "leakage_epsilon_infinite": ("leakage_epsilon_infinite",),
+    "epsilon_lower_bound_at_claimed_delta": ("epsilon_lower_bound_at_claimed_delta",),
+    "claimed_delta": ("claimed_delta",),
+    "privacy_unit": ("privacy_unit",),
+}
+
+
 def _first(summary: dict[str, Any], keys: tuple[str, ...]) -> Any:
     for key in keys:
         if key in summary and summary[key] is not None:
             return summary[key]
     return None
+
+
+def _first_key(summary: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((key for key in keys if summary.get(key) is not None), None)
+
+
+def _probe_groups(summary: dict[str, Any]) -> dict[str, Any]:
+    """PII probing's members vs held-out controls (the probe stage's ``groups``) as headline keys."""
+    groups = summary.get("groups")
+    if not isinstance(groups, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("members", "controls"):
+        g = groups.get(name) or {}
+        if g.get("exact_match_rate") is not None:
+            out[f"pii_exact_match_{name}"] = g["exact_match_rate"]
+            out[f"pii_exact_match_{name}_n"] = g.get("pairs_generated")
+    p = (groups.get("tests") or {}).get("exact_match_fisher_p")
+    if p is not None:
+        out["pii_exact_match_fisher_p"] = p
+    return out
 
 
 #: Report metrics measured at every k of the tab attack: ``headline["by_k"]`` holds them per k, so
@@ -79,25 +116,41 @@ PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
 
 def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """Pick the headline metrics present in one stage's summary (missing ones are omitted); a report's
-    per-k values go under ``by_k``.
+    per-k values go under ``by_k``. A metric's 95 % interval (``X_ci`` beside the summary key ``X`` it
+    came from) comes along as ``<headline name>_ci``; :data:`CONTEXT_KEYS` and probing's members vs
+    controls come along too.
 
     Example:
         >>> headline_from_summary({"unique_sequences": 3, "k": 1, "auc": 0.61})
         {'unique_sequences': 3, 'mia_auc': 0.61}
         >>> headline_from_summary({"by_k": {"1": {"unique_sequences": 2}, "3": {"unique_sequences": 5}}})["by_k"]
         {'1': {'unique_sequences': 2}, '3': {'unique_sequences': 5}}
+        >>> headline_from_summary({"pii_unique_sequences_total": 4, "pii_unique_sequences_total_ci": [2, 7]})
+        {'pii_unique_sequences': 4, 'pii_unique_sequences_ci': [2, 7]}
     """
     out: dict[str, Any] = {}
-    for name, keys in HEADLINE_KEYS.items():
-        value = _first(summary, keys)
-        if value is not None:
-            out[name] = value
+    for name, keys in {**HEADLINE_KEYS, **CONTEXT_KEYS}.items():
+        key = _first_key(summary, keys)
+        if key is None:
+            continue
+        out[name] = summary[key]
+        if summary.get(f"{key}_ci") is not None:
+            out[f"{name}_ci"] = summary[f"{key}_ci"]
+    out.update(_probe_groups(summary))
     by_k = summary.get("by_k")
     if isinstance(by_k, dict) and by_k:
-        out["by_k"] = {
-            str(k): {m: v.get(key) for m, key in PER_K.items() if v.get(key) is not None}
-            for k, v in by_k.items()
-        }
+        out["by_k"] = {str(k): _per_k(v) for k, v in by_k.items()}
+    return out
+
+
+def _per_k(values: dict[str, Any]) -> dict[str, Any]:
+    """One k's report metrics under their headline names, each with its interval when it has one."""
+    out: dict[str, Any] = {}
+    for m, key in {**PER_K, "leakage_epsilon_infinite": "leakage_epsilon_infinite"}.items():
+        if values.get(key) is not None:
+            out[m] = values[key]
+            if values.get(f"{key}_ci") is not None:
+                out[f"{m}_ci"] = values[f"{key}_ci"]
     return out
 
 

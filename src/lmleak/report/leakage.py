@@ -450,6 +450,7 @@ _HEAD_KEYS = (
     "curated_unique_sequences",
     "leakage_epsilon",
     "log_leakage_epsilon",
+    "leakage_epsilon_infinite",
     "log_ratio_p50",
     "log_ratio_p95",
     "pii_unique_sequences",
@@ -458,6 +459,8 @@ _HEAD_KEYS = (
     "unique_sequences_ci",
     "curated_unique_sequences_ci",
     "pii_unique_sequences_total_ci",
+    "pii_users",
+    "pii_users_by_type",
 )
 
 
