@@ -28,7 +28,7 @@ import numpy as np
 from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
 from lmleak.errors import DataFileError
 from lmleak.jsonl import iter_jsonl
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
@@ -497,6 +497,7 @@ def _exposure_summary(
     summary = {
         "attack": "canary_exposure",
         "model": getattr(model, "name", type(model).__name__),
+        **scoring_convention(model),
         "canaries": str(canaries),
         "num_canaries": len(results),
         "max_exposure": best.exposure_bits,

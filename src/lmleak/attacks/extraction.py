@@ -54,7 +54,7 @@ import numpy as np
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.ledger.index import CorpusIndex
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.loading import load_model
 from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
@@ -647,7 +647,9 @@ def _extract_summary(
     return {
         "attack": "untargeted_extraction",
         "model": getattr(model, "name", type(model).__name__),
+        **scoring_convention(model),
         "public_model": getattr(public_model, "name", None) if public_model is not None else None,
+        **({} if public_model is None else scoring_convention(public_model, prefix="public_")),
         "num_samples": len(s.samples),
         "unique_samples": len(set(s.texts)),
         "metrics": metrics,

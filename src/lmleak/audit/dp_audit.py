@@ -23,6 +23,7 @@ from lmleak.attacks.dp_audit import (
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.base import scoring_convention
 from lmleak.models.small import build_tokenizer, load_small_model
 from lmleak.render.html import render_report
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
@@ -80,7 +81,10 @@ def run_dp_audit(
     privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
-    summary = _summary(result, train_config, privacy, record, num_train_documents)
+    summary = {
+        **_summary(result, train_config, privacy, record, num_train_documents),
+        **scoring_convention(model),
+    }
     write_summary(run, summary)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary

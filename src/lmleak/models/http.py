@@ -444,11 +444,9 @@ def load_tokenizer(spec: str) -> Any:
     # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
     from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
 
+    # the start token is HFTokenizer's (lmleak.models.tokenizer.start_token_id): the in-process loader's
     if spec == SMOLLM2:
-        tok = HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
-        # the same start token load_smollm2 uses (see lmleak.models.hf_causal.load_smollm2)
-        tok.bos_id = int(tok.hf.convert_tokens_to_ids("<|endoftext|>"))
-        return tok
+        return HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
     p = Path(spec).expanduser()
     if not p.is_dir():
         raise ModelError(
@@ -590,6 +588,11 @@ class HTTPModel:
     @property
     def counters(self) -> Counters:
         return self.client.counters
+
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the tokenizer's; see load_tokenizer)."""
+        return int(self.tokenizer.bos_id)
 
     def describe(self) -> dict[str, Any]:
         """What a run records about the access (never the API key)."""

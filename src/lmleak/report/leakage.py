@@ -26,7 +26,7 @@ from lmleak.errors import ConfigError
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
@@ -36,7 +36,7 @@ from lmleak.report.features import (
     sequence_features,
 )
 from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, metrics_for_k, top_k_accuracy
-from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
+from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
     Redactor,
@@ -308,7 +308,12 @@ def _public_model(
         public_info = {"kind": "model", "name": getattr(pub, "name", type(pub).__name__)}
     if pub is not None:
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
-        public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
+        first = pub.models[0] if isinstance(pub, FoldedPublic) and pub.models else pub
+        public_info = {
+            **(public_info or {}),
+            "name": getattr(pub, "name", None),
+            "bos_token_id": scoring_convention(first)["bos_token_id"],
+        }
     return pub, public_info
 
 
@@ -415,6 +420,7 @@ def _summary(
         "top_k_accuracy": head["top_k_accuracy"],
         "by_k": by_k,
         "model": getattr(model, "name", None),
+        **scoring_convention(model),
         "public_model": public_info,
         "num_documents": ledger.num_docs,
         "num_tokens": ledger.num_tokens,
