@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import ConfigError, DataFileError
+from lmleak.errors import ConfigError, DataFileError, check_number
 from lmleak.ledger.index import CorpusIndex
 from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.loading import load_model
@@ -388,6 +388,19 @@ class ExtractConfig:
     p_threshold: float = 0.5
     temperature: float = 1.0
     prefixes: list[str] = field(default_factory=list)  # empty: samples start from BOS
+
+    def __post_init__(self) -> None:
+        """Every number finite and in range, before any sample is drawn."""
+        for name in ("num_samples", "max_new_tokens", "top_k", "window", "top_n", "min_match_tokens"):
+            check_number(getattr(self, name), name, ge=1, integer=True)
+        for name in ("prefix_tokens", "suffix_tokens", "n"):
+            check_number(getattr(self, name), name, ge=1, integer=True)
+        for name in ("decay_tokens", "discoverable_docs", "seed"):
+            check_number(getattr(self, name), name, ge=0, integer=True)
+        check_number(self.temperature_start, "temperature_start", gt=0)
+        check_number(self.temperature, "temperature", gt=0)
+        check_number(self.dedup_threshold, "dedup_threshold", ge=0, le=1)
+        check_number(self.p_threshold, "p_threshold", gt=0, le=1)
 
 
 def read_prefixes(path: str | Path) -> list[str]:

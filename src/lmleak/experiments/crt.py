@@ -251,6 +251,12 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
             "canaries": corpus_path.parent / "canaries.jsonl",
             "secrets": corpus_path.parent / "secrets.jsonl",
         }
+    # the given files are read before anything is synthesised: a bad one fails before any work
+    given = {
+        "corpus": _read_corpus(Path(paths["corpus"])),
+        "canaries": _read_jsonl(Path(paths["canaries"])),
+        "secrets": _read_jsonl(Path(paths["secrets"])),
+    }
     hold = synthesize(data_dir / "holdout", seed=cfg.seed + 7919, **kw)
     # public text for the tokenizer every model shares (other users again): a vocabulary learnt from the
     # private training text would sit outside the DP guarantee, and a shared one keeps perplexities
@@ -258,9 +264,7 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     public = synthesize(data_dir / "public", seed=cfg.seed + 104729, **kw)
     return {
         "tokenizer_corpus": str(public["corpus"]),
-        "corpus": _read_corpus(Path(paths["corpus"])),
-        "canaries": _read_jsonl(Path(paths["canaries"])),
-        "secrets": _read_jsonl(Path(paths["secrets"])),
+        **given,
         "holdout_corpus": _read_corpus(Path(hold["corpus"])),
         "holdout_secrets": _read_jsonl(Path(hold["secrets"])),
     }

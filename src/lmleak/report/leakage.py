@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
@@ -95,6 +95,22 @@ class ReportConfig:
     pii_policy: str | None = "regex"
     min_tokens: int = MIN_TOKENS
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """The numbers, finite and in range before any ledger pass (the CLI checks them too)."""
+        if not self.ks:
+            raise ConfigError("give at least one k", field="k", hint="e.g. --k 1 3")
+        for k in self.ks:
+            check_number(k, "k", ge=1, integer=True)
+        check_number(self.t, "t", ge=0, hint="e.g. --t 1.0")
+        if self.p is not None:
+            check_number(self.p, "p", ge=0, integer=True)
+        for name in ("max_contexts", "public_occurrences"):
+            check_number(getattr(self, name), name, ge=0, integer=True)
+        if self.public_context_tokens is not None:
+            check_number(self.public_context_tokens, "public_context_tokens", ge=0, integer=True)
+        check_number(self.shard_size, "shard_size", ge=1, integer=True)
+        check_number(self.min_tokens, "min_tokens", ge=1, integer=True)
 
 
 def scenario(anonymization: str = "identity") -> dict[str, Any]:

@@ -33,8 +33,11 @@ def bayesian_confidentiality(epsilon: float, delta: float, gamma: float) -> tupl
         0.494
     """
     _check(epsilon, delta, gamma)
-    # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
-    return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    if epsilon <= _EXP_SAFE:
+        # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
+        return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    # e^ε overflows: log(1 + γ(e^ε − 1)) = ε + log(γ + (1 − γ)e^−ε); γ = 0 leaves log 1 = 0
+    return (epsilon + math.log(gamma + (1 - gamma) * math.exp(-epsilon)) if gamma > 0 else 0.0), gamma * delta
 
 
 def measured_bayesian_confidentiality(epsilon: float, delta: float, gamma: float | None) -> dict[str, Any]:
@@ -92,8 +95,7 @@ def group_confidentiality(epsilon: float, delta: float, missed: int) -> tuple[fl
     if missed < 0:
         raise ValueError("missed must be >= 0")
     eps = missed * epsilon
-    # a delta of 1 or more is vacuous (any two distributions are (eps, 1)-indistinguishable)
-    return eps, min(1.0, missed * math.exp(eps) * delta)
+    return eps, _group_delta(missed, eps, delta)
 
 
 def dedup_group_confidentiality(
@@ -157,7 +159,7 @@ def crt_guarantees(
         per_secret_epsilon_detected=0.0,
         per_secret_delta=float(delta),
         group_epsilon=missed * epsilon,
-        group_delta=min(1.0, missed * math.exp(missed * epsilon) * delta),
+        group_delta=_group_delta(missed, missed * epsilon, delta),
         bayesian_epsilon=b_eps,
         bayesian_delta=b_delta + delta2,
     )
@@ -201,6 +203,24 @@ def confidentiality_report(
     t8 = crt_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2)
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out
+
+
+_EXP_SAFE = 700.0  # math.exp overflows a float64 just above 709
+
+
+def _group_delta(count: float, epsilon: float, delta: float) -> float:
+    """``min(1, count · e^ε · δ)``, also where e^ε overflows; a δ of 1 or more is vacuous (any two
+    distributions are (ε, 1)-indistinguishable).
+
+    Example:
+        >>> _group_delta(3, 1.5, 1e-6) == min(1.0, 3 * math.exp(1.5) * 1e-6), _group_delta(2, 1e300, 1e-9)
+        (True, 1.0)
+    """
+    if count == 0 or delta == 0:
+        return 0.0
+    if epsilon <= _EXP_SAFE:
+        return min(1.0, count * math.exp(epsilon) * delta)
+    return math.exp(min(0.0, math.log(count) + epsilon + math.log(delta)))
 
 
 def _check(epsilon: float, delta: float, gamma: float) -> None:
