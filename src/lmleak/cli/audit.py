@@ -7,7 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, err, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    PROBABILITY,
+    JsonOpt,
+    QuietOpt,
+    SeedOpt,
+    err,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -20,25 +32,33 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
-    max_unique: Annotated[int | None, typer.Option(help="Most unique leaked sequences allowed.")] = None,
-    max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
+    max_unique: Annotated[
+        int | None, typer.Option(help="Most unique leaked sequences allowed.", parser=COUNT0)
+    ] = None,
+    max_leakage_epsilon: Annotated[
+        float | None, typer.Option(help="Largest leakage ε allowed.", parser=NON_NEGATIVE)
+    ] = None,
     max_exposure: Annotated[
-        float | None, typer.Option(help="Largest canary exposure (bits) allowed.")
+        float | None, typer.Option(help="Largest canary exposure (bits) allowed.", parser=NON_NEGATIVE)
     ] = None,
     max_mia_auc: Annotated[
-        float | None, typer.Option(help="Largest membership-inference AUC allowed.")
+        float | None, typer.Option(help="Largest membership-inference AUC allowed.", parser=PROBABILITY)
     ] = None,
     max_pii_unique: Annotated[
-        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")
+        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
     ] = None,
     min_epsilon_lower_bound: Annotated[
         float | None,
         typer.Option(
-            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails."
+            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.",
+            parser=NON_NEGATIVE,
         ),
     ] = None,
     max_extracted: Annotated[
-        int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")
+        int | None,
+        typer.Option(
+            help="Most verified extracted training samples allowed (lmleak extract).", parser=COUNT0
+        ),
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -227,7 +247,9 @@ def demo(
     ] = None,
     max_steps: Annotated[
         int | None,
-        typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU)."),
+        typer.Option(
+            "--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).", parser=COUNT
+        ),
     ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
