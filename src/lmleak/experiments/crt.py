@@ -63,6 +63,7 @@ from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.figures import pyplot, save_figure
 from lmleak.jsonl import read_jsonl
+from lmleak.models.base import SCORING_CONVENTION
 from lmleak.models.evaluation import evaluate_model as quality
 from lmleak.models.loading import load_model
 from lmleak.models.small import load_small_model
@@ -512,6 +513,7 @@ def evaluate_model(
         if (group_level, "perplexity") in m.index
         else math.nan,
         "mia_per_side": mia.num_per_side,
+        "bos_token_id": lm.bos_token_id,  # the start token every score above follows
     }
 
 
@@ -667,6 +669,7 @@ def run_crt_experiment(
     figures = plot_figures(table, run, cfg)
     summary = {
         "experiment": "crt",
+        "scoring_convention": SCORING_CONVENTION,  # after each row's bos_token_id
         "config": dataclasses.asdict(cfg),
         "ppl_ordering": ppl_ordering(table),
         "num_models": len(rows),
