@@ -115,3 +115,29 @@ def test_the_http_backends_local_tokenizer_picks_the_in_process_start_token(tmp_
     )
     hf.save_pretrained(tmp_path)
     assert load_tokenizer(str(tmp_path)).bos_id == HFTokenizer(hf).bos_id == 0
+
+
+def test_the_http_backends_local_tokenizer_keeps_a_fine_tunes_recorded_start_token(tmp_path):
+    """A fine-tune scores after the start token it was trained after (``bos_id`` in its manifest, which
+    lmleak.models.adapters restores in process); ``tokenizer=FOLDER`` restores it too, and a LoRA folder
+    without tokenizer files takes its base's tokenizer."""
+    import json
+
+    from lmleak.models.adapters import MANIFEST
+    from lmleak.models.http import load_tokenizer
+
+    base = tmp_path / "base"
+    hf = _word_tokenizer(
+        SMOL_VOCAB, unk_token="<|endoftext|>", bos_token="<|im_start|>", eos_token="<|im_end|>"
+    )
+    hf.save_pretrained(base)
+    full, lora = tmp_path / "full", tmp_path / "lora"
+    hf.save_pretrained(full)
+    lora.mkdir()
+    for folder in (full, lora):  # trained after <|im_start|> (id 1), as fine-tunes made before issue 25 were
+        (folder / MANIFEST).write_text(
+            json.dumps({"format": 1, "kind": "lora", "base": str(base), "bos_id": 1})
+        )
+    assert load_tokenizer(str(base)).bos_id == 0
+    assert load_tokenizer(str(full)).bos_id == load_tokenizer(str(lora)).bos_id == 1
+    assert load_tokenizer(str(lora)).encode("hello world") == HFTokenizer(hf).encode("hello world")

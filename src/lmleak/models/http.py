@@ -452,7 +452,20 @@ def load_tokenizer(spec: str) -> Any:
         raise ModelError(
             f"tokenizer {spec!r} is not a folder; give the served model's folder (its tokenizer files)"
         )
-    return HFTokenizer(_auto_tokenizer(p))
+    # lazy: lmleak.models.adapters imports the torch loaders, as hf_causal above
+    from lmleak.models.adapters import MANIFEST
+
+    manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8")) if (p / MANIFEST).is_file() else {}
+    # a LoRA fine-tune folder holds no tokenizer: its base's, as the in-process loader takes it
+    has_own = any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    tok = (
+        HFTokenizer(_auto_tokenizer(p))
+        if has_own or not manifest.get("base")
+        else load_tokenizer(manifest["base"])
+    )
+    if manifest.get("bos_id") is not None:  # the start token the fine-tune was trained after
+        tok.bos_id = int(manifest["bos_id"])
+    return tok
 
 
 def _auto_tokenizer(path: Path) -> Any:
