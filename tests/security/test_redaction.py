@@ -481,7 +481,7 @@ def _standalone_args(command: str, root: Path, corpus_path: Path, run: Path) -> 
         "mia": ["mia", *model, "--members", str(root / "members.txt"), "--non-members",
                 str(root / "non_members.txt"), "--group-size", "4"],
         "probe run": ["probe", "run", *model, "--subjects", str(data / "subjects.jsonl"), "--level", "twin",
-                      "--beams", "1"],
+                      "--beams", "1", "--limit", "3"],
         "extract": ["extract", *model, "--corpus", str(corpus_path), "--num-samples", "4", "--max-new-tokens",
                     "8", "--top-n", "4", "--min-match-tokens", "6", "--prefix-tokens", "4", "--suffix-tokens",
                     "4", "--discoverable-docs", "2"],
