@@ -128,3 +128,15 @@ def test_the_report_has_keys_named_after_the_results():
     ):
         assert key in r
     assert r["dedup_group_epsilon"] < r["group_epsilon_without_dedup"]
+
+
+def test_a_huge_epsilon_gives_the_limit_not_an_overflow():
+    """e^ε overflows above ε ≈ 709; the guarantees then follow their limits (issue 25 item 6)."""
+
+    # log(1 + γ(e^ε − 1)) → ε + log γ; continuous across the switch at ε = 700
+    assert bayesian_confidentiality(1e300, 1e-5, 0.1)[0] == pytest.approx(1e300)
+    below, above = (bayesian_confidentiality(e, 0.0, 0.1)[0] for e in (700.0, 700.0 + 1e-9))
+    assert above == pytest.approx(below, abs=1e-8) and below == pytest.approx(700 + math.log(0.1))
+    assert bayesian_confidentiality(1e300, 1e-5, 0.0)[0] == 0.0  # nothing missed, nothing leaks
+    report = confidentiality_report(1e300, 1e-5, 0.5, unique_secrets=4, occurrences=8)
+    assert report["group_delta"] == 1.0 and report["theorem8_group_delta"] == 1.0

@@ -45,6 +45,7 @@ from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.base import scoring_convention
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
@@ -598,6 +599,9 @@ def run_membership(
     summary = _membership_summary(
         name, res, reference=reference, source=source, group_size=group_size, options=options
     )
+    summary.update(scoring_convention(model))
+    if reference is not None:
+        summary.update(scoring_convention(reference, prefix="reference_"))
     write_summary(run, summary, model=model)
     return summary
 

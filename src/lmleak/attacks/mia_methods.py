@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
-from lmleak.errors import ConfigError, DataFileError, did_you_mean
+from lmleak.errors import ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.models.torch_causal import TorchCausalLM, _windows
 from lmleak.scenarios import scenario_record
@@ -127,6 +127,11 @@ class MethodOptions:
     num_neighbours: int = 8
     mlm: Any = field(default=None, repr=False, compare=False)
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        check_number(self.recall_shots, "recall_shots", ge=1, integer=True)
+        check_number(self.num_neighbours, "num_neighbours", ge=1, integer=True)
+        check_number(self.seed, "seed", ge=0, integer=True)
 
     def record(self) -> dict[str, Any]:
         """A JSON-able record (the MLM by name) for fingerprints and summaries."""

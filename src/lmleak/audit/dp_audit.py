@@ -25,8 +25,10 @@ from lmleak.attacks.dp_audit import (
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.base import scoring_convention
 from lmleak.models.small import build_tokenizer, load_small_model
 from lmleak.render.html import render_report
+from lmleak.report.redaction import write_run
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.train.trainer import split_users, train_model
@@ -56,9 +58,9 @@ def run_dp_audit(
     ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
     audit = audit or DPAuditConfig()
-    run = secure_dir(out_dir)
-    base = load_corpus(corpus_path)
+    base = load_corpus(corpus_path)  # every input and setting is checked before the run folder exists
     canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    run = secure_dir(out_dir)
     result, num_train_documents = _train_with_canaries(
         base, str(corpus_path), run, train_config, audit, canaries, progress=progress
     )
@@ -86,7 +88,10 @@ def run_dp_audit(
     privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
-    summary = _summary(result, train_config, privacy, record, num_train_documents)
+    summary = {
+        **_summary(result, train_config, privacy, record, num_train_documents),
+        **scoring_convention(model),
+    }
     write_summary(run, summary, model=str(result.model_dir), corpus=corpus_path)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary
@@ -99,14 +104,26 @@ def run_dp_audit_with_report(
     audit: DPAuditConfig | None = None,
     *,
     progress: bool = True,
+    redact: bool = False,
+    redact_key_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """:func:`run_dp_audit`, then the run's ``report.html`` (the work of ``lmleak dp-audit run``).
 
+    ``redact`` writes the run redacted (:func:`lmleak.report.redaction.write_run`, the key from
+    ``redact_key_file``, ``$LMLEAK_REDACT_KEY`` or random): the canaries' secrets, the corpus and the
+    trained model stay in a private folder that is deleted; the tables, summaries and the report
+    hold numbers, labels and keyed ids.
+
     Returns:
-        The run's summary with ``report``, the path of the HTML report, added (``summary.json``
-        itself stays as :func:`run_dp_audit` wrote it).
+        The run's summary (redacted with ``redact``) with ``report``, the path of the HTML report,
+        added (``summary.json`` itself stays as written).
     """
-    summary = run_dp_audit(corpus_path, out_dir, train_config, audit, progress=progress)
+    summary = write_run(
+        out_dir,
+        lambda d: run_dp_audit(corpus_path, d, train_config, audit, progress=progress),
+        redact=redact,
+        key_file=redact_key_file,
+    )
     summary["report"] = str(render_report(out_dir))
     return summary
 

@@ -83,6 +83,7 @@ from lmleak.train.trainer import load_train_config
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
 COMPLETE = ".complete.json"
+SCORING_KEYS = ("bos_token_id", "scoring_convention")  # as lmleak.models.base.scoring_convention writes them
 
 
 def _fingerprint(*parts: Any) -> str:
@@ -471,6 +472,7 @@ class Auditor:
         anon = anonymization_of(path if Path(path).is_dir() else None)
         model, api = self._load_api_model(name, path)
         membership: dict[str, Any] | None = None
+        scoring: dict[str, Any] = {}  # the start token the stages scored after (docs/membership.md)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
             why_not = self._why_not(stage, path, model)
@@ -484,6 +486,7 @@ class Auditor:
             stages[stage] = str(out.relative_to(self.run))
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
+            scoring.update({k: stage_summary[k] for k in SCORING_KEYS if k in stage_summary})
             if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
                 membership = {
                     k: stage_summary.get(k)
@@ -514,6 +517,7 @@ class Auditor:
             "skipped": skipped,
             "scenarios": scenarios,
             "privacy": privacy,
+            **scoring,
             **({"membership": membership} if membership else {}),
         }
         if api and model is not None:  # the tier and what this run asked of the API (never the key)

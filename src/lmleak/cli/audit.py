@@ -7,7 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, err, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    PROBABILITY,
+    JsonOpt,
+    QuietOpt,
+    SeedOpt,
+    err,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -21,17 +33,24 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 # long: the Typer signature declares 11 options; the body only gathers them, calls gate_run and prints
 def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
-    max_unique: Annotated[int | None, typer.Option(help="Most unique leaked sequences allowed.")] = None,
-    max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
+    max_unique: Annotated[
+        int | None, typer.Option(help="Most unique leaked sequences allowed.", parser=COUNT0)
+    ] = None,
+    max_leakage_epsilon: Annotated[
+        float | None, typer.Option(help="Largest leakage ε allowed.", parser=NON_NEGATIVE)
+    ] = None,
     max_exposure: Annotated[
-        float | None, typer.Option(help="Largest canary exposure (bits) allowed.")
+        float | None, typer.Option(help="Largest canary exposure (bits) allowed.", parser=NON_NEGATIVE)
     ] = None,
     max_mia_auc: Annotated[
         float | None,
-        typer.Option(help="Largest AUC of the headline membership attack (named in the table) allowed."),
+        typer.Option(
+            help="Largest AUC of the headline membership attack (named in the table) allowed.",
+            parser=PROBABILITY,
+        ),
     ] = None,
     max_pii_unique: Annotated[
-        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")
+        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
     ] = None,
     max_pii_exact_match: Annotated[
         float | None, typer.Option(help="Largest PII probing exact-match rate allowed (0-1).")
@@ -39,11 +58,15 @@ def gate(
     min_epsilon_lower_bound: Annotated[
         float | None,
         typer.Option(
-            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails."
+            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.",
+            parser=NON_NEGATIVE,
         ),
     ] = None,
     max_extracted: Annotated[
-        int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")
+        int | None,
+        typer.Option(
+            help="Most verified extracted training samples allowed (lmleak extract).", parser=COUNT0
+        ),
     ] = None,
     profile: Annotated[
         str | None,
@@ -347,7 +370,9 @@ def demo(
     ] = None,
     max_steps: Annotated[
         int | None,
-        typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU)."),
+        typer.Option(
+            "--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).", parser=COUNT
+        ),
     ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""

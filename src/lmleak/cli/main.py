@@ -26,7 +26,7 @@ import typer
 from typer.core import TyperGroup
 
 from lmleak import progress
-from lmleak.cli.common import err, offline_environment
+from lmleak.cli.common import COUNT, err, offline_environment
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
 
@@ -75,12 +75,29 @@ def _where(e: BaseException) -> str:
     return f" at {name[cut + 1 :] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
 
 
+def _bad_value(e: typer.BadParameter) -> typer.Exit:
+    """A refused or missing option value (``lmleak.cli.common.number``: NaN, inf, out of range; a wrong
+    type) as one line, exit 2, like every other input error (click's own box spans several lines)."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(_one_line(e.format_message()))}", soft_wrap=True)
+    return typer.Exit(2)
+
+
 class _Group(TyperGroup):
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:  # the global options (--max-requests) are parsed here, outside invoke
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except typer.BadParameter as e:
+            raise _bad_value(e) from None
+
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
 
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as e:  # a command's option value, refused while parsing
+            raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # usage errors and exits keep their own status
         except Interrupted as e:
@@ -173,6 +190,7 @@ def _root(
             "--max-requests",
             help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
             "stop (exit 2) after this many requests; cached answers do not count.",
+            parser=COUNT,
         ),
     ] = None,
     tokenizer: Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, out, print_json
+from lmleak.cli.common import COUNT, NON_NEGATIVE, PROBABILITY, JsonOpt, number, out, print_json
 from lmleak.train.guarantees import confidentiality_guarantees
 
 
@@ -16,25 +16,31 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def confidentiality(
-    epsilon: Annotated[float, typer.Option(help="DP epsilon of the (private part of) training.")],
-    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
-    gamma: Annotated[float, typer.Option(help="The redaction policy's miss rate, 1 - recall.")] = 0.1,
+    epsilon: Annotated[
+        float, typer.Option(help="DP epsilon of the (private part of) training.", parser=NON_NEGATIVE)
+    ],
+    delta: Annotated[float, typer.Option(help="DP delta.", parser=number(ge=0, lt=1))] = 1e-5,
+    gamma: Annotated[
+        float, typer.Option(help="The redaction policy's miss rate, 1 - recall.", parser=PROBABILITY)
+    ] = 0.1,
     unique_secrets: Annotated[
-        int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).")
+        int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).", parser=COUNT)
     ] = 1,
     occurrences: Annotated[
-        int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")
+        int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).", parser=COUNT)
     ] = None,
     delta2: Annotated[
         float | None,
         typer.Option(
-            help="The conservative policy's miss rate (Thm. 8.3); left out, 0 is assumed and said so."
+            help="The conservative policy's miss rate (Thm. 8.3); left out, 0 is assumed and said so.",
+            parser=PROBABILITY,
         ),
     ] = None,
     quantile: Annotated[
         float,
         typer.Option(
-            help="Group bounds charge the secrets missed at this quantile of Binomial(m, gamma); 1 = worst case."
+            help="Group bounds charge the secrets missed at this quantile of Binomial(m, gamma); 1 = worst case.",
+            parser=PROBABILITY,
         ),
     ] = 0.95,
     plot: Annotated[

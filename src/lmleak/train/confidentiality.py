@@ -46,8 +46,11 @@ def bayesian_confidentiality(epsilon: float, delta: float, gamma: float) -> tupl
         0.494
     """
     _check(epsilon, delta, gamma)
-    # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
-    return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    if epsilon <= _EXP_SAFE:
+        # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
+        return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    # e^ε overflows: log(1 + γ(e^ε − 1)) = ε + log(γ + (1 − γ)e^−ε); γ = 0 leaves log 1 = 0
+    return (epsilon + math.log(gamma + (1 - gamma) * math.exp(-epsilon)) if gamma > 0 else 0.0), gamma * delta
 
 
 def measured_bayesian_confidentiality(
@@ -162,8 +165,7 @@ def group_confidentiality(epsilon: float, delta: float, missed: int) -> tuple[fl
     if missed < 0:
         raise ValueError("missed must be >= 0")
     eps = missed * epsilon
-    # a delta of 1 or more is vacuous (any two distributions are (eps, 1)-indistinguishable)
-    return eps, min(1.0, missed * math.exp(eps) * delta)
+    return eps, _group_delta(missed, eps, delta)
 
 
 def dedup_group_confidentiality(
@@ -305,6 +307,24 @@ def confidentiality_report(
     )
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out
+
+
+_EXP_SAFE = 700.0  # math.exp overflows a float64 just above 709
+
+
+def _group_delta(count: float, epsilon: float, delta: float) -> float:
+    """``min(1, count · e^ε · δ)``, also where e^ε overflows; a δ of 1 or more is vacuous (any two
+    distributions are (ε, 1)-indistinguishable).
+
+    Example:
+        >>> _group_delta(3, 1.5, 1e-6) == min(1.0, 3 * math.exp(1.5) * 1e-6), _group_delta(2, 1e300, 1e-9)
+        (True, 1.0)
+    """
+    if count == 0 or delta == 0:
+        return 0.0
+    if epsilon <= _EXP_SAFE:
+        return min(1.0, count * math.exp(epsilon) * delta)
+    return math.exp(min(0.0, math.log(count) + epsilon + math.log(delta)))
 
 
 def _check(epsilon: float, delta: float, gamma: float) -> None:
