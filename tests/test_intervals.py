@@ -103,3 +103,22 @@ def test_interval_record_names_its_method():
         "n_units": 12,
         "n_boot": 1000,
     }
+
+
+def test_the_stratified_bootstrap_of_the_auc_is_grouped_bootstrap_auc():
+    from lmleak.intervals import stratified_group_bootstrap
+
+    rng = np.random.default_rng(7)
+    s = rng.normal(size=120) + np.r_[np.full(60, 0.5), np.zeros(60)]
+    y = np.r_[np.ones(60), np.zeros(60)]
+    g = np.arange(120) // 3
+    by_auc = grouped_bootstrap_auc(s, y, g, n_boot=200, seed=4)
+    by_stat = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=200, seed=4)
+    assert by_auc == by_stat
+    # every replicate draws 20 groups of 3 per class: 60 positives and 60 negatives, always
+    counts = []
+    stratified_group_bootstrap(
+        lambda i: counts.append(int(y[i].sum()) * 1000 + len(i)) or 0.0, y, g, n_boot=50
+    )
+    assert set(counts) == {60 * 1000 + 120}
+    assert stratified_group_bootstrap(lambda i: 0.0, np.ones(4), [0, 0, 1, 1]) is None

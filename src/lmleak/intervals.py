@@ -187,10 +187,42 @@ def grouped_bootstrap_auc(
         >>> lo < 0.5 < hi   # a null score: the interval covers chance
         True
     """
-    _check_level(level)
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels).astype(bool)
-    if s.shape != y.shape or len(groups) != s.size:
+    if s.shape != y.shape:
+        raise ValueError("scores, labels and groups must have the same length")
+    return stratified_group_bootstrap(
+        lambda idx: auc_mann_whitney(s[idx], y[idx]), y, groups, n_boot=n_boot, level=level, seed=seed
+    )
+
+
+def stratified_group_bootstrap(
+    statistic: Callable[[np.ndarray], float],
+    labels: Sequence[int] | np.ndarray,
+    groups: Sequence[Any] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile interval of a two-class ``statistic(idx)`` under the cluster bootstrap, groups
+    resampled within each class (the scheme of :func:`grouped_bootstrap_auc`, for any statistic:
+    a TPR at a fixed FPR, an AUC of group sums, ...).
+
+    A group belongs to the class of its first item; each replicate draws as many positive groups
+    with replacement from the positive groups as there are, and as many negative ones from the
+    negative groups, and calls ``statistic`` with the drawn groups' item indices concatenated.
+    Replicates whose statistic is not finite are left out. None when either class is empty.
+
+    Example:
+        >>> y = np.r_[np.ones(6), np.zeros(6)]; g = np.arange(12) // 2; x = np.arange(12.0)
+        >>> lo, hi = stratified_group_bootstrap(lambda i: x[i][y[i] == 1].mean(), y, g, n_boot=200)
+        >>> 0.0 <= lo <= 2.5 <= hi <= 5.0
+        True
+    """
+    _check_level(level)
+    y = np.asarray(labels).astype(bool)
+    if len(groups) != y.size:
         raise ValueError("scores, labels and groups must have the same length")
     if y.all() or not y.any():
         return None
@@ -206,8 +238,7 @@ def grouped_bootstrap_auc(
     out = np.empty(n_boot)
     for b in range(n_boot):
         drawn = np.r_[rng.choice(pos_groups, pos_groups.size), rng.choice(neg_groups, neg_groups.size)]
-        idx = np.concatenate([members[g] for g in drawn])
-        out[b] = auc_mann_whitney(s[idx], y[idx])
+        out[b] = statistic(np.concatenate([members[g] for g in drawn]))
     return _percentile(out, level)
 
 
