@@ -15,6 +15,7 @@ from lmleak.attacks.mia_sets import (
     components,
     jaccard,
     near_duplicate_pairs,
+    near_duplicates,
     pii_keys,
     shingles,
     text_clusters,
@@ -183,3 +184,19 @@ def test_the_quick_demos_sets_are_counted_as_the_issue_found_them(tmp_path):
     emails = [sorted(k for k in pii_keys(t) if k.startswith("EMAIL")) for t in [*c.members, *c.non_members]]
     people = {e[0] for e in emails}
     assert cl.num_clusters == len(people) and cl.ignored_values == 0
+
+
+def test_texts_of_one_template_with_different_secrets_are_not_duplicates():
+    """Paper 002 A.4's sets: members and non-members of one format that differ only in the secret.
+    Their letters are near-identical (Jaccard above 0.8), their secrets are not: all are kept."""
+    template = "Dear customer, your one-time PIN for the account ending in 0042 is {pin}; never share it."
+    members = [template.format(pin=f"{1000 + 37 * i}") for i in range(10)]
+    non = [template.format(pin=f"{6000 + 41 * i}") for i in range(10)]
+    assert len(near_duplicate_pairs([*members, *non])) == 190  # every pair, by their letters
+    assert near_duplicates([*members, *non]) == []
+    # exact repeats still go, and a member's copy (case changed) among the non-members takes both out
+    c = clean_sets(members + members[:2], non + [members[0].replace("Dear", "dear")])
+    assert c.members == members[1:] and c.non_members == non
+    m, n = c.counts["members"], c.counts["non_members"]
+    assert (m.rows, m.distinct, m.near_duplicates, m.removed_overlap, m.kept) == (12, 10, 0, 1, 9)
+    assert (n.rows, n.distinct, n.near_duplicates, n.removed_overlap, n.kept) == (11, 11, 0, 1, 10)

@@ -18,7 +18,12 @@ A membership AUC is only as good as its two sets. Three things go wrong without 
   detector) or are near-duplicates, joined transitively (connected components).
 
 Near-duplicates: the Jaccard similarity of two texts' sets of character 5-grams (of the lowercased
-text with runs of whitespace as one space) is at least :data:`NEAR_DUPLICATE_JACCARD` (0.8).
+text with runs of whitespace as one space) is at least :data:`NEAR_DUPLICATE_JACCARD` (0.8), *and*
+the two hold the same numbers and the same identifying PII values (:func:`same_secrets`). Two
+texts of one template that differ in their secret — "My PIN is 4412" against "My PIN is 9051",
+paper 002 A.4's members and non-members of the same format — are different texts for membership
+inference, however similar their letters: only repeats up to case, punctuation, spacing and a
+word or two count as duplicates.
 :func:`near_duplicate_pairs` finds every such pair exactly — no MinHash sampling error — with the
 prefix filter of set-similarity joins (Chaudhuri, Ganti & Kaushik 2006; Bayardo, Ma & Srikant
 2007): with the 5-grams of every text sorted by a global order (rarest first), two sets with
@@ -112,6 +117,38 @@ def near_duplicate_pairs(
     return sorted(pairs)
 
 
+def same_secrets(a: str, b: str, detector: Any = None) -> bool:
+    """Whether two texts hold the same numbers (digit runs, as a multiset) and the same identifying
+    PII values (:func:`pii_keys`): a condition of being near-duplicates.
+
+    Example:
+        >>> same_secrets("My PIN is 4412.", "my pin is 4412"), same_secrets("My PIN is 4412", "My PIN is 9051")
+        (True, False)
+    """
+    return _secrets(a, detector) == _secrets(b, detector)
+
+
+def _secrets(text: str, detector: Any = None) -> tuple[tuple[str, ...], frozenset[str]]:
+    return tuple(sorted(re.findall(r"\d+", text))), frozenset(pii_keys(text, detector))
+
+
+def near_duplicates(
+    texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_JACCARD, detector: Any = None
+) -> list[tuple[int, int]]:
+    """The pairs of :func:`near_duplicate_pairs` whose texts also hold the same secrets
+    (:func:`same_secrets`): what :func:`clean_sets` and :func:`text_clusters` call near-duplicates.
+
+    Example:
+        >>> near_duplicates(["Order 4412 came late today.", "order 4412 came late today", "Order 9051 came late today."])
+        [(0, 1)]
+    """
+    pairs = near_duplicate_pairs(texts, threshold=threshold)
+    secrets: dict[int, Any] = {}
+    for i in {i for p in pairs for i in p}:
+        secrets[i] = _secrets(texts[i], detector)
+    return [(i, j) for i, j in pairs if secrets[i] == secrets[j]]
+
+
 def components(num: int, pairs: Sequence[tuple[int, int]]) -> np.ndarray:
     """Connected components of the graph on ``0..num-1`` with edges ``pairs``, each labelled by its
     smallest member (so labels do not depend on the edges' order).
@@ -189,7 +226,7 @@ def text_clusters(
     detector: Any = None,
 ) -> Clusters:
     """Group texts that share an identifying PII value (:func:`pii_keys`) or are near-duplicates
-    (:func:`near_duplicate_pairs`), transitively. With ``labels`` (member 1 / non-member 0) a PII
+    (:func:`near_duplicates`), transitively. With ``labels`` (member 1 / non-member 0) a PII
     value found under both labels links nothing (see :class:`Clusters`).
 
     Example:
@@ -209,7 +246,9 @@ def text_clusters(
             ignored += 1
             continue
         pii_pairs.extend((items[0], j) for j in items[1:])
-    ids = components(len(texts), [*pii_pairs, *near_duplicate_pairs(texts, threshold=threshold)])
+    ids = components(
+        len(texts), [*pii_pairs, *near_duplicates(texts, threshold=threshold, detector=detector)]
+    )
     sizes = Counter(ids.tolist())
     linked = len({i for p in pii_pairs for i in p})
     return Clusters(ids, len(sizes), max(sizes.values(), default=0), linked, ignored)
@@ -283,7 +322,7 @@ def clean_sets(
     mem, mem_users = _exact_distinct(members, users[0] if users else None)
     non, non_users = _exact_distinct(non_members, users[1] if users else None)
     side = np.r_[np.ones(len(mem), dtype=np.int64), np.zeros(len(non), dtype=np.int64)]
-    ids = components(len(side), near_duplicate_pairs([*mem, *non], threshold=threshold))
+    ids = components(len(side), near_duplicates([*mem, *non], threshold=threshold))
     both = {c for c in np.unique(ids) if len(set(side[ids == c].tolist())) == 2}
     first_of: dict[int, int] = {}
     keep = np.zeros(len(side), dtype=bool)
