@@ -852,22 +852,27 @@ def _membership_summary(
         "mia_method_scenarios": method_scenarios(res.methods),
         "group_accuracy": None if grp is None else grp["accuracy"],
         "metrics": rows,
-        "scenario": scenario_record(
-            attack="membership_inference",
-            knowledge=("candidate_texts",),
-            access="scores",
-            target="membership",
-            resources=tuple(
-                dict.fromkeys(
-                    (("reference_model",) if reference is not None else ())
-                    + tuple(r for m in res.methods for r in METHODS[m].resources)
-                )
-            ),
-            notes="balanced members vs same-format non-members (paper 002 A.4)"
-            + (f"; {source}" if source else ""),
-        ),
+        "scenario": _scenario(res.methods, reference, source),
     }
     return summary
+
+
+def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:
+    """The KART record of a membership run: candidate texts, scores access, each method's resources."""
+    return scenario_record(
+        attack="membership_inference",
+        knowledge=("candidate_texts",),
+        access="scores",
+        target="membership",
+        resources=tuple(
+            dict.fromkeys(
+                (("reference_model",) if reference is not None else ())
+                + tuple(r for m in methods for r in METHODS[m].resources)
+            )
+        ),
+        notes="balanced members vs same-format non-members (paper 002 A.4)"
+        + (f"; {source}" if source else ""),
+    )
 
 
 def _headline_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) -> dict[str, Any]:
