@@ -426,6 +426,13 @@ def test_the_audit_config_takes_membership_methods_and_reports_them_with_the_bli
     assert r.exit_code == 0, r.output
     m = json.loads((tmp_path / "run" / "summary.json").read_text())["models"]["fake"]
     assert set(m["membership"]["mia_auc_by_attack"]) == {"perplexity", "min_k_pp", "lowercase"}
+    # the honest headline reaches the audit's headline with its interval, its placebo and the blind baseline
+    h = m["headline"]
+    assert h["headline_selection"] == "split-half" and h["mia_method"] in m["membership"]["mia_auc_by_attack"]
+    for key in ("mia_auc", "placebo_auc", "blind_auc"):
+        lo, hi = h[f"{key}_ci"]
+        assert lo <= h[key] <= hi
+    assert h["mia_best_raw_auc"] == max(m["membership"]["mia_auc_by_attack"].values())
     assert m["membership"]["blind_baseline_auc"] > 0.95 and m["membership"]["blind_baseline_warning"]
     page = (tmp_path / "run" / "report.html").read_text()
     assert "Membership attacks beside the blind baseline" in page and "Warning:" in page

@@ -32,6 +32,18 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     # issue 20: one-run DP audit and untargeted extraction
     "epsilon_lower_bound": ("epsilon_lower_bound",),
     "extracted": ("extracted",),
+    # issue 26: the membership headline beside its interval, its null and how it was chosen
+    "mia_auc_ci": ("mia_auc_ci",),
+    "mia_method": ("mia_method",),
+    "headline_selection": ("headline_selection",),
+    "mia_best_raw_auc": ("mia_best_raw_auc",),
+    "mia_best_raw_method": ("mia_best_raw_method",),
+    "placebo_auc": ("placebo_auc",),
+    "placebo_auc_ci": ("placebo_auc_ci",),
+    "blind_auc": ("blind_auc",),
+    "blind_auc_ci": ("blind_auc_ci",),
+    "tpr_at_fpr": ("tpr_at_fpr",),
+    "tpr_at_fpr_ci": ("tpr_at_fpr_ci",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -51,6 +63,18 @@ EXPLANATIONS: dict[str, str] = {
     # issue 20: one-run DP audit and untargeted extraction
     "epsilon_lower_bound": "An empirical lower bound on the ε of the training algorithm, from guessing which of m randomly included canaries were trained on in one run (Steinke, Nasr & Jagielski 2023). Above the claimed ε, the DP claim is false; far below it says only that this audit could not show more.",
     "extracted": "Samples generated without any prompt about the training data, picked by Carlini et al.'s membership metrics, and found verbatim (at least min_match_tokens tokens) in the training corpus.",
+    # issue 26
+    "mia_auc_ci": "The 95% interval of the membership AUC, from resampling whole users (or groups of texts that share a person's PII), so one prolific person does not count as many independent samples.",
+    "mia_method": "The membership attack the headline reports: the one with the highest AUC on one half of the users; its AUC is then measured on the other half.",
+    "headline_selection": "How the headline attack was chosen: split-half (best on one half of the users, reported on the other, so the choice does not inflate the number), single-method, or fixed (too few users to split).",
+    "mia_best_raw_auc": "The highest membership AUC of any method on every text, picked after seeing them all: optimistic, shown beside the honest headline.",
+    "mia_best_raw_method": "The method with the highest raw membership AUC (selected after the fact).",
+    "placebo_auc": "The headline attack run on two halves of users the model never saw, one half labelled members: it should be 0.5 within its interval; above that, the attack finds something other than membership.",
+    "placebo_auc_ci": "The 95% interval of the placebo AUC (resampling users); it should contain 0.5.",
+    "blind_auc": "A text-only classifier that never queries the model, cross-validated with each user's texts in one fold: above chance, members and non-members differ in their text and attack AUCs may measure that, not memorisation.",
+    "blind_auc_ci": "The 95% interval of the blind baseline's AUC (resampling users).",
+    "tpr_at_fpr": "Share of members the headline attack flags while flagging at most 1% of non-members (needs at least 1,000 non-members; measured on the reporting half of the users).",
+    "tpr_at_fpr_ci": "The 95% interval of the TPR at 1% FPR (resampling users).",
 }
 
 
