@@ -224,7 +224,10 @@ def test_membership_of_model_loads_the_spec_reads_the_files_and_equals_run_membe
         group_size=5,
         options=method_options(["zlib", "min_k_pp"]),
     )
-    assert said == ["scoring 30 texts per side with fake:corpus.jsonl"]  # no source line: two files given
+    # no source line: two files given
+    assert said == [
+        "scoring up to 30 texts per side with fake:corpus.jsonl (after de-duplication: the summary's sets say how many)"
+    ]
     assert {(r["level"], r["feature"]) for r in summary["metrics"]} == {
         (r["level"], r["feature"]) for r in oracle["metrics"]
     }

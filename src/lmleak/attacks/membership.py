@@ -769,7 +769,10 @@ def membership_of_model(
         say(texts.source)
     ref = load_model(reference) if reference else None
     mem, non = texts.members, texts.non_members
-    say(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
+    say(
+        f"scoring up to {min(len(mem), len(non), num_per_side)} texts per side with {lm.name} "
+        "(after de-duplication: the summary's sets say how many)"
+    )
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(engine):
         return run_membership(
