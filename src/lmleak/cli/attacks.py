@@ -158,7 +158,8 @@ def mia_cmd(
     ] = None,
     group_size: Annotated[int, typer.Option(help="Texts per group for the group attack (0: skip it).")] = 20,
     num_groups: Annotated[
-        int | None, typer.Option(help="Draw this many groups per side (A.4) instead of disjoint groups.")
+        int | None,
+        typer.Option(help="At most this many disjoint groups per side (groups never overlap; A.4's did)."),
     ] = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help="Public reference model for calibration.")
