@@ -5,8 +5,8 @@ the 2024 SoK on LLM membership inference showed that many MIA evaluation sets se
 from non-members by their *text alone* (a date range, a topic, a marker word), so an attack's AUC
 can measure that shift instead of the model's memory. The check is cheap: train a bag-of-n-grams
 classifier on the same member / non-member split, cross-validated, and report its AUC beside every
-attack. When it comes within :data:`WARN_MARGIN` of the best attack, the attack's number says
-little about the model (:func:`blind_warning`).
+attack. When it may explain the best attack, the attack's number says little about the model
+(:func:`blind_warning`: by the two intervals; without intervals, within :data:`WARN_MARGIN`).
 
 The classifier: hashed character 1-4-grams (word-bounded, so digits of a date count) and word
 unigrams and bigrams, log(1 + count) weights, rows L2-normalised; an L2-regularised logistic
@@ -16,15 +16,19 @@ stratified folds. Features hash with CRC-32, so runs are identical across proces
 **Always grouped** (issue 26). Cross-validation over single texts leaks labels between folds
 whenever texts come in groups: a person's name in a training fold teaches the classifier that
 person's label in the test fold, an AUC no attacker without those labels could reach (on the
-quick demo's sets, 0.968 over single texts, chance when grouped). The folds therefore keep whole
+quick demo's sets, 0.968 over single texts before issue 26, 0.483 [0.365, 0.591] grouped). The folds therefore keep whole
 groups together: the users when they are known, else :func:`lmleak.attacks.mia_sets.text_clusters`
 (texts sharing an identifying PII value or near-duplicates). Each text its own group happens only
 when the caller says so (``groups=range(n)``) or no two texts are linked — and
 :class:`BlindResult` records which (``grouping``, ``num_groups``).
 
 Its AUC has a 95 % interval: the cluster bootstrap over the same groups (resampled within each
-class) of the out-of-fold scores. :func:`blind_warning` fires when the baseline's interval lies
-above chance and the best attack's interval does not clear it (lies wholly above it).
+class) of the out-of-fold scores (the classifier is not refitted per replicate, so the interval is
+narrower than the refitting spread). :func:`blind_warning` fires when the baseline's interval lies
+above chance and the best attack's interval does not clear it (lies wholly above it). With few
+groups, grouped cross-validation reads *below* 0.5 when nothing separates the sides (holding a
+person out leaves their phrasing under-represented in their class): on the demo's sets, random
+person-level labels gave 0.43-0.47 on average; below 0.5 means "no difference found".
 """
 
 from __future__ import annotations
