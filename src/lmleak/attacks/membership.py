@@ -4,14 +4,16 @@ The attack of Carlini et al. (2021), as paper 002 uses it: score each candidate 
 model's perplexity and call the most likely ones members. The evaluation set is balanced (A.4):
 N protected secrets/sentences that were in training against N random ones of the same format
 that were not, so guessing scores 50 %. The group attack (A.4) classifies groups of 20 texts —
-all members or all non-members — by the sum of their perplexities.
+all members or all non-members — by the sum of their perplexities; lmleak's groups are disjoint
+(A.4 drew overlapping ones and counted each as an independent negative).
 
 Scores (higher = "more likely a member"; every feature is one column):
 
 - ``perplexity``: ``-PPL`` per token (A.4; Carlini et al. 2021).
 - ``zlib``: ``-log(PPL) / zlib entropy`` (Carlini et al. 2021 §6.1: text that is easy to compress
   is likely under any model, so divide it out). zlib entropy = bytes of ``zlib.compress(text)``.
-- ``min_k``: mean of the ``k`` % lowest token log-probabilities (Shi et al. 2024, "Min-K% Prob").
+- ``min_k``: mean of the ``int(k·n)`` lowest of the ``n`` token log-probabilities (Shi et al. 2024,
+  "Min-K% Prob", as their code computes it; NaN, left out and counted, below one token).
 - ``reference``: ``-log(PPL_target) / log(PPL_reference)`` (Carlini et al. 2021 §6.1 "Small"/"Medium"
   calibration against a public model). Per-word perplexities, so models with different tokenizers
   compare on the same text (DESIGN.md).
@@ -21,7 +23,10 @@ the sum of perplexities, the statistic of A.4.
 
 More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared pass, live in
 :mod:`lmleak.attacks.mia_methods` (pass ``methods=``); the blind baseline that every run reports
-beside them in :mod:`lmleak.attacks.blind`.
+beside them in :mod:`lmleak.attacks.blind`. Before scoring, the sets are cleaned and their texts
+grouped (:mod:`lmleak.attacks.mia_sets`); after, every number gets its interval over the groups, the
+headline is chosen on one half of the users and reported on the other, and a placebo goes beside it
+(:mod:`lmleak.attacks.mia_stats`; issue 26, docs/membership.md "Honest numbers").
 """
 
 from __future__ import annotations
