@@ -17,6 +17,7 @@ from lmleak.attacks.mia_sets import (
     near_duplicate_pairs,
     near_duplicates,
     pii_keys,
+    shingle_codes,
     shingles,
     text_clusters,
 )
@@ -26,7 +27,7 @@ def _brute_pairs(texts, t):
     """Every pair's Jaccard, computed directly from the 5-gram sets written out here."""
 
     def grams(x):
-        x = " ".join(x.lower().split())
+        x = " ".join(x.lower().split()).encode("utf-8")
         return {x} if len(x) <= 5 else {x[i : i + 5] for i in range(len(x) - 4)}
 
     out = []
@@ -54,6 +55,7 @@ def test_near_duplicate_pairs_are_exactly_the_pairs_a_brute_force_jaccard_finds(
         "the refund for order 4412 has not arrived yet",
         "ok",
         "thanks",
+        "Grüße aus Köln, die Lieferung kam spät",
     ]
     texts = [_edited(rng, bases[int(rng.integers(len(bases)))], int(rng.integers(0, 4))) for _ in range(120)]
     assert near_duplicate_pairs(texts, threshold=threshold) == _brute_pairs(texts, threshold)
@@ -102,6 +104,10 @@ def test_components_equal_a_graph_search(case):
 def test_shingles_and_jaccard_by_hand():
     assert shingles("Hello  World") == shingles("hello world")
     assert jaccard(shingles("abcdef"), shingles("abcdeg")) == 1 / 3  # {abcde, bcdef} vs {abcde, bcdeg}
+    # the packed codes are the shingles, one to one (a short text's code cannot equal a 5-gram's)
+    for t in ["abcdef", "ok", "", "Grüße aus Köln", "x" * 9]:
+        assert len(shingle_codes(t)) == len(shingles(t))
+    assert not set(shingle_codes("abcde").tolist()) & set(shingle_codes("abcd").tolist())
 
 
 def test_pii_keys_link_a_persons_texts_and_not_a_bare_local_number():
@@ -200,3 +206,20 @@ def test_texts_of_one_template_with_different_secrets_are_not_duplicates():
     m, n = c.counts["members"], c.counts["non_members"]
     assert (m.rows, m.distinct, m.near_duplicates, m.removed_overlap, m.kept) == (12, 10, 0, 1, 9)
     assert (n.rows, n.distinct, n.near_duplicates, n.removed_overlap, n.kept) == (11, 11, 0, 1, 10)
+
+
+def test_blocks_and_chunks_change_nothing(monkeypatch):
+    import lmleak.attacks.mia_sets as ms
+
+    rng = np.random.default_rng(9)
+    base = "my parcel came late again and nobody called me back about it at all"
+    texts = [_edited(rng, base, int(rng.integers(0, 3))) for _ in range(40)]
+    want = _brute_pairs(texts, 0.8)
+    assert len(want) > 50
+    monkeypatch.setattr(ms, "_BLOCK", 3)  # the candidate search in blocks of 3 rows
+    assert ms.near_duplicate_pairs(texts, threshold=0.8) == want
+    i, j = np.array([0, 0, 1, 2, 2]), np.array([1, 2, 2, 3, 4])
+    pieces = ms._chunks(i, j, np.array([5, 5, 5, 5, 5]), limit=7)  # about 7 shingles a piece
+    assert len(pieces) == 4 and np.concatenate([p[1] for p in pieces]).tolist() == j.tolist()
+    assert np.concatenate([p[0] for p in pieces]).tolist() == i.tolist()
+    assert all(5 * len(p[1]) < 7 + 5 for p in pieces)  # each under the limit plus one text

@@ -17,25 +17,29 @@ A membership AUC is only as good as its two sets. Three things go wrong without 
   an identifying PII value (e-mail, phone, name, address, SSN, card number; lmleak's regex
   detector) or are near-duplicates, joined transitively (connected components).
 
-Near-duplicates: the Jaccard similarity of two texts' sets of character 5-grams (of the lowercased
-text with runs of whitespace as one space) is at least :data:`NEAR_DUPLICATE_JACCARD` (0.8), *and*
-the two hold the same numbers and the same identifying PII values (:func:`same_secrets`). Two
-texts of one template that differ in their secret — "My PIN is 4412" against "My PIN is 9051",
-paper 002 A.4's members and non-members of the same format — are different texts for membership
-inference, however similar their letters: only repeats up to case, punctuation, spacing and a
-word or two count as duplicates.
-:func:`near_duplicate_pairs` finds every such pair exactly — no MinHash sampling error — with the
-prefix filter of set-similarity joins (Chaudhuri, Ganti & Kaushik 2006; Bayardo, Ma & Srikant
-2007): with the 5-grams of every text sorted by a global order (rarest first), two sets with
-Jaccard >= t share a 5-gram among their first ``|s| - ceil(t |s|) + 1``, so only texts that do are
-compared. On the demo's synthetic dialogue lines, two lines of different people from the same
-template reach 0.63 ("Please send the confirmation to <e-mail>"), lines of one person in
-different templates at most 0.53: 0.8 merges neither.
+Near-duplicates: the Jaccard similarity of two texts' sets of 5-grams (5-byte windows of the UTF-8
+of the lowercased text with runs of whitespace as one space: its character 5-grams for ASCII) is at
+least :data:`NEAR_DUPLICATE_JACCARD` (0.8), *and* the two hold the same numbers and the same
+identifying PII values (:func:`same_secrets`). Two texts of one template that differ in their
+secret — "My PIN is 4412" against "My PIN is 9051", paper 002 A.4's members and non-members of the
+same format — are different texts for membership inference, however similar their letters: only
+repeats up to case, punctuation, spacing and a word or two count as duplicates.
+
+:func:`near_duplicate_pairs` finds the pairs with the prefix filter of set-similarity joins
+(Chaudhuri, Ganti & Kaushik 2006; Bayardo, Ma & Srikant 2007): with the 5-grams of every text sorted
+by one global order (rarest first), two sets with Jaccard >= t share a 5-gram among their first
+``|s| - ceil(t |s|) + 1``, so only texts that do are compared — one sparse product, the 5-grams
+packed into 40-bit integers. A MinHash estimate then spares counting the intersections of pairs far
+below t (it drops a pair at or above t with probability below 1e-8), and every pair kept is verified
+by its exact Jaccard; the tests compare the result with every pair's Jaccard computed directly.
+1,250 synthetic 200-word dialogues take about 4 s on a busy 2-core machine (33 s without the MinHash
+filter, 75 s with the pure-Python join it replaced). On the demo's synthetic dialogue lines, two
+lines of different people from the same template reach 0.63 ("Please send the confirmation to
+<e-mail>"), lines of one person in different templates at most 0.53: 0.8 merges neither.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -46,12 +50,14 @@ import numpy as np
 
 from lmleak.pii.regex import RegexDetector
 
-#: Two texts whose character-5-gram sets have at least this Jaccard similarity are near-duplicates.
+#: Two texts whose 5-gram sets have at least this Jaccard similarity are near-duplicates.
 NEAR_DUPLICATE_JACCARD = 0.8
-#: Characters per shingle.
+#: Bytes (characters, for ASCII text) per shingle.
 SHINGLE_CHARS = 5
 #: PII types whose values identify a person: texts that share one are grouped together.
 LINKING_ENTITIES = ("EMAIL", "PHONE", "PERSON", "ADDRESS", "SSN", "CREDIT_CARD")
+#: Rows of the candidate search per block (bounds the memory of the sparse product).
+_BLOCK = 2048
 
 
 def normalise(text: str) -> str:
@@ -64,22 +70,42 @@ def normalise(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def shingles(text: str, n: int = SHINGLE_CHARS) -> frozenset[str]:
-    """The set of character ``n``-grams of :func:`normalise` (text); a shorter text is its one shingle.
+def shingles(text: str) -> frozenset[bytes]:
+    """The set of 5-byte windows of the UTF-8 of :func:`normalise` (text) — its character 5-grams
+    when the text is ASCII; a shorter text is its one shingle.
 
     Example:
-        >>> sorted(shingles("Ab  cde", 5))
-        ['ab cd', 'b cde']
-        >>> shingles("ok", 5)
-        frozenset({'ok'})
+        >>> sorted(shingles("Ab  cde"))
+        [b'ab cd', b'b cde']
+        >>> shingles("ok")
+        frozenset({b'ok'})
     """
-    t = normalise(text)
-    if len(t) <= n:
-        return frozenset([t])
-    return frozenset(t[i : i + n] for i in range(len(t) - n + 1))
+    b = normalise(text).encode("utf-8")
+    n = SHINGLE_CHARS
+    return frozenset([b]) if len(b) <= n else frozenset(b[i : i + n] for i in range(len(b) - n + 1))
 
 
-def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+def shingle_codes(text: str) -> np.ndarray:
+    """:func:`shingles` as sorted unique integers: a 5-byte window packed into 40 bits (no hashing,
+    so no collisions); a text of k < 5 bytes is its bytes plus ``(k + 1) << 40``.
+
+    Example:
+        >>> shingle_codes("abcdef").tolist() == sorted(int.from_bytes(g, "little") for g in shingles("abcdef"))
+        True
+    """
+    b = np.frombuffer(normalise(text).encode("utf-8"), dtype=np.uint8).astype(np.uint64)
+    n = SHINGLE_CHARS
+    if len(b) <= n:
+        return np.array(
+            [int.from_bytes(bytes(b.astype(np.uint8)), "little") | ((len(b) + 1) << 40)], dtype=np.uint64
+        )
+    code = np.zeros(len(b) - n + 1, dtype=np.uint64)
+    for k in range(n):
+        code |= b[k : len(b) - n + 1 + k] << np.uint64(8 * k)
+    return np.unique(code)
+
+
+def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     """``|a ∩ b| / |a ∪ b|`` (1.0 for two empty sets).
 
     Example:
@@ -91,10 +117,19 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def near_duplicate_pairs(
-    texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_JACCARD, n: int = SHINGLE_CHARS
+    texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_JACCARD
 ) -> list[tuple[int, int]]:
     """Every pair ``(i, j)``, ``i < j``, of texts whose shingle sets have Jaccard >= ``threshold``,
-    sorted; exact (prefix-filtered candidates, each verified by its Jaccard; see the module docstring).
+    sorted (see the module docstring).
+
+    Sparse and vectorised: the shingles of all texts are ranked by (frequency, code), rarest first;
+    ``P`` marks each text's prefix of ``|s| - ceil(t |s|) + 1`` rarest shingles. The candidates are
+    the non-zeros of ``P Pᵀ`` (a shared prefix shingle), kept when their sizes allow a Jaccard of
+    ``t`` (``t |a| <= |b| <= |a| / t``) and their MinHash estimate (64 hashes) is within six
+    standard errors of ``t``, then verified by counting ``|a ∩ b|``. The prefix and size filters are
+    exact; the MinHash filter drops a pair at Jaccard ``>= t`` with probability below 1e-8 (a
+    binomial tail six standard deviations out) — on templated text, where most pairs share a
+    prefix shingle, it spares counting the intersections of pairs near 0.5.
 
     Example:
         >>> near_duplicate_pairs(["the parcel came late today", "the parcel came late today!", "hello"])
@@ -102,19 +137,86 @@ def near_duplicate_pairs(
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"the Jaccard threshold must be in (0, 1], got {threshold}")
-    sets = [shingles(t, n) for t in texts]
-    freq = Counter(g for s in sets for g in s)
-    index: dict[str, list[int]] = defaultdict(list)
-    pairs: set[tuple[int, int]] = set()
-    for i, s in enumerate(sets):
-        ordered = sorted(s, key=lambda g: (freq[g], g))
-        # a longer prefix is always safe: the 1e-9 keeps float error (0.7 * 10 = 7.000000000000001) from shortening it
-        prefix = ordered[: len(ordered) - math.ceil(threshold * len(ordered) - 1e-9) + 1]
-        candidates = {j for g in prefix for j in index[g]}
-        for g in prefix:
-            index[g].append(i)
-        pairs.update((j, i) for j in candidates if jaccard(sets[j], s) >= threshold - 1e-12)
-    return sorted(pairs)
+    from scipy import sparse  # scipy is a core dependency; imported here to keep import light
+
+    n = len(texts)
+    if n < 2:
+        return []
+    codes = [shingle_codes(t) for t in texts]
+    sizes = np.array([len(c) for c in codes], dtype=np.int64)
+    uniq, inverse, counts = np.unique(np.concatenate(codes), return_inverse=True, return_counts=True)
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[np.lexsort((uniq, counts))] = np.arange(len(uniq))  # rarest first, ties by code: one global order
+    col = rank[inverse.ravel()]
+    row = np.repeat(np.arange(n), sizes)
+    order = np.lexsort((col, row))
+    row, col = row[order], col[order]
+    position = np.arange(len(col)) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    # a longer prefix is always safe: the 1e-9 keeps float error (0.7 * 10 = 7.000000000000001) from shortening it
+    prefix_len = sizes - np.ceil(threshold * sizes - 1e-9).astype(np.int64) + 1
+    in_prefix = position < np.repeat(prefix_len, sizes)
+    shape = (n, len(uniq))
+    P = sparse.csr_matrix(
+        (np.ones(int(in_prefix.sum()), dtype=np.float32), (row[in_prefix], col[in_prefix])), shape=shape
+    )
+    # every (text, shingle) as one sorted key text * V + rank: |a ∩ b| is how many of b's keys,
+    # moved to row a, are found among a's (searchsorted over the one sorted array)
+    keys = row * len(uniq) + col
+    starts = np.cumsum(sizes) - sizes
+    sig = _minhash(np.concatenate(codes), starts)
+    floor = threshold - 6.0 * np.sqrt(threshold * (1.0 - threshold) / sig.shape[1]) - 1.0 / sig.shape[1]
+    out: list[tuple[int, int]] = []
+    for a in range(0, n, _BLOCK):
+        cand = (P[a : a + _BLOCK] @ P.T).tocoo()
+        i, j = cand.row.astype(np.int64) + a, cand.col.astype(np.int64)
+        keep = (j > i) & (threshold * sizes[i] <= sizes[j] + 1e-9) & (threshold * sizes[j] <= sizes[i] + 1e-9)
+        i, j = i[keep], j[keep]
+        likely = np.concatenate(
+            [
+                (sig[i[c : c + 65536]] == sig[j[c : c + 65536]]).mean(axis=1) >= floor
+                for c in range(0, len(i), 65536)
+            ]
+            or [np.zeros(0, dtype=bool)]
+        )
+        i, j = i[likely], j[likely]
+        for ci, cj in _chunks(i, j, sizes, limit=1 << 22):
+            lengths = sizes[cj]
+            offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+            query = np.repeat(ci, lengths) * len(uniq) + col[np.repeat(starts[cj], lengths) + offsets]
+            at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+            hits = (keys[at] == query).astype(np.int64)
+            inter = np.add.reduceat(hits, np.cumsum(lengths) - lengths)
+            ok = inter >= (threshold - 1e-12) * (sizes[ci] + sizes[cj] - inter)
+            out.extend(zip(ci[ok].tolist(), cj[ok].tolist(), strict=True))
+    return sorted(out)
+
+
+#: MinHash signatures per text (the verification's pre-filter).
+_HASHES = 64
+
+
+def _minhash(codes: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each text's MinHash signature (``_HASHES`` seeded multiply-add hashes mod 2^64, the minimum
+    over its shingles): two signatures agree in a position with probability their Jaccard."""
+    rng = np.random.default_rng(20240626)  # fixed: the same pairs on every run
+    mult = rng.integers(1, 2**63, size=_HASHES, dtype=np.uint64) | np.uint64(1)
+    add = rng.integers(0, 2**63, size=_HASHES, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        return np.stack(
+            [np.minimum.reduceat(codes * m + b, starts) for m, b in zip(mult, add, strict=True)], axis=1
+        )
+
+
+def _chunks(
+    i: np.ndarray, j: np.ndarray, sizes: np.ndarray, *, limit: int
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Candidate pairs cut so that each piece gathers at most about ``limit`` shingles."""
+    if len(i) == 0:
+        return []
+    total = np.cumsum(sizes[j])
+    cuts = np.searchsorted(total, np.arange(limit, int(total[-1]), limit))
+    bounds = [0, *sorted(set(cuts.tolist()) - {0}), len(i)]
+    return [(i[x:y], j[x:y]) for x, y in zip(bounds, bounds[1:], strict=False) if y > x]
 
 
 def same_secrets(a: str, b: str, detector: Any = None) -> bool:
