@@ -116,6 +116,7 @@ def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
     return 1.0 if union == 0 else len(a & b) / union
 
 
+# long: 22 of its lines are the docstring (the join and its filters); the code is 40
 def near_duplicate_pairs(
     texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_JACCARD
 ) -> list[tuple[int, int]]:
@@ -162,8 +163,7 @@ def near_duplicate_pairs(
     # every (text, shingle) as one sorted key text * V + rank: |a ∩ b| is how many of b's keys,
     # moved to row a, are found among a's (searchsorted over the one sorted array)
     keys = row * len(uniq) + col
-    starts = np.cumsum(sizes) - sizes
-    sig = _minhash(np.concatenate(codes), starts)
+    sig = _minhash(np.concatenate(codes), np.cumsum(sizes) - sizes)
     floor = threshold - 6.0 * np.sqrt(threshold * (1.0 - threshold) / sig.shape[1]) - 1.0 / sig.shape[1]
     out: list[tuple[int, int]] = []
     for a in range(0, n, _BLOCK):
@@ -178,17 +178,28 @@ def near_duplicate_pairs(
             ]
             or [np.zeros(0, dtype=bool)]
         )
-        i, j = i[likely], j[likely]
-        for ci, cj in _chunks(i, j, sizes, limit=1 << 22):
-            lengths = sizes[cj]
-            offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-            query = np.repeat(ci, lengths) * len(uniq) + col[np.repeat(starts[cj], lengths) + offsets]
-            at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
-            hits = (keys[at] == query).astype(np.int64)
-            inter = np.add.reduceat(hits, np.cumsum(lengths) - lengths)
-            ok = inter >= (threshold - 1e-12) * (sizes[ci] + sizes[cj] - inter)
-            out.extend(zip(ci[ok].tolist(), cj[ok].tolist(), strict=True))
+        out.extend(_verified(i[likely], j[likely], sizes, col, keys, threshold))
     return sorted(out)
+
+
+def _verified(
+    i: np.ndarray, j: np.ndarray, sizes: np.ndarray, col: np.ndarray, keys: np.ndarray, threshold: float
+) -> list[tuple[int, int]]:
+    """The candidate pairs whose exact Jaccard is at least ``threshold``. ``col`` holds every text's
+    shingle ranks (texts in order, ranks sorted), ``keys`` the same as ``text * V + rank``: |a ∩ b|
+    is how many of b's ranks, as keys of row a, are found among a's (one searchsorted)."""
+    num_ranks = int(col.max()) + 1
+    starts = np.cumsum(sizes) - sizes
+    out: list[tuple[int, int]] = []
+    for ci, cj in _chunks(i, j, sizes, limit=1 << 22):
+        lengths = sizes[cj]
+        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        query = np.repeat(ci, lengths) * num_ranks + col[np.repeat(starts[cj], lengths) + offsets]
+        at = np.minimum(np.searchsorted(keys, query), len(keys) - 1)
+        inter = np.add.reduceat((keys[at] == query).astype(np.int64), np.cumsum(lengths) - lengths)
+        ok = inter >= (threshold - 1e-12) * (sizes[ci] + sizes[cj] - inter)
+        out.extend(zip(ci[ok].tolist(), cj[ok].tolist(), strict=True))
+    return out
 
 
 #: MinHash signatures per text (the verification's pre-filter).
