@@ -66,7 +66,9 @@ analyses:
                                 # is the reference of its calibrated score: it must not have seen the non-members
     members: null
     non_members: null
-    group_size: 20
+    group_size: 20              # texts per disjoint group of the group attack (0: none)
+    num_per_side: 1000          # texts drawn per side after de-duplication (balanced)
+    n_boot: 1000                # bootstrap replicates of every 95 % interval (over users / text clusters)
   membership:                   # which membership methods the mia stage scores (docs/membership.md)
     methods: [perplexity, zlib, min_k, min_k_pp]  # also lowercase, recall, reference (needs public_model),
                                 # neighbourhood (needs mlm), or all; the blind baseline is always reported
@@ -143,6 +145,8 @@ class MiaSpec:
     members: str | None = None
     non_members: str | None = None
     group_size: int = 20
+    num_per_side: int = 1000  # texts drawn per side, after de-duplication
+    n_boot: int = 1000  # bootstrap replicates of every interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -390,6 +394,8 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
+    "analyses.mia.num_per_side": ("num_per_side >= 2 (texts per side)", 2),
+    "analyses.mia.n_boot": ("n_boot >= 1 (bootstrap replicates)", 1),
     "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
     "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
     "analyses.exposure.placebos": ("placebos >= 0 (0: none)", 0),

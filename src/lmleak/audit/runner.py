@@ -232,9 +232,11 @@ class Auditor:
             non,
             out,
             group_size=spec.group_size,
+            num_per_side=spec.num_per_side,
+            n_boot=spec.n_boot,
             reference=load_model(self.cfg.resolve(ref)) if ref else None,
             source=source,
-            groups=groups,
+            groups=groups,  # users when split by holdout; None: texts grouped by shared PII (issue 26)
             **self._membership_options(),
         )
 

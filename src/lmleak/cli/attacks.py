@@ -199,7 +199,9 @@ def mia_cmd(
     ] = 20,
     num_groups: Annotated[
         int | None,
-        typer.Option(help="Draw this many groups per side (A.4) instead of disjoint groups.", parser=COUNT),
+        typer.Option(
+            help="At most this many disjoint groups per side (groups never overlap; A.4's did).", parser=COUNT
+        ),
     ] = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help="Public reference model for calibration.")
@@ -250,8 +252,11 @@ def mia_cmd(
     """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot.
 
     Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
-    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The blind
-    baseline (a text-only classifier) is reported beside them, with a warning when it comes close.
+    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The sets are
+    de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
+    texts grouped by shared PII); the headline attack is chosen on one half of the users and reported
+    on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
+    classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
     from lmleak.report.redaction import write_run
@@ -293,27 +298,35 @@ def mia_cmd(
     print_membership(summary, out_dir)
 
 
+def _ci_text(value: Any, ci: Any) -> str:
+    """``0.812 [0.744, 0.871]``, or ``-`` without a value."""
+    if value is None:
+        return "-"
+    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
-    """One table row per (level, attack) with the headline marked, the blind baseline, notes, warning."""
+    """One table row per (level, attack) with its 95 % interval and the headline marked, the blind
+    baseline, then the honest headline, the placebo, the sets' counts, notes and warnings."""
     from rich.table import Table
 
     name = summary.get("model") or "a redacted run's model"
     t = Table(title=f"Membership inference — {name} ({summary['num_per_side']} per side)")
-    for col in ("level", "attack", "accuracy", "AUC", "TPR@1%FPR", "TPR@0.1%FPR"):
+    for col in ("level", "attack", "accuracy", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR"):
         t.add_column(col)
     notes = set()
     for r in summary["metrics"]:
         cells = []
         for key in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):
-            cells.append("-" if r[key] is None else f"{r[key]:.3f}")
+            cells.append(_ci_text(r[key], r.get(f"{key}_ci")))
             if r.get(f"{key}_note"):
                 notes.add(f"TPR at {'1' if key == 'tpr_at_1pct_fpr' else '0.1'}% FPR: {r[key + '_note']}")
         headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
         t.add_row(
             r["level"],
             r["feature"] + (" (headline)" if headline else ""),
-            f"{r['accuracy']:.3f}",
-            f"{r['auc']:.3f}",
+            "-" if r["accuracy"] is None else f"{r['accuracy']:.3f}",
+            _ci_text(r["auc"], r.get("auc_ci")),
             *cells,
         )
     if summary.get("blind_baseline_auc") is not None:
@@ -321,16 +334,59 @@ def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
             "individual",
             "blind baseline (text only, no model)",
             "-",
-            f"{summary['blind_baseline_auc']:.3f}",
+            _ci_text(summary["blind_baseline_auc"], summary.get("blind_auc_ci")),
             "-",
             "-",
         )
     out.print(t)
+    for line in _membership_lines(summary):
+        out.print(line)
     for n in sorted(notes):
         out.print(f"  not reported: {n}")
-    if summary.get("blind_baseline_warning"):
-        out.print(f"[bold yellow]warning:[/] {summary['blind_baseline_warning']}")
+    for key in ("placebo_warning", "blind_baseline_warning"):
+        if summary.get(key):
+            out.print(f"[bold yellow]warning:[/] {summary[key]}")
     out.print(f"-> {out_dir}")
+
+
+def _membership_lines(summary: dict[str, Any]) -> list[str]:
+    """The headline and how it was chosen, the best raw AUC, the placebo, the sets, the intervals."""
+    lines = []
+    if "headline_selection" in summary:
+        lines.append(
+            f"headline: {summary['mia_method']} AUC {_ci_text(summary['mia_auc'], summary.get('mia_auc_ci'))} "
+            f"({summary['headline_selection']}: {summary.get('mia_headline_note')})"
+        )
+        if summary.get("mia_best_raw_method") is not None:
+            lines.append(
+                f"best raw: {summary['mia_best_raw_method']} AUC "
+                f"{_ci_text(summary['mia_best_raw_auc'], summary.get('mia_best_raw_auc_ci'))} "
+                "(every text; selected after the fact, optimistic)"
+            )
+    if "placebo_auc" in summary:
+        lines.append(
+            f"placebo: AUC {_ci_text(summary['placebo_auc'], summary.get('placebo_auc_ci'))} "
+            f"({summary.get('placebo_note')})"
+        )
+    sets = summary.get("sets") or {}
+    for side in ("members", "non_members"):
+        c = sets.get(side)
+        if c:
+            lines.append(
+                f"{side.replace('_', '-')}: {c['rows']} rows, {c['distinct']} distinct, {c['near_duplicates']} "
+                f"near-duplicates, {c['removed_overlap']} on both sides removed -> {c['kept']} kept, "
+                f"{c.get('used')} used in {c.get('groups')} groups"
+            )
+    if sets.get("grouping_note"):
+        lines.append(f"groups ({sets.get('grouping')}): {sets['grouping_note']}")
+    if summary.get("mia_excluded_note"):
+        lines.append(summary["mia_excluded_note"])
+    iv = summary.get("intervals")
+    if iv:
+        lines.append(
+            f"intervals: {iv['level']:.0%}, {iv['method']}, {iv.get('n_boot')} replicates over {iv['n_units']} {iv['unit']}s"
+        )
+    return ["  " + x for x in lines]
 
 
 # long: the Typer signature declares 11 options, one per line; the body only parses, calls run_crt_experiment, prints

@@ -35,6 +35,10 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     # issue 26/27: the nulls and reach the headlines above are read against
     "placebo_max_exposure": ("placebo_max_exposure",),
     "max_certifiable_epsilon": ("max_certifiable_epsilon",),
+    # issue 26: the membership headline's companions that get a card of their own
+    "mia_best_raw_auc": ("mia_best_raw_auc",),
+    "blind_auc": ("blind_auc",),
+    "tpr_at_fpr": ("tpr_at_fpr",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -44,7 +48,7 @@ EXPLANATIONS: dict[str, str] = {
     "curated_unique_sequences": "Unique leaked sequences that a public model finds at least t times less likely than the audited model (paper 001's curated count): the ones without plausible deniability.",
     "leakage_epsilon": "How much more likely the model finds its most user-specific leaked text than a public model does (max ratio of perplexities); 1 means no more than a model that never saw those users.",
     "max_exposure": "Bits of exposure of the most memorised inserted canary: log2 of the candidate count minus log2 of its rank; the maximum (about 19.9 for a million candidates) means the secret is the model's top guess.",
-    "mia_auc": "How well an attacker tells training members from non-members by perplexity (0.5 is chance, 1.0 is perfect).",
+    "mia_auc": "How well the headline membership attack (named beside it: the method best on one half of the users, measured on the other half) tells training members from non-members (0.5 is chance, 1.0 is perfect).",
     "mia_accuracy": "Accuracy of the best-threshold membership classifier on a balanced set (50% is chance).",
     "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
     "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type, as a ratio of averages (1 means no association); the most likely items, often e-mails, dominate it.",
@@ -56,6 +60,18 @@ EXPLANATIONS: dict[str, str] = {
     "extracted": "Samples generated without any prompt about the training data, picked by Carlini et al.'s membership metrics, and found verbatim (at least min_match_tokens tokens) in the training corpus.",
     "placebo_max_exposure": "The most exposed of as many never-inserted secrets of the canaries' formats, ranked the same way: what max_exposure reaches with nothing memorised (about log2 of the number of placebos for secrets drawn uniformly).",
     "max_certifiable_epsilon": "The largest ε this DP audit could certify were every one of its guesses right: a claimed ε above it cannot be refuted by an audit of this size (lmleak dp-audit plan sizes a larger one).",
+    # issue 26
+    "mia_auc_ci": "The 95% interval of the membership AUC, from resampling whole users (or groups of texts that share a person's PII), so one prolific person does not count as many independent samples.",
+    "mia_method": "The membership attack the headline reports: the one with the highest AUC on one half of the users; its AUC is then measured on the other half.",
+    "headline_selection": "How the headline attack was chosen: split-half (best on one half of the users, reported on the other, so the choice does not inflate the number), single-method, or fixed (too few users to split).",
+    "mia_best_raw_auc": "The highest membership AUC of any method on every text, picked after seeing them all: optimistic, shown beside the honest headline.",
+    "mia_best_raw_method": "The method with the highest raw membership AUC (selected after the fact).",
+    "placebo_auc": "The headline attack run on two halves of users the model never saw, one half labelled members: it should be 0.5 within its interval; above that, the attack finds something other than membership.",
+    "placebo_auc_ci": "The 95% interval of the placebo AUC (resampling users); it should contain 0.5.",
+    "blind_auc": "A text-only classifier that never queries the model, cross-validated with each user's texts in one fold: above chance, members and non-members differ in their text and attack AUCs may measure that, not memorisation.",
+    "blind_auc_ci": "The 95% interval of the blind baseline's AUC (resampling users).",
+    "tpr_at_fpr": "Share of members the headline attack flags while flagging at most 1% of non-members (needs at least 1,000 non-members; measured on the reporting half of the users).",
+    "tpr_at_fpr_ci": "The 95% interval of the TPR at 1% FPR (resampling users).",
 }
 
 
@@ -72,6 +88,7 @@ CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
     "epsilon_lower_bound_at_claimed_delta": ("epsilon_lower_bound_at_claimed_delta",),
     "claimed_delta": ("claimed_delta",),
     "privacy_unit": ("privacy_unit",),
+    "mia_best_raw_method": ("mia_best_raw_method",),
 }
 
 

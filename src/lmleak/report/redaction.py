@@ -97,6 +97,21 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "mia_tpr_at_1pct_fpr_note",
         "tpr_at_1pct_fpr_note",
         "tpr_at_0.1pct_fpr_note",
+        # issue 26: the membership headline's method, how it was chosen, and the code's fixed notes
+        "mia_method",
+        "headline_selection",
+        "mia_best_raw_method",
+        "mia_headline_note",
+        "mia_best_raw_note",
+        "mia_excluded_note",
+        "placebo_note",
+        "placebo_warning",
+        "blind_note",
+        "grouping",
+        "grouping_note",
+        "near_duplicate_shingles",
+        "tpr_at_fpr_note",
+        "unit",
         "schema_version",
         "lmleak_version",
         "ids",
@@ -107,10 +122,7 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "statement",
         "verdict",
         # issue 26/27 (i26-nulls): an interval's unit, the DP audit's reach and the placebo notes
-        "unit",
         "limit",
-        "placebo_note",
-        "placebo_warning",
         # provenance (lmleak.fingerprints): what the code computed about the model and corpus files —
         # one-way hashes of whole files and fixed labels, never a value read from the data
         "fingerprint",
