@@ -79,6 +79,14 @@ NAME_PATTERN = (
 #: format says it is one (a ``From:`` header, a signature line), never in running text.
 HANDLE_PATTERN = r"[^\W\d_][\w.\u2019'-]{0,38}[^\W_]"
 _NICKNAME = re.compile(r"(?P<name>.*?\S) \((?P<nick>[^()]{1,24})\)")
+#: Single words a header, a signature or a greeting may hold that name nobody: roles, lists, and
+#: the short words a clause ends with ("this is fine.").
+NOT_A_HANDLE = frozenset(
+    "admin administrator all undisclosed-recipients recipients list digest noreply no-reply mailer-daemon "
+    "postmaster root support team thanks regards cheers best sent it that this there here fine done sure "
+    "great good ok okay yes no me us you we them correct right wrong true false fixed broken possible "
+    "expected needed known new old everyone someone nobody".split()
+)
 
 # letters that do not decompose under NFKD, and apostrophe look-alikes
 _FOLD = str.maketrans(

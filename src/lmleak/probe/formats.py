@@ -42,6 +42,7 @@ from lmleak.data.names import (
     HANDLE_PATTERN,
     NAME_PATTERN,
     NAME_WORD,
+    NOT_A_HANDLE,
     PARTICLES,
     best_spelling,
     fix_mojibake,
@@ -88,11 +89,6 @@ _LAST_FIRST = re.compile(
 )
 _NAME_FULL = re.compile(_NAME)
 _HANDLE_FULL = re.compile(HANDLE_PATTERN)
-#: Single words that a header or a signature may hold but that name nobody.
-NOT_A_HANDLE = frozenset(
-    "admin administrator all undisclosed-recipients recipients list digest noreply no-reply "
-    "mailer-daemon postmaster root support team thanks regards cheers best sent".split()
-)
 #: Lines of a signature block read after the ``-- `` line.
 SIGNATURE_LINES = 6
 #: An address seen with more names than this is shared (a list, a role), not one person's.
