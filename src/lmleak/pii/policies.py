@@ -29,7 +29,7 @@ from lmleak.errors import ConfigError, did_you_mean
 from lmleak.pii.addresses import AddressDetector
 from lmleak.pii.compose import UnionDetector
 from lmleak.pii.presidio import PresidioDetector
-from lmleak.pii.regex import DIGIT_PATTERNS, EMAIL_PATTERN, NAME_PATTERNS, Paper003Detector, RegexDetector
+from lmleak.pii.regex import DIGIT_PATTERNS, EMAIL_PATTERN, Paper003Detector, RegexDetector, name_patterns
 from lmleak.pii.spans import MASK, Detector, PiiSpan, detect_many, merge_spans
 
 POLICY_NAMES = ("regex", "presidio", "balanced", "conservative", "digits", "paper003")
@@ -63,7 +63,7 @@ class ConservativeDetector:
     name = "conservative"
 
     def __init__(self) -> None:
-        self._formats = RegexDetector((EMAIL_PATTERN, *NAME_PATTERNS))
+        self._formats = RegexDetector((EMAIL_PATTERN, *name_patterns()))
 
     def detect(self, text: str) -> list[PiiSpan]:
         initial = set()
