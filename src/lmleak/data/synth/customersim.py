@@ -11,6 +11,11 @@ use example.org/.com/.net, and names and addresses come from Faker. The generato
 PII value's character span as it writes it (``secrets.jsonl``), the ground truth for a redaction
 policy's recall — spans are never re-found by pattern matching.
 
+Users' names come from nine Faker locales in every shape (issue 28, :mod:`lmleak.data.synth.people`:
+handles, nicknames, particles, variants, several addresses), their relatives' from the same
+language; each secret carries the ``name_shape`` of the person it names. ``locales=("en_US",)``
+writes the English-only corpus of earlier versions, byte for byte.
+
 Canaries (Carlini et al. 2019, paper 002 §5): ``My ID is: <6 random digits>`` sentences; canary j is
 inserted ``canary_repeats`` times as documents of its own (one copy per document) owned by one
 user (a different user per canary, in a seeded order), after that user's dialogues. Separate

@@ -16,6 +16,12 @@ these traits broke something in an audit built on CustomerSim alone:
 - **Long documents.** Patch mails carry long diffs and logs, and the list's digests concatenate
   dozens of messages, so the longest documents run to tens of thousands of tokens.
 
+- **Names in every shape** (issue 28): authors come from nine Faker locales with handles,
+  nicknames, particles, accent-stripped or romanised variants they sometimes sign with, and two or
+  three addresses (:mod:`lmleak.data.synth.people`); ``secrets.jsonl`` gives every span the
+  ``name_shape`` of its person, ``subjects.jsonl`` every address written (``emails``).
+  ``locales=("en_US",)`` writes the English-only archive of earlier versions, byte for byte.
+
 A document is one message (or one digest, owned by the list's digest account ``list-digest``).
 Authors are ``a-0000``, ``a-0001``, ... (``a-0000`` writes the most). Everything is fictional:
 names, companies and street addresses from Faker (seeded), e-mails on example.org/.com/.net,
