@@ -277,7 +277,6 @@ class LinkCounter:
                 shared_owner[email] = min(keys, key=lambda k: (-keys[k], k))
         return groups, shared_owner
 
-    # long: one pass over the groups gathers names, the three fields and the reason a group is left out
     def subjects(self, *, min_count: int = 1) -> list[dict[str, Any]]:
         """One subject per person with an e-mail, phone or address seen ``min_count`` times or more
         (see the module docstring); :meth:`left_out` says why the other names were dropped."""

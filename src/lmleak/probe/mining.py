@@ -112,7 +112,6 @@ def _template(key: str) -> str:
 _NICK_MARK = "\x01"  # stands for the nickname inside a candidate key
 
 
-# long: the docstring's worked example; the body is the three passes and the ranking, one line each
 def mine_templates(
     documents: Iterable[Document],
     subjects: list[dict[str, Any]],

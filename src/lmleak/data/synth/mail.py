@@ -389,7 +389,6 @@ class _Writer:
         doc.pii(email, "EMAIL", owner)
         doc.add(">\n")
 
-    # long: one branch per signature style, each a few writes; splitting it would scatter the styles
     def signature(self, doc: _Doc, a: Author, date: str, name: str, email: str) -> None:
         """The sign-off in ``a``'s habitual style (now and then another), signed ``name`` <``email``>."""
         owner, r = a.user_id, self.rng
