@@ -13,11 +13,14 @@ from lmleak.runs import atomic_write_text
 
 
 def read_subjects(path: str | Path) -> list[dict[str, Any]]:
-    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``address``, ``relations``,
-    ``university``; unknown fields kept). A single JSON object file (one subject) is accepted too.
+    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``emails``, ``address``,
+    ``relations``, ``university``, ``name_shape``, ``nickname``, ``variants``; unknown fields kept).
+    A single JSON object file (one subject) is accepted too. ``emails`` lists every address of a
+    person (a probe counts a hit on any of them); without ``email``, its first is ``email``.
 
     Raises:
-        DataFileError: unreadable file, bad JSON line, or a subject without ``name``.
+        DataFileError: unreadable file, bad JSON line, a subject without ``name``, or ``emails``
+            that is not a list of addresses.
     """
 
     p = Path(path)
@@ -68,9 +71,28 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
             )
         row.setdefault("subject_id", str(row.get("user_id", f"s{i}")))
         row["subject_id"] = str(row["subject_id"])
+        _check_emails(row, p, lines[i - 1])
     if not rows:
         raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
     return rows
+
+
+def _check_emails(row: dict[str, Any], path: Path, line: int) -> None:
+    """``emails`` (every address of a person, issue 28) is a list of strings; without ``email`` the
+    first of them is the one probed first (``email`` is kept for files and readers that know one)."""
+    emails = row.get("emails")
+    if emails is None:
+        return
+    if not isinstance(emails, list) or not all(isinstance(e, str) and e for e in emails):
+        raise DataFileError(
+            "emails must be a list of e-mail addresses",
+            path=path,
+            line=line,
+            field="emails",
+            hint='e.g. "emails": ["ann@example.org", "a.lee@example.com"]',
+        )
+    if emails and not row.get("email"):
+        row["email"] = emails[0]
 
 
 def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:
