@@ -13,14 +13,11 @@ from lmleak.runs import atomic_write_text
 
 
 def read_subjects(path: str | Path) -> list[dict[str, Any]]:
-    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``emails``, ``address``,
-    ``relations``, ``university``, ``name_shape``, ``nickname``, ``variants``; unknown fields kept).
-    A single JSON object file (one subject) is accepted too. ``emails`` lists every address of a
-    person (a probe counts a hit on any of them); without ``email``, its first is ``email``.
+    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``emails``: every address,
+    ``address``, ``relations``, ``university``...; unknown fields kept), or one JSON object.
 
     Raises:
-        DataFileError: unreadable file, bad JSON line, a subject without ``name``, or ``emails``
-            that is not a list of addresses.
+        DataFileError: unreadable file, bad JSON line, no ``name``, ``emails`` not a list of addresses.
     """
 
     p = Path(path)
