@@ -37,7 +37,7 @@ from lmleak.models.small import (
     new_small_gpt,
     save_small_model,
 )
-from lmleak.pii.evaluate import evaluate_policy, load_secrets
+from lmleak.pii.evaluate import evaluate_policy_shapes, gamma_by_shape, load_secrets
 from lmleak.pii.policies import get_policy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json
@@ -347,7 +347,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
 
     docs = {d.doc_id for d in corpus}
     secrets = [x for x in load_secrets(config.secrets) if x.doc_id in docs]
-    table = evaluate_policy(corpus, secrets, policy)
+    table, shapes = evaluate_policy_shapes(corpus, secrets, policy)  # one detection pass, per name shape too
     row = table["ALL"]
     out.update(
         gamma=row["gamma"],
@@ -359,6 +359,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
         gamma_by_entity={
             k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None
         },
+        gamma_by_shape=gamma_by_shape(shapes),  # issue 28: the pooled γ hides a shape the policy misses
     )
     return out
 
