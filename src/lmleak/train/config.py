@@ -1,4 +1,6 @@
-"""Training settings, one frozen record per run (its ``repr`` is stored with the model).
+"""Training settings, one frozen record per run (its ``repr`` is stored with the model):
+:class:`TrainConfig` for a small model trained from scratch, :class:`FinetuneConfig` for a
+fine-tune of a pretrained one (:mod:`lmleak.train.finetune`).
 
 DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier``,
 ``target_epsilon``, ``target_delta``; ``accountant`` is ``"prv"`` (default, tight) or ``"rdp"``.
@@ -107,3 +109,93 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+CLIPPING = ("auto", "bookkeeping", "hooks")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """How to fine-tune a pretrained model (see the module docstring).
+
+    ``lora`` is the adapter rank (ignored with ``full``); ``lora_alpha`` defaults to ``2 * lora``;
+    ``lora_targets`` None picks :data:`DEFAULT_TARGETS` by architecture, else every ``nn.Linear``
+    inside an attention block. ``max_steps`` caps the optimiser steps of each kind over the whole run
+    (plain/public steps and private DP steps separately, so a CRT smoke run takes both; demos and
+    smoke tests); the accountant counts the steps actually taken.
+    """
+
+    base: str
+    mode: str = "nodp"
+    lora: int = 8
+    lora_alpha: float | None = None
+    lora_dropout: float = 0.0
+    lora_targets: tuple[str, ...] | None = None
+    full: bool = False
+    merge: bool = False
+    epochs: int = 1
+    batch_size: int = 8
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    seq_len: int = 128
+    seed: int = 0
+    holdout_users: float = 0.1
+    max_steps: int | None = None
+    max_grad_norm: float = 1.0
+    noise_multiplier: float | None = None
+    target_epsilon: float | None = None
+    target_delta: float = 1e-5
+    accountant: str = "prv"
+    dp_clipping: str = "auto"
+    policy: str | None = None
+    secrets: str | None = None
+    device: str | None = None
+    precision: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.mode == "plain":
+            object.__setattr__(self, "mode", "nodp")
+        if self.mode not in MODES:
+            raise ConfigError(
+                f"unknown mode {self.mode!r}", field="mode", hint="use plain (nodp), dp, crt or sdp"
+            )
+        if not self.full and self.lora < 1:
+            raise ConfigError(
+                f"LoRA rank {self.lora} must be >= 1", field="lora", hint="e.g. --lora 8, or --full"
+            )
+        if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
+            raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
+        if not 0.0 <= self.holdout_users < 1.0:
+            raise ConfigError(
+                "holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1"
+            )
+        if self.mode != "nodp" and (self.noise_multiplier is None) == (self.target_epsilon is None):
+            raise ConfigError(
+                f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
+                field="noise_multiplier",
+                hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision {self.precision!r}",
+                field="precision",
+                hint="use auto, fp32, bf16 or fp16",
+            )
+        if self.dp_clipping not in CLIPPING:
+            raise ConfigError(
+                f"unknown dp_clipping {self.dp_clipping!r} for fine-tuning",
+                field="dp_clipping",
+                hint="use auto, bookkeeping or hooks (Opacus)",
+            )
+        if self.accountant not in ("prv", "rdp"):
+            raise ConfigError(
+                f"unknown accountant {self.accountant!r}", field="accountant", hint="use prv or rdp"
+            )
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError("max_steps must be >= 1", field="max_steps")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lora_targets"] = list(self.lora_targets) if self.lora_targets else None
+        return d
