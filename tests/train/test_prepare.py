@@ -53,7 +53,9 @@ def test_full_dp_fine_tune_unties_embeddings_and_reloads(llama_dir, corpus, tmp_
     from lmleak.models.loading import load_model
 
     out = tmp_path / "full"
-    res = finetune(corpus, out, ft_config(llama_dir, "dp", full=True, lr=1e-3, max_steps=3), progress=False)
+    res = finetune(
+        corpus, out, ft_config(llama_dir, "dp", full=True, lr=1e-3, epochs=2, max_steps=3), progress=False
+    )
     assert res.history[0]["tokens"] > 0
     assert res.privacy["trainable"] == "all weights" and res.privacy["clipping"] == "opacus hooks"
     assert res.privacy["accounted_steps"] == res.privacy["noise_draws"] == 3

@@ -1,8 +1,8 @@
 """Per-sample clipping of a model's trainable weights: book-keeping where it applies, else Opacus hooks.
 
 :func:`make_clipper` returns an object with ``capture()`` (a context for the forward and backward
-pass), ``clipped_sum(C)`` (writes Σ_i clip_C(g_i) into every trainable ``.grad``, returns the
-per-sample norms) and ``params``: :class:`lmleak.train.bk.BookKeeping` (one backward pass, for
+pass), ``clipped_sum(C, groups=None)`` (writes Σ_i clip_C(g_i) into every trainable ``.grad``, returns
+the per-sample norms; with ``groups``, the users' mean gradients are clipped instead) and ``params``: :class:`lmleak.train.bk.BookKeeping` (one backward pass, for
 LoRA adapters and GPT-2-shaped models) or :class:`HooksClipper` (Opacus' ``GradSampleModule``,
 for everything else: RMSNorm, tied embeddings under ``--full``).
 """
@@ -16,7 +16,7 @@ from typing import Any
 import torch
 
 from lmleak.errors import ConfigError
-from lmleak.train.bk import BookKeeping, UnsupportedModel
+from lmleak.train.bk import BookKeeping, Grouping, UnsupportedModel
 
 
 class HooksClipper:
@@ -43,15 +43,27 @@ class HooksClipper:
         finally:
             self.gsm.disable_hooks()
 
-    def clipped_sum(self, max_grad_norm: float) -> torch.Tensor:
+    def clipped_sum(self, max_grad_norm: float, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """Σ_i clip_C(g_i) into every ``.grad``; the per-sample norms. With ``groups`` (B,), the users'
+        mean gradients are clipped instead and their norms returned (as :meth:`BookKeeping.clipped_sum`)."""
         samples = [p.grad_sample for p in self.params]
         b = next(s.shape[0] for s in samples if s is not None)
-        sq = sum(
-            (s.reshape(b, -1).float().pow(2).sum(1) for s in samples if s is not None),
-            torch.zeros(b, device=self.params[0].device),
-        )
+        dev = self.params[0].device
+        if groups is None:
+            sq = sum(
+                (s.reshape(b, -1).float().pow(2).sum(1) for s in samples if s is not None),
+                torch.zeros(b, device=dev),
+            )
+        else:
+            grouping = Grouping(groups.to(dev))
+            sq = sum(
+                (grouping.sq(s.float()) for s in samples if s is not None),
+                torch.zeros(grouping.n, device=dev),
+            )
         norms = sq.sqrt()
         c = (max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+        if groups is not None:
+            c = grouping.per_sample(c)
         for p, s in zip(self.params, samples, strict=True):
             p.grad = None if s is None else torch.einsum("b,b...->...", c, s.float()).to(p.dtype)
             p.grad_sample = None

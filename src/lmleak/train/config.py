@@ -15,14 +15,48 @@ from lmleak.errors import ConfigError
 
 Mode = Literal["nodp", "dp", "crt", "sdp"]
 MODES = ("nodp", "dp", "crt", "sdp")
+PRIVACY_UNITS = ("user", "sequence")  # lmleak.train.units: what a DP guarantee protects
+SAMPLERS = ("poisson", "shuffle")
+
+
+def check_dp_settings(
+    privacy_unit: str | None,
+    max_sequences_per_user: int,
+    sampler: str,
+    health_check_steps: int,
+    max_noise_to_signal: float,
+) -> None:
+    """The privacy-unit, sampler and health-check settings both configs share; ConfigError when wrong."""
+    if privacy_unit is not None and privacy_unit not in PRIVACY_UNITS:
+        raise ConfigError(
+            f"unknown privacy unit {privacy_unit!r}", field="privacy_unit", hint="use user or sequence"
+        )
+    if max_sequences_per_user < 1:
+        raise ConfigError(
+            f"max_sequences_per_user {max_sequences_per_user} must be >= 1",
+            field="max_sequences_per_user",
+            hint="e.g. --max-sequences-per-user 4",
+        )
+    if sampler not in SAMPLERS:
+        raise ConfigError(f"unknown sampler {sampler!r}", field="sampler", hint="use poisson or shuffle")
+    if health_check_steps < 1 or not max_noise_to_signal > 0:
+        raise ConfigError(
+            "health_check_steps must be >= 1 and max_noise_to_signal > 0",
+            field="health_check_steps",
+            hint="e.g. --health-check-steps 10 --max-noise-to-signal 10000",
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class TrainConfig:
     """How to train a small model.
 
-    The privacy unit of DP modes is one training sequence (a chunk of at most ``seq_len`` tokens of
-    one document); chunks never span documents, so no sequence mixes two users' data.
+    The privacy unit of DP modes (``privacy_unit``) is the user whenever the data has user ids
+    (unless ``"sequence"`` is asked for): each step samples users, each contributes the mean gradient
+    of up to ``max_sequences_per_user`` of their sequences, clipped as one (:mod:`lmleak.train.units`).
+    At sequence level the unit is one training sequence (a chunk of at most ``seq_len`` tokens of one
+    document); chunks never span documents, so no sequence mixes two users' data. ``batch_size``
+    counts units (users or sequences) per step.
     """
 
     arch: Literal["gpt", "lstm"] = "gpt"
@@ -58,8 +92,23 @@ class TrainConfig:
     tokenizer_from_private: bool = False
     # CRT / SDP: a secrets.jsonl ground truth to measure the policy's miss rate gamma on the training text
     secrets: str | None = None
+    # DP modes: what the guarantee protects (None: user whenever the data has user ids) and how steps sample
+    privacy_unit: str | None = None
+    max_sequences_per_user: int = 4
+    sampler: str = "poisson"
+    # DP modes: stop a run whose weights do not move or whose noise drowns the signal (lmleak.train.health)
+    health_checks: bool = True
+    health_check_steps: int = 10
+    max_noise_to_signal: float = 1e4
 
     def __post_init__(self) -> None:
+        check_dp_settings(
+            self.privacy_unit,
+            self.max_sequences_per_user,
+            self.sampler,
+            self.health_check_steps,
+            self.max_noise_to_signal,
+        )
         if self.mode not in MODES:
             raise ConfigError(
                 f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}"
@@ -152,8 +201,21 @@ class FinetuneConfig:
     secrets: str | None = None
     device: str | None = None
     precision: str = "auto"
+    privacy_unit: str | None = None
+    max_sequences_per_user: int = 4
+    sampler: str = "poisson"
+    health_checks: bool = True
+    health_check_steps: int = 10
+    max_noise_to_signal: float = 1e4
 
     def __post_init__(self) -> None:
+        check_dp_settings(
+            self.privacy_unit,
+            self.max_sequences_per_user,
+            self.sampler,
+            self.health_check_steps,
+            self.max_noise_to_signal,
+        )
         if self.mode == "plain":
             object.__setattr__(self, "mode", "nodp")
         if self.mode not in MODES:

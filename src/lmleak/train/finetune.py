@@ -60,7 +60,6 @@ from lmleak.models.device import resolve_device
 from lmleak.progress import track
 from lmleak.train.clipping import HooksClipper, make_clipper
 from lmleak.train.config import CLIPPING, MODES, PRECISIONS, FinetuneConfig
-from lmleak.train.dp import crt_split_for, sensitive_token_mask
 from lmleak.train.finetuner import Finetuner, evaluate_chunks
 from lmleak.train.plain import Chunks, encode_chunks
 from lmleak.train.prepare import (
@@ -83,7 +82,9 @@ from lmleak.train.records import (
     train_info,
     write_records,
 )
+from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
 from lmleak.train.trainer import TrainResult, split_users
+from lmleak.train.units import Units, resolve_privacy_unit
 
 # the names this module exported before it was split by concern (tests, benchmarks, experiments import them)
 _Tok = BaseTokenizer
@@ -183,7 +184,8 @@ def _finetune(
     model.to(device)
     ft = Finetuner(model, cfg, device, precision)
     if cfg.mode != "nodp":
-        ft.set_private_data(len(data.train))
+        ft.set_private_data(len(data.train), data.units, data.unit, data.unit_reason)
+        ft.mask_id = mask_token_id(tok)
     before = evaluate_chunks(model, data.val, device, precision) if data.val is not None else None
 
     ckpt = out / "checkpoint" / "state.pt"
@@ -202,6 +204,7 @@ def _finetune(
         on_epoch_end=on_epoch_end,
     )
 
+    health = ft.finish_health()
     final = final_metrics(history, before, time.perf_counter() - t_start, trained_tokens)
     privacy = privacy_record(ft, cfg, base, train_corpus, data.split_stats)
     out.mkdir(parents=True, exist_ok=True)
@@ -210,6 +213,8 @@ def _finetune(
     info = train_info(
         ft, base, model_info, history, final, resumed_from, (train_corpus, val), data.train, data.split_stats
     )
+    if health is not None:
+        info["health"] = health
     write_records(out, ckpt, info, privacy, cfg, corpus.source)
     return FinetuneResult(out, history, final, privacy, info["train_users"], info["val_users"], merged_dir)
 
@@ -225,6 +230,9 @@ class _Data:
     val: Chunks | None = None
     sensitive: Any = None  # sdp: the per-token mask of sensitive positions
     split_stats: dict[str, Any] | None = None  # crt: paper 002's split statistics
+    unit: str = "sequence"  # DP modes: the privacy unit, why, and who owns each private sequence
+    unit_reason: str = ""
+    units: Units | None = None
 
 
 def _encode_data(
@@ -243,8 +251,14 @@ def _encode_data(
         public_chunks = encode_chunks(pub.texts(), tok, cfg.seq_len)
         data = _Data(cfg.mode, cfg.batch_size, encode_chunks(pri.texts(), tok, cfg.seq_len), public_chunks)
         data.split_stats = stats
+        owners = pri
     else:
         data = _Data(cfg.mode, cfg.batch_size, encode_chunks(train_corpus.texts(), tok, cfg.seq_len))
+        owners = train_corpus
+    if cfg.mode != "nodp":
+        unit, data.unit_reason = resolve_privacy_unit(cfg.privacy_unit, cfg.mode, owners.users)
+        data.unit = unit or "sequence"
+        data.units = Units.of_corpus(data.train, owners)
     if cfg.mode == "sdp":
         data.sensitive = sensitive_token_mask(train_corpus, tok, cfg)  # type: ignore[arg-type]
     data.val = encode_chunks(val.texts(), tok, cfg.seq_len) if val is not None and len(val) else None
@@ -291,7 +305,7 @@ def _run_epochs(
         model.train()
         batches = _epoch_batches(ft, data)
         # tracked as the steps run (tracking the list as it was built logged "done in 0s" up front)
-        steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]] = (
+        steps: Iterable[tuple[str, tuple[Any, ...]]] = (
             track(batches, description=f"epoch {epoch}/{cfg.epochs} ({label})") if progress else batches
         )
         record = _train_epoch(ft, steps, taken, epoch)
@@ -306,9 +320,10 @@ def _run_epochs(
     return trained_tokens
 
 
-def _epoch_batches(ft: Finetuner, data: _Data) -> list[tuple[str, tuple[torch.Tensor, ...]]]:
-    """One epoch's batches, in order: shuffled plain (nodp, or crt's public) then Poisson private ones."""
-    batches: list[tuple[str, tuple[torch.Tensor, ...]]] = []
+def _epoch_batches(ft: Finetuner, data: _Data) -> list[tuple[str, tuple[Any, ...]]]:
+    """One epoch's batches, in order: shuffled plain (nodp, or crt's public) then the private ones
+    from the sampler (per sequence, or grouped by user)."""
+    batches: list[tuple[str, tuple[Any, ...]]] = []
     if data.mode in ("nodp", "crt"):
         chunks = data.train if data.mode == "nodp" else data.public
         assert chunks is not None  # crt always encodes its public part
@@ -316,14 +331,16 @@ def _epoch_batches(ft: Finetuner, data: _Data) -> list[tuple[str, tuple[torch.Te
         for s in range(0, len(order), data.batch_size):
             idx = order[s : s + data.batch_size]
             batches.append(("plain", (chunks.ids[idx], chunks.lengths[idx])))
-    if data.mode != "nodp":
-        kind = "sdp" if data.mode == "sdp" else "dp"
-        batches.extend((kind, b) for b in ft.poisson_batches(data.train, data.sensitive))
+    if data.mode == "dp" or data.mode == "crt":
+        batches.extend(("dp", b) for b in ft.private_batches(data.train))
+    elif data.mode == "sdp":
+        for ids, lengths, groups, sensitive in ft.private_batches(data.train, data.sensitive):
+            batches.append(("sdp", (ids, lengths, sensitive, groups)))
     return batches
 
 
 def _train_epoch(
-    ft: Finetuner, steps: Iterable[tuple[str, tuple[torch.Tensor, ...]]], taken: dict[str, int], epoch: int
+    ft: Finetuner, steps: Iterable[tuple[str, tuple[Any, ...]]], taken: dict[str, int], epoch: int
 ) -> dict[str, Any]:
     """Take the epoch's steps (at most ``max_steps`` of each kind in all) and return its history record."""
     max_steps = ft.config.max_steps

@@ -104,6 +104,7 @@ class BaseTokenizer:
         eos = hf_wrapped.eos_id
         self.eos_token_id = int(eos) if eos is not None else self.bos_token_id
         self.pad_token_id = int(hf_wrapped.pad_id)
+        self.unk_token_id = getattr(self.hf, "unk_token_id", None)
 
     def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
         return list(self.hf.encode(text, add_special_tokens=add_special_tokens))

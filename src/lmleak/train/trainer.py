@@ -44,6 +44,8 @@ from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.config import TrainConfig
 from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
+from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.units import Units, resolve_privacy_unit
 
 
 def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
@@ -139,6 +141,9 @@ def train_model(
         tokenizer_source = tokenizer_source or "pretrained"
     module = build_module(config, len(tokenizer), tokenizer)
     train_chunks, val_chunks = _encode_data(config, tokenizer, train_corpus, val, public, private, extra)
+    _privacy_unit(config, train_corpus if config.mode != "crt" else private, train_chunks, extra)
+    if config.mode == "sdp":
+        extra["mask_id"] = mask_token_id(tokenizer)
 
     strategy = make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
@@ -152,9 +157,12 @@ def train_model(
     final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
     final["wall_seconds"] = time.perf_counter() - t_start
     final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
+    health = strategy.finish_health() if hasattr(strategy, "finish_health") else None
     privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, extra.get("split_stats"))
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
     info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
+    if health is not None:
+        info["health"] = health
     atomic_write_json(out / "train.json", info)
     write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
@@ -187,7 +195,7 @@ def _crt_split(
     config: TrainConfig, corpus: Corpus, public: Corpus | None, private: Corpus | None, extra: dict[str, Any]
 ) -> tuple[Corpus, Corpus]:
     """Paper 002's public/private split (or the given one), its statistics stored as ``extra["split_stats"]``."""
-    public, private, extra["split_stats"] = dp.crt_split_for(corpus, config, public, private)
+    public, private, extra["split_stats"] = crt_split_for(corpus, config, public, private)
     extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
     extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
     return public, private
@@ -228,11 +236,19 @@ def _encode_data(
     else:
         train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
     if config.mode == "sdp":
-        extra["sensitive"] = dp.sensitive_token_mask(train_corpus, tokenizer, config)
+        extra["sensitive"] = sensitive_token_mask(train_corpus, tokenizer, config)
     val_chunks = (
         encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
     )
     return train_chunks, val_chunks
+
+
+def _privacy_unit(config: TrainConfig, corpus: Corpus | None, chunks: Any, extra: dict[str, Any]) -> None:
+    """The privacy unit of a DP run and who owns which private sequence, into ``extra``."""
+    if config.mode == "nodp" or corpus is None:
+        return
+    extra["unit"], extra["unit_reason"] = resolve_privacy_unit(config.privacy_unit, config.mode, corpus.users)
+    extra["units"] = Units.of_corpus(chunks, corpus)
 
 
 def _run_epochs(
@@ -251,7 +267,7 @@ def _run_epochs(
     trained_tokens = 0
     for epoch in range(1, config.epochs + 1):
         module.train()
-        batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]] = list(strategy.batches(epoch))
+        batches: Iterable[tuple[Any, ...]] = list(strategy.batches(epoch))
         if progress:
             batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
         record, tokens = _train_epoch(strategy, batches, epoch)
@@ -272,11 +288,12 @@ def _train_epoch(
 ) -> tuple[dict[str, Any], int]:
     """Take one epoch's steps; (its history record, the tokens trained on)."""
     losses, t0, tokens = [], time.perf_counter(), 0
-    for kind, ids, lengths in batches:
+    rest: list[Any]
+    for kind, ids, lengths, *rest in batches:
         if len(ids) == 0:
-            strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
+            strategy.step(kind, ids, lengths, *rest)  # an empty Poisson batch still advances the accountant
             continue
-        losses.append(strategy.step(kind, ids, lengths))
+        losses.append(strategy.step(kind, ids, lengths, *rest))
         tokens += int((lengths - 1).clamp(min=0).sum())
     dt = time.perf_counter() - t0
     record: dict[str, Any] = {
