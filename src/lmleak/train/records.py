@@ -19,7 +19,7 @@ from lmleak.runs import atomic_write_json
 from lmleak.train.config import FinetuneConfig
 from lmleak.train.finetuner import Finetuner
 from lmleak.train.plain import Chunks
-from lmleak.train.trainer import policy_gamma, public_share
+from lmleak.train.trainer import inherited_tokenizer_source, policy_gamma, public_share
 
 
 def fingerprint(config: FinetuneConfig, n_train: int, n_val: int) -> str:
@@ -114,7 +114,10 @@ def privacy_record(
 ) -> dict[str, Any]:
     """``privacy.json``: the accountant's epsilon, the tokenizer and base, gamma and the CRT split."""
     privacy = ft.privacy()
-    privacy["tokenizer_source"] = f"pretrained:{base['name']}"
+    base_dir = Path(base["spec"])
+    privacy["tokenizer_source"] = (
+        inherited_tokenizer_source(base_dir) if base_dir.is_dir() else f"pretrained:{base['name']}"
+    )
     privacy["base"] = base["spec"]
     if cfg.mode in ("crt", "sdp"):
         privacy.update(policy_gamma(cfg, train_corpus))  # type: ignore[arg-type]

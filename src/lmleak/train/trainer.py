@@ -46,6 +46,7 @@ from lmleak.train.config import TrainConfig
 from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
 from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
 from lmleak.train.units import Units, resolve_privacy_unit
+from lmleak.train.vocab import public_tokenizer
 
 
 def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
@@ -161,6 +162,7 @@ def train_model(
     privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, extra.get("split_stats"))
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
     info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
+    info["vocab_size"] = len(tokenizer)
     if health is not None:
         info["health"] = health
     atomic_write_json(out / "train.json", info)
@@ -308,9 +310,12 @@ def _train_epoch(
 def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
     """The tokenizer to train with and its ``tokenizer_source`` for ``privacy.json``.
 
-    ``public``: a folder with a tokenizer (``pretrained:<folder>``) or a public corpus file learnt
-    on (``public``); ``crt`` without it learns on D_pub (``public``); a DP mode without either is
-    refused unless ``tokenizer_from_private`` (``private``), because a vocabulary learnt from the
+    ``public``: a folder with a tokenizer (``pretrained:<folder>``, or ``private (inherited …)`` when
+    that model's own record says its vocabulary was learnt from private text — refused for a DP mode
+    unless ``tokenizer_from_private``) or a public corpus file learnt on (``public``); ``crt`` without
+    it learns on D_pub (``public``); ``dp``/``sdp`` without it use the public default vocabulary
+    (:func:`lmleak.train.vocab.public_tokenizer`, ``public:smollm2-bpe-N``), or with
+    ``tokenizer_from_private`` learn on the training text (``private``): a vocabulary learnt from the
     private text carries its rare words (names) outside the DP guarantee.
     """
 
@@ -320,7 +325,16 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
         if p.is_dir() and (p / "tokenizer.json").is_file():
             from transformers import AutoTokenizer
 
-            return AutoTokenizer.from_pretrained(p), f"pretrained:{p.name}"
+            source = inherited_tokenizer_source(p)
+            if config.mode != "nodp" and source.startswith("private") and not config.tokenizer_from_private:
+                raise ConfigError(
+                    f"the tokenizer of {p} was learnt from private text ({source}): a private vocabulary "
+                    "stays outside the DP guarantee whatever folder it is taken from",
+                    field="tokenizer_from",
+                    hint="use a public corpus or the default public vocabulary (no --tokenizer-from), "
+                    "or --tokenizer-from-private to accept it (recorded)",
+                )
+            return AutoTokenizer.from_pretrained(p), source
 
         return build_tokenizer(
             load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
@@ -336,15 +350,37 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
             public.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
         ), "public"
     if config.mode in ("dp", "sdp") and not config.tokenizer_from_private:
-        raise ConfigError(
-            f"mode {config.mode!r} would learn its tokenizer from the private training text, which the DP guarantee "
-            "does not cover (rare private words such as names enter the vocabulary)",
-            field="tokenizer_from",
-            hint="pass --tokenizer-from PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)",
-        )
+        if config.tokenizer == "word":
+            raise ConfigError(
+                f"mode {config.mode!r} would learn a word tokenizer from the private training text, which the DP "
+                "guarantee does not cover (rare private words such as names enter the vocabulary)",
+                field="tokenizer_from",
+                hint="drop --tokenizer word for the public default vocabulary, pass --tokenizer-from "
+                "PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)",
+            )
+        return public_tokenizer(config.vocab_size)  # the public default: no private word in the vocabulary
     return build_tokenizer(
         corpus.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
     ), "private"
+
+
+def inherited_tokenizer_source(folder: str | Path) -> str:
+    """``tokenizer_source`` of a tokenizer taken from a model folder: what that model's own
+    ``privacy.json`` says (a vocabulary learnt from private text stays ``private``, whatever folder
+    it is taken from), else ``pretrained:<folder name>``.
+
+    Example:
+        >>> inherited_tokenizer_source("/nonexistent/base")
+        'pretrained:base'
+    """
+    p = Path(folder)
+    try:
+        theirs = json.loads((p / "privacy.json").read_text()).get("tokenizer_source")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        theirs = None
+    if isinstance(theirs, str) and theirs.startswith("private"):
+        return f"private (inherited from {p.name}: {theirs})"
+    return f"pretrained:{p.name}"
 
 
 def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
