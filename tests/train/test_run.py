@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lmleak.data.corpus import Corpus, Document
+from lmleak.errors import ConfigError
 from lmleak.train import run as run_module
 from lmleak.train.config import TrainConfig
 from lmleak.train.finetune import FinetuneConfig
@@ -157,3 +158,27 @@ def test_train_and_summarise_trains_once_and_records_the_mode_as_given(paths, mo
     assert extra["reaudit_command"] == f"lmleak audit {tmp_path / 'o' / 'reaudit.yaml'}"
     assert (tmp_path / "o" / "reaudit.yaml").is_file()
     assert run_module.train_and_summarise(paths["train"], tmp_path / "o", cfg).mode == "nodp"  # the config's
+
+
+def test_train_user_dp_trains_with_the_person_as_the_unit(tmp_path):
+    from tests.train.test_units import _skewed_corpus
+
+    res = run_module.train_user_dp(
+        _skewed_corpus(),
+        tmp_path / "m",
+        noise_multiplier=1.0,
+        max_sequences_per_user=2,
+        epochs=1,
+        batch_size=3,
+        seq_len=16,
+        vocab_size=300,
+        n_embd=16,
+        n_head=2,
+        n_layer=1,
+        holdout_users=0.0,
+    )
+    priv = json.loads((tmp_path / "m" / "privacy.json").read_text())
+    assert priv["privacy_unit"] == "user" and priv["max_sequences_per_user"] == 2 and priv["users"] == 9
+    assert res.privacy["tokenizer_source"].startswith("public:")  # no flag needed for DP
+    with pytest.raises(ConfigError, match="documents"):
+        run_module.train_user_dp(Corpus([]), tmp_path / "x", noise_multiplier=1.0)

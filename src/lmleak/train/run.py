@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
+from lmleak.errors import ConfigError
 from lmleak.runs import atomic_write_text
 from lmleak.train.config import TrainConfig
 from lmleak.train.finetune import FinetuneConfig, finetune
@@ -56,6 +58,55 @@ def run_training(
     if isinstance(config, FinetuneConfig):
         return finetune(train, out_dir, config, progress=progress, public=pub, private=priv)
     return train_model(train, out_dir, config, public=pub, private=priv)
+
+
+def train_user_dp(
+    corpus: Corpus,
+    out_dir: str | Path,
+    *,
+    base: str | None = None,
+    mode: str = "dp",
+    target_epsilon: float | None = None,
+    noise_multiplier: float | None = None,
+    max_sequences_per_user: int = 4,
+    val_corpus: Corpus | None = None,
+    progress: bool = False,
+    **options: Any,
+) -> TrainResult:
+    """User-level DP training on a corpus with user ids: a small GPT/LSTM (``base`` None) or a LoRA /
+    full fine-tune of ``base``, in ``mode`` ``dp``, ``crt`` or ``sdp``, with the person as the
+    privacy unit (:mod:`lmleak.train.units`): each step samples users, each contributes the mean
+    gradient of up to ``max_sequences_per_user`` of their sequences, clipped as one; ε (from exactly
+    one of ``target_epsilon`` / ``noise_multiplier``) is per person.
+
+    ``options`` are further :class:`~lmleak.train.config.TrainConfig` or
+    :class:`~lmleak.train.config.FinetuneConfig` fields (``epochs``, ``batch_size`` in users per step,
+    ``lora``, ``max_grad_norm`` …). The result's ``privacy`` is what ``privacy.json`` holds
+    (``privacy_unit: user``, ``sample_rate`` of users, ``users``, ``largest_user_sequences``).
+
+    Example (a one-run audit with canary *users* builds its corpus, then)::
+
+        res = train_user_dp(corpus, "run/model", target_epsilon=4.0, epochs=3, batch_size=8)
+        res.privacy["epsilon"], res.privacy["privacy_unit"]   # (≤ 4.0, 'user')
+
+    Raises:
+        ConfigError: the corpus has no documents, or a setting is invalid.
+    """
+    if not len(corpus):
+        raise ConfigError("user-level DP training needs a corpus with documents and user ids", field="corpus")
+    dp = dict(
+        mode=mode,
+        privacy_unit="user",
+        target_epsilon=target_epsilon,
+        noise_multiplier=noise_multiplier,
+        max_sequences_per_user=max_sequences_per_user,
+        **options,
+    )
+    if base is not None:
+        return finetune(
+            corpus, out_dir, FinetuneConfig(base=base, **dp), val_corpus=val_corpus, progress=progress
+        )
+    return train_model(corpus, out_dir, TrainConfig(**dp), val_corpus=val_corpus, progress=progress)
 
 
 @dataclass(frozen=True)
