@@ -120,7 +120,7 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
         ppl[name] = final.get("val_perplexity")
         parts = [f"{name}: validation PPL {ppl[name]:.1f}" if ppl[name] is not None else f"{name}:"]
         if priv.get("epsilon") is not None:
-            unit = {"user": " per person", "sequence": " per sequence"}.get(priv.get("privacy_unit"), "")
+            unit = {"user": " per person", "sequence": " per sequence"}.get(str(priv.get("privacy_unit")), "")
             parts.append(f"ε {priv['epsilon']:.2f}{unit}")
         if priv.get("gamma") is not None:
             up = priv.get("gamma_upper95")

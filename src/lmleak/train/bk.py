@@ -239,6 +239,9 @@ class Grouping:
         self.n = int(self.groups.max()) + 1 if len(self.groups) else 0
         counts = torch.bincount(self.groups, minlength=self.n).float()
         self.weights = 1.0 / counts[self.groups]
+        # (U, B): row u holds 1 / k_u at u's sequences, so the users' means are one matrix product
+        self.matrix = torch.zeros(self.n, len(self.groups))
+        self.matrix[self.groups, torch.arange(len(self.groups))] = self.weights
 
     def per_sample(self, per_group: torch.Tensor) -> torch.Tensor:
         """A per-user coefficient as per-sequence coefficients, divided by the user's sequence count."""
@@ -246,9 +249,8 @@ class Grouping:
 
     def sq(self, per_sample: torch.Tensor) -> torch.Tensor:
         """‖Σ_{i∈u} g_i / k_u‖² per user, for per-sample tensors (B, ...) that are the gradient itself."""
-        flat = per_sample.reshape(len(self.groups), -1) * self.weights.to(per_sample.device)[:, None]
-        summed = torch.zeros(self.n, flat.shape[1], device=flat.device, dtype=flat.dtype)
-        summed.index_add_(0, self.groups.to(flat.device), flat)
+        flat = per_sample.reshape(len(self.groups), -1)
+        summed = self.matrix.to(device=flat.device, dtype=flat.dtype) @ flat  # (U, P): a GEMM, no scatter
         return summed.pow(2).sum(1)
 
     def embedding_sq(self, ids: torch.Tensor, g3: torch.Tensor, vocab: int) -> torch.Tensor:
