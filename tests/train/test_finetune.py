@@ -47,6 +47,11 @@ def test_lora_fine_tune_in_each_mode_accounts_reloads_and_merges(llama_dir, corp
         assert privacy["accounted_steps"] == privacy["noise_draws"] == privacy["steps"] > 0
         assert math.isfinite(privacy["epsilon"]) and privacy["epsilon"] > 0
         assert privacy["clipping"] == "bookkeeping" and privacy["trainable"] == "LoRA adapters"
+        # the person is the unit by default: users sampled, q over the 7 training users' (crt: D_pri's)
+        assert privacy["privacy_unit"] == "user" and privacy["sampled"] == "users"
+        assert privacy["max_sequences_per_user"] == 4 and privacy["users"] <= 7
+        assert privacy["sample_rate"] == 1 / math.ceil(privacy["users"] / 4)
+        assert json.loads((out / "train.json").read_text())["health"]["passed"]
     if mode in ("crt", "sdp"):
         assert privacy["gamma_source"] in ("nominal", "unknown", "measured") and "policy" in privacy
     if mode == "crt":

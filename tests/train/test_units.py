@@ -127,7 +127,9 @@ def test_user_level_accounting_equals_dp_accounting_at_the_user_sampling_rate(tm
     # Opacus' PRV against dp-accounting's PLD (independent implementations; both tight to ~0.5 %)
     want = epsilon_dp_accounting(1.2, q, priv["steps"], 1e-5, "pld")
     assert priv["epsilon"] == pytest.approx(want, rel=0.01)
-    n_seq = json.loads((tmp_path / "m" / "train.json").read_text())["num_train_sequences"]
+    info = json.loads((tmp_path / "m" / "train.json").read_text())
+    assert info["privacy_unit"] == "user" and info["config"]["privacy_unit"] is None  # resolved default
+    n_seq = info["num_train_sequences"]
     big = priv["largest_user_sequences"]
     assert big > n_seq / 2  # the prolific author holds most sequences
     seq = TrainConfig(

@@ -213,6 +213,7 @@ def _finetune(
     info = train_info(
         ft, base, model_info, history, final, resumed_from, (train_corpus, val), data.train, data.split_stats
     )
+    info["privacy_unit"] = privacy.get("privacy_unit")  # as resolved (the config's None means the default)
     if health is not None:
         info["health"] = health
     write_records(out, ckpt, info, privacy, cfg, corpus.source)

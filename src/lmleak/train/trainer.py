@@ -163,6 +163,7 @@ def train_model(
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
     info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
     info["vocab_size"] = len(tokenizer)
+    info["privacy_unit"] = privacy.get("privacy_unit")  # as resolved (the config's None means the default)
     if health is not None:
         info["health"] = health
     atomic_write_json(out / "train.json", info)
