@@ -212,10 +212,7 @@ def _finetune(
     merged_dir = save_model(model, tok, out, cfg, base, model_info)
     info = train_info(
         ft, base, model_info, history, final, resumed_from, (train_corpus, val), data.train, data.split_stats
-    )
-    info["privacy_unit"] = privacy.get("privacy_unit")  # as resolved (the config's None means the default)
-    if health is not None:
-        info["health"] = health
+    ) | {"privacy_unit": privacy.get("privacy_unit"), "health": health}  # the unit as resolved; DP health
     write_records(out, ckpt, info, privacy, cfg, corpus.source)
     return FinetuneResult(out, history, final, privacy, info["train_users"], info["val_users"], merged_dir)
 

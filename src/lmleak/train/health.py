@@ -67,7 +67,9 @@ class HealthMonitor:
     ) -> None:
         self.settings, self.what = settings, what
         self.tensors = [p for _, p in watched]
-        self.initial = [p.detach().clone() for p in self.tensors]
+        self.initial = [
+            p.detach().to("cpu", copy=True) for p in self.tensors
+        ]  # off the GPU: a full model's copy
         self.records: dict[str, dict[str, Any]] = {}
         self.warnings: list[str] = []
 
@@ -75,7 +77,7 @@ class HealthMonitor:
         """‖θ − θ₀‖, ‖θ₀‖ and how many watched tensors changed at all."""
         sq, base, moved = 0.0, 0.0, 0
         for p, p0 in zip(self.tensors, self.initial, strict=True):
-            d = p.detach() - p0
+            d = p.detach().cpu() - p0
             sq += float(d.float().pow(2).sum())
             base += float(p0.float().pow(2).sum())
             moved += int(bool((d != 0).any()))
