@@ -11,6 +11,11 @@ Rules every stage follows:
       ``RUN/.incomplete`` from its first write until its last. :func:`check_run` (used by ``gate``,
       ``render`` and ``query``) refuses a run with that marker, without a summary, or whose summary
       is older than the stage outputs it summarises: a CI gate must fail when it cannot be sure.
+    - A stage that has a model or a corpus passes them to :func:`write_summary`, which records
+      ``provenance`` (the model's and the corpus's fingerprints, lmleak's version: see
+      :mod:`lmleak.fingerprints`) and, for a model that answers from a cache (HTTP), ``cache``.
+    - A redacted run is opened with ``open_run(path, redacted=True)``: code that would keep training
+      text beside the run (the HTTP answer cache) asks :func:`current_run` and keeps none.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any, TypeVar
 
 from lmleak._version import __version__
 from lmleak.errors import RunError
+from lmleak.fingerprints import cache_record, run_provenance
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -41,7 +47,8 @@ LOCK = ".lock"
 #: the summary by design, so they do not make the run inconsistent.
 ADDENDA = frozenset({"hardening.parquet"})
 
-_held: dict[str, int] = {}  # run dirs this process holds open -> nesting depth
+_held: dict[str, int] = {}  # run dirs this process holds open -> nesting depth (outermost first)
+_redacted: set[str] = set()  # the held runs that are redacted
 
 
 def owner_only() -> None:
@@ -70,10 +77,29 @@ def _command() -> str:
     return shlex.join(["lmleak", *sys.argv[1:]]) if sys.argv and sys.argv[0] else "lmleak"
 
 
+def current_run() -> tuple[Path, bool] | None:
+    """The run this process is writing (the outermost one :func:`open_run` holds) and whether any run
+    it holds is redacted; None when it writes none. Read from any thread.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp()) / "run"
+        >>> with open_run(d, redacted=True):
+        ...     current_run() == (d.resolve(), True)
+        True
+        >>> current_run() is None
+        True
+    """
+    held = list(_held)
+    if not held:
+        return None
+    return Path(held[0]), any(k in _redacted for k in held)
+
+
 @contextlib.contextmanager
-def open_run(path: str | Path) -> Iterator[Path]:
-    """Open a run directory for writing: owner-only, locked against a second writer, and marked
-    incomplete (``.incomplete``) until the block ends without an exception.
+def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
+    """Open a run directory for writing: owner-only, locked against a second writer, marked incomplete
+    (``.incomplete``) until the block ends without an exception; ``redacted``: see :func:`current_run`.
 
     Re-entrant within one process (the audit opens its run, then renders into it). A second
     process opening the same folder gets a :class:`~lmleak.errors.RunError` naming the holder's pid.
@@ -91,11 +117,8 @@ def open_run(path: str | Path) -> Iterator[Path]:
     run = secure_dir(path)
     key = str(run.resolve())
     if key in _held:
-        _held[key] += 1
-        try:
+        with _reentered(key, redacted):
             yield run
-        finally:
-            _held[key] -= 1
         return
     fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
@@ -118,18 +141,36 @@ def open_run(path: str | Path) -> Iterator[Path]:
         {"pid": os.getpid(), "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "command": _command()},
     )
     _held[key] = 1
+    if redacted:
+        _redacted.add(key)
     finished = False
     try:
         yield run
         finished = True
     finally:
         del _held[key]
+        _redacted.discard(key)
         if finished:
             (run / INCOMPLETE).unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         if not finished and created:
             _remove_if_untouched(run)
+
+
+@contextlib.contextmanager
+def _reentered(key: str, redacted: bool) -> Iterator[None]:
+    """A nested :func:`open_run` of a run this process already holds (may mark it redacted inside)."""
+    _held[key] += 1
+    added = redacted and key not in _redacted
+    if added:
+        _redacted.add(key)
+    try:
+        yield
+    finally:
+        _held[key] -= 1
+        if added:
+            _redacted.discard(key)
 
 
 def _remove_if_untouched(run: Path) -> None:
@@ -294,9 +335,37 @@ def write_parquet(df: Any, path: str | Path) -> Path:
     return _finish(tmp, path)
 
 
-def write_summary(run_dir: str | Path, summary: dict[str, Any], *, name: str = "summary.json") -> Path:
-    """Write ``summary.json`` with ``schema_version`` and the lmleak version first."""
+def write_summary(
+    run_dir: str | Path,
+    summary: dict[str, Any],
+    *,
+    name: str = "summary.json",
+    model: Any = None,
+    corpus: Any = None,
+) -> Path:
+    """Write ``summary.json`` with ``schema_version`` and the lmleak version first.
 
+    ``model`` (a loaded model or its spec) and ``corpus`` (a loaded corpus or its file), when the
+    stage has them, add ``provenance`` (:func:`lmleak.fingerprints.run_provenance`) and, for a model
+    that answers from a cache, ``cache: {hits, misses, fingerprint, ...}``, to ``summary`` itself (so
+    a stage that returns its summary returns what the file holds); a summary that already holds either
+    key keeps its own.
+
+    Example:
+        >>> import tempfile, pathlib, json
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> corpus = d / "c.jsonl"
+        >>> _ = corpus.write_text('{"text": "hi"}\\n')
+        >>> s = json.loads(write_summary(d, {"stage": "demo"}, corpus=corpus).read_text())
+        >>> s["provenance"]["corpus"]["size"], s["provenance"]["lmleak_version"] == __version__
+        (15, True)
+    """
+
+    if model is not None or corpus is not None:
+        summary.setdefault("provenance", run_provenance(model=model, corpus=corpus))
+        cache = cache_record(model)
+        if cache is not None:
+            summary.setdefault("cache", cache)
     full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)
 

@@ -202,3 +202,19 @@ def test_s_from_the_ledger_equals_algorithm1_on_a_small_lstm(tmp_path, id_tokeni
     for d, doc in enumerate(corpus):
         assert got[d] == algorithm1_per_prefix(model, id_tokenizer.encode(doc.text), 5)
     assert any(got.values())
+
+
+def test_a_ledger_of_another_model_in_the_run_is_recomputed_not_reused(tmp_path):
+    """The same run folder, another model (here: another FakeLM; over HTTP: another fingerprint behind
+    the same URL): the old ledger is replaced by the new model's, equal to a ledger built afresh."""
+    corpus = Corpus([Document(f"u{i % 2}", f"d{i}", t) for i, t in enumerate(TEXTS)])
+    old = FakeLM.from_texts(TEXTS[:1], name="m")
+    new = FakeLM.from_texts(TEXTS, name="m")
+    new.fingerprint = "another-model"  # what an HTTPModel exposes: same name, another model
+    build_ledger(old, corpus, tmp_path / "run")
+    again = build_ledger(new, corpus, tmp_path / "run")
+    fresh = build_ledger(new, corpus, tmp_path / "fresh")
+    np.testing.assert_array_equal(again.ranks, fresh.ranks)
+    np.testing.assert_allclose(again.logprobs, fresh.logprobs)
+    assert again.meta["fingerprint"] == fresh.meta["fingerprint"]
+    assert not np.array_equal(again.logprobs, build_ledger(old, corpus, tmp_path / "old").logprobs)

@@ -216,6 +216,11 @@ def test_audit_skips_what_a_tier_cannot_support_and_records_the_access(local, se
     probe = text["scenarios"]["probe"]  # probing by generation only, on the access the API grants
     assert probe["access"] == "generation" and "tier 'text'" in probe["notes"]
     assert text["access"] == {**text["access"], "tier": "text", "access": "generation"}
+    # provenance: each API's server, model id and fingerprint; its cache's hits, misses and fingerprint
+    prov = json.loads((run / "summary.json").read_text())["provenance"]["models"]
+    assert prov["echo-api"]["backend"] == "http" and prov["echo-api"]["model_id"] == "tiny"
+    assert prov["echo-api"]["fingerprint"] == echo["cache"]["fingerprint"] != text["cache"]["fingerprint"]
+    assert echo["cache"]["misses"] > 0 and echo["cache"]["location"] == str(tmp_path / "c")
     assert sum("skipped" in line for line in lines) == 3
     assert all("secret-key" not in p.read_text(errors="replace") for p in run.rglob("*") if p.is_file())
 
@@ -268,6 +273,14 @@ def _echo_answer(prompt_rows):
     return {"choices": choices, "usage": {"prompt_tokens": sum(map(len, prompt_rows))}}
 
 
+def _is_probe(body):
+    """Whether a request is the fingerprint probe every model load sends (answered by default)."""
+    from lmleak.models.http import PROBE_IDS
+
+    prompt = body.get("prompt")
+    return isinstance(prompt, list) and bool(prompt) and prompt[0][1:] == list(PROBE_IDS)
+
+
 class Recorder:
     """A scripted server: ``script`` maps a path to a list of responses (status, body) served in order
     (the last one repeats); completions answer in the echo format by default."""
@@ -280,7 +293,7 @@ class Recorder:
         path = request.url.path
         body = json.loads(request.content) if request.content else {}
         self.calls.append((path, body))
-        if path in self.script:
+        if path in self.script and not _is_probe(body):
             seq = self.script[path]
             status, payload = seq.pop(0) if len(seq) > 1 else seq[0]
             if isinstance(payload, bytes):
@@ -319,7 +332,7 @@ def test_429_then_success_is_retried_with_backoff(tmp_path):
     np.testing.assert_allclose(st.logprobs, [-0.7, -0.9], rtol=1e-6)
     np.testing.assert_array_equal(st.ranks, [1, 1])
     assert sleeps == [0.5, 1.0]  # exponential backoff
-    assert m.counters.requests == 4 and m.counters.retried == 2  # /models + 3 tries
+    assert m.counters.requests == 5 and m.counters.retried == 2  # /models + the probe + 3 tries
 
 
 def test_500s_exhausted_name_the_url_and_the_last_status(tmp_path):
@@ -378,18 +391,24 @@ def test_max_requests_stops_with_what_was_cached_and_a_rerun_resumes(tmp_path):
     rec = Recorder()
     m2, _ = _fake(rec, tmp_path, "tier=echo&batch=1&concurrency=1")
     m2.topk_ranks(seqs)
-    assert m2.counters.cached == 3 + 1  # the three documents answered before the stop, and /models
-    assert len(rec.calls) == 3  # only the rest is asked
+    assert m2.counters.cached == 2  # the two documents answered before the stop (/models + probe took 2)
+    # /models and the fingerprint probe are asked afresh on every load; of the documents only the rest
+    assert [p for p, _ in rec.calls] == ["/v1/models", "/v1/completions"] + ["/v1/completions"] * 4
+    assert _is_probe(rec.calls[1][1])
 
 
-def test_cache_hit_on_rerun_sends_zero_requests_and_is_owner_only(tmp_path):
+def test_cache_hit_on_rerun_asks_only_the_fingerprint_and_is_owner_only(tmp_path):
     seqs = [[3, 4, 5], [6, 7]]
     first, _ = _fake(Recorder(), tmp_path, "tier=echo&batch=1&concurrency=2")
     a = first.topk_ranks(seqs)
+    assert first.cache_stats()["hits"] == 0 and first.cache_stats()["misses"] == 2
     rec = Recorder()
     again, _ = _fake(rec, tmp_path, "tier=echo&batch=1&concurrency=2")
     b = again.topk_ranks(seqs)
-    assert rec.calls == [] and again.counters.requests == 0
+    # only the model's fingerprint (its /v1/models entry and the probe) is asked again: never cached
+    assert [p for p, _ in rec.calls] == ["/v1/models", "/v1/completions"] and again.counters.requests == 2
+    stats = again.cache_stats()
+    assert (stats["hits"], stats["misses"], stats["fingerprint"]) == (2, 0, first.fingerprint)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_array_equal(x.ranks, y.ranks)
     cache = tmp_path / "cache"
@@ -470,3 +489,160 @@ def test_a_chat_only_api_without_logprobs_is_the_chat_tier(tmp_path):
     )
     assert m.tier == "chat" and m.capabilities == {Capability.GENERATE}
     assert m.generate(["hi there"], max_new_tokens=3) == [["hello"]]
+
+
+# ---------------------------------------------------------------------- issue 25: a cache that cannot lie
+def _report(url_or_path, corpus, out, *extra):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    args = ["report", "--model", url_or_path, "--corpus", str(corpus), "--out", str(out), "--json", *extra]
+    return CliRunner().invoke(app, args)
+
+
+def test_another_model_under_the_same_url_is_measured_afresh_and_a_dead_server_is_exit_2(local, tmp_path):
+    """Serve model A as 'tiny', `lmleak report` it over HTTP; serve model B under the same name on the
+    same port and run the same command into the same run: it sends requests (the cache in the run says
+    in one line that the model changed) and reports B's numbers, equal to B's in-process report. With
+    nothing listening the rerun exits 2, and a report into a new folder leaves nothing behind."""
+    from lmleak.models.loading import load_model
+    from lmleak.models.small import SmallGPTConfig, load_small_model, new_small_gpt, save_small_model
+    from lmleak.serve import serving
+
+    model_a, path_a = local
+    tok = load_small_model(path_a).tokenizer.hf
+    cfg = SmallGPTConfig(n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    path_b = save_small_model(
+        new_small_gpt(model_a.module.config.vocab_size, cfg, seed=11), tok, tmp_path / "b"
+    )
+    model_b = load_model(str(path_b))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i % 3}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    run = tmp_path / "run"
+
+    with serving(model_a, name="tiny") as a:
+        port = a.port
+        url = f"{a.url}#tiny"
+        res = _report(url, corpus, run)
+        assert res.exit_code == 0, res.output
+    first = json.loads((run / "summary.json").read_text())
+    with serving(model_b, name="tiny", port=port):
+        res = _report(url, corpus, run)
+        assert res.exit_code == 0, res.output
+    second = json.loads((run / "summary.json").read_text())
+    res_b = _report(str(path_b), corpus, tmp_path / "inprocess-b")
+    assert res_b.exit_code == 0, res_b.output
+    b = json.loads((tmp_path / "inprocess-b" / "summary.json").read_text())
+
+    # the second run asked the server afresh: A's answers were deleted first (its hits are repeats of
+    # its own requests: the same text tokenised twice)
+    assert second["cache"]["misses"] > 0 and first["cache"]["invalidated"] is None
+    assert f"its {first['cache']['misses']} cached answers were deleted" in second["cache"]["invalidated"][0]
+    assert "is not the model whose answers" in second["cache"]["invalidated"][0]
+    assert second["provenance"]["model"]["fingerprint"] != first["provenance"]["model"]["fingerprint"]
+    assert second["cache"]["location"] == str((run / "http-cache").resolve())
+    # ... and reports B's numbers, not A's
+    assert first["perplexity"] != pytest.approx(b["perplexity"], rel=1e-3)
+    assert second["perplexity"] == pytest.approx(b["perplexity"], rel=1e-5)
+    assert second["top_k_accuracy"] == pytest.approx(b["top_k_accuracy"], abs=1e-9)
+    for key in ("num_tokens", "num_sequences", "unique_sequences"):
+        assert second[key] == b[key], key
+
+    res = _report(url, corpus, run)  # nothing listens on the port now
+    assert res.exit_code == 2 and "cannot connect" in res.output
+    res = _report(url, corpus, tmp_path / "never")
+    assert res.exit_code == 2 and not (tmp_path / "never").exists()
+
+
+def test_a_named_cache_dir_is_shared_between_runs_of_the_same_model(local, server, tmp_path):
+    """lmleak --cache-dir D: a second report of the same model into another run asks the server only
+    for the fingerprint (/models and the probe) and answers everything else from D."""
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    url = f"{server['prompt_logprobs'].url}#tiny"
+    runs = []
+    for name in ("one", "two"):
+        args = ["--cache-dir", str(tmp_path / "shared"), "report", "--model", url, "--corpus", str(corpus)]
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / name), "--json"])
+        assert res.exit_code == 0, res.output
+        runs.append(json.loads((tmp_path / name / "summary.json").read_text()))
+    one, two = runs
+    assert not (tmp_path / "one" / "http-cache").exists() and (tmp_path / "shared" / "CACHEDIR.TAG").exists()
+    assert (
+        two["cache"]["misses"] == 0 and two["cache"]["hits"] == one["cache"]["hits"] + one["cache"]["misses"]
+    )
+    assert two["cache"]["fingerprint"] == one["cache"]["fingerprint"]
+    for key in ("perplexity", "unique_sequences", "num_tokens"):
+        assert two[key] == one[key]
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        ("max_length=1", r"max_length='1' must be an integer >= 2"),
+        ("timeout=nan", r"timeout='nan' must be a finite number >= 0.001"),
+        ("timeout=inf", r"timeout='inf' must be a finite number"),
+        ("batch=0", r"batch='0' must be an integer >= 1"),
+        ("concurrency=1e9", r"concurrency='1e9' must be an integer >= 1 and <= 256"),
+        ("retries=-1", r"retries='-1' must be an integer >= 0"),
+        ("max_response_mb=0", r"max_response_mb='0' must be a finite number >= 0.001"),
+        ("cache=", r"option cache= is empty"),
+    ],
+)
+def test_spec_options_are_checked_before_anything_is_sent(tmp_path, query, message):
+    rec = Recorder()
+    with pytest.raises(ModelError, match=message):
+        _fake(rec, tmp_path, query)
+    assert rec.calls == []
+
+
+def test_max_length_must_fit_the_servers_window_and_a_shorter_one_is_said(tmp_path, capsys):
+    from lmleak import progress
+
+    with pytest.raises(ModelError, match=r"max_length=64 is longer than the server's window \(32 tokens"):
+        _fake(Recorder(), tmp_path, "tier=echo&max_length=64")
+    was = progress.enabled()
+    progress.set_enabled(True)
+    try:
+        m, _ = _fake(Recorder(), tmp_path, "tier=echo&max_length=8")
+    finally:
+        progress.set_enabled(was)
+    assert m.max_length == 8 and "shorter than the server's 32" in capsys.readouterr().err
+    # the probe row fits the window: the start token and 7 of the fixed probe ids
+    assert m.probe.ids == (1, 3, 4, 5, 6, 7, 8, 9)
+
+
+def test_a_redacted_report_over_http_keeps_no_cache_anywhere(local, server, tmp_path, monkeypatch):
+    """--redact: no RUN/http-cache, nothing in a named --cache-dir, nothing in the old default folder;
+    the summary says why."""
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    monkeypatch.setenv("LMLEAK_CACHE", str(tmp_path / "old-default"))
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    url = f"{server['prompt_logprobs'].url}#tiny"
+    args = ["--cache-dir", str(tmp_path / "named"), "report", "--model", url, "--corpus", str(corpus)]
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "run"), "--redact", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (
+        summary["cache"]["location"] == "off (a redacted run keeps no cache)"
+        and summary["cache"]["hits"] == 0
+    )
+    assert not (tmp_path / "named").exists() and not (tmp_path / "old-default").exists()
+    assert not (tmp_path / "run" / "http-cache").exists()
+    for p in (tmp_path / "run").rglob("*"):
+        assert not p.is_file() or "ada@example.org" not in p.read_text(errors="replace"), p

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 from lmleak.models.base import Capability, require
 
 
@@ -365,23 +365,36 @@ class DPAuditConfig:
     privacy_unit: str = "sequence"
     canary_documents: int = CANARY_DOCUMENTS
 
+    @property
+    def documents_per_canary(self) -> int:
+        """Training documents of one canary: ``canary_documents`` for a user, 1 for a sequence."""
+        return self.canary_documents if self.privacy_unit == "user" else 1
+
     def __post_init__(self) -> None:
+        """Every rule the bound needs, checked before any canary is drawn or model trained."""
         if self.privacy_unit not in PRIVACY_UNITS:
             raise ConfigError(
                 f"unknown privacy unit {self.privacy_unit!r}",
                 field="privacy_unit",
                 hint="use sequence (one canary, one training sequence) or user (one canary, one person)",
             )
-        if self.canary_documents < 1:
-            raise ConfigError(
-                f"a canary user needs at least one document, got {self.canary_documents}",
-                field="canary_documents",
-            )
-
-    @property
-    def documents_per_canary(self) -> int:
-        """Training documents of one canary: ``canary_documents`` for a user, 1 for a sequence."""
-        return self.canary_documents if self.privacy_unit == "user" else 1
+        check_number(
+            self.canary_documents,
+            "canary_documents",
+            ge=1,
+            integer=True,
+            hint="a canary user needs a document",
+        )
+        check_number(self.m, "m", ge=1, integer=True, hint="e.g. --m 256")
+        check_number(self.digits, "digits", ge=1, le=18, integer=True)
+        if 10**self.digits < self.m:
+            raise ConfigError(f"cannot draw {self.m} distinct {self.digits}-digit secrets", field="m")
+        if self.r is not None:
+            check_number(self.r, "r", ge=0, le=self.m, integer=True, hint="guesses r <= canaries m")
+        if self.delta is not None:
+            check_number(self.delta, "delta", ge=0, le=1)
+        check_number(self.confidence, "confidence", gt=0, lt=1, hint="e.g. --confidence 0.95")
+        check_number(self.seed, "seed", ge=0, integer=True)
 
 
 def make_canaries(

@@ -18,6 +18,7 @@ from lmleak.attacks.dp_audit import (
     audit_scores,
     audit_statement,
     canary_documents,
+    epsilon_lower_bound,
     limit_statement,
     make_canaries,
     score_canaries,
@@ -25,10 +26,13 @@ from lmleak.attacks.dp_audit import (
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.base import scoring_convention
 from lmleak.models.small import build_tokenizer, load_small_model
 from lmleak.render.html import render_report
+from lmleak.report.redaction import write_run
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
+from lmleak.train.accounting import group_privacy
 from lmleak.train.trainer import split_users, train_model
 
 __all__ = ["DPAuditConfig", "run_dp_audit", "run_dp_audit_with_report"]
@@ -56,9 +60,9 @@ def run_dp_audit(
     ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
     audit = audit or DPAuditConfig()
-    run = secure_dir(out_dir)
-    base = load_corpus(corpus_path)
+    base = load_corpus(corpus_path)  # every input and setting is checked before the run folder exists
     canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    run = secure_dir(out_dir)
     result, num_train_documents = _train_with_canaries(
         base, str(corpus_path), run, train_config, audit, canaries, progress=progress
     )
@@ -67,7 +71,8 @@ def run_dp_audit(
     scores = score_canaries(model, canaries)
     included = [c["included"] for c in canaries]
     privacy = dict(result.privacy)
-    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
+    claim = claim_in_unit(privacy, audit.privacy_unit, audit.documents_per_canary)
+    delta = audit.delta if audit.delta is not None else (claim["delta"] or 1e-5)
     rec = audit_scores(
         scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
     )
@@ -75,23 +80,15 @@ def run_dp_audit(
     write_parquet(
         _canary_table(canaries, scores, guesses, audit.documents_per_canary), run / "canaries.parquet"
     )
-    record = {
-        **rec,
-        "privacy_unit": audit.privacy_unit,
-        "canary_documents": audit.documents_per_canary,
-        "num_included": int(sum(included)),
-        "placebo": audit.placebo,
-        "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
-        "score": "logprob(secret | prefix)",
-        "seed": audit.seed,
-        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
-        "config": asdict(audit),
-    }
+    record = _record(rec, audit, included)
     privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
-    summary = _summary(result, train_config, privacy, record, num_train_documents)
-    write_summary(run, summary)
+    summary = {
+        **_summary(result, train_config, claim, record, num_train_documents),
+        **scoring_convention(model),
+    }
+    write_summary(run, summary, model=str(result.model_dir), corpus=corpus_path)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary
 
@@ -103,14 +100,26 @@ def run_dp_audit_with_report(
     audit: DPAuditConfig | None = None,
     *,
     progress: bool = True,
+    redact: bool = False,
+    redact_key_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """:func:`run_dp_audit`, then the run's ``report.html`` (the work of ``lmleak dp-audit run``).
 
+    ``redact`` writes the run redacted (:func:`lmleak.report.redaction.write_run`, the key from
+    ``redact_key_file``, ``$LMLEAK_REDACT_KEY`` or random): the canaries' secrets, the corpus and the
+    trained model stay in a private folder that is deleted; the tables, summaries and the report
+    hold numbers, labels and keyed ids.
+
     Returns:
-        The run's summary with ``report``, the path of the HTML report, added (``summary.json``
-        itself stays as :func:`run_dp_audit` wrote it).
+        The run's summary (redacted with ``redact``) with ``report``, the path of the HTML report,
+        added (``summary.json`` itself stays as written).
     """
-    summary = run_dp_audit(corpus_path, out_dir, train_config, audit, progress=progress)
+    summary = write_run(
+        out_dir,
+        lambda d: run_dp_audit(corpus_path, d, train_config, audit, progress=progress),
+        redact=redact,
+        key_file=redact_key_file,
+    )
     summary["report"] = str(render_report(out_dir))
     return summary
 
@@ -157,6 +166,52 @@ def _train_with_canaries(
     return result, len(train_corpus)
 
 
+def _record(rec: dict[str, Any], audit: DPAuditConfig, included: Sequence[bool]) -> dict[str, Any]:
+    """The ``dp_audit`` record: the counts and bound, with what one canary was and how it was drawn."""
+    return {
+        **rec,
+        "privacy_unit": audit.privacy_unit,
+        "canary_documents": audit.documents_per_canary,
+        "num_included": int(sum(included)),
+        "placebo": audit.placebo,
+        "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
+        "score": "logprob(secret | prefix)",
+        "seed": audit.seed,
+        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "config": asdict(audit),
+    }
+
+
+def claim_in_unit(privacy: dict[str, Any], unit: str, documents: int) -> dict[str, Any]:
+    """The DP claim about one canary of the audit: ``epsilon`` and ``delta`` (None without DP), the
+    unit the model was trained with (``training_privacy_unit``) and ``claim_basis``.
+
+    A user-level claim covers a person, so a sequence canary (a person with one document) and a
+    canary user alike. A sequence-level claim covers one canary user of ``documents`` sequences only
+    by group privacy: ``(K ε, K e^{(K-1) ε} δ)`` (:func:`lmleak.train.accounting.group_privacy`) —
+    the per-person claim the audit then tests.
+
+    Example:
+        >>> c = claim_in_unit({"epsilon": 0.5, "delta": 1e-6, "privacy_unit": "sequence"}, "user", 4)
+        >>> c["epsilon"], round(c["delta"], 10), c["training_privacy_unit"]
+        (2.0, 1.79268e-05, 'sequence')
+        >>> claim_in_unit({"epsilon": 0.5, "delta": 1e-6, "privacy_unit": "user"}, "user", 4)["epsilon"]
+        0.5
+    """
+    eps, delta, trained = privacy.get("epsilon"), privacy.get("delta"), privacy.get("privacy_unit")
+    out = {"epsilon": eps, "delta": delta, "training_privacy_unit": trained, "trained_epsilon": eps}
+    if eps is None:
+        return {**out, "claim_basis": "no DP claim (plain training)"}
+    if unit == "user" and trained == "sequence" and documents > 1:
+        eps_k, delta_k = group_privacy(float(eps), float(delta or 0.0), documents)
+        basis = (
+            f"per person by group privacy: the model claims ε = {float(eps):.3g} per training sequence, "
+            f"and a canary user wrote {documents} sequences, so (Kε, K e^((K-1)ε) δ) with K = {documents}"
+        )
+        return {**out, "epsilon": eps_k, "delta": delta_k, "claim_basis": basis}
+    return {**out, "claim_basis": f"as trained (privacy unit: {trained or 'unrecorded'})"}
+
+
 def _canary_table(
     canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int], documents: int = 1
 ) -> Any:
@@ -180,23 +235,30 @@ def _canary_table(
 
 
 def _summary(
-    result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
+    result: Any, train_config: Any, claim: dict[str, Any], record: dict[str, Any], num_train_documents: int
 ) -> dict[str, Any]:
     """``summary.json``: the accountant's ε beside the measured lower bound and the most this audit
-    could certify, the null it is read against, and the KART scenario."""
-    claimed = privacy.get("epsilon")
+    could certify, the null it is read against, and the KART scenario.
+
+    ``claim_violated`` is decided at the *claimed* δ only: a bound computed at a smaller ``--delta``
+    is larger, and would "refute" an (ε, δ) claim that the counts do not refute. The bound at the
+    claimed δ (``epsilon_lower_bound_at_claimed_delta``) is computed from the same counts for that."""
+    claimed = claim["epsilon"]  # about one canary: per person for a canary user (claim_in_unit)
     eps = record["epsilon_lower_bound"]
     out = {
+        **claim_check(claimed, claim["delta"], record),
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
         "privacy_unit": record["privacy_unit"],  # what one canary is: the unit the bound is about
         "canary_documents": record["canary_documents"],
+        "training_privacy_unit": claim["training_privacy_unit"],
+        "dp_epsilon_trained": claim["trained_epsilon"],  # privacy.json's ε, per its own unit
+        "claim_basis": claim["claim_basis"],
         "dp_epsilon": claimed,
-        "dp_delta": privacy.get("delta"),
+        "dp_delta": claim["delta"],
         "epsilon_lower_bound": eps,
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
-        "claim_violated": bool(claimed is not None and eps > float(claimed)),
         "claim_beyond_reach": bool(
             claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
         ),
@@ -211,7 +273,7 @@ def _summary(
             access="scores",
             target="membership",
             knowledge=("canary_prefix", "secret_format"),
-            anonymization=f"dp:{claimed:.3g}" if claimed is not None else "identity",
+            anonymization=_dp_label(claim),
             notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
             "probability 1/2 and guesses their membership from log p(secret | prefix)"
             + (
@@ -230,6 +292,41 @@ def _summary(
                 "another --seed, and if it persists the scores depend on the inclusion by another route"
             )
     return out
+
+
+def _dp_label(claim: dict[str, Any]) -> str:
+    """The KART A factor of the audited training: ``dp[UNIT]:ε`` as trained (``identity`` without DP)."""
+    eps, unit = claim.get("trained_epsilon"), claim.get("training_privacy_unit")
+    if eps is None:
+        return "identity"
+    return f"dp[{unit}]:{float(eps):.3g}" if unit in ("user", "sequence") else f"dp:{float(eps):.3g}"
+
+
+def claim_check(claimed: float | None, claimed_delta: float | None, record: dict[str, Any]) -> dict[str, Any]:
+    """Whether the counts refute an (ε, δ) claim, decided at the claimed δ (the record's own δ when the
+    claim names none): ``epsilon_lower_bound_at_claimed_delta``, ``claimed_delta``, ``claim_violated``.
+
+    Example (1,000 canaries, 100 guesses, all right: the bound is 3.49 at δ = 0 but 0.81 at the
+    claimed δ = 1e-3, so a claim of ε = 3 is not refuted):
+        >>> rec = {"m": 1000, "r": 100, "v": 100, "delta": 0.0, "confidence": 0.95, "epsilon_lower_bound": 3.493}
+        >>> c = claim_check(3.0, 1e-3, rec)
+        >>> c["claim_violated"], round(c["epsilon_lower_bound_at_claimed_delta"], 2)
+        (False, 0.81)
+        >>> claim_check(3.0, 0.0, rec)["claim_violated"]
+        True
+    """
+    delta = float(record["delta"] if claimed_delta is None else claimed_delta)
+    if delta == float(record["delta"]) and "epsilon_lower_bound" in record:
+        at_claim = float(record["epsilon_lower_bound"])
+    else:
+        at_claim = epsilon_lower_bound(
+            int(record["m"]), int(record["r"]), int(record["v"]), delta, float(record["confidence"])
+        )
+    return {
+        "claimed_delta": delta,
+        "epsilon_lower_bound_at_claimed_delta": at_claim,
+        "claim_violated": bool(claimed is not None and at_claim > float(claimed)),
+    }
 
 
 def _check_one_sequence(

@@ -42,14 +42,17 @@ from lmleak.attacks.membership import read_texts, run_membership, split_users_by
 from lmleak.attacks.mia_methods import MethodOptions
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
+from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
+from lmleak.fingerprints import cache_record, model_record, run_provenance
 from lmleak.models.adapters import recorded_base
 from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
+from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
 from lmleak.probe.subjects import read_subjects
@@ -75,13 +78,14 @@ from lmleak.runs import (
     write_summary,
 )
 from lmleak.scenarios import scenario_record
-from lmleak.scenarios.describe import anonymization_of
+from lmleak.scenarios.describe import anonymization_of, privacy_unit_of
 from lmleak.train.confidentiality import measured_bayesian_confidentiality
 from lmleak.train.trainer import load_train_config
 
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
 COMPLETE = ".complete.json"
+SCORING_KEYS = ("bos_token_id", "scoring_convention")  # as lmleak.models.base.scoring_convention writes them
 
 
 def _fingerprint(*parts: Any) -> str:
@@ -230,9 +234,11 @@ class Auditor:
             non,
             out,
             group_size=spec.group_size,
+            num_per_side=spec.num_per_side,
+            n_boot=spec.n_boot,
             reference=load_model(self.cfg.resolve(ref)) if ref else None,
             source=source,
-            groups=groups,
+            groups=groups,  # users when split by holdout; None: texts grouped by shared PII (issue 26)
             **self._membership_options(),
         )
 
@@ -304,11 +310,15 @@ class Auditor:
             templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
 
         holdout = read_holdout(model_path)
+        level, warning = choose_level(subjects, spec.level)  # issue 26: no level that probes nothing silently
+        if warning:
+            self.echo(f"[yellow]warning:[/] {warning}")
+            log.warning("%s", warning)
         run_probe(
             model,
             subjects,
             out,
-            level=spec.level,
+            level=level,
             k=k,
             beams=spec.beams,
             templates=templates,
@@ -396,9 +406,18 @@ class Auditor:
                 "redacted": self.redactor is not None,
                 **({"redaction": self.redactor.describe()} if self.redactor is not None else {}),
             }
+            records: dict[str, Any] = {}
             for m in self.cfg.models:
-                summary["models"][m.name] = self._audit_model(m.name, self.cfg.resolve(m.path) or m.path)
+                summary["models"][m.name] = self._audit_model(
+                    m.name, self.cfg.resolve(m.path) or m.path, records
+                )
+            # issue 26: people affected and every analysis that did not run, for the release summary
+            summary["release"] = release_summary(
+                self.cfg, self.run, summary["models"], self._subjects_of, self._probe_levels()
+            )
             self._kart_table(summary)
+            corpus = self.cfg.resolve(self.cfg.corpus.path)
+            summary["provenance"] = {**run_provenance(corpus=corpus), "models": records}
             write_summary(self.run, summary)
 
             render_report(self.run, show_text=self.cfg.render.show_text)
@@ -407,6 +426,31 @@ class Auditor:
             log.removeHandler(handler)
             handler.close()
         return self.run
+
+    def _subjects_of(self, name: str) -> tuple[dict[str, str], set[str]]:
+        """The probed subjects' users (subject id -> user id) and the model's held-out users, as the
+        run's tables name them (keyed hashes in a redacted run): probing's members vs controls."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return {}, set()
+        path = next(self.cfg.resolve(m.path) or m.path for m in self.cfg.models if m.name == name)
+        holdout = read_holdout(path) if Path(path).is_dir() else None
+        redactor = self.redactor
+
+        def ids(x: str) -> str:
+            return x if redactor is None else redactor.hash(x, kind="user_id")
+
+        subjects = read_subjects(self.cfg.resolve(spec.subjects))
+        user_of = {ids(s["subject_id"]): ids(str(s.get("user_id", s["subject_id"]))) for s in subjects}
+        return user_of, {ids(u) for u in (holdout.users if holdout else ())}
+
+    def _probe_levels(self) -> dict[str, int] | None:
+        """Subjects eligible at each probing level (None without probing): what a probe that ran on
+        nothing could have probed instead."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return None
+        return eligible_by_level(read_subjects(self.cfg.resolve(spec.subjects)))
 
     def _run_stage(self, stage: str, model: Any, path: str, spec: Any, out: Path) -> None:
         """One stage into ``out``; redacted: into the private folder, then copied redacted."""
@@ -422,8 +466,10 @@ class Auditor:
         finally:
             shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
-    def _audit_model(self, name: str, path: str) -> dict[str, Any]:
-        """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json``."""
+    # long: one pass over the stages, then the model's entry: headline, privacy, scoring, users
+    def _audit_model(self, name: str, path: str, records: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json`` and
+        puts its provenance record (:func:`~lmleak.fingerprints.model_record`) in ``records``."""
         stages: dict[str, str] = {}
         skipped: dict[str, str] = {}
         headline: dict[str, Any] = {}
@@ -431,6 +477,7 @@ class Auditor:
         anon = anonymization_of(path if Path(path).is_dir() else None)
         model, api = self._load_api_model(name, path)
         membership: dict[str, Any] | None = None
+        scoring: dict[str, Any] = {}  # the start token the stages scored after (docs/membership.md)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
             why_not = self._why_not(stage, path, model)
@@ -444,6 +491,7 @@ class Auditor:
             stages[stage] = str(out.relative_to(self.run))
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
+            scoring.update({k: stage_summary[k] for k in SCORING_KEYS if k in stage_summary})
             if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
                 membership = {
                     k: stage_summary.get(k)
@@ -455,24 +503,35 @@ class Auditor:
             {
                 k: v
                 for k, v in privacy.items()
-                if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
+                if k
+                in (
+                    "dp_epsilon",
+                    "confidentiality_epsilon",
+                    "confidentiality_gamma",
+                    "confidentiality_gamma_basis",
+                    "confidentiality_delta2_assumed",
+                    "privacy_unit",
+                )
+                and v is not None
             }
         )
-        users = self._users(name, path, stages)  # issue 27: users.parquet, risk per person
-        headline.update({k: users[k] for k in ("users_at_risk", "users_total")} if users else {})
-        out_model = {
+        out_model: dict[str, Any] = {
             "path": path,
             "headline": headline,
             "stages": stages,
             "skipped": skipped,
             "scenarios": scenarios,
             "privacy": privacy,
+            **scoring,
             **({"membership": membership} if membership else {}),
-            **({"users": users} if users else {}),
         }
+        self._add_users(name, path, out_model)  # issue 27: users.parquet, risk per person
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
+            out_model["cache"] = cache_record(model)
             log.info("%s: %s", name, out_model["access"])
+        if records is not None:
+            records[name] = model_record(model if model is not None else path)
         return out_model
 
     def _load_api_model(self, name: str, path: str) -> tuple[Any, dict[str, Any]]:
@@ -519,6 +578,8 @@ class Auditor:
         """Run one stage into ``out`` unless it is complete; returns the (maybe now loaded) model and
         why the stage was skipped (None when its results are there)."""
         fp = self._stage_fingerprint(stage, spec, path)
+        if getattr(model, "fingerprint", None) is not None:  # an API: its URL may now serve another model
+            fp = _fingerprint(fp, model.fingerprint)
         if not self.force and stage_done(out, fp):
             self.echo(f"[dim]{name}/{stage}: complete, skipped[/]")
             log.info("%s/%s: complete (fingerprint %s), skipped", name, stage, fp)
@@ -538,11 +599,13 @@ class Auditor:
         log.info("%s/%s: done in %.1f s", name, stage, seconds)
         return model, None
 
-    def _users(self, name: str, path: str, stages: dict[str, str]) -> dict[str, Any] | None:
-        """``models/<name>/users.parquet`` from the finished stages' files (no model runs), and its
-        summary record with ``path`` relative to the run; None when no stage it reads ran."""
+    def _add_users(self, name: str, path: str, out_model: dict[str, Any]) -> None:
+        """``models/<name>/users.parquet`` from the finished stages' files (no model runs); its
+        summary record (``path`` relative to the run) as the model's ``users``, and ``users_at_risk``
+        and ``users_total`` in its headline. Nothing when no stage it reads ran."""
+        stages = out_model["stages"]
         if not set(stages) & set(USER_STAGES):
-            return None
+            return
         probe = self.cfg.analyses.probe
         record = users_of_model(
             self.run / "models" / name,
@@ -552,9 +615,14 @@ class Auditor:
             subjects=self.cfg.resolve(probe.subjects) if probe is not None and probe.subjects else None,
             redactor=self.redactor,
         )
-        return None if record is None else {**record, "path": f"models/{name}/users.parquet"}
+        if record is not None:
+            out_model["users"] = {**record, "path": f"models/{name}/users.parquet"}
+            out_model["headline"].update({k: record[k] for k in ("users_at_risk", "users_total")})
 
     def _privacy(self, path: str) -> dict[str, Any]:
+        """The model's ``privacy.json`` as the summary's ``privacy``: its DP ε with the privacy unit, and
+        for CRT / selective DP the Bayesian confidentiality bound at the recorded 95 % upper bound of
+        γ (Proposition 6; :func:`~lmleak.train.confidentiality.measured_bayesian_confidentiality`)."""
         p = Path(path) / "privacy.json"
         if not p.exists():
             return {}
@@ -563,16 +631,33 @@ class Auditor:
             "mode": priv.get("mode"),
             "dp_epsilon": priv.get("epsilon"),
             "dp_delta": priv.get("delta"),
+            "privacy_unit": privacy_unit_of(priv),
             "gamma": priv.get("gamma"),
             "tokenizer_source": priv.get("tokenizer_source"),
+            # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
+            **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
         }
-        if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
+        # Prop. 6 needs detected secrets removed (CRT); selective DP keeps them under DP only (issue 26)
+        if priv.get("epsilon") is not None and priv.get("mode") == "crt":
             bound = measured_bayesian_confidentiality(
-                float(priv["epsilon"]), float(priv.get("delta") or 0.0), priv.get("gamma")
+                float(priv["epsilon"]),
+                float(priv.get("delta") or 0.0),
+                priv.get("gamma"),
+                gamma_upper=priv.get("gamma_upper95") if priv.get("gamma_source") == "measured" else None,
+                support=priv.get("gamma_support"),
             )
             out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
             out["confidentiality_reason"] = bound["reason"]
+            out["confidentiality_gamma"] = bound["gamma_used"]
+            out["confidentiality_gamma_basis"] = bound["gamma_basis"]
             out["gamma_source"] = priv.get("gamma_source")
+            if priv.get("mode") == "crt":  # Theorem 8.3 adds δ₂, π_c's miss rate, which no run measures
+                out["confidentiality_delta2_assumed"] = True
+                out["confidentiality_note"] = (
+                    "Theorem 8.3 adds delta2 (the conservative policy's miss rate) to delta; it is not measured "
+                    "and 0 is assumed: measure it with `lmleak pii evaluate --policy conservative --secrets ...` "
+                    "(1 - sentence_recall)"
+                )
         return out
 
     def _kart_table(self, summary: dict[str, Any]) -> None:
@@ -644,7 +729,7 @@ def run_audit(
     auditor.corpus()  # a corpus that cannot be read fails here, before the run directory exists
     with (
         use_device(None if explicit else cfg.device),
-        open_run(auditor.run),
+        open_run(auditor.run, redacted=redactor is not None),
     ):  # locked, marked incomplete until done
         if redactor is None:
             return auditor()

@@ -26,7 +26,7 @@ import typer
 from typer.core import TyperGroup
 
 from lmleak import progress
-from lmleak.cli.common import err, offline_environment
+from lmleak.cli.common import COUNT, err, offline_environment
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
 
@@ -44,6 +44,7 @@ AREAS = [
     "lmleak.cli.extract",  # extract (Carlini et al. 2021)
     "lmleak.cli.serve",  # serve (an OpenAI-compatible server for the HTTP backend)
     "lmleak.cli.selftest",  # selftest (the installed lmleak against known answers)
+    "lmleak.cli.cache",  # cache info, cache clear (the HTTP answer cache)
 ]
 
 
@@ -74,12 +75,29 @@ def _where(e: BaseException) -> str:
     return f" at {name[cut + 1 :] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
 
 
+def _bad_value(e: typer.BadParameter) -> typer.Exit:
+    """A refused or missing option value (``lmleak.cli.common.number``: NaN, inf, out of range; a wrong
+    type) as one line, exit 2, like every other input error (click's own box spans several lines)."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(_one_line(e.format_message()))}", soft_wrap=True)
+    return typer.Exit(2)
+
+
 class _Group(TyperGroup):
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:  # the global options (--max-requests) are parsed here, outside invoke
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except typer.BadParameter as e:
+            raise _bad_value(e) from None
+
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
 
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as e:  # a command's option value, refused while parsing
+            raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # usage errors and exits keep their own status
         except Interrupted as e:
@@ -124,6 +142,25 @@ class _Group(TyperGroup):
             raise typer.Exit(2) from None
 
 
+# issue 25: where the HTTP answer cache lives, and how model files are fingerprinted in provenance
+CacheDirOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--cache-dir",
+        help="For models behind an HTTP API: keep the answer cache in this folder, shared between runs "
+        "(default: inside the run; it holds training text; 'off': no cache; a redacted run keeps none).",
+    ),
+]
+FullHashOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full-hash",
+        help="Record the full SHA-256 of every model file in the run's provenance (default: a fast "
+        "fingerprint of sizes, headers and each file's first and last MiB).",
+    ),
+]
+
+
 def _root(
     ctx: typer.Context,
     device: Annotated[
@@ -153,6 +190,7 @@ def _root(
             "--max-requests",
             help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
             "stop (exit 2) after this many requests; cached answers do not count.",
+            parser=COUNT,
         ),
     ] = None,
     tokenizer: Annotated[
@@ -163,6 +201,8 @@ def _root(
             "folder); default: the server's /tokenize.",
         ),
     ] = None,
+    cache_dir: CacheDirOpt = None,
+    full_hash: FullHashOpt = False,
 ) -> None:
     """Privacy auditing of language models."""
     owner_only()
@@ -173,11 +213,15 @@ def _root(
     if device is not None:
         resolve_device(device)  # a GPU asked for but absent fails before the command starts
     ctx.with_resource(use_device(device))
-    if max_requests is not None or tokenizer is not None:
+    if max_requests is not None or tokenizer is not None or cache_dir is not None:
         # lazy: lmleak.models.http imports httpx, only when an HTTP option is given
         from lmleak.models.http import use_http_options
 
-        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer))
+        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer, cache=cache_dir))
+    if full_hash:
+        from lmleak.fingerprints import use_full_hash
+
+        ctx.with_resource(use_full_hash())
 
 
 def build_app() -> typer.Typer:

@@ -6,8 +6,20 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
+from rich.markup import escape
 
-from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    OPEN_UNIT,
+    POSITIVE,
+    JsonOpt,
+    QuietOpt,
+    SeedOpt,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.train.config import TrainConfig
 
 
@@ -26,19 +38,27 @@ def train(
     mode: Annotated[
         str, typer.Option(help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).")
     ] = "nodp",
-    epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
+    epochs: Annotated[int, typer.Option(help="Passes over the training data.", parser=COUNT)] = 5,
     batch_size: Annotated[
-        int, typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).")
+        int,
+        typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).", parser=COUNT),
     ] = 16,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 2e-3,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.", parser=POSITIVE)] = 2e-3,
     seq_len: Annotated[
-        int, typer.Option("--seq-len", "--context", help="Tokens per training sequence (the GPT's context).")
+        int,
+        typer.Option(
+            "--seq-len",
+            "--context",
+            help="Tokens per training sequence (the GPT's context).",
+            parser=number(int, ge=2),
+        ),
     ] = 128,
     tokenizer: Annotated[
         str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")
     ] = None,
     vocab_size: Annotated[
-        int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")
+        int,
+        typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).", parser=COUNT),
     ] = 4000,
     seed: SeedOpt = 0,
     holdout_users: Annotated[
@@ -47,22 +67,25 @@ def train(
             "--holdout-users",
             "--val-fraction",
             help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.",
+            parser=number(ge=0, lt=1),
         ),
     ] = 0.1,
-    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.")] = 2,
+    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.", parser=COUNT)] = 2,
     width: Annotated[
-        int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).")
+        int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).", parser=COUNT)
     ] = 128,
-    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.")] = 4,
+    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.", parser=COUNT)] = 4,
     snapshots: Annotated[
         bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")
     ] = False,
-    noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).")] = None,
-    target_epsilon: Annotated[
-        float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.")
+    noise_multiplier: Annotated[
+        float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).", parser=POSITIVE)
     ] = None,
-    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
-    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.")] = 1.0,
+    target_epsilon: Annotated[
+        float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.", parser=POSITIVE)
+    ] = None,
+    delta: Annotated[float, typer.Option(help="DP delta.", parser=OPEN_UNIT)] = 1e-5,
+    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.", parser=POSITIVE)] = 1.0,
     accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
     dp_clipping: Annotated[
         str | None,
@@ -108,7 +131,7 @@ def train(
             help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) instead of training a small model from scratch (docs/finetune.md).",
         ),
     ] = None,
-    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).")] = 8,
+    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).", parser=COUNT)] = 8,
     lora_targets: Annotated[
         str | None,
         typer.Option(
@@ -117,7 +140,8 @@ def train(
         ),
     ] = None,
     lora_alpha: Annotated[
-        float | None, typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).")
+        float | None,
+        typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).", parser=POSITIVE),
     ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="--base: fine-tune all weights instead of LoRA adapters.")
@@ -140,6 +164,7 @@ def train(
         typer.Option(
             "--max-steps",
             help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).",
+            parser=COUNT,
         ),
     ] = None,
     device: Annotated[
@@ -147,6 +172,51 @@ def train(
         typer.Option(
             "--device",
             help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
+        ),
+    ] = None,
+    privacy_unit: Annotated[
+        str | None,
+        typer.Option(
+            "--privacy-unit",
+            help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step samples people, each person's gradient clipped as one) or sequence (one training sequence; a person with k sequences gets only group privacy).",
+        ),
+    ] = None,
+    max_sequences_per_user: Annotated[
+        int,
+        typer.Option(
+            "--max-sequences-per-user",
+            help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their sequences, picked at random each step.",
+        ),
+    ] = 4,
+    sampler: Annotated[
+        str,
+        typer.Option(
+            "--sampler",
+            help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon is then the bound without amplification by sampling, the Poisson number printed beside it with a warning).",
+        ),
+    ] = "poisson",
+    health_checks: Annotated[
+        bool,
+        typer.Option(
+            "--health-checks/--no-health-checks",
+            help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn and go on).",
+        ),
+    ] = True,
+    health_check_steps: Annotated[
+        int, typer.Option("--health-check-steps", help="Private steps before the first health check.")
+    ] = 10,
+    max_noise_to_signal: Annotated[
+        float,
+        typer.Option(
+            "--max-noise-to-signal",
+            help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
+        ),
+    ] = 1e4,
+    replaces: Annotated[
+        Path | None,
+        typer.Option(
+            "--replaces",
+            help="The model this one is meant to replace: its validation perplexity is compared, and OUT/reaudit.yaml audits both.",
         ),
     ] = None,
     json_out: JsonOpt = False,
@@ -178,6 +248,12 @@ def train(
         accountant=accountant,
         policy=policy,
         secrets=None if secrets is None else str(secrets),
+        privacy_unit=privacy_unit,
+        max_sequences_per_user=max_sequences_per_user,
+        sampler=sampler,
+        health_checks=health_checks,
+        health_check_steps=health_check_steps,
+        max_noise_to_signal=max_noise_to_signal,
     )
     cfg: Any
     if base is not None:
@@ -210,7 +286,14 @@ def train(
             **common,
         )
     run = train_and_summarise(
-        corpus, out_dir, cfg, public=public, private=private, progress=not (quiet_ or json_out), mode=mode
+        corpus,
+        out_dir,
+        cfg,
+        public=public,
+        private=private,
+        progress=not (quiet_ or json_out),
+        mode=mode,
+        replaces=replaces,
     )
     _print_result(run, out_dir, json_out)
 
@@ -229,6 +312,14 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     )
     out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
     _print_privacy_notes(res.privacy)
+    summary = run.summary
+    if summary.get("confidentiality"):
+        out.print(f"[yellow]{escape(summary['confidentiality'])}[/]", soft_wrap=True)
+    for w in summary.get("warnings") or []:
+        out.print(f"[bold yellow]warning:[/] {escape(w)}", soft_wrap=True)
+    out.print(
+        f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}", soft_wrap=True
+    )
 
 
 def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
@@ -274,9 +365,15 @@ def _print_privacy_notes(privacy: dict[str, Any]) -> None:
             + ")"
         )
     if privacy.get("epsilon") is not None:
+        # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
+        from lmleak.train.release import epsilon_statement
+
+        out.print(f"DP: {epsilon_statement(privacy)}", soft_wrap=True)
         out.print(
-            f"DP: epsilon = {privacy['epsilon']:.3f} at delta = {privacy['delta']:g} "
-            f"({privacy['accountant']} accountant, {privacy['steps']} private steps)"
+            f"    {privacy['accountant']} accountant, {privacy['steps']} private steps, "
+            f"{privacy.get('sampler', 'poisson')} sampling of {privacy.get('sampled', 'sequences')} "
+            f"(rate {privacy['sample_rate']:.3g})",
+            soft_wrap=True,
         )
 
 
@@ -287,7 +384,10 @@ def _f(v: Any, digits: int = 3) -> str:
 def evaluate_cmd(
     model: Annotated[str, typer.Option(help="Model: a folder, a .gguf file, smollm2-135m, ...")],
     corpus: Annotated[Path, typer.Option(help="Corpus to evaluate on.")],
-    k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).")] = [1, 3],  # noqa: B006
+    k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).", parser=COUNT)] = [  # noqa: B006
+        1,
+        3,
+    ],
     out_path: Annotated[
         Path | None, typer.Option("--out", help="Also write the metrics to this JSON file.")
     ] = None,

@@ -8,7 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import (
+    OPEN_UNIT,
+    PROBABILITY,
+    CorpusOpt,
+    JsonOpt,
+    OutDirOpt,
+    QuietOpt,
+    SeedOpt,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import get_policy
@@ -24,12 +36,18 @@ PolicyOpt = Annotated[
 ]
 RecallOpt = Annotated[
     float | None,
-    typer.Option("--recall", help="Degrade the policy to this recall (γ sweep): drop detections at random."),
+    typer.Option(
+        "--recall",
+        help="Degrade the policy to this recall (γ sweep): drop detections at random.",
+        parser=PROBABILITY,
+    ),
 ]
 BaseRecallOpt = Annotated[
     float,
     typer.Option(
-        "--base-recall", help="The policy's measured recall, so --recall is absolute (default 1: relative)."
+        "--base-recall",
+        help="The policy's measured recall, so --recall is absolute (default 1: relative).",
+        parser=number(gt=0, le=1),
     ),
 ]
 
@@ -69,16 +87,25 @@ def evaluate_cmd(
     seed: SeedOpt = 0,
     base_recall: BaseRecallOpt = 1.0,
     min_overlap: Annotated[
-        float, typer.Option(help="Fraction of a span that must be covered to count as matched.")
+        float,
+        typer.Option(
+            help="Fraction of a span that must be covered to count as matched.", parser=number(gt=0, le=1)
+        ),
     ] = 0.5,
     save: Annotated[Path | None, typer.Option("--save", help="Also write the table as JSON here.")] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by", help="shape: recall and γ per name shape too, and the shapes the policy misses."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
     """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8)."""
     quiet(q or as_json)
     result = evaluate_policy_files(corpus, secrets, policy, recall=recall, seed=seed, base_recall=base_recall,
-                                   min_overlap=min_overlap, splitter=sentence_spans, save=save)  # fmt: skip
+                                   min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by)  # fmt: skip
     if as_json:
         print_json(result.to_dict())
         return
@@ -92,6 +119,30 @@ def evaluate_cmd(
     for ent, row in result.entities.items():
         t.add_row(ent, *(_fmt(row[col]) for col in cols))
     out.print(t)
+    if result.by_shape is not None:
+        _print_shapes(result.by_shape, result.warnings)
+
+
+def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
+    """Names and all PII of the people of each name shape, then the shapes the policy misses."""
+    from rich.table import Table
+
+    t = Table(title="by name shape (the people whose PII each span is)")
+    for col in ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)"):
+        t.add_column(col, justify="left" if col == "shape" else "right")
+    for shape, rows in by_shape.items():
+        cells = []
+        for ent in ("PERSON", "ALL"):
+            r = rows.get(ent)
+            if r is None:
+                cells += ["0", "-", "-"]
+                continue
+            ci = "" if r["gamma_ci"] is None else f" [{r['gamma_ci'][0]:.3f}, {r['gamma_ci'][1]:.3f}]"
+            cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
+        t.add_row(shape, *cells)
+    out.print(t)
+    for w in warnings:
+        out.print(f"[yellow]warning:[/] {w}")
 
 
 @pii_app.command("detect")
@@ -132,7 +183,9 @@ def dedup_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
     mode: Annotated[str, typer.Option("--mode", help="exact (SHA-1) | bloom (one pass, rbloom).")] = "exact",
-    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    fp_rate: Annotated[
+        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+    ] = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -172,7 +225,9 @@ def split_cmd(
         str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
     ] = None,
     dedup: Annotated[str, typer.Option("--dedup", help="exact | bloom | none.")] = "exact",
-    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    fp_rate: Annotated[
+        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+    ] = 1e-6,
     recall: RecallOpt = None,
     seed: SeedOpt = 0,
     base_recall: BaseRecallOpt = 1.0,

@@ -759,5 +759,5 @@ def run_propile_experiment(
         "scenarios": scenarios,
         "seconds": seconds,
     }
-    write_summary(out, summary)
+    write_summary(out, summary, model=str(out / "model"), corpus=paths["corpus"])
     return {"summary": summary, "table": table, "softprompt_table": sp_table}

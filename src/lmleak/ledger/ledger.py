@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,11 +39,12 @@ from typing import Any
 
 import numpy as np
 
+from lmleak import progress
 from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
 from lmleak.errors import CapabilityError, ConfigError, RunError
 from lmleak.models import vllm_engine, vllm_env
-from lmleak.models.base import Capability, TokenStats, require
+from lmleak.models.base import Capability, TokenStats, require, scoring_convention
 from lmleak.models.blackbox import TopKOnly
 from lmleak.models.loading import load_model
 from lmleak.runs import atomic_write_json
@@ -207,17 +209,16 @@ def score_documents(
 
 def _fingerprint(model: Any, corpus: Iterable[Document], extra: dict[str, Any]) -> str:
     h = hashlib.sha256()
-    h.update(
-        repr(
-            (
-                getattr(model, "name", ""),
-                type(model).__name__,
-                getattr(model, "max_length", None),
-                getattr(model, "overlap", None),
-                sorted(extra.items()),
-            )
-        ).encode()
+    parts: tuple[Any, ...] = (
+        getattr(model, "name", ""),
+        type(model).__name__,
+        getattr(model, "max_length", None),
+        getattr(model, "overlap", None),
+        sorted(extra.items()),
     )
+    # a model behind an HTTP API: the same URL may serve another model (models/http_cache.Probe)
+    served = getattr(model, "fingerprint", None)
+    h.update(repr(parts if served is None else (*parts, str(served))).encode())
     step = 1 << 20
     for d in corpus:
         h.update(f"{d.user_id}\x00{d.doc_id}\x00".encode())
@@ -465,7 +466,8 @@ def run_ledger_pass(
     if access == "top_k":
         k_avail = k
     out = Path(run_dir) / LEDGER_DIR
-    settings: dict[str, Any] = {"access": access, "k": k_avail}
+    # the start token is in the fingerprint: a ledger scored after another one is not reused
+    settings: dict[str, Any] = {"access": access, "k": k_avail, **scoring_convention(model)}
     factory = _work_factory(
         model,
         engine,
@@ -476,6 +478,7 @@ def run_ledger_pass(
         vllm_dtype=vllm_dtype,
     )
     fp = _fingerprint(model, corpus, settings)
+    _drop_stale_ledger(out, fp)
     try:
         run_sharded(
             ((d.doc_id, d.user_id, d.text) for d in corpus),
@@ -496,6 +499,22 @@ def run_ledger_pass(
     return _write_meta(out, model, access, k_avail, fp, engine)
 
 
+def _drop_stale_ledger(out: Path, fp: str) -> None:
+    """Delete a ledger of another model, corpus or settings in ``out`` (say so in one line): a rerun of
+    the same command after the model changed (a server now serving another model under the same URL)
+    must score afresh, not report the old model's numbers or stop on the mismatch."""
+    manifest = out / MANIFEST
+    if not manifest.exists():
+        return
+    try:
+        old = json.loads(manifest.read_text(encoding="utf-8")).get("fingerprint")
+    except (OSError, ValueError):
+        old = None
+    if old != fp:
+        progress.log(f"ledger: {out} was computed for another model, corpus or settings; computing it again")
+        shutil.rmtree(out)
+
+
 def _write_meta(
     out: Path, model: Any, access: str, k_avail: int | None, fp: str, engine: str
 ) -> dict[str, Any]:
@@ -510,6 +529,7 @@ def _write_meta(
         "num_docs": num_docs,
         "num_tokens": num_tokens,
         "fingerprint": fp,
+        **scoring_convention(model),
     }
     # The engine is not in the fingerprint, so that a report finds a ledger scored by vLLM complete
     # and reuses it (as it does a Ray pass); ledger.json says which engine scored it.

@@ -27,11 +27,22 @@ card or, for vLLM, from ``/tokenize`` with special tokens. Scoring requests send
 (``[BOS, *ids]``), generation requests send text.
 
 Requests: several prompts per request (``batch=``), several requests in flight (``concurrency=``,
-threads over one ``httpx.Client``), retried with exponential backoff on 429 and 5xx (``retries=``
-tries after the first, honouring ``Retry-After``), cached on disk under ``cache=DIR`` (default
-``~/.cache/lmleak/http``, owner-only; key = SHA-256 of the endpoint, path and request body) so an
-interrupted audit asks nothing twice, and counted; ``max_requests=N`` (or ``lmleak
---max-requests N``) stops the run with exit 2 once N requests have gone over the network.
+threads over one ``httpx.Client``), retried with exponential backoff on 429, 5xx and timeouts
+(``retries=`` tries after the first, honouring ``Retry-After``), each bounded by a deadline
+(``connect_timeout=`` to connect, ``timeout=`` for the whole request, not per read: see
+:mod:`lmleak.models.http_transport`) and a size cap (``max_response_mb=``), and counted;
+``max_requests=N`` (or ``lmleak --max-requests N``) stops the run with exit 2 once N requests have
+gone over the network. Every answer is checked before it is used or kept
+(:mod:`lmleak.models.http_answers`: no logprob above 0, no NaN, no rank below 1, no wrong length).
+
+Fingerprint and cache: at the start of every run (never from a cache) lmleak reads the server's
+``/v1/models`` entry and sends a fixed probe (the tier's own request over a fixed token sequence);
+together they are the model's fingerprint (:class:`~lmleak.models.http_cache.Probe`), recorded in
+``provenance`` and keying the answer cache (:mod:`lmleak.models.http_cache`). The cache holds
+training text: by default it lives inside the run (``RUN/http-cache``), or in ``cache=DIR`` /
+``lmleak --cache-dir DIR``; ``cache=off`` disables it; a redacted run keeps none. So an interrupted
+audit asks nothing twice, and a server that now serves another model under the same name never
+answers from the old model's cache.
 
 An API gives at most the top ``top_n`` (default 20, vLLM's ``max_logprobs``) next tokens, never the
 whole distribution: ``next_logprobs`` is refused with :class:`CapabilityError` (so canary exposure,
@@ -43,8 +54,9 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import hashlib
+import functools
 import json
+import math
 import os
 import threading
 import time
@@ -58,7 +70,9 @@ from typing import Any
 import httpx
 import numpy as np
 
+from lmleak import progress
 from lmleak.errors import CapabilityError, LmleakError, ModelError
+from lmleak.models import http_answers as answers
 from lmleak.models.base import (
     Capability,
     SpanScore,
@@ -66,7 +80,10 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
+from lmleak.models.http_cache import RUN_CACHE, AnswerCache, Probe
+from lmleak.models.http_transport import DeadlineTransport, deadline, read_capped
 from lmleak.models.tokenizer import HFTokenizer
+from lmleak.runs import current_run
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
@@ -80,6 +97,14 @@ TIER_ACCESS = {"prompt_logprobs": "scores", "echo": "top_k", "chat": "generation
 ECHO_MAX_K = 5  # the legacy completions API's cap on logprobs
 CHAT_MAX_K = 20  # the chat API's cap on top_logprobs
 API_KEY_ENVS = ("LMLEAK_API_KEY", "OPENAI_API_KEY")
+#: The fingerprint probe of the scoring tiers: a fixed token sequence after the start token (cut to
+#: the server's window and, when known, its vocabulary); no tokenizer is needed to send it.
+PROBE_IDS = tuple(range(3, 19))
+#: The fingerprint probe of the generation tiers (greedy, ``PROBE_NEW_TOKENS`` new tokens).
+PROBE_TEXT = "The capital of France is"
+PROBE_NEW_TOKENS = 4
+#: The shortest window a scoring request can have: the start token and one scored token.
+MIN_MAX_LENGTH = 2
 
 
 class RequestBudgetError(LmleakError):
@@ -106,11 +131,28 @@ class HTTPOptions:
     batch: int = 8  # prompts per request
     retries: int = 4  # tries after the first on 429 / 5xx / timeouts
     backoff: float = 0.5  # seconds before the first retry; doubles each time
-    timeout: float = 300.0
+    timeout: float = 300.0  # seconds for a whole request (connect, send, every read), not per read
+    connect_timeout: float = 10.0  # seconds to connect
+    max_response_mb: float = 64.0  # larger answers are refused
     max_requests: int | None = None
-    cache: str | None = None  # cache dir; "off" disables the cache
+    cache: str | None = None  # cache dir; None: inside the run being written; "off": no cache
     max_length: int | None = None  # longest input (BOS included); default: the server's max_model_len
     top_n: int = CHAT_MAX_K  # how many next-token log-probs next_logprobs asks for
+
+
+#: (lowest, highest) accepted value of each numeric option (None: unbounded); checked by parse_spec.
+OPTION_RANGES: dict[str, tuple[float, float | None]] = {
+    "concurrency": (1, 256),
+    "batch": (1, None),
+    "retries": (0, 100),
+    "backoff": (0, 3600),
+    "timeout": (0.001, None),
+    "connect_timeout": (0.001, None),
+    "max_response_mb": (0.001, None),
+    "max_requests": (0, None),
+    "max_length": (MIN_MAX_LENGTH, None),
+    "top_n": (1, None),
+}
 
 
 _DEFAULTS: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
@@ -157,23 +199,42 @@ def parse_spec(spec: str) -> tuple[str, str, HTTPOptions]:
             raise ModelError(f"{spec!r}: unknown option {key!r} in the query; use one of {', '.join(names)}")
         kw[key] = value
     for key, value in list(kw.items()):
-        kind = str(names[key].type)
-        try:
-            if value is not None and "int" in kind:
-                kw[key] = int(value)
-            elif value is not None and "float" in kind:
-                kw[key] = float(value)
-        except (TypeError, ValueError):
-            raise ModelError(f"{spec!r}: option {key}={value!r} is not a number") from None
+        kw[key] = _option_value(spec, key, value, str(names[key].type))
     opts = HTTPOptions(**kw)
     if opts.tier is not None and opts.tier not in TIERS:
         raise ModelError(
             f"{spec!r}: unknown tier {opts.tier!r}; use one of {', '.join(TIERS)} (or leave it out to detect)"
         )
-    if opts.concurrency < 1 or opts.batch < 1 or opts.retries < 0:
-        raise ModelError(f"{spec!r}: concurrency and batch must be >= 1, retries >= 0")
+    if opts.cache == "":
+        raise ModelError(f"{spec!r}: option cache= is empty; give a folder, or cache=off")
     base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
     return base, model, opts
+
+
+def _option_value(spec: str, key: str, value: Any, kind: str) -> Any:
+    """One query option as its type, checked against :data:`OPTION_RANGES` (finite, in range).
+
+    Example:
+        >>> _option_value("s", "batch", "4", "int")
+        4
+        >>> _option_value("s", "timeout", "nan", "float")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ModelError: 's': option timeout='nan' must be a finite number >= 0.001
+    """
+    if value is None or ("int" not in kind and "float" not in kind):
+        return value
+    lo, hi = OPTION_RANGES.get(key, (-math.inf, None))
+    want = f"{'an integer' if 'int' in kind else 'a finite number'} >= {lo:g}" + (
+        f" and <= {hi:g}" if hi is not None else ""
+    )
+    try:
+        number = int(value) if "int" in kind else float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ModelError(f"{spec!r}: option {key}={value!r} must be {want}") from None
+    if not math.isfinite(number) or number < lo or (hi is not None and number > hi):
+        raise ModelError(f"{spec!r}: option {key}={value!r} must be {want}")
+    return number
 
 
 def _api_key() -> str | None:
@@ -181,10 +242,6 @@ def _api_key() -> str | None:
         if os.environ.get(env):
             return os.environ[env]
     return None
-
-
-def default_cache_dir() -> Path:
-    return Path(os.environ.get("LMLEAK_CACHE", Path.home() / ".cache" / "lmleak")) / "http"
 
 
 class _Unsupported(Exception):
@@ -199,7 +256,8 @@ class _Unsupported(Exception):
 @dataclass
 class Counters:
     requests: int = 0  # sent over the network (retries included)
-    cached: int = 0  # answered from the disk cache
+    cached: int = 0  # answered from the disk cache (cache hits)
+    misses: int = 0  # cacheable requests the cache did not hold (sent, then cached)
     prompt_tokens: int = 0  # as the server reports them (usage.prompt_tokens)
     retried: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -213,8 +271,13 @@ class Counters:
         }
 
 
+def _identity(answer: Any) -> Any:
+    return answer
+
+
 class HTTPClient:
-    """POSTs JSON with retries, a disk cache and a request budget; see the module docstring."""
+    """POSTs JSON with retries, a deadline, a size cap, a request budget and an answer cache keyed by
+    the model's fingerprint; see the module docstring."""
 
     def __init__(
         self,
@@ -223,8 +286,10 @@ class HTTPClient:
         *,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        name: str | None = None,
     ) -> None:
         self.base_url = base_url
+        self.name = name or base_url
         self.options = options
         headers = {"Content-Type": "application/json"}
         key = _api_key()
@@ -232,17 +297,23 @@ class HTTPClient:
             headers["Authorization"] = f"Bearer {key}"
         root = urllib.parse.urlsplit(base_url)
         self.root = urllib.parse.urlunsplit((root.scheme, root.netloc, "", "", ""))
+        limits = httpx.Limits(max_connections=max(options.concurrency, 1) + 2)
         self.client = httpx.Client(
             headers=headers,
-            timeout=options.timeout,
-            transport=transport,
-            limits=httpx.Limits(max_connections=max(options.concurrency, 1) + 2),
+            timeout=httpx.Timeout(options.timeout, connect=min(options.connect_timeout, options.timeout)),
+            transport=transport if transport is not None else DeadlineTransport(limits),
+            limits=limits,
         )
         self.counters = Counters()
         self.sleep = sleep
-        self.cache_dir: Path | None = None
-        if options.cache != "off":
-            self.cache_dir = Path(options.cache).expanduser() if options.cache else default_cache_dir()
+        self.max_bytes = int(options.max_response_mb * (1 << 20))
+        self.probe: Probe | None = (
+            None  # set once the model's fingerprint is known: only then is anything cached
+        )
+        self._stores: dict[str, AnswerCache] = {}
+        self._store_lock = threading.Lock()
+        self.cache_note: str | None = None  # why nothing is cached (a redacted run, no run, cache=off)
+        self.invalidated: list[str] = []
 
     def close(self) -> None:
         self.client.close()
@@ -251,55 +322,97 @@ class HTTPClient:
         """``/completions`` is under the base URL; ``/tokenize`` (vLLM) sits at the server's root."""
         return (self.root if path in ("/tokenize", "/detokenize") else self.base_url) + path
 
-    # ------------------------------------------------------------------ disk cache
-    def _cache_path(self, path: str, body: Any) -> Path | None:
-        if self.cache_dir is None:
+    # ------------------------------------------------------------------ the answer cache
+    def cache(self) -> AnswerCache | None:
+        """The answer cache requests use now: ``cache=DIR``, else the folder inside the run being
+        written; None before the fingerprint is known, with ``cache=off``, in a redacted run, or
+        with no run and no folder named."""
+        if self.probe is None:
             return None
-        key = hashlib.sha256(json.dumps([self.base_url, path, body], sort_keys=True).encode()).hexdigest()
-        return self.cache_dir / key[:2] / f"{key}.json"
+        opt = self.options.cache
+        run = current_run()
+        if opt == "off":
+            self.cache_note = "off (cache=off)"
+            return None
+        if run is not None and run[1]:
+            self.cache_note = "off (a redacted run keeps no cache)"
+            return None
+        if opt:
+            root = Path(opt).expanduser()
+        elif run is not None:
+            root = run[0] / RUN_CACHE
+        else:
+            self.cache_note = "off (no run is being written and no cache folder was named)"
+            return None
+        with self._store_lock:
+            store = self._stores.get(str(root))
+            if store is None:
+                store = self._stores[str(root)] = AnswerCache(root, self.probe)
+                if store.invalidated:
+                    self.invalidated.append(store.invalidated)
+            return store
 
-    def _cache_put(self, p: Path, answer: Any) -> None:
-        for d in (self.cache_dir, p.parent):
-            assert d is not None
-            if not d.is_dir():  # only folders lmleak creates are made owner-only (never a chmod of /tmp)
-                d.mkdir(parents=True, exist_ok=True, mode=0o700)
-                os.chmod(d, 0o700)  # mkdir's mode is masked by the umask
-        tmp = p.with_name(f".{p.name}.{os.getpid()}.{threading.get_ident()}")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(answer, f)
-        os.replace(tmp, p)
+    def fingerprint(self) -> str:
+        """The model's fingerprint as the cache last opened knows it (a cache keeps the one it first saw
+        while the model stays within the probe's tolerance), else the probe's own. Opens nothing."""
+        assert self.probe is not None, "the fingerprint is known once the model is loaded"
+        with self._store_lock:
+            stores = list(self._stores.values())
+        return stores[-1].fingerprint if stores else self.probe.fingerprint()
+
+    def cache_location(self) -> str:
+        """Where the answers of this run are cached (the folder), or why they are not."""
+        with self._store_lock:
+            roots = list(self._stores)
+        return ", ".join(roots) if roots else (self.cache_note or "none yet")
 
     # ------------------------------------------------------------------ requests
-    def get(self, path: str) -> Any:
-        """The JSON answer to a GET (cached too: a resumed run sends nothing it sent before)."""
-        return self.post(path, None)
+    def get(self, path: str, *, parse: Callable[[Any], Any] = _identity, cache: bool = True) -> Any:
+        """The answer to a GET (see :meth:`post`)."""
+        return self.post(path, None, parse=parse, cache=cache)
 
-    def post(self, path: str, body: dict[str, Any] | None, *, cache: bool = True) -> Any:
-        """The JSON answer to one POST (a GET when ``body`` is None), from the cache when asked before."""
-        p = self._cache_path(path, body) if cache else None
-        if p is not None and p.exists():
-            try:
-                answer = json.loads(p.read_text(encoding="utf-8"))
-                with self.counters.lock:
-                    self.counters.cached += 1
-                return answer
-            except (OSError, json.JSONDecodeError):
-                pass  # a damaged entry (killed mid-write before the rename cannot happen; a full disk can): ask again
+    def post(
+        self,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        parse: Callable[[Any], Any] = _identity,
+        cache: bool = True,
+    ) -> Any:
+        """``parse(answer)`` of one POST (a GET when ``body`` is None), from the cache when asked before.
+
+        ``parse`` checks the answer (raising :class:`~lmleak.models.http_answers.BadAnswer`) before
+        it is cached: a bad answer is never kept. A cached answer that fails the check (kept by an
+        older lmleak) is dropped and asked again."""
+        store = self.cache() if cache else None
+        if store is not None:
+            hit, answer = store.get(path, body)
+            if hit:
+                try:
+                    out = parse(answer)
+                except ModelError:
+                    store.drop(path, body)
+                else:
+                    with self.counters.lock:
+                        self.counters.cached += 1
+                    return out
+            with self.counters.lock:
+                self.counters.misses += 1
         answer = self._send("GET" if body is None else "POST", path, body)
-        if p is not None:
-            self._cache_put(p, answer)
-        return answer
+        out = parse(answer)
+        if store is not None:
+            store.put(path, body, answer)
+        return out
 
     def _budget(self) -> None:
         limit = self.options.max_requests
         with self.counters.lock:
             if limit is not None and self.counters.requests >= limit:
-                where = f" in {self.cache_dir}" if self.cache_dir else ""
                 raise RequestBudgetError(
                     f"--max-requests {limit} reached ({self.counters.requests} requests sent, {self.counters.cached} "
-                    f"answered from the cache{where}); every answer so far is cached, so rerunning with a higher "
-                    "--max-requests resumes without asking them again"
+                    f"answered from the cache in {self.cache_location()}); every answer so far is cached, so "
+                    "rerunning with a higher --max-requests into the same run (or --cache-dir) resumes without "
+                    "asking them again"
                 )
             self.counters.requests += 1
 
@@ -310,22 +423,24 @@ class HTTPClient:
         for attempt in range(self.options.retries + 1):
             self._budget()
             try:
-                r = self.client.request(method, url, json=body)
+                status, headers, content = self._request(method, url, body)
             except httpx.ConnectError as e:
                 raise ModelError(
                     f"{url}: cannot connect ({e}); is the server running and listening there? "
                     "(test locally with: lmleak serve MODEL --port PORT)"
                 ) from None
             except httpx.TimeoutException as e:
-                last = f"timed out ({type(e).__name__})"
+                last = f"no complete answer within timeout={self.options.timeout:g} s ({type(e).__name__})"
+            except (httpx.RemoteProtocolError, httpx.ReadError) as e:
+                last = f"the connection broke ({type(e).__name__})"
             else:
-                if r.status_code == 429 or r.status_code >= 500:
-                    last = f"HTTP {r.status_code}: {_error_message(r)}"
-                    retry_after = r.headers.get("retry-after")
+                if status == 429 or status >= 500:
+                    last = f"HTTP {status}: {_error_message(content)}"
+                    retry_after = headers.get("retry-after")
                     if retry_after and retry_after.replace(".", "", 1).isdigit():
-                        delay = max(delay, float(retry_after))
+                        delay = max(delay, min(float(retry_after), 3600.0))
                 else:
-                    return self._answer(r, url, body)
+                    return self._answer(status, content, url)
             if attempt < self.options.retries:
                 with self.counters.lock:
                     self.counters.retried += 1
@@ -333,25 +448,32 @@ class HTTPClient:
                 delay *= 2
         raise ModelError(
             f"{url}: no answer after {self.options.retries + 1} tries (last: {last}); "
-            "the server is overloaded or failing — retry later, or raise retries= / lower concurrency="
+            "the server is overloaded or failing — retry later, or raise retries= / timeout= / lower concurrency="
         )
 
-    def _answer(self, r: httpx.Response, url: str, body: dict[str, Any] | None) -> Any:
-        if r.status_code in (400, 404, 405, 422):
-            raise _Unsupported(r.status_code, _error_message(r))
-        if r.status_code in (401, 403):
+    def _request(
+        self, method: str, url: str, body: dict[str, Any] | None
+    ) -> tuple[int, httpx.Headers, bytes]:
+        """One request within its deadline (connect + total), its body read up to the size cap."""
+        with deadline(self.options.timeout), self.client.stream(method, url, json=body) as r:
+            return r.status_code, r.headers, read_capped(r, self.max_bytes, url)
+
+    def _answer(self, status: int, content: bytes, url: str) -> Any:
+        if status in (400, 404, 405, 422):
+            raise _Unsupported(status, _error_message(content))
+        if status in (401, 403):
             raise ModelError(
-                f"{url}: HTTP {r.status_code} ({_error_message(r)}); set the API key in "
+                f"{url}: HTTP {status} ({_error_message(content)}); set the API key in "
                 f"{' or '.join(API_KEY_ENVS)}"
             )
-        if r.status_code >= 300:
-            raise ModelError(f"{url}: HTTP {r.status_code}: {_error_message(r)}")
+        if status >= 300:
+            raise ModelError(f"{url}: HTTP {status}: {_error_message(content)}")
         try:
-            answer = r.json()
+            answer = json.loads(content)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            tail = r.text[-60:]
+            tail = content[-60:].decode("utf-8", "replace")
             raise ModelError(
-                f"{url}: the server's answer is not complete JSON ({len(r.content)} bytes, ending "
+                f"{url}: the server's answer is not complete JSON ({len(content)} bytes, ending "
                 f"{tail!r}); a proxy or the server cut it off — retry, or lower batch="
             ) from None
         usage = answer.get("usage") if isinstance(answer, dict) else None
@@ -368,11 +490,11 @@ class HTTPClient:
             return list(pool.map(fn, items))
 
 
-def _error_message(r: httpx.Response) -> str:
+def _error_message(content: bytes) -> str:
     try:
-        d = r.json()
+        d = json.loads(content)
     except (json.JSONDecodeError, UnicodeDecodeError):
-        return r.text[:200]
+        return content[:200].decode("utf-8", "replace")
     if isinstance(d, dict):
         err = d.get("error", d.get("detail", d.get("message", d)))
         if isinstance(err, dict):
@@ -393,7 +515,8 @@ def _wrong_model(e: _Unsupported, base_url: str, model: str) -> ModelError | Non
 
 # ---------------------------------------------------------------------- tokenizers
 class RemoteTokenizer:
-    """The server's tokenizer through ``POST /tokenize`` and ``/detokenize`` (cached like every request)."""
+    """The server's tokenizer through ``POST /tokenize`` and ``/detokenize`` (cached like every
+    request once the model's fingerprint is known; the BOS lookup before it is never cached)."""
 
     def __init__(self, client: HTTPClient, model: str, card: dict[str, Any]) -> None:
         self.client = client
@@ -403,13 +526,16 @@ class RemoteTokenizer:
         if bos is None:  # vLLM: the tokenizer's BOS is what it adds as a special token to an empty text
             try:
                 toks = self.client.post(
-                    "/tokenize", {"model": model, "prompt": "", "add_special_tokens": True}
-                )["tokens"]
+                    "/tokenize",
+                    {"model": model, "prompt": "", "add_special_tokens": True},
+                    parse=self._ids,
+                    cache=False,
+                )
             except _Unsupported as e:
                 if (err := _wrong_model(e, client.base_url, model)) is not None:
                     raise err from None
                 toks = []
-            except (KeyError, TypeError):
+            except answers.BadAnswer:
                 toks = []
             bos = toks[0] if toks else None
         if bos is None:
@@ -422,21 +548,41 @@ class RemoteTokenizer:
         self.pad_id = int(meta.get("pad_id", self.bos_id))
         self.vocab_size = int(meta.get("vocab_size") or 0)  # 0: unknown (vLLM does not say)
 
+    def _ids(self, answer: Any) -> list[int]:
+        tokens = answer.get("tokens") if isinstance(answer, dict) else None
+        return answers.token_ids(tokens, self.client.name, "/tokenize tokens")
+
+    def _text(self, answer: Any) -> str:
+        text = answer.get("prompt") if isinstance(answer, dict) else None
+        if not isinstance(text, str):
+            raise answers.bad(self.client.name, "/detokenize prompt", text, "the decoded text")
+        return text
+
     def encode(self, text: str) -> list[int]:
+        return list(self._encode(text))
+
+    @functools.lru_cache(maxsize=4096)  # noqa: B019 (one tokenizer per model; the decoded keys of top-k answers repeat)
+    def _encode(self, text: str) -> tuple[int, ...]:
         try:
-            answer = self.client.post(
-                "/tokenize", {"model": self.model, "prompt": text, "add_special_tokens": False}
+            return tuple(
+                self.client.post(
+                    "/tokenize",
+                    {"model": self.model, "prompt": text, "add_special_tokens": False},
+                    parse=self._ids,
+                )
             )
         except _Unsupported as e:
             raise ModelError(
                 f"{self.client.url('/tokenize')}: the server does not tokenize ({e}); give its "
                 "tokenizer: tokenizer=DIR in the URL query or lmleak --tokenizer DIR"
             ) from None
-        return [int(t) for t in answer["tokens"]]
 
     def decode(self, ids: Sequence[int]) -> str:
-        answer = self.client.post("/detokenize", {"model": self.model, "tokens": [int(i) for i in ids]})
-        return str(answer["prompt"])
+        return str(
+            self.client.post(
+                "/detokenize", {"model": self.model, "tokens": [int(i) for i in ids]}, parse=self._text
+            )
+        )
 
 
 def load_tokenizer(spec: str) -> Any:
@@ -444,17 +590,28 @@ def load_tokenizer(spec: str) -> Any:
     # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
     from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
 
+    # the start token is HFTokenizer's (lmleak.models.tokenizer.start_token_id): the in-process loader's
     if spec == SMOLLM2:
-        tok = HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
-        # the same start token load_smollm2 uses (see lmleak.models.hf_causal.load_smollm2)
-        tok.bos_id = int(tok.hf.convert_tokens_to_ids("<|endoftext|>"))
-        return tok
+        return HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
     p = Path(spec).expanduser()
     if not p.is_dir():
         raise ModelError(
             f"tokenizer {spec!r} is not a folder; give the served model's folder (its tokenizer files)"
         )
-    return HFTokenizer(_auto_tokenizer(p))
+    # lazy: lmleak.models.adapters imports the torch loaders, as hf_causal above
+    from lmleak.models.adapters import MANIFEST
+
+    manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8")) if (p / MANIFEST).is_file() else {}
+    # a LoRA fine-tune folder holds no tokenizer: its base's, as the in-process loader takes it
+    has_own = any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    tok = (
+        HFTokenizer(_auto_tokenizer(p))
+        if has_own or not manifest.get("base")
+        else load_tokenizer(manifest["base"])
+    )
+    if manifest.get("bos_id") is not None:  # the start token the fine-tune was trained after
+        tok.bos_id = int(manifest["bos_id"])
+    return tok
 
 
 def _auto_tokenizer(path: Path) -> Any:
@@ -469,17 +626,6 @@ def _auto_tokenizer(path: Path) -> Any:
 
 
 # ---------------------------------------------------------------------- the model
-def _token_id(key: str, tokenizer: Any) -> int | None:
-    """A token of a logprobs answer as an id: ``token_id:N`` (``return_tokens_as_token_ids``), a bare id
-    (vLLM's prompt_logprobs keys), or a decoded string that encodes to exactly one token."""
-    if key.startswith("token_id:"):
-        return int(key[9:])
-    if key.lstrip("-").isdigit():
-        return int(key)
-    ids = tokenizer.encode(key)
-    return ids[0] if len(ids) == 1 else None
-
-
 def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     """The sliding windows of :class:`~lmleak.models.torch_causal.TorchCausalLM` (half-window overlap).
 
@@ -495,20 +641,27 @@ def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     return torch_windows(n, max_length, max_length // 2)
 
 
-def _tier_probes(probe: list[int]) -> list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]]:
-    """(tier, endpoint, request body, does the answer grant the tier?), richest tier first."""
+def _tier_probes(row: list[int]) -> list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]]:
+    """(tier, endpoint, request body, does the answer grant the tier?), richest tier first. Each is
+    also the tier's fingerprint probe: ``row`` (the start token and :data:`PROBE_IDS`) on the scoring
+    tiers, :data:`PROBE_TEXT` on the others."""
+    chat = {
+        "messages": [{"role": "user", "content": PROBE_TEXT}],
+        "max_tokens": PROBE_NEW_TOKENS,
+        "temperature": 0,
+    }
     return [
         (
             "prompt_logprobs",
             "/completions",
-            {"prompt": probe, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
+            {"prompt": [row], "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
             lambda a: isinstance(a["choices"][0].get("prompt_logprobs"), list),
         ),
         (
             "echo",
             "/completions",
             {
-                "prompt": probe,
+                "prompt": [row],
                 "max_tokens": 1,
                 "temperature": 0,
                 "echo": True,
@@ -520,25 +673,19 @@ def _tier_probes(probe: list[int]) -> list[tuple[str, str, dict[str, Any], Calla
         (
             "chat",
             "/chat/completions",
-            {
-                "messages": [{"role": "user", "content": "Hi"}],
-                "max_tokens": 1,
-                "temperature": 0,
-                "logprobs": True,
-                "top_logprobs": 1,
-            },
+            {**chat, "logprobs": True, "top_logprobs": 1},
             lambda a: bool((a["choices"][0].get("logprobs") or {}).get("content")),
         ),
         (
             "text",
             "/completions",
-            {"prompt": "Hi", "max_tokens": 1, "temperature": 0},
+            {"prompt": PROBE_TEXT, "max_tokens": PROBE_NEW_TOKENS, "temperature": 0},
             lambda a: "text" in a["choices"][0],
         ),
         (  # a chat-only API without log-probabilities: generation through chat
             "chat",
             "/chat/completions",
-            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1, "temperature": 0},
+            chat,
             lambda a: "message" in a["choices"][0],
         ),
     ]
@@ -562,14 +709,9 @@ class HTTPModel:
         self.model = model
         self.options = opts
         self.name = f"{base}#{model}"
-        self.client = HTTPClient(base, opts, transport=transport, sleep=sleep)
-        card = self._model_card()
-        self.max_length = int(
-            opts.max_length
-            or card.get("max_model_len")
-            or (card.get("lmleak") or {}).get("max_length")
-            or 2048
-        )
+        self.client = HTTPClient(base, opts, transport=transport, sleep=sleep, name=self.name)
+        self.card = self._model_card()
+        self.max_length = self._window(self.card)
         if tokenizer is not None:
             self.tokenizer: Any = tokenizer
             self.tokenizer_source = f"given ({type(tokenizer).__name__})"
@@ -577,9 +719,10 @@ class HTTPModel:
             self.tokenizer = load_tokenizer(opts.tokenizer)
             self.tokenizer_source = opts.tokenizer
         else:
-            self.tokenizer = RemoteTokenizer(self.client, model, card)
+            self.tokenizer = RemoteTokenizer(self.client, model, self.card)
             self.tokenizer_source = "server /tokenize"
-        self.tier = opts.tier or self.detect_tier()
+        self.tier, self.probe = self._fingerprint_probe(opts.tier)
+        self.client.probe = self.probe  # from now on answers are cached, keyed by this fingerprint
         self.capabilities = TIER_CAPABILITIES[self.tier]
         self.access = TIER_ACCESS[self.tier]
         self.k = {"prompt_logprobs": opts.top_n, "echo": ECHO_MAX_K}.get(self.tier, 0)
@@ -591,6 +734,17 @@ class HTTPModel:
     def counters(self) -> Counters:
         return self.client.counters
 
+    @property
+    def fingerprint(self) -> str:
+        """16 hex digits naming the model that answers (its card, tier and probe answer; see
+        :class:`~lmleak.models.http_cache.Probe`); part of the ledger's and the audit's fingerprints."""
+        return self.client.fingerprint()
+
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the tokenizer's; see load_tokenizer)."""
+        return int(self.tokenizer.bos_id)
+
     def describe(self) -> dict[str, Any]:
         """What a run records about the access (never the API key)."""
         return {
@@ -599,53 +753,153 @@ class HTTPModel:
             "tier": self.tier,
             "access": self.access,
             "tokenizer": self.tokenizer_source,
+            "max_length": self.max_length,
             **self.counters.as_dict(),
+        }
+
+    def cache_stats(self) -> dict[str, Any]:
+        """A summary's ``cache``: answers from the cache (``hits``) and sent because it lacked them
+        (``misses``) since the model was loaded, the fingerprint they are keyed by, where they are
+        kept, and what was invalidated."""
+        return {
+            "hits": self.counters.cached,
+            "misses": self.counters.misses,
+            "fingerprint": self.fingerprint,
+            "location": self.client.cache_location(),
+            "invalidated": list(self.client.invalidated) or None,
+        }
+
+    def provenance(self) -> dict[str, Any]:
+        """The model's ``provenance`` record (:mod:`lmleak.fingerprints`): the server, the model id and
+        the fingerprint (a hash of the ``/v1/models`` entry and of the probe's answer)."""
+        return {
+            "spec": self.name,
+            "backend": "http",
+            "server": self.base_url,
+            "model_id": self.model,
+            "tier": self.tier,
+            "device": "remote",
+            "dtype": self.card.get("dtype"),
+            "hash": "probe",
+            "fingerprint": self.fingerprint,
+            "probe_sha256": self.probe.probe_sha256(),
+            "models_entry": self.probe.card or None,
         }
 
     # ------------------------------------------------------------------ set-up
     def _model_card(self) -> dict[str, Any]:
+        """This model's ``/v1/models`` entry, asked afresh (never cached: it is half the fingerprint)."""
         try:
-            answer = self.client.get("/models")
+            answer = self.client.get("/models", cache=False)
         except _Unsupported:
             return {}  # a server without /models: the first real request tells whether the model exists
-        ids = [str(m.get("id")) for m in answer.get("data", []) if isinstance(m, dict)]
+        data = answer.get("data") if isinstance(answer, dict) else None
+        if not isinstance(data, list):
+            raise answers.bad(self.name, "/v1/models data", data, "a list of model entries")
+        ids = [str(m.get("id")) for m in data if isinstance(m, dict)]
         if ids and self.model not in ids:
             raise ModelError(
                 f"{self.base_url} does not serve a model named {self.model!r}; it serves: "
                 f"{', '.join(ids)}. Write {self.base_url}#{ids[0]}"
             )
-        return next((m for m in answer.get("data", []) if m.get("id") == self.model), {})
+        return next((m for m in data if isinstance(m, dict) and m.get("id") == self.model), {})
+
+    def _window(self, card: dict[str, Any]) -> int:
+        """The longest input (start token included): ``max_length=``, at most the server's own."""
+        served = card.get("max_model_len") or (card.get("lmleak") or {}).get("max_length")
+        if served is not None and (
+            isinstance(served, bool) or not isinstance(served, int) or served < MIN_MAX_LENGTH
+        ):
+            raise answers.bad(
+                self.name, "/v1/models max_model_len", served, f"an integer >= {MIN_MAX_LENGTH}"
+            )
+        want = self.options.max_length
+        if want is not None and served is not None and want > served:
+            raise ModelError(
+                f"{self.name}: max_length={want} is longer than the server's window ({served} tokens, its "
+                f"max_model_len); leave max_length out, or give at most {served}"
+            )
+        if want is not None and served is not None and want < served:
+            note = (
+                f"{self.name}: scoring with windows of max_length={want} tokens, shorter than the server's "
+                f"{served}: every token sees less context than the model can use, so scores differ from the "
+                "model's own"
+            )
+            progress.log(note)
+        return int(want or served or 2048)
 
     def _wrong_model(self, e: _Unsupported) -> ModelError | None:
         return _wrong_model(e, self.base_url, self.model)
 
-    def _completions(self, body: dict[str, Any], *, chat: bool = False) -> dict[str, Any]:
+    def _completions(self, body: dict[str, Any], parse: Callable[[Any], Any], *, chat: bool = False) -> Any:
         path = "/chat/completions" if chat else "/completions"
         try:
-            return self.client.post(path, {"model": self.model, **body})
+            return self.client.post(path, {"model": self.model, **body}, parse=parse)
         except _Unsupported as e:
             raise self._wrong_model(e) or ModelError(
                 f"{self.client.url(path)}: the server refused a '{self.tier}'-tier request ({e}); "
                 "give the tier it grants with ?tier=... in the model URL"
             ) from None
 
-    def detect_tier(self) -> str:
-        """The richest tier the server answers, by one tiny request per tier (cached like any other)."""
-        probe = [self.tokenizer.bos_id, *self.tokenizer.encode("Hi")][:2]
-        tries = _tier_probes(probe)
+    def _probe_row(self) -> list[int]:
+        """The start token and :data:`PROBE_IDS`, cut to the window and the vocabulary when known."""
+        vocab = int(
+            getattr(self.tokenizer, "vocab_size", 0) or (self.card.get("lmleak") or {}).get("vocab_size") or 0
+        )
+        ids = [i for i in PROBE_IDS if not vocab or i < vocab]
+        return [int(self.tokenizer.bos_id), *ids][: self.max_length]
+
+    def _fingerprint_probe(self, tier: str | None) -> tuple[str, Probe]:
+        """The tier (``tier``, or the richest the server answers) and the model's answer to the probe,
+        sent afresh (never from a cache) and checked like every answer."""
+        row = self._probe_row()
         why = []
-        for tier, path, body, ok in tries:
+        for name, path, body, ok in _tier_probes(row):
+            if tier is not None and name != tier:
+                continue
             try:
-                if ok(self.client.post(path, {"model": self.model, **body})):
-                    return tier
-                why.append(f"{tier}: answer without the fields")
+                answer = self.client.post(path, {"model": self.model, **body}, cache=False)
+                if not ok(answer):
+                    why.append(f"{name}: answer without the fields")
+                    continue
             except _Unsupported as e:
                 if (err := self._wrong_model(e)) is not None:
                     raise err from None
-                why.append(f"{tier}: {e}")
+                why.append(f"{name}: {e}")
+                continue
             except (KeyError, IndexError, TypeError, AttributeError):
-                why.append(f"{tier}: unexpected answer shape")
+                why.append(f"{name}: unexpected answer shape")
+                continue
+            return name, self._probe_of(name, row, body, answer)
+        if tier is not None:
+            raise ModelError(
+                f"{self.client.url('/completions')}: the server refused a '{tier}'-tier request "
+                f"({'; '.join(why)}); give the tier it grants with ?tier=... in the model URL, or leave it out"
+            )
         raise ModelError(f"{self.name}: the server answers none of the tiers ({'; '.join(why)})")
+
+    def _probe_of(self, tier: str, row: list[int], body: dict[str, Any], answer: Any) -> Probe:
+        """The :class:`Probe` of a tier's answer to the fingerprint request (checked: a bad answer fails here)."""
+        common: dict[str, Any] = {
+            "endpoint": self.base_url,
+            "model": self.model,
+            "tier": tier,
+            "card": self.card,
+        }
+        if tier == "prompt_logprobs":
+            ((_, lp, _),) = answers.prompt_logprob_rows([row], answer, self.name)
+            return Probe(**common, ids=tuple(row), logprobs=tuple(float(x) for x in lp))
+        if tier == "echo":
+            ((_, lp, _),) = answers.echo_rows([row], answer, self.name, self.tokenizer.encode, ECHO_MAX_K)
+            return Probe(**common, ids=tuple(row), logprobs=tuple(float(x) for x in lp))
+        chat = "messages" in body
+        (text,) = answers.texts(answer, 1, self.name, chat=chat)
+        lps = answers.chat_logprobs(answer, self.name) if chat and body.get("logprobs") else []
+        return Probe(**common, logprobs=tuple(lps), text=text)
+
+    def detect_tier(self) -> str:
+        """The richest tier the server answers, by one tiny request per tier (never cached)."""
+        return self._fingerprint_probe(None)[0]
 
     # ------------------------------------------------------------------ batching
     def _batched(self, rows: Sequence[Any], ask: Callable[[list[Any]], list[Any]]) -> list[Any]:
@@ -653,13 +907,6 @@ class HTTPModel:
         b = self.options.batch
         chunks = [list(rows[i : i + b]) for i in range(0, len(rows), b)]
         return [x for part in self.client.map(ask, chunks) for x in part]
-
-    @staticmethod
-    def _choices(answer: dict[str, Any], n: int) -> list[dict[str, Any]]:
-        choices = sorted(answer.get("choices") or [], key=lambda c: c.get("index", 0))
-        if len(choices) != n:
-            raise ModelError(f"the server answered {len(choices)} choices for {n} prompts")
-        return choices
 
     def _stitched(
         self,
@@ -694,29 +941,11 @@ class HTTPModel:
                 f"'{self.tier}' (it grants only {', '.join(sorted(c.value for c in self.capabilities))})"
             )
 
-    def _prompt_logprob_rows(self, rows: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        answer = self._completions({"prompt": rows, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1})
-        out = []
-        for row, choice in zip(rows, self._choices(answer, len(rows)), strict=True):
-            entries = choice.get("prompt_logprobs")
-            if not isinstance(entries, list) or len(entries) != len(row):
-                raise ModelError(
-                    f"{self.name}: prompt_logprobs of {len(entries or [])} entries for a prompt of "
-                    f"{len(row)} tokens"
-                )
-            n = len(row) - 1
-            r, lp, t = np.empty(n, np.int32), np.empty(n, np.float32), np.empty(n, np.float32)
-            for i in range(n):
-                d = entries[i + 1]
-                true = d.get(str(row[i + 1]))
-                if true is None:
-                    raise ModelError(
-                        f"{self.name}: prompt_logprobs at position {i + 1} lack the prompt token {row[i + 1]}"
-                    )
-                r[i], lp[i] = int(true["rank"]), float(true["logprob"])
-                t[i] = max(float(v["logprob"]) for v in d.values())
-            out.append((r, lp, t))
-        return out
+    def _prompt_logprob_rows(self, rows: list[list[int]]) -> answers.Rows:
+        return self._completions(  # type: ignore[no-any-return]
+            {"prompt": rows, "max_tokens": 1, "temperature": 0, "prompt_logprobs": 1},
+            lambda a: answers.prompt_logprob_rows(rows, a, self.name),
+        )
 
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
         self._need("prompt_logprobs", what="token_stats (exact ranks)")
@@ -773,70 +1002,31 @@ class HTTPModel:
         rows = [[bos, *map(int, p)][-self.max_length + 1 :] for p in prefixes]
 
         def ask(chunk: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray]]:
-            answer = self._completions(
-                {
-                    "prompt": chunk,
-                    "max_tokens": 1,
-                    "temperature": 0,
-                    "logprobs": k,
-                    "return_tokens_as_token_ids": True,
-                }
-            )
-            res = []
-            for c in self._choices(answer, len(chunk)):
-                top = ((c.get("logprobs") or {}).get("top_logprobs") or [None])[0] or {}
-                pairs = [
-                    (tid, float(v))
-                    for key, v in top.items()
-                    if (tid := _token_id(key, self.tokenizer)) is not None
-                ]
-                pairs.sort(key=lambda p: (-p[1], p[0]))  # the ledger's order: by logprob, ties by id
-                res.append(
-                    (
-                        np.array([p[0] for p in pairs[:k]], dtype=np.int64),
-                        np.array([p[1] for p in pairs[:k]], dtype=np.float32),
-                    )
-                )
-            return res
-
-        return self._batched(rows, ask)
-
-    def _echo_rows(self, rows: list[list[int]]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        k = ECHO_MAX_K
-        answer = self._completions(
-            {
-                "prompt": rows,
+            body = {
+                "prompt": chunk,
                 "max_tokens": 1,
                 "temperature": 0,
-                "echo": True,
                 "logprobs": k,
                 "return_tokens_as_token_ids": True,
             }
+            return self._completions(  # type: ignore[no-any-return]
+                body, lambda a: answers.top_k_rows(a, len(chunk), k, self.name, self.tokenizer.encode)
+            )
+
+        return self._batched(rows, ask)
+
+    def _echo_rows(self, rows: list[list[int]]) -> answers.Rows:
+        body = {
+            "prompt": rows,
+            "max_tokens": 1,
+            "temperature": 0,
+            "echo": True,
+            "logprobs": ECHO_MAX_K,
+            "return_tokens_as_token_ids": True,
+        }
+        return self._completions(  # type: ignore[no-any-return]
+            body, lambda a: answers.echo_rows(rows, a, self.name, self.tokenizer.encode, ECHO_MAX_K)
         )
-        out = []
-        for row, c in zip(rows, self._choices(answer, len(rows)), strict=True):
-            lp_info = c.get("logprobs") or {}
-            tops, token_lps = lp_info.get("top_logprobs") or [], lp_info.get("token_logprobs") or []
-            if len(tops) < len(row) or len(token_lps) < len(row):
-                raise ModelError(
-                    f"{self.name}: echo answered {len(tops)} positions for a prompt of {len(row)} tokens"
-                )
-            n = len(row) - 1
-            r, lp, t = np.full(n, k + 1, np.int32), np.empty(n, np.float32), np.full(n, np.nan, np.float32)
-            for i in range(n):
-                true_lp = float(token_lps[i + 1])
-                top = {
-                    tid: float(v)
-                    for key, v in (tops[i + 1] or {}).items()
-                    if (tid := _token_id(key, self.tokenizer)) is not None
-                }
-                lp[i] = true_lp
-                if top:
-                    t[i] = max(top.values())
-                if row[i + 1] in top:  # the ledger's rank: 1 + how many are strictly more likely
-                    r[i] = 1 + sum(v > true_lp for v in top.values())
-            out.append((r, lp, t))
-        return out
 
     def topk_ranks(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
         """Ranks up to ``k`` (``k + 1``: outside the top k) with each token's exact logprob and the top-1
@@ -875,13 +1065,17 @@ class HTTPModel:
 
         def ask(chunk: list[str]) -> list[list[str]]:
             if chat:  # the chat API takes one conversation per request
-                res = []
-                for p in chunk:
-                    a = self._completions({**body, "messages": [{"role": "user", "content": p}]}, chat=True)
-                    res.append([str(c["message"]["content"]) for c in self._choices(a, n)])
-                return res
-            a = self._completions({**body, "prompt": chunk})
-            texts = [str(c["text"]) for c in self._choices(a, n * len(chunk))]
+                return [
+                    self._completions(
+                        {**body, "messages": [{"role": "user", "content": p}]},
+                        lambda a: answers.texts(a, n, self.name, chat=True),
+                        chat=True,
+                    )
+                    for p in chunk
+                ]
+            texts = self._completions(
+                {**body, "prompt": chunk}, lambda a: answers.texts(a, n * len(chunk), self.name)
+            )
             return [texts[i * n : (i + 1) * n] for i in range(len(chunk))]
 
         return self._batched(list(prompts), ask)

@@ -26,13 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.errors import LmleakError, ModelError, did_you_mean
+from lmleak.fingerprints import SOURCE_ATTR
 from lmleak.jsonl import read_jsonl
 from lmleak.models import hf_masked
 from lmleak.models.adapters import is_finetune_dir, load_finetuned
 from lmleak.models.blackbox import TextOnly, TopKOnly
 from lmleak.models.device import place, resolve_device
 from lmleak.models.fake import FakeLM
-from lmleak.models.hf_causal import SMOLLM2, load_gguf, load_hf_dir, load_smollm2
+from lmleak.models.hf_causal import SMOLLM2, load_gguf, load_hf_dir, load_smollm2, smollm2_gguf
 from lmleak.models.http import load_http_model
 from lmleak.models.small import load_small_model
 
@@ -82,12 +83,36 @@ def load_model(
         return load_http_model(spec)
 
     resolve_device(device)  # a GPU asked for but absent fails before any loading
-    return place(
+    model = place(
         _load(
             spec, allow_pickle=allow_pickle, dtype=dtype, batch_tokens=batch_tokens, name=name, device=device
         ),
         device,
     )
+    _tag_source(model, spec)
+    return model
+
+
+def _tag_source(model: Any, spec: Any) -> None:
+    """Record on ``model`` the local file or folder it was read from (``lmleak_source``), which the
+    run's provenance fingerprints (:mod:`lmleak.fingerprints`); a wrapper (``topk:``, ``text:``) names
+    its inner model's."""
+    source = getattr(getattr(model, "inner", None), SOURCE_ATTR, None)
+    if source is None and isinstance(spec, str | Path):
+        text = str(spec)
+        if text == SMOLLM2:
+            try:
+                text = str(smollm2_gguf())
+            except LmleakError:
+                return
+        text = text.removeprefix("fake:")
+        p = Path(text).expanduser()
+        source = str(p.resolve()) if p.exists() else None
+    if source is not None:
+        try:
+            setattr(model, SOURCE_ATTR, source)
+        except (AttributeError, TypeError):  # a model class with fixed attributes: no provenance files
+            pass
 
 
 def _load(

@@ -1,0 +1,151 @@
+"""``lmleak gate`` refuses a run whose model or corpus files changed since it was written (exit 2, one
+line naming what changed), unless ``--allow-changed``; the full hash (``lmleak --full-hash``) sees a
+change the fast fingerprint cannot."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from typer.testing import CliRunner
+
+from lmleak.audit.provenance import changed_inputs, refuse_changed_inputs
+from lmleak.errors import RunError
+from lmleak.fingerprints import MIB
+from lmleak.runs import write_summary
+from tests.test_fingerprints import _flip
+
+TEXTS = ["my name is ada and my phone is 555 0100", "thank you for the call today", "the weather is nice"]
+
+
+@pytest.fixture
+def files(tmp_path):
+    """A tiny GPT folder (its weights padded past 3 MiB so that the middle of the file exists) and a corpus."""
+    from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model
+
+    tok = build_tokenizer(TEXTS, kind="word", vocab_size=60)
+    model = save_small_model(
+        new_small_gpt(len(tok), SmallGPTConfig(n_positions=16, n_embd=16, n_layer=1, n_head=2), seed=1),
+        tok,
+        tmp_path / "model",
+    )
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    return model, corpus
+
+
+def _cli(*args):
+    from lmleak.cli.main import app
+
+    return CliRunner().invoke(app, list(map(str, args)))
+
+
+def test_gate_refuses_a_run_whose_model_changed_and_allow_changed_overrides(files, tmp_path):
+    model, corpus = files
+    run = tmp_path / "run"
+    res = _cli("report", "--model", model, "--corpus", corpus, "--out", run, "--json")
+    assert res.exit_code == 0, res.output
+    prov = json.loads((run / "summary.json").read_text())["provenance"]
+    assert prov["model"]["hash"] == "fast" and prov["corpus"]["size"] == corpus.stat().st_size
+    assert _cli("gate", run, "--max-unique", 1000).exit_code == 0
+    _flip(
+        model / "model.safetensors", os.path.getsize(model / "model.safetensors") - 1
+    )  # a weight's last byte
+    res = _cli("gate", run, "--max-unique", 1000)
+    assert res.exit_code == 2 and "measured other files than the ones it names now" in res.output
+    assert "changed model.safetensors" in res.output and "Traceback" not in res.output
+    res = _cli("gate", run, "--max-unique", 1000, "--allow-changed")
+    assert res.exit_code == 0 and "changed since the run (allowed by --allow-changed)" in res.output
+
+
+def test_gate_refuses_a_changed_corpus_and_a_removed_model(files, tmp_path):
+    model, corpus = files
+    write_summary(tmp_path, {"unique_sequences": 0}, model=str(model), corpus=corpus)
+    assert changed_inputs(tmp_path) == []
+    corpus.write_text(corpus.read_text() + json.dumps({"user_id": "u9", "text": "more"}) + "\n")
+    (model / "config.json").unlink()
+    changes = changed_inputs(tmp_path)
+    assert len(changes) == 2 and "removed config.json" in changes[0] and changes[1].startswith("corpus: ")
+    with pytest.raises(RunError, match="pass --allow-changed"):
+        refuse_changed_inputs(tmp_path)
+    said = []
+    assert refuse_changed_inputs(tmp_path, allow_changed=True, echo=said.append) == changes and len(said) == 2
+
+
+def test_the_full_hash_sees_a_change_in_the_middle_of_a_large_weight_file(files, tmp_path):
+    """A byte in the middle of a weight file larger than 2 MiB, the file's size kept: the fast
+    fingerprint (first and last MiB) cannot see it, the full one recorded by --full-hash does."""
+    model, corpus = files
+    big = model / "extra.bin"
+    big.write_bytes(os.urandom(3 * MIB))
+    fast, full = tmp_path / "fast", tmp_path / "full"
+    for run, flag in ((fast, []), (full, ["--full-hash"])):
+        res = _cli(*flag, "report", "--model", model, "--corpus", corpus, "--out", run, "--json")
+        assert res.exit_code == 0, res.output
+    recorded = json.loads((full / "summary.json").read_text())["provenance"]["model"]
+    import hashlib
+
+    by_name = {f["name"]: f for f in recorded["files"]}
+    assert (
+        recorded["hash"] == "full"
+        and by_name["extra.bin"]["sha256"] == hashlib.sha256(big.read_bytes()).hexdigest()
+    )
+    _flip(big, int(1.5 * MIB))
+    assert changed_inputs(fast) == []  # documented limit of the fast fingerprint
+    assert "changed extra.bin" in changed_inputs(full)[0]
+
+
+def test_a_run_without_provenance_and_an_api_model_have_nothing_to_check(tmp_path):
+    (tmp_path / "summary.json").write_text(json.dumps({"unique_sequences": 1}))
+    assert changed_inputs(tmp_path) == []
+    api = {"backend": "http", "hash": "probe", "fingerprint": "abc", "server": "http://127.0.0.1:9/v1"}
+    (tmp_path / "summary.json").write_text(json.dumps({"provenance": {"models": {"api": api}}}))
+    assert changed_inputs(tmp_path) == []
+
+
+def test_an_audit_records_every_models_fingerprint_and_the_gate_checks_them(files, tmp_path):
+    from lmleak.audit.config import load_config
+    from lmleak.audit.runner import run_audit
+    from lmleak.fingerprints import files_fingerprint
+
+    model, corpus = files
+    cfg = tmp_path / "audit.yaml"
+    cfg.write_text(
+        f"models:\n  - name: tiny\n    path: {model}\ncorpus:\n  path: {corpus}\nout: {tmp_path / 'run'}\n"
+        "analyses:\n  report: {k: [1]}\n  mia: null\n  probe: null\n"
+    )
+    run = run_audit(load_config(cfg))
+    summary = json.loads((run / "summary.json").read_text())
+    rec = summary["provenance"]["models"]["tiny"]
+    assert rec["fingerprint"] == files_fingerprint(model)["fingerprint"] and rec["device"] == "cpu"
+    stage = json.loads((run / "models" / "tiny" / "report" / "summary.json").read_text())
+    assert stage["provenance"]["model"]["fingerprint"] == rec["fingerprint"]
+    assert stage["provenance"]["corpus"] == summary["provenance"]["corpus"]
+    assert changed_inputs(run) == []
+    # the report's footer shows them, as computed independently here
+    import hashlib
+    import re
+
+    footer = re.search(r'<div id="provenance">(.*?)</div>', (run / "report.html").read_text(), re.S).group(1)
+    assert f"fingerprint {files_fingerprint(model)['fingerprint'][:16]} (fast)" in footer
+    assert f"sha256 {hashlib.sha256(corpus.read_bytes()).hexdigest()[:16]}" in footer
+    assert "model tiny · TorchCausalLM on cpu, float32 · fingerprint" in footer
+    _flip(model / "model.safetensors", 100)
+    assert [c.split(":")[0] for c in changed_inputs(run)] == ["model tiny"]
+
+
+def test_a_redacted_stage_summary_keeps_the_provenance_hashes_and_drops_the_paths():
+    from lmleak.report.redaction import Redactor, redact_json
+
+    prov = {
+        "model": {"spec": "/home/ada/model", "backend": "TorchCausalLM", "device": "cpu", "dtype": "float32",
+                  "hash": "fast", "fingerprint": "ab" * 32, "files": [{"name": "model.bin", "size": 3, "head_tail_sha256": "cd" * 32}]},
+        "corpus": {"path": "/home/ada/corpus.jsonl", "size": 10, "sha256": "ef" * 32},
+    }  # fmt: skip
+    out = redact_json({"provenance": prov}, Redactor(b"k" * 32, "test"))["provenance"]
+    assert out["model"]["fingerprint"] == "ab" * 32 and out["corpus"]["sha256"] == "ef" * 32
+    assert out["model"]["files"][0]["head_tail_sha256"] == "cd" * 32 and out["model"]["dtype"] == "float32"
+    assert out["model"]["spec"] is None and out["corpus"]["path"] is None  # paths are not kept
