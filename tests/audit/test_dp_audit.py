@@ -277,3 +277,48 @@ def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta()
         "claim_violated": True,
     }
     assert claim_check(None, 1e-3, record)["claim_violated"] is False  # no claim, nothing to violate
+
+
+@pytest.mark.parametrize("trained_unit", ["user", "sequence"])
+def test_a_user_level_audit_of_a_dp_model_tests_the_claim_per_person(tmp_path, trained_unit):
+    """User-level DP-SGD (i27-train): the claim is per person as trained. Sequence-level DP-SGD: a
+    canary user of K sequences is covered only by group privacy, (Kε, K e^((K-1)ε) δ), and that is
+    the claim the per-person bound is compared with."""
+    import math
+
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="dp",
+        epochs=1,
+        batch_size=8,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        noise_multiplier=1.0,
+        holdout_users=0.0,
+        privacy_unit=trained_unit,
+    )
+    audit = DPAuditConfig(m=16, seed=2, privacy_unit="user", canary_documents=3)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    eps, delta = privacy["epsilon"], privacy["delta"]
+    assert privacy["privacy_unit"] == summary["training_privacy_unit"] == trained_unit and eps > 0
+    assert summary["privacy_unit"] == "user" and summary["dp_epsilon_trained"] == eps
+    if trained_unit == "user":
+        assert (summary["dp_epsilon"], summary["dp_delta"]) == (eps, delta)
+        assert (
+            summary["claim_basis"].startswith("as trained")
+            and "dp[user]:" in summary["scenario"]["anonymization"]
+        )
+    else:
+        assert summary["dp_epsilon"] == pytest.approx(3 * eps)
+        assert summary["dp_delta"] == pytest.approx(3 * math.exp(2 * eps) * delta)
+        assert "group privacy" in summary["claim_basis"]
+    a = summary["dp_audit"]
+    assert a["delta"] == summary["dp_delta"]  # the bound is taken at the per-person claim's δ
+    assert summary["claim_violated"] == (
+        summary["epsilon_lower_bound_at_claimed_delta"] > summary["dp_epsilon"]
+    )
+    assert summary["statement"].startswith(f"claimed ε ≤ {summary['dp_epsilon']:.3g} per person; measured ≥ ")

@@ -159,3 +159,20 @@ def test_run_privacy_unit_user_shares_the_librarys_defaults_and_refuses_an_unkno
     print_dp_audit(summary, "r")
     text = " ".join(capsys.readouterr().out.split())
     assert "9 of 10 guesses right about 20 canary users (4 documents each) (11 included)" in text
+
+
+def test_run_privacy_unit_user_trains_dp_at_the_user_level_and_bounds_per_person(tmp_path):
+    from lmleak.data.synth.customersim import synthesize
+
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    args = ["dp-audit", "run", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "run")]
+    args += ["--m", "8", "--mode", "dp", "--noise-multiplier", "1", "--epochs", "1", "--batch-size", "2"]
+    args += ["--seq-len", "32"]
+    args += ["--width", "32", "--layers", "1", "--heads", "2", "--vocab-size", "200", "--holdout-users", "0"]
+    res = CliRunner().invoke(app, [*args, "--privacy-unit", "user", "--canary-documents", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    assert privacy["privacy_unit"] == summary["training_privacy_unit"] == summary["privacy_unit"] == "user"
+    assert summary["canary_documents"] == 2 and summary["dp_epsilon"] == privacy["epsilon"]
+    assert "per person" in summary["statement"]
