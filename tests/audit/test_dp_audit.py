@@ -160,7 +160,7 @@ def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_
 # ------------------------------------------------------------------ user-level canaries (issue 27 item 5)
 
 
-def _fake_training(monkeypatch, seen: dict):
+def _fake_training(monkeypatch, seen: dict, privacy: dict | None = None):
     """Replace training with an n-gram memoriser of the training corpus (no torch training): the
     plumbing of canaries, inclusion, scores and guesses runs as in a real audit."""
     from types import SimpleNamespace
@@ -172,7 +172,7 @@ def _fake_training(monkeypatch, seen: dict):
         seen["docs"] = [(d.user_id, d.doc_id, d.text) for d in corpus]
         seen["config"] = cfg
         out_dir.mkdir(parents=True)
-        return SimpleNamespace(model_dir=out_dir, privacy={"mode": cfg.mode}, final={})
+        return SimpleNamespace(model_dir=out_dir, privacy=privacy or {"mode": cfg.mode}, final={})
 
     monkeypatch.setattr(dp_module, "train_model", fake_train)
     monkeypatch.setattr(
@@ -322,3 +322,22 @@ def test_a_user_level_audit_of_a_dp_model_tests_the_claim_per_person(tmp_path, t
         summary["epsilon_lower_bound_at_claimed_delta"] > summary["dp_epsilon"]
     )
     assert summary["statement"].startswith(f"claimed ε ≤ {summary['dp_epsilon']:.3g} per person; measured ≥ ")
+
+
+def test_a_sequence_level_claim_whose_group_privacy_delta_reaches_1_claims_nothing_per_person(
+    tmp_path, monkeypatch
+):
+    # measured: DP-SGD at ε = 3.43 per sequence audited with canary users of 4 documents gave
+    # δ_4 = 4 e^(3ε) δ > 1, and the bound's δ check refused it; now the audit says what is left
+    trained = {"mode": "dp", "epsilon": 5.0, "delta": 1e-5, "privacy_unit": "sequence"}
+    _fake_training(monkeypatch, {}, privacy=trained)
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", seq_len=32, vocab_size=300, holdout_users=0.0)
+    audit = DPAuditConfig(m=16, seed=3, privacy_unit="user", canary_documents=4)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    assert summary["dp_epsilon"] is None and summary["dp_epsilon_trained"] == 5.0
+    assert summary["dp_audit"]["delta"] == 1e-5 and summary["claim_violated"] is False
+    assert "no guarantee at all" in summary["claim_basis"]
+    assert summary["statement"].startswith(
+        "no per-person DP claim (ε = 5 per training sequence; group privacy over 4 sequences gives δ ≥ 1)"
+    )

@@ -197,6 +197,9 @@ def claim_in_unit(privacy: dict[str, Any], unit: str, documents: int) -> dict[st
         (2.0, 1.79268e-05, 'sequence')
         >>> claim_in_unit({"epsilon": 0.5, "delta": 1e-6, "privacy_unit": "user"}, "user", 4)["epsilon"]
         0.5
+        >>> c = claim_in_unit({"epsilon": 5.0, "delta": 1e-5, "privacy_unit": "sequence"}, "user", 4)
+        >>> c["epsilon"], c["trained_epsilon"], c["claim_basis"].endswith("no guarantee at all for such a person")
+        (None, 5.0, True)
     """
     eps, delta, trained = privacy.get("epsilon"), privacy.get("delta"), privacy.get("privacy_unit")
     out = {"epsilon": eps, "delta": delta, "training_privacy_unit": trained, "trained_epsilon": eps}
@@ -208,6 +211,9 @@ def claim_in_unit(privacy: dict[str, Any], unit: str, documents: int) -> dict[st
             f"per person by group privacy: the model claims ε = {float(eps):.3g} per training sequence, "
             f"and a canary user wrote {documents} sequences, so (Kε, K e^((K-1)ε) δ) with K = {documents}"
         )
+        if not delta_k < 1.0:  # (Kε, δ_K ≥ 1) holds of every algorithm: nothing is claimed per person
+            basis += f" = ({eps_k:.3g}, {delta_k:.3g}): δ ≥ 1, so no guarantee at all for such a person"
+            return {**out, "epsilon": None, "delta": None, "claim_basis": basis}
         return {**out, "epsilon": eps_k, "delta": delta_k, "claim_basis": basis}
     return {**out, "claim_basis": f"as trained (privacy unit: {trained or 'unrecorded'})"}
 
@@ -283,6 +289,12 @@ def _summary(
             ),
         ),
     }
+    if claimed is None and claim["trained_epsilon"] is not None:  # group privacy left no per-person claim
+        out["statement"] = out["statement"].replace(
+            "no DP claim (ε = ∞)",
+            f"no per-person DP claim (ε = {float(claim['trained_epsilon']):.3g} per training sequence; "
+            f"group privacy over {record['canary_documents']} sequences gives δ ≥ 1)",
+        )
     if record["placebo"]:
         out["statement"] = "placebo run (no canary trained on): " + out["statement"]
         if eps > 0:  # happens with probability at most 1 - confidence; more often means a broken pipeline
