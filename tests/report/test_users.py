@@ -99,7 +99,7 @@ def test_users_parquet_against_a_hand_count(tmp_path):
     p = rows["mia_p_value"].to_dict()
     assert (p["alice"], p["bob"], p["carol"], p["dave"]) == (2 / 3, 2 / 3, 1.0, 0.5)
     assert summary["mia_user_auc"] == 0.5  # alice and bob beat carol, lose to dave
-    assert "perplexity" in summary["mia_method"]
+    assert "perplexity" in summary["mia_score_method"]
     assert (summary["users_total"], summary["users_at_risk"]) == (5, 4)
     assert (summary["users_held_out"], summary["users_at_risk_held_out"]) == (1, 1)
     assert (summary["users_with_leaked_pii"], summary["users_with_probe_hits"]) == (2, 2)
@@ -116,7 +116,7 @@ def test_without_a_stage_its_columns_are_empty_and_without_any_nothing_is_writte
     assert (
         table["held_out"].isna().all() and table["documents"].isna().all() and "users_held_out" not in summary
     )
-    assert summary["mia_user_auc"] is None and summary["mia_method"] is None
+    assert summary["mia_user_auc"] is None and summary["mia_score_method"] is None
     assert users_of_model(tmp_path / "out", {"exposure": tmp_path / "x"}) is None
     assert not (tmp_path / "out").exists()
 

@@ -106,8 +106,8 @@ def people_at_risk(
             )
         if len(at_risk) > limit:
             note += f"; the {limit} most at risk shown (all in {path.relative_to(run_dir)})"
-        if record.get("mia_method"):
-            note += f". MIA score: {record['mia_method']}"
+        if record.get("mia_score_method"):
+            note += f". MIA score: {record['mia_score_method']}"
         if summary.get("redacted") is True:
             note += ". Ids are keyed hashes under the run's redaction key"
         out.append(PeopleView(name, _table(shown) if len(shown) else "", note + "."))

@@ -13,7 +13,7 @@ joins what the audit's stages already wrote — it runs no model — into one ro
   and those whose PII the model generated exactly (``generations.parquet``; a subject is mapped
   to its ``user_id``, else its ``subject_id`` is the user, as the probe stage does);
 - ``mia_score``: the mean, over the user's texts the membership stage scored, of its headline
-  attack's score (``mia_scores.parquet``; ``mia_method`` names it): membership of the user's
+  attack's score (``mia_scores.parquet``; ``mia_score_method`` names it): membership of the user's
   documents as a group. ``mia_p_value`` reads it against the users the model never saw (the stage's
   non-members): ``(1 + #{held-out users j != i scoring at least s_i}) / (1 + #{those users})``;
 - ``doc_ids`` / ``pii_doc_ids``: the documents holding the user's leaked unique sequences (those
@@ -313,7 +313,7 @@ def _summary(
         held = table["held_out"].fillna(False).to_numpy(dtype=bool)
         out["users_held_out"] = int(held.sum())
         out["users_at_risk_held_out"] = int((at_risk & held).sum())
-    out["mia_method"] = None if attack is None else MIA_METHOD.format(attack)
+    out["mia_score_method"] = None if attack is None else MIA_METHOD.format(attack)
     out["mia_user_auc"], out["mia_user_auc_ci"] = _user_auc(table, mia_member_of)
     return out
 
