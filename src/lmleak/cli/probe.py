@@ -77,10 +77,25 @@ def _table(summary: dict) -> None:
         )
 
 
+#: The subject file's fields, shown under ``lmleak probe --help`` (docs/probing.md has the worked example).
+SUBJECT_FILE_HELP = (
+    "The subject file (--subject me.json: one JSON object; `probe run --subjects` takes one per line). "
+    "Fields: name (required: every question starts from it); phone; email; emails (a list: more "
+    "addresses of the same person); address; university; relations (an object, relation -> name, "
+    'e.g. {"father": "Sam Lee"}); subject_id and user_id (optional ids: user_id is the person\'s id '
+    "in the training corpus). Leave out what you do not want checked.\n\n"
+    'Example me.json: {"name": "Ann Lee", "phone": "(555) 555-0100", "email": "ann.lee@example.org", '
+    '"relations": {"father": "Sam Lee"}}\n\n'
+    "A page for the person: lmleak probe --model M --subject me.json --html me.html"
+)
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
     probe = typer.Typer(
-        help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True
+        help="Probe a model for a person's linked PII (ProPILE, paper 003).",
+        epilog=SUBJECT_FILE_HELP,
+        invoke_without_command=True,
     )
     app.add_typer(probe, name="probe")
     if "experiment" in groups:
@@ -97,7 +112,12 @@ def subject_view_cmd(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
     subject: Annotated[
-        Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
+        Path | None,
+        typer.Option(
+            "--subject",
+            help="me.json: your name and the items to check (fields: name, phone, email, emails, "
+            "address, university, relations; see below).",
+        ),
     ] = None,
     templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
     beams: Annotated[int, typer.Option("--beams")] = 3,
@@ -232,7 +252,14 @@ def sweep_cmd(
 
 def build_cmd(
     corpus: Annotated[Path, typer.Option("--corpus", "-c")],
-    out_file: OutDirOpt,
+    out_file: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="The subjects file to write: one file (JSONL, one person per line, owner-only), "
+            "not a run directory. Give it to `probe run --subjects`.",
+        ),
+    ],
     method: Annotated[
         str,
         typer.Option(
