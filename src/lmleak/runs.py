@@ -98,24 +98,7 @@ def open_run(path: str | Path) -> Iterator[Path]:
         finally:
             _held[key] -= 1
         return
-    while True:
-        fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as e:
-            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(fd)
-            if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-                raise RunError(
-                    f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder"
-                ) from None
-            raise RunError(
-                f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
-                "or give another output folder"
-            ) from None
-        if _is_file_at(fd, run / LOCK):
-            break
-        os.close(fd)  # the writer we waited on removed this lock file as it ended: lock the new one
+    fd = _lock(run)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     atomic_write_json(
@@ -137,6 +120,28 @@ def open_run(path: str | Path) -> Iterator[Path]:
         os.close(fd)
         if not finished and created:
             _remove_if_untouched(run)
+
+
+def _lock(run: Path) -> int:
+    """An open descriptor of ``run/.lock`` holding its exclusive lock (RunError when another holds it)."""
+    while True:
+        fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                raise RunError(
+                    f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder"
+                ) from None
+            raise RunError(
+                f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
+                "or give another output folder"
+            ) from None
+        if _is_file_at(fd, run / LOCK):
+            return fd
+        os.close(fd)  # its writer removed this file as it ended, after we opened it: lock the new one
 
 
 def _is_file_at(fd: int, path: Path) -> bool:
