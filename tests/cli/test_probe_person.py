@@ -39,3 +39,44 @@ def test_probe_build_out_says_it_writes_one_subjects_file_not_a_run_directory(tm
     res = CliRunner().invoke(app, ["probe", "build", "--corpus", str(corpus), "--out", str(out), "-q"])
     assert res.exit_code == 0, res.output
     assert out.is_file() and '"ann.lee@example.org"' in out.read_text()  # one file, as the help says
+
+
+def test_probe_html_writes_the_persons_page_beside_the_same_table(tmp_path):
+    import json
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        json.dumps(
+            {
+                "user_id": "u1",
+                "text": "Please contact Ann Lee by (555) 555-0142 or email address ann@example.org",
+            }
+        )
+        + "\n"
+    )
+    me = tmp_path / "me.json"
+    me.write_text(json.dumps({"name": "Ann Lee", "phone": "(555) 555-0142", "email": "ann@example.org"}))
+    args = [
+        "probe",
+        "--model",
+        f"fake:{corpus}",
+        "--subject",
+        str(me),
+        "--templates",
+        "1",
+        "--beams",
+        "1",
+        "-q",
+    ]
+    page = tmp_path / "out" / "me.html"
+    with_page = CliRunner().invoke(app, [*args, "--json", "--html", str(page)])
+    assert with_page.exit_code == 0, with_page.output
+    without = CliRunner().invoke(app, [*args, "--json"])
+    assert json.loads(with_page.stdout) == json.loads(without.stdout)  # the same probe, the same table
+    text = page.read_text()
+    assert (page.stat().st_mode & 0o777) == 0o600 and "Ann Lee" in text and "ann@example.org" in text
+    # a folder for --html is refused before the model loads (fake:missing would fail to load)
+    res = CliRunner().invoke(
+        app, ["probe", "--model", "fake:missing.jsonl", "--subject", str(me), "--html", str(tmp_path)]
+    )
+    assert res.exit_code == 2 and "is a folder; give the page's file name" in " ".join(res.output.split())

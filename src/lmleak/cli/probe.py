@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +22,9 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+
+if TYPE_CHECKING:
+    from lmleak.probe.verdict import SubjectView
 
 
 def _table(summary: dict) -> None:
@@ -121,6 +124,14 @@ def subject_view_cmd(
     ] = None,
     templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
     beams: Annotated[int, typer.Option("--beams")] = 3,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a one-page report for the person, in plain words: one self-contained HTML "
+            "file (owner-only) that reads on a phone.",
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -130,11 +141,14 @@ def subject_view_cmd(
     if model is None or subject is None:
         out.print(ctx.get_help())
         raise typer.Exit(0 if model is None and subject is None else 2)
-    # lazy: lmleak.probe.commands loads models (torch), which `lmleak --help` must not import
-    from lmleak.probe.commands import probe_subject_file
-
     quiet(quiet_)
-    view = probe_subject_file(model, subject, templates=templates, beams=beams)
+    if html_out is not None:
+        view = _write_person_page(model, subject, html_out, templates=templates, beams=beams)
+    else:
+        # lazy: lmleak.probe.commands loads models (torch), which `lmleak --help` must not import
+        from lmleak.probe.commands import probe_subject_file
+
+        view = probe_subject_file(model, subject, templates=templates, beams=beams)
     if json_:
         print_json(view.to_dict())
         return
@@ -154,6 +168,24 @@ def subject_view_cmd(
             r["verdict"],
         )
     out.print(t)
+
+
+def _write_person_page(
+    model: str, subject: Path, html_out: Path, *, templates: int, beams: int
+) -> SubjectView:
+    """``--html``: probe for the person's page, write it, return the terminal view of the same probe."""
+    from lmleak.errors import ConfigError
+
+    if html_out.is_dir():  # refused before the model loads, not after the probe
+        raise ConfigError(f"--html {html_out} is a folder; give the page's file name, e.g. me.html")
+    # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.probe.commands import probe_person_file
+    from lmleak.render.person import write_person_page
+
+    report = probe_person_file(model, subject, templates=templates, beams=beams)
+    write_person_page(report, html_out)
+    info(f"wrote the person's page: {html_out}")
+    return report.view
 
 
 # long: the Typer signature declares 20 options; the body only parses, calls probe_files, prints
