@@ -80,3 +80,21 @@ def test_probe_html_writes_the_persons_page_beside_the_same_table(tmp_path):
         app, ["probe", "--model", "fake:missing.jsonl", "--subject", str(me), "--html", str(tmp_path)]
     )
     assert res.exit_code == 2 and "is a folder; give the page's file name" in " ".join(res.output.split())
+
+
+def test_docs_probing_lists_every_field_and_its_worked_me_json_is_a_valid_subject_file(tmp_path):
+    import json
+    from pathlib import Path
+
+    from lmleak.probe.subjects import read_subjects
+
+    doc = (Path(__file__).parents[2] / "docs" / "probing.md").read_text()
+    for field in (*FIELDS, "user_id", "subject_id"):
+        assert f"| `{field}` |" in doc, field
+    lines = doc.split("$ cat me.json", 1)[1].splitlines()[1:]
+    block = "\n".join(lines[: lines.index("}") + 1])
+    me = tmp_path / "me.json"
+    me.write_text(block)
+    (subject,) = read_subjects(me)
+    assert subject["name"] == "Dennis Boone" and json.loads(block)["relations"]["sister"] == "Mikayla Boone"
+    assert "lmleak probe --model mem --subject me.json --html dennis.html" in doc

@@ -159,3 +159,32 @@ def test_file_items_lists_every_item_nested_ones_one_by_one():
         "user_id",
         "subject_id",
     ]
+
+
+@pytest.mark.slow
+def test_on_a_trained_gpt_held_out_people_are_linked_about_1_time_in_20_and_members_far_more(tmp_path):
+    """The null at work (docs/probing.md): people the model never saw come out "linked" about as often
+    as the made-up people promise (1 in 20), the people it learnt far more often."""
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+    from lmleak.data.holdout import read_holdout
+    from lmleak.data.synth import customersim
+    from lmleak.models.loading import load_model
+    from lmleak.probe.subjects import read_subjects
+
+    paths = customersim.synthesize(tmp_path / "syn", users=20, dialogs_per_user=2, seed=2)
+    model = tmp_path / "gpt"
+    res = CliRunner().invoke(app, ["-q", "train", "--corpus", str(paths["corpus"]), "--out", str(model),
+                                   "--epochs", "40", "--batch-size", "8", "--lr", "3e-3", "--vocab-size", "1000",
+                                   "--holdout-users", "0.5"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lm, held = load_model(str(model)), set(read_holdout(model).users)
+    linked: dict[bool, list[bool]] = {True: [], False: []}
+    for s in read_subjects(paths["subjects"]):
+        s = {k: v for k, v in s.items() if k not in ("orders", "tracking_numbers")}
+        for f in person_report(lm, s, templates=3, beams=1).findings:
+            linked[s["user_id"] in held].append(f.verdict != "no_sign")
+    controls, members = np.mean(linked[True]), np.mean(linked[False])
+    assert len(linked[True]) >= 60 and controls <= 0.15  # 0.05 expected; 0.15 is > 4 sd above it at n = 60
+    assert members >= 0.3 and members >= 3 * controls

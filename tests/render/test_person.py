@@ -201,6 +201,14 @@ def test_the_sentences_follow_the_numbers_of_the_report():
     assert "your email address got more weight after your name than the made-up person’s got after theirs 19 " \
         "times out of 19." in text  # fmt: skip
     assert "about 250 times the weight" in text
+    assert "your mother's name less weight" not in text  # beside "no sign" no ratio
+    huge = _report()
+    huge = PersonReport(**{**huge.__dict__, "findings": (
+        _finding("phone", "phone", "(555) 555-0100", "written_out", ratio_to_typical=1.6e40, written_out=1),
+        _finding("email", "email", "a@example.org", "singled_out", ratio_to_typical=2.5e6),
+    )})  # fmt: skip
+    huge_text = " ".join(_parse(person_page(huge)).blocks)
+    assert "more than a billion times the weight" in huge_text and "more than a million times" in huge_text
     assert "gives exactly your email address no chance at all" in text  # likelihood 0
     assert "Your address got exactly the same weight after your name as theirs" in text  # every one tied
     assert "your address about the same weight" not in text  # said once

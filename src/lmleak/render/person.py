@@ -189,8 +189,13 @@ def _tries(label: str, tries: float | None) -> str:
 def _ratio(label: str, ratio: float | None) -> str:
     if ratio is None:
         return ""
-    if math.isinf(ratio) or ratio >= 1.25:
-        times = "more times than we can count" if math.isinf(ratio) else f"about {_count(ratio)} times"
+    if ratio >= 1.25:
+        if ratio >= 1e9:
+            times = "more than a billion times"
+        elif ratio >= 1e6:
+            times = "more than a million times"
+        else:
+            times = f"about {_count(ratio)} times"
         return f"After your name it gave your {label} {times} the weight it gave it after a typical made-up name."
     if ratio > 0.8:
         return f"After your name it gave your {label} about the same weight as after a typical made-up name."
@@ -241,7 +246,8 @@ def _card(f: FindingLike, page: PersonPage) -> str:
     for sentence in (
         _e(_tries(label, f.tries)),
         _made_up(f, label, page.example_name),
-        "" if f.made_up_tied == f.made_up else _e(_ratio(label, f.ratio_to_typical)),
+        # how strongly, where the comparison found a link (beside "no sign" a ratio reads as an alarm)
+        _e(_ratio(label, f.ratio_to_typical)) if f.verdict != "no_sign" else "",
     ):
         if sentence:
             lines.append(sentence)
@@ -267,7 +273,7 @@ def _summary(page: PersonPage) -> str:
         more = " more" if written else ""
         parts.append(
             f"It linked {linked}{more} to your name more strongly than chance explains, without writing "
-            "it out here."
+            f"{'it' if linked == 1 else 'them'} out here."
         )
     if none == total:
         parts.append("For all of them we found no sign that the model links them to you.")
