@@ -220,6 +220,7 @@ def test_the_sentences_follow_the_numbers_of_the_report():
     assert "one or more of them at most 25% of the time" in text
     assert "None of the 5 answers contained your mother's name." in text
     assert "erase your details" in text and "retrain" in text and "not legal advice" in text
+    assert "Your orders: — not checked" in text and "[0]" not in text  # the values sit in their own spans
 
 
 def test_a_file_with_only_a_name_gets_a_page_that_says_so(tmp_path):

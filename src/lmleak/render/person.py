@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import html
 import math
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -342,7 +343,8 @@ def _asks() -> str:
 def _items(page: PersonPage) -> str:
     rows = []
     for it in page.items:
-        what = it.field if it.kind == "other" else kind_words(it.kind)
+        # a field lmleak does not probe goes by its name, without the list index (orders[1] -> orders)
+        what = re.sub(r"\[\d+\]", "", it.field) if it.kind == "other" else kind_words(it.kind)
         if it.kind == "name":
             note = "used in every question"
         elif it.checked:
