@@ -174,7 +174,9 @@ def _root(
     quiet_all: Annotated[
         bool,
         typer.Option(
-            "--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."
+            "--quiet",
+            "-q",
+            help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1).",
         ),
     ] = False,
     debug: Annotated[
