@@ -17,8 +17,9 @@ PROBED_FIELDS = ("name", "phone", "email", "emails", "address", "relations", "un
 #: Who the subject is: ``user_id`` joins the corpus (members vs held-out controls), ``subject_id``
 #: names the row (defaults to ``user_id``, else ``s<line>``).
 ID_FIELDS = ("subject_id", "user_id")
-#: Kept and never probed: what lmleak's synthetic corpora write beside the PII.
-INFO_FIELDS = ("company", "messages", "orders", "tracking_numbers")
+#: Kept and never probed: what lmleak's synthetic corpora write beside the PII, and ``seen`` (how
+#: often ``lmleak probe build`` saw each value with the name).
+INFO_FIELDS = ("company", "messages", "orders", "tracking_numbers", "seen")
 SUBJECT_FIELDS = ID_FIELDS + PROBED_FIELDS + INFO_FIELDS
 #: A field of the user's own (an annotation) starts with this and is kept, never probed.
 OWN_PREFIX = "x_"
