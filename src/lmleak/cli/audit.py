@@ -233,6 +233,7 @@ def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     out.print(t)
 
 
+# long: the Typer signature declares 13 options; the body picks a config file or --model/--corpus and calls one
 def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
     example: Annotated[
@@ -255,6 +256,41 @@ def audit(
             "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Audit this model with no config file (with --corpus): writes the config it runs to "
+            "OUT/audit.yaml, then runs it.",
+        ),
+    ] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="With --model: the model's training corpus.")
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="With --model: the run directory (default audit-run).")
+    ] = None,
+    public_model: Annotated[
+        str | None,
+        typer.Option(
+            "--public-model",
+            help="With --model: a model that never saw the data (smollm2-135m, base, leave-out, a folder), for leakage ε.",
+        ),
+    ] = None,
+    canaries: Annotated[
+        Path | None,
+        typer.Option(
+            "--canaries", help="With --model: the canaries inserted into the training data (exposure)."
+        ),
+    ] = None,
+    holdout: Annotated[
+        Path | None,
+        typer.Option(
+            "--holdout",
+            help="With --model: a corpus of people the model never saw, the non-members of membership inference "
+            "(default: the users the model held out, its holdout.json).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -268,27 +304,48 @@ def audit(
     if example:
         sys.stdout.write(EXAMPLE)
         return
-    if config is None:
+    quick = {"--model": model, "--corpus": corpus, "--out": out_dir, "--public-model": public_model}
+    quick |= {"--canaries": canaries, "--holdout": holdout}
+    given = [k for k, v in quick.items() if v is not None]
+    if config is not None and given:
         raise ConfigError(
-            "no config file given",
-            hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)",
+            f"a config file and {given[0]} given",
+            field=given[0],
+            hint="give a config file, or --model and --corpus (which write one), not both",
+        )
+    if config is None and (model is None or corpus is None):
+        raise ConfigError(
+            "no config file given" if not given else "--model and --corpus go together",
+            field=None if not given else ("--corpus" if corpus is None else "--model"),
+            hint="lmleak audit --model MODEL --corpus CORPUS, or lmleak audit audit.yaml "
+            "(write one with `lmleak audit --example > audit.yaml`)",
         )
     quiet(quiet_ or json_out)
-    run = run_audit_file(
-        config,
-        force=force,
-        echo=(lambda s: None) if (quiet_ or json_out) else err.print,
-        redact=redact,
-        redact_key_file=redact_key_file,
-    )
+    echo = (lambda s: None) if (quiet_ or json_out) else err.print
+    if config is None:
+        from lmleak.audit.quick import QuickOptions, quick_audit
+
+        assert model is not None and corpus is not None
+        options = QuickOptions(out_dir or "audit-run", public_model, canaries, holdout, redact)
+        run = quick_audit(model, corpus, options, redact_key_file=redact_key_file, force=force, echo=echo)
+    else:
+        run = run_audit_file(config, force=force, echo=echo, redact=redact, redact_key_file=redact_key_file)
     _finish_audit(run, json_out)
 
 
 def _finish_audit(run: Path, json_out: bool) -> None:
-    """What ``lmleak audit`` prints once the run is written: the release summary, or all of it as JSON."""
+    """What ``lmleak audit`` prints once the run is written: the release summary, the report's path and
+    the two commands to run next, or all of it as JSON."""
+    from rich.markup import escape
+
+    from lmleak.audit.quick import followups
     from lmleak.render.headline import collect_headlines
 
     summary, verdict = _release_of(run)
+    config = summary.get("config") or {}
+    nexts = followups(
+        run, public_model=config.get("public_model") is not None, redacted=bool(summary.get("redacted"))
+    )
     if json_out:
         print_json(
             {
@@ -297,12 +354,16 @@ def _finish_audit(run: Path, json_out: bool) -> None:
                 "headlines": collect_headlines(run),
                 "release": summary.get("release"),
                 "verdict": verdict.to_dict() if verdict.checks else None,
+                "next": nexts,
             }
         )
         return
     print_release(summary, verdict)
     _summary_table(run, collect_headlines(run))
     out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
+    out.print("next:", highlight=False)
+    for line in nexts:  # whole lines (soft_wrap): they are copied into a shell
+        out.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
