@@ -1,0 +1,51 @@
+"""Audit a model from Python: the leakage report and membership inference, then the headlines.
+
+    python examples/audit_in_python.py MODEL CORPUS [OUT]
+
+MODEL is what ``lmleak.load_model`` reads (a Hugging Face folder, a model ``lmleak train`` wrote,
+a .gguf file, smollm2-135m); CORPUS its training data (JSONL with ``user_id`` and ``text``). The
+run goes to OUT (default ``audit-run``); ``OUT/report.html`` is the report to open.
+
+Membership inference needs texts the model never saw: the users held out of training, which
+``lmleak train`` records in MODEL/holdout.json. Without that file the audit skips the stage and
+says why (the printout shows it). Uses only the public API (``from lmleak import ...``).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from lmleak import AuditResult, run_audit
+
+
+def audit(model: str, corpus: str, out: str = "audit-run") -> AuditResult:
+    """Write an audit config for one model and run it (``lmleak audit`` does the same from a file)."""
+    config = Path(f"{out}.yaml")
+    config.write_text(
+        f"out: {Path(out).resolve()}\n"
+        f"corpus: {{path: {Path(corpus).resolve()}}}\n"
+        f"models: [{{name: audited, path: '{model}'}}]\n"
+        "analyses:\n"
+        "  report: {k: [1]}   # which sequences the model reproduces that one user alone wrote\n"
+        "  mia: {}            # members vs the held-out users (MODEL/holdout.json)\n"
+    )
+    return run_audit(config)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) not in (2, 3):
+        print(__doc__, file=sys.stderr)
+        return 2
+    result = audit(*argv)
+    for name, headline in result.headlines.items():
+        print(f"{name}: unique_sequences = {headline.get('unique_sequences')}")
+        print(f"{name}: mia_auc = {headline.get('mia_auc')}")
+        for stage, why in result.summary["models"][name]["skipped"].items():
+            print(f"{name}: {stage} skipped: {why}")
+    print(f"report: {result.report_html}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
