@@ -13,6 +13,7 @@ says why (the printout shows it). Uses only the public API (``from lmleak import
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,10 +23,12 @@ from lmleak import AuditResult, run_audit
 def audit(model: str, corpus: str, out: str = "audit-run") -> AuditResult:
     """Write an audit config for one model and run it (``lmleak audit`` does the same from a file)."""
     config = Path(f"{out}.yaml")
+    # YAML, each path quoted as a JSON string (JSON is YAML) so that no character in it can break it
+    run_dir, data, spec = (json.dumps(str(x)) for x in (Path(out).resolve(), Path(corpus).resolve(), model))
     config.write_text(
-        f"out: {Path(out).resolve()}\n"
-        f"corpus: {{path: {Path(corpus).resolve()}}}\n"
-        f"models: [{{name: audited, path: '{model}'}}]\n"
+        f"out: {run_dir}\n"
+        f"corpus: {{path: {data}}}\n"
+        f"models: [{{name: audited, path: {spec}}}]\n"
         "analyses:\n"
         "  report: {k: [1]}   # which sequences the model reproduces that one user alone wrote\n"
         "  mia: {}            # members vs the held-out users (MODEL/holdout.json)\n"
