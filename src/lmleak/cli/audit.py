@@ -49,7 +49,10 @@ def gate(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI)."""
+    """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI).
+
+    Example: lmleak gate runs/audit --max-unique 0 --max-mia-auc 0.6
+    """
     from lmleak.audit.gate import run_gate
 
     limits = {
@@ -101,7 +104,10 @@ def query_cmd(
     ],
     json_out: JsonOpt = False,
 ) -> None:
-    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it)."""
+    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it).
+
+    Example: lmleak query runs/report "SELECT k, count(*) AS n FROM sequences GROUP BY k"
+    """
     from lmleak.audit.query import query
 
     df = query(run, sql)
@@ -130,7 +136,10 @@ def render_cmd(
     ] = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Write the self-contained HTML report of a run directory."""
+    """Write the self-contained HTML report of a run directory.
+
+    Example: lmleak render runs/audit
+    """
     from lmleak.render.html import render_run
 
     quiet(quiet_)
@@ -186,7 +195,10 @@ def audit(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
+    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML.
+
+    Example: lmleak audit audit.yaml
+    """
     import sys
 
     from lmleak.audit import audit as run_audit_file
@@ -242,7 +254,10 @@ def demo(
         typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU)."),
     ] = None,
 ) -> None:
-    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
+    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three.
+
+    Example: lmleak demo --quick --out runs/demo
+    """
     from lmleak.audit.demo import demo as run_demo
 
     quiet(json_out)

@@ -152,7 +152,10 @@ def train(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Train a small GPT or LSTM on a corpus, or fine-tune a pretrained model (--base), plainly or with DP-SGD / CRT / selective DP."""
+    """Train a small GPT or LSTM on a corpus, or fine-tune a pretrained model (--base), plainly or with DP-SGD / CRT / selective DP.
+
+    Example: lmleak train --corpus data/corpus.jsonl --out runs/model --holdout-users 0.2
+    """
     from lmleak.errors import ConfigError
 
     # lazy: lmleak.train.finetune and lmleak.train.run import torch, which `lmleak --help` must not load
@@ -294,7 +297,10 @@ def evaluate_cmd(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing)."""
+    """Perplexity (per token and per word) and top-k accuracy of a model on a corpus (teacher forcing).
+
+    Example: lmleak eval --model runs/model --corpus data/corpus.jsonl
+    """
     from lmleak.train.evaluate import evaluate_on_corpus  # lazy: imports torch
 
     quiet(quiet_ or json_out)
