@@ -32,6 +32,7 @@ def audit(model: str, corpus: str, out: str = "audit-run") -> AuditResult:
         "analyses:\n"
         "  report: {k: [1]}   # which sequences the model reproduces that one user alone wrote\n"
         "  mia: {}            # members vs the held-out users (MODEL/holdout.json)\n"
+        "gate: {profile: release}  # the shipped release limits: result.verdict, `lmleak gate`\n"
     )
     return run_audit(config)
 
@@ -41,11 +42,22 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 2
     result = audit(*argv)
-    for name, headline in result.headlines.items():
-        print(f"{name}: unique_sequences = {headline.get('unique_sequences')}")
-        print(f"{name}: mia_auc = {headline.get('mia_auc')}")
+    for name, h in result.headlines.items():
+        print(
+            f"{name}: unique_sequences = {h.get('unique_sequences')} (95 % interval {h.get('unique_sequences_ci')})"
+        )
+        # a membership AUC means little without its interval and its null (0.5 in theory; the
+        # placebo measures it: the same attack between two halves of the held-out users)
+        print(
+            f"{name}: mia_auc = {h.get('mia_auc')} (95 % interval {h.get('mia_auc_ci')}; "
+            f"placebo {h.get('placebo_auc')}, blind baseline {h.get('blind_auc')})"
+        )
         for stage, why in result.summary["models"][name]["skipped"].items():
             print(f"{name}: {stage} skipped: {why}")
+    assert result.verdict is not None  # the config sets limits
+    print(f"verdict: {'pass' if result.verdict.passed else 'fail'}")
+    for check in result.verdict.checks:
+        print(f"  {check.model}: {check.metric} = {check.value} (limit {check.limit}): {check.verdict}")
     print(f"report: {result.report_html}")
     return 0
 

@@ -10,7 +10,10 @@ import runpy
 import sys
 from pathlib import Path
 
+from typer.testing import CliRunner
+
 import lmleak
+from lmleak.cli.main import build_app
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -83,9 +86,20 @@ def test_audit_in_python_audits_a_tiny_model_and_prints_its_headlines(tmp_path, 
         s: json.loads((tmp_path / "run" / rel / "summary.json").read_text())
         for s, rel in model["stages"].items()
     }
+    rep, mia = stage["report"], stage["mia"]
+    # the verdict through the other route: `lmleak gate RUN --json` under the config's gate: section
+    gate = CliRunner().invoke(build_app(), ["gate", str(tmp_path / "run"), "--json"])
+    verdict = json.loads(gate.stdout)
+    assert gate.exit_code == (0 if verdict["passed"] else 1)
     assert printed.splitlines() == [
-        f"audited: unique_sequences = {stage['report']['unique_sequences']}",
-        f"audited: mia_auc = {stage['mia']['mia_auc']}",
+        f"audited: unique_sequences = {rep['unique_sequences']} (95 % interval {rep['unique_sequences_ci']})",
+        f"audited: mia_auc = {mia['mia_auc']} (95 % interval {mia['mia_auc_ci']}; "
+        f"placebo {mia['placebo_auc']}, blind baseline {mia['blind_auc']})",
+        f"verdict: {'pass' if verdict['passed'] else 'fail'}",
+        *(
+            f"  {c['model']}: {c['metric']} = {c['value']} (limit {c['limit']}): {c['status']}"
+            for c in verdict["checks"]
+        ),
         f"report: {tmp_path / 'run' / 'report.html'}",
     ]
     assert (tmp_path / "run" / "report.html").exists()

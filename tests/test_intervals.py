@@ -117,3 +117,39 @@ def test_the_sum_bootstrap_draws_as_the_group_bootstrap_with_one_item_per_group(
     assert bootstrap_sum_interval([2, 2, 2]) == (6.0, 6.0)  # every draw sums to the same
     with pytest.raises(ValueError):
         bootstrap_sum_interval([1], n_boot=0)
+
+
+@pytest.mark.parametrize("max_cells", [0, 4_000_000])
+def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monkeypatch, max_cells):
+    """The group-pair win matrix (and, above its size limit, ranking every replicate) gives the
+    same replicates as ranking the resampled texts directly: ties, uneven groups, 1-text groups."""
+    import lmleak.intervals as iv
+    from lmleak.intervals import stratified_group_bootstrap
+
+    monkeypatch.setattr(iv, "_MAX_WIN_CELLS", max_cells)
+    rng = np.random.default_rng(7)
+    s = np.round(rng.normal(size=130) + np.r_[np.full(70, 0.5), np.zeros(60)], 1)  # ties
+    y = np.r_[np.ones(70), np.zeros(60)]
+    g = np.r_[np.arange(70) // 3, 100 + rng.integers(0, 25, size=60)]  # uneven groups
+    by_auc = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
+    by_stat = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    assert by_auc == pytest.approx(by_stat, abs=1e-12)
+    g[69] = 100  # a group with a member and non-members: it is resampled whole, as its first item's class
+    mixed = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
+    assert mixed == stratified_group_bootstrap(
+        lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4
+    )
+
+
+def test_every_stratified_replicate_keeps_each_classs_number_of_groups():
+    from lmleak.intervals import stratified_group_bootstrap
+
+    y = np.r_[np.ones(60), np.zeros(60)]
+    g = np.arange(120) // 3
+    # every replicate draws 20 groups of 3 per class: 60 positives and 60 negatives, always
+    counts = []
+    stratified_group_bootstrap(
+        lambda i: counts.append(int(y[i].sum()) * 1000 + len(i)) or 0.0, y, g, n_boot=50
+    )
+    assert set(counts) == {60 * 1000 + 120}
+    assert stratified_group_bootstrap(lambda i: 0.0, np.ones(4), [0, 0, 1, 1]) is None

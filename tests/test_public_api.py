@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
 import lmleak
 import lmleak.api
+from lmleak.cli.main import build_app
 from lmleak.errors import ConfigError
 
 EXPORTED = {
@@ -84,6 +86,7 @@ OPTION_FIELDS = {
         "group_size",
         "min_k",
         "blind",
+        "n_boot",
         "users",
         "seed",
     ),
@@ -192,9 +195,10 @@ def test_the_public_api_runs_every_analysis_on_a_tiny_corpus_and_each_summary_is
 
     texts = [d.text for d in corpus]
     non = ["a text the model never saw number " + str(i) for i in range(6)]
-    mia = run_membership(model, texts[:6], non, tmp_path / "mia", MembershipOptions(group_size=0))
-    assert mia.summary == _on_disk(tmp_path / "mia")
+    mia = run_membership(model, texts[:6], non, tmp_path / "mia", MembershipOptions(group_size=0, n_boot=50))
+    assert mia.summary == _on_disk(tmp_path / "mia") and mia.summary["intervals"]["n_boot"] == 50
     assert mia.auc == mia.summary["mia_auc"] and 0.0 <= mia.auc <= 1.0
+    assert mia.auc_ci is None or tuple(mia.summary["mia_auc_ci"]) == mia.auc_ci
     scores = pd.read_parquet(mia.scores)
     assert len(scores) == 12 and mia.metrics.exists() and mia.roc.exists()
 
@@ -209,6 +213,7 @@ def test_the_public_api_runs_every_analysis_on_a_tiny_corpus_and_each_summary_is
     cfg.write_text(
         f"out: {tmp_path / 'audit'}\ncorpus: {{path: {paths['corpus']}}}\n"
         f"models: [{{name: m, path: 'fake:{paths['corpus']}'}}]\nanalyses: {{report: {{k: [1]}}}}\n"
+        "gate: {max_unique: 0}\n"
     )
     audit = run_audit(cfg)
     assert audit.summary == _on_disk(tmp_path / "audit") and audit.report_html.exists()
@@ -216,7 +221,12 @@ def test_the_public_api_runs_every_analysis_on_a_tiny_corpus_and_each_summary_is
     assert audit.stage_dirs == {"m": {"report": tmp_path / "audit" / "models" / "m" / "report"}}
     stage = _on_disk(audit.stage_dirs["m"]["report"])
     assert audit.headlines["m"]["unique_sequences"] == stage["unique_sequences"]
-    assert audit.verdict is None  # this audit stored none; `lmleak gate` computes one from limits
+    # the verdict under the config's gate: the fake model leaks, so max_unique 0 fails, as `lmleak gate` says
+    assert audit.verdict is not None and not audit.verdict.passed
+    [check] = [c for c in audit.verdict.checks if c.metric.startswith("unique_sequences")]
+    assert (check.model, check.value, check.verdict) == ("m", stage["unique_sequences"], "fail")
+    gate = CliRunner().invoke(build_app(), ["gate", str(audit.run_dir)])
+    assert gate.exit_code == 1
 
 
 def test_options_refuse_a_string_where_names_belong_before_any_work(tmp_path):

@@ -45,6 +45,7 @@ from typing import Any
 from lmleak.attacks.exposure import run_exposure as _run_exposure
 from lmleak.attacks.membership import run_membership as _run_membership
 from lmleak.attacks.mia_methods import MethodOptions, parse_methods
+from lmleak.attacks.mia_stats import N_BOOT
 from lmleak.audit.config import AuditConfig, load_config
 from lmleak.audit.runner import run_audit as _run_audit
 from lmleak.data.corpus import Corpus
@@ -52,6 +53,8 @@ from lmleak.errors import ConfigError
 from lmleak.probe.probing import DEFAULT_TARGETS
 from lmleak.probe.probing import run_probe as _run_probe
 from lmleak.probe.subjects import read_subjects
+from lmleak.render.headline import collect_headlines
+from lmleak.render.verdict import Verdict, gate_section, limits_from_config, verdict_of
 from lmleak.report.leakage import ReportConfig
 from lmleak.report.leakage import run_report as _run_report
 from lmleak.runs import read_summary
@@ -152,7 +155,9 @@ class MembershipResult(RunResult):
         scores: ``mia_scores.parquet``, one row per scored text (every method's score, its label).
         metrics: ``mia_metrics.parquet``, one row per (level, method): AUC, accuracy, TPR at low FPR.
         roc: ``roc.parquet``, one row per (curve, threshold).
-        auc: the headline ``mia_auc`` (None when the summary holds none).
+
+    The headline is :attr:`auc` (``mia_auc``: 0.5 is chance) with its 95 % interval :attr:`auc_ci`;
+    ``summary["placebo_auc"]`` is the same attack between two halves of the non-members (its null).
     """
 
     scores: Path
@@ -161,8 +166,15 @@ class MembershipResult(RunResult):
 
     @property
     def auc(self) -> float | None:
+        """``summary["mia_auc"]``: the headline attack's AUC (None when the summary holds none)."""
         value = self.summary.get("mia_auc")
         return None if value is None else float(value)
+
+    @property
+    def auc_ci(self) -> tuple[float, float] | None:
+        """``summary["mia_auc_ci"]``: its 95 % interval (None when too few users to resample)."""
+        ci = self.summary.get("mia_auc_ci")
+        return None if ci is None else (float(ci[0]), float(ci[1]))
 
 
 @dataclass(frozen=True)
@@ -189,14 +201,16 @@ class AuditResult(RunResult):
             ``unique_sequences``, ``max_exposure``, ``mia_auc``, ``dp_epsilon`` ...).
         stage_dirs: per model, each stage that ran and its folder (``models/<name>/<stage>``), where
             the stage's own ``summary.json`` and Parquet tables are.
-        verdict: the summary's ``verdict`` entry when the audit stored one, else None (a gate's
-            verdict depends on its limits: ``lmleak gate RUN ...`` computes it).
+        verdict: the release verdict under the limits of the config's ``gate:`` section (a
+            :class:`~lmleak.render.verdict.Verdict`: ``.passed``, one check per limit and model, each
+            pass / fail / not evaluable) — the table ``report.html`` opens with and ``lmleak gate RUN``
+            exits by; None when the config sets no limits.
     """
 
     report_html: Path
     headlines: dict[str, dict[str, Any]] = field(repr=False)
     stage_dirs: dict[str, dict[str, Path]] = field(repr=False)
-    verdict: Any = None
+    verdict: Verdict | None = field(default=None, repr=False)
 
     @classmethod
     def from_run(cls, run_dir: str | Path) -> AuditResult:
@@ -204,6 +218,12 @@ class AuditResult(RunResult):
         run = Path(run_dir)
         summary = read_summary(run)
         models: Mapping[str, Any] = summary.get("models") or {}
+        limits, allow, profile = limits_from_config(gate_section(summary))
+        verdict = (
+            verdict_of(summary, collect_headlines(run), limits, allow_not_evaluable=allow, profile=profile)
+            if limits
+            else None
+        )
         return cls(
             summary,
             run,
@@ -213,7 +233,7 @@ class AuditResult(RunResult):
                 name: {stage: run / rel for stage, rel in (m.get("stages") or {}).items()}
                 for name, m in models.items()
             },
-            verdict=summary.get("verdict"),
+            verdict=verdict,
         )
 
 
@@ -258,6 +278,7 @@ class MembershipOptions:
         group_size: texts per group of the group attack (0: no group attack).
         min_k: the share of lowest-probability tokens of Min-K% (in (0, 1]).
         blind: also run the text-only blind baseline (a classifier that never sees the model).
+        n_boot: bootstrap replicates behind every ``*_ci`` interval (over users, or text clusters).
         users: each text's user, members first: ``(member_users, non_member_users)``, so that the
             blind baseline keeps each user in one fold (give it when the split is by user).
         seed: seeds the sampling of texts and groups.
@@ -270,6 +291,7 @@ class MembershipOptions:
     group_size: int = 20
     min_k: float = 0.2
     blind: bool = True
+    n_boot: int = N_BOOT
     users: tuple[Sequence[str], Sequence[str]] | None = field(default=None, repr=False)
     seed: int = 0
 
@@ -442,6 +464,7 @@ def run_membership(
         options=o.method_options(),
         blind=o.blind,
         groups=o.users,
+        n_boot=o.n_boot,
     )
     run = Path(out_dir)
     return MembershipResult(

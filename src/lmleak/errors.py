@@ -125,3 +125,51 @@ def did_you_mean(word: str, choices: list[str] | tuple[str, ...] | set[str]) -> 
 
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def check_number(
+    value: object,
+    field: str,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+    integer: bool = False,
+    hint: str | None = None,
+) -> None:
+    """Raise :class:`ConfigError` unless ``value`` is a finite number (a whole one with ``integer``)
+    within the bounds given: the one range check of every option (the CLI's parser
+    ``lmleak.cli.common.number``) and of every config dataclass's ``__post_init__``.
+
+    NaN fails every comparison, so it is refused even where no bound is given.
+
+    Example:
+        >>> check_number(0.5, "confidence", gt=0, lt=1)
+        >>> check_number(float("nan"), "noise_multiplier", gt=0)
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field 'noise_multiplier': must be a finite number > 0, got nan
+        >>> check_number(100, "r", le=8, integer=True, hint="r <= m")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field 'r': must be a whole number <= 8, got 100. Fix: r <= m
+    """
+    import math
+    import numbers
+
+    bounds = [(op, b) for op, b in ((">=", ge), (">", gt), ("<=", le), ("<", lt)) if b is not None]
+    what = ("a whole number" if integer else "a finite number") + "".join(
+        f"{' and' if i else ''} {op} {b:g}" for i, (op, b) in enumerate(bounds)
+    )
+    if not isinstance(value, numbers.Integral if integer else numbers.Real) or isinstance(value, bool):
+        raise ConfigError(f"must be {what}, got {value!r}", field=field, hint=hint)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond any float
+        x = math.inf
+    ok = math.isfinite(x) and all(
+        {">=": x >= b, ">": x > b, "<=": x <= b, "<": x < b}[op] for op, b in bounds
+    )
+    if not ok:
+        raise ConfigError(f"must be {what}, got {value!r}", field=field, hint=hint)

@@ -216,10 +216,40 @@ def grouped_bootstrap_auc(
         >>> lo < 0.5 < hi   # a null score: the interval covers chance
         True
     """
-    _check_level(level)
     s = np.asarray(scores, dtype=float)
     y = np.asarray(labels).astype(bool)
-    if s.shape != y.shape or len(groups) != s.size:
+    if s.shape != y.shape:
+        raise ValueError("scores, labels and groups must have the same length")
+    _check_level(level)
+    split = _class_groups(y, groups)
+    if split is None:
+        return None
+    codes, pos_groups, neg_groups, _, _ = split
+    mixed = np.bincount(codes, weights=y) % np.bincount(codes) != 0  # a group with items of both classes
+    if mixed.any() or pos_groups.size * neg_groups.size > _MAX_WIN_CELLS:  # or a too large win matrix
+        return stratified_group_bootstrap(
+            lambda idx: auc_mann_whitney(s[idx], y[idx]), y, groups, n_boot=n_boot, level=level, seed=seed
+        )
+    # AUC of a replicate = sum over drawn (positive, negative) group pairs of their wins / pairs:
+    # one (P x N) matrix of wins per group pair, then a weighted sum per replicate
+    wins = _group_pair_wins(s, y, codes, pos_groups, neg_groups)
+    sizes = np.bincount(codes).astype(float)
+    counts_p, counts_n = _draw_counts(pos_groups.size, neg_groups.size, n_boot, seed)
+    num = ((counts_p @ wins) * counts_n).sum(axis=1)
+    den = (counts_p @ sizes[pos_groups]) * (counts_n @ sizes[neg_groups])
+    return _percentile(num / den, level)
+
+
+#: Above this many (positive group, negative group) cells the AUC bootstrap ranks every replicate instead.
+_MAX_WIN_CELLS = 4_000_000
+
+
+def _class_groups(
+    y: np.ndarray, groups: Sequence[Any] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Group codes, the positive and negative groups (by their first item's class), and the item
+    order and starts that list each group's items; None when a class is empty."""
+    if len(groups) != y.size:
         raise ValueError("scores, labels and groups must have the same length")
     if y.all() or not y.any():
         return None
@@ -228,15 +258,79 @@ def grouped_bootstrap_auc(
     first_label = y[first_item]
     order = np.argsort(codes, kind="stable")
     starts = np.searchsorted(codes[order], np.arange(n_groups + 1))
-    members = [order[starts[g] : starts[g + 1]] for g in range(n_groups)]
-    pos_groups = np.flatnonzero(first_label)
-    neg_groups = np.flatnonzero(~first_label)
+    return codes, np.flatnonzero(first_label), np.flatnonzero(~first_label), order, starts
+
+
+def _draw_counts(n_pos: int, n_neg: int, n_boot: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """How often each positive and each negative group is drawn in each replicate (the draws of
+    :func:`stratified_group_bootstrap`: per replicate, the positives' then the negatives')."""
+    rng = np.random.default_rng(seed)
+    cp, cn = np.zeros((n_boot, n_pos)), np.zeros((n_boot, n_neg))
+    for b in range(n_boot):
+        cp[b] = np.bincount(rng.choice(n_pos, n_pos), minlength=n_pos)
+        cn[b] = np.bincount(rng.choice(n_neg, n_neg), minlength=n_neg)
+    return cp, cn
+
+
+def _group_pair_wins(
+    s: np.ndarray, y: np.ndarray, codes: np.ndarray, pos_groups: np.ndarray, neg_groups: np.ndarray
+) -> np.ndarray:
+    """``W[a, b]`` = pairs (positive item of group a, negative item of group b) with the positive
+    scoring higher, ties counted ½ (the Mann–Whitney count restricted to the two groups)."""
+    pos_items = np.flatnonzero(y)
+    row = np.full(codes.max() + 1, -1)
+    row[pos_groups] = np.arange(pos_groups.size)
+    pos_row = row[codes[pos_items]]
+    sp = s[pos_items]
+    out = np.empty((pos_groups.size, neg_groups.size))
+    for j, g in enumerate(neg_groups):
+        neg = np.sort(s[(codes == g) & ~y])
+        below = np.searchsorted(neg, sp, side="left")
+        ties = np.searchsorted(neg, sp, side="right") - below
+        out[:, j] = np.bincount(pos_row, weights=below + 0.5 * ties, minlength=pos_groups.size)
+    return out
+
+
+def stratified_group_bootstrap(
+    statistic: Callable[[np.ndarray], float],
+    labels: Sequence[int] | np.ndarray,
+    groups: Sequence[Any] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """Percentile interval of a two-class ``statistic(idx)`` under the cluster bootstrap, groups
+    resampled within each class (the scheme of :func:`grouped_bootstrap_auc`, for any statistic:
+    a TPR at a fixed FPR, an AUC of group sums, ...).
+
+    A group belongs to the class of its first item; each replicate draws as many positive groups
+    with replacement from the positive groups as there are, and as many negative ones from the
+    negative groups, and calls ``statistic`` with the drawn groups' item indices concatenated.
+    Replicates whose statistic is not finite are left out. None when either class is empty.
+
+    Example:
+        >>> y = np.r_[np.ones(6), np.zeros(6)]; g = np.arange(12) // 2; x = np.arange(12.0)
+        >>> lo, hi = stratified_group_bootstrap(lambda i: x[i][y[i] == 1].mean(), y, g, n_boot=200)
+        >>> 0.0 <= lo <= 2.5 <= hi <= 5.0
+        True
+    """
+    _check_level(level)
+    y = np.asarray(labels).astype(bool)
+    split = _class_groups(y, groups)
+    if split is None:
+        return None
+    _, pos_groups, neg_groups, order, starts = split
+    size = np.diff(starts)
     rng = np.random.default_rng(seed)
     out = np.empty(n_boot)
     for b in range(n_boot):
-        drawn = np.r_[rng.choice(pos_groups, pos_groups.size), rng.choice(neg_groups, neg_groups.size)]
-        idx = np.concatenate([members[g] for g in drawn])
-        out[b] = auc_mann_whitney(s[idx], y[idx])
+        drawn = np.r_[pos_groups[rng.choice(pos_groups.size, pos_groups.size)],
+                      neg_groups[rng.choice(neg_groups.size, neg_groups.size)]]  # fmt: skip
+        # the drawn groups' items, concatenated without a Python loop over the groups
+        lengths = size[drawn]
+        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        out[b] = statistic(order[np.repeat(starts[drawn], lengths) + offsets])
     return _percentile(out, level)
 
 

@@ -47,3 +47,29 @@ def test_the_warning_starts_within_the_margin_of_the_best_finite_attack():
     text = blind_warning(0.99 - WARN_MARGIN + 1e-6, aucs)
     assert text is not None and "(loss, AUC 0.990)" in text
     assert blind_warning(0.99, {"broken": float("nan")}) is None
+
+
+def test_with_intervals_the_warning_needs_a_baseline_above_chance_that_the_attack_does_not_clear():
+    aucs = {"min_k": 0.80, "zlib": 0.60}
+    cis = {"min_k": (0.72, 0.88), "zlib": (0.50, 0.70)}
+    # the baseline's interval covers 0.5: the text alone shows nothing, whatever the attacks read
+    assert blind_warning(0.58, aucs, blind_ci=(0.49, 0.67), attack_cis=cis) is None
+    # above chance, and the best attack's interval overlaps it: warn, naming both intervals
+    text = blind_warning(0.70, aucs, blind_ci=(0.62, 0.78), attack_cis=cis)
+    assert text is not None and "[0.620, 0.780]" in text and "(min_k, AUC 0.800 [0.720, 0.880])" in text
+    # above chance, but the best attack's interval lies wholly above it: the attack sees more than the text
+    assert blind_warning(0.60, aucs, blind_ci=(0.52, 0.68), attack_cis=cis) is None
+    # a below-chance baseline (grouped cross-validation on few groups reads low under no shift) never warns
+    assert blind_warning(0.30, aucs, blind_ci=(0.16, 0.42), attack_cis=cis) is None
+
+
+def test_the_blind_interval_is_the_grouped_bootstrap_of_its_out_of_fold_scores():
+    from lmleak.attacks.blind import blind_baseline
+    from lmleak.intervals import grouped_bootstrap_auc
+
+    texts = [f"note {i} about the {w} parcel" for i, w in enumerate(["red", "blue"] * 20)]
+    labels = [1] * 20 + [0] * 20
+    users = [f"u{i // 2}" for i in range(40)]
+    r = blind_baseline(texts, labels, groups=users, n_boot=300, seed=2)
+    assert r.grouping == "given" and r.num_groups == 20 and len(set(r.groups)) == 20
+    assert r.auc_ci == grouped_bootstrap_auc(r.scores, labels, list(r.groups), n_boot=300, seed=2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,7 +82,9 @@ def test_group_scores_are_sums_of_individual_ones(xs, g, ngroups):
 
 def test_min_k_averages_the_least_likely_tokens():
     assert min_k_prob(np.array([-1.0, -2.0, -3.0, -4.0]), 0.5) == -3.5
-    assert min_k_prob(np.array([-1.0]), 0.2) == -1.0
+    # int(k * n) tokens, as published: 0.2 * 9 = 1.8 -> 1 token; 0.2 * 1 -> none (NaN)
+    assert min_k_prob(-np.arange(1.0, 10.0), 0.2) == -9.0
+    assert np.isnan(min_k_prob(np.array([-1.0]), 0.2))
 
 
 def _sentences(rng, n):
@@ -221,7 +224,10 @@ def test_membership_of_model_loads_the_spec_reads_the_files_and_equals_run_membe
         group_size=5,
         options=method_options(["zlib", "min_k_pp"]),
     )
-    assert said == ["scoring 30 texts per side with fake:corpus.jsonl"]  # no source line: two files given
+    # no source line: two files given
+    assert said == [
+        "scoring up to 30 texts per side with fake:corpus.jsonl (after de-duplication: the summary's sets say how many)"
+    ]
     assert {(r["level"], r["feature"]) for r in summary["metrics"]} == {
         (r["level"], r["feature"]) for r in oracle["metrics"]
     }
@@ -237,3 +243,110 @@ def test_membership_of_model_checks_the_methods_before_loading_anything(tmp_path
     with pytest.raises(ConfigError, match="unknown membership method 'nope'"):
         membership_of_model(str(tmp_path / "no-such-model"), tmp_path / "run", methods=["nope"])
     assert not (tmp_path / "run").exists()
+
+
+# ----------------------------------------------------------------------------------- issue 26
+def test_the_sets_are_cleaned_and_every_count_is_in_the_summary(tmp_path):
+    from lmleak.attacks.membership import run_membership
+
+    members = [f"member note {i} about the blue parcel from the depot" for i in range(20)]
+    members += members[:3]  # 3 exact repeats
+    members += ["Member note 4 about the blue parcel from the depot!"]  # a near-duplicate of one
+    members += ["a sentence that both sides share word for word"]  # on both sides
+    non = [f"other note {i} on a green bicycle at the harbour" for i in range(20)]
+    non += ["a sentence that both sides share word for word"]
+    lm = FakeLM.from_texts(members, order=3)
+    s = run_membership(lm, members, non, tmp_path / "run", group_size=0, n_boot=100)
+    m, n = s["sets"]["members"], s["sets"]["non_members"]
+    assert (m["rows"], m["distinct"], m["near_duplicates"], m["removed_overlap"], m["kept"]) == (
+        25,
+        22,
+        1,
+        1,
+        20,
+    )
+    assert (n["rows"], n["distinct"], n["near_duplicates"], n["removed_overlap"], n["kept"]) == (
+        21,
+        21,
+        0,
+        1,
+        20,
+    )
+    assert m["used"] == n["used"] == s["num_per_side"] == 20
+    scored = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
+    assert scored["text"].is_unique and "both sides share" not in " ".join(scored["text"])
+    assert (
+        s["sets"]["grouping"] == "pii-or-near-duplicate"
+        and "each text is its own group" in s["sets"]["grouping_note"]
+    )
+    assert s["intervals"]["unit"] == "text cluster" and s["intervals"]["n_units"] == 40
+
+
+def _user_corpus(tmp_path, users=24):
+    from lmleak.data.synth.customersim import synthesize
+
+    paths = synthesize(tmp_path / "syn", users=users, dialogs_per_user=2, seed=3)
+    docs = [json.loads(x) for x in paths["corpus"].read_text().splitlines()]
+    ids = sorted({d["user_id"] for d in docs})
+    held = set(ids[: users // 2])
+    return docs, held
+
+
+def test_the_placebo_auc_covers_chance_on_a_model_trained_without_the_placebo_users(tmp_path):
+    """The model memorised the trained users; the placebo halves are both held-out users, which it
+    never saw, so the same attack cannot tell them apart beyond chance."""
+    from lmleak.attacks.membership import run_membership, split_users_by_holdout
+    from lmleak.data.corpus import Document
+
+    docs, held = _user_corpus(tmp_path)
+    corpus = [Document(d["user_id"], d["doc_id"], d["text"]) for d in docs]
+    mem, non, mem_users, non_users = split_users_by_holdout(corpus, sorted(held))
+    lm = FakeLM.from_texts([d["text"] for d in docs if d["user_id"] not in held], order=4)
+    s = run_membership(
+        lm, mem, non, tmp_path / "run", groups=(mem_users, non_users), group_size=0, n_boot=500
+    )
+    assert s["mia_auc"] > 0.9 and s["mia_auc_ci"][0] > 0.7  # the attack sees the memorised users
+    lo, hi = s["placebo_auc_ci"]
+    assert lo <= s["placebo_auc"] <= hi and lo < 0.5 < hi and s["placebo_warning"] is None
+    assert set(s["placebo_auc_by_attack"]) == set(s["mia_auc_by_attack"])
+    assert s["sets"]["grouping"] == "user" and s["intervals"]["unit"] == "user"
+    assert s["sets"]["non_members"]["groups"] == len(held) and s["intervals"]["n_units"] == 24
+    # the honest headline: chosen on one half of the users, reported on the other
+    assert s["headline_selection"] == "split-half" and s["mia_method"] == s["mia_attack"]
+    assert s["mia_best_raw_auc"] == max(s["mia_auc_by_attack"].values())
+    assert s["mia_best_raw_method"] in s["mia_auc_by_attack"] and "after the fact" in s["mia_best_raw_note"]
+    for f, auc in s["mia_auc_by_attack"].items():
+        lo, hi = s["mia_auc_ci_by_attack"][f]
+        assert lo <= auc <= hi
+
+
+def _demo_sets(tmp_path):
+    from lmleak.audit.demo import SIZES, _synthesise, _write_attack_inputs
+
+    d = _synthesise(tmp_path, SIZES["quick"], 0, lambda m: None)
+    _write_attack_inputs(tmp_path, d, SIZES["quick"])
+    return read_texts(tmp_path / "data" / "members.jsonl"), read_texts(
+        tmp_path / "data" / "non_members.jsonl"
+    )
+
+
+def test_on_the_quick_demos_sets_the_grouped_blind_baseline_is_quiet_and_a_planted_bias_still_warns(tmp_path):
+    """Issue 26's done-when: the demo's e-mail lines (trained users vs unseen users) warned for every
+    model because the blind baseline's folds split people; grouped, it sits at chance. Members that
+    all carry a word the non-members lack still warn."""
+    from lmleak.attacks.blind import blind_baseline
+    from lmleak.attacks.membership import run_membership
+
+    members, non = _demo_sets(tmp_path)
+    lm = FakeLM.from_texts(members, order=4)  # a model that memorised its training lines
+    s = run_membership(lm, members, non, tmp_path / "run", group_size=0, n_boot=500)
+    assert s["blind_baseline_warning"] is None and s["blind_auc_ci"][0] < 0.5 < s["blind_auc_ci"][1]
+    assert s["sets"]["members"]["groups"] == 16 and s["sets"]["non_members"]["groups"] == 12  # the people
+    scored = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
+    ungrouped = blind_baseline(list(scored.text), list(scored.member), groups=range(len(scored)), n_boot=200)
+    assert ungrouped.auc > 0.8  # what the old, ungrouped baseline said of the same texts
+    planted = [t + " Kind regards." for t in members]
+    s = run_membership(
+        FakeLM.from_texts(planted, order=4), planted, non, tmp_path / "biased", group_size=0, n_boot=500
+    )
+    assert s["blind_auc_ci"][0] > 0.9 and "blind baseline" in s["blind_baseline_warning"]

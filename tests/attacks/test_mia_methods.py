@@ -83,9 +83,26 @@ def _slow_min_k_pp(model, text, k):
         mu = (p[ok] * logp[ok]).sum()
         sd = torch.sqrt((p[ok] * (logp[ok] - mu) ** 2).sum())
         z.append(float((logp[ids[t]] - mu) / sd))
-    z = sorted(z)
-    m = max(1, math.ceil(k * len(z)))
-    return sum(z[:m]) / m
+    return _published_mean(z, k)
+
+
+def _published_mean(values, k):
+    """Shi et al.'s and Zhang et al.'s rule written out: sort, keep the first int(len * k), average;
+    an empty slice is NaN (their np.mean of nothing)."""
+    kept = sorted(values)[: int(len(values) * k)]
+    return sum(kept) / len(kept) if kept else math.nan
+
+
+def _slow_token_logprobs(model, text):
+    """log p(x_t | BOS x_<t) one prefix at a time, from torch.log_softmax over the full logits."""
+    ids = model.tokenizer.encode(text)
+    out = []
+    for t in range(len(ids)):
+        inp = torch.tensor([[model.tokenizer.bos_id, *ids[:t]]])
+        with torch.no_grad():
+            logits = model.module(input_ids=inp, attention_mask=torch.ones_like(inp)).logits[0, -1].double()
+        out.append(float(torch.log_softmax(logits, -1)[ids[t]]))
+    return out
 
 
 @pytest.mark.parametrize("k", [0.2, 0.5, 1.0])
@@ -93,6 +110,30 @@ def test_min_k_plus_plus_equals_a_loop_over_positions_with_softmax_on_the_full_l
     got = score_methods(gpt, TEXTS, ["min_k_pp"], min_k=k)["min_k_pp"]
     want = [_slow_min_k_pp(gpt, t, k) for t in TEXTS]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("k", [0.2, 0.3, 0.5, 1.0])
+def test_min_k_averages_the_int_k_n_lowest_token_log_probs_of_a_direct_per_token_computation(gpt, k):
+    got = score_methods(gpt, TEXTS, ["min_k"], min_k=k)["min_k"]
+    want = [_published_mean(_slow_token_logprobs(gpt, t), k) for t in TEXTS]
+    np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
+    # "ok" is one token: int(k * 1) = 0 below k = 1, so it gets no score (NaN), as published
+    n_tokens = [len(gpt.tokenizer.encode(t)) for t in TEXTS]
+    assert [bool(np.isnan(v)) for v in got] == [int(n * k) < 1 for n in n_tokens]
+
+
+def test_int_k_n_and_ceil_k_n_rank_texts_differently():
+    """Why the published rule matters: with ceil, a 7-token text at k = 0.2 averages its 2 lowest
+    tokens, with int only its lowest; on random log-prob vectors the two orders differ."""
+    from lmleak.attacks.mia_methods import lowest_k_mean
+
+    rng = np.random.default_rng(0)
+    texts = [rng.normal(-3.0, 2.0, size=int(n)) for n in rng.integers(5, 30, size=24)]
+    published = np.array([lowest_k_mean(x, 0.2) for x in texts])
+    ceil_rule = np.array([np.sort(x)[: math.ceil(0.2 * len(x))].mean() for x in texts])
+    same_count = [int(0.2 * len(x)) == math.ceil(0.2 * len(x)) for x in texts]
+    np.testing.assert_array_equal(published[same_count], ceil_rule[same_count])
+    assert not np.array_equal(np.argsort(published), np.argsort(ceil_rule))
 
 
 def test_the_shared_pass_gives_token_stats_log_probs_even_across_sliding_windows(gpt):
@@ -141,8 +182,8 @@ def test_perplexity_zlib_and_min_k_against_token_stats_and_zlib_compress(gpt):
         log_ppl = -lp.mean()
         assert sc["perplexity"][i] == pytest.approx(-math.exp(log_ppl), rel=1e-6)
         assert sc["zlib"][i] == pytest.approx(-log_ppl / len(zlib.compress(t.encode("utf-8"))), rel=1e-6)
-        low = sorted(lp)[: max(1, math.ceil(0.3 * len(lp)))]
-        assert sc["min_k"][i] == pytest.approx(sum(low) / len(low), rel=1e-6)
+        want = _published_mean(list(lp), 0.3)
+        assert sc["min_k"][i] == pytest.approx(want, rel=1e-6, nan_ok=True)
 
 
 def test_recall_is_the_ratio_of_two_separate_score_calls(gpt):
@@ -385,6 +426,13 @@ def test_the_audit_config_takes_membership_methods_and_reports_them_with_the_bli
     assert r.exit_code == 0, r.output
     m = json.loads((tmp_path / "run" / "summary.json").read_text())["models"]["fake"]
     assert set(m["membership"]["mia_auc_by_attack"]) == {"perplexity", "min_k_pp", "lowercase"}
+    # the honest headline reaches the audit's headline with its interval, its placebo and the blind baseline
+    h = m["headline"]
+    assert h["headline_selection"] == "split-half" and h["mia_method"] in m["membership"]["mia_auc_by_attack"]
+    for key in ("mia_auc", "placebo_auc", "blind_auc"):
+        lo, hi = h[f"{key}_ci"]
+        assert lo <= h[key] <= hi
+    assert h["mia_best_raw_auc"] == max(m["membership"]["mia_auc_by_attack"].values())
     assert m["membership"]["blind_baseline_auc"] > 0.95 and m["membership"]["blind_baseline_warning"]
     page = (tmp_path / "run" / "report.html").read_text()
     assert "Membership attacks beside the blind baseline" in page and "Warning:" in page
@@ -422,5 +470,16 @@ def test_on_a_user_split_the_blind_baseline_keeps_each_user_in_one_fold():
             texts.append(f"Hello, {name} here about my {' '.join(rng.choice(words, 6))}")
             labels.append(int(u < 50))
             groups.append(name)
-    assert blind_baseline(texts, labels).auc > 0.6
-    assert abs(blind_baseline(texts, labels, groups=groups).auc - 0.5) < 0.12
+    ungrouped = blind_baseline(texts, labels, groups=range(len(texts)), n_boot=200)
+    assert ungrouped.auc > 0.6 and ungrouped.auc_ci[0] > 0.5  # the folds leak each user's label
+    by_user = blind_baseline(texts, labels, groups=groups, n_boot=200)
+    assert abs(by_user.auc - 0.5) < 0.12 and by_user.auc_ci[0] < 0.5 < by_user.auc_ci[1]
+    # without users the texts are clustered by the names they share: the same groups, the same AUC
+    clustered = blind_baseline(texts, labels, n_boot=200)
+    # the regex finds "Hello, Ada Smith" but not "Hello, Mr. Ryan Sanchez": that user's 3 texts stay
+    # apart (102 groups); no cluster ever joins two users
+    assert clustered.grouping == "clusters" and clustered.num_groups == 102
+    assert all(
+        len({groups[i] for i, k in enumerate(clustered.groups) if k == c}) == 1 for c in set(clustered.groups)
+    )
+    assert clustered.auc == pytest.approx(by_user.auc, abs=0.05)

@@ -77,7 +77,7 @@ def test_the_gate_exit_code_follows_the_limits(audit_dir):
     )
     assert fail.exit_code == 1 and json.loads(fail.stdout)["passed"] is False
     missing = CliRunner().invoke(app, ["gate", str(run), "--max-leakage-epsilon", "2"])
-    assert missing.exit_code == 1 and "not measured" in missing.output
+    assert missing.exit_code == 1 and "Not evaluable" in missing.output and "public model" in missing.output
 
 
 def test_the_report_is_self_contained_html_with_a_headline_and_plots(audit_dir):

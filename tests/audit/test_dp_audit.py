@@ -155,3 +155,26 @@ def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_
     # the most 32 guesses can certify: all 32 right, at the run's delta (1e-5 without an accountant)
     assert real["max_certifiable_epsilon"] == epsilon_lower_bound(32, 32, 32, 1e-5, 0.95)
     assert real["limit"].startswith("with 32 guesses about 32 canaries this audit certifies at most ε ≥ 2.32")
+
+
+def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta():
+    """Regression: `--delta` below the claimed δ gives a larger bound, which printed a violation that
+    the counts do not support. Hand check: the bound at the claimed δ is where the p-value of Theorem 3
+    (`p_value`) crosses 5 %."""
+    from lmleak.attacks.dp_audit import epsilon_lower_bound, p_value
+    from lmleak.audit.dp_audit import claim_check
+
+    m, r, v = 1000, 100, 100
+    at_zero = epsilon_lower_bound(m, r, v, 0.0, 0.95)
+    record = {"m": m, "r": r, "v": v, "delta": 0.0, "confidence": 0.95, "epsilon_lower_bound": at_zero}
+    check = claim_check(3.0, 1e-3, record)
+    bound = check["epsilon_lower_bound_at_claimed_delta"]
+    assert at_zero > 3.0 > bound  # refuted at the audit's delta = 0, not at the claimed delta
+    assert not check["claim_violated"] and check["claimed_delta"] == 1e-3
+    assert p_value(m, r, v, bound - 1e-4, 1e-3) < 0.05 <= p_value(m, r, v, bound + 1e-4, 1e-3)
+    assert claim_check(3.0, 0.0, record) == {
+        "claimed_delta": 0.0,
+        "epsilon_lower_bound_at_claimed_delta": at_zero,
+        "claim_violated": True,
+    }
+    assert claim_check(None, 1e-3, record)["claim_violated"] is False  # no claim, nothing to violate

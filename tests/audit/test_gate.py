@@ -71,7 +71,7 @@ def test_the_gate_checks_every_k_and_its_verdict_does_not_depend_on_their_order(
 def test_a_leakage_epsilon_too_large_for_a_float_fails_every_limit_and_an_unmeasured_metric_fails(tmp_path):
     run = _summary(tmp_path, log_leakage_epsilon=800.0, mia_auc=0.61)
     eps, auc, exposure = check_gate(run, {"leakage_epsilon": 1e300, "mia_auc": 0.6, "max_exposure": 5})
-    assert eps.value == float("inf") and not eps.passed and "e^inf" in eps.describe()
+    assert eps.value == float("inf") and not eps.passed and "= ∞" in eps.describe()
     assert auc.value == 0.61 and not auc.passed and auc.describe() == "m: mia_auc = 0.61 (limit 0.6) FAILED"
     assert exposure.value is None and not exposure.passed and "was not measured" in exposure.describe()
     (small,) = check_gate(_summary(tmp_path, log_leakage_epsilon=2.0), {"leakage_epsilon": 7.5})
@@ -94,12 +94,26 @@ def test_run_gate_holds_every_check_and_fails_when_one_does(tmp_path):
     r = run_gate(tmp_path, limits)
     assert r == GateResult(tuple(check_gate(tmp_path, limits)))
     assert not r.passed and [c.metric for c in r.failed] == ["mia_auc"]
-    assert r.to_dict() == {
-        "passed": False,
-        "checks": [
-            {"model": "m", "metric": "max_exposure", "limit": 4.0, "value": 3.0, "passed": True},
-            {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False},
-        ],
-    }
+    d = r.to_dict()
+    assert d["passed"] is False and d["allow_not_evaluable"] is False and d["profile"] is None
+    keys = (
+        "model",
+        "metric",
+        "limit",
+        "value",
+        "passed",
+        "status",
+    )  # the keys gate --json has always had, + status
+    assert [{k: c[k] for k in keys} for c in d["checks"]] == [
+        {
+            "model": "m",
+            "metric": "max_exposure",
+            "limit": 4.0,
+            "value": 3.0,
+            "passed": True,
+            "status": "pass",
+        },
+        {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False, "status": "fail"},
+    ]
     ok = run_gate(tmp_path, {"mia_auc": 0.8})
     assert ok.passed and ok.failed == [] and ok.to_dict()["passed"] is True

@@ -118,3 +118,33 @@ def cfg_data(tmp_path) -> dict:
         "corpus": {"path": "corpus.jsonl"},
         "models": [{"name": "m", "path": "fake:corpus.jsonl"}],
     }
+
+
+def test_the_confidentiality_bound_of_a_crt_model_uses_the_recorded_upper_bound_of_gamma(tmp_path):
+    """0 misses of 562 secrets: the point estimate gave an infinite bound and 1 miss a finite 0.348
+    (backwards); Proposition 6 at the recorded 95 % Clopper-Pearson bound gives 0.81 and 1.09."""
+    import json
+    import math
+
+    from scipy.stats import beta
+
+    auditor = _auditor(tmp_path, {})
+    got = []
+    for misses in (0, 1):
+        model = tmp_path / f"crt-{misses}"
+        model.mkdir()
+        upper = float(beta.ppf(0.95, misses + 1, 562 - misses))
+        privacy = {"mode": "crt", "epsilon": 5.46, "delta": 1e-5, "gamma": misses / 562,
+                   "gamma_source": "measured", "gamma_support": 562, "gamma_upper95": upper,
+                   "privacy_unit": "user"}  # fmt: skip
+        (model / "privacy.json").write_text(json.dumps(privacy))
+        p = auditor._privacy(str(model))
+        assert p["confidentiality_epsilon"] == pytest.approx(
+            math.log(1 + upper * math.expm1(5.46)), rel=1e-12
+        )
+        assert p["confidentiality_delta"] == pytest.approx(upper * 1e-5, rel=1e-12)
+        assert p["confidentiality_gamma_basis"] == "95% Clopper-Pearson upper bound of gamma (562 secrets)"
+        assert p["confidentiality_delta2_assumed"] is True and "delta2" in p["confidentiality_note"]
+        assert p["privacy_unit"] == "user"
+        got.append(p["confidentiality_epsilon"])
+    assert round(got[0], 2) == 0.81 and round(got[1], 2) == 1.09

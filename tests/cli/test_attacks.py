@@ -138,7 +138,7 @@ def test_mia_rejects_a_bad_min_k(files):
             str(tmp / "m"),
         ],
     )
-    assert r.exit_code == 2 and "min_k" in " ".join(r.output.split())
+    assert r.exit_code == 2 and "--min-k" in " ".join(r.output.split())
 
 
 def test_experiment_list_options_take_several_values_and_reject_unknown_ones():

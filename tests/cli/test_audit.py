@@ -49,19 +49,30 @@ def test_the_gate_json_lists_every_check_and_the_verdict(tmp_path):
     run = _summary(tmp_path, mia_auc=0.7, max_exposure=3.0)
     r = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.6", "--max-exposure", "4", "--json"])
     assert r.exit_code == 1
-    assert json.loads(r.stdout) == {
-        "passed": False,
-        "checks": [
-            {"model": "m", "metric": "max_exposure", "limit": 4.0, "value": 3.0, "passed": True},
-            {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False},
-        ],
-    }
-    text = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.8"])
-    assert (
-        text.exit_code == 0
-        and "gate passed" in text.output
-        and "m: mia_auc = 0.7 (limit 0.8) ok" in text.output
-    )
+    got = json.loads(r.stdout)
+    assert got["passed"] is False and got["allow_not_evaluable"] is False and got["profile"] is None
+    keys = ("model", "metric", "limit", "value", "passed", "status")
+    assert [{k: c[k] for k in keys} for c in got["checks"]] == [
+        {
+            "model": "m",
+            "metric": "max_exposure",
+            "limit": 4.0,
+            "value": 3.0,
+            "passed": True,
+            "status": "pass",
+        },
+        {"model": "m", "metric": "mia_auc", "limit": 0.6, "value": 0.7, "passed": False, "status": "fail"},
+    ]
+    text = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.8"], env={"COLUMNS": "200"})
+    assert text.exit_code == 0 and "gate passed" in text.output
+    (row,) = [line for line in text.output.splitlines() if "Membership inference AUC" in line]
+    assert [c.strip() for c in row.split("│")[1:-1]] == [
+        "m",
+        "Membership inference AUC ≤ 0.8",
+        "0.7",
+        "—",
+        "Pass",
+    ]
 
 
 def test_the_demo_cli_prints_the_headlines_of_the_demo_run(tmp_path, monkeypatch):

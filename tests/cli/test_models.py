@@ -116,6 +116,11 @@ def test_eval_json_is_evaluate_model_on_the_loaded_model(corpus_file, tmp_path):
     )
     assert r.exit_code == 0, r.output
     record = json.loads(r.stdout)
-    expected = evaluate_model(load_model(spec), load_corpus(corpus_file), ks=(1, 2))
-    assert record == {"model": spec, "corpus": str(corpus_file), **expected}
+    lm = load_model(spec)
+    expected = evaluate_model(lm, load_corpus(corpus_file), ks=(1, 2))
+    start = {
+        "bos_token_id": lm.bos_token_id,
+        "scoring_convention": "every token after the start token is scored",
+    }
+    assert record == {"model": spec, "corpus": str(corpus_file), **start, **expected}
     assert json.loads((tmp_path / "e.json").read_text()) == record

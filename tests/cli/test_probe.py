@@ -281,3 +281,20 @@ def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, 
     assert "members > controls: exact match Fisher p = 0.04, ln(target/null) Mann-Whitney p = 0.2" in lines
     r = CliRunner().invoke(app, [*args, "--targets", "fax"])
     assert r.exit_code == 2 and "unknown target type(s) ['fax']" in r.output
+
+
+def test_a_subject_file_with_an_unknown_field_exits_2_naming_line_and_field(tmp_path):
+    """Regression: "mail" instead of "email" gave an empty table and exit 0 (read as "nothing leaked")."""
+    subjects = tmp_path / "me.jsonl"
+    subjects.write_text(
+        '{"name": "Ann Lee", "email": "ann@example.org"}\n{"name": "Bob Ray", "mail": "bob@example.org"}\n'
+    )
+    for args in (
+        ["probe", "run", "--model", "fake:x", "--subjects", str(subjects), "--out", str(tmp_path / "r")],
+        ["probe", "--model", "fake:x", "--subject", str(subjects)],
+    ):
+        r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+        assert r.exit_code == 2, r.output
+        text = " ".join(r.output.split())
+        assert "me.jsonl:2" in text and "unknown field 'mail'" in text and "Did you mean 'email'" in text
+    assert not (tmp_path / "r").exists()  # nothing half-written

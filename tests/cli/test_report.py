@@ -118,7 +118,7 @@ def test_missing_options_and_bad_k_exit_2_with_one_line(setup):
         _app(),
         ["report", "--model", str(model), "--corpus", str(corpus), "--out", str(root / "x"), "--k", "0"],
     )
-    assert res.exit_code == 2 and "k must be >= 1" in res.output
+    assert res.exit_code == 2 and "'--k': must be a whole number >= 1" in res.output
 
 
 def test_snapshots_study_writes_the_fig5_tables_and_plots(setup):

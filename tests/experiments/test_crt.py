@@ -176,6 +176,7 @@ def test_evaluate_model_reports_the_highest_exposure_and_mia_accuracy_of_a_saved
     assert ev["max_exposure_rank"] <= 3 and ev["max_exposure"] > 11.0  # 4242 is memorised among 10^4
     assert ev["mia_accuracy"] > 0.6 and ev["group_mia_accuracy"] >= ev["mia_accuracy"]
     assert ev["mia_per_side"] == 40
+    assert ev["bos_token_id"] == tok.bos_token_id  # the start token its scores follow (issue 25)
 
 
 def test_ppl_ordering_says_whether_crt_sits_between_no_dp_and_dp_sgd_and_why_not():

@@ -99,3 +99,22 @@ def test_score_text_by_ids_encodes_scores_and_counts_words():
     out = score_text_by_ids(scorer, ["my id is", ""], ["123 456", "hello"])
     assert scorer.calls == [([[2, 2, 2], []], [[3, 3], [5]])]
     assert out == [SpanScore(-2.0, 2, 2), SpanScore(-1.0, 1, 1)]
+
+
+def test_every_backend_names_its_start_token_and_summaries_record_it():
+    from lmleak.models.base import SCORING_CONVENTION, scoring_convention
+    from lmleak.models.blackbox import TextOnly, TopKOnly
+    from lmleak.models.fake import FakeLM
+
+    lm = FakeLM.from_texts(["my id is 12", "hello there"])
+    for m in (lm, TopKOnly(lm, 2), TextOnly(lm)):
+        assert m.bos_token_id == lm.tokenizer.bos_id
+        assert scoring_convention(m) == {
+            "bos_token_id": lm.tokenizer.bos_id,
+            "scoring_convention": SCORING_CONVENTION,
+        }
+    # the start token is the one every scored row begins with: scoring after it by hand agrees
+    ids = lm.tokenizer.encode("my id is 12")
+    first = lm.next_logprobs([[]])[0][ids[0]]
+    assert lm.token_stats([ids])[0].logprobs[0] == pytest.approx(first, abs=1e-5)
+    assert scoring_convention(object()) == {"bos_token_id": None, "scoring_convention": SCORING_CONVENTION}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from lmleak.models.small import build_tokenizer
-from lmleak.models.tokenizer import HFTokenizer
+from lmleak.models.tokenizer import HFTokenizer, start_token_id
 
 TEXTS = ["My ID is: 123456", "hello there, my card", "refund my order please"]
 
@@ -59,3 +59,85 @@ def test_no_bos_starts_with_eos_and_no_pad_pads_with_the_start_token():
 def test_a_tokenizer_without_a_start_token_is_refused():
     with pytest.raises(ValueError, match="start token"):
         HFTokenizer(_stub(None, None, None))
+
+
+def _word_tokenizer(vocab: list[str], **special):
+    """A real ``transformers`` fast tokenizer over ``vocab`` with the given special tokens."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    raw = Tokenizer(models.WordLevel({w: i for i, w in enumerate(vocab)}, unk_token=special["unk_token"]))
+    raw.pre_tokenizer = pre_tokenizers.Whitespace()
+    return PreTrainedTokenizerFast(tokenizer_object=raw, **special)
+
+
+SMOL_VOCAB = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "hello", "world"]
+
+
+def test_a_chat_marker_bos_gives_way_to_endoftext_even_when_it_is_the_unknown_token():
+    # SmolLM2's layout (ENVIRONMENT.md, checked 2026-11-26): <|endoftext|> is id 0 and unk_token,
+    # <|im_start|> the declared BOS; the old guard `endoftext != unk` kept <|im_start|>
+    hf = _word_tokenizer(
+        SMOL_VOCAB, unk_token="<|endoftext|>", bos_token="<|im_start|>", eos_token="<|im_end|>"
+    )
+    assert (hf.bos_token_id, hf.unk_token_id) == (1, 0)
+    assert start_token_id(hf) == 0 and HFTokenizer(hf).bos_id == 0
+    assert HFTokenizer(hf).pad_id == 0  # no pad token: pad with the start token
+
+
+def test_a_real_bos_is_kept_and_a_missing_endoftext_is_not_invented():
+    plain = _word_tokenizer(
+        ["<unk>", "<s>", "</s>", "<|endoftext|>", "hi"], unk_token="<unk>", bos_token="<s>", eos_token="</s>"
+    )
+    assert start_token_id(plain) == 1  # <s> is no chat marker: <|endoftext|> does not replace it
+    chat_only = _word_tokenizer(
+        ["<unk>", "<|im_start|>", "<|im_end|>", "hi"],
+        unk_token="<unk>",
+        bos_token="<|im_start|>",
+        eos_token="<|im_end|>",
+    )
+    assert start_token_id(chat_only) == 1  # nothing better than the chat marker
+
+
+def test_no_bos_takes_endoftext_before_a_chat_eos():
+    # Qwen2-instruct's layout: no BOS, EOS <|im_end|>, <|endoftext|> in the vocabulary
+    hf = _word_tokenizer(
+        ["<unk>", "<|endoftext|>", "<|im_end|>", "hi"], unk_token="<unk>", eos_token="<|im_end|>"
+    )
+    assert hf.bos_token_id is None and start_token_id(hf) == 1
+
+
+def test_the_http_backends_local_tokenizer_picks_the_in_process_start_token(tmp_path):
+    from lmleak.models.http import load_tokenizer
+
+    hf = _word_tokenizer(
+        SMOL_VOCAB, unk_token="<|endoftext|>", bos_token="<|im_start|>", eos_token="<|im_end|>"
+    )
+    hf.save_pretrained(tmp_path)
+    assert load_tokenizer(str(tmp_path)).bos_id == HFTokenizer(hf).bos_id == 0
+
+
+def test_the_http_backends_local_tokenizer_keeps_a_fine_tunes_recorded_start_token(tmp_path):
+    """A fine-tune scores after the start token it was trained after (``bos_id`` in its manifest, which
+    lmleak.models.adapters restores in process); ``tokenizer=FOLDER`` restores it too, and a LoRA folder
+    without tokenizer files takes its base's tokenizer."""
+    import json
+
+    from lmleak.models.adapters import MANIFEST
+    from lmleak.models.http import load_tokenizer
+
+    base = tmp_path / "base"
+    hf = _word_tokenizer(
+        SMOL_VOCAB, unk_token="<|endoftext|>", bos_token="<|im_start|>", eos_token="<|im_end|>"
+    )
+    hf.save_pretrained(base)
+    full, lora = tmp_path / "full", tmp_path / "lora"
+    hf.save_pretrained(full)
+    lora.mkdir()
+    for folder in (full, lora):  # trained after <|im_start|> (id 1), as fine-tunes made before issue 25 were
+        (folder / MANIFEST).write_text(
+            json.dumps({"format": 1, "kind": "lora", "base": str(base), "bos_id": 1})
+        )
+    assert load_tokenizer(str(base)).bos_id == 0
+    assert load_tokenizer(str(full)).bos_id == load_tokenizer(str(lora)).bos_id == 1
+    assert load_tokenizer(str(lora)).encode("hello world") == HFTokenizer(hf).encode("hello world")

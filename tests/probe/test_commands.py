@@ -96,3 +96,52 @@ def test_softprompt_files_loads_both_models_and_passes_the_options(synth, tmp_pa
     assert seen["transfer"] is None and seen["target"] == "phone"
     with pytest.raises(InputError):
         softprompt_files(spec, paths["subjects"], tmp_path, target="fax")
+
+
+PAIRS = [
+    {"name": "Ann Lee", "email": "ann@example.org"},
+    {"name": "Bob Ray", "email": "bob@example.org"},
+    {"name": "Cy Dee", "phone": "201-555-0100"},
+]
+FULL = {"name": "Dee Fox", "email": "dee@example.org", "phone": "201-555-0199", "address": "1 Main St"}
+
+
+def test_each_level_counts_the_subjects_with_the_items_it_needs_by_hand():
+    from lmleak.probe.commands import eligible_by_level
+
+    # twin: a name and one item (all 4); triplet: two items (Dee only); quadruplet: three (Dee only)
+    assert eligible_by_level([*PAIRS, FULL]) == {"triplet": 1, "twin": 4, "quadruplet": 1}
+    assert eligible_by_level(PAIRS) == {"triplet": 0, "twin": 3, "quadruplet": 0}
+
+
+def test_a_level_left_unset_is_picked_and_a_level_with_no_eligible_subject_warns_naming_the_one_that_has_them():
+    """Regression: the example config's `level: triplet` on name + e-mail pairs probed nothing, and the
+    audit said only `done in 0.0 s`."""
+    from lmleak.probe.commands import choose_level
+
+    assert choose_level([*PAIRS, FULL], None) == ("triplet", None)  # the paper's level when someone has it
+    level, warning = choose_level(PAIRS, None)
+    assert level == "twin" and "probing at twin, where 3 of 3 subjects are eligible" in warning
+    level, warning = choose_level(PAIRS, "triplet")  # the user's choice is kept, and told
+    assert level == "triplet"
+    assert warning == (
+        "probe level triplet: no subject has the items it needs, so nothing will be probed; "
+        "twin has 3 eligible subjects: set the level to twin"
+    )
+    assert choose_level(PAIRS, "twin") == ("twin", None)
+    _, none = choose_level([{"name": "Eve"}], None)
+    assert "no subject has the items any level needs" in none
+
+
+def test_probe_files_warns_when_its_level_probes_nothing(synth, tmp_path):
+    paths, spec = synth
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text("".join(json.dumps(s) + "\n" for s in PAIRS))
+    said: list[str] = []
+    warned: list[str] = []
+    got = probe_files(spec, pairs, tmp_path / "a", progress=said.append, warn=warned.append, level="triplet",
+                      k=1, beams=1, figures=False)  # fmt: skip
+    assert len(warned) == 1 and "twin has 3 eligible subjects" in warned[0]
+    assert got["level"] == "triplet" and all(not t.get("prompts") for t in got["targets"].values())
+    auto = probe_files(spec, pairs, tmp_path / "b", warn=warned.append, k=1, beams=1, figures=False)
+    assert auto["level"] == "twin" and any(t.get("prompts") for t in auto["targets"].values())

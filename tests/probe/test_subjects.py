@@ -14,11 +14,15 @@ ANN = {"name": "Ann Example", "email": "ann@example.org", "relations": {"father"
 
 
 def test_jsonl_round_trip_fills_ids_from_user_id_or_position(tmp_path):
-    subjects = [ANN, {"name": "Bob Example", "user_id": 7}, {"name": "Cy", "subject_id": 3, "extra": "kept"}]
+    subjects = [
+        ANN,
+        {"name": "Bob Example", "user_id": 7},
+        {"name": "Cy", "subject_id": 3, "x_extra": "kept"},
+    ]
     p = write_subjects(subjects, tmp_path / "s.jsonl")
     back = read_subjects(p)
     assert [s["subject_id"] for s in back] == ["s1", "7", "3"]
-    assert back[2]["extra"] == "kept" and back[0]["relations"] == ANN["relations"]
+    assert back[2]["x_extra"] == "kept" and back[0]["relations"] == ANN["relations"]
 
 
 def test_one_pretty_printed_object_is_one_subject(tmp_path):
@@ -48,15 +52,35 @@ def test_bad_files_name_the_line(tmp_path, text, line, message):
 
 def test_subjects_file_errors_name_the_line(tmp_path):
     p = tmp_path / "s.jsonl"
-    p.write_text('{"name": "Ann", "zodiac": "leo"}\n{"phone": "1"}\n')
+    p.write_text('{"name": "Ann", "x_zodiac": "leo"}\n{"phone": "1"}\n')
     with pytest.raises(DataFileError) as e:
         read_subjects(p)
     assert "s.jsonl:2" in str(e.value) and "name" in str(e.value)
-    p.write_text('{"name": "Ann", "zodiac": "leo"}\nnot json\n')
+    p.write_text('{"name": "Ann", "x_zodiac": "leo"}\nnot json\n')
     with pytest.raises(DataFileError, match="s.jsonl:2"):
         read_subjects(p)
-    p.write_text('{"name": "Ann", "zodiac": "leo"}\n')
-    assert read_subjects(p)[0]["zodiac"] == "leo"  # unknown fields kept
+    p.write_text('{"name": "Ann", "x_zodiac": "leo"}\n')
+    assert read_subjects(p)[0]["x_zodiac"] == "leo"  # a field of one's own (x_...) is kept
+
+
+def test_an_unknown_field_is_an_error_naming_line_field_and_the_likely_fix(tmp_path):
+    """Regression: a subject file with "mail" instead of "email" probed nothing and exited 0, which a
+    person reads as "nothing leaked"."""
+    p = tmp_path / "s.jsonl"
+    p.write_text('{"name": "Ann", "email": "ann@example.org"}\n{"name": "Bob", "mail": "bob@example.org"}\n')
+    with pytest.raises(DataFileError) as e:
+        read_subjects(p)
+    msg = str(e.value)
+    assert "s.jsonl:2" in msg and "field 'mail'" in msg and "Did you mean 'email'" in msg
+    assert "x_" in msg  # how to keep a field of one's own
+
+
+def test_the_synthetic_corpora_subject_files_read_without_error(synth_corpus, tmp_path):
+    from lmleak.data.synth.mail import synthesize as synth_mail
+
+    assert read_subjects(synth_corpus["paths"]["subjects"])  # customersim: orders, tracking numbers...
+    mail = synth_mail(tmp_path / "mail", scale=0.02, seed=1)
+    assert read_subjects(mail["subjects"])  # synth mail: company, messages
 
 
 def test_controls_are_the_subjects_of_the_users_a_model_never_saw(tmp_path):

@@ -117,3 +117,75 @@ def test_render_run_refuses_an_incomplete_run_and_else_writes_the_page_of_render
     with pytest.raises(RunError):
         render_run(tmp_path, tmp_path / "c.html")
     assert not (tmp_path / "c.html").exists()
+
+
+def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_gamma_behind_a_bound():
+    from lmleak.render.html import _card_detail, _card_interval, _card_value
+
+    h = {
+        "pii_exact_match": 0.252,
+        "pii_exact_match_members": 0.281,
+        "pii_exact_match_members_n": 320,
+        "pii_exact_match_controls": 0.0,
+        "pii_exact_match_controls_n": 44,
+        "pii_exact_match_fisher_p": 8e-6,
+        "mia_auc": 0.679,
+        "mia_auc_ci": [0.641, 0.717],
+        "dp_epsilon": 2.9,
+        "privacy_unit": "user",
+        "confidentiality_epsilon": 0.81,
+        "confidentiality_gamma": 0.005316,
+        "confidentiality_gamma_basis": "95% Clopper-Pearson upper bound of gamma (562 secrets)",
+        "confidentiality_delta2_assumed": True,
+    }
+    assert _card_value("pii_exact_match", h) == "members 28.1% · controls 0.0%"  # not the pooled 25.2 %
+    assert "Pooled: 0.252" in _card_detail("pii_exact_match", h) and "Fisher p = 8e-06" in _card_detail(
+        "pii_exact_match", h
+    )
+    assert (
+        _card_interval("mia_auc", h) == "95% interval [0.641, 0.717]"
+        and _card_interval("dp_epsilon", h) is None
+    )
+    assert _card_value("dp_epsilon", h) == "2.9 per person"
+    assert _card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
+    assert _card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
+    old = {
+        "dp_epsilon": 2.9,
+        "privacy_unit": "one training sequence (a chunk of one document)",
+    }  # before issue 27
+    assert _card_value("dp_epsilon", old) == "2.9" and "a chunk of one document" in _card_detail(
+        "dp_epsilon", old
+    )
+    detail = _card_detail("confidentiality_epsilon", h)
+    assert (
+        "γ = 0.005316 (95% Clopper-Pearson upper bound of gamma (562 secrets))" in detail
+        and "0 is assumed" in detail
+    )
+
+
+def test_a_flat_gamma_curve_is_one_sentence_not_a_plot(tmp_path):
+    import pandas as pd
+
+    from lmleak.render.html import _probe_plots
+
+    write = tmp_path / "gamma_curve.parquet"
+    pd.DataFrame({"target_type": ["email"] * 3, "k": [1, 10, 100], "gamma": [0.0, 0.0, 0.0]}).to_parquet(
+        write
+    )
+    (flat,) = _probe_plots("m", tmp_path)
+    assert flat.startswith('<p class="muted empty-plot">') and "γ&lt;k = 0 at all 3 points" in flat
+    pd.DataFrame({"target_type": ["email"] * 3, "k": [1, 10, 100], "gamma": [0.0, 0.1, 0.3]}).to_parquet(
+        write
+    )
+    (curve,) = _probe_plots("m", tmp_path)
+    assert "plotly" in curve and "empty-plot" not in curve
+
+
+def test_the_membership_card_names_the_headline_attack_and_how_it_was_chosen():
+    from lmleak.render.html import _card_detail
+
+    assert _card_detail("mia_auc", {"mia_method": "reference"}) == (
+        " Headline attack: reference (every attack: the table under Plots)."
+    )
+    chosen = _card_detail("mia_auc", {"mia_method": "min_k", "headline_selection": "split-half"})
+    assert "Headline attack: min_k, chosen by split-half" in chosen

@@ -71,3 +71,53 @@ def test_log_ratio_columns_equal_a_hand_computation():
     assert row["log_perplexity_ratio"] == (-1.0 + 7.0) / 2
     assert np.isclose(row["perplexity_ratio"], math.exp(3.0))
     assert by_k["1"]["leakage_epsilon"] == math.exp(3.0)
+
+
+class ContextPublic(ScriptedPublic):
+    """A public model that gives probability 0 to a text after one given context word."""
+
+    def __init__(self, logprobs: dict[str, float], zero_after: str):
+        super().__init__(logprobs)
+        self.zero_after = zero_after
+
+    def score_text(self, contexts, texts):
+        return [
+            SpanScore(
+                -math.inf if c.strip().endswith(self.zero_after) else self.logprobs[t.strip()],
+                len(t.split()),
+                len(t.split()),
+            )
+            for c, t in zip(contexts, texts, strict=True)
+        ]
+
+
+def test_an_infinite_log_ratio_is_kept_over_a_finite_one_of_the_same_sequence_and_in_the_summary():
+    """Regression: a sequence's representative occurrence was the largest *finite* log ratio, so a
+    public model that gives one occurrence probability 0 (ratio +inf) was dropped for a finite one,
+    and the summary's JSON turned the +inf maximum into null (a gate read it as "not measured")."""
+    docs = [("u1", "alpha secret one"), ("u1", "delta secret one"), ("u2", "beta secret two")]
+    tok = SimpleWordTokenizer(w for _, t in docs for w in t.split())
+    ids, stats = [], []
+    for _, text in docs:
+        ids.append(tok.encode(text))
+        stats.append(
+            TokenStats(
+                np.array([9, 1, 1], np.int32),
+                np.array([-5.0, -0.5, -0.5], np.float32),
+                np.zeros(3, np.float32),
+            )
+        )
+    ledger = Ledger.from_stats([f"d{i}" for i in range(3)], [u for u, _ in docs], ids, stats)
+    public = ContextPublic({"secret one": -7.0, "secret two": -5.0}, zero_after="delta")
+    seqs, occ, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,)), public_model=public)
+    ratios = sorted(occ.loc[occ["user_id"] == "u1", "log_perplexity_ratio"])
+    assert ratios == [3.0, math.inf]  # (-1 + 7) / 2 after "alpha"; probability 0 after "delta"
+    row = seqs.set_index("text").loc["secret one"]
+    assert row["users_in_d"] == 1 and row["log_perplexity_ratio"] == math.inf
+    m = by_k["1"]
+    assert m["log_leakage_epsilon"] == math.inf and m["leakage_epsilon"] is None
+    assert m["leakage_epsilon_infinite"] is True
+    assert '"leakage_epsilon_infinite": true' in to_json(m)  # survives JSON, where inf becomes null
+    finite = report_from_ledger(_ledger(-0.5)[0], _ledger(-0.5)[1], ReportConfig(ks=(1,)),
+                                public_model=ScriptedPublic({"secret one": -7.0, "secret two": -5.0, "common words": -3.0}))[2]  # fmt: skip
+    assert finite["1"]["leakage_epsilon_infinite"] is False

@@ -92,3 +92,32 @@ def test_counts_against_loops():
     assert sum(short.values()) + sum(head.values()) == sum(
         len(t) for u, t in zip(users, types, strict=True) if u == 1
     )
+
+
+def test_people_affected_are_the_distinct_owners_of_leaked_pii_counted_by_hand():
+    import pandas as pd
+
+    from lmleak.report.metrics import metrics_for_k, pii_people
+
+    seqs = pd.DataFrame(
+        {
+            "users_in_d": [1, 1, 1, 1, 2, 1],
+            "users_in_s": [1, 1, 1, 1, 2, 1],
+            "count_in_s": [1, 1, 1, 1, 2, 1],
+            "user_ids": [["ann"], ["ann"], ["bob"], ["cy"], ["ann", "dee"], ["eve"]],
+            "pii_types": [["EMAIL"], ["PHONE", "EMAIL"], ["EMAIL"], ["PHONE"], ["EMAIL"], []],
+            "length_tokens": [8, 9, 12, 3, 9, 20],
+            "perplexity_ratio": [float("nan")] * 6,
+        }
+    )
+    # by hand: unique (users_in_d = 1), with PII, >= 5 tokens: rows 0, 1, 2 -> ann, ann, bob.
+    # cy's PHONE is 3 tokens (short), dee shares her sequence with ann (not unique), eve's has no PII
+    assert pii_people(seqs["users_in_d"], seqs["user_ids"], seqs["pii_types"], seqs["length_tokens"], 5) == (
+        2,
+        {"EMAIL": 2, "PHONE": 1},
+    )
+    m = metrics_for_k(seqs, t=1.0, p=None, min_tokens=5)
+    assert m["pii_users"] == 2 and m["pii_users_by_type"] == {"EMAIL": 2, "PHONE": 1}
+    assert m["pii_unique_sequences_total"] == 3  # three sequences, two people
+    no_policy = seqs.assign(pii_types=[None] * 6)
+    assert metrics_for_k(no_policy, t=1.0, p=None, min_tokens=5)["pii_users"] is None  # unknown, not 0

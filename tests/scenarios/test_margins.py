@@ -193,3 +193,19 @@ def test_margins_from_csv_is_margins_table_of_read_counts(tmp_path):
     assert margins_from_csv(path)["ratios"] == margins_table(read_counts(path))["ratios"]
     with pytest.raises(DataFileError):
         margins_from_csv(tmp_path / "missing.csv")
+
+
+def test_every_margins_result_says_its_intervals_assume_independence_and_cover_one_comparison(tmp_path):
+    import json
+
+    from lmleak.render.html import _margins_plot
+
+    res = margins_table(read_counts(_csv(tmp_path)))
+    note = res["multiplicity_note"]
+    # Table 6 has 7 calculable margins: 5 % of 7 comparisons is 0.35 (0.35000000000000003: "0.4")
+    assert "same subjects" in note and "independent samples" in note
+    assert "not all 7 together" in note and "about 0.4 of 7 margins" in note
+    (tmp_path / "kart").mkdir()
+    (tmp_path / "kart" / "margins.json").write_text(json.dumps(res))
+    (plot,) = _margins_plot(tmp_path)
+    assert "the scenarios probe the same subjects" in plot  # under the margins plot of the HTML

@@ -255,3 +255,62 @@ def test_every_key_with_every_wrong_type_fails_before_any_work_naming_file_and_k
         assert not (project / "run").exists()
 
     check()
+
+
+# ----------------------------------------------- bad numbers in the library's configs (issue 25 item 6)
+NAN, INF = float("nan"), float("inf")
+
+
+def _configs():
+    from lmleak.attacks.dp_audit import DPAuditConfig
+    from lmleak.attacks.extraction import ExtractConfig
+    from lmleak.attacks.mia_methods import MethodOptions
+    from lmleak.report.leakage import ReportConfig
+    from lmleak.train.config import TrainConfig
+    from lmleak.train.finetune import FinetuneConfig
+
+    return [
+        (DPAuditConfig, {"m": 8, "r": 100}, "r"),
+        (DPAuditConfig, {"confidence": 1.0}, "confidence"),
+        (DPAuditConfig, {"confidence": NAN}, "confidence"),
+        (DPAuditConfig, {"delta": -0.1}, "delta"),
+        (DPAuditConfig, {"m": 0}, "m"),
+        (TrainConfig, {"mode": "dp", "noise_multiplier": NAN}, "noise_multiplier"),
+        (TrainConfig, {"mode": "dp", "target_epsilon": INF}, "target_epsilon"),
+        (TrainConfig, {"lr": -1.0}, "lr"),
+        (TrainConfig, {"max_grad_norm": 0.0}, "max_grad_norm"),
+        (TrainConfig, {"target_delta": 1.0}, "target_delta"),
+        (TrainConfig, {"holdout_users": NAN}, "holdout_users"),
+        (TrainConfig, {"seed": -1}, "seed"),
+        (FinetuneConfig, {"base": "b", "mode": "dp", "noise_multiplier": INF}, "noise_multiplier"),
+        (FinetuneConfig, {"base": "b", "lora_alpha": NAN}, "lora_alpha"),
+        (ExtractConfig, {"p_threshold": NAN}, "p_threshold"),
+        (ExtractConfig, {"temperature_start": 0.0}, "temperature_start"),
+        (ExtractConfig, {"top_k": 0}, "top_k"),
+        (ReportConfig, {"t": NAN}, "t"),
+        (ReportConfig, {"ks": (0,)}, "k"),
+        (ReportConfig, {"min_tokens": 0}, "min_tokens"),
+        (MethodOptions, {"recall_shots": 0}, "recall_shots"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(21))
+def test_config_dataclasses_refuse_bad_numbers_when_built(case):
+    """A library caller gets the CLI's checks too: the config refuses at construction, before any work."""
+    cls, kw, field = _configs()[case]
+    with pytest.raises(ConfigError, match=f"field '{field}'"):
+        cls(**kw)
+
+
+def test_there_are_as_many_config_cases_as_parametrized():
+    assert len(_configs()) == 21
+
+
+def test_the_accountants_refuse_nan_at_once_instead_of_looping():
+    from lmleak.train.accounting import epsilon_dp_accounting, epsilon_opacus
+
+    for fn in (epsilon_opacus, epsilon_dp_accounting):
+        with pytest.raises(ConfigError, match="noise_multiplier"):
+            fn(NAN, 0.01, 100, 1e-5)
+        with pytest.raises(ConfigError, match="delta"):
+            fn(1.0, 0.01, 100, INF)

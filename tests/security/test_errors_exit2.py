@@ -95,7 +95,7 @@ def test_an_unexpected_exception_is_one_line_and_debug_shows_the_traceback(tmp_p
     def broken(*args, **kwargs):
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr(lmleak.audit.gate, "check_gate", broken)
+    monkeypatch.setattr(lmleak.audit.gate, "gate_run", broken)  # what `lmleak gate` calls
     res = CliRunner().invoke(app, ["gate", str(tmp_path), "--max-unique", "1"])
     _one_line_error(res, "unexpected RuntimeError at ", "test_errors_exit2.py:", "--debug")
     assert (

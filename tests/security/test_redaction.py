@@ -145,6 +145,8 @@ def test_the_scan_finds_secrets_and_ids_in_an_unredacted_run(corpus):
     found = _scan(run, None, [*secrets, *ids], logs)
     assert set(ids) <= set(found)
     assert any(s in found for s in secrets)
+    # redacted by default (README): the HTML report and the console output, also in this plain run
+    assert not {w for hits in found.values() for w in hits if w == "logs" or w.startswith("report.html")}
 
 
 def _bpe_fake(corpus_path: Path):
@@ -462,3 +464,108 @@ def test_a_redacted_audit_refuses_what_would_show_text_before_any_write(tmp_path
         assert sorted(p for p in (tmp_path / "run").rglob("*")) == before
     else:
         assert not (tmp_path / "run").exists()
+
+
+# ------------------------------------------------------- the standalone commands (issue 25 item 7)
+# exposure, mia, probe run, extract and dp-audit run each take --redact; every file of a redacted run
+# is scanned as the audit's are, and the unredacted run of the same command is the positive control.
+STANDALONE = ("exposure", "mia", "probe run", "extract", "dp-audit run")
+DP_AUDIT_M, DP_AUDIT_SEED = 8, 4
+
+
+def _standalone_args(command: str, root: Path, corpus_path: Path, run: Path) -> list[str]:
+    data = corpus_path.parent
+    model = ["--model", f"fake:{corpus_path}"]
+    return {
+        "exposure": ["exposure", *model, "--canaries", str(data / "canaries.jsonl")],
+        "mia": ["mia", *model, "--members", str(root / "members.txt"), "--non-members",
+                str(root / "non_members.txt"), "--group-size", "4"],
+        "probe run": ["probe", "run", *model, "--subjects", str(data / "subjects.jsonl"), "--level", "twin",
+                      "--beams", "1", "--limit", "3"],
+        "extract": ["extract", *model, "--corpus", str(corpus_path), "--num-samples", "4", "--max-new-tokens",
+                    "8", "--top-n", "4", "--min-match-tokens", "6", "--prefix-tokens", "4", "--suffix-tokens",
+                    "4", "--discoverable-docs", "2"],
+        "dp-audit run": ["dp-audit", "run", "--corpus", str(corpus_path), "--mode", "nodp", "--m",
+                         str(DP_AUDIT_M), "--seed", str(DP_AUDIT_SEED), "--epochs", "1", "--width", "16",
+                         "--heads", "2", "--layers", "1", "--seq-len", "32", "--vocab-size", "300"],
+    }[command] + ["--out", str(run)]  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def standalone_runs(audit_inputs, tmp_path_factory):
+    """Each command run twice through the CLI (plain, and --redact under one key), the memorising
+    model in place of ``fake:`` loading: a FakeLM over a digit-splitting BPE, as in the audit test."""
+    import importlib
+
+    from lmleak.attacks.dp_audit import make_canaries
+
+    root, corpus_path, _, needles, ids = audit_inputs
+    model = _bpe_fake(corpus_path)
+    mp = pytest.MonkeyPatch()
+    for name in ("attacks.exposure", "attacks.extraction", "attacks.membership", "probe.commands"):
+        module = importlib.import_module(f"lmleak.{name}")  # the package re-exports functions of these names
+        mp.setattr(module, "load_model", lambda spec, *a, **k: model)
+    dp_canaries = make_canaries(DP_AUDIT_M, seed=DP_AUDIT_SEED)
+    needles = sorted({*needles, *(c["secret"] for c in dp_canaries), *(c["text"] for c in dp_canaries)})
+    out = tmp_path_factory.mktemp("standalone")
+    runs = {}
+    try:
+        for command in STANDALONE:
+            for redact in (False, True):
+                run = out / f"{command.replace(' ', '-')}-{'redacted' if redact else 'plain'}"
+                res = _cli(*_standalone_args(command, root, corpus_path, run), *(["--redact"] if redact else []),
+                           env={"LMLEAK_REDACT_KEY": KEY})  # fmt: skip
+                assert res.exit_code == 0, (command, redact, res.output)
+                runs[command, redact] = (run, res.output)
+    finally:
+        mp.undo()
+    return runs, model, needles, ids
+
+
+@pytest.mark.parametrize("command", STANDALONE)
+def test_a_redacted_standalone_run_holds_no_secret_canary_id_or_token(standalone_runs, command):
+    """Every file of `lmleak COMMAND --redact` (bytes, Parquet values, integer columns decoded with the
+    model's tokenizer) and its console output: no corpus secret, canary, subject value, user or doc
+    id, and not the key; the unredacted run of the same command finds them (the positive control)."""
+    runs, model, needles, ids = standalone_runs
+    tokenizer = model.tokenizer
+    plain_run, plain_logs = runs[command, False]
+    if command == "dp-audit run":  # its own trained model: the same seed learns the same tokenizer
+        from lmleak.models.small import load_small_model
+
+        tokenizer = load_small_model(plain_run / "model").tokenizer
+    run, logs = runs[command, True]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["redacted"] is True
+    assert summary["redaction"]["key"] == "environment variable LMLEAK_REDACT_KEY"
+    assert summary["scoring_convention"] == "every token after the start token is scored"
+    assert summary["bos_token_id"] == json.loads((plain_run / "summary.json").read_text())["bos_token_id"]
+    assert not list(run.rglob("*.png")) and not list(run.rglob("*.safetensors"))
+    assert _scan(run, tokenizer, [*needles, *ids, KEY], logs) == {}
+    found = _scan(plain_run, tokenizer, [*needles, *ids], plain_logs)
+    assert found, f"the unredacted {command} run shows none of the planted values: the scan proves nothing"
+    # what the README says is redacted by default: the HTML report and the console output (but for
+    # exposure's table of canary secrets) hold none of them even in the unredacted run
+    shown = {w for hits in found.values() for w in hits if w == "logs" or w.startswith("report.html")}
+    assert shown == ({"logs"} if command == "exposure" else set()), shown
+
+
+def test_a_standalone_command_refuses_what_would_leak_before_any_work(audit_inputs, tmp_path):
+    """The key handling of `report --redact`: a key file inside the run, a short key, a key file without
+    --redact, and a run folder that holds unredacted results, all exit 2 before anything is written."""
+    root, corpus_path, _, _, _ = audit_inputs
+    run = tmp_path / "run"
+    args = _standalone_args("exposure", root, corpus_path, run)
+    (tmp_path / "short.key").write_text("short")
+    res = CliRunner().invoke(app, [*args, "--redact", "--redact-key-file", str(tmp_path / "short.key")])
+    assert res.exit_code == 2 and "key" in res.output and not run.exists(), res.output
+    res = CliRunner().invoke(app, [*args, "--redact-key-file", str(tmp_path / "short.key")])
+    assert res.exit_code == 2 and "--redact-key-file needs --redact" in res.output and not run.exists()
+    run.mkdir()
+    (run / "k.key").write_text("x" * 32)
+    res = CliRunner().invoke(app, [*args, "--redact", "--redact-key-file", str(run / "k.key")])
+    assert res.exit_code == 2 and "inside the run" in res.output, res.output
+    assert sorted(p.name for p in run.iterdir()) == ["k.key"]
+    (run / "summary.json").write_text(json.dumps({"attack": "canary_exposure", "secret": "555-0100"}))
+    res = CliRunner().invoke(app, [*args, "--redact"])
+    assert res.exit_code == 2 and "unredacted" in res.output, res.output

@@ -23,8 +23,13 @@ def corpus(tmp_path):
 
 def test_the_record_names_the_model_and_corpus_and_holds_evaluate_models_metrics(corpus, tmp_path):
     record = evaluate_on_corpus(f"fake:{corpus}", corpus, ks=(1, 5), out_path=tmp_path / "e.json")
-    metrics = evaluate_model(load_model(f"fake:{corpus}"), load_corpus(corpus), ks=(1, 5))
-    assert record == {"model": f"fake:{corpus}", "corpus": str(corpus), **metrics}
+    lm = load_model(f"fake:{corpus}")
+    metrics = evaluate_model(lm, load_corpus(corpus), ks=(1, 5))
+    start = {
+        "bos_token_id": lm.tokenizer.bos_id,
+        "scoring_convention": "every token after the start token is scored",
+    }
+    assert record == {"model": f"fake:{corpus}", "corpus": str(corpus), **start, **metrics}
     assert set(metrics) >= {"perplexity", "top1_accuracy", "top5_accuracy"}
     assert json.loads((tmp_path / "e.json").read_text()) == record
 

@@ -21,9 +21,11 @@ def test_significant_rounds_floats_only_and_keeps_zero_inf_and_nan():
 def test_guarantees_are_the_report_rounded_to_four_significant_digits(occurrences):
     raw = confidentiality_report(1.7, 3e-5, 0.13, unique_secrets=5, occurrences=occurrences, delta2=0.01)
     got = confidentiality_guarantees(1.7, 3e-5, 0.13, unique_secrets=5, occurrences=occurrences, delta2=0.01)
-    assert got.keys() == raw.keys()
+    assert got.keys() - {"notes"} == raw.keys()
+    assert got["notes"][0].startswith(f"group bounds charge {raw['group_missed']} missed secrets of 5")
     for k, v in raw.items():  # the oracle: each value to 4 significant digits, by formatting
         assert got[k] == (float(f"{v:.4g}") if isinstance(v, float) and math.isfinite(v) and v else v), k
+    assert len(got["notes"]) == 1  # delta2 was given: no assumption to state
     assert got["bayesian_epsilon"] == pytest.approx(raw["bayesian_epsilon"], rel=1e-3)
 
 

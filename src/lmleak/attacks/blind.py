@@ -5,13 +5,30 @@ the 2024 SoK on LLM membership inference showed that many MIA evaluation sets se
 from non-members by their *text alone* (a date range, a topic, a marker word), so an attack's AUC
 can measure that shift instead of the model's memory. The check is cheap: train a bag-of-n-grams
 classifier on the same member / non-member split, cross-validated, and report its AUC beside every
-attack. When it comes within :data:`WARN_MARGIN` of the best attack, the attack's number says
-little about the model (:func:`blind_warning`).
+attack. When it may explain the best attack, the attack's number says little about the model
+(:func:`blind_warning`: by the two intervals; without intervals, within :data:`WARN_MARGIN`).
 
 The classifier: hashed character 1-4-grams (word-bounded, so digits of a date count) and word
 unigrams and bigrams, log(1 + count) weights, rows L2-normalised; an L2-regularised logistic
 regression fitted by Newton-CG (scipy); the AUC of the out-of-fold decision values over ``folds``
 stratified folds. Features hash with CRC-32, so runs are identical across processes.
+
+**Always grouped** (issue 26). Cross-validation over single texts leaks labels between folds
+whenever texts come in groups: a person's name in a training fold teaches the classifier that
+person's label in the test fold, an AUC no attacker without those labels could reach (on the
+quick demo's sets, 0.968 over single texts before issue 26, 0.483 [0.365, 0.591] grouped). The folds therefore keep whole
+groups together: the users when they are known, else :func:`lmleak.attacks.mia_sets.text_clusters`
+(texts sharing an identifying PII value or near-duplicates). Each text its own group happens only
+when the caller says so (``groups=range(n)``) or no two texts are linked — and
+:class:`BlindResult` records which (``grouping``, ``num_groups``).
+
+Its AUC has a 95 % interval: the cluster bootstrap over the same groups (resampled within each
+class) of the out-of-fold scores (the classifier is not refitted per replicate, so the interval is
+narrower than the refitting spread). :func:`blind_warning` fires when the baseline's interval lies
+above chance and the best attack's interval does not clear it (lies wholly above it). With few
+groups, grouped cross-validation reads *below* 0.5 when nothing separates the sides (holding a
+person out leaves their phrasing under-represented in their class): on the demo's sets, random
+person-level labels gave 0.43-0.47 on average; below 0.5 means "no difference found".
 """
 
 from __future__ import annotations
@@ -19,10 +36,13 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.mia_sets import text_clusters
 from lmleak.attacks.roc import roc_auc
+from lmleak.intervals import grouped_bootstrap_auc
 
 #: The blind baseline within this much AUC of the best attack triggers the warning.
 WARN_MARGIN = 0.05
@@ -30,12 +50,19 @@ WARN_MARGIN = 0.05
 
 @dataclass(frozen=True, slots=True)
 class BlindResult:
-    """Cross-validated AUC of the text-only classifier and its out-of-fold scores (higher = member)."""
+    """Cross-validated AUC of the text-only classifier, its 95 % interval over groups, its
+    out-of-fold scores (higher = member), and how the texts were grouped: ``grouping`` is
+    ``"given"`` (the caller's groups, e.g. users) or ``"clusters"`` (shared PII / near-duplicates);
+    ``groups`` holds each text's group."""
 
     auc: float
     scores: np.ndarray
     folds: int
     num_features: int
+    auc_ci: tuple[float, float] | None = None
+    grouping: str = "given"
+    num_groups: int = 0
+    groups: tuple[str, ...] = ()
 
 
 def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[int, int] = (1, 4)):  # noqa: ANN201
@@ -118,78 +145,110 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -x))
 
 
+# long: 20 of its lines are the docstring; the fold dealing is 15
 def blind_baseline(
     texts: Sequence[str],
     labels: Sequence[int],
     *,
-    groups: Sequence[str] | None = None,
+    groups: Sequence[Any] | None = None,
     folds: int = 5,
     seed: int = 0,
     l2: float = 1.0,
+    n_boot: int = 1000,
 ) -> BlindResult:
     """Cross-validated AUC of a text-only member / non-member classifier (see the module docstring).
 
-    Folds are stratified (members and non-members dealt round-robin after a seeded shuffle); each
+    Folds are stratified (each class's groups dealt round-robin after a seeded shuffle); each
     text's score comes from the model fitted on the other folds, and the AUC is over all of them.
-    With fewer than 2 texts per class per fold, the folds shrink (at least 2; fewer texts: AUC 0.5).
+    With fewer than 2 groups per class per fold, the folds shrink (at least 2; fewer: AUC 0.5).
 
-    ``groups`` (e.g. each text's user) keeps a group's texts in one fold. Give it when the split is
-    by user: otherwise a user's name in one fold teaches the classifier that user's label in another,
-    an AUC above 0.5 that no attacker without labels for those users could reach.
+    ``groups`` (e.g. each text's user) keeps a group's texts in one fold; None groups the texts by
+    :func:`lmleak.attacks.mia_sets.text_clusters`. ``groups=range(len(texts))`` is the old
+    ungrouped baseline (each text its own fold unit), for comparison only.
 
     Example:
         >>> texts = [f"note {i} from 2019" for i in range(10)] + [f"note {i} from 2023" for i in range(10)]
-        >>> blind_baseline(texts, [1] * 10 + [0] * 10, folds=5).auc
-        1.0
+        >>> r = blind_baseline(texts, [1] * 10 + [0] * 10, folds=5, n_boot=200)
+        >>> r.auc, r.grouping, r.num_groups, r.auc_ci
+        (1.0, 'clusters', 20, (1.0, 1.0))
     """
     y = np.asarray(labels, dtype=np.int64)
-    n_pos, n_neg = int(y.sum()), int((1 - y).sum())
-    k = min(folds, n_pos, n_neg)
+    grouping = "given"
+    if groups is None:
+        grouping = "clusters"
+        groups = text_clusters(texts, labels=y.tolist()).ids.tolist()
+    # a group is one class: a cluster or user on both sides is split by side
+    keys = [f"{int(c)}:{g}" for c, g in zip(y, groups, strict=True)]
+    num_groups = len(set(keys))
+    none = BlindResult(0.5, np.zeros(len(y)), 0, 0, None, grouping, num_groups, tuple(keys))
+    k = min(folds, int(y.sum()), int((1 - y).sum()))
     if k < 2:
-        return BlindResult(0.5, np.zeros(len(y)), 0, 0)
-    X = ngram_features(texts)
+        return none
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=np.int64)
-    if groups is None:
-        for cls in (0, 1):
-            idx = rng.permutation(np.flatnonzero(y == cls))
-            fold[idx] = np.arange(len(idx)) % k
-    else:
-        # whole groups, dealt round-robin per class (a group is one class when the split is by user)
-        keys = [(int(c), str(g)) for c, g in zip(y, groups, strict=True)]
-        for cls in (0, 1):
-            names = sorted({g for c, g in keys if c == cls})
-            k = min(k, len(names))
-            order = {g: j for j, g in enumerate(rng.permutation(names).tolist())}
-            for i, (c, g) in enumerate(keys):
-                if c == cls:
-                    fold[i] = order[g]
-        if k < 2:
-            return BlindResult(0.5, np.zeros(len(y)), 0, 0)
-        fold %= k
+    for cls in (0, 1):
+        names = sorted({g for c, g in zip(y, keys, strict=True) if c == cls})
+        k = min(k, len(names))
+        order = {g: j for j, g in enumerate(rng.permutation(names).tolist())}
+        for i, (c, g) in enumerate(zip(y, keys, strict=True)):
+            if c == cls:
+                fold[i] = order[g]
+    if k < 2:
+        return none
+    fold %= k
+    X = ngram_features(texts)
     scores = np.zeros(len(y))
     for f in range(k):
         test = fold == f
         w, b = fit_logistic(X[~test], y[~test], l2=l2)
         scores[test] = X[test] @ w + b
-    return BlindResult(float(roc_auc(scores, y)), scores, k, X.shape[1])
+    ci = grouped_bootstrap_auc(scores, y, keys, n_boot=n_boot, seed=seed)
+    return BlindResult(
+        float(roc_auc(scores, y)), scores, k, X.shape[1], ci, grouping, num_groups, tuple(keys)
+    )
 
 
 def blind_warning(
-    blind_auc: float, attack_aucs: dict[str, float], *, margin: float = WARN_MARGIN
+    blind_auc: float,
+    attack_aucs: dict[str, float],
+    *,
+    margin: float = WARN_MARGIN,
+    blind_ci: Sequence[float] | None = None,
+    attack_cis: dict[str, Sequence[float] | None] | None = None,
 ) -> str | None:
-    """The warning text when the blind baseline comes within ``margin`` AUC of the best attack, else None.
+    """The warning text when the blind baseline may explain the best attack, else None.
+
+    With intervals (``blind_ci`` and the best attack's in ``attack_cis``): the warning fires when
+    the blind baseline's interval lies above chance (its lower end above 0.5: the texts alone tell
+    the sides apart) and the best attack's interval does not clear it (the attack's lower end is not
+    above the baseline's upper end). Without them: when the baseline comes within ``margin`` AUC
+    of the best attack.
 
     Example:
         >>> blind_warning(0.97, {"perplexity": 0.99, "zlib": 0.9}) is not None
         True
         >>> blind_warning(0.55, {"perplexity": 0.99}) is None
         True
+        >>> blind_warning(0.52, {"min_k": 0.55}, blind_ci=(0.4, 0.64), attack_cis={"min_k": (0.45, 0.65)}) is None
+        True
+        >>> blind_warning(0.9, {"min_k": 0.95}, blind_ci=(0.85, 0.95), attack_cis={"min_k": (0.9, 0.99)}) is None
+        False
     """
     finite = {k: v for k, v in attack_aucs.items() if v is not None and np.isfinite(v)}
     if not finite:
         return None
     best = max(finite, key=lambda k: finite[k])
+    best_ci = (attack_cis or {}).get(best)
+    if blind_ci is not None and best_ci is not None:
+        if blind_ci[0] <= 0.5 or best_ci[0] > blind_ci[1]:
+            return None
+        return (
+            f"the blind baseline (a text-only classifier that never queries the model) reaches AUC "
+            f"{blind_auc:.3f} [{blind_ci[0]:.3f}, {blind_ci[1]:.3f}], above chance, and the best attack "
+            f"({best}, AUC {finite[best]:.3f} [{best_ci[0]:.3f}, {best_ci[1]:.3f}]) does not clear it: members "
+            "and non-members differ in their text, so these AUCs may measure that shift, not the model's "
+            "memory; draw both sides from the same distribution (e.g. held-out users of the same corpus)"
+        )
     if blind_auc < finite[best] - margin:
         return None
     return (

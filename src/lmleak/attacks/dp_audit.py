@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 from lmleak.models.base import Capability, require
 
 
@@ -351,6 +351,19 @@ class DPAuditConfig:
     digits: int = 6
     seed: int = 0
     placebo: bool = False
+
+    def __post_init__(self) -> None:
+        """Every rule the bound needs, checked before any canary is drawn or model trained."""
+        check_number(self.m, "m", ge=1, integer=True, hint="e.g. --m 256")
+        check_number(self.digits, "digits", ge=1, le=18, integer=True)
+        if 10**self.digits < self.m:
+            raise ConfigError(f"cannot draw {self.m} distinct {self.digits}-digit secrets", field="m")
+        if self.r is not None:
+            check_number(self.r, "r", ge=0, le=self.m, integer=True, hint="guesses r <= canaries m")
+        if self.delta is not None:
+            check_number(self.delta, "delta", ge=0, le=1)
+        check_number(self.confidence, "confidence", gt=0, lt=1, hint="e.g. --confidence 0.95")
+        check_number(self.seed, "seed", ge=0, integer=True)
 
 
 def make_canaries(

@@ -39,7 +39,7 @@ from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.intervals import BOOTSTRAP_METHOD, group_bootstrap, interval_record
 from lmleak.jsonl import iter_jsonl
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
@@ -675,6 +675,7 @@ def _exposure_summary(
     summary = {
         "attack": "canary_exposure",
         "model": getattr(model, "name", type(model).__name__),
+        **scoring_convention(model),
         "canaries": str(canaries),
         "num_canaries": len(results),
         "max_exposure": best.exposure_bits,

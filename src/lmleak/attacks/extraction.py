@@ -52,9 +52,9 @@ from typing import Any
 import numpy as np
 
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import ConfigError, DataFileError
+from lmleak.errors import ConfigError, DataFileError, check_number
 from lmleak.ledger.index import CorpusIndex
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.loading import load_model
 from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
@@ -389,6 +389,19 @@ class ExtractConfig:
     temperature: float = 1.0
     prefixes: list[str] = field(default_factory=list)  # empty: samples start from BOS
 
+    def __post_init__(self) -> None:
+        """Every number finite and in range, before any sample is drawn."""
+        for name in ("num_samples", "max_new_tokens", "top_k", "window", "top_n", "min_match_tokens"):
+            check_number(getattr(self, name), name, ge=1, integer=True)
+        for name in ("prefix_tokens", "suffix_tokens", "n"):
+            check_number(getattr(self, name), name, ge=1, integer=True)
+        for name in ("decay_tokens", "discoverable_docs", "seed"):
+            check_number(getattr(self, name), name, ge=0, integer=True)
+        check_number(self.temperature_start, "temperature_start", gt=0)
+        check_number(self.temperature, "temperature", gt=0)
+        check_number(self.dedup_threshold, "dedup_threshold", ge=0, le=1)
+        check_number(self.p_threshold, "p_threshold", gt=0, le=1)
+
 
 def read_prefixes(path: str | Path) -> list[str]:
     """Non-empty lines of a public text file, the prompts of §5.1.1's internet-text strategy."""
@@ -647,7 +660,9 @@ def _extract_summary(
     return {
         "attack": "untargeted_extraction",
         "model": getattr(model, "name", type(model).__name__),
+        **scoring_convention(model),
         "public_model": getattr(public_model, "name", None) if public_model is not None else None,
+        **({} if public_model is None else scoring_convention(public_model, prefix="public_")),
         "num_samples": len(s.samples),
         "unique_samples": len(set(s.texts)),
         "metrics": metrics,

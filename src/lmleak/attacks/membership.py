@@ -4,14 +4,16 @@ The attack of Carlini et al. (2021), as paper 002 uses it: score each candidate 
 model's perplexity and call the most likely ones members. The evaluation set is balanced (A.4):
 N protected secrets/sentences that were in training against N random ones of the same format
 that were not, so guessing scores 50 %. The group attack (A.4) classifies groups of 20 texts —
-all members or all non-members — by the sum of their perplexities.
+all members or all non-members — by the sum of their perplexities; lmleak's groups are disjoint
+(A.4 drew overlapping ones and counted each as an independent negative).
 
 Scores (higher = "more likely a member"; every feature is one column):
 
 - ``perplexity``: ``-PPL`` per token (A.4; Carlini et al. 2021).
 - ``zlib``: ``-log(PPL) / zlib entropy`` (Carlini et al. 2021 §6.1: text that is easy to compress
   is likely under any model, so divide it out). zlib entropy = bytes of ``zlib.compress(text)``.
-- ``min_k``: mean of the ``k`` % lowest token log-probabilities (Shi et al. 2024, "Min-K% Prob").
+- ``min_k``: mean of the ``int(k·n)`` lowest of the ``n`` token log-probabilities (Shi et al. 2024,
+  "Min-K% Prob", as their code computes it; NaN, left out and counted, below one token).
 - ``reference``: ``-log(PPL_target) / log(PPL_reference)`` (Carlini et al. 2021 §6.1 "Small"/"Medium"
   calibration against a public model). Per-word perplexities, so models with different tokenizers
   compare on the same text (DESIGN.md).
@@ -21,13 +23,15 @@ the sum of perplexities, the statistic of A.4.
 
 More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared pass, live in
 :mod:`lmleak.attacks.mia_methods` (pass ``methods=``); the blind baseline that every run reports
-beside them in :mod:`lmleak.attacks.blind`.
+beside them in :mod:`lmleak.attacks.blind`. Before scoring, the sets are cleaned and their texts
+grouped (:mod:`lmleak.attacks.mia_sets`); after, every number gets its interval over the groups, the
+headline is chosen on one half of the users and reported on the other, and a placebo goes beside it
+(:mod:`lmleak.attacks.mia_stats`; issue 26, docs/membership.md "Honest numbers").
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,14 +41,32 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
-from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios, parse_methods, score_methods
-from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve, summarize
+from lmleak.attacks.mia_methods import (
+    METHODS,
+    MethodOptions,
+    lowest_k_mean,
+    method_scenarios,
+    parse_methods,
+    score_methods,
+)
+from lmleak.attacks.mia_sets import SHINGLE_CHARS, CleanSets, clean_sets, text_clusters
+from lmleak.attacks.mia_stats import (
+    N_BOOT,
+    disjoint_group_sums,
+    group_level_metrics,
+    metrics_with_intervals,
+    placebo_metrics,
+    split_half_headline,
+)
+from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
+from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
 from lmleak.jsonl import iter_jsonl
 from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.base import scoring_convention
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
@@ -65,17 +87,14 @@ def zlib_entropy(text: str) -> int:
 
 
 def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
-    """Mean of the ``ceil(k * n)`` lowest token log-probabilities (Shi et al. 2024).
+    """Mean of the ``int(k * n)`` lowest token log-probabilities (Shi et al. 2024), NaN when
+    ``int(k * n) < 1`` (:func:`lmleak.attacks.mia_methods.lowest_k_mean`).
 
     Example:
         >>> min_k_prob(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.4)
         -4.0
     """
-    lp = np.sort(np.asarray(token_logprobs, dtype=np.float64))
-    if len(lp) == 0:
-        raise ValueError("no tokens")
-    m = max(1, math.ceil(k * len(lp)))
-    return float(lp[:m].mean())
+    return lowest_k_mean(token_logprobs, k)
 
 
 def text_scores(
@@ -111,11 +130,12 @@ def text_scores(
 def group_scores(
     scores: np.ndarray, group_size: int, *, num_groups: int | None = None, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Sum individual scores over groups of ``group_size`` texts (paper 002 A.4).
+    """Sum individual scores over disjoint groups of ``group_size`` texts (paper 002 A.4).
 
-    With ``num_groups=None`` the texts are shuffled and cut into disjoint groups (a remainder is
-    dropped); otherwise ``num_groups`` groups are drawn, each without repetition inside it, as A.4
-    draws 1000 groups of 20 from 1000 secrets. Returns (group scores, member index matrix).
+    The texts are shuffled and cut into disjoint groups (a remainder is dropped); ``num_groups``
+    keeps at most that many of them. A.4 draws 1,000 *overlapping* groups of 20 from 1,000 secrets
+    and counts them as 1,000 independent negatives; their AUC's spread under a null score is that
+    of ~50 groups, so lmleak never overlaps groups. Returns (group scores, member index matrix).
 
     Example:
         >>> s, idx = group_scores(np.arange(6.0), 3, seed=0)
@@ -126,18 +146,15 @@ def group_scores(
     if group_size < 1 or len(x) < group_size:
         raise ValueError(f"need at least group_size={group_size} texts, got {len(x)}")
     rng = np.random.default_rng(seed)
-    if num_groups is None:
-        perm = rng.permutation(len(x))
-        k = len(x) // group_size
-        idx = perm[: k * group_size].reshape(k, group_size)
-    else:
-        idx = np.stack([rng.choice(len(x), size=group_size, replace=False) for _ in range(num_groups)])
+    k = len(x) // group_size if num_groups is None else min(num_groups, len(x) // group_size)
+    idx = rng.permutation(len(x))[: k * group_size].reshape(k, group_size)
     return x[idx].sum(axis=1), idx
 
 
 @dataclass
 class MembershipResult:
-    """Scores, metrics and ROC curves of one membership-inference run."""
+    """Scores, metrics and ROC curves of one membership-inference run, and the honest numbers
+    beside them (issue 26): the sets' counts, the groups, the split-half headline, the placebo."""
 
     scores: Any  # pandas DataFrame, one row per text
     metrics: Any  # pandas DataFrame, one row per (level, feature)
@@ -146,9 +163,14 @@ class MembershipResult:
     group_size: int = 0
     blind: BlindResult | None = None  # the text-only baseline on the same split (None: not run)
     methods: tuple[str, ...] = ()
+    sets: dict[str, Any] = field(default_factory=dict)  # the ``sets`` record of the summary
+    groups: list[str] = field(default_factory=list)  # each scored text's group (class-prefixed)
+    headline: dict[str, Any] | None = None  # split_half_headline(); None: too few groups to split
+    placebo: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # per method
+    n_boot: int = N_BOOT
 
 
-# long: 22 of its lines are the docstring (the arguments and the result's keys)
+# long: 25 of its lines are the docstring (the arguments and the result's keys)
 def evaluate_membership(
     model: Any,
     members: Sequence[str],
@@ -167,32 +189,39 @@ def evaluate_membership(
     groups: tuple[Sequence[str], Sequence[str]] | None = None,
     engine: Any = None,
     model_specs: dict[str, Any] | None = None,
+    n_boot: int = N_BOOT,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
+    The two sides are cleaned first (:func:`lmleak.attacks.mia_sets.clean_sets`: repeats and
+    near-duplicates kept once, texts on both sides removed, every count in ``sets``). Then
     ``num_per_side`` texts are drawn (seeded) from each side; if a side has fewer, both sides are
-    cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack. With
-    ``work_dir`` the scoring runs in resumable shards of ``shard_size`` texts there
-    (:func:`lmleak.shards.run_rows`): an interrupted run picks up where it stopped.
+    cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack (disjoint
+    groups; ``num_groups`` caps their number). With ``work_dir`` the scoring runs in resumable
+    shards of ``shard_size`` texts there (:func:`lmleak.shards.run_rows`).
+
+    ``groups`` (the user of each member and of each non-member, aligned with them) are the units
+    of every interval, the blind baseline's folds, the split-half headline and the placebo; without
+    them the texts are grouped by shared PII values and near-duplication
+    (:func:`lmleak.attacks.mia_sets.text_clusters`). Every AUC and reported TPR gets a 95 % cluster
+    bootstrap interval of ``n_boot`` replicates (:mod:`lmleak.attacks.mia_stats`).
 
     ``options`` picks the methods (:class:`~lmleak.attacks.mia_methods.MethodOptions`); ``recall``
     without a prefix takes ``options.recall_shots`` non-members as its prefix and leaves them out
-    of the evaluation. ``blind`` adds the text-only baseline's cross-validated AUC
-    (:mod:`lmleak.attacks.blind`) and its out-of-fold scores as column ``blind``; ``groups`` (the
-    user of each member and of each non-member, aligned with them) keeps a user's texts in one of
-    its cross-validation folds. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind ``"ray"``
-    scores those shards on Ray actors, which load ``model_specs["model"]`` / ``["reference"]`` (or
-    receive the models pickled); same scores.
+    of the evaluation. ``blind`` adds the text-only baseline (:mod:`lmleak.attacks.blind`) and its
+    out-of-fold scores as column ``blind``. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind
+    ``"ray"`` scores the shards on Ray actors, which load ``model_specs["model"]`` / ``["reference"]``.
     """
     import pandas as pd
 
-    mem_groups, non_groups = groups if groups is not None else (None, None)
-    opts, non_members, non_groups = _resolve_methods(
-        options or MethodOptions(), non_members, non_groups, reference=reference, seed=seed
+    clean = clean_sets(members, non_members, users=groups)
+    mem = clean.members
+    opts, non, non_users = _resolve_methods(
+        options or MethodOptions(), clean.non_members, clean.non_member_users, reference=reference, seed=seed
     )
     methods = opts.methods or ()
-    n, mem_idx, non_idx = _balanced_draw(len(members), len(non_members), num_per_side, seed)
-    texts = [members[i] for i in mem_idx] + [non_members[i] for i in non_idx]
+    n, mem_idx, non_idx = _balanced_draw(len(mem), len(non), num_per_side, seed, clean)
+    texts = [mem[i] for i in mem_idx] + [non[i] for i in non_idx]
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
     sc = (
         text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
@@ -201,15 +230,81 @@ def evaluate_membership(
             model, texts, reference, min_k, work_dir, shard_size, opts, engine, model_specs
         )
     )
-    text_groups = None
-    if mem_groups is not None and non_groups is not None:
-        text_groups = [str(mem_groups[i]) for i in mem_idx] + [str(non_groups[i]) for i in non_idx]
-    bl = blind_baseline(texts, labels, groups=text_groups, seed=seed) if blind else None
+    users = None
+    if clean.member_users is not None and non_users is not None:
+        users = [clean.member_users[i] for i in mem_idx] + [non_users[i] for i in non_idx]
+    text_groups, sets = _text_groups(texts, labels, users, clean)
+    bl = blind_baseline(texts, labels, groups=text_groups, seed=seed, n_boot=n_boot) if blind else None
+    head = split_half_headline({f: sc[f] for f in methods}, labels, text_groups, seed=seed, n_boot=n_boot)
     table = pd.DataFrame(
-        {"text": texts, "member": labels, **sc, **({"blind": bl.scores} if bl is not None else {})}
+        {
+            "text": texts,
+            "member": labels,
+            "group": text_groups,
+            **sc,
+            **({"blind": bl.scores} if bl is not None else {}),
+        }
     )
-    rows, curves = _attack_metrics(sc, labels, list(methods), n, group_size, num_groups=num_groups, seed=seed)
-    return MembershipResult(table, pd.DataFrame(rows), curves, n, group_size, bl, methods)
+    rows, curves = _attack_metrics(
+        sc, labels, text_groups, list(methods), group_size, num_groups=num_groups, seed=seed, n_boot=n_boot
+    )
+    placebo = {f: placebo_metrics(sc[f], labels, text_groups, seed=seed, n_boot=n_boot) for f in methods}
+    return MembershipResult(
+        table,
+        pd.DataFrame(rows),
+        curves,
+        n,
+        group_size,
+        bl,
+        methods,
+        sets,
+        text_groups,
+        head,
+        placebo,
+        n_boot,
+    )
+
+
+def _text_groups(
+    texts: list[str], labels: np.ndarray, users: list[str] | None, clean: CleanSets
+) -> tuple[list[str], dict[str, Any]]:
+    """Each scored text's group — its user, else its cluster (shared PII or near-duplicates) —
+    prefixed by its side (``m:`` / ``n:``), and the ``sets`` record of the summary."""
+    sets: dict[str, Any] = {k: v.to_dict() for k, v in clean.counts.items()}
+    if users is not None:
+        raw: list[Any] = users
+        grouping = {"grouping": "user", "grouping_note": "each text's user (the split is by user)"}
+    else:
+        cl = text_clusters(texts, labels=labels.tolist())
+        raw = cl.ids.tolist()
+        grouping = {
+            "grouping": "pii-or-near-duplicate",
+            "grouping_note": (
+                f"users unknown: texts sharing an identifying PII value or near-duplicates are one group; "
+                f"{cl.linked_by_pii} of {len(texts)} texts share a PII value with another, the largest "
+                f"group holds {cl.largest}"
+                + (
+                    f"; {cl.ignored_values} PII values on both sides link nothing"
+                    if cl.ignored_values
+                    else ""
+                )
+                + (
+                    "; no two texts are linked, so each text is its own group"
+                    if cl.num_clusters == len(texts)
+                    else ""
+                )
+            ),
+        }
+    keys = [f"{'m' if y else 'n'}:{g}" for y, g in zip(labels.tolist(), raw, strict=True)]
+    for name, side in (("members", 1), ("non_members", 0)):
+        sets[name]["used"] = int((labels == side).sum())
+        sets[name]["groups"] = len({k for k, y in zip(keys, labels.tolist(), strict=True) if y == side})
+    sets.update(
+        grouping,
+        near_duplicate_jaccard=clean.threshold,
+        near_duplicate_shingles=f"character {SHINGLE_CHARS}-grams of the lowercased, whitespace-normalised text",
+    )
+    return keys, sets
 
 
 def _resolve_methods(
@@ -232,14 +327,25 @@ def _resolve_methods(
 
 
 def _balanced_draw(
-    num_members: int, num_non: int, num_per_side: int, seed: int
+    num_members: int, num_non: int, num_per_side: int, seed: int, clean: CleanSets | None = None
 ) -> tuple[int, list[Any], list[Any]]:
     """Per side size ``n`` and the sorted indices of the ``n`` members and non-members drawn (seeded)."""
     n = min(num_per_side, num_members, num_non)
     if n < 2:
+        detail = (
+            ""
+            if clean is None
+            else " after cleaning ("
+            + "; ".join(
+                f"{side}: {c.rows} given, {c.distinct} distinct, {c.near_duplicates} near-duplicates, "
+                f"{c.removed_overlap} on both sides"
+                for side, c in clean.counts.items()
+            )
+            + ")"
+        )
         raise DataFileError(
-            f"need at least 2 members and 2 non-members, got {num_members} and {num_non}",
-            hint="give more texts in --members / --non-members",
+            f"need at least 2 members and 2 non-members{detail}, got {num_members} and {num_non}",
+            hint="give more distinct texts in --members / --non-members",
         )
     rng = np.random.default_rng(seed)
     mem_idx = sorted(rng.choice(num_members, size=n, replace=False))
@@ -250,27 +356,37 @@ def _balanced_draw(
 def _attack_metrics(
     sc: dict[str, np.ndarray],
     labels: np.ndarray,
+    groups: list[str],
     features: list[str],
-    n: int,
     group_size: int,
     *,
     num_groups: int | None,
     seed: int,
+    n_boot: int = N_BOOT,
 ) -> tuple[list[dict[str, Any]], dict[str, RocCurve]]:
-    """Metric rows and ROC curves of each feature, individually and (``group_size`` > 0) in groups."""
+    """Metric rows (with intervals over ``groups``) and ROC curves of each feature, individually and
+    (``group_size`` > 0) on disjoint groups of texts. Non-finite scores are left out of their
+    feature's row (``num_excluded``)."""
     rows: list[dict[str, Any]] = []
     curves: dict[str, RocCurve] = {}
     for f in features:
-        rows.append({"level": "individual", "feature": f, **summarize(sc[f], labels)})
-        curves[f"individual/{f}"] = roc_curve(sc[f], labels)
-    if group_size and n >= group_size:
+        m = metrics_with_intervals(sc[f], labels, groups, n_boot=n_boot, seed=seed)
+        rows.append({"level": "individual", "feature": f, **m})
+        ok = np.isfinite(sc[f])
+        if m["auc"] is not None:
+            curves[f"individual/{f}"] = roc_curve(sc[f][ok], labels[ok])
+    if group_size:
         for f in features:
-            gm, _ = group_scores(sc[f][:n], group_size, num_groups=num_groups, seed=seed + 1)
-            gn, _ = group_scores(sc[f][n:], group_size, num_groups=num_groups, seed=seed + 2)
-            g_scores = np.r_[gm, gn]
-            g_labels = np.r_[np.ones(len(gm), dtype=np.int64), np.zeros(len(gn), dtype=np.int64)]
-            rows.append({"level": f"group{group_size}", "feature": f, **summarize(g_scores, g_labels)})
-            curves[f"group{group_size}/{f}"] = roc_curve(g_scores, g_labels)
+            g = group_level_metrics(
+                sc[f], labels, groups, group_size, limit=num_groups, seed=seed, n_boot=n_boot
+            )
+            if g is None:
+                continue
+            rows.append({"level": f"group{group_size}", "feature": f, **g})
+            gs, gy = disjoint_group_sums(
+                sc[f], labels, group_size, np.random.default_rng(seed + 1), limit=num_groups
+            )
+            curves[f"group{group_size}/{f}"] = roc_curve(gs, gy)
     return rows, curves
 
 
@@ -535,7 +651,7 @@ def headline_feature(features: Sequence[str]) -> str:
 
 
 @writes_run("out_dir")
-# long: 12 keyword options and a docstring naming the summary keys; the code is 25 lines
+# long: 13 keyword options and a docstring naming the summary keys; the code is 25 lines
 def run_membership(
     model: Any,
     members: Sequence[str],
@@ -554,18 +670,26 @@ def run_membership(
     groups: tuple[Sequence[str], Sequence[str]] | None = None,
     engine: Any = None,
     model_specs: dict[str, Any] | None = None,
+    n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
     ``summary.json`` (returned).
 
-    The headline (``mia_auc``, ``mia_accuracy``, ``mia_attack``) is the reference-calibrated attack
-    when ``reference`` is given, else perplexity (:func:`headline_feature`); ``mia_auc_by_attack``
-    holds every attack's AUC. ``source`` says where the two sides came from (printed and stored).
-    ``options`` picks the methods (:mod:`lmleak.attacks.mia_methods`); ``blind_baseline_auc`` is the
-    text-only classifier's cross-validated AUC on the same split and ``blind_baseline_warning`` the
-    warning when it comes within 0.05 of the best attack (:mod:`lmleak.attacks.blind`; None when not).
-    ``mia_method_scenarios`` holds each method's KART record (the access it needs). ``groups``: see
-    :func:`evaluate_membership` (give the users when the split is by user).
+    The headline (``mia_auc``, ``mia_auc_ci``, ``mia_accuracy``, ``mia_method``, alias
+    ``mia_attack``) is chosen honestly (``headline_selection``): ``"split-half"`` — the method with
+    the best AUC on one half of the users, reported on the other half (:mod:`lmleak.attacks.mia_stats`);
+    ``"single-method"`` when one method was scored; ``"fixed"`` (the reference-calibrated attack
+    with a reference, else perplexity: :func:`headline_feature`) when too few users to split.
+    ``mia_best_raw_auc`` / ``mia_best_raw_method`` is the best AUC on every text, selected after
+    the fact. ``mia_auc_by_attack`` (and ``..._ci_by_attack``) holds every attack's AUC;
+    ``placebo_auc`` (``_ci``) the headline attack on two halves of the non-members' users;
+    ``blind_auc`` (``_ci``; alias ``blind_baseline_auc``) the text-only classifier's grouped
+    cross-validated AUC and ``blind_baseline_warning`` the warning when its interval lies above
+    chance and the best attack's does not clear it (:mod:`lmleak.attacks.blind`); ``sets`` the
+    counts of the cleaned sets and the grouping; ``intervals`` how every ``*_ci`` was computed.
+    ``source`` says where the two sides came from. ``options`` picks the methods
+    (:mod:`lmleak.attacks.mia_methods`); ``mia_method_scenarios`` holds each method's KART record.
+    ``groups``: see :func:`evaluate_membership` (give the users when the split is by user).
     ``engine``/``model_specs``: where the scoring shards run (see :func:`evaluate_membership`).
     """
     if not 0 < min_k <= 1:
@@ -589,6 +713,7 @@ def run_membership(
         groups=groups,
         engine=engine,
         model_specs=model_specs,
+        n_boot=n_boot,
     )
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
@@ -598,6 +723,9 @@ def run_membership(
     summary = _membership_summary(
         name, res, reference=reference, source=source, group_size=group_size, options=options
     )
+    summary.update(scoring_convention(model))
+    if reference is not None:
+        summary.update(scoring_convention(reference, prefix="reference_"))
     write_summary(run, summary, model=model)
     return summary
 
@@ -650,7 +778,10 @@ def membership_of_model(
         say(texts.source)
     ref = load_model(reference) if reference else None
     mem, non = texts.members, texts.non_members
-    say(f"scoring {min(len(mem), len(non), num_per_side)} texts per side with {lm.name}")
+    say(
+        f"scoring up to {min(len(mem), len(non), num_per_side)} texts per side with {lm.name} "
+        "(after de-duplication: the summary's sets say how many)"
+    )
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(engine):
         return run_membership(
@@ -695,12 +826,13 @@ def _membership_summary(
     group_size: int,
     options: MethodOptions | None,
 ) -> dict[str, Any]:
-    """``summary.json`` of a membership run: the headline attack, every attack's AUC, the blind baseline."""
+    """``summary.json`` of a membership run: the honest headline, every attack's AUC with its
+    interval, the placebo, the blind baseline, the sets' counts (see :func:`run_membership`)."""
     rows = res.metrics.to_dict(orient="records")
     individual = {r["feature"]: r for r in rows if r["level"] == "individual"}
-    best = headline_feature(list(individual))
-    head = individual[best]
-    grp = next((r for r in rows if r["level"] != "individual" and r["feature"] == best), None)
+    head = _headline_keys(res, individual)
+    grp = next((r for r in rows if r["level"] != "individual" and r["feature"] == head["mia_method"]), None)
+    excluded = {f: r["num_excluded"] for f, r in individual.items() if r["num_excluded"]}
     summary = {
         "attack": "membership_inference",
         "model": name,
@@ -708,35 +840,140 @@ def _membership_summary(
         "source": source,
         "num_per_side": res.num_per_side,
         "group_size": group_size,
-        "mia_attack": best,
-        "mia_auc": head["auc"],
-        "mia_accuracy": head["accuracy"],
-        "mia_tpr_at_1pct_fpr": head["tpr_at_1pct_fpr"],
-        "mia_tpr_at_1pct_fpr_note": head["tpr_at_1pct_fpr_note"],
+        **head,
         "mia_auc_by_attack": {f: r["auc"] for f, r in individual.items()},
+        "mia_auc_ci_by_attack": {f: r["auc_ci"] for f, r in individual.items()},
+        "mia_excluded_by_attack": excluded,
+        "mia_excluded_note": None
+        if not excluded
+        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published) get no "
+        "score and are left out of that method's numbers: "
+        + ", ".join(f"{f} {c}" for f, c in excluded.items()),
         "perplexity_auc": individual["perplexity"]["auc"] if "perplexity" in individual else None,
         "mia_methods": list(res.methods),
         "mia_options": {**(options or MethodOptions()).record(), "methods": list(res.methods)},
-        "blind_baseline_auc": None if res.blind is None else res.blind.auc,
-        "blind_baseline_warning": None
-        if res.blind is None
-        else blind_warning(res.blind.auc, {f: r["auc"] for f, r in individual.items()}),
+        **_placebo_keys(res, head["mia_method"]),
+        **_blind_keys(res, individual),
+        "sets": res.sets,
+        "intervals": interval_record(
+            method=BOOTSTRAP_METHOD + ", within each class",
+            unit="user" if res.sets.get("grouping") == "user" else "text cluster",
+            n_units=len(set(res.groups)),
+            n_boot=res.n_boot,
+        ),
         "mia_method_scenarios": method_scenarios(res.methods),
         "group_accuracy": None if grp is None else grp["accuracy"],
         "metrics": rows,
-        "scenario": scenario_record(
-            attack="membership_inference",
-            knowledge=("candidate_texts",),
-            access="scores",
-            target="membership",
-            resources=tuple(
-                dict.fromkeys(
-                    (("reference_model",) if reference is not None else ())
-                    + tuple(r for m in res.methods for r in METHODS[m].resources)
-                )
-            ),
-            notes="balanced members vs same-format non-members (paper 002 A.4)"
-            + (f"; {source}" if source else ""),
-        ),
+        "scenario": _scenario(res.methods, reference, source),
     }
     return summary
+
+
+def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:
+    """The KART record of a membership run: candidate texts, scores access, each method's resources."""
+    return scenario_record(
+        attack="membership_inference",
+        knowledge=("candidate_texts",),
+        access="scores",
+        target="membership",
+        resources=tuple(
+            dict.fromkeys(
+                (("reference_model",) if reference is not None else ())
+                + tuple(r for m in methods for r in METHODS[m].resources)
+            )
+        ),
+        notes="balanced members vs same-format non-members (paper 002 A.4)"
+        + (f"; {source}" if source else ""),
+    )
+
+
+def _headline_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The headline attack chosen honestly (split-half, else the only method, else the fixed rule)
+    and its numbers, with the best raw AUC beside it."""
+    methods = list(individual)
+    h = res.headline
+    if len(methods) == 1:
+        selection, method, report = "single-method", methods[0], individual[methods[0]]
+        note = "one method scored: nothing was selected, so its AUC on every text is the headline"
+    elif h is not None:
+        selection, method, report = "split-half", h["method"], h["report"]
+        note = (
+            f"{method} had the highest AUC on one half of the groups ({h['selection_groups']} groups); "
+            f"mia_auc is its AUC on the other half ({h['report_groups']} groups), which played no part in the choice"
+        )
+    else:
+        method = headline_feature(methods)
+        selection, report = "fixed", individual[method]
+        note = (
+            "too few groups to split in halves (need 4 per side): the fixed rule's method (reference with a "
+            "reference model, else perplexity) on every text; nothing was chosen after looking"
+        )
+    finite = {f: r["auc"] for f, r in individual.items() if r["auc"] is not None}
+    best = max(finite, key=lambda f: finite[f]) if finite else None
+    return {
+        "mia_method": method,
+        "mia_attack": method,
+        "headline_selection": selection,
+        "mia_headline_note": note,
+        "mia_selection_auc_by_attack": None
+        if selection != "split-half" or h is None
+        else h["selection_auc_by_attack"],
+        "mia_auc": report["auc"],
+        "mia_auc_ci": report["auc_ci"],
+        "mia_accuracy": report["accuracy"],
+        "mia_tpr_at_1pct_fpr": report["tpr_at_1pct_fpr"],
+        "mia_tpr_at_1pct_fpr_note": report["tpr_at_1pct_fpr_note"],
+        "tpr_at_fpr": report["tpr_at_1pct_fpr"],
+        "tpr_at_fpr_ci": report["tpr_at_1pct_fpr_ci"],
+        "tpr_at_fpr_rate": 0.01,
+        "tpr_at_fpr_note": report["tpr_at_1pct_fpr_note"],
+        "mia_best_raw_auc": None if best is None else finite[best],
+        "mia_best_raw_auc_ci": None if best is None else individual[best]["auc_ci"],
+        "mia_best_raw_method": best,
+        "mia_best_raw_note": "the highest of the methods' AUCs on every text, selected after the fact "
+        "(optimistic: the maximum of several noisy AUCs); the headline mia_auc is the honest figure",
+    }
+
+
+def _placebo_keys(res: MembershipResult, method: str) -> dict[str, Any]:
+    """The headline attack on two halves of the non-members' groups (one labelled members)."""
+    p = res.placebo.get(method)
+    ci = None if p is None else p["auc_ci"]
+    off = ci is not None and not ci[0] <= 0.5 <= ci[1]
+    return {
+        "placebo_auc": None if p is None else p["auc"],
+        "placebo_auc_ci": ci,
+        "placebo_auc_by_attack": {f: None if v is None else v["auc"] for f, v in res.placebo.items()},
+        "placebo_note": "fewer than 2 non-member groups: no placebo"
+        if p is None
+        else f"{method} on the non-members alone, their {p['num_groups']} groups split in two halves and one "
+        "half labelled members: the model saw neither, so this AUC should cover 0.5",
+        "placebo_warning": f"the placebo AUC's interval [{ci[0]:.3f}, {ci[1]:.3f}] excludes 0.5: the attack "
+        "separates two halves of users the model never saw, so part of its AUC is not membership"
+        if off and ci is not None
+        else None,
+    }
+
+
+def _blind_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The blind baseline's AUC and interval, and the warning when it may explain the attacks."""
+    bl = res.blind
+    if bl is None or bl.folds == 0:
+        why = "not run (--no-blind)" if bl is None else "too few groups for cross-validation (2 a side)"
+        return {"blind_auc": None, "blind_auc_ci": None, "blind_baseline_auc": None,
+                "blind_baseline_warning": None, "blind_note": why}  # fmt: skip
+    ci = None if bl.auc_ci is None else [float(bl.auc_ci[0]), float(bl.auc_ci[1])]
+    warning = blind_warning(
+        bl.auc,
+        {f: r["auc"] for f, r in individual.items()},
+        blind_ci=ci,
+        attack_cis={f: r["auc_ci"] for f, r in individual.items()},
+    )
+    return {
+        "blind_auc": bl.auc,
+        "blind_auc_ci": ci,
+        "blind_baseline_auc": bl.auc,
+        "blind_baseline_warning": warning,
+        "blind_note": f"{bl.folds}-fold cross-validation over {bl.num_groups} groups "
+        f"({res.sets.get('grouping')}), each group in one fold",
+    }

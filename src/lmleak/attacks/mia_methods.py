@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
-from lmleak.errors import ConfigError, DataFileError, did_you_mean
+from lmleak.errors import ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.models.torch_causal import TorchCausalLM, _windows
 from lmleak.scenarios import scenario_record
@@ -128,6 +128,11 @@ class MethodOptions:
     mlm: Any = field(default=None, repr=False, compare=False)
     seed: int = 0
 
+    def __post_init__(self) -> None:
+        check_number(self.recall_shots, "recall_shots", ge=1, integer=True)
+        check_number(self.num_neighbours, "num_neighbours", ge=1, integer=True)
+        check_number(self.seed, "seed", ge=0, integer=True)
+
     def record(self) -> dict[str, Any]:
         """A JSON-able record (the MLM by name) for fingerprints and summaries."""
         return {
@@ -194,9 +199,32 @@ def parse_methods(
 
 
 # ----------------------------------------------------------------------------------- pure maths
+def lowest_k_mean(values: np.ndarray, k: float) -> float:
+    """Mean of the ``int(k * n)`` lowest of ``n`` values, as Min-K% and Min-K%++ are published; NaN
+    when ``int(k * n) < 1`` (a text too short for ``k``: nothing to average).
+
+    The published code (Shi et al.'s ``detect-pretrain-code``, Zhang et al.'s ``mink-plus-plus``,
+    mimir's ``MinKProbAttack``) truncates ``len * k`` to an integer and averages an empty slice
+    to NaN for short texts; rounding up instead (``ceil``) changes the ranks of short texts.
+
+    Example:
+        >>> lowest_k_mean(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.4)   # int(0.4 * 5) = 2
+        -4.0
+        >>> lowest_k_mean(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.5)   # int(2.5) = 2, not 3
+        -4.0
+        >>> lowest_k_mean(np.array([-1.0, -2.0, -3.0, -4.0]), 0.2)         # int(0.8) = 0: nothing
+        nan
+    """
+    x = np.asarray(values, dtype=np.float64)
+    m = int(len(x) * k)
+    if m < 1:
+        return math.nan
+    return float(np.sort(x)[:m].mean())
+
+
 def min_k_plus_plus(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: float = 0.2) -> float:
-    """Min-K%++ (Zhang et al. 2024, Eq. 3-4): mean of the ``ceil(k * n)`` lowest per-token scores
-    ``(log p(x_t) - mu_t) / sigma_t``.
+    """Min-K%++ (Zhang et al. 2024, Eq. 3-4): mean of the ``int(k * n)`` lowest per-token scores
+    ``(log p(x_t) - mu_t) / sigma_t`` (:func:`lowest_k_mean`: NaN when ``int(k * n) < 1``).
 
     ``mu_t`` and ``sigma_t`` are the mean and standard deviation of ``log p_t(z)`` for ``z`` drawn
     from the model's next-token distribution ``p_t``. A position whose distribution is a point
@@ -207,12 +235,9 @@ def min_k_plus_plus(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: 
         -2.0
     """
     lp = np.asarray(logprobs, dtype=np.float64)
-    if len(lp) == 0:
-        raise ValueError("no tokens")
     sd = np.asarray(sigma, dtype=np.float64)
     z = np.where(sd > 0, (lp - np.asarray(mu, dtype=np.float64)) / np.where(sd > 0, sd, 1.0), 0.0)
-    m = max(1, math.ceil(k * len(z)))
-    return float(np.sort(z)[:m].mean())
+    return lowest_k_mean(z, k)
 
 
 def recall_ratio(cond_logprob: float, uncond_logprob: float) -> float:
@@ -620,7 +645,7 @@ def _method_score(
     if m == "zlib":
         return -log_ppl / stats["zlib_bytes"]
     if m == "min_k":
-        return np.array([_min_k(x, min_k) for x in b.logprobs])
+        return np.array([lowest_k_mean(x, min_k) for x in b.logprobs])
     if m == "min_k_pp":
         assert b.mu is not None and b.sigma is not None
         return np.array(
@@ -641,11 +666,6 @@ def _zlib_bytes(text: str) -> int:
     import zlib
 
     return len(zlib.compress(text.encode("utf-8")))
-
-
-def _min_k(lp: np.ndarray, k: float) -> float:
-    x = np.sort(np.asarray(lp, dtype=np.float64))
-    return float(x[: max(1, math.ceil(k * len(x)))].mean())
 
 
 def method_scenarios(methods: Sequence[str], *, notes: str | None = None) -> dict[str, dict[str, Any]]:

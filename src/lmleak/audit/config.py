@@ -22,6 +22,7 @@ from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
 from lmleak.pii.policies import POLICY_NAMES
+from lmleak.render.verdict import PROFILES
 from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
 
@@ -65,15 +66,18 @@ analyses:
                                 # is the reference of its calibrated score: it must not have seen the non-members
     members: null
     non_members: null
-    group_size: 20
+    group_size: 20              # texts per disjoint group of the group attack (0: none)
+    num_per_side: 1000          # texts drawn per side after de-duplication (balanced)
+    n_boot: 1000                # bootstrap replicates of every 95 % interval (over users / text clusters)
   membership:                   # which membership methods the mia stage scores (docs/membership.md)
     methods: [perplexity, zlib, min_k, min_k_pp]  # also lowercase, recall, reference (needs public_model),
                                 # neighbourhood (needs mlm), or all; the blind baseline is always reported
     mlm: null                   # HF masked-LM directory for the neighbourhood method's neighbours
     recall_prefix: null         # file of non-member texts for ReCaLL's prefix (null: 3 non-members)
   probe:                        # PII probing (ProPILE); needs a subjects file
-    subjects: null
-    level: triplet              # twin | triplet | quadruplet
+    subjects: null              # `lmleak probe build CORPUS --out subjects.jsonl` writes one
+    level: null                 # twin | triplet | quadruplet; null: triplet when subjects have one, else
+                                # the level that has eligible subjects (a level with none warns)
     templates: 5                # 5: the paper's first 5 templates; mined: mine them from the corpus
                                 # (`From: {name} <`...); or a templates YAML file
     shots: 5                    # templates per target when `templates` is mined or a file
@@ -85,6 +89,13 @@ analyses:
 
 render:
   show_text: false              # the report shows leaked text only when true (redacted by default)
+
+gate:                           # the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it
+  profile: release              # shipped limits, each with its rationale (docs/audit.md); null: none
+  max_mia_auc: null             # any limit of `lmleak gate` (max_unique, max_pii_unique, max_leakage_epsilon,
+                                # max_exposure, max_mia_auc, max_pii_exact_match, min_epsilon_lower_bound,
+                                # max_extracted) sets or overrides one
+  allow_not_evaluable: false    # true: a limit whose analysis did not run is listed but does not fail
 """
 
 
@@ -134,6 +145,8 @@ class MiaSpec:
     members: str | None = None
     non_members: str | None = None
     group_size: int = 20
+    num_per_side: int = 1000  # texts drawn per side, after de-duplication
+    n_boot: int = 1000  # bootstrap replicates of every interval
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +165,7 @@ class MembershipSpec:
 @dataclass(frozen=True, slots=True)
 class ProbeSpec:
     subjects: str | None = None
-    level: str = "triplet"
+    level: str | None = None  # None: picked from the subjects (lmleak.probe.commands.choose_level)
     templates: int | str = 5  # an int: the first k appendix templates; "mined" or a path: a template source
     shots: int = 5  # with a template source: templates used per target (k-shot)
     beams: int = 3
@@ -208,6 +221,23 @@ class RenderSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class GateSpec:
+    """``gate:``: the limits of the release verdict (names as ``lmleak gate``'s options,
+    :data:`lmleak.render.verdict.LIMIT_OPTIONS`)."""
+
+    profile: str | None = None
+    max_unique: int | None = None
+    max_pii_unique: int | None = None
+    max_leakage_epsilon: float | None = None
+    max_exposure: float | None = None
+    max_mia_auc: float | None = None
+    max_pii_exact_match: float | None = None
+    min_epsilon_lower_bound: float | None = None
+    max_extracted: int | None = None
+    allow_not_evaluable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class AuditConfig:
     corpus: CorpusSpec
     models: list[ModelSpec]
@@ -216,6 +246,7 @@ class AuditConfig:
     device: str | None = None  # None/auto: a GPU when torch sees one (lmleak.models.device)
     analyses: AnalysesSpec = field(default_factory=AnalysesSpec)
     render: RenderSpec = field(default_factory=RenderSpec)
+    gate: GateSpec | None = None  # the release verdict's limits (None: no limits, no verdict)
     redact: bool = False  # every stage's output redacted (lmleak.report.redaction)
     base_dir: str = "."  # the config file's folder; relative paths resolve against it
 
@@ -311,19 +342,13 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         >>> parse_config({"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analysis": {}})
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'? Fix: allowed keys here: analyses, corpus, device, models, out, public_model, redact, render
+        lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'? Fix: allowed keys here: analyses, corpus, device, gate, models, out, public_model, redact, render
     """
     cfg = _build(AuditConfig, data, "", path)
     names = [m.name for m in cfg.models]
     if len(set(names)) != len(names):
         raise ConfigError("model names must be unique", path=path, field="models")
-    if cfg.analyses.probe is not None and cfg.analyses.probe.level not in ("twin", "triplet", "quadruplet"):
-        raise ConfigError(
-            f"unknown level {cfg.analyses.probe.level!r}."
-            + did_you_mean(cfg.analyses.probe.level, ["twin", "triplet", "quadruplet"]),
-            path=path,
-            field="analyses.probe.level",
-        )
+    _check_level(cfg, path)
     probe = cfg.analyses.probe
     if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
         templates_path = Path(base_dir) / probe.templates
@@ -351,6 +376,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             hint=f"use one of {', '.join(FORMATS)}, or leave it out",
         )
     _check_membership(cfg, path)
+    _check_gate(cfg, path)
     if cfg.device is not None:
         try:
             check_device_name(cfg.device)
@@ -368,6 +394,8 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
+    "analyses.mia.num_per_side": ("num_per_side >= 2 (texts per side)", 2),
+    "analyses.mia.n_boot": ("n_boot >= 1 (bootstrap replicates)", 1),
     "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
     "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
     "analyses.exposure.placebos": ("placebos >= 0 (0: none)", 0),
@@ -395,6 +423,39 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
     for name in ("recall_shots", "neighbours"):
         if getattr(spec, name) < 1:
             raise ConfigError(f"{name} must be >= 1", path=path, field=f"{where}.{name}")
+
+
+def _check_level(cfg: AuditConfig, path: str | None) -> None:
+    """``analyses.probe.level``: a known association level, or null (picked from the subjects)."""
+    levels = ["twin", "triplet", "quadruplet"]
+    level = None if cfg.analyses.probe is None else cfg.analyses.probe.level
+    if level is not None and level not in levels:
+        raise ConfigError(
+            f"unknown level {level!r}." + did_you_mean(str(level), levels),
+            path=path,
+            field="analyses.probe.level",
+            hint="twin, triplet, quadruplet, or null to pick the level the subjects have",
+        )
+
+
+def _check_gate(cfg: AuditConfig, path: str | None) -> None:
+    """``gate``: a shipped profile, and limits that are numbers a value can be compared with."""
+    gate = cfg.gate
+    if gate is None:
+        return
+    if gate.profile is not None and gate.profile not in PROFILES:
+        raise ConfigError(
+            f"unknown profile {gate.profile!r}." + did_you_mean(gate.profile, list(PROFILES)),
+            path=path,
+            field="gate.profile",
+            hint=f"use one of {', '.join(PROFILES)}, or null",
+        )
+    for f in dataclasses.fields(gate):
+        v = getattr(gate, f.name)
+        if f.name.startswith(("max_", "min_")) and v is not None and (not math.isfinite(v) or v < 0):
+            raise ConfigError(
+                f"{v!r} is out of range: a limit is a finite number >= 0", path=path, field=f"gate.{f.name}"
+            )
 
 
 def _get(cfg: Any, dotted: str) -> Any:

@@ -292,6 +292,7 @@ def _audit_config(models: list[str], public_model: str, base: str | None, gpu: b
             },
             "kart": True,
         },
+        "gate": {"profile": "release"},  # the verdict the report opens with (docs/verdict.md)
     }
     if cpu_base:
         config["analyses"]["report"]["k"] = [1]

@@ -17,6 +17,7 @@ from lmleak.attacks.dp_audit import (
     DPAuditConfig,
     audit_scores,
     audit_statement,
+    epsilon_lower_bound,
     limit_statement,
     make_canaries,
     score_canaries,
@@ -24,8 +25,10 @@ from lmleak.attacks.dp_audit import (
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
+from lmleak.models.base import scoring_convention
 from lmleak.models.small import build_tokenizer, load_small_model
 from lmleak.render.html import render_report
+from lmleak.report.redaction import write_run
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.train.trainer import split_users, train_model
@@ -55,9 +58,9 @@ def run_dp_audit(
     ``private:corpus-without-canaries``: the corpus's own users are not covered by DP through it).
     """
     audit = audit or DPAuditConfig()
-    run = secure_dir(out_dir)
-    base = load_corpus(corpus_path)
+    base = load_corpus(corpus_path)  # every input and setting is checked before the run folder exists
     canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    run = secure_dir(out_dir)
     result, num_train_documents = _train_with_canaries(
         base, str(corpus_path), run, train_config, audit, canaries, progress=progress
     )
@@ -85,7 +88,10 @@ def run_dp_audit(
     privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
-    summary = _summary(result, train_config, privacy, record, num_train_documents)
+    summary = {
+        **_summary(result, train_config, privacy, record, num_train_documents),
+        **scoring_convention(model),
+    }
     write_summary(run, summary, model=str(result.model_dir), corpus=corpus_path)
     (run / "dp_audit.json").write_text(json.dumps(record, indent=2))
     return summary
@@ -98,14 +104,26 @@ def run_dp_audit_with_report(
     audit: DPAuditConfig | None = None,
     *,
     progress: bool = True,
+    redact: bool = False,
+    redact_key_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """:func:`run_dp_audit`, then the run's ``report.html`` (the work of ``lmleak dp-audit run``).
 
+    ``redact`` writes the run redacted (:func:`lmleak.report.redaction.write_run`, the key from
+    ``redact_key_file``, ``$LMLEAK_REDACT_KEY`` or random): the canaries' secrets, the corpus and the
+    trained model stay in a private folder that is deleted; the tables, summaries and the report
+    hold numbers, labels and keyed ids.
+
     Returns:
-        The run's summary with ``report``, the path of the HTML report, added (``summary.json``
-        itself stays as :func:`run_dp_audit` wrote it).
+        The run's summary (redacted with ``redact``) with ``report``, the path of the HTML report,
+        added (``summary.json`` itself stays as written).
     """
-    summary = run_dp_audit(corpus_path, out_dir, train_config, audit, progress=progress)
+    summary = write_run(
+        out_dir,
+        lambda d: run_dp_audit(corpus_path, d, train_config, audit, progress=progress),
+        redact=redact,
+        key_file=redact_key_file,
+    )
     summary["report"] = str(render_report(out_dir))
     return summary
 
@@ -175,10 +193,15 @@ def _summary(
     result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
 ) -> dict[str, Any]:
     """``summary.json``: the accountant's ε beside the measured lower bound and the most this audit
-    could certify, the null it is read against, and the KART scenario."""
+    could certify, the null it is read against, and the KART scenario.
+
+    ``claim_violated`` is decided at the *claimed* δ only: a bound computed at a smaller ``--delta``
+    is larger, and would "refute" an (ε, δ) claim that the counts do not refute. The bound at the
+    claimed δ (``epsilon_lower_bound_at_claimed_delta``) is computed from the same counts for that."""
     claimed = privacy.get("epsilon")
     eps = record["epsilon_lower_bound"]
     out = {
+        **claim_check(claimed, privacy.get("delta"), record),
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
@@ -186,7 +209,6 @@ def _summary(
         "dp_delta": privacy.get("delta"),
         "epsilon_lower_bound": eps,
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
-        "claim_violated": bool(claimed is not None and eps > float(claimed)),
         "claim_beyond_reach": bool(
             claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
         ),
@@ -215,6 +237,33 @@ def _summary(
                 "another --seed, and if it persists the scores depend on the inclusion by another route"
             )
     return out
+
+
+def claim_check(claimed: float | None, claimed_delta: float | None, record: dict[str, Any]) -> dict[str, Any]:
+    """Whether the counts refute an (ε, δ) claim, decided at the claimed δ (the record's own δ when the
+    claim names none): ``epsilon_lower_bound_at_claimed_delta``, ``claimed_delta``, ``claim_violated``.
+
+    Example (1,000 canaries, 100 guesses, all right: the bound is 3.49 at δ = 0 but 0.81 at the
+    claimed δ = 1e-3, so a claim of ε = 3 is not refuted):
+        >>> rec = {"m": 1000, "r": 100, "v": 100, "delta": 0.0, "confidence": 0.95, "epsilon_lower_bound": 3.493}
+        >>> c = claim_check(3.0, 1e-3, rec)
+        >>> c["claim_violated"], round(c["epsilon_lower_bound_at_claimed_delta"], 2)
+        (False, 0.81)
+        >>> claim_check(3.0, 0.0, rec)["claim_violated"]
+        True
+    """
+    delta = float(record["delta"] if claimed_delta is None else claimed_delta)
+    if delta == float(record["delta"]) and "epsilon_lower_bound" in record:
+        at_claim = float(record["epsilon_lower_bound"])
+    else:
+        at_claim = epsilon_lower_bound(
+            int(record["m"]), int(record["r"]), int(record["v"]), delta, float(record["confidence"])
+        )
+    return {
+        "claimed_delta": delta,
+        "epsilon_lower_bound_at_claimed_delta": at_claim,
+        "claim_violated": bool(claimed is not None and at_claim > float(claimed)),
+    }
 
 
 def _check_one_sequence(

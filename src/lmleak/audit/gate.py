@@ -1,159 +1,91 @@
 """The CI gate: block a release when a headline metric exceeds its limit.
 
 ``lmleak gate RUN --max-unique N --max-leakage-epsilon X --max-exposure B --max-mia-auc A`` exits 0
-when every given limit holds for every audited model, 1 otherwise. A limit on a metric the run did
-not measure fails too (a gate must not pass because a stage was skipped).
+when every given limit holds for every audited model, 1 otherwise. The table it prints is the
+verdict of :mod:`lmleak.render.verdict` — the same function computes the verdict card that opens
+the HTML report — with one of Pass / Fail / Not evaluable per limit. A limit on a metric the run did
+not measure is *not evaluable*, with the reason and the line that would measure it, and fails the
+gate (a gate must not pass because a stage was skipped) unless ``--allow-not-evaluable`` is given or
+a profile marks that limit as applying only where its analysis exists.
+
+Limits come from the options, ``--profile release`` (each limit with its rationale:
+:data:`~lmleak.render.verdict.PROFILES`), or, with neither, the ``gate:`` section of the audit config
+that wrote the run.
 
 The one-run DP audit (issue 20) adds two checks. Wherever a run measured ``epsilon_lower_bound``
-for a model that claims a DP ``ε``, the gate checks the claim itself: it fails when the measured
-lower bound exceeds the claimed ε (the DP guarantee is then refuted at the audit's confidence),
-whatever limits were given. ``--min-epsilon-lower-bound X`` is a floor, not a ceiling: it fails
-when the bound is *below* X, and it applies to the models that claim no DP (plain-trained controls,
-on which the audit must show its power: a weak audit proves nothing); a positive floor fails a run
-without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run checks only its claim.
+for a model that claims a DP ``ε``, the gate checks the claim itself, at the claimed δ: it fails when
+the measured lower bound exceeds the claimed ε (the DP guarantee is then refuted at the audit's
+confidence), whatever limits were given. ``--min-epsilon-lower-bound X`` is a floor, not a ceiling:
+it fails when the bound is *below* X, and it applies to the models that claim no DP (plain-trained
+controls, on which the audit must show its power: a weak audit proves nothing); a positive floor
+fails a run without such a model, and ``--min-epsilon-lower-bound 0`` on a DP model's run checks
+only its claim.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from lmleak.audit.provenance import refuse_changed_inputs
-from lmleak.render.headline import PER_K, collect_headlines
-from lmleak.runs import check_run
+from lmleak.errors import ConfigError
+from lmleak.render.headline import collect_headlines
+from lmleak.render.verdict import (
+    LIMIT_OPTIONS,
+    GateCheck,
+    Limit,
+    Verdict,
+    gate_section,
+    limits_from_config,
+    resolve_limits,
+    verdict_of,
+)
+from lmleak.runs import check_run, read_summary
+
+__all__ = ["GateCheck", "GateResult", "check_gate", "gate_run", "run_gate"]
+
+#: ``lmleak gate`` result (the verdict table); kept under its old name
+GateResult = Verdict
+
+#: the metric names :func:`check_gate` has always taken, as limit options
+_METRIC_OPTION = {metric: option for option, (metric, _) in LIMIT_OPTIONS.items()}
+_METRIC_OPTION["min_epsilon_lower_bound"] = "min_epsilon_lower_bound"
 
 
-@dataclass(frozen=True, slots=True)
-class GateCheck:
-    model: str
-    metric: str
-    limit: float
-    value: float | None
-    direction: str = "max"  # "max": value <= limit passes; "min": value >= limit passes
-
-    @property
-    def passed(self) -> bool:
-        if self.value is None:
-            return False
-        return self.value >= self.limit if self.direction == "min" else self.value <= self.limit
-
-    def to_dict(self) -> dict[str, Any]:
-        """The check in ``lmleak gate --json``: ``model, metric, limit, value, passed``."""
-        return {"model": self.model, "metric": self.metric, "limit": self.limit, "value": self.value,
-                "passed": self.passed}  # fmt: skip
-
-    def describe(self) -> str:
-        if self.value is None:
-            return f"{self.model}: {self.metric} was not measured (limit {self.limit:g}); run that stage"
-        if self.metric.startswith("leakage_epsilon") and self.value > 700:
-            return f"{self.model}: {self.metric} = e^{math.log(self.value) if math.isfinite(self.value) else self.value:g} (limit {self.limit:g}) FAILED"
-        verdict = "ok" if self.passed else "FAILED"
-        kind = "floor" if self.direction == "min" else "limit"
-        return f"{self.model}: {self.metric} = {self.value:g} ({kind} {self.limit:g}) {verdict}"
+def _as_limits(limits: Mapping[str, float]) -> tuple[Limit, ...]:
+    """Limits keyed by metric (``unique_sequences``) or by option (``max_unique``)."""
+    options = {_METRIC_OPTION.get(k, k): v for k, v in limits.items()}
+    return resolve_limits(options)
 
 
-def _value(headline: dict[str, Any], metric: str) -> float | None:
-    """A metric's value for the gate; leakage ε from its logarithm, so one too large for a float is
-    +inf (fails every limit) rather than missing."""
-    if metric == "leakage_epsilon" and headline.get("log_leakage_epsilon") is not None:
-        x = float(headline["log_leakage_epsilon"])
-        return math.inf if x > 709 else math.exp(x)
-    value = headline.get(metric)
-    return None if value is None else float(value)
-
-
-def check_gate(run_dir: str | Path, limits: dict[str, float]) -> list[GateCheck]:
+def check_gate(run_dir: str | Path, limits: Mapping[str, float]) -> list[GateCheck]:
     """One check per (model, limited metric) — per (model, metric, k) for the report's metrics, so
-    the verdict covers every k of the run, in any order.
+    the verdict covers every k of the run, in any order. ``limits`` are keyed by metric
+    (``unique_sequences``, ``mia_auc``, ``min_epsilon_lower_bound``...) or by option (``max_unique``).
 
     Example:
         >>> import tempfile, json, pathlib
         >>> d = pathlib.Path(tempfile.mkdtemp())
         >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4}))
-        >>> [c.passed for c in check_gate(d, {"unique_sequences": 3, "max_exposure": 10})]
-        [False, False]
+        >>> [c.verdict for c in check_gate(d, {"unique_sequences": 3, "max_exposure": 10})]
+        ['fail', 'not_evaluable']
     """
-    check_run(run_dir)
-    checks = []
-    for model, headline in collect_headlines(run_dir).items():
-        by_k = headline.get("by_k") or {}
-        if headline.get("epsilon_lower_bound") is not None and headline.get("dp_epsilon") is not None:
-            checks.append(
-                GateCheck(
-                    model,
-                    "epsilon_lower_bound <= claimed dp_epsilon",
-                    float(headline["dp_epsilon"]),
-                    float(headline["epsilon_lower_bound"]),
-                )
-            )
-        for metric, limit in limits.items():
-            if metric == "min_epsilon_lower_bound":
-                if (
-                    headline.get("dp_epsilon") is None
-                ):  # the floor is for controls; a DP model has its claim check
-                    checks.append(
-                        GateCheck(
-                            model,
-                            "epsilon_lower_bound",
-                            float(limit),
-                            _value(headline, "epsilon_lower_bound"),
-                            direction="min",
-                        )
-                    )
-            elif metric in PER_K and by_k:
-                for k in sorted(by_k, key=int):
-                    checks.append(
-                        GateCheck(model, f"{metric} (k={k})", float(limit), _value(by_k[k], metric))
-                    )
-            else:
-                checks.append(GateCheck(model, metric, float(limit), _value(headline, metric)))
-    floor = limits.get("min_epsilon_lower_bound")
-    if floor is not None and floor > 0 and not any(c.direction == "min" for c in checks):
-        # every model claims DP: nothing shows the audit's power, and a floor must not pass silently
-        checks.append(
-            GateCheck(
-                "(none)",
-                "epsilon_lower_bound of a model without a DP claim",
-                float(limits["min_epsilon_lower_bound"]),
-                None,
-                direction="min",
-            )
-        )
-    return checks
-
-
-@dataclass(frozen=True, slots=True)
-class GateResult:
-    """Every check of a release gate; it passes when every check does."""
-
-    checks: tuple[GateCheck, ...]
-
-    @property
-    def failed(self) -> list[GateCheck]:
-        return [c for c in self.checks if not c.passed]
-
-    @property
-    def passed(self) -> bool:
-        return not self.failed
-
-    def to_dict(self) -> dict[str, Any]:
-        """``lmleak gate --json``: ``{"passed": bool, "checks": [...]}``."""
-        return {"passed": self.passed, "checks": [c.to_dict() for c in self.checks]}
+    return list(run_gate(run_dir, limits).checks)
 
 
 def run_gate(
     run_dir: str | Path,
-    limits: dict[str, float],
+    limits: Mapping[str, float],
     *,
+    allow_not_evaluable: bool = False,
+    profile: str | None = None,
     allow_changed: bool = False,
     echo: Callable[[str], None] | None = None,
 ) -> GateResult:
-    """:func:`check_gate` as one result (``lmleak gate``), refused when the run's model or corpus files
-    changed since it was written (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides and
-    says each change through ``echo``).
+    """:func:`check_gate` as one result (``lmleak gate``), under ``profile``'s limits as well;
+    refused when the run's model or corpus files changed since it was written
+    (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides and says each change through ``echo``).
 
     Example:
         >>> import tempfile, json, pathlib
@@ -163,6 +95,63 @@ def run_gate(
         >>> r.passed, r.to_dict()["checks"][0]["value"]
         (True, 4.0)
     """
-    checks = tuple(check_gate(run_dir, limits))
+    check_run(run_dir)
+    chosen = _as_limits(limits)
+    if profile is not None:
+        chosen = resolve_limits({lim.option: lim.value for lim in chosen}, profile)
+    verdict = verdict_of(
+        read_summary(run_dir),
+        collect_headlines(run_dir),
+        chosen,
+        allow_not_evaluable=allow_not_evaluable,
+        profile=profile,
+    )
     refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
-    return GateResult(checks)
+    return verdict
+
+
+def gate_run(
+    run_dir: str | Path,
+    options: Mapping[str, float | None],
+    *,
+    profile: str | None = None,
+    allow_not_evaluable: bool = False,
+    allow_changed: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> GateResult:
+    """``lmleak gate``: the verdict under the given options and profile, or — with neither — under
+    the ``gate:`` section of the audit config that wrote the run (its ``allow_not_evaluable`` too).
+
+    Raises:
+        ConfigError: no limit anywhere (exit 2: a gate without limits would pass everything).
+    """
+    check_run(run_dir)
+    given = {k: v for k, v in options.items() if v is not None}
+    if given or profile:
+        return run_gate(
+            run_dir,
+            given,
+            allow_not_evaluable=allow_not_evaluable,
+            profile=profile,
+            allow_changed=allow_changed,
+            echo=echo,
+        )
+    summary: dict[str, Any] = read_summary(run_dir)
+    limits, allow, cfg_profile = limits_from_config(gate_section(summary))
+    if not limits:
+        raise ConfigError(
+            "no limits given",
+            field="limits",
+            hint="pass --profile release or at least one of "
+            + ", ".join("--" + o.replace("_", "-") for o in LIMIT_OPTIONS)
+            + ", or add a `gate:` section to the audit config",
+        )
+    verdict = verdict_of(
+        summary,
+        collect_headlines(run_dir),
+        limits,
+        allow_not_evaluable=allow or allow_not_evaluable,
+        profile=cfg_profile,
+    )
+    refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
+    return verdict

@@ -85,6 +85,55 @@ def connect(run_dir: str | Path) -> Any:
     return con
 
 
+#: why a column can be empty in a run, and what fills it
+EMPTY_COLUMN_REASONS = {
+    "public_logprob": "it needs a public model (`public_model:` in the audit config, `--public-model`)",
+    "public_perplexity": "it needs a public model (`public_model:` in the audit config, `--public-model`)",
+    "perplexity_ratio": "it needs a public model (`public_model:` in the audit config, `--public-model`)",
+    "log_perplexity_ratio": "it needs a public model (`public_model:` in the audit config, `--public-model`)",
+    "public_perplexities": "it needs a public model (`public_model:` in the audit config, `--public-model`)",
+    "pii_types": "it needs a PII policy (`analyses.report.pii_policy`, `--pii-policy`)",
+}
+
+
+def empty_columns(run_dir: str | Path, sql: str) -> list[str]:
+    """One warning per column the query names that holds no value in this run (only nulls or NaN):
+    ``ORDER BY perplexity_ratio`` on a run without a public model orders by nothing.
+
+    Example:
+        >>> import tempfile, pandas as pd, pathlib
+        >>> from lmleak.runs import write_summary
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> pd.DataFrame({"text": ["a", "b"], "perplexity_ratio": [float("nan")] * 2}).to_parquet(d / "sequences.parquet")
+        >>> _ = write_summary(d, {})
+        >>> empty_columns(d, "SELECT text FROM sequences ORDER BY perplexity_ratio DESC")[0][:60]
+        "column 'perplexity_ratio' of 'sequences' is empty in this ru"
+    """
+    run = check_run(run_dir)
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql))
+    con = connect(run)
+    out = []
+    try:
+        for view in sorted(set(parquet_views(run)) & words):
+            schema = con.execute(f'DESCRIBE "{view}"').fetchall()
+            for name, kind, *_ in schema:
+                if name not in words or name in ("model", "stage"):
+                    continue
+                numeric = kind in ("DOUBLE", "FLOAT")
+                cond = f'"{name}" IS NOT NULL' + (f' AND NOT isnan("{name}")' if numeric else "")
+                filled, rows = con.execute(
+                    f'SELECT count(*) FILTER (WHERE {cond}), count(*) FROM "{view}"'
+                ).fetchone()
+                if rows and not filled:
+                    why = EMPTY_COLUMN_REASONS.get(name, "no stage of this run filled it")
+                    out.append(
+                        f"column {name!r} of {view!r} is empty in this run ({rows} rows, no value): {why}"
+                    )
+    finally:
+        con.close()
+    return out
+
+
 def query(run_dir: str | Path, sql: str) -> Any:
     """Run DuckDB SQL over the run's Parquet files and return a pandas DataFrame.
 

@@ -41,6 +41,7 @@ from lmleak.attacks.membership import read_texts, run_membership, split_users_by
 from lmleak.attacks.mia_methods import MethodOptions
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
+from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import CapabilityError, ConfigError
@@ -50,6 +51,7 @@ from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
+from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
 from lmleak.probe.subjects import read_subjects
@@ -81,6 +83,7 @@ from lmleak.train.trainer import load_train_config
 log = logging.getLogger("lmleak.audit")
 STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
 COMPLETE = ".complete.json"
+SCORING_KEYS = ("bos_token_id", "scoring_convention")  # as lmleak.models.base.scoring_convention writes them
 
 
 def _fingerprint(*parts: Any) -> str:
@@ -229,9 +232,11 @@ class Auditor:
             non,
             out,
             group_size=spec.group_size,
+            num_per_side=spec.num_per_side,
+            n_boot=spec.n_boot,
             reference=load_model(self.cfg.resolve(ref)) if ref else None,
             source=source,
-            groups=groups,
+            groups=groups,  # users when split by holdout; None: texts grouped by shared PII (issue 26)
             **self._membership_options(),
         )
 
@@ -303,11 +308,15 @@ class Auditor:
             templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
 
         holdout = read_holdout(model_path)
+        level, warning = choose_level(subjects, spec.level)  # issue 26: no level that probes nothing silently
+        if warning:
+            self.echo(f"[yellow]warning:[/] {warning}")
+            log.warning("%s", warning)
         run_probe(
             model,
             subjects,
             out,
-            level=spec.level,
+            level=level,
             k=k,
             beams=spec.beams,
             templates=templates,
@@ -400,6 +409,10 @@ class Auditor:
                 summary["models"][m.name] = self._audit_model(
                     m.name, self.cfg.resolve(m.path) or m.path, records
                 )
+            # issue 26: people affected and every analysis that did not run, for the release summary
+            summary["release"] = release_summary(
+                self.cfg, self.run, summary["models"], self._subjects_of, self._probe_levels()
+            )
             self._kart_table(summary)
             corpus = self.cfg.resolve(self.cfg.corpus.path)
             summary["provenance"] = {**run_provenance(corpus=corpus), "models": records}
@@ -411,6 +424,31 @@ class Auditor:
             log.removeHandler(handler)
             handler.close()
         return self.run
+
+    def _subjects_of(self, name: str) -> tuple[dict[str, str], set[str]]:
+        """The probed subjects' users (subject id -> user id) and the model's held-out users, as the
+        run's tables name them (keyed hashes in a redacted run): probing's members vs controls."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return {}, set()
+        path = next(self.cfg.resolve(m.path) or m.path for m in self.cfg.models if m.name == name)
+        holdout = read_holdout(path) if Path(path).is_dir() else None
+        redactor = self.redactor
+
+        def ids(x: str) -> str:
+            return x if redactor is None else redactor.hash(x, kind="user_id")
+
+        subjects = read_subjects(self.cfg.resolve(spec.subjects))
+        user_of = {ids(s["subject_id"]): ids(str(s.get("user_id", s["subject_id"]))) for s in subjects}
+        return user_of, {ids(u) for u in (holdout.users if holdout else ())}
+
+    def _probe_levels(self) -> dict[str, int] | None:
+        """Subjects eligible at each probing level (None without probing): what a probe that ran on
+        nothing could have probed instead."""
+        spec = self.cfg.analyses.probe
+        if spec is None or not spec.subjects:
+            return None
+        return eligible_by_level(read_subjects(self.cfg.resolve(spec.subjects)))
 
     def _run_stage(self, stage: str, model: Any, path: str, spec: Any, out: Path) -> None:
         """One stage into ``out``; redacted: into the private folder, then copied redacted."""
@@ -436,6 +474,7 @@ class Auditor:
         anon = anonymization_of(path if Path(path).is_dir() else None)
         model, api = self._load_api_model(name, path)
         membership: dict[str, Any] | None = None
+        scoring: dict[str, Any] = {}  # the start token the stages scored after (docs/membership.md)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
             why_not = self._why_not(stage, path, model)
@@ -449,6 +488,7 @@ class Auditor:
             stages[stage] = str(out.relative_to(self.run))
             stage_summary = read_summary(out)
             headline.update(headline_from_summary(stage_summary))
+            scoring.update({k: stage_summary[k] for k in SCORING_KEYS if k in stage_summary})
             if stage == "mia":  # every method's AUC and the blind baseline beside them (docs/membership.md)
                 membership = {
                     k: stage_summary.get(k)
@@ -460,7 +500,16 @@ class Auditor:
             {
                 k: v
                 for k, v in privacy.items()
-                if k in ("dp_epsilon", "confidentiality_epsilon") and v is not None
+                if k
+                in (
+                    "dp_epsilon",
+                    "confidentiality_epsilon",
+                    "confidentiality_gamma",
+                    "confidentiality_gamma_basis",
+                    "confidentiality_delta2_assumed",
+                    "privacy_unit",
+                )
+                and v is not None
             }
         )
         out_model: dict[str, Any] = {
@@ -470,6 +519,7 @@ class Auditor:
             "skipped": skipped,
             "scenarios": scenarios,
             "privacy": privacy,
+            **scoring,
             **({"membership": membership} if membership else {}),
         }
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
@@ -546,6 +596,9 @@ class Auditor:
         return model, None
 
     def _privacy(self, path: str) -> dict[str, Any]:
+        """The model's ``privacy.json`` as the summary's ``privacy``: its DP ε with the privacy unit, and
+        for CRT / selective DP the Bayesian confidentiality bound at the recorded 95 % upper bound of
+        γ (Proposition 6; :func:`~lmleak.train.confidentiality.measured_bayesian_confidentiality`)."""
         p = Path(path) / "privacy.json"
         if not p.exists():
             return {}
@@ -556,14 +609,29 @@ class Auditor:
             "dp_delta": priv.get("delta"),
             "gamma": priv.get("gamma"),
             "tokenizer_source": priv.get("tokenizer_source"),
+            # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
+            **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
         }
         if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
             bound = measured_bayesian_confidentiality(
-                float(priv["epsilon"]), float(priv.get("delta") or 0.0), priv.get("gamma")
+                float(priv["epsilon"]),
+                float(priv.get("delta") or 0.0),
+                priv.get("gamma"),
+                gamma_upper=priv.get("gamma_upper95") if priv.get("gamma_source") == "measured" else None,
+                support=priv.get("gamma_support"),
             )
             out["confidentiality_epsilon"], out["confidentiality_delta"] = bound["epsilon"], bound["delta"]
             out["confidentiality_reason"] = bound["reason"]
+            out["confidentiality_gamma"] = bound["gamma_used"]
+            out["confidentiality_gamma_basis"] = bound["gamma_basis"]
             out["gamma_source"] = priv.get("gamma_source")
+            if priv.get("mode") == "crt":  # Theorem 8.3 adds δ₂, π_c's miss rate, which no run measures
+                out["confidentiality_delta2_assumed"] = True
+                out["confidentiality_note"] = (
+                    "Theorem 8.3 adds delta2 (the conservative policy's miss rate) to delta; it is not measured "
+                    "and 0 is assumed: measure it with `lmleak pii evaluate --policy conservative --secrets ...` "
+                    "(1 - sentence_recall)"
+                )
         return out
 
     def _kart_table(self, summary: dict[str, Any]) -> None:

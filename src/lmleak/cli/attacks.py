@@ -13,6 +13,9 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    POSITIVE,
     GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
@@ -20,8 +23,11 @@ from lmleak.cli.common import (
     OutDirOpt,
     QuietOpt,
     RayAddressOpt,
+    RedactKeyFileOpt,
+    RedactRunOpt,
     SeedOpt,
     info,
+    number,
     out,
     print_json,
     quiet,
@@ -73,6 +79,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
+# long: its signature declares the options of `lmleak exposure`, one per line; the body is short
 def exposure_cmd(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
@@ -87,17 +94,22 @@ def exposure_cmd(
     extrapolate: Annotated[
         bool, typer.Option("--extrapolate", help="Add the skew-normal estimate (Carlini et al. §4.3).")
     ] = False,
-    sample_size: Annotated[int, typer.Option(help="Candidates sampled for the skew-normal fit.")] = 5000,
+    sample_size: Annotated[
+        int, typer.Option(help="Candidates sampled for the skew-normal fit.", parser=COUNT)
+    ] = 5000,
     max_candidates: Annotated[
-        int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.")
+        int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.", parser=COUNT)
     ] = 10_000_000,
     seed: SeedOpt = 0,
     placebos: Annotated[
         int | None,
         typer.Option(
-            help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its canaries; 0: none)."
+            help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its canaries; 0: none).",
+            parser=COUNT0,
         ),
     ] = None,
+    redact: RedactRunOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -106,24 +118,34 @@ def exposure_cmd(
     Example: lmleak exposure --model runs/model --canaries data/canaries.jsonl --out runs/exposure
     """
     from lmleak.attacks.exposure import exposure_of_model  # lazy: numpy and torch, keeps --help fast
+    from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)
-    run = exposure_of_model(
-        model,
-        canaries,
+    run = write_run(
         out_dir,
-        alphabet=alphabet,
-        extrapolate=extrapolate,
-        sample_size=sample_size,
-        max_candidates=max_candidates,
-        seed=seed,
-        echo=info,
-        placebos=placebos,
+        lambda d: exposure_of_model(
+            model,
+            canaries,
+            d,
+            alphabet=alphabet,
+            extrapolate=extrapolate,
+            sample_size=sample_size,
+            max_candidates=max_candidates,
+            seed=seed,
+            echo=info,
+            placebos=placebos,
+        ),
+        redact=redact,
+        key_file=redact_key_file,
     )
+    summary = run if redact else run.summary  # redacted: the run's redacted summary, no canary
     if as_json:
-        print_json(run.summary)
+        print_json(summary)
         return
-    print_exposure(run.summary, run.results, run.model_name, out_dir)
+    if redact:
+        print_max_exposure(summary, out_dir)
+        return
+    print_exposure(summary, run.results, run.model_name, out_dir)
 
 
 def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_dir: Path) -> None:
@@ -142,6 +164,10 @@ def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_d
             r.method,
         )
     out.print(t)
+    print_max_exposure(summary, out_dir)
+
+
+def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
     out.print(
         f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}"
     )
@@ -173,17 +199,25 @@ def mia_cmd(
             "(holdout.json in the model folder) are the non-members, the other users the members.",
         ),
     ] = None,
-    group_size: Annotated[int, typer.Option(help="Texts per group for the group attack (0: skip it).")] = 20,
+    group_size: Annotated[
+        int, typer.Option(help="Texts per group for the group attack (0: skip it).", parser=COUNT0)
+    ] = 20,
     num_groups: Annotated[
-        int | None, typer.Option(help="Draw this many groups per side (A.4) instead of disjoint groups.")
+        int | None,
+        typer.Option(
+            help="At most this many disjoint groups per side (groups never overlap; A.4's did).", parser=COUNT
+        ),
     ] = None,
     reference: Annotated[
         str | None, typer.Option("--reference", help="Public reference model for calibration.")
     ] = None,
     num_per_side: Annotated[
-        int, typer.Option("--n", help="Texts per side (balanced; A.4 uses 1000).")
+        int, typer.Option("--n", help="Texts per side (balanced; A.4 uses 1000).", parser=COUNT)
     ] = 1000,
-    min_k: Annotated[float, typer.Option(help="Fraction of least likely tokens for Min-K% Prob.")] = 0.2,
+    min_k: Annotated[
+        float,
+        typer.Option(help="Fraction of least likely tokens for Min-K% Prob.", parser=number(gt=0, le=1)),
+    ] = 0.2,
     mlm: Annotated[
         Path | None,
         typer.Option(
@@ -199,9 +233,11 @@ def mia_cmd(
         ),
     ] = None,
     recall_shots: Annotated[
-        int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.")
+        int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.", parser=COUNT)
     ] = 3,
-    neighbours: Annotated[int, typer.Option(help="Neighbours per text for the neighbourhood method.")] = 8,
+    neighbours: Annotated[
+        int, typer.Option(help="Neighbours per text for the neighbourhood method.", parser=COUNT)
+    ] = 8,
     blind: Annotated[
         bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")
     ] = True,
@@ -213,6 +249,8 @@ def mia_cmd(
     ray_address: RayAddressOpt = None,
     num_workers: NumWorkersOpt = 2,
     gpus_per_worker: GpusPerWorkerOpt = 0.0,
+    redact: RedactRunOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -221,36 +259,45 @@ def mia_cmd(
     Example: lmleak mia --model runs/model --corpus data/corpus.jsonl --out runs/mia
 
     Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
-    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The blind
-    baseline (a text-only classifier) is reported beside them, with a warning when it comes close.
+    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The sets are
+    de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
+    texts grouped by shared PII); the headline attack is chosen on one half of the users and reported
+    on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
+    classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
+    from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
-    summary = membership_of_model(
-        model,
+    summary = write_run(
         out_dir,
-        members=members,
-        non_members=non_members,
-        corpus=corpus,
-        reference=reference,
-        methods=lists.get("--methods"),
-        mlm=mlm,
-        recall_prefix=recall_prefix,
-        recall_shots=recall_shots,
-        neighbours=neighbours,
-        field=field,
-        num_per_side=num_per_side,
-        group_size=group_size,
-        num_groups=num_groups,
-        min_k=min_k,
-        blind=blind,
-        seed=seed,
-        engine=eng,
-        echo=info,
+        lambda d: membership_of_model(
+            model,
+            d,
+            members=members,
+            non_members=non_members,
+            corpus=corpus,
+            reference=reference,
+            methods=lists.get("--methods"),
+            mlm=mlm,
+            recall_prefix=recall_prefix,
+            recall_shots=recall_shots,
+            neighbours=neighbours,
+            field=field,
+            num_per_side=num_per_side,
+            group_size=group_size,
+            num_groups=num_groups,
+            min_k=min_k,
+            blind=blind,
+            seed=seed,
+            engine=eng,
+            echo=info,
+        ),
+        redact=redact,
+        key_file=redact_key_file,
     )
     if as_json:
         print_json(summary)
@@ -258,26 +305,35 @@ def mia_cmd(
     print_membership(summary, out_dir)
 
 
+def _ci_text(value: Any, ci: Any) -> str:
+    """``0.812 [0.744, 0.871]``, or ``-`` without a value."""
+    if value is None:
+        return "-"
+    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+
+
 def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
-    """One table row per (level, attack) with the headline marked, the blind baseline, notes, warning."""
+    """One table row per (level, attack) with its 95 % interval and the headline marked, the blind
+    baseline, then the honest headline, the placebo, the sets' counts, notes and warnings."""
     from rich.table import Table
 
-    t = Table(title=f"Membership inference — {summary['model']} ({summary['num_per_side']} per side)")
-    for col in ("level", "attack", "accuracy", "AUC", "TPR@1%FPR", "TPR@0.1%FPR"):
+    name = summary.get("model") or "a redacted run's model"
+    t = Table(title=f"Membership inference — {name} ({summary['num_per_side']} per side)")
+    for col in ("level", "attack", "accuracy", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR"):
         t.add_column(col)
     notes = set()
     for r in summary["metrics"]:
         cells = []
         for key in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):
-            cells.append("-" if r[key] is None else f"{r[key]:.3f}")
+            cells.append(_ci_text(r[key], r.get(f"{key}_ci")))
             if r.get(f"{key}_note"):
                 notes.add(f"TPR at {'1' if key == 'tpr_at_1pct_fpr' else '0.1'}% FPR: {r[key + '_note']}")
         headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
         t.add_row(
             r["level"],
             r["feature"] + (" (headline)" if headline else ""),
-            f"{r['accuracy']:.3f}",
-            f"{r['auc']:.3f}",
+            "-" if r["accuracy"] is None else f"{r['accuracy']:.3f}",
+            _ci_text(r["auc"], r.get("auc_ci")),
             *cells,
         )
     if summary.get("blind_baseline_auc") is not None:
@@ -285,18 +341,62 @@ def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
             "individual",
             "blind baseline (text only, no model)",
             "-",
-            f"{summary['blind_baseline_auc']:.3f}",
+            _ci_text(summary["blind_baseline_auc"], summary.get("blind_auc_ci")),
             "-",
             "-",
         )
     out.print(t)
+    for line in _membership_lines(summary):
+        out.print(line)
     for n in sorted(notes):
         out.print(f"  not reported: {n}")
-    if summary.get("blind_baseline_warning"):
-        out.print(f"[bold yellow]warning:[/] {summary['blind_baseline_warning']}")
+    for key in ("placebo_warning", "blind_baseline_warning"):
+        if summary.get(key):
+            out.print(f"[bold yellow]warning:[/] {summary[key]}")
     out.print(f"-> {out_dir}")
 
 
+def _membership_lines(summary: dict[str, Any]) -> list[str]:
+    """The headline and how it was chosen, the best raw AUC, the placebo, the sets, the intervals."""
+    lines = []
+    if "headline_selection" in summary:
+        lines.append(
+            f"headline: {summary['mia_method']} AUC {_ci_text(summary['mia_auc'], summary.get('mia_auc_ci'))} "
+            f"({summary['headline_selection']}: {summary.get('mia_headline_note')})"
+        )
+        if summary.get("mia_best_raw_method") is not None:
+            lines.append(
+                f"best raw: {summary['mia_best_raw_method']} AUC "
+                f"{_ci_text(summary['mia_best_raw_auc'], summary.get('mia_best_raw_auc_ci'))} "
+                "(every text; selected after the fact, optimistic)"
+            )
+    if "placebo_auc" in summary:
+        lines.append(
+            f"placebo: AUC {_ci_text(summary['placebo_auc'], summary.get('placebo_auc_ci'))} "
+            f"({summary.get('placebo_note')})"
+        )
+    sets = summary.get("sets") or {}
+    for side in ("members", "non_members"):
+        c = sets.get(side)
+        if c:
+            lines.append(
+                f"{side.replace('_', '-')}: {c['rows']} rows, {c['distinct']} distinct, {c['near_duplicates']} "
+                f"near-duplicates, {c['removed_overlap']} on both sides removed -> {c['kept']} kept, "
+                f"{c.get('used')} used in {c.get('groups')} groups"
+            )
+    if sets.get("grouping_note"):
+        lines.append(f"groups ({sets.get('grouping')}): {sets['grouping_note']}")
+    if summary.get("mia_excluded_note"):
+        lines.append(summary["mia_excluded_note"])
+    iv = summary.get("intervals")
+    if iv:
+        lines.append(
+            f"intervals: {iv['level']:.0%}, {iv['method']}, {iv.get('n_boot')} replicates over {iv['n_units']} {iv['unit']}s"
+        )
+    return ["  " + x for x in lines]
+
+
+# long: the Typer signature declares 11 options, one per line; the body only parses, calls run_crt_experiment, prints
 def crt_cmd(
     ctx: typer.Context,
     out_dir: OutDirOpt,
@@ -306,14 +406,17 @@ def crt_cmd(
     quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
     seed: SeedOpt = 0,
     epochs: Annotated[
-        int | None, typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).")
+        int | None,
+        typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).", parser=COUNT),
     ] = None,
     users: Annotated[
-        int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).")
+        int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).", parser=COUNT)
     ] = None,
     lr: Annotated[
         float | None,
-        typer.Option("--lr", help="Learning rate (default: the trainer's per-architecture one)."),
+        typer.Option(
+            "--lr", help="Learning rate (default: the trainer's per-architecture one).", parser=POSITIVE
+        ),
     ] = None,
     base: Annotated[
         str | None,
@@ -327,6 +430,7 @@ def crt_cmd(
         typer.Option(
             "--max-steps",
             help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).",
+            parser=COUNT,
         ),
     ] = None,
     quiet_: QuietOpt = False,

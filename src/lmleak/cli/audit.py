@@ -7,7 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, err, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    PROBABILITY,
+    JsonOpt,
+    QuietOpt,
+    SeedOpt,
+    err,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -18,28 +30,57 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("render")(render_cmd)
 
 
+# long: the Typer signature declares 11 options; the body only gathers them, calls gate_run and prints
 def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
-    max_unique: Annotated[int | None, typer.Option(help="Most unique leaked sequences allowed.")] = None,
-    max_leakage_epsilon: Annotated[float | None, typer.Option(help="Largest leakage ε allowed.")] = None,
+    max_unique: Annotated[
+        int | None, typer.Option(help="Most unique leaked sequences allowed.", parser=COUNT0)
+    ] = None,
+    max_leakage_epsilon: Annotated[
+        float | None, typer.Option(help="Largest leakage ε allowed.", parser=NON_NEGATIVE)
+    ] = None,
     max_exposure: Annotated[
-        float | None, typer.Option(help="Largest canary exposure (bits) allowed.")
+        float | None, typer.Option(help="Largest canary exposure (bits) allowed.", parser=NON_NEGATIVE)
     ] = None,
     max_mia_auc: Annotated[
-        float | None, typer.Option(help="Largest membership-inference AUC allowed.")
+        float | None,
+        typer.Option(
+            help="Largest AUC of the headline membership attack (named in the table) allowed.",
+            parser=PROBABILITY,
+        ),
     ] = None,
     max_pii_unique: Annotated[
-        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.")
+        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
+    ] = None,
+    max_pii_exact_match: Annotated[
+        float | None, typer.Option(help="Largest PII probing exact-match rate allowed (0-1).")
     ] = None,
     min_epsilon_lower_bound: Annotated[
         float | None,
         typer.Option(
-            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails."
+            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.",
+            parser=NON_NEGATIVE,
         ),
     ] = None,
     max_extracted: Annotated[
-        int | None, typer.Option(help="Most verified extracted training samples allowed (lmleak extract).")
+        int | None,
+        typer.Option(
+            help="Most verified extracted training samples allowed (lmleak extract).", parser=COUNT0
+        ),
     ] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option(
+            help="A shipped set of limits, each with its rationale: release. Options given override its limits."
+        ),
+    ] = None,
+    allow_not_evaluable: Annotated[
+        bool,
+        typer.Option(
+            "--allow-not-evaluable",
+            help="Pass limits whose analysis did not run or had too little data (listed, not counted as failures).",
+        ),
+    ] = False,
     allow_changed: Annotated[
         bool,
         typer.Option(
@@ -51,31 +92,28 @@ def gate(
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI).
 
-    Example: lmleak gate runs/audit --max-unique 0 --max-mia-auc 0.6
-    """
-    from lmleak.audit.gate import run_gate
+    Example: lmleak gate runs/audit --profile release
 
-    limits = {
-        k: v
-        for k, v in {
-            "unique_sequences": max_unique,
-            "leakage_epsilon": max_leakage_epsilon,
-            "max_exposure": max_exposure,
-            "mia_auc": max_mia_auc,
-            "pii_unique_sequences": max_pii_unique,
-            "min_epsilon_lower_bound": min_epsilon_lower_bound,
-            "extracted": max_extracted,
-        }.items()
-        if v is not None
+    Without limits or --profile, the limits of the audit config's `gate:` section apply. Prints the
+    same verdict table the HTML report opens with: Pass / Fail / Not evaluable per limit.
+    """
+    from lmleak.audit.gate import gate_run
+
+    options = {
+        "max_unique": max_unique,
+        "max_leakage_epsilon": max_leakage_epsilon,
+        "max_exposure": max_exposure,
+        "max_mia_auc": max_mia_auc,
+        "max_pii_unique": max_pii_unique,
+        "max_pii_exact_match": max_pii_exact_match,
+        "min_epsilon_lower_bound": min_epsilon_lower_bound,
+        "max_extracted": max_extracted,
     }
-    if not limits:
-        err.print(
-            "[yellow]no limits given[/]: pass at least one of --max-unique, --max-pii-unique, --max-leakage-epsilon, --max-exposure, --max-mia-auc, --min-epsilon-lower-bound, --max-extracted"
-        )
-        raise typer.Exit(2)
-    result = run_gate(
+    result = gate_run(
         run,
-        limits,
+        options,
+        profile=profile,
+        allow_not_evaluable=allow_not_evaluable,
         allow_changed=allow_changed,
         echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True),
     )
@@ -84,17 +122,44 @@ def gate(
 
 
 def _print_gate(result: Any, json_out: bool) -> None:
-    """Every check of ``lmleak gate`` and the verdict, as JSON or one line each."""
+    """Every check of ``lmleak gate`` and the verdict, as JSON or as the verdict table."""
     if json_out:
         print_json(result.to_dict())
-    else:
-        for c in result.checks:
-            out.print(("[green]✓[/] " if c.passed else "[red]✗[/] ") + c.describe())
+        return
+    print_verdict(result)
+    out.print(
+        "[bold green]gate passed[/]"
+        if result.passed
+        else f"[bold red]gate failed[/]: {len(result.failed)} check(s)"
+    )
+
+
+_RESULT_STYLE = {"pass": "green", "fail": "bold red", "not_evaluable": "yellow"}
+
+
+def print_verdict(verdict: Any, title: str = "Verdict") -> None:
+    """The verdict table of :func:`lmleak.render.verdict.verdict_rows` (the HTML card's cells)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    from lmleak.render.verdict import verdict_rows
+
+    rows = [{k: escape(v) for k, v in r.items()} for r in verdict_rows(verdict)]  # "[perplexity]" is text
+    if not rows:
         out.print(
-            "[bold green]gate passed[/]"
-            if result.passed
-            else f"[bold red]gate failed[/]: {len(result.failed)} check(s)"
+            f"[bold]{title}[/]: no limits set (add a `gate:` section to the audit config, or use --profile release)"
         )
+        return
+    t = Table(title=title + (f" (profile {verdict.profile})" if verdict.profile else ""))
+    for col in ("model", "limit", "value", "95% interval", "result"):
+        t.add_column(col)
+    for r in rows:
+        style = _RESULT_STYLE.get(r["status"], "")
+        t.add_row(r["model"], r["limit"], r["value"], r["interval"], f"[{style}]{r['result']}[/]")
+    out.print(t)
+    for r in rows:  # the reasons below the table: a narrow terminal keeps them whole
+        if r["why"]:
+            out.print(f"  {r['model']} · {r['limit']}: {r['why']}", highlight=False)
 
 
 def query_cmd(
@@ -107,10 +172,17 @@ def query_cmd(
     """Run DuckDB SQL over a run's Parquet files (each file is a table named after it).
 
     Example: lmleak query runs/report "SELECT k, count(*) AS n FROM sequences GROUP BY k"
+
+    A column the query names that is empty in this run (perplexity_ratio without a public model) is
+    warned about.
     """
-    from lmleak.audit.query import query
+    from rich.markup import escape
+
+    from lmleak.audit.query import empty_columns, query
 
     df = query(run, sql)
+    for warning in empty_columns(run, sql):
+        err.print("[yellow]warning:[/] " + escape(warning), highlight=False)
     if json_out:
         print_json(df.to_dict("records"))
         return
@@ -221,13 +293,73 @@ def audit(
         redact=redact,
         redact_key_file=redact_key_file,
     )
+    _finish_audit(run, json_out)
+
+
+def _finish_audit(run: Path, json_out: bool) -> None:
+    """What ``lmleak audit`` prints once the run is written: the release summary, or all of it as JSON."""
     from lmleak.render.headline import collect_headlines
 
+    summary, verdict = _release_of(run)
     if json_out:
-        print_json({"run": str(run), "report": str(run / "report.html"), "headlines": collect_headlines(run)})
+        print_json(
+            {
+                "run": str(run),
+                "report": str(run / "report.html"),
+                "headlines": collect_headlines(run),
+                "release": summary.get("release"),
+                "verdict": verdict.to_dict() if verdict.checks else None,
+            }
+        )
         return
+    print_release(summary, verdict)
     _summary_table(run, collect_headlines(run))
     out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
+
+
+def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
+    """The run's summary and its verdict under the audit config's ``gate:`` limits."""
+    from lmleak.render.headline import collect_headlines
+    from lmleak.render.verdict import gate_section, limits_from_config, verdict_of
+    from lmleak.runs import read_summary
+
+    summary = read_summary(run)
+    limits, allow, profile = limits_from_config(gate_section(summary))
+    verdict = verdict_of(summary, collect_headlines(run), limits, allow_not_evaluable=allow, profile=profile)
+    return summary, verdict
+
+
+def print_release(summary: dict[str, Any], verdict: Any) -> None:
+    """The release summary the terminal opens with: people affected, the verdict, what did not run."""
+    from rich.markup import escape
+
+    from lmleak.render.html import people_lines
+
+    releases = (summary.get("release") or {}).get("models") or {}
+    out.rule("[bold]Release summary[/]")
+    for name, rel in releases.items():
+        status = verdict.model_status(name)
+        style = {"pass": "bold green", "fail": "bold red", "not_evaluable": "bold yellow"}.get(status, "bold")
+        words = {
+            "pass": "PASS",
+            "fail": "FAIL",
+            "not_evaluable": "NOT EVALUABLE",
+            "no_limits": "no limits set",
+        }
+        out.print(f"[bold]{name}[/]: verdict [{style}]{words[status]}[/]")
+        for line in people_lines(rel.get("people_affected")):
+            out.print(f"  people affected: {escape(line)}", highlight=False)
+        for e in rel.get("not_run") or ():
+            fix = f" — to run it: {e['fix']}" if e.get("fix") else ""
+            out.print(
+                f"  [yellow]not run[/]: {escape(e['analysis'] + ': ' + e['reason'] + fix)}", highlight=False
+            )
+    if verdict.checks:
+        print_verdict(verdict)
+    else:
+        out.print(
+            "[dim]no limits set: add a `gate:` section to the audit config (e.g. `gate: {profile: release}`)[/]"
+        )
 
 
 def demo(
@@ -251,7 +383,9 @@ def demo(
     ] = None,
     max_steps: Annotated[
         int | None,
-        typer.Option("--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU)."),
+        typer.Option(
+            "--max-steps", help="--base: optimiser steps per fine-tune (default 12 on the CPU).", parser=COUNT
+        ),
     ] = None,
 ) -> None:
     """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three.
@@ -273,5 +407,7 @@ def demo(
     if json_out:
         print_json(result.to_dict())
         return
+    if (Path(result.run) / "summary.json").exists():
+        print_release(*_release_of(Path(result.run)))
     _summary_table(result.run, result.headlines)
     out.print(f"demo finished in {result.seconds:.0f} s; report: [bold]{result.report}[/]")

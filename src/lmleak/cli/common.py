@@ -1,9 +1,11 @@
-"""Shared pieces of the CLI: consoles, JSON output, the --quiet switch, offline environment."""
+"""Shared pieces of the CLI: consoles, JSON output, the --quiet switch, offline environment, and
+the one parser every numeric option goes through (:func:`number`)."""
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,21 +13,86 @@ import typer
 from rich.console import Console
 
 from lmleak import progress
+from lmleak.errors import ConfigError, check_number
 from lmleak.runs import to_json
+
+INT_LIMIT = 2**53  # the largest integer option: exact as a float64, safe in numpy's int64
+
+
+def number(
+    kind: type[int] | type[float] = float,
+    *,
+    ge: float | None = None,
+    gt: float | None = None,
+    le: float | None = None,
+    lt: float | None = None,
+) -> Callable[[Any], Any]:
+    """The parser of a numeric option: ``typer.Option("--lr", parser=number(gt=0), ...)``.
+
+    Every value is checked at parse time, before the command runs, by the same rule the config
+    dataclasses apply (:func:`lmleak.errors.check_number`): a finite number (no NaN, no ±inf;
+    ``kind=int``: a whole number within ±:data:`INT_LIMIT`) within the bounds given
+    (``ge``/``gt``/``le``/``lt``). A refused value exits 2 with click's one line
+    ``Invalid value for '--lr': must be a finite number > 0, got 'nan'``. Every numeric option of
+    every command uses it (``tests/fuzz/test_numeric_options.py`` checks, reading the app).
+
+    Example:
+        >>> rate = number(gt=0, lt=1)
+        >>> rate("0.5"), rate(0.25)
+        (0.5, 0.25)
+        >>> rate("nan")
+        Traceback (most recent call last):
+        ...
+        typer._click.exceptions.BadParameter: must be a finite number > 0 and < 1, got nan
+        >>> number(int, ge=0)("-1")
+        Traceback (most recent call last):
+        ...
+        typer._click.exceptions.BadParameter: must be a whole number >= 0, got -1
+    """
+
+    def parse(value: Any) -> Any:
+        x: Any = value
+        if not isinstance(value, kind) or isinstance(value, bool):
+            try:
+                x = kind(str(value).strip())
+            except ValueError:
+                what = "a whole number" if kind is int else "a number"
+                raise typer.BadParameter(f"must be {what}, got {value!r}") from None
+        try:
+            check_number(x, "", integer=kind is int, ge=ge, gt=gt, le=le, lt=lt)
+        except ConfigError as e:
+            raise typer.BadParameter(e.reason) from None
+        if kind is int and abs(x) > INT_LIMIT:  # beyond it numpy's int64 and float conversions overflow
+            raise typer.BadParameter(f"{x} is too large (at most 2**53)")
+        return x
+
+    parse.lmleak_number = True  # type: ignore[attr-defined]  # the mark the option-coverage test reads
+    return parse
+
+
+# The ranges most options share.
+COUNT = number(int, ge=1)  # how many of something, at least one
+COUNT0 = number(int, ge=0)  # how many, 0 allowed (usually "skip" or "all")
+SEED = number(int, ge=0, le=2**32 - 1)  # numpy's and torch's seed range
+POSITIVE = number(gt=0)
+NON_NEGATIVE = number(ge=0)
+PROBABILITY = number(ge=0, le=1)
+OPEN_UNIT = number(gt=0, lt=1)  # a rate strictly between 0 and 1 (delta, confidence, fp rate)
 
 # The options every area shares, declared once (docs/GLOSSARY.md lists each concept's names).
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed (same seed, same result).")]
+SeedOpt = Annotated[int, typer.Option("--seed", parser=SEED, help="Random seed (same seed, same result).")]
 # where a sharded pass runs on Ray (the ledger, probing, membership scoring): one meaning everywhere
 RayAddressOpt = Annotated[
     str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
 ]
 NumWorkersOpt = Annotated[
-    int, typer.Option("--num-workers", help="Ray model actors (one per worker or GPU).")
+    int, typer.Option("--num-workers", parser=COUNT, help="Ray model actors (one per worker or GPU).")
 ]
 GpusPerWorkerOpt = Annotated[
-    float, typer.Option("--gpus-per-worker", help="GPUs each Ray actor reserves (0: CPU).")
+    float,
+    typer.Option("--gpus-per-worker", parser=NON_NEGATIVE, help="GPUs each Ray actor reserves (0: CPU)."),
 ]
 OutDirOpt = Annotated[
     Path, typer.Option("--out", help="Run directory (created owner-only; summary.json and results).")
@@ -34,6 +101,24 @@ ModelOpt = Annotated[
     str,
     typer.Option(
         "--model", "-m", help="Model: lmleak or HF folder, .gguf, smollm2-135m, fake:<corpus.jsonl>, ..."
+    ),
+]
+# --redact on every command that writes a run (lmleak.report.redaction.write_run; report and audit
+# have their own --redact with the same key handling)
+RedactRunOpt = Annotated[
+    bool,
+    typer.Option(
+        "--redact",
+        help="Write the run redacted: no text, secrets, prompts, generations or plain ids; only "
+        "numeric tables, fixed labels and keyed ids (docs/membership.md, README 'Redacted reports').",
+    ),
+]
+RedactKeyFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--redact-key-file",
+        help="HMAC key for redacted ids, kept outside the run "
+        "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
     ),
 ]
 CorpusOpt = Annotated[

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
 from lmleak.data.stats import CorpusStats, check_corpus
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
@@ -29,11 +29,15 @@ def customersim(
         Path,
         typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
     ],
-    users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).")] = 100,
-    dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.")] = 5,
+    users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).", parser=COUNT)] = 100,
+    dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.", parser=COUNT)] = 5,
     seed: SeedOpt = 0,
-    canaries: Annotated[int, typer.Option(help="Number of 'My ID is: <6 digits>' canaries to insert.")] = 0,
-    canary_repeats: Annotated[int, typer.Option(help="Copies of each canary in its user's documents.")] = 1,
+    canaries: Annotated[
+        int, typer.Option(help="Number of 'My ID is: <6 digits>' canaries to insert.", parser=COUNT0)
+    ] = 0,
+    canary_repeats: Annotated[
+        int, typer.Option(help="Copies of each canary in its user's documents.", parser=COUNT)
+    ] = 1,
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline).
@@ -70,13 +74,18 @@ def mail(
         Path,
         typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
     ],
-    scale: Annotated[float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.")] = 1.0,
+    scale: Annotated[
+        float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.", parser=POSITIVE)
+    ] = 1.0,
     seed: SeedOpt = 0,
     canaries: Annotated[
-        int, typer.Option(help="Number of 'My access token is: <8 hex digits>' canaries to insert.")
+        int,
+        typer.Option(
+            help="Number of 'My access token is: <8 hex digits>' canaries to insert.", parser=COUNT0
+        ),
     ] = 0,
     canary_repeats: Annotated[
-        int, typer.Option(help="Copies of each canary, each a message of its own.")
+        int, typer.Option(help="Copies of each canary, each a message of its own.", parser=COUNT)
     ] = 1,
     json_out: JsonOpt = False,
 ) -> None:

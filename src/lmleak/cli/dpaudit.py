@@ -8,7 +8,20 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    OPEN_UNIT,
+    POSITIVE,
+    PROBABILITY,
+    SEED,
+    RedactKeyFileOpt,
+    RedactRunOpt,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -24,13 +37,20 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def bound(
-    m: Annotated[int, typer.Option("--m", help="Canaries, each included with probability 1/2.")],
-    r: Annotated[int, typer.Option("--r", help="Guesses made (the rest abstain).")],
-    v: Annotated[int, typer.Option("--v", help="Correct guesses.")],
+    m: Annotated[
+        int, typer.Option("--m", help="Canaries, each included with probability 1/2.", parser=COUNT)
+    ],
+    r: Annotated[int, typer.Option("--r", help="Guesses made (the rest abstain).", parser=COUNT0)],
+    v: Annotated[int, typer.Option("--v", help="Correct guesses.", parser=COUNT0)],
     delta: Annotated[
-        float, typer.Option("--delta", help="The delta of the (epsilon, delta)-DP claim tested.")
+        float,
+        typer.Option(
+            "--delta", help="The delta of the (epsilon, delta)-DP claim tested.", parser=PROBABILITY
+        ),
     ] = 0.0,
-    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the lower bound.")] = 0.95,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence of the lower bound.", parser=OPEN_UNIT)
+    ] = 0.95,
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
     """The epsilon lower bound for v correct of r guesses about m canaries (Theorem 3, exact tails).
@@ -115,24 +135,31 @@ def run(
         Path, typer.Option("--out", help="Run directory: model/, canaries.parquet, summary.json.")
     ],
     m: Annotated[
-        int, typer.Option("--m", help="Canaries, each included with probability 1/2 (recorded).")
+        int,
+        typer.Option("--m", help="Canaries, each included with probability 1/2 (recorded).", parser=COUNT),
     ] = 256,
     r: Annotated[
         int | None,
-        typer.Option("--r", help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2)."),
+        typer.Option(
+            "--r", help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2).", parser=COUNT0
+        ),
     ] = None,
     mode: Annotated[str, typer.Option(help="Training mode: nodp | dp | crt | sdp.")] = "dp",
-    epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
-    batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch.")] = 16,
-    lr: Annotated[float, typer.Option(help="Learning rate.")] = 2e-3,
-    seq_len: Annotated[int, typer.Option("--seq-len", help="Tokens per training sequence.")] = 64,
-    width: Annotated[int, typer.Option(help="GPT width.")] = 128,
-    layers: Annotated[int, typer.Option(help="GPT layers.")] = 2,
-    heads: Annotated[int, typer.Option(help="GPT attention heads.")] = 4,
+    epochs: Annotated[int, typer.Option(help="Passes over the training data.", parser=COUNT)] = 5,
+    batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch.", parser=COUNT)] = 16,
+    lr: Annotated[float, typer.Option(help="Learning rate.", parser=POSITIVE)] = 2e-3,
+    seq_len: Annotated[
+        int, typer.Option("--seq-len", help="Tokens per training sequence.", parser=number(int, ge=2))
+    ] = 64,
+    width: Annotated[int, typer.Option(help="GPT width.", parser=COUNT)] = 128,
+    layers: Annotated[int, typer.Option(help="GPT layers.", parser=COUNT)] = 2,
+    heads: Annotated[int, typer.Option(help="GPT attention heads.", parser=COUNT)] = 4,
     tokenizer: Annotated[
         str | None, typer.Option(help="word or bpe (default bpe), learnt on the corpus without canaries.")
     ] = None,
-    vocab_size: Annotated[int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.")] = 4000,
+    vocab_size: Annotated[
+        int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.", parser=COUNT)
+    ] = 4000,
     tokenizer_from: Annotated[
         str | None,
         typer.Option(
@@ -141,26 +168,38 @@ def run(
         ),
     ] = None,
     max_grad_norm: Annotated[
-        float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.")
+        float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.", parser=POSITIVE)
     ] = 1.0,
-    noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier.")] = None,
+    noise_multiplier: Annotated[
+        float | None, typer.Option(help="DP noise multiplier.", parser=POSITIVE)
+    ] = None,
     target_epsilon: Annotated[
-        float | None, typer.Option(help="DP target epsilon (the claim audited).")
+        float | None, typer.Option(help="DP target epsilon (the claim audited).", parser=POSITIVE)
     ] = None,
     delta: Annotated[
-        float | None, typer.Option(help="The bound's delta (default: the accountant's, else 1e-5).")
+        float | None,
+        typer.Option(help="The bound's delta (default: the accountant's, else 1e-5).", parser=PROBABILITY),
     ] = None,
-    confidence: Annotated[float, typer.Option(help="Confidence of the lower bound.")] = 0.95,
+    confidence: Annotated[
+        float, typer.Option(help="Confidence of the lower bound.", parser=OPEN_UNIT)
+    ] = 0.95,
     holdout_users: Annotated[
-        float, typer.Option("--holdout-users", help="Share of corpus users held out (validation).")
+        float,
+        typer.Option(
+            "--holdout-users", help="Share of corpus users held out (validation).", parser=number(ge=0, lt=1)
+        ),
     ] = 0.1,
-    seed: Annotated[int, typer.Option(help="Seed of the canaries, their inclusion and training.")] = 0,
+    seed: Annotated[
+        int, typer.Option(help="Seed of the canaries, their inclusion and training.", parser=SEED)
+    ] = 0,
     placebo: Annotated[
         bool,
         typer.Option(
             "--placebo", help="Train on no canary (a null run: the bound must be 0); all else the same."
         ),
     ] = False,
+    redact: RedactRunOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
 ) -> None:
@@ -196,6 +235,8 @@ def run(
         cfg,
         DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed, placebo=placebo),
         progress=not (quiet_ or json_out),
+        redact=redact,
+        redact_key_file=redact_key_file,
     )
     if json_out:
         print_json(summary)

@@ -7,7 +7,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import info, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    POSITIVE,
+    SEED,
+    RedactKeyFileOpt,
+    RedactRunOpt,
+    info,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -24,18 +36,25 @@ def extract(
         Path,
         typer.Option("--out", help="Run directory: extract.parquet, discoverable.parquet, summary.json."),
     ],
-    num_samples: Annotated[int, typer.Option("--num-samples", help="Samples to generate.")] = 1000,
+    num_samples: Annotated[
+        int, typer.Option("--num-samples", help="Samples to generate.", parser=COUNT)
+    ] = 1000,
     max_new_tokens: Annotated[
-        int, typer.Option("--max-new-tokens", help="Tokens generated per sample.")
+        int, typer.Option("--max-new-tokens", help="Tokens generated per sample.", parser=COUNT)
     ] = 64,
-    top_k: Annotated[int, typer.Option("--top-k", help="Top-k sampling.")] = 40,
+    top_k: Annotated[int, typer.Option("--top-k", help="Top-k sampling.", parser=COUNT)] = 40,
     temperature_start: Annotated[
-        float, typer.Option("--temperature-start", help="Initial softmax temperature (1: no decay).")
+        float,
+        typer.Option(
+            "--temperature-start", help="Initial softmax temperature (1: no decay).", parser=POSITIVE
+        ),
     ] = 10.0,
     temperature_decay: Annotated[
         int,
         typer.Option(
-            "--temperature-decay", help="Generated tokens over which the temperature decays linearly to 1."
+            "--temperature-decay",
+            help="Generated tokens over which the temperature decays linearly to 1.",
+            parser=COUNT0,
         ),
     ] = 20,
     prefixes: Annotated[
@@ -45,23 +64,41 @@ def extract(
     public_model: Annotated[
         str | None, typer.Option("--public-model", help="A public reference model for the 'small' ratio.")
     ] = None,
-    window: Annotated[int, typer.Option(help="Sliding-window size (tokens) of the window metric.")] = 50,
-    top_n: Annotated[int, typer.Option("--top-n", help="Deduplicated candidates verified per metric.")] = 100,
+    window: Annotated[
+        int, typer.Option(help="Sliding-window size (tokens) of the window metric.", parser=COUNT)
+    ] = 50,
+    top_n: Annotated[
+        int, typer.Option("--top-n", help="Deduplicated candidates verified per metric.", parser=COUNT)
+    ] = 100,
     min_match_tokens: Annotated[
         int,
-        typer.Option("--min-match-tokens", help="Longest corpus match (tokens) that counts as memorised."),
+        typer.Option(
+            "--min-match-tokens", help="Longest corpus match (tokens) that counts as memorised.", parser=COUNT
+        ),
     ] = 32,
     discoverable_docs: Annotated[
         int,
         typer.Option(
-            "--discoverable-docs", help="Training documents for (n,p)-discoverable extraction (0: skip)."
+            "--discoverable-docs",
+            help="Training documents for (n,p)-discoverable extraction (0: skip).",
+            parser=COUNT0,
         ),
     ] = 100,
-    prefix_tokens: Annotated[int, typer.Option("--prefix-tokens", help="Discoverable: prefix length.")] = 32,
-    suffix_tokens: Annotated[int, typer.Option("--suffix-tokens", help="Discoverable: suffix length.")] = 32,
-    n: Annotated[int, typer.Option("--n", help="Discoverable: samples an attacker draws.")] = 100,
-    p: Annotated[float, typer.Option("--p", help="Discoverable: probability threshold.")] = 0.5,
-    seed: Annotated[int, typer.Option(help="Sampling seed.")] = 0,
+    prefix_tokens: Annotated[
+        int, typer.Option("--prefix-tokens", help="Discoverable: prefix length.", parser=COUNT)
+    ] = 32,
+    suffix_tokens: Annotated[
+        int, typer.Option("--suffix-tokens", help="Discoverable: suffix length.", parser=COUNT)
+    ] = 32,
+    n: Annotated[
+        int, typer.Option("--n", help="Discoverable: samples an attacker draws.", parser=COUNT)
+    ] = 100,
+    p: Annotated[
+        float, typer.Option("--p", help="Discoverable: probability threshold.", parser=number(gt=0, le=1))
+    ] = 0.5,
+    seed: Annotated[int, typer.Option(help="Sampling seed.", parser=SEED)] = 0,
+    redact: RedactRunOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
 ) -> None:
@@ -70,6 +107,7 @@ def extract(
     Example: lmleak extract --model runs/model --corpus data/corpus.jsonl --out runs/extract --num-samples 200
     """
     from lmleak.attacks.extraction import ExtractConfig, extract_from_model  # lazy: numpy and torch
+    from lmleak.report.redaction import write_run
 
     quiet(quiet_ or json_out)
     cfg = ExtractConfig(
@@ -88,14 +126,19 @@ def extract(
         n=n,
         p_threshold=p,
     )
-    summary = extract_from_model(
-        model,
-        corpus,
+    summary = write_run(
         out_dir,
-        cfg,
-        prefixes=None if prefixes == "empty" else prefixes,
-        public_model=public_model,
-        echo=info,
+        lambda d: extract_from_model(
+            model,
+            corpus,
+            d,
+            cfg,
+            prefixes=None if prefixes == "empty" else prefixes,
+            public_model=public_model,
+            echo=info,
+        ),
+        redact=redact,
+        key_file=redact_key_file,
     )
     if json_out:
         print_json(summary)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import COUNT, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, number, out, print_json, quiet
 from lmleak.errors import ConfigError
 
 kart_app = typer.Typer(
@@ -115,6 +115,8 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
         )
         t.add_row(m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci)
     out.print(t)
+    if res.get("multiplicity_note"):
+        out.print(f"[dim]{res['multiplicity_note']}[/]")
     if res["all_nonnegative"]:
         out.print("all calculable margins ≥ 0")
     elif res.get("significant_violations", 1):
@@ -130,7 +132,10 @@ def margins_cmd(
     counts: Annotated[Path, typer.Argument(help="CSV with columns scenario,valid,correct[,generated].")],
     as_json: JsonOpt = False,
     decimals: Annotated[
-        int, typer.Option(help="Round ratios (pp) before differencing, as Table 3 does.")
+        int,
+        typer.Option(
+            help="Round ratios (pp) before differencing, as Table 3 does.", parser=number(int, ge=0, le=15)
+        ),
     ] = 2,
 ) -> None:
     """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts.
@@ -169,10 +174,12 @@ def run_cmd(
 def experiment_cmd(
     out_dir: OutDirOpt,
     quick: Annotated[bool, typer.Option("--quick", help="A few minutes instead of ~15.")] = False,
-    patients: Annotated[int | None, typer.Option(help="Patients in the synthetic notes.")] = None,
-    docs: Annotated[int | None, typer.Option(help="Generated documents per K±A± cell.")] = None,
-    epochs: Annotated[int | None, typer.Option(help="MLM pre-training epochs.")] = None,
-    iterations: Annotated[int | None, typer.Option(help="Gibbs updates per document.")] = None,
+    patients: Annotated[
+        int | None, typer.Option(help="Patients in the synthetic notes.", parser=COUNT)
+    ] = None,
+    docs: Annotated[int | None, typer.Option(help="Generated documents per K±A± cell.", parser=COUNT)] = None,
+    epochs: Annotated[int | None, typer.Option(help="MLM pre-training epochs.", parser=COUNT)] = None,
+    iterations: Annotated[int | None, typer.Option(help="Gibbs updates per document.", parser=COUNT)] = None,
     seed: SeedOpt = 0,
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
@@ -207,9 +214,9 @@ def experiment_cmd(
 
 def synth_clinical_cmd(
     out_dir: Annotated[Path, typer.Option("--out", help="Output folder.")],
-    patients: Annotated[int, typer.Option(help="Number of patients.")] = 200,
+    patients: Annotated[int, typer.Option(help="Number of patients.", parser=COUNT)] = 200,
     seed: SeedOpt = 0,
-    notes_per_patient: Annotated[int, typer.Option(help="Notes per patient.")] = 3,
+    notes_per_patient: Annotated[int, typer.Option(help="Notes per patient.", parser=COUNT)] = 3,
     as_json: JsonOpt = False,
 ) -> None:
     """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs.

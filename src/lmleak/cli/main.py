@@ -27,7 +27,7 @@ from typer.core import TyperGroup
 from typer.main import get_command_name
 
 from lmleak import progress
-from lmleak.cli.common import err, offline_environment
+from lmleak.cli.common import COUNT, err, offline_environment
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
 
@@ -103,7 +103,22 @@ def _assign_panels(app: typer.Typer) -> None:
             group.rich_help_panel = PANEL_OF[name]
 
 
+def _bad_value(e: typer.BadParameter) -> typer.Exit:
+    """A refused or missing option value (``lmleak.cli.common.number``: NaN, inf, out of range; a wrong
+    type) as one line, exit 2, like every other input error (click's own box spans several lines)."""
+    from rich.markup import escape
+
+    err.print(f"[bold red]error:[/] {escape(_one_line(e.format_message()))}", soft_wrap=True)
+    return typer.Exit(2)
+
+
 class _Group(TyperGroup):
+    def make_context(self, info_name: Any, args: Any, parent: Any = None, **extra: Any) -> Any:
+        try:  # the global options (--max-requests) are parsed here, outside invoke
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except typer.BadParameter as e:
+            raise _bad_value(e) from None
+
     def list_commands(self, ctx: Any) -> list[str]:
         """The commands in :data:`PANEL_OF`'s order (so the panels come in :data:`PANELS`' order);
         any other after them, in the order registered."""
@@ -115,6 +130,8 @@ class _Group(TyperGroup):
 
         try:
             return super().invoke(ctx)
+        except typer.BadParameter as e:  # a command's option value, refused while parsing
+            raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # usage errors and exits keep their own status
         except Interrupted as e:
@@ -178,6 +195,7 @@ FullHashOpt = Annotated[
 ]
 
 
+# long: its signature declares the global options of `lmleak`, one per line; the body is short
 def _root(
     ctx: typer.Context,
     device: Annotated[
@@ -207,6 +225,7 @@ def _root(
             "--max-requests",
             help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
             "stop (exit 2) after this many requests; cached answers do not count.",
+            parser=COUNT,
         ),
     ] = None,
     tokenizer: Annotated[

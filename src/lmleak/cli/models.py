@@ -7,7 +7,18 @@ from typing import Annotated, Any, cast
 
 import typer
 
-from lmleak.cli.common import JsonOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    OPEN_UNIT,
+    POSITIVE,
+    JsonOpt,
+    QuietOpt,
+    SeedOpt,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.train.config import TrainConfig
 
 
@@ -26,19 +37,27 @@ def train(
     mode: Annotated[
         str, typer.Option(help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).")
     ] = "nodp",
-    epochs: Annotated[int, typer.Option(help="Passes over the training data.")] = 5,
+    epochs: Annotated[int, typer.Option(help="Passes over the training data.", parser=COUNT)] = 5,
     batch_size: Annotated[
-        int, typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).")
+        int,
+        typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).", parser=COUNT),
     ] = 16,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate.")] = 2e-3,
+    lr: Annotated[float, typer.Option(help="AdamW learning rate.", parser=POSITIVE)] = 2e-3,
     seq_len: Annotated[
-        int, typer.Option("--seq-len", "--context", help="Tokens per training sequence (the GPT's context).")
+        int,
+        typer.Option(
+            "--seq-len",
+            "--context",
+            help="Tokens per training sequence (the GPT's context).",
+            parser=number(int, ge=2),
+        ),
     ] = 128,
     tokenizer: Annotated[
         str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")
     ] = None,
     vocab_size: Annotated[
-        int, typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).")
+        int,
+        typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).", parser=COUNT),
     ] = 4000,
     seed: SeedOpt = 0,
     holdout_users: Annotated[
@@ -47,22 +66,25 @@ def train(
             "--holdout-users",
             "--val-fraction",
             help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.",
+            parser=number(ge=0, lt=1),
         ),
     ] = 0.1,
-    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.")] = 2,
+    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.", parser=COUNT)] = 2,
     width: Annotated[
-        int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).")
+        int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).", parser=COUNT)
     ] = 128,
-    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.")] = 4,
+    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.", parser=COUNT)] = 4,
     snapshots: Annotated[
         bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")
     ] = False,
-    noise_multiplier: Annotated[float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).")] = None,
-    target_epsilon: Annotated[
-        float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.")
+    noise_multiplier: Annotated[
+        float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).", parser=POSITIVE)
     ] = None,
-    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
-    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.")] = 1.0,
+    target_epsilon: Annotated[
+        float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.", parser=POSITIVE)
+    ] = None,
+    delta: Annotated[float, typer.Option(help="DP delta.", parser=OPEN_UNIT)] = 1e-5,
+    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.", parser=POSITIVE)] = 1.0,
     accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
     dp_clipping: Annotated[
         str | None,
@@ -108,7 +130,7 @@ def train(
             help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) instead of training a small model from scratch (docs/finetune.md).",
         ),
     ] = None,
-    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).")] = 8,
+    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).", parser=COUNT)] = 8,
     lora_targets: Annotated[
         str | None,
         typer.Option(
@@ -117,7 +139,8 @@ def train(
         ),
     ] = None,
     lora_alpha: Annotated[
-        float | None, typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).")
+        float | None,
+        typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).", parser=POSITIVE),
     ] = None,
     full: Annotated[
         bool, typer.Option("--full", help="--base: fine-tune all weights instead of LoRA adapters.")
@@ -140,6 +163,7 @@ def train(
         typer.Option(
             "--max-steps",
             help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).",
+            parser=COUNT,
         ),
     ] = None,
     device: Annotated[
@@ -290,7 +314,10 @@ def _f(v: Any, digits: int = 3) -> str:
 def evaluate_cmd(
     model: Annotated[str, typer.Option(help="Model: a folder, a .gguf file, smollm2-135m, ...")],
     corpus: Annotated[Path, typer.Option(help="Corpus to evaluate on.")],
-    k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).")] = [1, 3],  # noqa: B006
+    k: Annotated[list[int], typer.Option(help="Top-k accuracies to report (repeatable).", parser=COUNT)] = [  # noqa: B006
+        1,
+        3,
+    ],
     out_path: Annotated[
         Path | None, typer.Option("--out", help="Also write the metrics to this JSON file.")
     ] = None,

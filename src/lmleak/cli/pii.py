@@ -8,7 +8,19 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import CorpusOpt, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import (
+    OPEN_UNIT,
+    PROBABILITY,
+    CorpusOpt,
+    JsonOpt,
+    OutDirOpt,
+    QuietOpt,
+    SeedOpt,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import get_policy
@@ -26,12 +38,18 @@ PolicyOpt = Annotated[
 ]
 RecallOpt = Annotated[
     float | None,
-    typer.Option("--recall", help="Degrade the policy to this recall (γ sweep): drop detections at random."),
+    typer.Option(
+        "--recall",
+        help="Degrade the policy to this recall (γ sweep): drop detections at random.",
+        parser=PROBABILITY,
+    ),
 ]
 BaseRecallOpt = Annotated[
     float,
     typer.Option(
-        "--base-recall", help="The policy's measured recall, so --recall is absolute (default 1: relative)."
+        "--base-recall",
+        help="The policy's measured recall, so --recall is absolute (default 1: relative).",
+        parser=number(gt=0, le=1),
     ),
 ]
 
@@ -71,7 +89,10 @@ def evaluate_cmd(
     seed: SeedOpt = 0,
     base_recall: BaseRecallOpt = 1.0,
     min_overlap: Annotated[
-        float, typer.Option(help="Fraction of a span that must be covered to count as matched.")
+        float,
+        typer.Option(
+            help="Fraction of a span that must be covered to count as matched.", parser=number(gt=0, le=1)
+        ),
     ] = 0.5,
     save: Annotated[Path | None, typer.Option("--save", help="Also write the table as JSON here.")] = None,
     as_json: JsonOpt = False,
@@ -140,7 +161,9 @@ def dedup_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
     mode: Annotated[str, typer.Option("--mode", help="exact (SHA-1) | bloom (one pass, rbloom).")] = "exact",
-    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    fp_rate: Annotated[
+        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+    ] = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -184,7 +207,9 @@ def split_cmd(
         str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
     ] = None,
     dedup: Annotated[str, typer.Option("--dedup", help="exact | bloom | none.")] = "exact",
-    fp_rate: Annotated[float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.")] = 1e-6,
+    fp_rate: Annotated[
+        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+    ] = 1e-6,
     recall: RecallOpt = None,
     seed: SeedOpt = 0,
     base_recall: BaseRecallOpt = 1.0,

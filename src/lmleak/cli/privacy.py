@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, out, print_json
+from lmleak.cli.common import COUNT, NON_NEGATIVE, PROBABILITY, JsonOpt, number, out, print_json
 from lmleak.train.guarantees import confidentiality_guarantees
 
 
@@ -16,16 +16,33 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 
 
 def confidentiality(
-    epsilon: Annotated[float, typer.Option(help="DP epsilon of the (private part of) training.")],
-    delta: Annotated[float, typer.Option(help="DP delta.")] = 1e-5,
-    gamma: Annotated[float, typer.Option(help="The redaction policy's miss rate, 1 - recall.")] = 0.1,
+    epsilon: Annotated[
+        float, typer.Option(help="DP epsilon of the (private part of) training.", parser=NON_NEGATIVE)
+    ],
+    delta: Annotated[float, typer.Option(help="DP delta.", parser=number(ge=0, lt=1))] = 1e-5,
+    gamma: Annotated[
+        float, typer.Option(help="The redaction policy's miss rate, 1 - recall.", parser=PROBABILITY)
+    ] = 0.1,
     unique_secrets: Annotated[
-        int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).")
+        int, typer.Option(help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).", parser=COUNT)
     ] = 1,
     occurrences: Annotated[
-        int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).")
+        int | None, typer.Option(help="Occurrences of those secrets before dedup (Prop. 7).", parser=COUNT)
     ] = None,
-    delta2: Annotated[float, typer.Option(help="The conservative policy's miss rate (Thm. 8.3).")] = 0.0,
+    delta2: Annotated[
+        float | None,
+        typer.Option(
+            help="The conservative policy's miss rate (Thm. 8.3); left out, 0 is assumed and said so.",
+            parser=PROBABILITY,
+        ),
+    ] = None,
+    quantile: Annotated[
+        float,
+        typer.Option(
+            help="Group bounds charge the secrets missed at this quantile of Binomial(m, gamma); 1 = worst case.",
+            parser=PROBABILITY,
+        ),
+    ] = 0.95,
     plot: Annotated[
         Path | None,
         typer.Option(help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG."),
@@ -37,7 +54,8 @@ def confidentiality(
     Example: lmleak confidentiality --epsilon 3 --gamma 0.1
     """
     report = confidentiality_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets,
-                                        occurrences=occurrences, delta2=delta2, plot=plot)  # fmt: skip
+                                        occurrences=occurrences, delta2=delta2, quantile=quantile,
+                                        plot=plot)  # fmt: skip
     if json_out:
         print_json(report)
         return
@@ -67,7 +85,11 @@ def _print_table(
     rows = [
         ("per secret, missed by the policy (Prop. 5)", "per_secret_epsilon_missed", "delta"),
         ("Bayesian, random secret (Prop. 6)", "bayesian_epsilon", "bayesian_delta"),
-        (f"group of {unique_secrets} unique secrets (Prop. 5)", "group_epsilon", "group_delta"),
+        (
+            f"group of {unique_secrets} unique secrets, {report['group_missed']} missed (Prop. 5)",
+            "group_epsilon",
+            "group_delta",
+        ),
     ]
     if occurrences is not None:
         rows.append(
@@ -81,3 +103,5 @@ def _print_table(
     for label, eps_key, delta_key in rows:
         t.add_row(label, f"{report[eps_key]:g}", f"{report[delta_key]:g}")
     out.print(t)
+    for note in report.get("notes", []):
+        out.print(f"[dim]note: {note}[/]")

@@ -9,6 +9,9 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    POSITIVE,
     GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
@@ -16,7 +19,10 @@ from lmleak.cli.common import (
     OutDirOpt,
     QuietOpt,
     RayAddressOpt,
+    RedactKeyFileOpt,
+    RedactRunOpt,
     SeedOpt,
+    err,
     info,
     out,
     print_json,
@@ -28,7 +34,8 @@ def _table(summary: dict) -> None:
     from rich.table import Table
 
     t = Table(
-        title=f"ProPILE probe of {summary['model']} ({summary['level']}, {summary['templates']} templates)"
+        title=f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
+        f"({summary['level']}, {summary['templates']} templates)"
     )
     for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
         t.add_column(c)
@@ -101,8 +108,10 @@ def subject_view_cmd(
     subject: Annotated[
         Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
     ] = None,
-    templates: Annotated[int, typer.Option("--templates", help="Number of templates (k-shot).")] = 5,
-    beams: Annotated[int, typer.Option("--beams")] = 3,
+    templates: Annotated[
+        int, typer.Option("--templates", help="Number of templates (k-shot).", parser=COUNT)
+    ] = 5,
+    beams: Annotated[int, typer.Option("--beams", parser=COUNT)] = 3,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -143,15 +152,27 @@ def run_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
     out_dir: OutDirOpt,
-    level: Annotated[str, typer.Option("--level", help="twin, triplet or quadruplet.")] = "triplet",
-    templates: Annotated[int, typer.Option("--templates", help="k-shot: the first k templates.")] = 5,
-    beams: Annotated[int, typer.Option("--beams")] = 3,
-    samples: Annotated[int, typer.Option("--samples", help="Sample N times instead of beam search.")] = 0,
+    level: Annotated[
+        str | None,
+        typer.Option(
+            "--level",
+            help="twin, triplet or quadruplet (default: triplet when subjects have it, else the level that has them).",
+        ),
+    ] = None,
+    templates: Annotated[
+        int, typer.Option("--templates", help="k-shot: the first k templates.", parser=COUNT)
+    ] = 5,
+    beams: Annotated[int, typer.Option("--beams", parser=COUNT)] = 3,
+    samples: Annotated[
+        int, typer.Option("--samples", help="Sample N times instead of beam search.", parser=COUNT0)
+    ] = 0,
     targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
     template_file: Annotated[
         Path | None, typer.Option("--template-file", help="User templates (YAML).")
     ] = None,
-    limit: Annotated[int | None, typer.Option("--limit", help="Probe only the first N subjects.")] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", help="Probe only the first N subjects.", parser=COUNT)
+    ] = None,
     no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
     likelihood: Annotated[
         bool | None,
@@ -171,6 +192,8 @@ def run_cmd(
     ray_address: RayAddressOpt = None,
     num_workers: NumWorkersOpt = 2,
     gpus_per_worker: GpusPerWorkerOpt = 0.0,
+    redact: RedactRunOpt = False,
+    redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -180,26 +203,33 @@ def run_cmd(
     """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_files
+    from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
 
     quiet(quiet_)
-    summary = probe_files(
-        model,
-        subjects,
+    summary = write_run(
         out_dir,
-        targets=targets,
-        limit=limit,
-        template_file=template_file,
-        max_new=max_new,
-        engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
-        progress=info,
-        level=level,
-        k=templates,
-        beams=beams,
-        samples=samples,
-        generate=not no_generate,
-        likelihood=likelihood,
-        seed=seed,
+        lambda d: probe_files(
+            model,
+            subjects,
+            d,
+            targets=targets,
+            limit=limit,
+            template_file=template_file,
+            max_new=max_new,
+            engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
+            progress=info,
+            warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
+            level=level,
+            k=templates,
+            beams=beams,
+            samples=samples,
+            generate=not no_generate,
+            likelihood=likelihood,
+            seed=seed,
+        ),
+        redact=redact,
+        key_file=redact_key_file,
     )
     if json_:
         print_json(summary)
@@ -212,7 +242,7 @@ def sweep_cmd(
     subjects: Annotated[Path, typer.Option("--subjects", "-s")],
     out_dir: OutDirOpt,
     target: Annotated[str, typer.Option("--target")] = "email",
-    limit: Annotated[int | None, typer.Option("--limit")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", parser=COUNT)] = None,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -248,7 +278,10 @@ def build_cmd(
         ),
     ] = "formats",
     min_count: Annotated[
-        int, typer.Option("--min-count", help="Keep a value seen at least this often with the name.")
+        int,
+        typer.Option(
+            "--min-count", help="Keep a value seen at least this often with the name.", parser=COUNT
+        ),
     ] = 1,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
@@ -285,7 +318,7 @@ def templates_cmd(
     out_file: Annotated[
         Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
     ],
-    top: Annotated[int, typer.Option("--top", help="Templates kept per target type.")] = 5,
+    top: Annotated[int, typer.Option("--top", help="Templates kept per target type.", parser=COUNT)] = 5,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -316,11 +349,13 @@ def softprompt_cmd(
     out_dir: OutDirOpt,
     target: Annotated[str, typer.Option("--target")] = "phone",
     level: Annotated[str, typer.Option("--level")] = "quadruplet",
-    train_subjects: Annotated[int, typer.Option("--train-subjects", help="16-512 in the paper.")] = 64,
-    length: Annotated[int, typer.Option("--length", help="L_s soft tokens.")] = 20,
+    train_subjects: Annotated[
+        int, typer.Option("--train-subjects", help="16-512 in the paper.", parser=COUNT)
+    ] = 64,
+    length: Annotated[int, typer.Option("--length", help="L_s soft tokens.", parser=COUNT)] = 20,
     init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
-    epochs: Annotated[int, typer.Option("--epochs")] = 50,
-    lr: Annotated[float, typer.Option("--lr")] = 0.005,
+    epochs: Annotated[int, typer.Option("--epochs", parser=COUNT)] = 50,
+    lr: Annotated[float, typer.Option("--lr", parser=POSITIVE)] = 0.005,
     transfer_to: Annotated[
         str | None,
         typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model."),
@@ -365,6 +400,7 @@ def softprompt_cmd(
     out.print(t)
 
 
+# long: the Typer signature declares its options one per line; the body only parses, calls the experiment, prints
 def experiment_cmd(
     out_dir: OutDirOpt,
     quick: Annotated[
@@ -378,13 +414,17 @@ def experiment_cmd(
             help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).",
         ),
     ] = None,
-    users: Annotated[int | None, typer.Option(help="Synthetic users (default 100; --quick 40).")] = None,
+    users: Annotated[
+        int | None, typer.Option(help="Synthetic users (default 100; --quick 40).", parser=COUNT)
+    ] = None,
     epochs: Annotated[
-        int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).")
+        int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).", parser=COUNT)
     ] = None,
     softprompt_epochs: Annotated[
         int | None,
-        typer.Option("--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700)."),
+        typer.Option(
+            "--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).", parser=COUNT
+        ),
     ] = None,
     base: Annotated[
         str | None,
@@ -395,7 +435,11 @@ def experiment_cmd(
     ] = None,
     max_steps: Annotated[
         int | None,
-        typer.Option("--max-steps", help="--base: the fine-tune's optimiser steps (default 20 on the CPU)."),
+        typer.Option(
+            "--max-steps",
+            help="--base: the fine-tune's optimiser steps (default 20 on the CPU).",
+            parser=COUNT,
+        ),
     ] = None,
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,

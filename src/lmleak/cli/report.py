@@ -19,12 +19,17 @@ import typer
 from typer.core import TyperGroup
 
 from lmleak.cli.common import (
+    COUNT,
+    COUNT0,
+    NON_NEGATIVE,
+    POSITIVE,
     GpusPerWorkerOpt,
     JsonOpt,
     NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
     RayAddressOpt,
+    RedactKeyFileOpt,
     info,
     out,
     print_json,
@@ -187,6 +192,7 @@ ReportKOpt = Annotated[
     typer.Option(
         "--k",
         help="Top-k of the tab attack; several allowed: --k 1 3. [default: 1 3, or what --api-top-k allows]",
+        parser=COUNT,
     ),
 ]
 PublicModelOpt = Annotated[
@@ -196,34 +202,33 @@ PublicModelOpt = Annotated[
         help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
     ),
 ]
-TOpt = Annotated[float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.")]
-POpt = Annotated[int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.")]
+TOpt = Annotated[
+    float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.", parser=NON_NEGATIVE)
+]
+POpt = Annotated[
+    int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.", parser=COUNT0)
+]
 RedactOpt = Annotated[
     bool,
     typer.Option("--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."),
 ]
-RedactKeyFileOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--redact-key-file",
-        help="HMAC key for redacted ids, kept outside the run "
-        "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
-    ),
-]
 ApiTopKOpt = Annotated[
-    int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.")
+    int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.", parser=COUNT)
 ]
 IndexCacheOpt = Annotated[
     Path | None,
     typer.Option("--index-cache", help="Folder to keep the memory-mapped corpus index in."),
 ]
-MaxContextsOpt = Annotated[int, typer.Option("--max-contexts", help="Context texts kept per sequence.")]
+MaxContextsOpt = Annotated[
+    int, typer.Option("--max-contexts", help="Context texts kept per sequence.", parser=COUNT0)
+]
 PublicContextTokensOpt = Annotated[
     int | None,
     typer.Option(
         "--public-context-tokens",
         help="Tokens before a sequence that the public model sees with it (default: the "
         "ledger's window overlap, at most 128).",
+        parser=COUNT0,
     ),
 ]
 PublicOccurrencesOpt = Annotated[
@@ -232,6 +237,7 @@ PublicOccurrencesOpt = Annotated[
         "--public-occurrences",
         help="Occurrences per sequence the public model scores: the audited model's most "
         "confident ones (0: all).",
+        parser=COUNT0,
     ),
 ]
 PiiPolicyOpt = Annotated[
@@ -242,12 +248,18 @@ PiiPolicyOpt = Annotated[
 ]
 MinTokensOpt = Annotated[
     int,
-    typer.Option("--min-tokens", help="Unique PII sequences shorter than this are counted, not headlined."),
+    typer.Option(
+        "--min-tokens",
+        help="Unique PII sequences shorter than this are counted, not headlined.",
+        parser=COUNT,
+    ),
 ]
 LeaveOutFoldsOpt = Annotated[
     int | None,
     typer.Option(
-        "--leave-out-folds", help="Leave-out models to train (default: 1, or 2 if most users leak)."
+        "--leave-out-folds",
+        help="Leave-out models to train (default: 1, or 2 if most users leak).",
+        parser=COUNT,
     ),
 ]
 PublicScopeOpt = Annotated[
@@ -356,7 +368,7 @@ def snapshots(
     model: Annotated[Path, typer.Option("--model", help="Model directory holding snapshots/epoch-N.")],
     corpus: Annotated[Path, typer.Option("--corpus", help="Training data.")],
     out_dir: OutDirOpt,
-    k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.")] = 1,
+    k: Annotated[int, typer.Option("--k", help="Top-k of the tab attack.", parser=COUNT)] = 1,
     val: Annotated[
         Path | None, typer.Option("--val", help="Validation corpus (val perplexity and accuracy).")
     ] = None,
@@ -382,7 +394,7 @@ def compare(
     model: Annotated[list[str], typer.Option("--model", help="NAME=PATH (repeat for each model).")],
     corpus: Annotated[Path, typer.Option("--corpus", help="Training data shared by the models.")],
     out_dir: OutDirOpt,
-    k: Annotated[int, typer.Option("--k")] = 1,
+    k: Annotated[int, typer.Option("--k", parser=COUNT)] = 1,
     val: Annotated[Path | None, typer.Option("--val", help="Validation corpus.")] = None,
     public_model: PublicModelOpt = None,
     json_out: JsonOpt = False,
@@ -430,9 +442,10 @@ def _model_specs(model: list[str]) -> dict[str, str]:
 def hardening(
     run: Annotated[Path, typer.Option("--run", help="A finished report's run directory.")],
     threshold: Annotated[
-        list[float], typer.Option("--threshold", help="Top-1 perplexity thresholds (repeat).")
+        list[float],
+        typer.Option("--threshold", help="Top-1 perplexity thresholds (repeat).", parser=POSITIVE),
     ],
-    k: Annotated[int, typer.Option("--k")] = 1,
+    k: Annotated[int, typer.Option("--k", parser=COUNT)] = 1,
     val_run: Annotated[
         Path | None, typer.Option("--val-run", help="A run whose ledger is the validation set.")
     ] = None,

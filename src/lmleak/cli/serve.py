@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import info
+from lmleak.cli.common import COUNT, info, number
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 
@@ -20,7 +20,9 @@ def serve_cmd(
     model: Annotated[
         str, typer.Argument(help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")
     ],
-    port: Annotated[int, typer.Option("--port", "-p", help="TCP port.")] = 8000,
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="TCP port.", parser=number(int, ge=1, le=65535))
+    ] = 8000,
     host: Annotated[
         str,
         typer.Option(
@@ -44,7 +46,8 @@ def serve_cmd(
         str | None, typer.Option("--dtype", help="float32, bfloat16 or float16 (default: the model's).")
     ] = None,
     batch_tokens: Annotated[
-        int | None, typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).")
+        int | None,
+        typer.Option("--batch-tokens", help="Padded tokens per forward pass (bounds memory).", parser=COUNT),
     ] = None,
     api_key: Annotated[
         str | None,

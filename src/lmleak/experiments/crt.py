@@ -63,6 +63,7 @@ from lmleak.errors import ConfigError
 from lmleak.experiments._config import replace_validated, require_positive_counts
 from lmleak.figures import pyplot, save_figure
 from lmleak.jsonl import read_jsonl
+from lmleak.models.base import SCORING_CONVENTION
 from lmleak.models.evaluation import evaluate_model as quality
 from lmleak.models.loading import load_model
 from lmleak.models.small import load_small_model
@@ -251,6 +252,12 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
             "canaries": corpus_path.parent / "canaries.jsonl",
             "secrets": corpus_path.parent / "secrets.jsonl",
         }
+    # the given files are read before anything is synthesised: a bad one fails before any work
+    given = {
+        "corpus": _read_corpus(Path(paths["corpus"])),
+        "canaries": _read_jsonl(Path(paths["canaries"])),
+        "secrets": _read_jsonl(Path(paths["secrets"])),
+    }
     hold = synthesize(data_dir / "holdout", seed=cfg.seed + 7919, **kw)
     # public text for the tokenizer every model shares (other users again): a vocabulary learnt from the
     # private training text would sit outside the DP guarantee, and a shared one keeps perplexities
@@ -258,9 +265,7 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     public = synthesize(data_dir / "public", seed=cfg.seed + 104729, **kw)
     return {
         "tokenizer_corpus": str(public["corpus"]),
-        "corpus": _read_corpus(Path(paths["corpus"])),
-        "canaries": _read_jsonl(Path(paths["canaries"])),
-        "secrets": _read_jsonl(Path(paths["secrets"])),
+        **given,
         "holdout_corpus": _read_corpus(Path(hold["corpus"])),
         "holdout_secrets": _read_jsonl(Path(hold["secrets"])),
     }
@@ -508,6 +513,7 @@ def evaluate_model(
         if (group_level, "perplexity") in m.index
         else math.nan,
         "mia_per_side": mia.num_per_side,
+        "bos_token_id": lm.bos_token_id,  # the start token every score above follows
     }
 
 
@@ -663,6 +669,7 @@ def run_crt_experiment(
     figures = plot_figures(table, run, cfg)
     summary = {
         "experiment": "crt",
+        "scoring_convention": SCORING_CONVENTION,  # after each row's bos_token_id
         "config": dataclasses.asdict(cfg),
         "ppl_ordering": ppl_ordering(table),
         "num_models": len(rows),

@@ -44,7 +44,7 @@ from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
 from lmleak.errors import CapabilityError, ConfigError, RunError
 from lmleak.models import vllm_engine, vllm_env
-from lmleak.models.base import Capability, TokenStats, require
+from lmleak.models.base import Capability, TokenStats, require, scoring_convention
 from lmleak.models.blackbox import TopKOnly
 from lmleak.models.loading import load_model
 from lmleak.runs import atomic_write_json
@@ -466,7 +466,8 @@ def run_ledger_pass(
     if access == "top_k":
         k_avail = k
     out = Path(run_dir) / LEDGER_DIR
-    settings: dict[str, Any] = {"access": access, "k": k_avail}
+    # the start token is in the fingerprint: a ledger scored after another one is not reused
+    settings: dict[str, Any] = {"access": access, "k": k_avail, **scoring_convention(model)}
     factory = _work_factory(
         model,
         engine,
@@ -528,6 +529,7 @@ def _write_meta(
         "num_docs": num_docs,
         "num_tokens": num_tokens,
         "fingerprint": fp,
+        **scoring_convention(model),
     }
     # The engine is not in the fingerprint, so that a report finds a ledger scored by vLLM complete
     # and reuses it (as it does a Ray pass); ledger.json says which engine scored it.

@@ -7,8 +7,11 @@ backend therefore never implements a method only to raise from it mid-run.
 Conventions shared by every backend (the contract suite in ``tests/contracts`` checks them):
 
 - Token ids are model-specific; ``tokenizer.encode`` never adds special tokens. Every forward
-  input starts with ``tokenizer.bos_id`` (models without a BOS use their EOS, as GPT-2 does), so
-  the first real token of a text is predicted too.
+  input starts with the model's start token ``bos_token_id`` (= ``tokenizer.bos_id``; for Hugging
+  Face tokenizers chosen by :func:`lmleak.models.tokenizer.start_token_id`: the BOS, or
+  ``<|endoftext|>`` where the BOS is a chat marker, or the EOS where there is no BOS, as GPT-2
+  does), and every token after it is scored (:data:`SCORING_CONVENTION`), so the first real token
+  of a text is predicted too. Summaries that hold scores record both (:func:`scoring_convention`).
 - Log-probabilities are natural logarithms (nats) and are <= 0.
 - ``rank`` is 1-based: 1 + the number of vocabulary tokens whose log-probability is *strictly*
   greater than the true token's (ties favour the true token). A true token is "in the top-k"
@@ -106,6 +109,11 @@ class LanguageModel(Protocol):
     tokenizer: TextTokenizer
     max_length: int  # longest input (BOS included) the model accepts in one forward pass
 
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (``tokenizer.bos_id``)."""
+        ...
+
 
 @runtime_checkable
 class Scorer(LanguageModel, Protocol):
@@ -173,6 +181,32 @@ class WhiteBox(LanguageModel, Protocol):
     def logits_from_embeddings(self, embeds: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
         """Logits (B, T, V) for input embeddings (B, T, H); differentiable."""
         ...
+
+
+SCORING_CONVENTION = "every token after the start token is scored"
+
+
+def scoring_convention(model: Any, *, prefix: str = "") -> dict[str, Any]:
+    """What a summary holding ``model``'s scores records about how they were taken: the start token
+    (``bos_token_id``; None for a model that has none, e.g. a generation-only API seen through its
+    tokenizer-less view) and :data:`SCORING_CONVENTION`. ``prefix`` names a second model's keys
+    (``reference_``).
+
+    Example:
+        >>> class M:
+        ...     bos_token_id = 0
+        >>> scoring_convention(M())
+        {'bos_token_id': 0, 'scoring_convention': 'every token after the start token is scored'}
+        >>> scoring_convention(M(), prefix="reference_")["reference_bos_token_id"]
+        0
+    """
+    bos = getattr(model, "bos_token_id", None)
+    if bos is None:
+        bos = getattr(getattr(model, "tokenizer", None), "bos_id", None)
+    return {
+        f"{prefix}bos_token_id": None if bos is None else int(bos),
+        f"{prefix}scoring_convention": SCORING_CONVENTION,
+    }
 
 
 def require(model: Any, *needed: Capability, attack: str | None = None) -> None:

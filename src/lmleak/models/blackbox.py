@@ -34,6 +34,11 @@ class TopKOnly:
         self.max_length = model.max_length
         self.capabilities = frozenset({Capability.TOP_K})
 
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the wrapped model's)."""
+        return int(self.tokenizer.bos_id)
+
     def _abstains(self, top1_logprob: float) -> bool:
         return self.min_top1_prob is not None and float(np.exp(top1_logprob)) < self.min_top1_prob
 
@@ -79,6 +84,11 @@ class TextOnly:
         self.tokenizer = model.tokenizer
         self.max_length = model.max_length
         self.capabilities = frozenset({Capability.GENERATE})
+
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the wrapped model's)."""
+        return int(self.tokenizer.bos_id)
 
     def generate(self, prompts: Sequence[str], **kwargs: Any) -> list[list[str]]:
         return self.inner.generate(prompts, **kwargs)

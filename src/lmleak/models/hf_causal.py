@@ -185,12 +185,7 @@ def load_smollm2(**kw: Any) -> TorchCausalLM:
     kw.setdefault("name", SMOLLM2)
     kw.setdefault("max_length", 512)
     kw.pop("allow_pickle", None)
-    lm = load_hf_dir(smollm2_plain_dir(), **kw)
-    # Subtle: SmolLM2's BOS is the chat token <|im_start|>; plain text in pretraining follows
-    # <|endoftext|>, and scoring after it is what the model knows (per-token perplexity of a plain
-    # English sentence: ~9 vs ~31 after <|im_start|>).
-    hf: Any = lm.tokenizer.hf  # type: ignore[attr-defined]  # load_hf_dir's tokenizer is an HFTokenizer
-    endoftext = hf.convert_tokens_to_ids("<|endoftext|>")
-    if isinstance(endoftext, int) and endoftext != hf.unk_token_id:
-        lm.tokenizer.bos_id = endoftext
-    return lm
+    # Its declared BOS is the chat marker <|im_start|>; HFTokenizer's start-token rule
+    # (lmleak.models.tokenizer.start_token_id) scores plain text after <|endoftext|> instead, for
+    # this name, the cached folder and the GGUF file alike.
+    return load_hf_dir(smollm2_plain_dir(), **kw)

@@ -86,6 +86,12 @@ class HFMaskedLM:
         self.name = name
         self.max_length = int(module.config.max_position_embeddings)
 
+    @property
+    def bos_token_id(self) -> int | None:
+        """The token every input starts with (a masked LM's ``[CLS]``; it scores no continuations)."""
+        cls = getattr(self.tokenizer, "cls_token_id", None)
+        return None if cls is None else int(cls)
+
     def logits(self, input_ids: Any) -> Any:
         """``[B, L, V]`` masked-LM logits for a ``[B, L]`` LongTensor (no gradient)."""
         import torch

@@ -590,17 +590,28 @@ def load_tokenizer(spec: str) -> Any:
     # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
     from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
 
+    # the start token is HFTokenizer's (lmleak.models.tokenizer.start_token_id): the in-process loader's
     if spec == SMOLLM2:
-        tok = HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
-        # the same start token load_smollm2 uses (see lmleak.models.hf_causal.load_smollm2)
-        tok.bos_id = int(tok.hf.convert_tokens_to_ids("<|endoftext|>"))
-        return tok
+        return HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
     p = Path(spec).expanduser()
     if not p.is_dir():
         raise ModelError(
             f"tokenizer {spec!r} is not a folder; give the served model's folder (its tokenizer files)"
         )
-    return HFTokenizer(_auto_tokenizer(p))
+    # lazy: lmleak.models.adapters imports the torch loaders, as hf_causal above
+    from lmleak.models.adapters import MANIFEST
+
+    manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8")) if (p / MANIFEST).is_file() else {}
+    # a LoRA fine-tune folder holds no tokenizer: its base's, as the in-process loader takes it
+    has_own = any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+    tok = (
+        HFTokenizer(_auto_tokenizer(p))
+        if has_own or not manifest.get("base")
+        else load_tokenizer(manifest["base"])
+    )
+    if manifest.get("bos_id") is not None:  # the start token the fine-tune was trained after
+        tok.bos_id = int(manifest["bos_id"])
+    return tok
 
 
 def _auto_tokenizer(path: Path) -> Any:
@@ -728,6 +739,11 @@ class HTTPModel:
         """16 hex digits naming the model that answers (its card, tier and probe answer; see
         :class:`~lmleak.models.http_cache.Probe`); part of the ledger's and the audit's fingerprints."""
         return self.client.fingerprint()
+
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the tokenizer's; see load_tokenizer)."""
+        return int(self.tokenizer.bos_id)
 
     def describe(self) -> dict[str, Any]:
         """What a run records about the access (never the API key)."""

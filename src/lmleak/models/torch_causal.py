@@ -101,6 +101,11 @@ class TorchCausalLM:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, max_length={self.max_length})"
 
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the tokenizer's ``bos_id``)."""
+        return int(self.tokenizer.bos_id)
+
     def to_device(self, device: str | torch.device) -> TorchCausalLM:
         """Move the module to ``device`` (e.g. ``"cuda"``); inputs follow it, outputs come back as CPU arrays."""
         self.device = torch.device(device)

@@ -188,6 +188,11 @@ class VllmScorer:
         self.overlap = int(overlap)
         self.capabilities = frozenset({Capability.SCORE})
 
+    @property
+    def bos_token_id(self) -> int:
+        """The start token every scored text follows (the tokenizer's ``bos_id``)."""
+        return int(self.tokenizer.bos_id)
+
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
         bos = self.tokenizer.bos_id
         rows: list[list[int]] = []

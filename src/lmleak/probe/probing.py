@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
-from lmleak.models.base import Capability
+from lmleak.models.base import Capability, scoring_convention
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.figures import write_figures
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
@@ -392,6 +392,7 @@ def run_probe(
     summary: dict[str, Any] = {
         "attack": "propile",
         "model": getattr(model, "name", str(model)),
+        **scoring_convention(model),
         "level": level,
         "templates": k,
         "beams": beams,

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from lmleak.errors import ConfigError, InputError
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.likelihood import eq2_eq4, split_prompt, target_likelihoods
 from lmleak.probe.metrics import exact_match
@@ -229,6 +229,7 @@ def run_softprompt(
     summary: dict[str, Any] = {
         "attack": "propile_softprompt",
         "model": getattr(model, "name", ""),
+        **scoring_convention(model),
         "target": target,
         "level": level,
         "train_subjects": len(train),
@@ -273,6 +274,7 @@ def _transfer_eval(transfer: Any, ev: list[Probe], text: str) -> dict[str, Any]:
     rows = generate_probes(transfer, moved, beams=1)
     return {
         "model": getattr(transfer, "name", ""),
+        **scoring_convention(transfer),
         "mean_likelihood": float(lik.mean()),
         "exact_match_rate": float(np.mean([r["exact_match"] for r in rows])),
     }

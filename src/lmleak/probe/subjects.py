@@ -8,16 +8,29 @@ from typing import Any
 
 from lmleak.data.holdout import read_holdout
 from lmleak.data.sidefiles import read_side_file
-from lmleak.errors import DataFileError
+from lmleak.errors import DataFileError, did_you_mean
 from lmleak.runs import atomic_write_text
+
+#: The fields a probe reads: the name it starts from and the PII it probes (``emails``: more
+#: addresses of the same person, any of which counts as a hit).
+PROBED_FIELDS = ("name", "phone", "email", "emails", "address", "relations", "university")
+#: Who the subject is: ``user_id`` joins the corpus (members vs held-out controls), ``subject_id``
+#: names the row (defaults to ``user_id``, else ``s<line>``).
+ID_FIELDS = ("subject_id", "user_id")
+#: Kept and never probed: what lmleak's synthetic corpora write beside the PII.
+INFO_FIELDS = ("company", "messages", "orders", "tracking_numbers")
+SUBJECT_FIELDS = ID_FIELDS + PROBED_FIELDS + INFO_FIELDS
+#: A field of the user's own (an annotation) starts with this and is kept, never probed.
+OWN_PREFIX = "x_"
 
 
 def read_subjects(path: str | Path) -> list[dict[str, Any]]:
-    """Subjects from JSONL (``subject_id``, ``name``, ``phone``, ``email``, ``address``, ``relations``,
-    ``university``; unknown fields kept). A single JSON object file (one subject) is accepted too.
+    """Subjects from JSONL (the fields of :data:`SUBJECT_FIELDS`; a field of your own starts with
+    ``x_``). A single JSON object file (one subject) is accepted too.
 
     Raises:
-        DataFileError: unreadable file, bad JSON line, or a subject without ``name``.
+        DataFileError: unreadable file, bad JSON line, a subject without ``name``, or an unknown field
+            (``"mail"`` for ``"email"`` would otherwise probe nothing and report nothing leaked).
     """
 
     p = Path(path)
@@ -56,21 +69,40 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
             rows.append(row)
             lines.append(i)
     for i, row in enumerate(rows, 1):
-        if not isinstance(row, dict):
-            raise DataFileError("expected a JSON object", path=p, line=lines[i - 1])
-        if not row.get("name"):
-            raise DataFileError(
-                "subject has no name (every probe starts from the name)",
-                path=p,
-                line=lines[i - 1],
-                field="name",
-                hint='add a "name" field',
-            )
-        row.setdefault("subject_id", str(row.get("user_id", f"s{i}")))
-        row["subject_id"] = str(row["subject_id"])
+        _check_subject(row, i, p, lines[i - 1])
     if not rows:
         raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
     return rows
+
+
+def _check_subject(row: Any, i: int, path: Path, line: int) -> None:
+    """Check the ``i``-th subject (file line ``line``) and fill in its ``subject_id``."""
+    if not isinstance(row, dict):
+        raise DataFileError("expected a JSON object", path=path, line=line)
+    _check_fields(row, path, line)
+    if not row.get("name"):
+        raise DataFileError(
+            "subject has no name (every probe starts from the name)",
+            path=path,
+            line=line,
+            field="name",
+            hint='add a "name" field',
+        )
+    row.setdefault("subject_id", str(row.get("user_id", f"s{i}")))
+    row["subject_id"] = str(row["subject_id"])
+
+
+def _check_fields(row: dict[str, Any], path: Path, line: int) -> None:
+    """Raise DataFileError naming the first field of ``row`` that lmleak does not know."""
+    for key in row:
+        if key not in SUBJECT_FIELDS and not str(key).startswith(OWN_PREFIX):
+            raise DataFileError(
+                f"unknown field {key!r}." + did_you_mean(str(key), SUBJECT_FIELDS),
+                path=path,
+                line=line,
+                field=str(key),
+                hint=f"fields: {', '.join(SUBJECT_FIELDS)}; start a field of your own with {OWN_PREFIX!r}",
+            )
 
 
 def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:

@@ -35,6 +35,10 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     # issue 26/27: the nulls and reach the headlines above are read against
     "placebo_max_exposure": ("placebo_max_exposure",),
     "max_certifiable_epsilon": ("max_certifiable_epsilon",),
+    # issue 26: the membership headline's companions that get a card of their own
+    "mia_best_raw_auc": ("mia_best_raw_auc",),
+    "blind_auc": ("blind_auc",),
+    "tpr_at_fpr": ("tpr_at_fpr",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -44,7 +48,7 @@ EXPLANATIONS: dict[str, str] = {
     "curated_unique_sequences": "Unique leaked sequences that a public model finds at least t times less likely than the audited model (paper 001's curated count): the ones without plausible deniability.",
     "leakage_epsilon": "How much more likely the model finds its most user-specific leaked text than a public model does (max ratio of perplexities); 1 means no more than a model that never saw those users.",
     "max_exposure": "Bits of exposure of the most memorised inserted canary: log2 of the candidate count minus log2 of its rank; the maximum (about 19.9 for a million candidates) means the secret is the model's top guess.",
-    "mia_auc": "How well an attacker tells training members from non-members by perplexity (0.5 is chance, 1.0 is perfect).",
+    "mia_auc": "How well the headline membership attack (named beside it: the method best on one half of the users, measured on the other half) tells training members from non-members (0.5 is chance, 1.0 is perfect).",
     "mia_accuracy": "Accuracy of the best-threshold membership classifier on a balanced set (50% is chance).",
     "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
     "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type, as a ratio of averages (1 means no association); the most likely items, often e-mails, dominate it.",
@@ -56,6 +60,35 @@ EXPLANATIONS: dict[str, str] = {
     "extracted": "Samples generated without any prompt about the training data, picked by Carlini et al.'s membership metrics, and found verbatim (at least min_match_tokens tokens) in the training corpus.",
     "placebo_max_exposure": "The most exposed of as many never-inserted secrets of the canaries' formats, ranked the same way: what max_exposure reaches with nothing memorised (about log2 of the number of placebos for secrets drawn uniformly).",
     "max_certifiable_epsilon": "The largest ε this DP audit could certify were every one of its guesses right: a claimed ε above it cannot be refuted by an audit of this size (lmleak dp-audit plan sizes a larger one).",
+    # issue 26
+    "mia_auc_ci": "The 95% interval of the membership AUC, from resampling whole users (or groups of texts that share a person's PII), so one prolific person does not count as many independent samples.",
+    "mia_method": "The membership attack the headline reports: the one with the highest AUC on one half of the users; its AUC is then measured on the other half.",
+    "headline_selection": "How the headline attack was chosen: split-half (best on one half of the users, reported on the other, so the choice does not inflate the number), single-method, or fixed (too few users to split).",
+    "mia_best_raw_auc": "The highest membership AUC of any method on every text, picked after seeing them all: optimistic, shown beside the honest headline.",
+    "mia_best_raw_method": "The method with the highest raw membership AUC (selected after the fact).",
+    "placebo_auc": "The headline attack run on two halves of users the model never saw, one half labelled members: it should be 0.5 within its interval; above that, the attack finds something other than membership.",
+    "placebo_auc_ci": "The 95% interval of the placebo AUC (resampling users); it should contain 0.5.",
+    "blind_auc": "A text-only classifier that never queries the model, cross-validated with each user's texts in one fold: above chance, members and non-members differ in their text and attack AUCs may measure that, not memorisation.",
+    "blind_auc_ci": "The 95% interval of the blind baseline's AUC (resampling users).",
+    "tpr_at_fpr": "Share of members the headline attack flags while flagging at most 1% of non-members (needs at least 1,000 non-members; measured on the reporting half of the users).",
+    "tpr_at_fpr_ci": "The 95% interval of the TPR at 1% FPR (resampling users).",
+}
+
+
+#: Keys a verdict reads beside the headline numbers (no card of their own): which attack the MIA
+#: headline is and how it was chosen, how many texts it had, the placebo beside it, the DP audit's
+#: bound at the claimed δ, and an infinite leakage ε that JSON cannot hold as a number.
+CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
+    "mia_method": ("mia_method", "mia_attack"),
+    "headline_selection": ("headline_selection",),
+    "mia_num_per_side": ("num_per_side",),
+    "mia_auc_by_attack": ("mia_auc_by_attack",),
+    "placebo_auc": ("placebo_auc",),
+    "leakage_epsilon_infinite": ("leakage_epsilon_infinite",),
+    "epsilon_lower_bound_at_claimed_delta": ("epsilon_lower_bound_at_claimed_delta",),
+    "claimed_delta": ("claimed_delta",),
+    "privacy_unit": ("privacy_unit",),
+    "mia_best_raw_method": ("mia_best_raw_method",),
 }
 
 
@@ -64,6 +97,27 @@ def _first(summary: dict[str, Any], keys: tuple[str, ...]) -> Any:
         if key in summary and summary[key] is not None:
             return summary[key]
     return None
+
+
+def _first_key(summary: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((key for key in keys if summary.get(key) is not None), None)
+
+
+def _probe_groups(summary: dict[str, Any]) -> dict[str, Any]:
+    """PII probing's members vs held-out controls (the probe stage's ``groups``) as headline keys."""
+    groups = summary.get("groups")
+    if not isinstance(groups, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for name in ("members", "controls"):
+        g = groups.get(name) or {}
+        if g.get("exact_match_rate") is not None:
+            out[f"pii_exact_match_{name}"] = g["exact_match_rate"]
+            out[f"pii_exact_match_{name}_n"] = g.get("pairs_generated")
+    p = (groups.get("tests") or {}).get("exact_match_fisher_p")
+    if p is not None:
+        out["pii_exact_match_fisher_p"] = p
+    return out
 
 
 #: Report metrics measured at every k of the tab attack: ``headline["by_k"]`` holds them per k, so
@@ -79,25 +133,41 @@ PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
 
 def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
     """Pick the headline metrics present in one stage's summary (missing ones are omitted); a report's
-    per-k values go under ``by_k``.
+    per-k values go under ``by_k``. A metric's 95 % interval (``X_ci`` beside the summary key ``X`` it
+    came from) comes along as ``<headline name>_ci``; :data:`CONTEXT_KEYS` and probing's members vs
+    controls come along too.
 
     Example:
         >>> headline_from_summary({"unique_sequences": 3, "k": 1, "auc": 0.61})
         {'unique_sequences': 3, 'mia_auc': 0.61}
         >>> headline_from_summary({"by_k": {"1": {"unique_sequences": 2}, "3": {"unique_sequences": 5}}})["by_k"]
         {'1': {'unique_sequences': 2}, '3': {'unique_sequences': 5}}
+        >>> headline_from_summary({"pii_unique_sequences_total": 4, "pii_unique_sequences_total_ci": [2, 7]})
+        {'pii_unique_sequences': 4, 'pii_unique_sequences_ci': [2, 7]}
     """
     out: dict[str, Any] = {}
-    for name, keys in HEADLINE_KEYS.items():
-        value = _first(summary, keys)
-        if value is not None:
-            out[name] = value
+    for name, keys in {**HEADLINE_KEYS, **CONTEXT_KEYS}.items():
+        key = _first_key(summary, keys)
+        if key is None:
+            continue
+        out[name] = summary[key]
+        if summary.get(f"{key}_ci") is not None:
+            out[f"{name}_ci"] = summary[f"{key}_ci"]
+    out.update(_probe_groups(summary))
     by_k = summary.get("by_k")
     if isinstance(by_k, dict) and by_k:
-        out["by_k"] = {
-            str(k): {m: v.get(key) for m, key in PER_K.items() if v.get(key) is not None}
-            for k, v in by_k.items()
-        }
+        out["by_k"] = {str(k): _per_k(v) for k, v in by_k.items()}
+    return out
+
+
+def _per_k(values: dict[str, Any]) -> dict[str, Any]:
+    """One k's report metrics under their headline names, each with its interval when it has one."""
+    out: dict[str, Any] = {}
+    for m, key in {**PER_K, "leakage_epsilon_infinite": "leakage_epsilon_infinite"}.items():
+        if values.get(key) is not None:
+            out[m] = values[key]
+            if values.get(f"{key}_ci") is not None:
+                out[f"{m}_ci"] = values[f"{key}_ci"]
     return out
 
 

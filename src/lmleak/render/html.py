@@ -17,6 +17,17 @@ from typing import Any
 from lmleak._version import __version__
 from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
+from lmleak.render.verdict import (
+    METRIC_STAGE,
+    STATUS_WORDS,
+    Limit,
+    Verdict,
+    format_interval,
+    gate_section,
+    limits_from_config,
+    verdict_of,
+    verdict_rows,
+)
 from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, check_run, read_summary
 from lmleak.scenarios.describe import notation
@@ -39,21 +50,6 @@ LABELS = {
     "extracted": "Extracted training samples (verified)",
 }
 
-# which stage a headline metric comes from (for the scenario line under it)
-METRIC_STAGE = {
-    "pii_unique_sequences": "report",
-    "unique_sequences": "report",
-    "curated_unique_sequences": "report",
-    "leakage_epsilon": "report",
-    "max_exposure": "exposure",
-    "mia_auc": "mia",
-    "mia_accuracy": "mia",
-    "pii_exact_match": "probe",
-    "pii_likelihood_ratio": "probe",
-    "pii_likelihood_ratio_geomean": "probe",
-    "epsilon_lower_bound": "dp_audit",
-    "extracted": "extract",
-}
 
 SEQUENCE_COLUMNS = [
     # (column, header, is_text)
@@ -102,8 +98,16 @@ def _card_value(key: str, headline: dict[str, Any]) -> str:
     value must not hide behind the first k listed)."""
 
     def one(h: dict[str, Any]) -> str:
+        if key == "leakage_epsilon" and h.get("leakage_epsilon_infinite"):
+            return "∞"
         if key == "leakage_epsilon" and h.get("log_leakage_epsilon") is not None:
             return format_epsilon(h["log_leakage_epsilon"])
+        if key == "pii_exact_match" and h.get("pii_exact_match_members") is not None:
+            controls = h.get("pii_exact_match_controls")
+            tail = "" if controls is None else f" · controls {controls:.1%}"
+            return f"members {h['pii_exact_match_members']:.1%}{tail}"
+        if key == "dp_epsilon" and h.get("dp_epsilon") is not None and h.get("privacy_unit") in UNIT_WORDS:
+            return f"{_fmt(h['dp_epsilon'])} per {UNIT_WORDS[h['privacy_unit']]}"
         return _fmt(h.get(key))
 
     by_k = headline.get("by_k") or {}
@@ -130,7 +134,46 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
         by_type = headline.get("pii_unique_sequences_by_type") or {}
         listed = ", ".join(f"{t} {n}" for t, n in sorted(by_type.items(), key=lambda kv: -kv[1]))
         return f" By type (first k): {listed}." if listed else ""
+    if key == "pii_exact_match" and headline.get("pii_exact_match_members") is not None:
+        p = headline.get("pii_exact_match_fisher_p")
+        return (
+            f" Members are people the model trained on ({headline.get('pii_exact_match_members_n')} probes), "
+            f"controls people it never saw ({headline.get('pii_exact_match_controls_n')}): the controls' rate is "
+            f"what guessing gives. Pooled: {_fmt(headline.get('pii_exact_match'))}."
+            + (f" Members > controls: Fisher p = {p:.2g}." if p is not None else "")
+        )
+    if key == "confidentiality_epsilon" and headline.get("confidentiality_gamma") is not None:
+        basis = headline.get("confidentiality_gamma_basis") or "the recorded miss rate"
+        tail = (
+            " Theorem 8.3 adds δ₂, the conservative policy's miss rate, which is not measured: 0 is assumed."
+            if headline.get("confidentiality_delta2_assumed")
+            else ""
+        )
+        return f" Computed at γ = {headline['confidentiality_gamma']:.4g} ({basis}).{tail}"
+    if key == "dp_epsilon" and headline.get("privacy_unit"):
+        unit = {"user": "one person (all of a user's data)", "sequence": "one training sequence"}.get(
+            headline["privacy_unit"], headline["privacy_unit"]
+        )
+        return f" The privacy unit is {unit}."
+    if key == "mia_auc" and headline.get("mia_method"):
+        how = f", chosen by {headline['headline_selection']}" if headline.get("headline_selection") else ""
+        return f" Headline attack: {headline['mia_method']}{how} (every attack: the table under Plots)."
     return ""
+
+
+#: ``privacy_unit`` (issue 27) as the DP card says it: "ε 2.9 per person"
+UNIT_WORDS = {"user": "person", "sequence": "sequence"}
+
+
+def _card_interval(key: str, headline: dict[str, Any]) -> str | None:
+    """The card's 95 % interval (``<key>_ci`` of the stage), or None."""
+    ci = headline.get(f"{key}_ci")
+    if not isinstance(ci, list | tuple) or len(ci) != 2:
+        return None
+    try:
+        return f"95% interval [{format_interval(key, ci)}]"
+    except (TypeError, ValueError):
+        return None
 
 
 def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
@@ -343,7 +386,16 @@ def _probe_plots(name: str, d: Path | None) -> list[str]:
         )
         plots.append(_figure_html(fig))
     curve = _read_parquet(d / "gamma_curve.parquet") if d else None
-    if curve is not None and {"k", "gamma"} <= set(curve.columns):
+    if (
+        curve is not None
+        and {"k", "gamma"} <= set(curve.columns)
+        and not (curve["gamma"].fillna(0) > 0).any()
+    ):
+        plots.append(
+            f'<p class="muted empty-plot"><b>γ&lt;k — {html.escape(name)}:</b> no plot: no probed PII was '
+            f"revealed within k queries for any k (γ&lt;k = 0 at all {len(curve)} points).</p>"
+        )
+    elif curve is not None and {"k", "gamma"} <= set(curve.columns):
         fig = go.Figure()
         groups = curve.groupby("target_type") if "target_type" in curve.columns else [("all", curve)]
         for ttype, part in groups:
@@ -366,7 +418,8 @@ def _margins_plot(run_dir: Path) -> list[str]:
     margins_path = run_dir / "kart" / "margins.json"
     if not margins_path.exists():
         return []
-    pairs = json.loads(margins_path.read_text()).get("margins", [])
+    margins = json.loads(margins_path.read_text())
+    pairs = margins.get("margins", [])
     if not pairs:
         return []
     fig = go.Figure(
@@ -380,7 +433,8 @@ def _margins_plot(run_dir: Path) -> list[str]:
     fig.update_layout(
         title="KART risk margins, pp (grey: 95% interval contains 0)", yaxis_title="margin (pp)"
     )
-    return [_figure_html(fig)]
+    note = margins.get("multiplicity_note")
+    return [_figure_html(fig) + (f'<p class="muted">{html.escape(note)}</p>' if note else "")]
 
 
 def _margin_colour(pair: dict[str, Any]) -> str:
@@ -615,10 +669,95 @@ def _skipped_table(summary: dict[str, Any]) -> str | None:
     )
 
 
+def _release_views(
+    summary: dict[str, Any], verdict: Verdict, headlines: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """One release card per model: its verdict, the people affected, and the analyses that did not run."""
+    releases = (summary.get("release") or {}).get("models") or {}
+    rows = verdict_rows(verdict)
+    seen: set[str] = set()
+    for r in rows:  # a limit's rationale once per page, under its first row
+        if r["rationale"] in seen:
+            r["rationale"] = ""
+        seen.add(r["rationale"])
+    views = []
+    for name in headlines:
+        rel = releases.get(name) or {}
+        status = verdict.model_status(name)
+        views.append(
+            {
+                "name": name,
+                "status": status,
+                "status_word": STATUS_WORDS[status],
+                "rows": [r for r in rows if r["model"] == name],
+                "people": people_lines(rel.get("people_affected")),
+                "not_run": rel.get("not_run") or [],
+            }
+        )
+    return views
+
+
+def code_spans(text: str) -> Any:
+    """``text`` escaped, with each `backticked` part as ``<code>`` (the fixes name config keys and commands).
+
+    Example:
+        >>> str(code_spans("set `level: twin` <now>"))
+        'set <code>level: twin</code> &lt;now&gt;'
+    """
+    from markupsafe import Markup
+
+    parts = html.escape(str(text), quote=False).split("`")
+    if len(parts) % 2 == 0:  # an unmatched backtick stays a backtick
+        parts[-2:] = [parts[-2] + "`" + parts[-1]]
+    return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
+
+
+def people_lines(people: dict[str, Any] | None) -> list[str]:
+    """The release summary's "people affected", one sentence per source."""
+    if people is None:
+        return []
+    lines = []
+    leaked = people.get("leaked_pii")
+    if leaked is not None:
+        by_type = ", ".join(f"{t} {n}" for t, n in sorted(leaked["by_type"].items(), key=lambda kv: -kv[1]))
+        lines.append(
+            f"{leaked['people']} people whose PII the model reproduces verbatim in text only they wrote"
+            + (f" ({by_type})" if by_type else "")
+            + f" — leakage report at k = {leaked.get('k')}, sequences of at least {leaked.get('min_tokens')} tokens."
+        )
+    probing = people.get("probing")
+    if probing is not None:
+        by_type = ", ".join(f"{t} {n}" for t, n in probing["by_type"].items())
+        split = (
+            f": {probing['members']} trained on, {probing['controls']} held-out controls (what guessing gives)"
+            if "members" in probing
+            else ""
+        )
+        lines.append(
+            f"{probing['people']} probed people whose PII the model generated verbatim"
+            + (f" ({by_type})" if by_type else "")
+            + split
+            + "."
+        )
+    if not lines:
+        lines.append("Not measured: no leakage report with a PII policy and no PII probing ran.")
+    return lines
+
+
 def render_report(
-    run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False, max_rows: int = 2000
+    run_dir: str | Path,
+    out_path: str | Path | None = None,
+    *,
+    show_text: bool = False,
+    max_rows: int = 2000,
+    limits: tuple[Limit, ...] | None = None,
+    allow_not_evaluable: bool = False,
 ) -> Path:
-    """Write ``report.html`` for a run directory and return its path (owner-only permissions)."""
+    """Write ``report.html`` for a run directory and return its path (owner-only permissions).
+
+    The page opens with the release summary: per model the verdict under ``limits`` (default: the
+    ``gate:`` section of the audit config that wrote the run; :mod:`lmleak.render.verdict`, the table
+    ``lmleak gate`` prints), the people affected, and every analysis that did not run."""
     import plotly.offline  # lazy: optional [report] extra, and a 0.3 s import
     from jinja2 import Environment, PackageLoader, select_autoescape
 
@@ -628,14 +767,27 @@ def render_report(
     stage_dirs = _stage_dirs(run, summary)
     _refuse_text_of_redacted(run, summary, stage_dirs, show_text)
     views = _model_views(summary, headlines, stage_dirs, show_text, max_rows)
+    cfg_limits, cfg_allow, profile = limits_from_config(gate_section(summary))
+    verdict = verdict_of(
+        summary,
+        headlines,
+        cfg_limits if limits is None else limits,
+        allow_not_evaluable=cfg_allow if limits is None else allow_not_evaluable,
+        profile=profile if limits is None else None,
+    )
     env = Environment(
         loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"])
     )
+    env.filters["code"] = code_spans
     page = env.get_template("report.html.j2").render(
         title=summary.get("title") or run.name,
         subtitle=summary.get("subtitle") or f"{len(views)} model(s) audited",
         show_text=show_text,
         models=views,
+        release=_release_views(summary, verdict, headlines),
+        verdict_passed=verdict.passed if verdict.checks else None,
+        verdict_profile=verdict.profile,
+        verdict_allow=verdict.allow_not_evaluable,
         comparison=_comparison(headlines),
         plots=_plots(stage_dirs, run, show_text),
         scenarios=_scenarios_table(summary),
@@ -733,6 +885,7 @@ def _model_views(
                 "scenario": describe_scenario(
                     scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)
                 ),
+                "interval": _card_interval(k, headline),
             }
             for k in LABELS
             if k in headline or (k == "leakage_epsilon" and "log_leakage_epsilon" in headline)

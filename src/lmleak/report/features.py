@@ -427,16 +427,16 @@ def _score_occurrences(
 
 
 def _representatives(occ: Any, a: _OccurrenceArrays, occ_words: np.ndarray) -> np.ndarray:
-    """Each group's representative occurrence: the largest log ratio among the scored ones, else the
-    most confident (lowest perplexity) one."""
+    """Each group's representative occurrence: the largest log ratio among the scored ones (+inf, a
+    public model that gives the text probability 0, is the largest: never dropped for a finite one),
+    else the most confident (lowest perplexity) one."""
     log_ratio = occ["log_perplexity_ratio"].to_numpy(np.float64)
-    pick_score = np.where(np.isfinite(log_ratio), log_ratio, -np.inf)
+    scored = ~np.isnan(log_ratio)
+    pick_score = np.where(scored, log_ratio, -np.inf)
     fallback = np.where(np.isfinite(a.lp_sum), a.lp_sum / np.maximum(occ_words, 1), -np.inf)
     return np.array(
         [
-            part[np.argmax(pick_score[part])]
-            if np.isfinite(pick_score[part]).any()
-            else part[np.argmax(fallback[part])]
+            part[np.argmax(pick_score[part])] if scored[part].any() else part[np.argmax(fallback[part])]
             for part in a.groups()
         ],
         dtype=np.int64,

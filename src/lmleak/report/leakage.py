@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 from lmleak.intervals import bootstrap_sum_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
@@ -40,7 +40,7 @@ from lmleak.report.features import (
     sequence_features,
 )
 from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, metrics_for_k, top_k_accuracy
-from lmleak.report.public import LEAVE_OUT, load_any_model, train_leave_out
+from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
     Redactor,
@@ -99,6 +99,22 @@ class ReportConfig:
     pii_policy: str | None = "regex"
     min_tokens: int = MIN_TOKENS
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """The numbers, finite and in range before any ledger pass (the CLI checks them too)."""
+        if not self.ks:
+            raise ConfigError("give at least one k", field="k", hint="e.g. --k 1 3")
+        for k in self.ks:
+            check_number(k, "k", ge=1, integer=True)
+        check_number(self.t, "t", ge=0, hint="e.g. --t 1.0")
+        if self.p is not None:
+            check_number(self.p, "p", ge=0, integer=True)
+        for name in ("max_contexts", "public_occurrences"):
+            check_number(getattr(self, name), name, ge=0, integer=True)
+        if self.public_context_tokens is not None:
+            check_number(self.public_context_tokens, "public_context_tokens", ge=0, integer=True)
+        check_number(self.shard_size, "shard_size", ge=1, integer=True)
+        check_number(self.min_tokens, "min_tokens", ge=1, integer=True)
 
 
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
@@ -378,7 +394,12 @@ def _public_model(
         public_info = {"kind": "model", "name": getattr(pub, "name", type(pub).__name__)}
     if pub is not None:
         require(pub, Capability.SCORE, attack="the public model of the leakage epsilon")
-        public_info = {**(public_info or {}), "name": getattr(pub, "name", None)}
+        first = pub.models[0] if isinstance(pub, FoldedPublic) and pub.models else pub
+        public_info = {
+            **(public_info or {}),
+            "name": getattr(pub, "name", None),
+            "bos_token_id": scoring_convention(first)["bos_token_id"],
+        }
     return pub, public_info
 
 
@@ -450,6 +471,7 @@ _HEAD_KEYS = (
     "curated_unique_sequences",
     "leakage_epsilon",
     "log_leakage_epsilon",
+    "leakage_epsilon_infinite",
     "log_ratio_p50",
     "log_ratio_p95",
     "pii_unique_sequences",
@@ -458,6 +480,8 @@ _HEAD_KEYS = (
     "unique_sequences_ci",
     "curated_unique_sequences_ci",
     "pii_unique_sequences_total_ci",
+    "pii_users",
+    "pii_users_by_type",
 )
 
 
@@ -488,6 +512,7 @@ def _summary(
         "top_k_accuracy": head["top_k_accuracy"],
         "by_k": by_k,
         "model": getattr(model, "name", None),
+        **scoring_convention(model),
         "public_model": public_info,
         "num_documents": ledger.num_docs,
         "num_tokens": ledger.num_tokens,

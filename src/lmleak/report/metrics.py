@@ -161,6 +161,34 @@ def pii_counts(
     return dict(sorted(head.items())), dict(sorted(short.items()))
 
 
+def pii_people(
+    users_in_d: Any, user_ids: Any, pii_types: Any, length_tokens: Any, min_tokens: int
+) -> tuple[int | None, dict[str, int]]:
+    """People affected by leaked PII: the distinct users who own a user-unique leaked sequence holding
+    PII at least ``min_tokens`` long (the sequences :func:`pii_counts` headlines), overall and by PII
+    type (a user with two types counts under both). ``(None, {})`` when no PII policy ran.
+
+    Example:
+        >>> pii_people([1, 1, 1, 1, 2], [["a"], ["a"], ["b"], ["c"], ["a", "d"]],
+        ...            [["EMAIL"], ["PHONE"], ["EMAIL"], ["EMAIL"], ["EMAIL"]], [9, 9, 9, 2, 9], 5)
+        (2, {'EMAIL': 2, 'PHONE': 1})
+    """
+    everyone: set[str] = set()
+    by_type: dict[str, set[str]] = {}
+    policy_ran = False
+    for u, users, types, n in zip(users_in_d, user_ids, pii_types, length_tokens, strict=True):
+        policy_ran = policy_ran or types is not None
+        if int(u) != 1 or not types or int(n) < min_tokens:
+            continue
+        owners = {str(x) for x in users}
+        everyone |= owners
+        for t in types:
+            by_type.setdefault(str(t), set()).update(owners)
+    if not policy_ran:
+        return None, {}
+    return len(everyone), {t: len(v) for t, v in sorted(by_type.items())}
+
+
 def p_filtered(users_in_s: Any, p: int | None) -> int:
     """Sequences kept by the p filter: user count in S below ``p`` (all of them when p is None).
 
@@ -229,6 +257,8 @@ def metrics_for_k(
         "curated_unique_sequences": curated,
         "leakage_epsilon": exp_if_finite(log_eps),
         "log_leakage_epsilon": log_eps,
+        # JSON has no infinity: +inf (a public model that gives a leaked text probability 0) is kept here
+        "leakage_epsilon_infinite": log_eps is not None and log_eps == np.inf,
         "log_ratio_p50": p50,
         "log_ratio_p95": p95,
         "pii_unique_sequences": None if unknown else head,
@@ -247,4 +277,20 @@ def metrics_for_k(
         "unique_users": int(len({u for us in unique["user_ids"] for u in us}))
         if "user_ids" in seqs.columns
         else None,
+        **_pii_people_keys(seqs, pii_types, unknown, min_tokens),
     }
+
+
+def _pii_people_keys(seqs: Any, pii_types: Any, unknown: bool, min_tokens: int) -> dict[str, Any]:
+    """``pii_users`` and ``pii_users_by_type`` (:func:`pii_people`); None when no PII policy ran or
+    the rows carry no user ids."""
+    if unknown or "user_ids" not in seqs.columns:
+        return {"pii_users": None, "pii_users_by_type": None}
+    users, by_type = pii_people(
+        seqs["users_in_d"].to_numpy(),
+        seqs["user_ids"],
+        pii_types,
+        seqs["length_tokens"].to_numpy(),
+        min_tokens,
+    )
+    return {"pii_users": users or 0, "pii_users_by_type": by_type}  # known as pii_unique_sequences_total is

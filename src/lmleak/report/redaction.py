@@ -19,6 +19,11 @@ the text:
   An unkeyed hash of a user id or of a token sequence could be confirmed by anyone who guesses the
   value; a keyed one only by the key's holder. ``summary.json`` says which key source was used,
   never the key.
+
+The standalone commands that write a run — ``exposure``, ``mia``, ``probe run``, ``extract``,
+``dp-audit run`` — take the same ``--redact`` / ``--redact-key-file`` (:func:`write_run`): the
+command runs into a private folder outside the run and only its Parquet tables and JSON summaries
+come into the run, through the same whitelists (:func:`redact_stage_dir`), as an audit's stages do.
 """
 
 from __future__ import annotations
@@ -30,14 +35,14 @@ import re
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
-from lmleak.runs import atomic_write_json, secure_dir, write_parquet
+from lmleak.runs import atomic_write_json, open_run, read_summary, secure_dir, write_parquet
 
 #: The environment variable holding the redaction key.
 KEY_ENV = "LMLEAK_REDACT_KEY"
@@ -92,6 +97,21 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "mia_tpr_at_1pct_fpr_note",
         "tpr_at_1pct_fpr_note",
         "tpr_at_0.1pct_fpr_note",
+        # issue 26: the membership headline's method, how it was chosen, and the code's fixed notes
+        "mia_method",
+        "headline_selection",
+        "mia_best_raw_method",
+        "mia_headline_note",
+        "mia_best_raw_note",
+        "mia_excluded_note",
+        "placebo_note",
+        "placebo_warning",
+        "blind_note",
+        "grouping",
+        "grouping_note",
+        "near_duplicate_shingles",
+        "tpr_at_fpr_note",
+        "unit",
         "schema_version",
         "lmleak_version",
         "ids",
@@ -102,10 +122,7 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "statement",
         "verdict",
         # issue 26/27 (i26-nulls): an interval's unit, the DP audit's reach and the placebo notes
-        "unit",
         "limit",
-        "placebo_note",
-        "placebo_warning",
         # provenance (lmleak.fingerprints): what the code computed about the model and corpus files —
         # one-way hashes of whole files and fixed labels, never a value read from the data
         "fingerprint",
@@ -118,6 +135,7 @@ SAFE_JSON_STRING_KEYS = frozenset(
         "dtype",
         "hash",
         "tier",
+        "scoring_convention",
     }
 )
 #: The JSON files of a stage a redacted run keeps (redacted): summaries and privacy records. Any
@@ -336,3 +354,56 @@ def unredacted_leftovers(run_dir: str | Path) -> list[str]:
         if redacted is not True:
             found.append("summary.json")
     return found
+
+
+def write_run(
+    out_dir: str | Path,
+    produce: Callable[[Path], Any],
+    *,
+    redact: bool = False,
+    key_file: str | Path | None = None,
+) -> Any:
+    """``produce(folder)`` — a command that writes a run into ``folder`` — into ``out_dir``, redacted
+    when asked (the ``--redact`` / ``--redact-key-file`` of ``exposure``, ``mia``, ``probe run``,
+    ``extract`` and ``dp-audit run``).
+
+    Unredacted, ``produce(out_dir)`` runs as is and its result is returned. Redacted, the key is read
+    first (:func:`redactor_from`: a key file outside the run, ``$LMLEAK_REDACT_KEY``, or random and
+    discarded) and a run folder holding unredacted results is refused, both before any work; then
+    ``produce`` writes into a private folder outside the run, :func:`redact_stage_dir` copies its
+    Parquet tables and JSON summaries into ``out_dir`` through the whitelists (texts, secrets,
+    prompts, generations, figures, models and shards stay behind and are deleted), ``summary.json``
+    gains ``redaction`` (the key's source, never the key), and that redacted summary is returned: a
+    caller never holds the unredacted one.
+
+    Example:
+        >>> import json, tempfile, pathlib
+        >>> from lmleak.runs import write_summary
+        >>> out = pathlib.Path(tempfile.mkdtemp()) / "run"
+        >>> s = write_run(out, lambda d: write_summary(d, {"attack": "demo", "secret": "555-0100"}), redact=True)
+        >>> s["attack"], s["secret"], s["redacted"], s["redaction"]["key"] in ("random, discarded", f"environment variable {KEY_ENV}")
+        ('demo', None, True, True)
+        >>> "555-0100" in (out / "summary.json").read_text()
+        False
+    """
+    out = Path(out_dir)
+    if not redact:
+        if key_file is not None:
+            raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
+        return produce(out)
+    redactor = redactor_from(key_file, run_dir=out)
+    leftovers = unredacted_leftovers(out)
+    if leftovers:
+        raise ConfigError(
+            f"{out} already holds unredacted results ({', '.join(leftovers[:3])})",
+            field="--redact",
+            hint="give a new, empty run directory for a redacted run",
+        )
+    with private_scratch() as scratch:
+        work = scratch / "run"
+        produce(work)
+        with open_run(out):
+            redact_stage_dir(work, out, redactor)
+            summary = {**read_summary(out), "redaction": redactor.describe()}
+            atomic_write_json(out / "summary.json", summary)
+    return summary

@@ -20,6 +20,11 @@ each carries a Wilson score interval (Wilson 1927), and each margin, a differenc
 independent proportions, carries Newcombe's hybrid score interval built from the two Wilson
 intervals (Newcombe 1998, method 10). A margin is *significant* when its interval excludes 0;
 a negative margin whose interval contains 0 is noise, not evidence against the ordering.
+
+Multiplicity: Newcombe's interval assumes two *independent* samples, but the scenarios of one
+experiment probe the same subjects, so their counts are correlated and the intervals approximate;
+and each interval covers one comparison at 95 %, so among many margins some exclude 0 by chance.
+Every result says so (``multiplicity_note``); no adjustment is applied.
 """
 
 from __future__ import annotations
@@ -193,13 +198,26 @@ def summarise_margins(margins: list[Margin]) -> dict[str, Any]:
 
     ``all_nonnegative`` is the paper's check (every calculable margin >= 0);
     ``significant_violations`` counts negative margins whose 95 % interval excludes 0 — the only
-    ones that are evidence against the scenario ordering.
+    ones that are evidence against the scenario ordering. ``multiplicity_note`` says what the
+    intervals do not account for: scenarios share their subjects, while Newcombe's interval assumes
+    independent samples, and each interval covers one of ``num_calculable`` comparisons.
+
+    Example:
+        >>> s = summarise_margins([Margin("K+", "K-", "K", 1.0), Margin("A+", "A-", "A", None)])
+        >>> s["num_calculable"], s["multiplicity_note"][:46]
+        (1, 'Each margin interval assumes independent sampl')
     """
+    n = sum(m.margin is not None for m in margins)
     return {
         "all_nonnegative": not any(m.violation for m in margins),
         "significant_violations": sum(m.violation and bool(m.significant) for m in margins),
-        "num_calculable": sum(m.margin is not None for m in margins),
+        "num_calculable": n,
         "interval": "95% Wilson (ratios), Newcombe method 10 (margins)",
+        "multiplicity_note": (
+            "Each margin interval assumes independent samples, but the scenarios probe the same subjects "
+            "(their counts are correlated), so the intervals are approximate; each covers one comparison "
+            f"at 95 %, not all {n} together: about {0.05 * n:.1f} of {n} margins may exclude 0 by chance."
+        ),
     }
 
 

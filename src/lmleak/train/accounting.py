@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from typing import Literal
 
+from lmleak.errors import check_number
+
+
+def _check_inputs(noise_multiplier: float, sample_rate: float, steps: int, delta: float) -> None:
+    """Refuse what would make an accountant loop or answer nonsense (a NaN σ once ran for minutes)."""
+    check_number(noise_multiplier, "noise_multiplier", gt=0)
+    check_number(sample_rate, "sample_rate", gt=0, le=1)
+    check_number(steps, "steps", ge=0, integer=True)
+    check_number(delta, "delta", gt=0, lt=1)
+
 
 def epsilon_opacus(
     noise_multiplier: float,
@@ -26,6 +36,7 @@ def epsilon_opacus(
     """
     from opacus.accountants import PRVAccountant, RDPAccountant
 
+    _check_inputs(noise_multiplier, sample_rate, steps, delta)
     acc = PRVAccountant() if accountant == "prv" else RDPAccountant()
     acc.history = [(noise_multiplier, sample_rate, steps)]
     return float(acc.get_epsilon(delta))
@@ -43,6 +54,7 @@ def epsilon_dp_accounting(
     from dp_accounting.pld import pld_privacy_accountant
     from dp_accounting.rdp import rdp_privacy_accountant
 
+    _check_inputs(noise_multiplier, sample_rate, steps, delta)
     event = dp_event.SelfComposedDpEvent(
         dp_event.PoissonSampledDpEvent(sample_rate, dp_event.GaussianDpEvent(noise_multiplier)), steps
     )

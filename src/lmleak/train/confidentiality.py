@@ -12,6 +12,19 @@ accounting notebook of the paper instead amplifies the subsampled Gaussian mecha
 (δ = 1e-5, q = 0.1, 100 steps, γ = 0.1) where Proposition 6 on ε = 2 gives ≈ 0.494. lmleak reports
 the proposition's bound because it is the one the paper states and proves for every mechanism,
 and it needs nothing but the (ε, δ) that the accountant printed.
+
+Which γ and which group size, so that no number runs backwards:
+
+- a *measured* γ (k misses of n secrets) enters Proposition 6 as its one-sided 95 % Clopper-Pearson
+  upper bound (the ``gamma_upper95`` the trainer records), never the point estimate: 0 misses of 562
+  would otherwise print ∞ and 1 miss a finite 0.348, while the upper bound gives 1.09 ≥ 0.81
+  (:func:`measured_bayesian_confidentiality`; monotone in the misses);
+- a group of m secrets is charged for the number of them the policy misses at a stated quantile of
+  Binomial(m, γ) (95 % by default, 1.0 for the worst case m), never ``round(γ·m)``: with 5 secrets at
+  γ = 0.1 a secret of the group is missed 41 % of the time, yet banker's rounding gave 0
+  (:func:`missed_secrets`);
+- Theorem 8's δ₂ (the conservative policy π_c's miss rate) is either given or reported as the
+  assumption δ₂ = 0 (``theorem8_delta2_assumed``), never silently 0.
 """
 
 from __future__ import annotations
@@ -33,38 +46,98 @@ def bayesian_confidentiality(epsilon: float, delta: float, gamma: float) -> tupl
         0.494
     """
     _check(epsilon, delta, gamma)
-    # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
-    return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    if epsilon <= _EXP_SAFE:
+        # log1p(γ·expm1(ε)) is exact for tiny γ and ε, where log(1 + γ(e^ε − 1)) loses digits
+        return math.log1p(gamma * math.expm1(epsilon)), gamma * delta
+    # e^ε overflows: log(1 + γ(e^ε − 1)) = ε + log(γ + (1 − γ)e^−ε); γ = 0 leaves log 1 = 0
+    return (epsilon + math.log(gamma + (1 - gamma) * math.exp(-epsilon)) if gamma > 0 else 0.0), gamma * delta
 
 
-def measured_bayesian_confidentiality(epsilon: float, delta: float, gamma: float | None) -> dict[str, Any]:
+def measured_bayesian_confidentiality(
+    epsilon: float,
+    delta: float,
+    gamma: float | None,
+    *,
+    gamma_upper: float | None = None,
+    level: float = 0.95,
+    support: int | None = None,
+) -> dict[str, Any]:
     """Proposition 6 for a *measured* γ, never a bound it does not support.
 
-    γ = 0 measured on a finite set of secrets does not show that the policy misses nothing, and
-    Propositions 5-6 need γ > 0 to say anything useful about the secrets it misses: the bound is then
-    infinite (``epsilon`` None in JSON) with the reason. γ unknown: no bound.
+    With ``gamma_upper`` (the one-sided ``level`` Clopper-Pearson upper bound of γ from ``support``
+    secrets, ``gamma_upper95`` in ``privacy.json``) the bound is Proposition 6 at that γ: it holds
+    with confidence ``level`` over the measurement, stays finite when no secret was missed, and grows
+    with the misses. Without it, a measured γ = 0 does not show that the policy misses nothing and
+    Propositions 5-6 need γ > 0: the bound is then infinite (``epsilon`` None in JSON) with the
+    reason; a γ > 0 (a nominal recall) is used as given and said so. γ unknown: no bound.
+
+    Returns ``epsilon, delta, reason`` and ``gamma_used`` / ``gamma_basis`` (which γ went in).
 
     Example:
         >>> measured_bayesian_confidentiality(2.0, 1e-5, 0.0)["reason"][:22]
         'the measured miss rate'
         >>> round(measured_bayesian_confidentiality(2.0, 1e-5, 0.1)["epsilon"], 3)
         0.494
+        >>> r = measured_bayesian_confidentiality(5.46, 1e-5, 0.0, gamma_upper=1 - 0.05 ** (1 / 562), support=562)
+        >>> round(r["epsilon"], 2), r["gamma_basis"]  # 0 misses of 562: finite
+        (0.81, '95% Clopper-Pearson upper bound of gamma (562 secrets)')
     """
-    if gamma is None:
-        return {
-            "epsilon": None,
-            "delta": None,
-            "reason": "the policy's miss rate gamma is unknown: train with --secrets to measure it",
-        }
-    if gamma <= 0.0:
+    if gamma_upper is not None:
+        n = f" ({support} secrets)" if support is not None else ""
+        used, basis = float(gamma_upper), f"{level:.0%} Clopper-Pearson upper bound of gamma{n}"
+    elif gamma is None:
+        reason = "the policy's miss rate gamma is unknown: train with --secrets to measure it"
+        return {"epsilon": None, "delta": None, "reason": reason, "gamma_used": None, "gamma_basis": None}
+    elif gamma <= 0.0:
+        reason = (
+            "the measured miss rate gamma is 0 and no upper confidence bound was recorded: a finite sample "
+            "cannot show that the policy misses nothing, and Props. 5-6 need gamma > 0; the bound is infinite"
+        )
         return {
             "epsilon": math.inf,
             "delta": None,
-            "reason": "the measured miss rate gamma is 0: a finite sample "
-            "cannot show that the policy misses nothing, and Props. 5-6 need gamma > 0; the bound is infinite",
+            "reason": reason,
+            "gamma_used": 0.0,
+            "gamma_basis": "point estimate",
         }
-    eps, dlt = bayesian_confidentiality(epsilon, delta, gamma)
-    return {"epsilon": eps, "delta": dlt, "reason": None}
+    else:
+        used, basis = float(gamma), "point estimate (no upper confidence bound recorded)"
+    eps, dlt = bayesian_confidentiality(epsilon, delta, used)
+    return {"epsilon": eps, "delta": dlt, "reason": None, "gamma_used": used, "gamma_basis": basis}
+
+
+def missed_secrets(unique: int, gamma: float, quantile: float = 0.95) -> int:
+    """How many of a group's ``unique`` secrets a policy with miss rate γ misses, at ``quantile``:
+    the smallest k with P(Binomial(unique, γ) <= k) >= quantile; ``quantile=1`` is the worst case
+    (every secret, when γ > 0). Each secret is assumed missed independently with probability γ.
+
+    Example (5 secrets at γ = 0.1: P(0 missed) = 0.59, P(<= 1) = 0.919, P(<= 2) = 0.991):
+        >>> missed_secrets(5, 0.1), missed_secrets(5, 0.1, 0.5), missed_secrets(5, 0.1, 1.0), missed_secrets(5, 0.0)
+        (2, 0, 5, 0)
+    """
+    if unique < 0:
+        raise ValueError("the number of secrets must be >= 0")
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1], got {gamma}")
+    if not 0.0 < quantile <= 1.0:
+        raise ValueError(f"quantile must be in (0, 1], got {quantile}")
+    if gamma == 0.0 or unique == 0:
+        return 0
+    if gamma == 1.0 or quantile == 1.0:
+        return unique
+    cdf = 0.0
+    for k in range(unique + 1):
+        log_pmf = (
+            math.lgamma(unique + 1)
+            - math.lgamma(k + 1)
+            - math.lgamma(unique - k + 1)
+            + k * math.log(gamma)
+            + (unique - k) * math.log1p(-gamma)
+        )
+        cdf += math.exp(log_pmf)
+        if cdf >= quantile - 1e-12:  # the float sum of the pmf may fall short of 1 by rounding
+            return k
+    return unique
 
 
 def per_secret_confidentiality(epsilon: float, detected: bool) -> float:
@@ -92,15 +165,21 @@ def group_confidentiality(epsilon: float, delta: float, missed: int) -> tuple[fl
     if missed < 0:
         raise ValueError("missed must be >= 0")
     eps = missed * epsilon
-    # a delta of 1 or more is vacuous (any two distributions are (eps, 1)-indistinguishable)
-    return eps, min(1.0, missed * math.exp(eps) * delta)
+    return eps, _group_delta(missed, eps, delta)
 
 
 def dedup_group_confidentiality(
-    epsilon: float, delta: float, occurrences: int, unique: int, missed_fraction: float = 1.0
+    epsilon: float,
+    delta: float,
+    occurrences: int,
+    unique: int,
+    missed_fraction: float = 1.0,
+    *,
+    quantile: float = 0.95,
 ) -> dict[str, float]:
     """Proposition 7: after Dedup, a group of ``occurrences`` secrets (``unique`` distinct values)
-    costs only what its unique secrets cost; combined with Proposition 5 for the missed fraction.
+    costs only what its unique secrets cost; combined with Proposition 5 for the secrets the policy
+    misses (miss rate ``missed_fraction``), counted at ``quantile`` (:func:`missed_secrets`).
 
     Example:
         >>> r = dedup_group_confidentiality(1.0, 1e-6, occurrences=20, unique=1)
@@ -110,8 +189,8 @@ def dedup_group_confidentiality(
     if unique > occurrences or unique < 0:
         raise ValueError("unique must be between 0 and occurrences")
     _check(epsilon, delta, missed_fraction)
-    with_dedup = group_confidentiality(epsilon, delta, round(missed_fraction * unique))
-    without = group_confidentiality(epsilon, delta, round(missed_fraction * occurrences))
+    with_dedup = group_confidentiality(epsilon, delta, missed_secrets(unique, missed_fraction, quantile))
+    without = group_confidentiality(epsilon, delta, missed_secrets(occurrences, missed_fraction, quantile))
     return {
         "epsilon": with_dedup[0],
         "delta": with_dedup[1],
@@ -127,39 +206,57 @@ class CRTGuarantees:
     per_secret_epsilon_missed: float  # (1): ε for secrets π misses (π_c catches them), 0 otherwise
     per_secret_epsilon_detected: float
     per_secret_delta: float
-    group_epsilon: float  # (2): γ̃ m ε for m unique secrets of which a γ̃ share is missed by π
+    group_epsilon: float  # (2): γ̃ m ε for m unique secrets of which γ̃ m are missed by π
     group_delta: float  # (2): γ̃ m e^{γ̃ m ε} δ
     bayesian_epsilon: float  # (3): log(1 + γ(e^ε − 1))
     bayesian_delta: float  # (3): γδ + δ₂, δ₂ = 1 − recall of π_c
+    group_missed: int = 0  # γ̃ m: the group's secrets π misses, at the stated quantile (missed_secrets)
+    delta2: float = 0.0  # δ₂ used in (3)
+    delta2_assumed: bool = False  # True: δ₂ was not given, and 0 is the assumption π_c misses nothing
 
 
 def crt_guarantees(
-    epsilon: float, delta: float, gamma: float, *, unique_secrets: int = 1, delta2: float = 0.0
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    *,
+    unique_secrets: int = 1,
+    delta2: float | None = None,
+    quantile: float = 0.95,
 ) -> CRTGuarantees:
     """Theorem 8 of paper 002 for CRT (Algorithm 1) whose DP-SGD part is (ε, δ)-DP.
 
     Statement (2) as printed says π "detects" a γ̃ share of the unique secrets, yet its bound
     grows with that share; by Proposition 5, which its proof applies, the bound counts the secrets
-    π *misses*, so γ̃ here is the missed share (γ for a policy of recall 1 − γ).
+    π *misses*: γ̃ m is that count, taken at ``quantile`` of Binomial(m, γ) (:func:`missed_secrets`).
+    ``delta2`` None: statement (3) is printed with δ₂ = 0 and ``delta2_assumed`` set, the
+    assumption that π_c catches every secret π misses (1 − π_c's sentence recall measures it:
+    ``lmleak pii evaluate --policy conservative``).
 
     Example:
         >>> g = crt_guarantees(2.0, 1e-5, 0.1, unique_secrets=10, delta2=1e-4)
-        >>> round(g.bayesian_epsilon, 3), round(g.bayesian_delta, 7), g.group_epsilon
-        (0.494, 0.000101, 2.0)
+        >>> round(g.bayesian_epsilon, 3), round(g.bayesian_delta, 7), g.group_missed, g.group_epsilon
+        (0.494, 0.000101, 3, 6.0)
+        >>> crt_guarantees(2.0, 1e-5, 0.1).delta2_assumed
+        True
     """
     _check(epsilon, delta, gamma)
-    if not 0.0 <= delta2 <= 1.0:
+    if delta2 is not None and not 0.0 <= delta2 <= 1.0:
         raise ValueError("delta2 must be in [0, 1]")
-    missed = gamma * unique_secrets
+    missed = missed_secrets(unique_secrets, gamma, quantile)
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
+    g_eps, g_delta = group_confidentiality(epsilon, delta, missed)
     return CRTGuarantees(
         per_secret_epsilon_missed=float(epsilon),
         per_secret_epsilon_detected=0.0,
         per_secret_delta=float(delta),
-        group_epsilon=missed * epsilon,
-        group_delta=min(1.0, missed * math.exp(missed * epsilon) * delta),
+        group_epsilon=g_eps,
+        group_delta=g_delta,
         bayesian_epsilon=b_eps,
-        bayesian_delta=b_delta + delta2,
+        bayesian_delta=min(1.0, b_delta + (delta2 or 0.0)),
+        group_missed=missed,
+        delta2=float(delta2 or 0.0),
+        delta2_assumed=delta2 is None,
     )
 
 
@@ -170,12 +267,17 @@ def confidentiality_report(
     *,
     unique_secrets: int = 1,
     occurrences: int | None = None,
-    delta2: float = 0.0,
-) -> dict[str, float]:
-    """Every guarantee above in one flat mapping, keys named after the result they come from."""
+    delta2: float | None = None,
+    quantile: float = 0.95,
+) -> dict[str, Any]:
+    """Every guarantee above in one flat mapping, keys named after the result they come from.
+
+    Group bounds count the secrets missed at ``quantile`` (``group_missed``, ``group_quantile``;
+    :func:`missed_secrets`); ``theorem8_delta2_assumed`` says δ₂ was not given (0 assumed)."""
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
-    g_eps, g_delta = group_confidentiality(epsilon, delta, round(gamma * unique_secrets))
-    out: dict[str, float] = {
+    missed = missed_secrets(unique_secrets, gamma, quantile)
+    g_eps, g_delta = group_confidentiality(epsilon, delta, missed)
+    out: dict[str, Any] = {
         "epsilon": epsilon,
         "delta": delta,
         "gamma": gamma,
@@ -185,11 +287,13 @@ def confidentiality_report(
         "bayesian_epsilon": b_eps,
         "bayesian_delta": b_delta,
         "unique_secrets": unique_secrets,
+        "group_quantile": quantile,
+        "group_missed": missed,
         "group_epsilon": g_eps,
         "group_delta": g_delta,
     }
     if occurrences is not None:
-        d = dedup_group_confidentiality(epsilon, delta, occurrences, unique_secrets, gamma)
+        d = dedup_group_confidentiality(epsilon, delta, occurrences, unique_secrets, gamma, quantile=quantile)
         out.update(
             {
                 "dedup_group_epsilon": d["epsilon"],
@@ -198,9 +302,29 @@ def confidentiality_report(
                 "group_delta_without_dedup": d["delta_without_dedup"],
             }
         )
-    t8 = crt_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2)
+    t8 = crt_guarantees(
+        epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2, quantile=quantile
+    )
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out
+
+
+_EXP_SAFE = 700.0  # math.exp overflows a float64 just above 709
+
+
+def _group_delta(count: float, epsilon: float, delta: float) -> float:
+    """``min(1, count · e^ε · δ)``, also where e^ε overflows; a δ of 1 or more is vacuous (any two
+    distributions are (ε, 1)-indistinguishable).
+
+    Example:
+        >>> _group_delta(3, 1.5, 1e-6) == min(1.0, 3 * math.exp(1.5) * 1e-6), _group_delta(2, 1e300, 1e-9)
+        (True, 1.0)
+    """
+    if count == 0 or delta == 0:
+        return 0.0
+    if epsilon <= _EXP_SAFE:
+        return min(1.0, count * math.exp(epsilon) * delta)
+    return math.exp(min(0.0, math.log(count) + epsilon + math.log(delta)))
 
 
 def _check(epsilon: float, delta: float, gamma: float) -> None:

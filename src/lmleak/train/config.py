@@ -9,10 +9,26 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 
 Mode = Literal["nodp", "dp", "crt", "sdp"]
 MODES = ("nodp", "dp", "crt", "sdp")
+
+
+def check_training_numbers(cfg: Any) -> None:
+    """The numbers :class:`TrainConfig` and the fine-tuner's config share, finite and in range before
+    any work (a NaN noise multiplier once kept the accountant looping for minutes). A learning rate
+    or noise multiplier of 0 is allowed here (tests compare gradients without updates or noise); the
+    CLI asks for more than 0."""
+    check_number(cfg.lr, "lr", ge=0, hint="e.g. --lr 2e-3")
+    check_number(cfg.weight_decay, "weight_decay", ge=0)
+    check_number(cfg.max_grad_norm, "max_grad_norm", gt=0, hint="e.g. --max-grad-norm 1.0")
+    if cfg.noise_multiplier is not None:
+        check_number(cfg.noise_multiplier, "noise_multiplier", ge=0, hint="e.g. --noise-multiplier 1.0")
+    if cfg.target_epsilon is not None:
+        check_number(cfg.target_epsilon, "target_epsilon", gt=0, hint="e.g. --target-epsilon 8")
+    check_number(cfg.target_delta, "target_delta", gt=0, lt=1, hint="e.g. --delta 1e-5")
+    check_number(cfg.seed, "seed", ge=0, integer=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +74,8 @@ class TrainConfig:
     secrets: str | None = None
 
     def __post_init__(self) -> None:
+        check_training_numbers(self)
+        check_number(self.vocab_size, "vocab_size", ge=1, integer=True)
         if self.mode not in MODES:
             raise ConfigError(
                 f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.loaders import load_corpus
-from lmleak.models.base import Capability, require
+from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.models.evaluation import evaluate_model
 from lmleak.models.loading import load_model
 from lmleak.runs import atomic_write_json
@@ -32,8 +32,9 @@ def evaluate_on_corpus(
         out_path: also write the record to this JSON file.
 
     Returns:
-        ``{"model": model, "corpus": str(corpus), **metrics}`` with the metrics of
-        :func:`~lmleak.models.evaluation.evaluate_model`.
+        ``{"model": model, "corpus": str(corpus), "bos_token_id", "scoring_convention", **metrics}``
+        with the metrics of :func:`~lmleak.models.evaluation.evaluate_model` and the start token
+        they were scored after (:func:`~lmleak.models.base.scoring_convention`).
 
     Raises:
         CapabilityError: the model grants no per-token scores (top-k or text only).
@@ -41,7 +42,7 @@ def evaluate_on_corpus(
     lm = load_model(model)
     require(lm, Capability.SCORE, attack="eval")
     metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(ks))
-    record: dict[str, Any] = {"model": model, "corpus": str(corpus), **metrics}
+    record: dict[str, Any] = {"model": model, "corpus": str(corpus), **scoring_convention(lm), **metrics}
     if out_path:
         atomic_write_json(out_path, record)
     return record

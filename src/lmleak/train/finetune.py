@@ -57,13 +57,14 @@ import torch
 
 from lmleak.data.corpus import Corpus
 from lmleak.data.holdout import Holdout, write_holdout
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, check_number
 from lmleak.models.adapters import MANIFEST, base_record
 from lmleak.models.device import resolve_device
 from lmleak.models.loading import load_model
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json
 from lmleak.train.bk import BookKeeping, UnsupportedModel
+from lmleak.train.config import check_training_numbers
 from lmleak.train.dp import crt_split_for, sensitive_token_mask
 from lmleak.train.plain import IGNORE, Chunks, batch_tensors, encode_chunks, sequence_losses
 from lmleak.train.trainer import TrainResult, policy_gamma, public_share, split_users
@@ -126,6 +127,10 @@ class FinetuneConfig:
     precision: str = "auto"
 
     def __post_init__(self) -> None:
+        check_training_numbers(self)
+        if self.lora_alpha is not None:
+            check_number(self.lora_alpha, "lora_alpha", gt=0, hint="e.g. --lora-alpha 16")
+        check_number(self.lora_dropout, "lora_dropout", ge=0, lt=1)
         if self.mode == "plain":
             object.__setattr__(self, "mode", "nodp")
         if self.mode not in MODES:

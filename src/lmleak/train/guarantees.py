@@ -43,6 +43,35 @@ def plot_amplification(epsilon: float, path: str | Path) -> Path:
     return Path(path)
 
 
+def confidentiality_notes(report: dict[str, Any]) -> list[str]:
+    """The assumptions behind a :func:`~lmleak.train.confidentiality.confidentiality_report`, one
+    sentence each: how many of the group's secrets are charged, and δ₂ when it was assumed.
+
+    Example:
+        >>> from lmleak.train.confidentiality import confidentiality_report
+        >>> notes = confidentiality_notes(confidentiality_report(1.0, 1e-5, 0.1, unique_secrets=5))
+        >>> notes[0][:42], notes[1][:30]
+        ('group bounds charge 2 missed secrets of 5:', 'Theorem 8.3 assumes delta2 = 0')
+    """
+    q = report["group_quantile"]
+    which = (
+        "the worst case"
+        if q >= 1.0
+        else f"the {q:.0%} quantile of Binomial({report['unique_secrets']}, gamma)"
+    )
+    notes = [
+        f"group bounds charge {report['group_missed']} missed secrets of {report['unique_secrets']}: "
+        f"{which}, each secret missed independently with probability gamma"
+    ]
+    if report.get("theorem8_delta2_assumed"):
+        notes.append(
+            "Theorem 8.3 assumes delta2 = 0: the conservative policy pi_c catches every secret pi misses. "
+            "Measure it (1 - sentence_recall of `lmleak pii evaluate --policy conservative --secrets ...`) "
+            "and pass --delta2"
+        )
+    return notes
+
+
 def confidentiality_guarantees(
     epsilon: float,
     delta: float,
@@ -50,12 +79,14 @@ def confidentiality_guarantees(
     *,
     unique_secrets: int = 1,
     occurrences: int | None = None,
-    delta2: float = 0.0,
+    delta2: float | None = None,
+    quantile: float = 0.95,
     plot: str | Path | None = None,
 ) -> dict[str, Any]:
     """:func:`~lmleak.train.confidentiality.confidentiality_report`, every value rounded to 4
     significant digits (1.0000000000000002e-06 is 1e-06); with ``plot``, the Fig. 6 curve is written
-    there and its path added as ``plot``.
+    there and its path added as ``plot``. ``delta2`` None: Theorem 8.3 with the assumption δ₂ = 0,
+    stated in ``notes``; group bounds count the secrets missed at ``quantile``.
 
     Raises:
         ConfigError: a value out of range (field ``epsilon/delta/gamma``).
@@ -67,11 +98,18 @@ def confidentiality_guarantees(
     """
     try:
         report = confidentiality_report(
-            epsilon, delta, gamma, unique_secrets=unique_secrets, occurrences=occurrences, delta2=delta2
+            epsilon,
+            delta,
+            gamma,
+            unique_secrets=unique_secrets,
+            occurrences=occurrences,
+            delta2=delta2,
+            quantile=quantile,
         )
     except ValueError as e:
-        raise ConfigError(str(e), field="epsilon/delta/gamma") from None
+        raise ConfigError(str(e), field="epsilon/delta/gamma/quantile") from None
     rounded: dict[str, Any] = {k: significant(v) for k, v in report.items()}
+    rounded["notes"] = confidentiality_notes(report)
     if plot is not None:
         plot_amplification(epsilon, plot)
         rounded["plot"] = str(plot)

@@ -246,6 +246,7 @@ def synthesize(
     from faker import Faker
 
     _check_args(users, canaries, canary_repeats, dialogs_per_user)
+    secure_dir(out_dir)  # an output folder that cannot be made fails now, not after the work
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)

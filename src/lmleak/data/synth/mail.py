@@ -495,6 +495,7 @@ def synthesize(
             field="canaries",
             hint="lower --canaries or raise --scale",
         )
+    secure_dir(out_dir)  # an output folder that cannot be made fails now, not after the work
     taken: set[str] = set()
     authors = [_author(fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
     weights = zipf_weights(n_authors)

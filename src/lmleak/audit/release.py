@@ -1,0 +1,242 @@
+"""The release summary of an audit: what a release manager reads first.
+
+For each audited model, ``summary.json`` gets ``release.models[name]`` with
+
+- ``people_affected``: the distinct people whose PII leaked — from the leakage report, the users who
+  own a user-unique leaked sequence holding PII (``pii_users``, by PII type); from PII probing, the
+  probed people whose PII the model generated verbatim (members and held-out controls apart, where
+  the subjects file says whose is whose);
+- ``not_run``: every analysis that did not run, or ran on nothing, with ``reason`` and ``fix`` (the
+  one line that would run it) and the gate ``metrics`` it leaves unmeasured — configured stages the
+  audit skipped, stages not configured, leakage ε without a public model, exposure without canaries,
+  probing with no eligible subject at its level, membership inference with too few texts.
+
+The verdict itself is not stored: it depends on the limits, and :mod:`lmleak.render.verdict`
+computes it from this summary wherever it is shown (terminal, HTML, ``lmleak gate``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lmleak.audit.config import AuditConfig
+from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
+
+REPORT_METRICS = ["unique_sequences", "pii_unique_sequences", "curated_unique_sequences", "leakage_epsilon"]
+
+PUBLIC_MODEL_FIX = (
+    "set `public_model:` in the audit config (smollm2-135m, `base` for a fine-tune, `leave-out`, or a model "
+    "folder that never saw the data)"
+)
+
+
+def _entry(analysis: str, reason: str, fix: str | None, metrics: list[str] | None = None) -> dict[str, Any]:
+    return {"analysis": analysis, "reason": reason, "fix": fix, "metrics": list(metrics or [])}
+
+
+def _stage_summary(run: Path, model: dict[str, Any], stage: str) -> dict[str, Any] | None:
+    rel = (model.get("stages") or {}).get(stage)
+    if rel is None:
+        return None
+    p = run / rel / "summary.json"
+    return dict(json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
+
+
+def _configured(cfg: AuditConfig, stage: str) -> bool:
+    a = cfg.analyses
+    if stage == "mia":
+        return a.mia is not None or a.membership is not None
+    spec = getattr(a, stage)
+    if stage == "exposure":
+        return spec is not None and bool(spec.canaries)
+    if stage == "probe":
+        return spec is not None and bool(spec.subjects)
+    return spec is not None
+
+
+def not_run(
+    cfg: AuditConfig, run: Path, model: dict[str, Any], probe_levels: dict[str, int] | None = None
+) -> list[dict[str, Any]]:
+    """Every analysis that did not run for one model (its ``summary.json`` entry), or ran on nothing."""
+    skipped = model.get("skipped") or {}
+    out: list[dict[str, Any]] = []
+    stage_metrics = {
+        "report": REPORT_METRICS,
+        "exposure": ["max_exposure"],
+        "mia": ["mia_auc", "mia_accuracy"],
+        "probe": ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+        "dp_audit": ["epsilon_lower_bound"],
+        "extract": ["extracted"],
+    }
+    names = {
+        "report": "leakage report (unique sequences, leaked PII, leakage ε)",
+        "exposure": "canary exposure",
+        "mia": "membership inference",
+        "probe": "PII probing",
+        "dp_audit": "one-run DP audit of the model's claim",
+        "extract": "untargeted extraction",
+    }
+    claims_dp = (model.get("privacy") or {}).get("dp_epsilon") is not None
+    for stage, metrics in stage_metrics.items():
+        if stage in skipped:
+            out.append(_entry(names[stage], f"skipped: {skipped[stage]}", STAGE_FIX.get(stage), metrics))
+        elif not _configured(cfg, stage):
+            if stage == "dp_audit" and not claims_dp:
+                continue  # a model that claims no DP has no claim to audit
+            why = {
+                "exposure": "no canaries: exposure measures secrets inserted into the training data, and this "
+                "audit names no canaries file",
+                "probe": "no subjects file: probing needs the people to probe",
+            }.get(stage, "not configured in this audit")
+            out.append(_entry(names[stage], why, STAGE_FIX.get(stage), metrics))
+        else:
+            out.extend(_ran_on_little(cfg, stage, _stage_summary(run, model, stage), probe_levels))
+    return out
+
+
+def _ran_on_little(
+    cfg: AuditConfig, stage: str, summary: dict[str, Any] | None, probe_levels: dict[str, int] | None
+) -> list[dict[str, Any]]:
+    """The parts of a stage that ran that measured nothing: no public model, no PII policy, no
+    eligible probing subject, too few membership texts."""
+    if summary is None:
+        return []
+    out = []
+    if stage == "report":
+        if summary.get("public_model") is None:
+            out.append(
+                _entry(
+                    "leakage ε and curated unique sequences",
+                    "no public model: leakage ε compares the model with a model that never saw the data",
+                    PUBLIC_MODEL_FIX,
+                    ["leakage_epsilon", "curated_unique_sequences"],
+                )
+            )
+        if summary.get("pii_policy") is None:
+            out.append(
+                _entry(
+                    "leaked PII",
+                    "no PII policy: analyses.report.pii_policy is null",
+                    "set `analyses.report.pii_policy: regex`",
+                    ["pii_unique_sequences"],
+                )
+            )
+    elif stage == "mia":
+        n = summary.get("num_per_side")
+        if isinstance(n, int) and n < MIN_MIA_PER_SIDE:
+            out.append(
+                _entry(
+                    "membership inference",
+                    f"too little data: {n} texts a side (fewer than {MIN_MIA_PER_SIDE})",
+                    "give more members and non-members (more held-out users: lmleak train --holdout-users)",
+                    ["mia_auc", "mia_accuracy"],
+                )
+            )
+        if cfg.public_model is None:
+            out.append(
+                _entry(
+                    "reference-model membership attack",
+                    "no public model to calibrate against",
+                    PUBLIC_MODEL_FIX,
+                )
+            )
+    elif stage == "probe":
+        out.extend(_probe_on_nothing(summary, probe_levels or {}))
+    elif stage == "exposure" and summary.get("num_canaries") == 0:
+        out.append(
+            _entry(
+                "canary exposure",
+                "the canaries file holds no canary",
+                STAGE_FIX["exposure"],
+                ["max_exposure"],
+            )
+        )
+    return out
+
+
+def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[dict[str, Any]]:
+    """Probing that found no eligible subject at its level (every target type without a prompt)."""
+    targets = summary.get("targets") or {}
+    if not targets or any(t.get("prompts") for t in targets.values()):
+        return []
+    level = summary.get("level")
+    better = [lv for lv, n in counts.items() if n and lv != level]
+    fix = (
+        f"set `analyses.probe.level: {better[0]}` ({counts[better[0]]} subjects eligible there)"
+        if better
+        else "give subjects with a name and at least one of phone, email, address (lmleak probe build)"
+    )
+    return [
+        _entry(
+            "PII probing",
+            f"ran on nothing: no subject has the items the {level} level needs",
+            fix,
+            ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+        )
+    ]
+
+
+def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) -> dict[str, Any]:
+    """Probed people whose PII the model generated verbatim (any template), by target type; members
+    and controls apart when ``user_of`` maps subject ids to users (``controls``: users held out).
+
+    Example:
+        >>> import pandas as pd
+        >>> g = pd.DataFrame({"subject_id": ["s1", "s1", "s2", "s3"], "target_type": ["email", "phone", "email", "email"],
+        ...                   "exact_match": [True, True, False, True]})
+        >>> probe_people(g, {"s1": "u1", "s2": "u2", "s3": "u3"}, {"u3"})
+        {'people': 2, 'by_type': {'email': 2, 'phone': 1}, 'members': 1, 'controls': 1}
+    """
+    hits = generations[generations["exact_match"].fillna(False).astype(bool)]
+    people = {str(s) for s in hits["subject_id"]}
+    by_type = {str(t): int(part["subject_id"].nunique()) for t, part in hits.groupby("target_type")}
+    out: dict[str, Any] = {"people": len(people), "by_type": dict(sorted(by_type.items()))}
+    if user_of and people <= set(user_of):
+        held_out = sum(1 for s in people if user_of[s] in controls)
+        out.update(members=len(people) - held_out, controls=held_out)
+    return out
+
+
+def people_affected(
+    run: Path, model: dict[str, Any], user_of: dict[str, str], controls: set[str]
+) -> dict[str, Any]:
+    """``people_affected`` of one model: from the leakage report's ``pii_users`` and from probing."""
+    out: dict[str, Any] = {}
+    report = _stage_summary(run, model, "report")
+    if report is not None and report.get("pii_users") is not None:
+        out["leaked_pii"] = {
+            "people": report["pii_users"],
+            "by_type": report.get("pii_users_by_type") or {},
+            "k": report.get("k"),
+            "min_tokens": report.get("min_tokens"),
+        }
+    rel = (model.get("stages") or {}).get("probe")
+    gen = None if rel is None else run / rel / "generations.parquet"
+    if gen is not None and gen.exists():
+        import pandas as pd
+
+        out["probing"] = probe_people(pd.read_parquet(gen), user_of, controls)
+    return out
+
+
+def release_summary(
+    cfg: AuditConfig,
+    run: Path,
+    models: dict[str, dict[str, Any]],
+    subjects_of: Callable[[str], tuple[dict[str, str], set[str]]],
+    probe_levels: dict[str, int] | None = None,
+) -> dict[str, Any]:
+    """``summary["release"]``: per model, ``people_affected`` and ``not_run``. ``subjects_of(model
+    name)`` gives the probed subjects' users and the model's held-out users (for members vs controls);
+    ``probe_levels`` the subjects eligible at each probing level (to name the level that has them)."""
+    out: dict[str, Any] = {}
+    for name, m in models.items():
+        user_of, controls = subjects_of(name)
+        out[name] = {
+            "people_affected": people_affected(run, m, user_of, controls),
+            "not_run": not_run(cfg, run, m, probe_levels),
+        }
+    return {"models": out}

@@ -1,0 +1,135 @@
+"""lmleak.audit.release: people affected and every analysis that did not run, in the terminal, the HTML
+and ``gate --json`` (issue 26 item 10)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from lmleak.audit.config import parse_config
+from lmleak.audit.release import not_run, probe_people
+from lmleak.cli.main import app
+from lmleak.data.synth.customersim import synthesize
+
+
+@pytest.fixture(scope="module")
+def audit_run(tmp_path_factory):
+    """An audit of a memorising model with no canaries, no public model, and subjects that have a name
+    and an e-mail only (no triplet), probed at the example config's old default level: triplet."""
+    d = tmp_path_factory.mktemp("release")
+    paths = synthesize(d / "data", users=6, dialogs_per_user=2, seed=3)
+    subjects = [json.loads(x) for x in paths["subjects"].read_text().splitlines()]
+    pairs = [{k: s[k] for k in ("subject_id", "user_id", "name", "email")} for s in subjects]
+    (d / "pairs.jsonl").write_text("".join(json.dumps(p) + "\n" for p in pairs))
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "data/corpus.jsonl"},
+        "models": [{"name": "memorizer", "path": f"fake:{paths['corpus']}"}],
+        "analyses": {
+            "report": {"k": [1]},
+            "probe": {"subjects": "pairs.jsonl", "level": "triplet", "templates": 1, "beams": 1},
+        },
+        "gate": {"profile": "release", "max_exposure": 10},
+    }
+    (d / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    r = CliRunner().invoke(app, ["audit", str(d / "audit.yaml")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    return d, r.output, pairs
+
+
+def test_the_audit_lists_what_did_not_run_in_the_terminal_the_html_and_gate_json(audit_run):
+    d, output, pairs = audit_run
+    run = d / "run"
+    # the terminal opens with the release summary
+    text = re.sub(r"\s+", " ", output)
+    assert "Release summary" in text and "memorizer: verdict FAIL" in text
+    for words in (
+        "not run: canary exposure: no canaries",
+        "not run: leakage ε and curated unique sequences: no public model",
+    ):
+        assert words in text, words
+    # the probe level with no eligible subject warned and named the level that has them
+    assert "probe level triplet: no subject has the items it needs" in text
+    assert f"twin has {len(pairs)} eligible subjects" in text
+    assert f"set `analyses.probe.level: twin` ({len(pairs)} subjects eligible there)" in text
+    # the summary records them, with the metrics each leaves unmeasured
+    release = json.loads((run / "summary.json").read_text())["release"]["models"]["memorizer"]
+    analyses = {e["analysis"]: e for e in release["not_run"]}
+    assert analyses["canary exposure"]["metrics"] == ["max_exposure"]
+    assert "leakage_epsilon" in analyses["leakage ε and curated unique sequences"]["metrics"]
+    assert "ran on nothing" in analyses["PII probing"]["reason"]
+    # the HTML
+    page = (run / "report.html").read_text()
+    assert page.index('id="release"') < page.index('id="headline"')  # the page opens with it
+    for words in ("<b>canary exposure</b>: no canaries", "<b>PII probing</b>: ran on nothing"):
+        assert words in page, words
+    # gate --json: every unmeasured limit with its reason and fix; the explicit max_exposure blocks
+    r = CliRunner().invoke(app, ["gate", str(run), "--json"])
+    assert r.exit_code == 1
+    checks = {c["metric"]: c for c in json.loads(r.stdout)["checks"]}
+    assert checks["max_exposure"]["status"] == "not_evaluable" and checks["max_exposure"]["required"] is True
+    assert (
+        "no canaries" in checks["max_exposure"]["reason"]
+        and "canaries.jsonl" in checks["max_exposure"]["fix"]
+    )
+    assert checks["leakage_epsilon (k=1)"]["reason"].startswith("no public model")
+    assert "ran on nothing" in checks["pii_exact_match"]["reason"]
+    for c in checks.values():
+        assert c["status"] != "not_evaluable" or c["reason"], c
+
+
+def test_people_affected_count_the_owners_of_leaked_pii_and_the_probed_people_by_hand(audit_run):
+    import pandas as pd
+
+    d, _, _ = audit_run
+    run = d / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    people = summary["release"]["models"]["memorizer"]["people_affected"]["leaked_pii"]
+    seqs = pd.read_parquet(run / "models" / "memorizer" / "report" / "sequences.parquet")
+    min_tokens = summary["config"]["analyses"]["report"]["min_tokens"]
+    rows = seqs[(seqs["users_in_d"] == 1) & (seqs["length_tokens"] >= min_tokens)]
+    rows = rows[[t is not None and len(t) > 0 for t in rows["pii_types"]]]
+    owners = {u for us in rows["user_ids"] for u in us}  # the oracle: a set of owners, by hand
+    assert people["people"] == len(owners) > 0
+    by_type = {}
+    for types, users in zip(rows["pii_types"], rows["user_ids"], strict=True):
+        for t in types:
+            by_type.setdefault(t, set()).update(users)
+    assert people["by_type"] == {t: len(u) for t, u in sorted(by_type.items())}
+
+
+def test_probe_people_split_members_from_controls():
+    import pandas as pd
+
+    g = pd.DataFrame(
+        {
+            "subject_id": ["s1", "s1", "s2", "s3", "s4"],
+            "target_type": ["email", "phone", "email", "email", "phone"],
+            "exact_match": [True, False, False, True, None],
+        }
+    )
+    got = probe_people(g, {"s1": "u1", "s2": "u2", "s3": "u3", "s4": "u4"}, {"u3"})
+    assert got == {"people": 2, "by_type": {"email": 2}, "members": 1, "controls": 1}
+    assert "members" not in probe_people(g, {}, set())  # a redacted run without the mapping
+
+
+def test_not_run_names_skipped_and_unconfigured_stages_and_only_a_dp_claim_gets_the_dp_audit(tmp_path):
+    cfg = parse_config(
+        {"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"mia": {}}}
+    )
+    plain = {"stages": {}, "skipped": {"mia": "no holdout.json"}, "privacy": {}}
+    got = {e["analysis"]: e for e in not_run(cfg, tmp_path, plain)}
+    assert got["membership inference"]["reason"] == "skipped: no holdout.json"
+    assert set(got) == {
+        "leakage report (unique sequences, leaked PII, leakage ε)",
+        "canary exposure",
+        "membership inference",
+        "PII probing",
+        "untargeted extraction",
+    }
+    dp = {"stages": {}, "skipped": {}, "privacy": {"dp_epsilon": 3.0}}
+    assert "one-run DP audit of the model's claim" in {e["analysis"] for e in not_run(cfg, tmp_path, dp)}
