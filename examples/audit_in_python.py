@@ -37,6 +37,17 @@ def audit(model: str, corpus: str, out: str = "audit-run") -> AuditResult:
     return run_audit(config)
 
 
+def show(value: object) -> str:
+    """A count as it is, a measurement to three significant digits, an interval as [lo, hi]."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(show(v) for v in value) + "]"
+    return "not measured" if value is None else str(value)
+
+
 def main(argv: list[str]) -> int:
     if len(argv) not in (2, 3):
         print(__doc__, file=sys.stderr)
@@ -44,20 +55,22 @@ def main(argv: list[str]) -> int:
     result = audit(*argv)
     for name, h in result.headlines.items():
         print(
-            f"{name}: unique_sequences = {h.get('unique_sequences')} (95 % interval {h.get('unique_sequences_ci')})"
+            f"{name}: unique_sequences = {show(h.get('unique_sequences'))} (95 % interval {show(h.get('unique_sequences_ci'))})"
         )
         # a membership AUC means little without its interval and its null (0.5 in theory; the
         # placebo measures it: the same attack between two halves of the held-out users)
         print(
-            f"{name}: mia_auc = {h.get('mia_auc')} (95 % interval {h.get('mia_auc_ci')}; "
-            f"placebo {h.get('placebo_auc')}, blind baseline {h.get('blind_auc')})"
+            f"{name}: mia_auc = {show(h.get('mia_auc'))} (95 % interval {show(h.get('mia_auc_ci'))}; "
+            f"placebo {show(h.get('placebo_auc'))}, blind baseline {show(h.get('blind_auc'))})"
         )
         for stage, why in result.summary["models"][name]["skipped"].items():
             print(f"{name}: {stage} skipped: {why}")
     assert result.verdict is not None  # the config sets limits
     print(f"verdict: {'pass' if result.verdict.passed else 'fail'}")
     for check in result.verdict.checks:
-        print(f"  {check.model}: {check.metric} = {check.value} (limit {check.limit}): {check.verdict}")
+        print(
+            f"  {check.model}: {check.metric} = {show(check.value)} (limit {show(check.limit)}): {check.verdict}"
+        )
     print(f"report: {result.report_html}")
     return 0
 

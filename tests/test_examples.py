@@ -91,13 +91,20 @@ def test_audit_in_python_audits_a_tiny_model_and_prints_its_headlines(tmp_path, 
     gate = CliRunner().invoke(build_app(), ["gate", str(tmp_path / "run"), "--json"])
     verdict = json.loads(gate.stdout)
     assert gate.exit_code == (0 if verdict["passed"] else 1)
+
+    def g3(x):  # three significant digits; None: not measured
+        return "not measured" if x is None else f"{x:.3g}"
+
+    def ci(pair):
+        return f"[{g3(pair[0])}, {g3(pair[1])}]"
+
     assert printed.splitlines() == [
-        f"audited: unique_sequences = {rep['unique_sequences']} (95 % interval {rep['unique_sequences_ci']})",
-        f"audited: mia_auc = {mia['mia_auc']} (95 % interval {mia['mia_auc_ci']}; "
-        f"placebo {mia['placebo_auc']}, blind baseline {mia['blind_auc']})",
+        f"audited: unique_sequences = {rep['unique_sequences']} (95 % interval {ci(rep['unique_sequences_ci'])})",
+        f"audited: mia_auc = {g3(mia['mia_auc'])} (95 % interval {ci(mia['mia_auc_ci'])}; "
+        f"placebo {g3(mia['placebo_auc'])}, blind baseline {g3(mia['blind_auc'])})",
         f"verdict: {'pass' if verdict['passed'] else 'fail'}",
         *(
-            f"  {c['model']}: {c['metric']} = {c['value']} (limit {c['limit']}): {c['status']}"
+            f"  {c['model']}: {c['metric']} = {g3(c['value'])} (limit {g3(c['limit'])}): {c['status']}"
             for c in verdict["checks"]
         ),
         f"report: {tmp_path / 'run' / 'report.html'}",
