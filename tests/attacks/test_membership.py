@@ -14,6 +14,7 @@ from lmleak.attacks.membership import evaluate_membership, group_scores, min_k_p
 from lmleak.attacks.roc import best_accuracy, roc_auc, roc_curve, tpr_at_fpr
 from lmleak.errors import DataFileError
 from lmleak.models.fake import FakeLM
+from tests.attacks.demo_sets import demo_sets, line_owners
 
 scored = st.lists(st.tuples(st.integers(-5, 5).map(float), st.booleans()), min_size=2, max_size=60).filter(
     lambda xs: any(b for _, b in xs) and not all(b for _, b in xs)
@@ -320,16 +321,6 @@ def test_the_placebo_auc_covers_chance_on_a_model_trained_without_the_placebo_us
         assert lo <= auc <= hi
 
 
-def _demo_sets(tmp_path):
-    from lmleak.audit.demo import SIZES, _synthesise, _write_attack_inputs
-
-    d = _synthesise(tmp_path, SIZES["quick"], 0, lambda m: None)
-    _write_attack_inputs(tmp_path, d, SIZES["quick"])
-    return read_texts(tmp_path / "data" / "members.jsonl"), read_texts(
-        tmp_path / "data" / "non_members.jsonl"
-    )
-
-
 def test_on_the_quick_demos_sets_the_grouped_blind_baseline_is_quiet_and_a_planted_bias_still_warns(tmp_path):
     """Issue 26's done-when: the demo's e-mail lines (trained users vs unseen users) warned for every
     model because the blind baseline's folds split people; grouped, it sits at chance. Members that
@@ -337,12 +328,18 @@ def test_on_the_quick_demos_sets_the_grouped_blind_baseline_is_quiet_and_a_plant
     from lmleak.attacks.blind import blind_baseline
     from lmleak.attacks.membership import run_membership
 
-    members, non = _demo_sets(tmp_path)
+    members, non = demo_sets(tmp_path)
     lm = FakeLM.from_texts(members, order=4)  # a model that memorised its training lines
     s = run_membership(lm, members, non, tmp_path / "run", group_size=0, n_boot=500)
     assert s["blind_baseline_warning"] is None and s["blind_auc_ci"][0] < 0.5 < s["blind_auc_ci"][1]
-    assert s["sets"]["members"]["groups"] == 16 and s["sets"]["non_members"]["groups"] == 12  # the people
     scored = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
+    owners = line_owners(tmp_path)
+    for member, side in ((True, "members"), (False, "non_members")):
+        used = scored[scored.member == member]
+        people = set().union(*(owners[t] for t in used.text))
+        # the clusters recover the people: one group per person, and no group holds two people
+        assert s["sets"][side]["groups"] == len(people) == used.group.nunique()
+        assert all(len(set().union(*(owners[t] for t in g.text))) == 1 for _, g in used.groupby("group"))
     ungrouped = blind_baseline(list(scored.text), list(scored.member), groups=range(len(scored)), n_boot=200)
     assert ungrouped.auc > 0.8  # what the old, ungrouped baseline said of the same texts
     planted = [t + " Kind regards." for t in members]

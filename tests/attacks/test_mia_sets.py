@@ -21,6 +21,7 @@ from lmleak.attacks.mia_sets import (
     shingles,
     text_clusters,
 )
+from tests.attacks.demo_sets import demo_sets, line_owners
 
 
 def _brute_pairs(texts, t):
@@ -174,22 +175,23 @@ def test_clean_sets_counts_every_text_and_leaves_no_repeat_or_overlap():
 
 
 def test_the_quick_demos_sets_are_counted_as_the_issue_found_them(tmp_path):
-    """The demo's e-mail lines: 69 member rows (53 distinct), 56 non-member rows (42 distinct)."""
-    from lmleak.audit.demo import SIZES, _synthesise, _write_attack_inputs
-    from lmleak.jsonl import read_jsonl
-
-    d = _synthesise(tmp_path, SIZES["quick"], 0, lambda m: None)
-    _write_attack_inputs(tmp_path, d, SIZES["quick"])
-    mem = [r["text"] for r in read_jsonl(tmp_path / "data" / "members.jsonl")]
-    non = [r["text"] for r in read_jsonl(tmp_path / "data" / "non_members.jsonl")]
+    """The demo's e-mail lines (the issue found 69 member rows, 53 distinct, and 56 non-member rows,
+    42 distinct, on the English-only demo): rows and distinct texts counted as a set would count them."""
+    mem, non = demo_sets(tmp_path)
     c = clean_sets(mem, non)
-    assert (c.counts["members"].rows, c.counts["members"].distinct) == (69, 53)
-    assert (c.counts["non_members"].rows, c.counts["non_members"].distinct) == (56, 42)
-    # each clusters into its people: every e-mail line holds its writer's address
-    cl = text_clusters([*c.members, *c.non_members], labels=[1] * len(c.members) + [0] * len(c.non_members))
-    emails = [sorted(k for k in pii_keys(t) if k.startswith("EMAIL")) for t in [*c.members, *c.non_members]]
-    people = {e[0] for e in emails}
+    assert (c.counts["members"].rows, c.counts["members"].distinct) == (len(mem), len(set(mem)))
+    assert (c.counts["non_members"].rows, c.counts["non_members"].distinct) == (len(non), len(set(non)))
+    assert len(set(mem)) < len(mem) and len(set(non)) < len(non)  # the demo repeats lines: dedup matters
+    # each clusters into its people (some write under two or three addresses): one cluster per person
+    texts = [*c.members, *c.non_members]
+    cl = text_clusters(texts, labels=[1] * len(c.members) + [0] * len(c.non_members))
+    owners = line_owners(tmp_path)
+    people = set().union(*(owners[t] for t in texts))
     assert cl.num_clusters == len(people) and cl.ignored_values == 0
+    assert all(
+        len(set().union(*(owners[t] for t, k in zip(texts, cl.ids, strict=True) if k == c))) == 1
+        for c in set(cl.ids)
+    )
 
 
 def test_texts_of_one_template_with_different_secrets_are_not_duplicates():

@@ -17,7 +17,7 @@ def _model(root, name, ppl, privacy=None):
 
 def test_the_demo_prints_measured_gamma_public_share_tokenizer_and_the_ppl_ordering(tmp_path):
     _model(tmp_path, "plain", 12.0, {"tokenizer_source": "public"})
-    _model(tmp_path, "dp-sgd", 40.0, {"epsilon": 2.5, "tokenizer_source": "public"})
+    _model(tmp_path, "dp-sgd", 40.0, {"epsilon": 2.5, "privacy_unit": "user", "tokenizer_source": "public"})
     _model(
         tmp_path,
         "crt",
@@ -35,6 +35,7 @@ def test_the_demo_prints_measured_gamma_public_share_tokenizer_and_the_ppl_order
     crt = next(line for line in lines if line.startswith("crt:"))
     assert "γ 0.014 (measured, 95% upper 0.030)" in crt and "D_pub 2.3% of sentences / 4.1% of words" in crt
     assert "tokenizer public" in crt and "ε 2.50" in crt
+    assert "ε 2.50 per person" in next(line for line in lines if line.startswith("dp-sgd:"))
     assert lines[-1].startswith("validation PPL No-DP ≤ CRT ≤ DP-SGD does not hold")  # 55 > 40
 
 
@@ -57,11 +58,13 @@ def test_run_demo_trains_three_models_and_a_public_one_then_audits_them_with_one
     from lmleak.audit import demo
 
     trained: list[tuple[str, str, int]] = []
+    units: list[str | None] = []
 
     def fake_train(corpus, out, cfg, val_corpus=None):
         out.mkdir(parents=True, exist_ok=True)
         (out / "train.json").write_text(json.dumps({"final": {"val_perplexity": 10.0}}))
         trained.append((out.name, cfg.mode, len(list(corpus))))
+        units.append(cfg.privacy_unit)
 
     audited = []
 
@@ -84,6 +87,7 @@ def test_run_demo_trains_three_models_and_a_public_one_then_audits_them_with_one
         ("crt", "crt"),
         ("public", "nodp"),
     ]
+    assert units == [None, "user", "user", None]  # the DP and CRT models protect each person
     cfg = yaml.safe_load((root / "audit.yaml").read_text())
     assert [m["name"] for m in cfg["models"]] == ["plain", "dp-sgd", "crt"]
     assert cfg["public_model"] == "models/public" and cfg["analyses"]["report"]["k"] == [1, 3]

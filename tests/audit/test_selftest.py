@@ -38,7 +38,7 @@ def test_a_planted_wrong_min_k_fails_that_check_by_name_and_exits_1(monkeypatch)
         x = np.sort(np.asarray(lp, dtype=np.float64))[::-1]
         return float(x[: max(1, math.ceil(k * len(x)))].mean())
 
-    monkeypatch.setattr(mia_methods, "_min_k", wrong)
+    monkeypatch.setattr(mia_methods, "min_k_prob", wrong)
     res = CliRunner().invoke(app, ["selftest", "--json"])
     assert res.exit_code == 1
     report = json.loads(res.output)

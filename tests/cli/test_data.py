@@ -124,3 +124,25 @@ def test_corpus_check_lists_skipped_rows_in_json_and_text(tmp_path):
     assert text.exit_code == 0 and "2 documents from 2 users" in printed
     assert "skipped line 2: text: missing" in printed
     assert CliRunner().invoke(app, ["corpus", "check", str(path)]).exit_code == 2  # without the flag
+
+
+def test_synth_locales_option_picks_the_names_and_a_bad_locale_exits_2(tmp_path):
+    res = CliRunner().invoke(
+        app,
+        ["synth", "mail", "--out", str(tmp_path / "m"), "--scale", "0.02", "--locales", "en_US", "--json"],
+    )
+    assert res.exit_code == 0, res.output
+    s = json.loads(res.stdout)
+    subjects = read_jsonl(tmp_path / "m" / "subjects.jsonl")  # the oracle: recount from the written file
+    assert s["locales"] == ["en_US"] and {r["locale"] for r in subjects} == {"en_US"}
+    assert s["subjects_per_shape"] == {
+        k: sum(r["name_shape"] == k for r in subjects) for k in s["subjects_per_shape"]
+    }
+    res = CliRunner().invoke(
+        app,
+        ["synth", "customersim", "--out", str(tmp_path / "c"), "--users", "40", "--locales", "ru_RU, ja_JP"],
+    )
+    assert res.exit_code == 0 and "people: non_latin" in res.stdout, res.output
+    assert {r["locale"] for r in read_jsonl(tmp_path / "c" / "subjects.jsonl")} == {"ru_RU", "ja_JP"}
+    res = CliRunner().invoke(app, ["synth", "mail", "--out", str(tmp_path / "x"), "--locales", "xx_XX"])
+    assert res.exit_code == 2 and "xx_XX" in res.output

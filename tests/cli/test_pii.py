@@ -100,3 +100,28 @@ def test_dedup_redact_split_write_corpora_and_removed_counts(synth_corpus, tmp_p
     assert len(pub) == sp["public"] and len(pri) == sp["private"]
     assert sp["removed"]["DUPLICATE"] == sp["dedup"]["masked"]
     assert all("<MASK>" not in d.text for d in pub)
+
+
+def test_evaluate_by_shape_counts_the_planted_names_of_each_shape(synth_corpus):
+    from collections import Counter
+
+    p = synth_corpus["paths"]
+    args = ("pii", "evaluate", "--corpus", p["corpus"], "--secrets", p["secrets"], "--policy", "regex")
+    r = run(*args, "--by", "shape", "--json")
+    assert r.exit_code == 0, r.output
+    res = json.loads(r.stdout)
+    planted = Counter(
+        row["name_shape"]
+        for row in map(json.loads, p["secrets"].read_text().splitlines())
+        if row["entity"] == "PERSON"
+    )  # the oracle: the names of each shape the generator wrote
+    assert {s: t["PERSON"]["support"] for s, t in res["by_shape"].items()} == dict(planted)
+    assert all(
+        0.0 <= t["ALL"]["gamma_ci"][0] <= t["ALL"]["gamma"] <= t["ALL"]["gamma_ci"][1]
+        for t in res["by_shape"].values()
+    )
+    assert res["warnings"] == []  # the regex reads names in every shape
+    r = run(*args, "--by", "shape")
+    assert r.exit_code == 0 and "by name shape" in r.stdout and "non_latin" in r.stdout
+    r = run(*args, "--by", "colour")
+    assert r.exit_code == 2 and "--by shape" in r.output

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from lmleak.errors import DataFileError
 from lmleak.pii.evaluate import evaluate_policy, load_secrets, score_spans
 from lmleak.pii.policies import get_policy
+from lmleak.pii.regex import Pattern, RegexDetector
 from lmleak.pii.spans import PiiSpan
 
 span = st.tuples(st.integers(0, 40), st.integers(1, 10), st.sampled_from(["A", "B"]))
@@ -91,3 +93,81 @@ def test_evaluate_policy_files_unknown_policy_is_a_config_error(synth_corpus, tm
     with pytest.raises(ConfigError):
         evaluate_policy_files(paths["corpus"], paths["secrets"], "nope", save=tmp_path / "x.json")
     assert not (tmp_path / "x.json").exists()
+
+
+shape = st.sampled_from(["ascii", "handle", "non_latin"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(span, shape), max_size=6), st.lists(span, max_size=5))
+def test_score_by_shape_matches_a_char_level_bruteforce_per_shape(gold_raw, pred_raw):
+    from lmleak.pii.evaluate import Secret, score_by_shape
+
+    secrets = [Secret("d", "u", a, a + n, e, "x" * n, sh) for (a, n, e), sh in gold_raw]
+    pred = [PiiSpan(a, a + n, e) for a, n, e in pred_raw]
+    table = score_by_shape(secrets, {"d": pred})
+    pchars = {i for s in pred for i in range(s.start, s.end)}
+    for sh in {s.name_shape for s in secrets}:
+        mine = [s for s in secrets if s.name_shape == sh]
+        hit = [sum(i in pchars for i in range(s.start, s.end)) >= 0.5 * (s.end - s.start) for s in mine]
+        row = table[sh]["ALL"]
+        assert row["support"] == len(mine) and row["recall"] == pytest.approx(sum(hit) / len(mine))
+        lo, hi = row["gamma_ci"]
+        assert lo <= row["gamma"] <= hi and "precision" not in row
+    assert set(table) == {s.name_shape for s in secrets}
+
+
+def test_recall_by_shape_against_the_planted_secrets_of_a_multilingual_corpus(tmp_path):
+    """`pii evaluate --by shape` on customersim's planted names: each shape's recall equals a count
+    by hand over the spans, and the regex names every shape within 5 points of the others."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.data.synth.customersim import synthesize
+    from lmleak.pii.evaluate import evaluate_policy_files, gamma_by_shape
+
+    paths = synthesize(tmp_path, users=60, dialogs_per_user=2, seed=11)
+    res = evaluate_policy_files(paths["corpus"], paths["secrets"], "regex", by="shape")
+    texts = {d.doc_id: d.text for d in load_corpus(paths["corpus"])}
+    detector = get_policy("regex")
+    spans = {doc: detector.detect(t) for doc, t in texts.items()}
+    by_hand: dict[str, list[bool]] = {}
+    for line in paths["secrets"].read_text().splitlines():
+        r = json.loads(line)
+        if r["entity"] != "PERSON":
+            continue
+        covered = {i for s in spans[r["doc_id"]] for i in range(s.start, s.end)}
+        hit = sum(i in covered for i in range(r["start"], r["end"])) >= 0.5 * (r["end"] - r["start"])
+        by_hand.setdefault(r["name_shape"], []).append(hit)
+    assert set(by_hand) == set(res.by_shape) and len(by_hand) == 6  # every shape is planted
+    recall = {sh: sum(h) / len(h) for sh, h in by_hand.items()}
+    for sh, r in recall.items():
+        assert res.by_shape[sh]["PERSON"]["recall"] == pytest.approx(r)
+        assert res.by_shape[sh]["PERSON"]["support"] == len(by_hand[sh])
+    assert max(recall.values()) - min(recall.values()) <= 0.05 and res.warnings == ()
+    g = gamma_by_shape(res.by_shape)
+    assert all(g[sh]["gamma_person"] == pytest.approx(1 - recall[sh]) for sh in recall)
+    assert list(res.to_dict())[-2:] == ["by_shape", "warnings"]
+
+
+def test_a_policy_that_misses_a_shape_is_named_in_the_warnings():
+    from lmleak.pii.evaluate import Secret, score_by_shape, shape_gaps
+
+    text = "Customer: My name is Ann Lee. Customer: My name is 佐藤 陽子."
+    secrets = [
+        Secret("d", "u", text.index("Ann"), text.index("Ann") + 7, "PERSON", "Ann Lee", "ascii"),
+        Secret("d", "u", text.index("佐藤"), text.index("佐藤") + 5, "PERSON", "佐藤 陽子", "non_latin"),
+    ]
+    ascii_only = RegexDetector([Pattern("PERSON", re.compile(r"(?<=is )[A-Z][a-z]+ [A-Z][a-z]+"))])
+    table = score_by_shape(secrets, {"d": ascii_only.detect(text)})
+    (warning,) = shape_gaps(table)
+    assert warning.startswith("PERSON recall on non_latin names is 0.000 (1 spans), 1.000 below ascii")
+    assert shape_gaps(score_by_shape(secrets, {"d": get_policy("regex").detect(text)})) == []
+
+
+def test_secrets_with_an_unknown_name_shape_are_refused_and_old_files_get_the_person_shape(tmp_path):
+    p = tmp_path / "s.jsonl"
+    row = {"doc_id": "d", "user_id": "u", "start": 0, "end": 4, "entity": "PERSON", "value": "Иван"}
+    p.write_text(json.dumps({**row, "name_shape": "klingon"}) + "\n")
+    with pytest.raises(DataFileError, match="name_shape"):
+        load_secrets(p)
+    p.write_text(json.dumps(row) + "\n" + json.dumps({**row, "entity": "PHONE", "value": "5550"}) + "\n")
+    assert [s.shape for s in load_secrets(p)] == ["handle", None]

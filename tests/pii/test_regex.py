@@ -156,8 +156,58 @@ def test_overlap_resolution_by_neighbours_equals_scanning_every_kept_span():
         ", ",
         "x",
         "\n",
+        # names in every shape and the formats they come in (the prefilters must not change a match)
+        "From: ",
+        "Gábor Kovács (GK)",
+        "zephyr",
+        "佐藤 陽子",
+        "Anna d'Amico",
+        " <",
+        ">",
+        '"',
+        "-- \n",
+        "Thanks,\n",
+        "> ",
+        "'s father ",
+        "(z@example.org)",
     ]
     d = RegexDetector()
-    for _ in range(200):
+    for _ in range(600):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 40)))
         assert [(s.start, s.end, s.entity) for s in d.detect(text)] == _detect_by_scanning(d, text)
+
+
+NAMES_IN_FORMATS = [
+    ('From: "Gábor Kovács (GK)" <gk@example.org>', "Gábor Kovács (GK)"),
+    ("From: Jürgen Weiß <jw@example.org>", "Jürgen Weiß"),
+    ('From: "d\'Amico, Anna" <anna@example.org>', "d'Amico, Anna"),
+    ("Cc: zephyr <zephyr@example.org>", "zephyr"),
+    ("On Mon, 01 Jan 2024 10:00:00 +0000, 佐藤 陽子 <ys@example.org> wrote:", "佐藤 陽子"),
+    (" -- nightowl42 <owl@example.net>  Mon, 01 Jan 2024", "nightowl42"),
+    ("> -- \n> Иван Петров\n> Maintainer, ACME", "Иван Петров"),
+    ("Cheers,\nGábor", "Gábor"),
+    ("Best regards,\nJuan de la Cruz\n", "Juan de la Cruz"),
+    ("Customer: Hi, this is zephyr. You can reach me", "zephyr"),
+    ("Customer: Hello, Nguyễn Thị Hương here.", "Nguyễn Thị Hương"),
+    ("Customer: zephyr's father is Ivan Roe.", "zephyr"),
+    ("Customer: If I am not home, my father 田中 太郎 can sign for it.", "田中 太郎"),
+    ("write to ann.lee@example.org (Ann d'Lee) today", "Ann d'Lee"),
+]
+
+
+@pytest.mark.parametrize(("text", "name"), NAMES_IN_FORMATS)
+def test_names_in_every_shape_are_found_in_the_formats_and_introductions_they_come_in(text, name):
+    assert ("PERSON", name) in found(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Please ask zephyr <zephyr@example.org> about it.",  # a handle in running text
+        "I do not think this is a bug; this is fine.",
+        "Thanks, it works.",
+        "From: support <support@example.org>",  # a role, not a person
+    ],
+)
+def test_single_words_outside_a_name_format_are_no_names(text):
+    assert [v for e, v in found(text) if e == "PERSON"] == []

@@ -132,3 +132,49 @@ def test_mined_templates_carry_the_budget_their_values_need(tmp_path):
     budgets = load_template_budgets(tmp_path / "t.yaml")
     assert budgets["phone"] == max(MAX_NEW_TOKENS["phone"], -(-len("(201) 555-0142") // CHARS_PER_TOKEN))
     assert budgets["email"] >= MAX_NEW_TOKENS["email"]
+
+
+def test_templates_are_mined_per_name_shape_under_every_spelling_and_never_carry_a_mangled_name(tmp_path):
+    from lmleak.probe.templates import build_probes
+
+    people = [  # (name, nickname, variant, address)
+        ("Gábor Kovács", "GK", None, "gk@example.org"),
+        ("Anna Szabó", "AS", None, "as@example.org"),
+        ("Iñaki Ibáñez", None, "Inaki Ibanez", "inaki@example.org"),
+        ("Ann Lee", None, None, "ann@example.org"),
+        ("zephyr", None, None, "zephyr@example.org"),
+    ]
+    docs = []
+    for i, (name, nick, variant, email) in enumerate(people * 2):
+        shown = f"{name} ({nick})" if nick else (variant if variant and i >= len(people) else name)
+        docs.append(Document(f"u{i % 5}", f"d{i}", f"From: {shown} <{email}>\n\nhello"))
+    subjects = [
+        {"subject_id": f"s{i}", "name": n, "email": e, "nickname": k, "variants": [v] if v else []}
+        for i, (n, k, v, e) in enumerate(people)
+    ]
+    assert [m.template for m in mine_templates(Corpus(docs), subjects)["email"]] == [
+        "From: {name} <",
+        "From: {name} ({nickname}) <",
+    ]  # with room for two, everyone's list holds the nicknames' context: no group of their own
+    mined = mine_templates(Corpus(docs), subjects, top=1)
+    # everyone's context, counted under the variant spelling too (Iñaki wrote as "Inaki Ibanez" once)
+    (common,) = mined["email"]
+    assert common.template == "From: {name} <" and common.support == 3 and common.precision == 1.0
+    assert common.uses == 6  # Ann, zephyr and Iñaki twice each: "Inaki Ibanez" is a use of his too
+    # the nicknames' context is their own group, with the nickname as a slot
+    (nick,) = mined["email:nickname"]
+    assert nick.template == "From: {name} ({nickname}) <" and nick.support == 2 and nick.shape == "nickname"
+    write_templates(mined, tmp_path / "t.yaml")  # the file probe run reads holds the shape's group
+    groups = load_templates(tmp_path / "t.yaml")
+    assert groups == load_group(mined) and set(groups) == {"email", "email:nickname"}
+    probes = {
+        p.subject_id: p.prompt
+        for s in subjects
+        for p in build_probes(s, "email", level="twin", templates=groups)
+    }
+    assert probes["s0"] == "From: Gábor Kovács (GK) <" and probes["s2"] == "From: Iñaki Ibáñez <"
+    assert probes["s4"] == "From: zephyr <"
+
+
+def load_group(mined):
+    return {g: tuple(m.template for m in ms) for g, ms in mined.items() if ms}

@@ -194,3 +194,63 @@ def test_trained_gpt_leaks_more_than_null(tmp_path):
         assert v["wilcoxon_p_log"] < 0.01  # on log-likelihoods; the raw test (paper 003 B.2) is weaker
     assert min(summ["targets"][t]["wilcoxon_p"] for t in ("phone", "email")) < 0.05
     assert max(summ["targets"][t]["exact_match_rate"] for t in ("phone", "email")) > 0
+
+
+def test_probe_summary_breaks_exact_match_down_by_name_shape_members_vs_controls(tmp_path):
+    import pandas as pd
+
+    from lmleak.data.names import name_shape
+    from lmleak.intervals import wilson_interval
+    from lmleak.probe.probing import run_probe
+
+    subjects = [
+        {"subject_id": "a", "user_id": "u1", "name": "Ann Lee", "email": "ann@example.org", "name_shape": "ascii"},
+        {"subject_id": "b", "user_id": "u2", "name": "佐藤 陽子", "email": "ys@example.org",
+         "emails": ["ys@example.org", "yoko@example.com"], "name_shape": "non_latin"},
+        {"subject_id": "c", "user_id": "u3", "name": "zephyr", "email": "z@example.org"},  # shape from the name
+        {"subject_id": "d", "user_id": "u4", "name": "Иван Петров", "email": "ivan@example.net"},
+        {"subject_id": "e", "user_id": "u5", "name": "Jürgen Weiß", "email": "jw@example.net"},
+    ]  # fmt: skip
+    # a model that leaks Ann's address, 佐藤 陽子's second one and nothing of the others
+    knows = {
+        "Ann Lee": "ann@example.org",
+        "佐藤 陽子": "yoko@example.com",
+        "Иван Петров": "nobody@example.org",
+    }
+
+    class Leaky:
+        name, capabilities = "leaky", frozenset({Capability.GENERATE})
+
+        def generate(self, prompts, max_new_tokens, num_beams=1, **_):
+            return [[next((v for k, v in knows.items() if k in p), "no idea")] * num_beams for p in prompts]
+
+    summ = run_probe(
+        Leaky(),
+        subjects,
+        tmp_path / "r",
+        targets=("email",),
+        level="twin",
+        k=2,
+        beams=1,
+        controls={"u4", "u5"},
+    )
+    bs = summ["by_shape"]
+    # the oracle: the written generations, one (subject, target) pair at a time
+    gen = pd.read_parquet(tmp_path / "r" / "generations.parquet")
+    for shape in ("ascii", "non_latin", "handle", "accented"):
+        for group, users in (("members", {"u1", "u2", "u3"}), ("controls", {"u4", "u5"})):
+            mine = [s["subject_id"] for s in subjects
+                    if s["user_id"] in users and (s.get("name_shape") or name_shape(s["name"])) == shape]  # fmt: skip
+            hits = sum(bool(gen[gen.subject_id == sid].exact_match.any()) for sid in mine)
+            row = bs[shape][group]
+            assert (row["pairs_generated"], row["exact_match_hits"]) == (len(mine), hits), (shape, group)
+            if mine:
+                assert row["exact_match_rate_ci"] == list(wilson_interval(hits, len(mine)))
+    assert bs["non_latin"]["members"]["exact_match_hits"] == 1  # a hit on the second address counts
+    assert (
+        bs["non_latin"]["controls"]["exact_match_hits"] == 0
+        and bs["handle"]["members"]["exact_match_hits"] == 0
+    )
+    assert bs["intervals"]["method"] == "wilson" and bs["intervals"]["n_units"] == 5
+    assert set(bs) == {"ascii", "non_latin", "handle", "accented", "intervals"}
+    assert "exact_match_fisher_p" in bs["ascii"]

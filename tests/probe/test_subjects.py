@@ -40,6 +40,8 @@ def test_one_pretty_printed_object_is_one_subject(tmp_path):
         ('{"name": "A"}\n[1, 2]\n', 2, "expected a JSON object"),
         ('{"name": "A"}\n{"email": "x@example.org"}\n', 2, "has no name"),
         ("\n\n", None, "no subjects"),
+        ('{"name": "A"}\n{"name": "B", "emails": "b@example.org"}\n', 2, "emails must be a list"),
+        ('{"name": "A", "emails": ["a@example.org", ""]}\n', 1, "emails must be a list"),
     ],
 )
 def test_bad_files_name_the_line(tmp_path, text, line, message):
@@ -95,3 +97,14 @@ def test_controls_are_the_subjects_of_the_users_a_model_never_saw(tmp_path):
     ]
     assert count_controls(subjects, controls) == 3
     assert control_users(tmp_path / "no-model-here") == set() and control_users("smollm2-135m") == set()
+
+
+def test_every_address_is_kept_and_the_first_stands_in_for_a_missing_email(tmp_path):
+    p = write_subjects(
+        [{"name": "Ann", "emails": ["a@example.org", "ann@example.com"]},
+         {"name": "Bo", "email": "bo@example.org", "emails": ["b@example.net", "bo@example.org"]}],
+        tmp_path / "s.jsonl",
+    )  # fmt: skip
+    ann, bo = read_subjects(p)
+    assert ann["email"] == "a@example.org" and ann["emails"] == ["a@example.org", "ann@example.com"]
+    assert bo["email"] == "bo@example.org"  # an explicit email is kept as written

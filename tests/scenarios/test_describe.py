@@ -50,7 +50,15 @@ def test_runs_without_a_scenario_are_refused(tmp_path, content, message):
     ("privacy", "expected"),
     [
         ({"mode": "dp", "epsilon": 3.14159}, "dp:3.14"),
-        ({"mode": "sdp", "epsilon": 8.0}, "dp:8"),
+        ({"mode": "sdp", "epsilon": 8.0}, "sdp:8"),
+        ({"mode": "dp", "epsilon": 2.9, "privacy_unit": "user"}, "dp[user]:2.9"),
+        ({"mode": "dp", "epsilon": 2.9, "privacy_unit": "sequence"}, "dp[sequence]:2.9"),
+        (
+            {"mode": "dp", "epsilon": 1.0, "privacy_unit": "one training sequence (a chunk of one document)"},
+            "dp[sequence]:1",
+        ),
+        ({"mode": "sdp", "epsilon": 8.0, "privacy_unit": "user"}, "sdp[user]:8"),
+        ({"mode": "crt", "epsilon": 2.0, "privacy_unit": "user"}, "redaction:balanced+dp[user]:2"),
         ({"mode": "crt", "epsilon": 2.0, "policy": "strict"}, "redaction:strict+dp:2"),
         ({"mode": "crt", "epsilon": 2.0}, "redaction:balanced+dp:2"),
         ({"mode": "dp", "epsilon": None}, "identity"),
@@ -59,10 +67,12 @@ def test_runs_without_a_scenario_are_refused(tmp_path, content, message):
 )
 def test_the_a_factor_comes_from_the_models_privacy_json(tmp_path, privacy, expected):
     from lmleak.scenarios.describe import anonymization_of
+    from lmleak.scenarios.types import parse_anonymization
 
     (tmp_path / "privacy.json").write_text(json.dumps(privacy))
     assert anonymization_of(tmp_path) == expected
     assert anonymization_of(str(tmp_path)) == expected
+    assert parse_anonymization(expected).to_str() == expected  # the label reads back as written
 
 
 def test_no_folder_or_no_privacy_json_is_identity(tmp_path):

@@ -114,3 +114,36 @@ def test_yaml_rejects_unknown_keys_with_a_suggestion(tmp_path):
     p.write_text("scenarios:\n  - attack: mia\n    resources: {acess: scores}\n    target: membership\n")
     with pytest.raises(ConfigError, match="Did you mean 'access'"):
         load_scenarios(p)
+
+
+def test_dp_labels_carry_their_privacy_unit_and_selective_dp_has_its_own():
+    from lmleak.errors import ConfigError
+    from lmleak.scenarios.types import DPTraining, SelectiveDP, parse_anonymization
+
+    user = parse_anonymization("dp[user]:2.9")
+    assert user == DPTraining(2.9, "user") and user.notation() == "DP(ε=2.9 per user)"
+    assert parse_anonymization({"kind": "dp", "epsilon": 3, "unit": "sequence"}).to_str() == "dp[sequence]:3"
+    assert parse_anonymization("dp:3") == DPTraining(3.0, None)  # a label without a unit still reads
+    sdp = parse_anonymization("sdp[user]:8")
+    assert isinstance(sdp, SelectiveDP) and not isinstance(sdp, DPTraining)
+    assert "detected secrets only" in sdp.notation()
+    crt = parse_anonymization("redaction:balanced+dp[user]:2")
+    assert (
+        crt.to_str() == "redaction:balanced+dp[user]:2"
+        and crt.notation() == "DP(ε=2 per user) ∘ f_redact[balanced]"
+    )
+    for bad in ("dp[person]:3", "redaction[user]:regex", "sdp[user]"):
+        with pytest.raises(ConfigError):
+            parse_anonymization(bad)
+
+
+def test_epsilons_of_different_units_are_not_ordered():
+    from lmleak.scenarios.runner import _more
+    from lmleak.scenarios.types import Knowledge, Resources, Scenario
+
+    def s(a):
+        return Scenario("mia", Knowledge(), a, Resources((), access="scores"), "membership")
+
+    assert _more(s("dp[user]:8"), s("dp[user]:1"))["A"] == 1
+    assert _more(s("dp[user]:8"), s("dp[sequence]:1"))["A"] == 2  # incomparable
+    assert _more(s("sdp[user]:8"), s("dp[user]:1"))["A"] == 2

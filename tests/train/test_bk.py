@@ -101,6 +101,7 @@ def test_same_privacy_accounting_as_opacus(tmp_path):
     for clipping in ("bookkeeping", "ghost"):
         cfg = TrainConfig(
             mode="dp",
+            privacy_unit="sequence",  # Opacus' ghost clipping clips per sequence
             tokenizer_from_private=True,
             target_epsilon=3.0,
             epochs=2,
@@ -118,3 +119,67 @@ def test_same_privacy_accounting_as_opacus(tmp_path):
     for key in ("noise_multiplier", "sample_rate", "steps"):
         assert bk[key] == pytest.approx(ghost[key], rel=1e-9), key
     assert bk["epsilon"] == pytest.approx(ghost["epsilon"], rel=1e-6) and bk["epsilon"] <= 3.0 + 0.01
+
+
+def _user_oracle(model, x, m, y, groups, clip):
+    """The slow obvious user-level clipping: per user, the mean of its sequences' gradients (one
+    backward pass per sequence), clipped to ``clip`` as one; summed over users."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    per_sample = []
+    for i in range(len(x)):
+        loss = sequence_losses(forward_logits(model, x[i : i + 1], m[i : i + 1]), y[i : i + 1])[0]
+        per_sample.append(torch.autograd.grad(loss, params))
+    norms, sums = [], [torch.zeros_like(p) for p in params]
+    for u in sorted(set(groups.tolist())):
+        rows = [i for i in range(len(x)) if int(groups[i]) == u]
+        mean = [sum(per_sample[i][j] for i in rows) / len(rows) for j in range(len(params))]
+        norm = torch.sqrt(sum((g.double() ** 2).sum() for g in mean)).float()
+        norms.append(norm)
+        factor = min(1.0, clip / (float(norm) + 1e-6))
+        for s, g in zip(sums, mean, strict=True):
+            s += factor * g
+    return torch.stack(norms), sums
+
+
+@pytest.mark.parametrize("clip", [0.05, 1e6])  # clipping active / inactive
+def test_user_level_clipping_equals_a_loop_over_users(clip):
+    model, (x, m, y) = _model_and_batch()
+    groups = torch.tensor([1, 0, 1, 2, 1])  # user 1 wrote three of the five sequences
+    norms, sums = _user_oracle(model, x, m, y, groups, clip)
+    bk = BookKeeping(model)
+    with bk.capture():
+        sequence_losses(forward_logits(model, x, m), y).sum().backward()
+    got = bk.clipped_sum(clip, groups)
+    torch.testing.assert_close(got, norms, atol=1e-5, rtol=1e-5)
+    for p, want in zip((p for p in model.parameters() if p.requires_grad), sums, strict=True):
+        torch.testing.assert_close(p.grad, want, atol=1e-6, rtol=1e-4)
+    # one user per sequence is sequence-level clipping, exactly
+    with bk.capture():
+        sequence_losses(forward_logits(model, x, m), y).sum().backward()
+    torch.testing.assert_close(bk.clipped_sum(clip, torch.arange(5)), _oracle(model, x, m, y, clip)[0])
+
+
+def test_a_user_with_fifty_sequences_moves_the_sum_no_more_than_a_user_with_one():
+    torch.manual_seed(1)
+    vocab, clip = 50, 0.1
+    model = new_small_gpt(
+        vocab, SmallGPTConfig(n_positions=16, n_embd=16, n_layer=1, n_head=2), seed=0
+    ).train()
+    bk = BookKeeping(model)
+    ids = torch.randint(4, vocab, (51, 9))
+    x, m, y = batch_tensors(ids, torch.full((51,), 9))
+
+    def grad_norm(rows, groups):
+        with bk.capture():
+            sequence_losses(forward_logits(model, x[rows], m[rows]), y[rows]).sum().backward()
+        norms = bk.clipped_sum(clip, groups)
+        total = torch.sqrt(sum(p.grad.double().pow(2).sum() for p in bk.params))
+        return float(total), norms
+
+    prolific = torch.arange(50)
+    many, norms = grad_norm(prolific, torch.zeros(50, dtype=torch.long))
+    one, _ = grad_norm(torch.tensor([50]), torch.zeros(1, dtype=torch.long))
+    assert float(norms[0]) > clip  # the clipping bound binds, so the comparison is not vacuous
+    assert many <= clip + 1e-6 and one <= clip + 1e-6
+    per_sequence, _ = grad_norm(prolific, None)  # the same 50 sequences as 50 units: up to 50 C
+    assert per_sequence > 5 * clip

@@ -127,7 +127,7 @@ def test_crt_batches_are_all_public_or_all_private(tmp_path, monkeypatch):
     seen: list[tuple[str, str]] = []
     original = dp.CRTStrategy.step
 
-    def recording_step(self, kind, ids, lengths):
+    def recording_step(self, kind, ids, lengths, *rest):
         pub = {tuple(r.tolist()) for r in self.public.ids}
         pri = {tuple(r.tolist()) for r in self.private_chunks.ids}
         rows = [tuple(r.tolist()) for r in ids]
@@ -136,13 +136,14 @@ def test_crt_batches_are_all_public_or_all_private(tmp_path, monkeypatch):
             for r in rows
         }
         seen.append((kind, ",".join(sorted(origin))))
-        return original(self, kind, ids, lengths)
+        return original(self, kind, ids, lengths, *rest)
 
     monkeypatch.setattr(dp.CRTStrategy, "step", recording_step)
     public, private = _crt_corpora()
     cfg = TrainConfig(
         arch="gpt",
         mode="crt",
+        privacy_unit="sequence",
         noise_multiplier=1.0,
         epochs=2,
         batch_size=4,

@@ -1,8 +1,9 @@
 """Fine-tuning pretrained models (LoRA via peft, or all weights) in every mode, on a tiny Llama.
 
-Oracles: the DP clipped gradient against a loop of per-example gradients clipped by hand; the merged
-model against base + (alpha / r) B A computed from the saved adapter tensors and against peft's
-unmerged forward pass; resumption against an uninterrupted run.
+Oracles: the merged model against base + (alpha / r) B A computed from the saved adapter tensors and
+against peft's unmerged forward pass; the audit of a fine-tune against its base finds what was planted.
+(The clipped gradient against a loop by hand: tests/train/test_clipping.py; resumption against an
+uninterrupted run: tests/train/test_records.py.)
 """
 
 from __future__ import annotations
@@ -15,65 +16,10 @@ import torch
 from safetensors.torch import load_file
 from typer.testing import CliRunner
 
-from lmleak.errors import ConfigError, ModelError
-from lmleak.train.finetune import (
-    FinetuneConfig,
-    Finetuner,
-    default_targets,
-    finetune,
-    logits_of,
-    prepare_model,
-    resolve_precision,
-)
-from lmleak.train.plain import batch_tensors, encode_chunks, sequence_losses
+from lmleak.errors import ModelError
+from lmleak.train.finetune import FinetuneConfig, finetune
 from tests.train.test_trainer import tiny_corpus
-
-
-def make_tiny_llama(path, texts, *, tied: bool = True, seed: int = 0):
-    """A 2-layer, width-64 Llama folder (config.json, safetensors, tokenizer) with a small word vocabulary."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    from lmleak.models.small import build_tokenizer
-
-    tok = build_tokenizer(texts, kind="word", vocab_size=80)
-    torch.manual_seed(seed)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        max_position_embeddings=128,
-        tie_word_embeddings=tied,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-        pad_token_id=tok.pad_token_id,
-    )
-    LlamaForCausalLM(cfg).save_pretrained(path)
-    tok.save_pretrained(path)
-    return path
-
-
-@pytest.fixture(scope="module")
-def corpus():
-    return tiny_corpus(8, 2)
-
-
-@pytest.fixture(scope="module")
-def llama_dir(tmp_path_factory, corpus):
-    return make_tiny_llama(tmp_path_factory.mktemp("llama") / "base", corpus.texts())
-
-
-def _cfg(base, mode="plain", **kw):
-    kw.setdefault("lora", 4)
-    kw.setdefault("seq_len", 16)
-    kw.setdefault("batch_size", 4)
-    kw.setdefault("epochs", 1)
-    kw.setdefault("lr", 5e-3)
-    if mode not in ("plain", "nodp"):
-        kw.setdefault("noise_multiplier", 1.0)
-    return FinetuneConfig(base=str(base), mode=mode, **kw)
+from tests.train.tiny_llama import ft_config, make_tiny_llama
 
 
 def _probe_ids(n_vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -90,7 +36,7 @@ def test_lora_fine_tune_in_each_mode_accounts_reloads_and_merges(llama_dir, corp
     from lmleak.models.loading import load_model
 
     out = tmp_path / "ft"
-    res = finetune(corpus, out, _cfg(llama_dir, mode, merge=True), progress=False)
+    res = finetune(corpus, out, ft_config(llama_dir, mode, merge=True), progress=False)
     privacy = json.loads((out / "privacy.json").read_text())
     assert privacy["tokenizer_source"] == "pretrained:base"
     assert privacy["base"] == str(llama_dir.resolve())
@@ -101,6 +47,11 @@ def test_lora_fine_tune_in_each_mode_accounts_reloads_and_merges(llama_dir, corp
         assert privacy["accounted_steps"] == privacy["noise_draws"] == privacy["steps"] > 0
         assert math.isfinite(privacy["epsilon"]) and privacy["epsilon"] > 0
         assert privacy["clipping"] == "bookkeeping" and privacy["trainable"] == "LoRA adapters"
+        # the person is the unit by default: users sampled, q over the 7 training users' (crt: D_pri's)
+        assert privacy["privacy_unit"] == "user" and privacy["sampled"] == "users"
+        assert privacy["max_sequences_per_user"] == 4 and privacy["users"] <= 7
+        assert privacy["sample_rate"] == 1 / math.ceil(privacy["users"] / 4)
+        assert json.loads((out / "train.json").read_text())["health"]["passed"]
     if mode in ("crt", "sdp"):
         assert privacy["gamma_source"] in ("nominal", "unknown", "measured") and "policy" in privacy
     if mode == "crt":
@@ -139,161 +90,6 @@ def test_lora_fine_tune_in_each_mode_accounts_reloads_and_merges(llama_dir, corp
         assert torch.allclose(merged_sd[name], base_sd[name] + scale * (b @ a), atol=1e-6)
         checked += 1
     assert checked == 2 * 2  # q_proj and v_proj in 2 layers
-
-
-@pytest.mark.parametrize("full", [False, True])
-def test_dp_clipped_gradient_equals_a_loop_of_clipped_per_example_gradients(llama_dir, corpus, full):
-    from lmleak.models.loading import load_model
-
-    lm = load_model(llama_dir)
-    cfg = _cfg(llama_dir, "dp", full=full, noise_multiplier=0.0, max_grad_norm=0.05)
-    model, _ = prepare_model(lm.module, cfg)
-    model.train()
-    torch.manual_seed(3)
-    with torch.no_grad():  # LoRA starts with B = 0, where A's gradient is 0: move off that point
-        for n, p in model.named_parameters():
-            if "lora_B" in n:
-                p.normal_(0, 0.1)
-    ft = Finetuner(model, cfg, "cpu", resolve_precision("fp32", "cpu"))
-    assert ft.clipping == ("opacus hooks" if full else "bookkeeping")
-    chunks = encode_chunks(corpus.texts(), _tok(lm), cfg.seq_len)
-    ids, lengths = chunks.ids[:5], chunks.lengths[:5]
-    ft.clipped_gradient(ids, lengths)
-    got = [p.grad.clone() for p in ft.params]
-
-    x, m, y = batch_tensors(ids, lengths)
-    total = [torch.zeros_like(p) for p in ft.params]
-    clipped = 0
-    for i in range(len(ids)):
-        loss = sequence_losses(logits_of(model, x[i : i + 1], m[i : i + 1]), y[i : i + 1]).sum()
-        grads = torch.autograd.grad(loss, ft.params, allow_unused=True)
-        grads = [torch.zeros_like(p) if g is None else g for p, g in zip(ft.params, grads, strict=True)]
-        norm = float(torch.sqrt(sum((g.double() ** 2).sum() for g in grads)))
-        factor = min(1.0, cfg.max_grad_norm / (norm + 1e-6))
-        clipped += factor < 1.0
-        for t, g in zip(total, grads, strict=True):
-            t += factor * g
-    assert clipped == len(ids)
-    for g, want in zip(got, total, strict=True):
-        assert torch.allclose(g, want, rtol=1e-4, atol=1e-7)
-
-
-def _tok(lm):
-    from lmleak.train.finetune import _Tok
-
-    return _Tok(lm.tokenizer)
-
-
-def test_full_dp_fine_tune_unties_embeddings_and_reloads(llama_dir, corpus, tmp_path):
-    from lmleak.models.loading import load_model
-
-    out = tmp_path / "full"
-    res = finetune(corpus, out, _cfg(llama_dir, "dp", full=True, lr=1e-3, max_steps=3), progress=False)
-    assert res.history[0]["tokens"] > 0
-    assert res.privacy["trainable"] == "all weights" and res.privacy["clipping"] == "opacus hooks"
-    assert res.privacy["accounted_steps"] == res.privacy["noise_draws"] == 3
-    info = json.loads((out / "train.json").read_text())
-    assert info["model"]["untied_embeddings"] is True
-    lm = load_model(out)
-    assert lm.base == str(llama_dir.resolve())
-    assert (
-        lm.module.get_output_embeddings().weight.data_ptr()
-        != lm.module.get_input_embeddings().weight.data_ptr()
-    )
-
-
-def test_default_targets_by_architecture(tiny_gpt2):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    assert default_targets(tiny_gpt2) == ["c_attn"]
-    llama = LlamaForCausalLM(
-        LlamaConfig(
-            vocab_size=32,
-            hidden_size=16,
-            intermediate_size=32,
-            num_hidden_layers=1,
-            num_attention_heads=2,
-            num_key_value_heads=2,
-        )
-    )
-    assert default_targets(llama) == ["q_proj", "v_proj"]
-    llama.config.model_type = "unknown-arch"  # fallback: every Linear inside attention
-    assert default_targets(llama) == ["k_proj", "o_proj", "q_proj", "v_proj"]
-
-
-def test_unknown_lora_target_is_a_config_error(llama_dir, corpus, tmp_path):
-    with pytest.raises(ConfigError, match="lora_targets"):
-        finetune(corpus, tmp_path / "x", _cfg(llama_dir, lora_targets=("nope_proj",)), progress=False)
-
-
-def test_precision_rules_and_their_cpu_fallback(monkeypatch):
-    assert resolve_precision("auto", "cpu").dtype is None
-    assert resolve_precision("fp16", "cpu").name == "fp32"
-    assert resolve_precision("bf16", "cpu").dtype == torch.bfloat16
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: True)
-    assert resolve_precision("auto", "cuda").dtype == torch.bfloat16
-    assert resolve_precision("fp16", "cuda").name == "fp32"
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *a, **k: False)
-    fallback = resolve_precision("auto", "cuda:0")
-    assert fallback.dtype is None and "no bf16" in fallback.reason
-
-
-def test_cpu_run_records_device_and_fp32_and_bf16_autocast_stays_close(llama_dir, corpus, tmp_path):
-    from lmleak.models.loading import load_model
-
-    res = finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", device="cpu", max_steps=2), progress=False)
-    info = json.loads((res.model_dir / "train.json").read_text())
-    assert info["device"] == "cpu" and info["precision"] == "fp32" and "CPU" in info["precision_reason"]
-    # bf16 autocast (the GPU path) gives nearly the fp32 clipped gradient
-    grads = {}
-    for prec in ("fp32", "bf16"):
-        lm = load_model(llama_dir)
-        cfg = _cfg(llama_dir, "dp", noise_multiplier=0.0, max_grad_norm=1e3, precision=prec)
-        model, _ = prepare_model(lm.module, cfg)
-        torch.manual_seed(0)
-        with torch.no_grad():
-            for n, p in model.named_parameters():
-                if "lora_" in n:
-                    p.normal_(0, 0.1)
-        ft = Finetuner(model, cfg, "cpu", resolve_precision(prec, "cpu"))
-        chunks = encode_chunks(corpus.texts(), _tok(lm), 16)
-        ft.clipped_gradient(chunks.ids[:4], chunks.lengths[:4])
-        grads[prec] = torch.cat([p.grad.reshape(-1) for p in ft.params])
-    rel = (grads["bf16"] - grads["fp32"]).norm() / grads["fp32"].norm()
-    assert 0 < rel < 0.1
-
-
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
-def test_asking_for_a_gpu_without_one_is_a_config_error(llama_dir, corpus, tmp_path):
-    with pytest.raises(ConfigError, match="CUDA"):
-        finetune(corpus, tmp_path / "x", _cfg(llama_dir, device="cuda"), progress=False)
-
-
-def test_an_interrupted_run_resumes_to_the_uninterrupted_result(llama_dir, corpus, tmp_path):
-    cfg = _cfg(llama_dir, "dp", epochs=2)
-    whole = finetune(corpus, tmp_path / "whole", cfg, progress=False)
-
-    class Stop(Exception):
-        pass
-
-    def stop_after_first(epoch, model):
-        if epoch == 1:
-            raise Stop
-
-    with pytest.raises(Stop):
-        finetune(corpus, tmp_path / "cut", cfg, progress=False, on_epoch_end=stop_after_first)
-    assert (tmp_path / "cut" / "checkpoint" / "state.pt").is_file()
-    with pytest.raises(ConfigError, match="different run"):
-        finetune(corpus, tmp_path / "cut", _cfg(llama_dir, "dp", epochs=2, lr=1e-4), progress=False)
-    resumed = finetune(corpus, tmp_path / "cut", cfg, progress=False)
-    assert json.loads((tmp_path / "cut" / "train.json").read_text())["resumed_after_epoch"] == 1
-    assert not (tmp_path / "cut" / "checkpoint").exists()
-    a = load_file(tmp_path / "whole" / "adapter_model.safetensors")
-    b = load_file(tmp_path / "cut" / "adapter_model.safetensors")
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    for key in ("epsilon", "noise_draws", "accounted_steps", "steps"):
-        assert whole.privacy[key] == resumed.privacy[key]
-    assert [h["train_loss"] for h in whole.history] == [h["train_loss"] for h in resumed.history]
 
 
 def test_cli_train_base_lora_dp(llama_dir, corpus, tmp_path):
@@ -360,7 +156,7 @@ def test_public_model_base_uses_the_recorded_base(llama_dir, corpus, tmp_path):
     from lmleak.report.leakage import ReportConfig, run_report
 
     out = tmp_path / "ft"
-    finetune(corpus, out, _cfg(llama_dir), progress=False)
+    finetune(corpus, out, ft_config(llama_dir), progress=False)
     assert recorded_base(out) == str(llama_dir.resolve())
     with pytest.raises(ModelError, match="records no base"):
         recorded_base(llama_dir)
@@ -528,7 +324,7 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
 def test_epochs_after_max_steps_are_not_run(llama_dir, corpus, tmp_path):
     # regression: `train --base ... --max-steps 4` with the default 5 epochs ran four empty epochs,
     # each re-evaluating the validation set (~40 s apiece for SmolLM2 on a CPU)
-    res = finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", epochs=6, max_steps=2), progress=False)
+    res = finetune(corpus, tmp_path / "a", ft_config(llama_dir, "dp", epochs=6, max_steps=2), progress=False)
     assert 1 <= len(res.history) < 6
     assert all(h["tokens"] > 0 for h in res.history)
     steps = json.loads((res.model_dir / "privacy.json").read_text())
@@ -561,7 +357,7 @@ def test_an_epochs_progress_lines_bracket_its_steps(llama_dir, corpus, tmp_path,
     monkeypatch.setattr(progress, "_ENABLED", True)
     progress.set_stream(Log())
     try:
-        finetune(corpus, tmp_path / "a", _cfg(llama_dir, "dp", max_steps=2), progress=True)
+        finetune(corpus, tmp_path / "a", ft_config(llama_dir, "dp", max_steps=2), progress=True)
     finally:
         progress.set_stream(None)
     epoch = [i for i, e in enumerate(events) if e.startswith("[lmleak] epoch 1/1")]

@@ -73,9 +73,20 @@ def test_crt_measures_gamma_against_the_secrets_and_learns_its_tokenizer_on_d_pu
 
 
 def test_a_dp_model_refuses_a_tokenizer_learnt_from_private_text_unless_asked(tmp_path):
-    with pytest.raises(ConfigError, match="tokenizer"):
+    # no flag: the public default vocabulary (issue 29: DP training works without flags)
+    res = train_model(
+        _corpus(),
+        tmp_path / "a",
+        TrainConfig(mode="dp", noise_multiplier=1.0, **{**TINY, "vocab_size": 300}),
+        progress=False,
+    )
+    assert res.privacy["tokenizer_source"] == "public:smollm2-bpe-300"
+    with pytest.raises(ConfigError, match="tokenizer"):  # a word vocabulary would be learnt on private text
         train_model(
-            _corpus(), tmp_path / "a", TrainConfig(mode="dp", noise_multiplier=1.0, **TINY), progress=False
+            _corpus(),
+            tmp_path / "w",
+            TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer="word", **{**TINY, "vocab_size": 300}),
+            progress=False,
         )
     res = train_model(
         _corpus(),
@@ -103,6 +114,27 @@ def test_a_dp_model_refuses_a_tokenizer_learnt_from_private_text_unless_asked(tm
     )
     assert res.privacy["tokenizer_source"] == "pretrained:c"
     assert (tmp_path / "d" / "tokenizer.json").read_text() == (tmp_path / "c" / "tokenizer.json").read_text()
+    # b's own record says its vocabulary was learnt from private text: taken from b it stays private
+    with pytest.raises(ConfigError, match="private text"):
+        train_model(
+            _corpus(),
+            tmp_path / "e",
+            TrainConfig(mode="dp", noise_multiplier=1.0, tokenizer_from=str(tmp_path / "b"), **TINY),
+            progress=False,
+        )
+    res = train_model(
+        _corpus(),
+        tmp_path / "f",
+        TrainConfig(
+            mode="dp",
+            noise_multiplier=1.0,
+            tokenizer_from=str(tmp_path / "b"),
+            tokenizer_from_private=True,
+            **TINY,
+        ),
+        progress=False,
+    )
+    assert res.privacy["tokenizer_source"] == "private (inherited from b: private)"
 
 
 def test_a_measured_gamma_of_zero_gives_no_finite_bound():

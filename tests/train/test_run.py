@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from lmleak.data.corpus import Corpus, Document
+from lmleak.errors import ConfigError
 from lmleak.train import run as run_module
 from lmleak.train.config import TrainConfig
 from lmleak.train.finetune import FinetuneConfig
@@ -106,6 +107,20 @@ def test_the_summary_is_the_json_record_of_the_run():
         "gamma": None,
         "gamma_source": None,
         "public_sentence_share": 0.4,
+        # the DP keys of dp_summary (the gate and the HTML card read them); this record has no unit
+        "dp_epsilon": 2.0,
+        "dp_delta": 1e-5,
+        "privacy_unit": None,
+        "max_sequences_per_user": None,
+        "sampler": None,
+        "sampler_warning": None,
+        "epsilon_poisson_accountant": None,
+        "users": None,
+        "largest_user_sequences": None,
+        "group_privacy_epsilon_largest_user": None,
+        "group_privacy_delta_largest_user": None,
+        "guarantee": None,
+        "epsilon_statement": "epsilon = 2 per training sequence (sequence-level DP, delta = 1e-05)",
     }
     # a fine-tune also records its base, the perplexity before and the merged folder
     tuned = run_module.training_summary(_result(val_perplexity_before=30.0), "x", "nodp")
@@ -135,5 +150,35 @@ def test_train_and_summarise_trains_once_and_records_the_mode_as_given(paths, mo
         ((paths["train"], tmp_path / "o", cfg), {"public": None, "private": None, "progress": False})
     ]
     assert (run.arch, run.mode) == ("LoRA r=8 fine-tune of smollm2-135m", "plain")
+    extra = {
+        k: run.summary.pop(k) for k in ("warnings", "confidentiality", "reaudit_config", "reaudit_command")
+    }
     assert run.summary == run_module.training_summary(run.result, run.arch, "plain")
+    assert extra["warnings"] == [] and extra["confidentiality"] is None
+    assert extra["reaudit_command"] == f"lmleak audit {tmp_path / 'o' / 'reaudit.yaml'}"
+    assert (tmp_path / "o" / "reaudit.yaml").is_file()
     assert run_module.train_and_summarise(paths["train"], tmp_path / "o", cfg).mode == "nodp"  # the config's
+
+
+def test_train_user_dp_trains_with_the_person_as_the_unit(tmp_path):
+    from tests.train.test_units import _skewed_corpus
+
+    res = run_module.train_user_dp(
+        _skewed_corpus(),
+        tmp_path / "m",
+        noise_multiplier=1.0,
+        max_sequences_per_user=2,
+        epochs=1,
+        batch_size=3,
+        seq_len=16,
+        vocab_size=300,
+        n_embd=16,
+        n_head=2,
+        n_layer=1,
+        holdout_users=0.0,
+    )
+    priv = json.loads((tmp_path / "m" / "privacy.json").read_text())
+    assert priv["privacy_unit"] == "user" and priv["max_sequences_per_user"] == 2 and priv["users"] == 9
+    assert res.privacy["tokenizer_source"].startswith("public:")  # no flag needed for DP
+    with pytest.raises(ConfigError, match="documents"):
+        run_module.train_user_dp(Corpus([]), tmp_path / "x", noise_multiplier=1.0)

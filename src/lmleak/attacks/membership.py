@@ -44,11 +44,11 @@ from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
 from lmleak.attacks.mia_methods import (
     METHODS,
     MethodOptions,
-    lowest_k_mean,
     method_scenarios,
     parse_methods,
     score_methods,
 )
+from lmleak.attacks.mia_methods import min_k_prob as min_k_prob  # re-exported: it moved there
 from lmleak.attacks.mia_sets import SHINGLE_CHARS, CleanSets, clean_sets, text_clusters
 from lmleak.attacks.mia_stats import (
     N_BOOT,
@@ -84,17 +84,6 @@ def zlib_entropy(text: str) -> int:
         True
     """
     return len(zlib.compress(text.encode("utf-8")))
-
-
-def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
-    """Mean of the ``int(k * n)`` lowest token log-probabilities (Shi et al. 2024), NaN when
-    ``int(k * n) < 1`` (:func:`lmleak.attacks.mia_methods.lowest_k_mean`).
-
-    Example:
-        >>> min_k_prob(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.4)
-        -4.0
-    """
-    return lowest_k_mean(token_logprobs, k)
 
 
 def text_scores(

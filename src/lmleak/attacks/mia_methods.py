@@ -222,6 +222,17 @@ def lowest_k_mean(values: np.ndarray, k: float) -> float:
     return float(np.sort(x)[:m].mean())
 
 
+def min_k_prob(token_logprobs: np.ndarray, k: float = 0.2) -> float:
+    """Mean of the ``int(k * n)`` lowest token log-probabilities (Shi et al. 2024), NaN when
+    ``int(k * n) < 1`` (:func:`lowest_k_mean`).
+
+    Example:
+        >>> min_k_prob(np.array([-0.1, -5.0, -0.2, -3.0, -0.3]), 0.4)
+        -4.0
+    """
+    return lowest_k_mean(token_logprobs, k)
+
+
 def min_k_plus_plus(logprobs: np.ndarray, mu: np.ndarray, sigma: np.ndarray, k: float = 0.2) -> float:
     """Min-K%++ (Zhang et al. 2024, Eq. 3-4): mean of the ``int(k * n)`` lowest per-token scores
     ``(log p(x_t) - mu_t) / sigma_t`` (:func:`lowest_k_mean`: NaN when ``int(k * n) < 1``).
@@ -645,7 +656,7 @@ def _method_score(
     if m == "zlib":
         return -log_ppl / stats["zlib_bytes"]
     if m == "min_k":
-        return np.array([lowest_k_mean(x, min_k) for x in b.logprobs])
+        return np.array([min_k_prob(x, min_k) for x in b.logprobs])
     if m == "min_k_pp":
         assert b.mu is not None and b.sigma is not None
         return np.array(

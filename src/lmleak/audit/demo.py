@@ -120,7 +120,8 @@ def training_lines(models_dir: Path, names: list[str]) -> list[str]:
         ppl[name] = final.get("val_perplexity")
         parts = [f"{name}: validation PPL {ppl[name]:.1f}" if ppl[name] is not None else f"{name}:"]
         if priv.get("epsilon") is not None:
-            parts.append(f"ε {priv['epsilon']:.2f}")
+            unit = {"user": " per person", "sequence": " per sequence"}.get(str(priv.get("privacy_unit")), "")
+            parts.append(f"ε {priv['epsilon']:.2f}{unit}")
         if priv.get("gamma") is not None:
             up = priv.get("gamma_upper95")
             parts.append(
@@ -201,6 +202,11 @@ def _synthesise(root: Path, size: DemoSize, seed: int, echo: Callable[[str], Non
     return _DemoData(data, unseen, corpus, unseen_all, public_users, unseen_corpus, public_path)
 
 
+# The DP-SGD and CRT models protect each person (user-level DP, issue 27): 4 users per step on
+# average, each contributing the mean gradient of up to 4 of their sequences.
+USER_LEVEL: dict[str, Any] = dict(privacy_unit="user", batch_size=4, max_sequences_per_user=4)
+
+
 def _train_configs(size: DemoSize, seed: int, public_path: Path, secrets: Path) -> dict[str, Any]:
     """The three audited small GPTs trained from scratch: plain, DP-SGD, CRT."""
     common: dict[str, Any] = dict(
@@ -217,10 +223,11 @@ def _train_configs(size: DemoSize, seed: int, public_path: Path, secrets: Path) 
         lr=3e-3,
         tokenizer_from=str(public_path),
     )
+    private = {**common, **USER_LEVEL}
     return {
         "plain": TrainConfig(mode="nodp", epochs=size.epochs, **common),
         "dp-sgd": TrainConfig(
-            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
+            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **private
         ),  # type: ignore[arg-type]
         "crt": TrainConfig(
             mode="crt",
@@ -229,7 +236,7 @@ def _train_configs(size: DemoSize, seed: int, public_path: Path, secrets: Path) 
             max_grad_norm=1.0,
             policy="balanced",
             secrets=str(secrets),
-            **common,
+            **private,
         ),  # type: ignore[arg-type]
     }
 
@@ -358,10 +365,11 @@ def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | Non
         lr=2e-3,
         max_steps=max_steps,
     )
+    private = {**common, **USER_LEVEL}
     return {
         "plain": FinetuneConfig(mode="nodp", epochs=size.epochs, **common),
         "dp-sgd": FinetuneConfig(
-            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **common
+            mode="dp", epochs=size.dp_epochs, noise_multiplier=0.8, max_grad_norm=1.0, **private
         ),
         "crt": FinetuneConfig(
             mode="crt",
@@ -369,7 +377,7 @@ def _finetune_configs(base: str, size: DemoSize, seed: int, max_steps: int | Non
             noise_multiplier=0.8,
             max_grad_norm=1.0,
             policy="balanced",
-            **common,
+            **private,
         ),
     }
 

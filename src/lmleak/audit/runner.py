@@ -77,7 +77,7 @@ from lmleak.runs import (
     write_summary,
 )
 from lmleak.scenarios import scenario_record
-from lmleak.scenarios.describe import anonymization_of
+from lmleak.scenarios.describe import anonymization_of, privacy_unit_of
 from lmleak.train.confidentiality import measured_bayesian_confidentiality
 from lmleak.train.trainer import load_train_config
 
@@ -608,12 +608,14 @@ class Auditor:
             "mode": priv.get("mode"),
             "dp_epsilon": priv.get("epsilon"),
             "dp_delta": priv.get("delta"),
+            "privacy_unit": privacy_unit_of(priv),
             "gamma": priv.get("gamma"),
             "tokenizer_source": priv.get("tokenizer_source"),
             # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
             **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
         }
-        if priv.get("epsilon") is not None and priv.get("mode") in ("crt", "sdp"):
+        # Prop. 6 needs detected secrets removed (CRT); selective DP keeps them under DP only (issue 26)
+        if priv.get("epsilon") is not None and priv.get("mode") == "crt":
             bound = measured_bayesian_confidentiality(
                 float(priv["epsilon"]),
                 float(priv.get("delta") or 0.0),

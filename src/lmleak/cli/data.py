@@ -1,4 +1,4 @@
-"""CLI: ``lmleak synth customersim`` and ``lmleak corpus check``."""
+"""CLI: ``lmleak synth customersim``, ``lmleak synth mail`` and ``lmleak corpus check``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,30 @@ import typer
 
 from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
 from lmleak.data.stats import CorpusStats, check_corpus
+from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
+
+LocalesOpt = Annotated[
+    str,
+    typer.Option(
+        "--locales",
+        help="Comma-separated Faker locales of the people's names (every name shape); "
+        "'en_US' alone writes the English-only corpus of earlier versions.",
+    ),
+]
+
+
+_DEFAULT_LOCALES = ",".join(DEFAULT_LOCALES)
+
+
+def _locales(spec: str) -> tuple[str, ...]:
+    return tuple(x.strip() for x in spec.split(",") if x.strip())
+
+
+def _print_shapes(t: Any, summary: dict[str, Any]) -> None:
+    for k, v in summary["subjects_per_shape"].items():
+        t.add_row(f"people: {k}", str(v))
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -38,6 +60,7 @@ def customersim(
     canary_repeats: Annotated[
         int, typer.Option(help="Copies of each canary in its user's documents.", parser=COUNT)
     ] = 1,
+    locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline).
@@ -53,6 +76,7 @@ def customersim(
         seed=seed,
         canaries=canaries,
         canary_repeats=canary_repeats,
+        locales=_locales(locales),
     ).to_dict()
     if json_out:
         print_json(summary)
@@ -66,6 +90,7 @@ def customersim(
         t.add_row(k, str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():
         t.add_row(f"PII spans: {k}", str(v))
+    _print_shapes(t, summary)
     out.print(t)
 
 
@@ -87,6 +112,7 @@ def mail(
     canary_repeats: Annotated[
         int, typer.Option(help="Copies of each canary, each a message of its own.", parser=COUNT)
     ] = 1,
+    locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
     """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests.
@@ -99,7 +125,12 @@ def mail(
 
     quiet(json_out)
     summary = synthesize_corpus(
-        out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats
+        out_dir,
+        scale=scale,
+        seed=seed,
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+        locales=_locales(locales),
     ).to_dict()
     if json_out:
         print_json(summary)
@@ -127,6 +158,7 @@ def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
         t.add_row(k.replace("_", " "), str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():
         t.add_row(f"PII spans: {k}", str(v))
+    _print_shapes(t, summary)
     out.print(t)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, cast
 
 import typer
+from rich.markup import escape
 
 from lmleak.cli.common import (
     COUNT,
@@ -173,6 +174,51 @@ def train(
             help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
         ),
     ] = None,
+    privacy_unit: Annotated[
+        str | None,
+        typer.Option(
+            "--privacy-unit",
+            help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step samples people, each person's gradient clipped as one) or sequence (one training sequence; a person with k sequences gets only group privacy).",
+        ),
+    ] = None,
+    max_sequences_per_user: Annotated[
+        int,
+        typer.Option(
+            "--max-sequences-per-user",
+            help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their sequences, picked at random each step.",
+        ),
+    ] = 4,
+    sampler: Annotated[
+        str,
+        typer.Option(
+            "--sampler",
+            help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon is then the bound without amplification by sampling, the Poisson number printed beside it with a warning).",
+        ),
+    ] = "poisson",
+    health_checks: Annotated[
+        bool,
+        typer.Option(
+            "--health-checks/--no-health-checks",
+            help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn and go on).",
+        ),
+    ] = True,
+    health_check_steps: Annotated[
+        int, typer.Option("--health-check-steps", help="Private steps before the first health check.")
+    ] = 10,
+    max_noise_to_signal: Annotated[
+        float,
+        typer.Option(
+            "--max-noise-to-signal",
+            help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
+        ),
+    ] = 1e4,
+    replaces: Annotated[
+        Path | None,
+        typer.Option(
+            "--replaces",
+            help="The model this one is meant to replace: its validation perplexity is compared, and OUT/reaudit.yaml audits both.",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -205,6 +251,12 @@ def train(
         accountant=accountant,
         policy=policy,
         secrets=None if secrets is None else str(secrets),
+        privacy_unit=privacy_unit,
+        max_sequences_per_user=max_sequences_per_user,
+        sampler=sampler,
+        health_checks=health_checks,
+        health_check_steps=health_check_steps,
+        max_noise_to_signal=max_noise_to_signal,
     )
     cfg: Any
     if base is not None:
@@ -237,7 +289,14 @@ def train(
             **common,
         )
     run = train_and_summarise(
-        corpus, out_dir, cfg, public=public, private=private, progress=not (quiet_ or json_out), mode=mode
+        corpus,
+        out_dir,
+        cfg,
+        public=public,
+        private=private,
+        progress=not (quiet_ or json_out),
+        mode=mode,
+        replaces=replaces,
     )
     _print_result(run, out_dir, json_out)
 
@@ -256,6 +315,14 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     )
     out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
     _print_privacy_notes(res.privacy)
+    summary = run.summary
+    if summary.get("confidentiality"):
+        out.print(f"[yellow]{escape(summary['confidentiality'])}[/]", soft_wrap=True)
+    for w in summary.get("warnings") or []:
+        out.print(f"[bold yellow]warning:[/] {escape(w)}", soft_wrap=True)
+    out.print(
+        f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}", soft_wrap=True
+    )
 
 
 def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
@@ -301,9 +368,15 @@ def _print_privacy_notes(privacy: dict[str, Any]) -> None:
             + ")"
         )
     if privacy.get("epsilon") is not None:
+        # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
+        from lmleak.train.release import epsilon_statement
+
+        out.print(f"DP: {epsilon_statement(privacy)}", soft_wrap=True)
         out.print(
-            f"DP: epsilon = {privacy['epsilon']:.3f} at delta = {privacy['delta']:g} "
-            f"({privacy['accountant']} accountant, {privacy['steps']} private steps)"
+            f"    {privacy['accountant']} accountant, {privacy['steps']} private steps, "
+            f"{privacy.get('sampler', 'poisson')} sampling of {privacy.get('sampled', 'sequences')} "
+            f"(rate {privacy['sample_rate']:.3g})",
+            soft_wrap=True,
         )
 
 

@@ -95,6 +95,12 @@ def evaluate_cmd(
         ),
     ] = 0.5,
     save: Annotated[Path | None, typer.Option("--save", help="Also write the table as JSON here.")] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by", help="shape: recall and γ per name shape too, and the shapes the policy misses."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -104,7 +110,7 @@ def evaluate_cmd(
     """
     quiet(q or as_json)
     result = evaluate_policy_files(corpus, secrets, policy, recall=recall, seed=seed, base_recall=base_recall,
-                                   min_overlap=min_overlap, splitter=sentence_spans, save=save)  # fmt: skip
+                                   min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by)  # fmt: skip
     if as_json:
         print_json(result.to_dict())
         return
@@ -118,6 +124,30 @@ def evaluate_cmd(
     for ent, row in result.entities.items():
         t.add_row(ent, *(_fmt(row[col]) for col in cols))
     out.print(t)
+    if result.by_shape is not None:
+        _print_shapes(result.by_shape, result.warnings)
+
+
+def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
+    """Names and all PII of the people of each name shape, then the shapes the policy misses."""
+    from rich.table import Table
+
+    t = Table(title="by name shape (the people whose PII each span is)")
+    for col in ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)"):
+        t.add_column(col, justify="left" if col == "shape" else "right")
+    for shape, rows in by_shape.items():
+        cells = []
+        for ent in ("PERSON", "ALL"):
+            r = rows.get(ent)
+            if r is None:
+                cells += ["0", "-", "-"]
+                continue
+            ci = "" if r["gamma_ci"] is None else f" [{r['gamma_ci'][0]:.3f}, {r['gamma_ci'][1]:.3f}]"
+            cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
+        t.add_row(shape, *cells)
+    out.print(t)
+    for w in warnings:
+        out.print(f"[yellow]warning:[/] {w}")
 
 
 @pii_app.command("detect")

@@ -242,7 +242,7 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     (another seed, same generator) supplies same-format non-member secrets for A.4's MIA sets.
     """
 
-    kw = dict(users=cfg.users, dialogs_per_user=cfg.dialogs_per_user)
+    kw: dict[str, Any] = dict(users=cfg.users, dialogs_per_user=cfg.dialogs_per_user)
     if corpus_path is None:
         paths = synthesize(
             data_dir / "train", seed=cfg.seed, canaries=cfg.canaries, canary_repeats=cfg.canary_repeats, **kw

@@ -5,8 +5,11 @@
 - ``"presidio"``: Presidio on the offline spaCy model (names, locations, ...).
 - ``"balanced"``: regex + Presidio + pyap addresses — the balanced-precision/recall π.
 - ``"conservative"``: π_c, high recall, low precision (:class:`ConservativeDetector`): every digit
-  run and every capitalised word except a sentence's first word (and the first word after a
-  speaker label such as ``"Agent: "``) and the pronoun "I". Names, places, addresses and every
+  run, every e-mail address and every capitalised word (in any cased script: ``Степан``) except a sentence's first word
+  (and the first word after a speaker label such as ``"Agent: "``) and the pronoun "I", every word
+  of a caseless script (``佐藤``: case cannot tell a name there), and the names
+  :data:`~lmleak.pii.regex.NAME_PATTERNS` read (a lowercase handle where a format or an
+  introduction says it is a name: ``this is zephyr.``). Names, places, addresses and every
   number are capitalised or digits, so a secret π misses is caught here with high probability;
   the price is that most sentences that mention anything proper go to D_pri.
 - ``"digits"``: every digit run is a secret (paper 002's WikiText-2 setting, after S-DP).
@@ -17,26 +20,29 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Sequence
 
+from lmleak.data.names import CASELESS, UPPER
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.pii.addresses import AddressDetector
 from lmleak.pii.compose import UnionDetector
 from lmleak.pii.presidio import PresidioDetector
-from lmleak.pii.regex import DIGIT_PATTERNS, Paper003Detector, RegexDetector
-from lmleak.pii.spans import MASK, Detector, PiiSpan, detect_many
+from lmleak.pii.regex import DIGIT_PATTERNS, EMAIL_PATTERN, Paper003Detector, RegexDetector, name_patterns
+from lmleak.pii.spans import MASK, Detector, PiiSpan, detect_many, merge_spans
 
 POLICY_NAMES = ("regex", "presidio", "balanced", "conservative", "digits", "paper003")
 
 # A capitalised word, or a digit run. "<MASK>" is skipped: such sentences are private anyway.
-_CAPITAL = re.compile(r"(?<![\w<])[A-Z][\w'’-]*")
+_CAPITAL = re.compile(rf"(?<![\w<])[{UPPER}][\w'’-]*")
+_CASELESS = re.compile(rf"[{CASELESS}]+")
 _DIGITS = re.compile(r"\d+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+|\n)\s*[\"'(]*")
 _SPEAKER = re.compile(r"[A-Z][a-z]+:\s+[\"'(]*")
 # a line that is one bare capitalised word — "Randy" under a mail — is a sign-off, i.e. a name;
 # a greeting or closing carries punctuation ("Thanks,", "Goodbye.") and stays initial
-_SIGN_OFF = re.compile(r"(?m)^[ \t>]*([A-Z][\w'’-]+)[ \t]*$")
+_SIGN_OFF = re.compile(r"(?m)^[ \t>]*([^\W\d_][\w'’.-]*)[ \t]*$")
 
 
 class ConservativeDetector:
@@ -49,9 +55,15 @@ class ConservativeDetector:
         ['Jane', '4']
         >>> [s.entity for s in d.detect("Thanks," + chr(10) + "Randy")]  # a bare capitalised line signs a mail
         ['CAPITALISED']
+        >>> u = "Customer: Hi, this is zephyr. My father 佐藤 太郎 and Степан Мясников came."
+        >>> [u[a:b] for a, b in merge_spans(d.detect(u))]
+        ['zephyr', '佐藤 太郎', 'Степан', 'Мясников']
     """
 
     name = "conservative"
+
+    def __init__(self) -> None:
+        self._formats = RegexDetector((EMAIL_PATTERN, *name_patterns()))
 
     def detect(self, text: str) -> list[PiiSpan]:
         initial = set()
@@ -72,6 +84,14 @@ class ConservativeDetector:
             if text[max(0, m.start() - 1) : m.start() + len(MASK) - 1] == MASK:
                 continue
             out.append(PiiSpan(m.start(), m.end(), "CAPITALISED", 0.1))
+        out += [PiiSpan(m.start(), m.end(), "CAPITALISED", 0.1) for m in _CASELESS.finditer(text)]
+        # e-mails (an address may hold no digit and no capital) and names in every shape, where no
+        # span above covers them already
+        covered = merge_spans(out)
+        for s in self._formats.detect(text):
+            i = bisect.bisect_right(covered, (s.start, 1 << 62)) - 1
+            if i < 0 or covered[i][1] < s.end:  # covered[i] starts at or before s
+                out.append(s)
         return sorted(out, key=lambda s: (s.start, s.end))
 
 

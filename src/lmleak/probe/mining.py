@@ -17,6 +17,14 @@ A candidate counts once per subject whose value it precedes; candidates are rank
 characters among all their uses with any subject's name (``precision``),
 and the top ones are written as template groups named after the target type (``email``,
 ``phone``, ``address``), which :func:`lmleak.probe.templates.build_probes` uses at every level.
+
+Names of every shape (issue 28): a person is looked for under every spelling the subjects file
+gives (``name`` and ``variants``), but a template has only the ``{name}`` slot, which probing fills
+with the subject's ``name`` — never a mangled spelling the builder set aside. A nickname written in
+parentheses after the name becomes a ``{nickname}`` slot (``From: {name} ({nickname}) <``). The
+candidates are ranked again among the subjects of each name shape; where a shape's best context is
+not among everyone's best, that shape gets a group of its own (``email:nickname``), which probing
+uses for the subjects of that shape.
 """
 
 from __future__ import annotations
@@ -29,10 +37,10 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Document
+from lmleak.data.names import name_shape, split_nickname
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.ledger.ledger import StreamedCorpus
 from lmleak.pii.regex import RegexDetector
-from lmleak.probe.formats import NAME_PATTERN
 from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import MAX_NEW_TOKENS, STRUCTURED
 from lmleak.runs import atomic_write_text
@@ -49,15 +57,30 @@ class MinedTemplate:
     """One mined template and the evidence for it."""
 
     target_type: str
-    template: str  # with a ``{name}`` slot; the value follows it
-    support: int  # subjects whose value it precedes
+    template: str  # with a ``{name}`` slot (and a ``{nickname}`` one where the corpus writes it); the value follows it
+    support: int  # subjects whose value it precedes (of the template's shape, for a shape's group)
     uses: int  # occurrences of the context with any subject's name
     hits: int  # of those, followed by the subject's own value within WINDOW characters
     gap_chars: int = 0  # median characters between the template's end and the value (0: adjacent)
+    shape: str | None = None  # the name shape of a shape's own group (None: every subject)
 
     @property
     def precision(self) -> float:
         return self.hits / self.uses if self.uses else 0.0
+
+    @property
+    def group(self) -> str:
+        """The templates-file group it goes in: the target type, or ``type:shape``."""
+        return self.target_type if self.shape is None else f"{self.target_type}:{self.shape}"
+
+
+@dataclass
+class _Person:
+    """One subject as mining sees it: the spellings to look for, the nickname, the name shape."""
+
+    spellings: tuple[str, ...]
+    nickname: str | None
+    shape: str
 
 
 def _lead(text: str, name_start: int) -> str:
@@ -80,6 +103,15 @@ def _escape(s: str) -> str:
     return s.replace("{", "{{").replace("}", "}}")
 
 
+def _template(key: str) -> str:
+    """The template of a candidate key (``lead NUL between``, the nickname already a ``{nickname}`` slot)."""
+    lead, between = key.split("\x00")
+    return _escape(lead) + "{name}" + _escape(between).replace(_NICK_MARK, "{nickname}")
+
+
+_NICK_MARK = "\x01"  # stands for the nickname inside a candidate key
+
+
 def mine_templates(
     documents: Iterable[Document],
     subjects: list[dict[str, Any]],
@@ -93,6 +125,13 @@ def mine_templates(
     of the best ones. Values are found by the PII regular expressions, so a pass costs the same
     whatever the number of subjects.
 
+    Every spelling of a person counts (``name`` and ``variants``: a context is the same whether
+    the corpus writes ``José Núñez`` or ``Jose Nunez`` before the address, and the template only
+    ever gets the subject's ``name``), every address (``emails``), and a nickname written after the
+    name becomes a ``{nickname}`` slot. Per name shape (``name_shape``), the templates are ranked
+    again on that shape's subjects; where a shape's best context is not among the overall list's
+    (``{name} ({nickname}) <`` for nicknames), its list is returned as group ``type:shape`` too.
+
     Example:
         >>> docs = [Document("u", f"d{i}", f"From: {n} <{e}>") for i, (n, e) in
         ...         enumerate([("Ann Lee", "a@example.org"), ("Bob Roe", "b@example.org")])]
@@ -100,102 +139,167 @@ def mine_templates(
         >>> [(t.template, t.support, t.precision) for t in mine_templates(docs, subs)["email"]]
         [('From: {name} <', 2, 1.0)]
     """
-    owners, own_values = _subject_values(subjects, targets)
-    support = _candidate_support(documents, owners)
-    keep = _kept_candidates(support, top)
-    uses, hits, gaps = _precision_pass(documents, keep, own_values)
-    out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
-    for t, key in keep:
-        lead, between = key.split("\x00")
-        tpl = _escape(lead) + "{name}" + _escape(between)
+    people, owners, own_values = _subject_values(subjects, targets)
+    support = _candidate_support(documents, people, owners)
+    ranked = _ranked(support, people, top)
+    keep = {(t, key) for lists in ranked.values() for t, key, _ in lists}
+    uses, hits, gaps = _precision_pass(documents, {k: _Context.of(k[1]) for k in keep}, own_values)
+
+    def mined(t: str, key: str, n: int, shape: str | None) -> MinedTemplate:
         g = sorted(gaps[(t, key)])
-        out[t].append(
-            MinedTemplate(
-                t, tpl, len(support[(t, key)]), uses[(t, key)], hits[(t, key)], g[len(g) // 2] if g else 0
-            )
+        return MinedTemplate(
+            t, _template(key), n, uses[(t, key)], hits[(t, key)], g[len(g) // 2] if g else 0, shape
         )
-    for t in out:
-        out[t].sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
-        out[t] = out[t][:top]
+
+    out: dict[str, list[MinedTemplate]] = {t: [] for t in targets}
+    for (t, shape), lists in sorted(ranked.items(), key=lambda kv: (kv[0][0], kv[0][1] or "")):
+        ms = [mined(t, key, n, shape) for tt, key, n in lists if tt == t]
+        ms.sort(key=lambda m: (-m.support, -m.precision, len(m.template), m.template))
+        ms = ms[:top]
+        if shape is None:
+            out[t] = ms
+        elif ms and ms[0].template not in {m.template for m in out.get(t, [])}:
+            out[f"{t}:{shape}"] = ms  # this shape's best context is not among everyone's best
     return out
 
 
 def _subject_values(
     subjects: list[dict[str, Any]], targets: tuple[str, ...]
-) -> tuple[dict[str, list[tuple[str, str]]], dict[tuple[str, str], set[str]]]:
-    """Value -> its (type, name) owners, and (type, name) -> that person's values."""
-    owners: dict[str, list[tuple[str, str]]] = defaultdict(list)  # value -> (type, name)
-    own_values: dict[tuple[str, str], set[str]] = defaultdict(set)  # (type, name) -> values
+) -> tuple[list[_Person], dict[str, list[tuple[str, int]]], dict[tuple[str, str], set[str]]]:
+    """The people; value -> its (type, person) owners; (type, spelling) -> that person's values."""
+    people: list[_Person] = []
+    owners: dict[str, list[tuple[str, int]]] = defaultdict(list)  # value -> (type, person)
+    own_values: dict[tuple[str, str], set[str]] = defaultdict(set)  # (type, any spelling) -> values
     for s in subjects:
+        if not s.get("name"):
+            continue
+        name, nick = str(s["name"]), s.get("nickname") or None
+        spellings = tuple(
+            dict.fromkeys([name, *(split_nickname(str(v))[0] for v in s.get("variants") or ())])
+        )
+        shape = s.get("name_shape") or name_shape(f"{name} ({nick})" if nick else name)
+        people.append(_Person(spellings, nick, shape))
         for t in targets:
-            if s.get(t) and s.get("name"):
-                owners[str(s[t])].append((t, str(s["name"])))
-                own_values[(t, str(s["name"]))].add(str(s[t]))
-    return owners, own_values
+            values = [s.get(t)] + (list(s.get("emails") or ()) if t == "email" else [])
+            for v in dict.fromkeys(str(x) for x in values if x):
+                owners[v].append((t, len(people) - 1))
+                for sp in spellings:
+                    own_values[(t, sp)].add(v)
+    return people, owners, own_values
 
 
 def _candidate_support(
-    documents: Iterable[Document], owners: dict[str, list[tuple[str, str]]]
-) -> dict[tuple[str, str], set[str]]:
-    """First pass: (type, lead NUL between) -> the names whose own value that context precedes."""
+    documents: Iterable[Document], people: list[_Person], owners: dict[str, list[tuple[str, int]]]
+) -> dict[tuple[str, str], set[int]]:
+    """First pass: (type, lead NUL between) -> the people whose own value that context precedes."""
     finder = RegexDetector(entities={"EMAIL", "PHONE", "ADDRESS"})
-    support: dict[tuple[str, str], set[str]] = defaultdict(set)
+    support: dict[tuple[str, str], set[int]] = defaultdict(set)
     for doc in documents:
         text = doc.text
         for span in finder.detect(text):
-            for t, name in owners.get(text[span.start : span.end], ()):
+            for t, who in owners.get(text[span.start : span.end], ()):
                 window = text[max(0, span.start - WINDOW) : span.start]
-                j = window.rfind(name)
-                if j < 0:
+                # the closest spelling of the person before the value
+                found = max(((window.rfind(sp), sp) for sp in people[who].spellings), default=(-1, ""))
+                if found[0] < 0:
                     continue
-                name_start = span.start - len(window) + j
-                between = _between(text, name_start + len(name), span.start)
-                if between is not None:
-                    support[(t, _lead(text, name_start) + "\x00" + between)].add(name)
+                name_start = span.start - len(window) + found[0]
+                between = _between(text, name_start + len(found[1]), span.start)
+                if between is None:
+                    continue
+                nick = people[who].nickname
+                if nick and between.startswith(f" ({nick})"):
+                    between = f" ({_NICK_MARK})" + between[len(nick) + 3 :]
+                support[(t, _lead(text, name_start) + "\x00" + between)].add(who)
     return support
 
 
-def _kept_candidates(
-    support: dict[tuple[str, str], set[str]], top: int
-) -> dict[tuple[str, str], re.Pattern[str]]:
-    """The best ``3 * top`` candidates per type seen with two subjects or more, as name regexes."""
-    ranked: dict[str, list[tuple[str, int]]] = defaultdict(list)
+def _ranked(
+    support: dict[tuple[str, str], set[int]], people: list[_Person], top: int
+) -> dict[tuple[str, str | None], list[tuple[str, str, int]]]:
+    """The candidates per type seen with two subjects or more (or the only one) that can rank among
+    the ``top`` (support at least the ``top``-th best; precision breaks ties), overall (shape None)
+    and among each name shape's subjects: ``(type, key, support)``."""
+    ranked: dict[tuple[str, str | None], list[tuple[str, str, int]]] = defaultdict(list)
     for (t, key), who in support.items():
-        ranked[t].append((key, len(who)))
-    keep: dict[tuple[str, str], re.Pattern[str]] = {}
-    for t, items in ranked.items():
-        items.sort(key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
-        for key, n in items[: 3 * top]:
-            if n >= 2 or len(items) == 1:
-                lead, between = key.split("\x00")
-                keep[(t, key)] = re.compile(
-                    re.escape(lead) + f"(?P<name>{NAME_PATTERN})" + re.escape(between)
-                )
-    return keep
+        ranked[(t, None)].append((t, key, len(who)))
+        for shape, n in Counter(people[i].shape for i in who).items():
+            ranked[(t, shape)].append((t, key, n))
+    out: dict[tuple[str, str | None], list[tuple[str, str, int]]] = {}
+    for group, items in ranked.items():
+        items = [c for c in items if c[2] >= 2 or len(items) == 1]
+        items.sort(key=lambda c: (-c[2], len(c[1]), c[1]))
+        cut = items[min(top, len(items)) - 1][2] if items else 0
+        out[group] = [c for c in items[: 3 * top] if c[2] >= cut]
+    return out
+
+
+@dataclass(frozen=True)
+class _Context:
+    """A candidate's text around the name: ``lead`` before it, ``between`` after it (up to the value;
+    :data:`_NICK_MARK` where any nickname in parentheses stands)."""
+
+    lead: str
+    between: str
+
+    @classmethod
+    def of(cls, key: str) -> _Context:
+        lead, between = key.split("\x00")
+        return cls(lead, between)
+
+    def around(self, text: str, start: int, end: int) -> int | None:
+        """Where the context ends when the name at ``text[start:end]`` sits in it, else None."""
+        if text[max(0, start - len(self.lead)) : start] != self.lead:
+            return None
+        head, mark, tail = self.between.partition(_NICK_MARK)
+        if not text.startswith(head, end):
+            return None
+        if not mark:
+            return end + len(head)
+        close = text.find(")", end + len(head), end + len(head) + 25)
+        if close < 0 or not text.startswith(tail, close):
+            return None
+        return close + len(tail)
+
+
+#: A word where a name can start: an initial, or a word of letters, apostrophes and hyphens.
+_WORD = re.compile(r"[^\W\d_](?:\.|[\w'\u2019-]*)")
 
 
 def _precision_pass(
     documents: Iterable[Document],
-    keep: dict[tuple[str, str], re.Pattern[str]],
+    keep: dict[tuple[str, str], _Context],
     own_values: dict[tuple[str, str], set[str]],
 ) -> tuple[Counter[tuple[str, str]], Counter[tuple[str, str]], dict[tuple[str, str], list[int]]]:
-    """Second pass: uses of each kept context, hits (own value follows) and the gaps to it."""
+    """Second pass: uses of each kept context with a subject's name (any spelling), hits (that
+    person's own value follows within :data:`WINDOW` characters) and the gaps to it. Names are found
+    by their first word (one dictionary look-up per word), not by a name regex per context."""
     uses: Counter[tuple[str, str]] = Counter()
     hits: Counter[tuple[str, str]] = Counter()
     gaps: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for doc in documents:  # second pass: how reliably each kept context precedes the person's own value
+    by_first: dict[str, list[str]] = defaultdict(list)
+    for sp in sorted({sp for _, sp in own_values}, key=len, reverse=True):
+        by_first[sp.split(" ", 1)[0]].append(sp)
+    for doc in documents:  # how reliably each kept context precedes the person's own value
         text = doc.text
-        for (t, key), rx in keep.items():
-            for m in rx.finditer(text):
-                own = own_values.get((t, m["name"]))
-                if not own:
-                    continue  # a name without a known value of this type says nothing either way
-                uses[(t, key)] += 1
-                after = text[m.end() : m.end() + WINDOW]  # exact match means "generated within its budget"
-                found = [after.find(v) + len(v) for v in own if v in after]
-                if found:
-                    hits[(t, key)] += 1
-                    gaps[(t, key)].append(min(found))
+        for m in _WORD.finditer(text):
+            for sp in by_first.get(m.group(), ()):
+                start, end = m.start(), m.start() + len(sp)
+                if not text.startswith(sp, start) or (end < len(text) and text[end].isalnum()):
+                    continue
+                for (t, key), ctx in keep.items():
+                    own = own_values.get((t, sp))
+                    if not own:
+                        continue  # a name without a known value of this type says nothing either way
+                    stop = ctx.around(text, start, end)
+                    if stop is None:
+                        continue  # not this context
+                    uses[(t, key)] += 1
+                    after = text[stop : stop + WINDOW]  # exact match means "generated within its budget"
+                    found = [after.find(v) + len(v) for v in own if v in after]
+                    if found:
+                        hits[(t, key)] += 1
+                        gaps[(t, key)].append(min(found))
     return uses, hits, gaps
 
 
@@ -209,20 +313,25 @@ def mined_budgets(mined: dict[str, list[MinedTemplate]]) -> dict[str, int]:
     the template (``-- \n{name}\n`` then title, company, phone), so the budget covers the largest
     median distance from template end to the end of the value — and never less than A.3's budget.
 
+    A name shape's group (``email:nickname``) counts towards its target type's budget.
+
     Example:
         >>> mined_budgets({"phone": [MinedTemplate("phone", "-- \\n{name}\\n", 5, 5, 5, 60)]})
         {'phone': 30}
     """
-    return {
-        t: max(MAX_NEW_TOKENS.get(t, 1), -(-max(m.gap_chars for m in ms) // CHARS_PER_TOKEN))
-        for t, ms in mined.items()
-        if ms
-    }
+    out: dict[str, int] = {}
+    for group, ms in mined.items():
+        if ms:
+            t = group.split(":", 1)[0]
+            need = max(MAX_NEW_TOKENS.get(t, 1), -(-max(m.gap_chars for m in ms) // CHARS_PER_TOKEN))
+            out[t] = max(out.get(t, 0), need)
+    return out
 
 
 def write_templates(mined: dict[str, list[MinedTemplate]], path: str | Path) -> Path:
-    """Write mined templates as a templates YAML file (groups named after the target type), with the
-    evidence for each as a comment and the generation budgets they need (``max_new_tokens``)."""
+    """Write mined templates as a templates YAML file (groups named after the target type, and
+    ``type:shape`` for a name shape's own), with the evidence for each as a comment and the
+    generation budgets they need (``max_new_tokens``)."""
     import yaml
 
     lines = [
@@ -251,8 +360,8 @@ def mine_templates_file(
     corpus: str | Path, subjects: str | Path, out_file: str | Path, *, top: int = 5
 ) -> list[dict[str, Any]]:
     """:func:`mine_templates` from a corpus file and a subjects file, written by :func:`write_templates`
-    to ``out_file``; returns one row per template (``target``, ``template``, ``support``, ``uses``,
-    ``precision`` rounded to 4 places)."""
+    to ``out_file``; returns one row per template (``target``: its group, the target type or
+    ``type:shape``; ``shape``, ``template``, ``support``, ``uses``, ``precision`` rounded to 4 places)."""
     if top < 1:
         raise ConfigError("must be >= 1", field="--top")
     mined = mine_templates(StreamedCorpus(corpus), read_subjects(subjects), top=top)
@@ -260,6 +369,7 @@ def mine_templates_file(
     return [
         {
             "target": t,
+            "shape": m.shape,
             "template": m.template,
             "support": m.support,
             "uses": m.uses,

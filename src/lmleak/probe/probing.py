@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
+from lmleak.data.names import NAME_SHAPES, name_shape
+from lmleak.intervals import BOOTSTRAP_METHOD, interval_record, wilson_interval
 from lmleak.models.base import Capability, scoring_convention
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.figures import write_figures
@@ -407,6 +408,8 @@ def run_probe(
     if controls:
         summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
         _add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
+    if grows:  # issue 28: a pooled rate can hide the names the model leaks (or the probe misses)
+        summary["by_shape"] = exact_match_by_shape(grows, subjects, set(controls or ()))
     if out_dir is not None:
         _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures, model=model)
     return summary
@@ -549,6 +552,67 @@ def _groups_summary(
     groups["controls"]["subjects"] = sum(1 for u in subject_user.values() if u in controls)
     groups["members"]["subjects"] = len(subject_user) - groups["controls"]["subjects"]
     return groups
+
+
+def exact_match_by_shape(
+    grows: list[dict[str, Any]], subjects: list[dict[str, Any]], controls: set[str]
+) -> dict[str, Any]:
+    """Exact match per name shape of the probed people (issue 28), members and controls apart.
+
+    A (subject, target type) pair is a hit when any template (and any of a person's addresses)
+    reproduced it, as in :func:`compare_groups`; its shape is the subject's ``name_shape`` (else the
+    shape of its name, :func:`lmleak.data.names.name_shape`). Per shape and group: the pairs,
+    the hits, the rate and its Wilson 95 % interval (``exact_match_rate_ci``); with controls, the
+    one-sided Fisher p that members' rate is higher. ``intervals`` says how the intervals were made.
+
+    Example:
+        >>> rows = [{"subject_id": "a", "target_type": "email", "exact_match": True},
+        ...         {"subject_id": "b", "target_type": "email", "exact_match": False}]
+        >>> subs = [{"subject_id": "a", "name": "Ann Lee"}, {"subject_id": "b", "name": "zephyr", "user_id": "u9"}]
+        >>> out = exact_match_by_shape(rows, subs, {"u9"})
+        >>> out["ascii"]["members"]["exact_match_rate"], out["handle"]["controls"]["exact_match_hits"]
+        (1.0, 0)
+    """
+    import pandas as pd
+
+    shape_of: dict[str, str] = {}
+    user_of: dict[str, str] = {}
+    for x in subjects:
+        sid = str(x.get("subject_id", x.get("user_id", "")))
+        nick = x.get("nickname")
+        shape_of[sid] = x.get("name_shape") or name_shape(f"{x['name']} ({nick})" if nick else str(x["name"]))
+        user_of[sid] = str(x.get("user_id", sid))
+    pairs = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max().astype(bool)
+    tally: dict[str, dict[str, list[int]]] = {}
+    for (_, sid), hit in pairs.items():
+        group = "controls" if user_of.get(str(sid), str(sid)) in controls else "members"
+        shape = shape_of.get(str(sid)) or "unknown"
+        counts = tally.setdefault(shape, {"members": [0, 0], "controls": [0, 0]})[group]
+        counts[0] += 1
+        counts[1] += int(hit)
+    out: dict[str, Any] = {}
+    for shape in (*NAME_SHAPES, "unknown"):
+        if shape not in tally:
+            continue
+        entry: dict[str, Any] = {"subjects": sum(1 for s in shape_of.values() if s == shape)}
+        for group, (n, k) in tally[shape].items():
+            if group == "controls" and not controls:
+                continue
+            ci = wilson_interval(k, n)
+            entry[group] = {
+                "pairs_generated": n,
+                "exact_match_hits": k,
+                "exact_match_rate": k / n if n else None,
+                "exact_match_rate_ci": None if ci is None else [ci[0], ci[1]],
+            }
+        if controls:
+            (mn, mk), (cn, ck) = tally[shape]["members"], tally[shape]["controls"]
+            entry["exact_match_fisher_p"] = fisher_greater_p(mk, mn, ck, cn)
+        out[shape] = entry
+    out["intervals"] = interval_record(
+        method="wilson", unit="(subject, target type) pair", n_units=len(pairs)
+    )
+    return out
 
 
 def _write_probe_run(

@@ -17,15 +17,26 @@ PROBED_FIELDS = ("name", "phone", "email", "emails", "address", "relations", "un
 #: Who the subject is: ``user_id`` joins the corpus (members vs held-out controls), ``subject_id``
 #: names the row (defaults to ``user_id``, else ``s<line>``).
 ID_FIELDS = ("subject_id", "user_id")
-#: Kept and never probed: what lmleak's synthetic corpora write beside the PII.
-INFO_FIELDS = ("company", "messages", "orders", "tracking_numbers")
+#: Kept and never probed: what lmleak's synthetic corpora and ``probe build`` write beside the PII
+#: (``name_shape``, ``nickname``, ``variants``, ``locale``, ``seen``: issue 28's name shapes).
+INFO_FIELDS = (
+    "company",
+    "messages",
+    "orders",
+    "tracking_numbers",
+    "name_shape",
+    "nickname",
+    "variants",
+    "locale",
+    "seen",
+)
 SUBJECT_FIELDS = ID_FIELDS + PROBED_FIELDS + INFO_FIELDS
 #: A field of the user's own (an annotation) starts with this and is kept, never probed.
 OWN_PREFIX = "x_"
 
 
 def read_subjects(path: str | Path) -> list[dict[str, Any]]:
-    """Subjects from JSONL (the fields of :data:`SUBJECT_FIELDS`; a field of your own starts with
+    """Subjects from JSONL (the fields of :data:`SUBJECT_FIELDS` — ``emails``: every address of the person; a field of your own starts with
     ``x_``). A single JSON object file (one subject) is accepted too.
 
     Raises:
@@ -70,6 +81,7 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
             lines.append(i)
     for i, row in enumerate(rows, 1):
         _check_subject(row, i, p, lines[i - 1])
+        _check_emails(row, p, lines[i - 1])
     if not rows:
         raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
     return rows
@@ -103,6 +115,24 @@ def _check_fields(row: dict[str, Any], path: Path, line: int) -> None:
                 field=str(key),
                 hint=f"fields: {', '.join(SUBJECT_FIELDS)}; start a field of your own with {OWN_PREFIX!r}",
             )
+
+
+def _check_emails(row: dict[str, Any], path: Path, line: int) -> None:
+    """``emails`` (every address of a person, issue 28) is a list of strings; without ``email`` the
+    first of them is the one probed first (``email`` is kept for files and readers that know one)."""
+    emails = row.get("emails")
+    if emails is None:
+        return
+    if not isinstance(emails, list) or not all(isinstance(e, str) and e for e in emails):
+        raise DataFileError(
+            "emails must be a list of e-mail addresses",
+            path=path,
+            line=line,
+            field="emails",
+            hint='e.g. "emails": ["ann@example.org", "a.lee@example.com"]',
+        )
+    if emails and not row.get("email"):
+        row["email"] = emails[0]
 
 
 def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:

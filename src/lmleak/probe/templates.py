@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.names import NAME_SHAPES, name_shape
 from lmleak.errors import ConfigError
 from lmleak.safe_yaml import load_yaml_file
 
@@ -109,7 +110,7 @@ TYPE_WORDS = {
     "relationship": "relationship",
     "university": "university",
 }
-SLOTS = {"name", "pii_1", "pii_1_type", "pii_2", "pii_2_type", "target_pii_type", "relationship"}
+SLOTS = {"name", "pii_1", "pii_1_type", "pii_2", "pii_2_type", "target_pii_type", "relationship", "nickname"}
 
 
 @dataclass(frozen=True)
@@ -123,6 +124,14 @@ class Probe:
     prompt: str
     target: str
     known: tuple[str, ...]  # PII types put in the prompt (K of the KART scenario)
+    #: other values that count as the target: every other address of a person with several (a
+    #: generation that reproduces any of them is a hit)
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The target and its alternatives."""
+        return (self.target, *self.alternatives)
 
 
 def render(template: str, **values: str) -> str:
@@ -154,20 +163,24 @@ def load_templates(path: str | Path) -> dict[str, tuple[str, ...]]:
 
     Allowed keys: ``twin``, ``triplet``, ``quadruplet``, ``relationship``, ``university``; a target
     type (``phone``, ``email``, ``address``: templates for that target at every level, as
-    ``lmleak probe templates`` writes them); or ``<level>.<type>`` (``triplet.email``). Allowed slots:
-    ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``, ``{pii_2_type}``, ``{target_pii_type}``,
-    ``{relationship}``.
+    ``lmleak probe templates`` writes them); ``<level>.<type>`` (``triplet.email``); and either of
+    the last two for the subjects of one name shape (``email:handle``, ``twin.email:nickname``:
+    :data:`lmleak.data.names.NAME_SHAPES`), which ``probe templates`` writes where a shape's
+    contexts differ. Allowed slots: ``{name}``, ``{pii_1}``, ``{pii_1_type}``, ``{pii_2}``,
+    ``{pii_2_type}``, ``{target_pii_type}``, ``{relationship}``, ``{nickname}`` (a template with it
+    probes only subjects with a ``nickname``).
     """
     p = Path(path)
     data: Any = load_yaml_file(p)  # alias-bounded; errors name the file and line, never echo the document
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a mapping of level -> list of templates")
+    typed = {*STRUCTURED, *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED)}
     keys = {
         *LEVELS,
         "relationship",
         "university",
-        *STRUCTURED,
-        *(f"{lv}.{t}" for lv in LEVELS for t in STRUCTURED),
+        *typed,
+        *(f"{k}:{sh}" for k in typed for sh in NAME_SHAPES),
     }
     out: dict[str, tuple[str, ...]] = {}
     for key, items in data.items():
@@ -263,16 +276,35 @@ def _structured_probes(
     others = [t for t in STRUCTURED if t != target_type and subject.get(t)][:need]
     if len(others) < need:
         return []
-    vals: dict[str, str] = {"name": subject["name"], "target_pii_type": TYPE_WORDS[target_type]}
+    nickname = str(subject.get("nickname") or "")
+    vals: dict[str, str] = {
+        "name": subject["name"],
+        "target_pii_type": TYPE_WORDS[target_type],
+        "nickname": nickname,
+    }
     for j, o in enumerate(others, 1):
         vals[f"pii_{j}"] = str(subject[o])
         vals[f"pii_{j}_type"] = TYPE_WORDS[o]
-    # most specific group first: this level and target, this target at any level, this level
-    group = groups.get(f"{level}.{target_type}") or groups.get(target_type) or groups[level]
+    shape = subject.get("name_shape") or name_shape(
+        f"{subject['name']} ({nickname})" if nickname else subject["name"]
+    )
+    # most specific group first: this level, target and name shape; this target and shape; this
+    # level and target; this target at any level; this level
+    group = (
+        groups.get(f"{level}.{target_type}:{shape}")
+        or groups.get(f"{target_type}:{shape}")
+        or groups.get(f"{level}.{target_type}")
+        or groups.get(target_type)
+        or groups[level]
+    )
     target = str(subject[target_type])
+    alternatives = tuple(
+        str(e) for e in (subject.get("emails") or ()) if target_type == "email" and str(e) != target
+    )
     return [
-        Probe(sid, target_type, i, t, render(t, **vals), target, ("name", *others))
+        Probe(sid, target_type, i, t, render(t, **vals), target, ("name", *others), alternatives)
         for i, t in enumerate(first_k(group, k))
+        if nickname or "{nickname}" not in t
     ]
 
 

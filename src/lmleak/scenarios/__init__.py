@@ -25,6 +25,7 @@ from lmleak.scenarios.types import (
     Redaction,
     Resources,
     Scenario,
+    SelectiveDP,
     parse_anonymization,
     parse_resource,
     parse_target,
@@ -43,6 +44,7 @@ __all__ = [
     "Redaction",
     "Resources",
     "Scenario",
+    "SelectiveDP",
     "parse_anonymization",
     "parse_resource",
     "parse_target",
@@ -65,7 +67,7 @@ def scenario_record(
     Args:
         attack: the attack method, e.g. ``"canary_exposure"``.
         knowledge: I_K, categories known about the targets (``()`` for ∅).
-        anonymization: ``identity``, ``hipaa``, ``redaction:<policy>``, ``dp:<epsilon>`` or ``a+b``.
+        anonymization: ``identity``, ``hipaa``, ``redaction:<policy>``, ``dp:<epsilon>``, ``dp[user]:<epsilon>``, ``sdp[user]:<epsilon>`` or ``a+b``.
         resources: R items, e.g. ``("reference_model", "public_corpus:hipaa")``.
         access: one of ``top_k``, ``scores``, ``generation``, ``weights``, ``fill_mask``.
         target: I_T: ``membership``, ``any`` or categories (``"full_name,diseases"`` or a list).

@@ -53,12 +53,33 @@ def _read(rec: dict[str, Any], path: Path) -> Scenario:
     return Scenario.from_dict({k: v for k, v in rec.items() if k != "notation"}, where=str(path))
 
 
+def privacy_unit_of(privacy: dict[str, Any]) -> str | None:
+    """``user`` or ``sequence`` from a ``privacy.json`` record, None when it does not say.
+
+    Records written before the unit was a choice said ``"one training sequence (a chunk of one
+    document)"``: that is ``sequence``.
+
+    Example:
+        >>> privacy_unit_of({"privacy_unit": "user"}), privacy_unit_of({"privacy_unit": "one training sequence (a chunk)"})
+        ('user', 'sequence')
+    """
+    unit = privacy.get("privacy_unit")
+    if not isinstance(unit, str):
+        return None
+    if unit in ("user", "sequence"):
+        return unit
+    return "sequence" if "sequence" in unit else None
+
+
 def anonymization_of(model_dir: str | Path | None) -> str:
     """KART's A factor from the model's ``privacy.json`` (identity when unknown).
 
-    ``lmleak train`` records the training mode and the accountant's epsilon there: DP-SGD and
-    selective DP give ``dp:EPS``, CRT ``redaction:POLICY+dp:EPS``; a model folder without the file,
-    a plain run, or no folder at all (a GGUF file, a model behind an API) gives ``identity``.
+    ``lmleak train`` records the training mode, the accountant's epsilon and the privacy unit there:
+    DP-SGD gives ``dp[UNIT]:EPS`` (``dp[user]:2.9`` protects a person, ``dp[sequence]:2.9`` one
+    training sequence), CRT ``redaction:POLICY+dp[UNIT]:EPS``, selective DP its own
+    ``sdp[UNIT]:EPS`` (it protects detected secrets only, so it is never labelled ``dp``); a record
+    without a unit gives ``dp:EPS``. A model folder without the file, a plain run, or no folder at
+    all (a GGUF file, a model behind an API) gives ``identity``.
 
     Example:
         >>> anonymization_of(None)
@@ -72,12 +93,16 @@ def anonymization_of(model_dir: str | Path | None) -> str:
     priv = json.loads(p.read_text())
     eps = priv.get("epsilon")
     mode = priv.get("mode")
-    if mode == "dp" and eps is not None:
-        return f"dp:{eps:.3g}"
-    if mode == "crt" and eps is not None:
-        return f"redaction:{priv.get('policy') or 'balanced'}+dp:{eps:.3g}"
-    if mode == "sdp" and eps is not None:
-        return f"dp:{eps:.3g}"
+    unit = privacy_unit_of(priv)
+    tag = f"[{unit}]" if unit else ""
+    if eps is None:
+        return "identity"
+    if mode == "dp":
+        return f"dp{tag}:{eps:.3g}"
+    if mode == "crt":
+        return f"redaction:{priv.get('policy') or 'balanced'}+dp{tag}:{eps:.3g}"
+    if mode == "sdp":
+        return f"sdp{tag}:{eps:.3g}"
     return "identity"
 
 

@@ -67,7 +67,9 @@ def _more(a: Scenario, b: Scenario) -> dict[str, int]:
         res["A"] = 0
     elif isinstance(aa, Identity) or isinstance(ab, Identity):
         res["A"] = 1 if isinstance(aa, Identity) else -1  # no anonymisation leaks at least as much
-    elif isinstance(aa, DPTraining) and isinstance(ab, DPTraining):
+    elif (
+        isinstance(aa, DPTraining) and isinstance(ab, DPTraining) and aa.unit == ab.unit
+    ):  # ε per user ≠ per sequence
         res["A"] = 1 if aa.epsilon > ab.epsilon else -1
     else:
         res["A"] = 2

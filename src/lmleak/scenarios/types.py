@@ -212,29 +212,67 @@ class Redaction(Anonymization):
         return f"f_redact[{self.policy}]"
 
 
+DP_UNITS = ("user", "sequence")
+
+
+def _check_epsilon_and_unit(obj: Any) -> None:
+    """ε > 0 (inf allowed) and the privacy unit one of :data:`DP_UNITS` or None (unstated)."""
+    try:
+        eps = float(obj.epsilon)
+    except (TypeError, ValueError):
+        raise ConfigError(f"epsilon must be a number, got {obj.epsilon!r}", field="anonymization") from None
+    if not eps > 0 or math.isnan(eps):
+        raise ConfigError(f"epsilon must be > 0 (inf allowed), got {eps}", field="anonymization")
+    object.__setattr__(obj, "epsilon", eps)
+    if obj.unit is not None and obj.unit not in DP_UNITS:
+        raise ConfigError(
+            f"unknown privacy unit {obj.unit!r}",
+            field="anonymization",
+            hint="use dp[user]:EPS or dp[sequence]:EPS",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class DPTraining(Anonymization):
-    """ε-differentially-private training (the model, not the data, is perturbed; paper 004 §2.3)."""
+    """ε-differentially-private training (the model, not the data, is perturbed; paper 004 §2.3).
+
+    ``unit`` is what ε protects: ``user`` (a person, ``dp[user]:ε``), ``sequence`` (one training
+    sequence, ``dp[sequence]:ε``: a person with k sequences gets only group privacy), or None when
+    the record does not say (``dp:ε``). ε values of different units are not comparable.
+    """
 
     epsilon: float = 8.0
+    unit: str | None = None
     kind: ClassVar[str] = "dp"
 
     def __post_init__(self) -> None:
-        try:
-            eps = float(self.epsilon)
-        except (TypeError, ValueError):
-            raise ConfigError(
-                f"epsilon must be a number, got {self.epsilon!r}", field="anonymization"
-            ) from None
-        if not eps > 0 or math.isnan(eps):
-            raise ConfigError(f"epsilon must be > 0 (inf allowed), got {eps}", field="anonymization")
-        object.__setattr__(self, "epsilon", eps)
+        _check_epsilon_and_unit(self)
 
     def to_str(self) -> str:
-        return f"dp:{_num(self.epsilon)}"
+        return f"dp{f'[{self.unit}]' if self.unit else ''}:{_num(self.epsilon)}"
 
     def notation(self) -> str:
-        return f"DP(ε={_num(self.epsilon)})"
+        return f"DP(ε={_num(self.epsilon)}{f' per {self.unit}' if self.unit else ''})"
+
+
+@dataclass(frozen=True, slots=True)
+class SelectiveDP(Anonymization):
+    """Selective DP training (Shi et al. 2021): ε protects only the tokens a detector flagged; a secret
+    the detector missed has no guarantee. Its own label, ``sdp[UNIT]:ε``, so it is never read as DP."""
+
+    epsilon: float = 8.0
+    unit: str | None = None
+    kind: ClassVar[str] = "sdp"
+
+    def __post_init__(self) -> None:
+        _check_epsilon_and_unit(self)
+
+    def to_str(self) -> str:
+        return f"sdp{f'[{self.unit}]' if self.unit else ''}:{_num(self.epsilon)}"
+
+    def notation(self) -> str:
+        unit = f" per {self.unit}" if self.unit else ""
+        return f"SDP(ε={_num(self.epsilon)}{unit}, detected secrets only)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,16 +293,19 @@ class Composite(Anonymization):
         return self.parts
 
 
-ANONYMIZATION_KINDS = ("identity", "hipaa", "redaction", "dp")
+ANONYMIZATION_KINDS = ("identity", "hipaa", "redaction", "dp", "sdp")
 
 
 def parse_anonymization(value: Any) -> Anonymization:
     """An :class:`Anonymization` from its string (``identity``, ``hipaa``, ``redaction:regex``,
-    ``dp:3``, ``redaction:regex+dp:8``) or mapping (``{"kind": "dp", "epsilon": 3}``) form.
+    ``dp:3``, ``dp[user]:3``, ``sdp[user]:3``, ``redaction:regex+dp[user]:8``) or mapping
+    (``{"kind": "dp", "epsilon": 3, "unit": "user"}``) form.
 
     Example:
         >>> parse_anonymization("redaction:presidio+dp:3").notation()
         'DP(ε=3) ∘ f_redact[presidio]'
+        >>> parse_anonymization("dp[user]:2.5").notation(), parse_anonymization("sdp[sequence]:8").to_str()
+        ('DP(ε=2.5 per user)', 'sdp[sequence]:8')
         >>> parse_anonymization("id")
         Identity()
     """
@@ -277,15 +318,18 @@ def parse_anonymization(value: Any) -> Anonymization:
         kind = _norm(d.pop("kind", ""))
         if kind == "composite":
             return _compose([parse_anonymization(p) for p in d.pop("parts", [])])
-        allowed = {"redaction": {"policy"}, "dp": {"epsilon"}}.get(kind, set())
+        allowed = {"redaction": {"policy"}, "dp": {"epsilon", "unit"}, "sdp": {"epsilon", "unit"}}.get(
+            kind, set()
+        )
         for k in d:
             if k not in allowed:
                 raise ConfigError(
                     f"unknown key {k!r} for anonymization {kind!r}.{did_you_mean(k, allowed)}",
                     field="anonymization",
                 )
+        unit = d.pop("unit", None)
         arg = next(iter(d.values()), None)
-        return _one(kind, None if arg is None else str(arg))
+        return _one(kind, None if arg is None else str(arg), None if unit is None else str(unit))
     if not isinstance(value, str):
         raise ConfigError(f"anonymization must be a string or mapping, got {value!r}", field="anonymization")
     parts = [p.strip() for p in value.split("+") if p.strip()]
@@ -293,14 +337,17 @@ def parse_anonymization(value: Any) -> Anonymization:
         return Identity()
     items = []
     for p in parts:
-        m = re.fullmatch(r"([A-Za-z_\- ]+)(?:\s*[:(]\s*(?:[a-z]+\s*=\s*)?([^)]*?)\s*\)?)?", p)
+        m = re.fullmatch(
+            r"([A-Za-z_\- ]+?)\s*(?:\[\s*([A-Za-z_]+)\s*\])?(?:\s*[:(]\s*(?:[a-z]+\s*=\s*)?([^)]*?)\s*\)?)?",
+            p,
+        )
         if not m:
             raise ConfigError(
                 f"cannot parse anonymization {p!r}",
                 field="anonymization",
-                hint="use identity, hipaa, redaction:<policy> or dp:<epsilon>",
+                hint="use identity, hipaa, redaction:<policy>, dp:<epsilon> or dp[user]:<epsilon>",
             )
-        items.append(_one(_norm(m.group(1)), m.group(2)))
+        items.append(_one(_norm(m.group(1)), m.group(3), m.group(2) and m.group(2).lower()))
     return _compose(items)
 
 
@@ -311,7 +358,7 @@ def _compose(items: list[Anonymization]) -> Anonymization:
     return steps[0] if len(steps) == 1 else Composite(tuple(steps))
 
 
-def _one(kind: str, arg: str | None) -> Anonymization:
+def _one(kind: str, arg: str | None, unit: str | None = None) -> Anonymization:
     aliases = {
         "id": "identity",
         "none": "identity",
@@ -322,16 +369,24 @@ def _one(kind: str, arg: str | None) -> Anonymization:
         "dptraining": "dp",
     }
     kind = aliases.get(kind, kind)
+    if unit is not None and kind not in ("dp", "sdp"):
+        raise ConfigError(
+            f"anonymization {kind!r} takes no privacy unit [{unit}]",
+            field="anonymization",
+            hint="e.g. dp[user]:3",
+        )
     if kind == "identity":
         return Identity()
     if kind == "hipaa":
         return Hipaa()
     if kind == "redaction":
         return Redaction(arg or "regex")
-    if kind == "dp":
+    if kind in ("dp", "sdp"):
         if arg is None:
-            raise ConfigError("dp anonymization needs epsilon", field="anonymization", hint="e.g. dp:3")
-        return DPTraining(arg)  # type: ignore[arg-type]
+            raise ConfigError(
+                f"{kind} anonymization needs epsilon", field="anonymization", hint=f"e.g. {kind}[user]:3"
+            )
+        return (DPTraining if kind == "dp" else SelectiveDP)(arg, unit)  # type: ignore[arg-type]
     raise ConfigError(
         f"unknown anonymization {kind!r}.{did_you_mean(kind, ANONYMIZATION_KINDS)}",
         field="anonymization",

@@ -19,6 +19,13 @@ and autograd computes only the activations' gradients. After the backward pass
 formula) and writes Σ_i c_i g_i into each parameter's ``.grad``. Noise, averaging, sampling and
 accounting are the caller's (:class:`lmleak.train.dp.DPStrategy`).
 
+User-level clipping (``groups``): each user's gradient is the mean of its sequences' gradients,
+G_u = (1/k_u) Σ_{i∈u} g_i, clipped to C as a whole. The per-sample pieces above are reduced by user
+before the norm — a segment sum of the (B, in, out) products for linear layers, of (B, d) vectors
+for LayerNorm, and for embeddings a sum of token gradients over (user, token id) pairs — so one
+backward pass still suffices. The clipped sum is then Σ_i (c_{u(i)} / k_{u(i)}) g_i: the same
+formulas as per sequence with per-sample coefficients.
+
 The test oracle is per-sample gradients by ``torch.func`` (vmap over grad), clipped and summed.
 """
 
@@ -137,10 +144,12 @@ class BookKeeping:
             )
         return rec.inputs[0], rec.grads[0]
 
-    def per_sample(self) -> tuple[torch.Tensor, list[Any]]:
-        """(‖g_i‖ over all parameters, per-layer state for :meth:`clipped_sum`)."""
+    def per_sample(self, groups: torch.Tensor | None = None) -> tuple[torch.Tensor, list[Any]]:
+        """(‖g_i‖ over all parameters, per-layer state for :meth:`clipped_sum`); with ``groups`` (B,)
+        the norms ‖G_u‖ of the users' mean gradients instead (see the module docstring)."""
         sq: torch.Tensor | None = None
         states: list[Any] = []
+        grouping = None if groups is None else Grouping(groups)
         for rec in self.records:
             a, g = self._pairs(rec)
             m = rec.module
@@ -149,31 +158,45 @@ class BookKeeping:
             if rec.kind in ("linear", "conv1d"):
                 a3 = a.reshape(b, -1, a.shape[-1]).float()
                 w = torch.bmm(a3.transpose(1, 2), g3)  # (B, in, out)
-                s = w.pow(2).sum((1, 2))
                 bias = g3.sum(1) if m.bias is not None and m.bias.requires_grad else None
-                if bias is not None:
-                    s = s + bias.pow(2).sum(1)
+                if grouping is None:
+                    s = w.pow(2).sum((1, 2))
+                    if bias is not None:
+                        s = s + bias.pow(2).sum(1)
+                else:
+                    s = grouping.sq(w) + (grouping.sq(bias) if bias is not None else 0.0)
                 states.append((w, bias))
             elif rec.kind == "embedding":
                 ids = a.reshape(b, -1)
-                same = (ids.unsqueeze(2) == ids.unsqueeze(1)).float()
-                s = (same * torch.bmm(g3, g3.transpose(1, 2))).sum((1, 2))
+                if grouping is None:
+                    same = (ids.unsqueeze(2) == ids.unsqueeze(1)).float()
+                    s = (same * torch.bmm(g3, g3.transpose(1, 2))).sum((1, 2))
+                else:
+                    s = grouping.embedding_sq(ids, g3, m.num_embeddings)
                 states.append((ids, g3))
             else:  # layernorm
                 a3 = a.reshape(b, -1, a.shape[-1]).float()
                 norm = torch.nn.functional.layer_norm(a3, m.normalized_shape, None, None, m.eps)
                 w = (g3 * norm).sum(1) if m.weight.requires_grad else None
                 bias = g3.sum(1) if m.bias is not None and m.bias.requires_grad else None
-                s = sum((t.pow(2).sum(1) for t in (w, bias) if t is not None), torch.zeros(b))
+                if grouping is None:
+                    s = sum((t.pow(2).sum(1) for t in (w, bias) if t is not None), torch.zeros(b))
+                else:
+                    s = sum((grouping.sq(t) for t in (w, bias) if t is not None), torch.zeros(grouping.n))
                 states.append((w, bias))
             sq = s if sq is None else sq + s
         assert sq is not None
         return sq.sqrt(), states
 
-    def clipped_sum(self, max_grad_norm: float) -> torch.Tensor:
-        """Write Σ_i c_i g_i into every parameter's ``.grad``; return the per-sample norms ‖g_i‖."""
-        norms, states = self.per_sample()
+    def clipped_sum(self, max_grad_norm: float, groups: torch.Tensor | None = None) -> torch.Tensor:
+        """Write Σ_i c_i g_i into every parameter's ``.grad``; return the per-sample norms ‖g_i‖.
+
+        With ``groups`` (B,) — sequence i belongs to user ``groups[i]`` in 0..U-1 — write
+        Σ_u clip_C(G_u) with G_u the mean gradient of user u's sequences, and return ‖G_u‖ (U,)."""
+        norms, states = self.per_sample(groups)
         c = (max_grad_norm / (norms + 1e-6)).clamp(max=1.0)
+        if groups is not None:
+            c = Grouping(groups).per_sample(c)
         for rec, state in zip(self.records, states, strict=True):
             m = rec.module
             if rec.kind in ("linear", "conv1d"):
@@ -197,3 +220,49 @@ class BookKeeping:
             rec.inputs.clear()
             rec.grads.clear()
         return norms
+
+
+class Grouping:
+    """Sequences grouped by user: ``groups`` (B,) holds each sequence's user index in 0..U-1, and a
+    user's gradient is the mean over its k_u sequences (weights 1 / k_u).
+
+    Example:
+        >>> g = Grouping(torch.tensor([0, 0, 1]))
+        >>> g.sq(torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 2.0]])).tolist()  # ‖(1+3)/2‖², ‖2‖²
+        [4.0, 4.0]
+        >>> g.per_sample(torch.tensor([1.0, 0.5])).tolist()  # c_u / k_u per sequence
+        [0.5, 0.5, 0.5]
+    """
+
+    def __init__(self, groups: torch.Tensor) -> None:
+        self.groups = groups.reshape(-1).long()
+        self.n = int(self.groups.max()) + 1 if len(self.groups) else 0
+        counts = torch.bincount(self.groups, minlength=self.n).float()
+        self.weights = 1.0 / counts[self.groups]
+        # (U, B): row u holds 1 / k_u at u's sequences, so the users' means are one matrix product
+        self.matrix = torch.zeros(self.n, len(self.groups))
+        self.matrix[self.groups, torch.arange(len(self.groups))] = self.weights
+
+    def per_sample(self, per_group: torch.Tensor) -> torch.Tensor:
+        """A per-user coefficient as per-sequence coefficients, divided by the user's sequence count."""
+        return per_group[self.groups.to(per_group.device)] * self.weights.to(per_group.device)
+
+    def sq(self, per_sample: torch.Tensor) -> torch.Tensor:
+        """‖Σ_{i∈u} g_i / k_u‖² per user, for per-sample tensors (B, ...) that are the gradient itself."""
+        flat = per_sample.reshape(len(self.groups), -1)
+        summed = self.matrix.to(device=flat.device, dtype=flat.dtype) @ flat  # (U, P): a GEMM, no scatter
+        return summed.pow(2).sum(1)
+
+    def embedding_sq(self, ids: torch.Tensor, g3: torch.Tensor, vocab: int) -> torch.Tensor:
+        """‖G_u‖² of an embedding table: token gradients summed per (user, token id) pair, then
+        squared and summed per user (memory of the activations, no V × d matrix per user)."""
+        b, t, d = g3.shape
+        dev = g3.device
+        groups = self.groups.to(dev)
+        key = (groups[:, None] * vocab + ids.to(dev)).reshape(-1)
+        pairs, inverse = torch.unique(key, return_inverse=True)
+        rows = torch.zeros(len(pairs), d, device=dev, dtype=g3.dtype)
+        rows.index_add_(0, inverse, (g3 * self.weights.to(dev)[:, None, None]).reshape(-1, d))
+        out = torch.zeros(self.n, device=dev, dtype=g3.dtype)
+        out.index_add_(0, torch.div(pairs, vocab, rounding_mode="floor"), rows.pow(2).sum(1))
+        return out

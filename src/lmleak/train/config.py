@@ -1,4 +1,6 @@
-"""Training settings, one frozen record per run (its ``repr`` is stored with the model).
+"""Training settings, one frozen record per run (its ``repr`` is stored with the model):
+:class:`TrainConfig` for a small model trained from scratch, :class:`FinetuneConfig` for a
+fine-tune of a pretrained one (:mod:`lmleak.train.finetune`).
 
 DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier``,
 ``target_epsilon``, ``target_delta``; ``accountant`` is ``"prv"`` (default, tight) or ``"rdp"``.
@@ -13,6 +15,36 @@ from lmleak.errors import ConfigError, check_number
 
 Mode = Literal["nodp", "dp", "crt", "sdp"]
 MODES = ("nodp", "dp", "crt", "sdp")
+PRIVACY_UNITS = ("user", "sequence")  # lmleak.train.units: what a DP guarantee protects
+SAMPLERS = ("poisson", "shuffle")
+
+
+def check_dp_settings(
+    privacy_unit: str | None,
+    max_sequences_per_user: int,
+    sampler: str,
+    health_check_steps: int,
+    max_noise_to_signal: float,
+) -> None:
+    """The privacy-unit, sampler and health-check settings both configs share; ConfigError when wrong."""
+    if privacy_unit is not None and privacy_unit not in PRIVACY_UNITS:
+        raise ConfigError(
+            f"unknown privacy unit {privacy_unit!r}", field="privacy_unit", hint="use user or sequence"
+        )
+    if max_sequences_per_user < 1:
+        raise ConfigError(
+            f"max_sequences_per_user {max_sequences_per_user} must be >= 1",
+            field="max_sequences_per_user",
+            hint="e.g. --max-sequences-per-user 4",
+        )
+    if sampler not in SAMPLERS:
+        raise ConfigError(f"unknown sampler {sampler!r}", field="sampler", hint="use poisson or shuffle")
+    if health_check_steps < 1 or not max_noise_to_signal > 0:
+        raise ConfigError(
+            "health_check_steps must be >= 1 and max_noise_to_signal > 0",
+            field="health_check_steps",
+            hint="e.g. --health-check-steps 10 --max-noise-to-signal 10000",
+        )
 
 
 def check_training_numbers(cfg: Any) -> None:
@@ -35,8 +67,12 @@ def check_training_numbers(cfg: Any) -> None:
 class TrainConfig:
     """How to train a small model.
 
-    The privacy unit of DP modes is one training sequence (a chunk of at most ``seq_len`` tokens of
-    one document); chunks never span documents, so no sequence mixes two users' data.
+    The privacy unit of DP modes (``privacy_unit``) is the user whenever the data has user ids
+    (unless ``"sequence"`` is asked for): each step samples users, each contributes the mean gradient
+    of up to ``max_sequences_per_user`` of their sequences, clipped as one (:mod:`lmleak.train.units`).
+    At sequence level the unit is one training sequence (a chunk of at most ``seq_len`` tokens of one
+    document); chunks never span documents, so no sequence mixes two users' data. ``batch_size``
+    counts units (users or sequences) per step.
     """
 
     arch: Literal["gpt", "lstm"] = "gpt"
@@ -72,10 +108,25 @@ class TrainConfig:
     tokenizer_from_private: bool = False
     # CRT / SDP: a secrets.jsonl ground truth to measure the policy's miss rate gamma on the training text
     secrets: str | None = None
+    # DP modes: what the guarantee protects (None: user whenever the data has user ids) and how steps sample
+    privacy_unit: str | None = None
+    max_sequences_per_user: int = 4
+    sampler: str = "poisson"
+    # DP modes: stop a run whose weights do not move or whose noise drowns the signal (lmleak.train.health)
+    health_checks: bool = True
+    health_check_steps: int = 10
+    max_noise_to_signal: float = 1e4
 
     def __post_init__(self) -> None:
         check_training_numbers(self)
         check_number(self.vocab_size, "vocab_size", ge=1, integer=True)
+        check_dp_settings(
+            self.privacy_unit,
+            self.max_sequences_per_user,
+            self.sampler,
+            self.health_check_steps,
+            self.max_noise_to_signal,
+        )
         if self.mode not in MODES:
             raise ConfigError(
                 f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}"
@@ -125,3 +176,110 @@ class TrainConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+CLIPPING = ("auto", "bookkeeping", "hooks")
+
+
+@dataclass(frozen=True)
+class FinetuneConfig:
+    """How to fine-tune a pretrained model (see the module docstring).
+
+    ``lora`` is the adapter rank (ignored with ``full``); ``lora_alpha`` defaults to ``2 * lora``;
+    ``lora_targets`` None picks :data:`DEFAULT_TARGETS` by architecture, else every ``nn.Linear``
+    inside an attention block. ``max_steps`` caps the optimiser steps of each kind over the whole run
+    (plain/public steps and private DP steps separately, so a CRT smoke run takes both; demos and
+    smoke tests); the accountant counts the steps actually taken.
+    """
+
+    base: str
+    mode: str = "nodp"
+    lora: int = 8
+    lora_alpha: float | None = None
+    lora_dropout: float = 0.0
+    lora_targets: tuple[str, ...] | None = None
+    full: bool = False
+    merge: bool = False
+    epochs: int = 1
+    batch_size: int = 8
+    lr: float = 1e-3
+    weight_decay: float = 0.0
+    seq_len: int = 128
+    seed: int = 0
+    holdout_users: float = 0.1
+    max_steps: int | None = None
+    max_grad_norm: float = 1.0
+    noise_multiplier: float | None = None
+    target_epsilon: float | None = None
+    target_delta: float = 1e-5
+    accountant: str = "prv"
+    dp_clipping: str = "auto"
+    policy: str | None = None
+    secrets: str | None = None
+    device: str | None = None
+    precision: str = "auto"
+    privacy_unit: str | None = None
+    max_sequences_per_user: int = 4
+    sampler: str = "poisson"
+    health_checks: bool = True
+    health_check_steps: int = 10
+    max_noise_to_signal: float = 1e4
+
+    def __post_init__(self) -> None:
+        check_training_numbers(self)
+        if self.lora_alpha is not None:
+            check_number(self.lora_alpha, "lora_alpha", gt=0, hint="e.g. --lora-alpha 16")
+        check_number(self.lora_dropout, "lora_dropout", ge=0, lt=1)
+        check_dp_settings(
+            self.privacy_unit,
+            self.max_sequences_per_user,
+            self.sampler,
+            self.health_check_steps,
+            self.max_noise_to_signal,
+        )
+        if self.mode == "plain":
+            object.__setattr__(self, "mode", "nodp")
+        if self.mode not in MODES:
+            raise ConfigError(
+                f"unknown mode {self.mode!r}", field="mode", hint="use plain (nodp), dp, crt or sdp"
+            )
+        if not self.full and self.lora < 1:
+            raise ConfigError(
+                f"LoRA rank {self.lora} must be >= 1", field="lora", hint="e.g. --lora 8, or --full"
+            )
+        if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
+            raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
+        if not 0.0 <= self.holdout_users < 1.0:
+            raise ConfigError(
+                "holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1"
+            )
+        if self.mode != "nodp" and (self.noise_multiplier is None) == (self.target_epsilon is None):
+            raise ConfigError(
+                f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
+                field="noise_multiplier",
+                hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
+            )
+        if self.precision not in PRECISIONS:
+            raise ConfigError(
+                f"unknown precision {self.precision!r}",
+                field="precision",
+                hint="use auto, fp32, bf16 or fp16",
+            )
+        if self.dp_clipping not in CLIPPING:
+            raise ConfigError(
+                f"unknown dp_clipping {self.dp_clipping!r} for fine-tuning",
+                field="dp_clipping",
+                hint="use auto, bookkeeping or hooks (Opacus)",
+            )
+        if self.accountant not in ("prv", "rdp"):
+            raise ConfigError(
+                f"unknown accountant {self.accountant!r}", field="accountant", hint="use prv or rdp"
+            )
+        if self.max_steps is not None and self.max_steps < 1:
+            raise ConfigError("max_steps must be >= 1", field="max_steps")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["lora_targets"] = list(self.lora_targets) if self.lora_targets else None
+        return d

@@ -1,45 +1,62 @@
 """DP-SGD, CRT and selective-DP strategies for :func:`lmleak.train.trainer.train_model` (Opacus).
 
-- ``dp``: DP-SGD (Abadi et al. 2016) over all training sequences — Poisson sampling, per-sequence
-  clipping to ``max_grad_norm``, Gaussian noise. The GPT's per-sample clipping is book-keeping
-  (:mod:`lmleak.train.bk`: norms and clipped sum in one backward pass; Opacus' sampling rule,
-  clip factor, noise and averaging reproduced here) or, with ``dp_clipping="ghost"``, Opacus'
-  ghost clipping; the LSTM uses Opacus' per-sample hooks with ``DPLSTM``.
+- ``dp``: DP-SGD (Abadi et al. 2016) — Poisson sampling, clipping per unit to ``max_grad_norm``,
+  Gaussian noise. The unit (:mod:`lmleak.train.units`) is the user by default whenever the data has
+  user ids: each step samples users, each contributes the mean gradient of up to
+  ``max_sequences_per_user`` of their sequences, clipped as one. At user level, and for the GPT's
+  default book-keeping clipping at sequence level, the step is DP-SGD by hand
+  (:class:`lmleak.train.dpsgd.PrivateStep` on :mod:`lmleak.train.clipping`: book-keeping for the GPT,
+  Opacus' per-sample hooks on ``DPLSTM`` for the LSTM); a sequence-level run with Opacus' ghost
+  clipping (GPT) or the LSTM goes through ``opacus.PrivacyEngine`` as before.
 - ``crt``: Confidentially Redacted Training, paper 002 Algorithm 1 — every epoch one epoch of
   ordinary SGD on D_pub, then one epoch of DP-SGD on D_pri. A mini-batch is all-public or
-  all-private (A.5 rule 6); only private steps are accounted (sample rate = batch / |D_pri|).
+  all-private (A.5 rule 6); only private steps are accounted (sample rate of the unit in D_pri).
 - ``sdp``: selective DP-SGD (Shi et al. 2021), the LSTM baseline of paper 002: each step's update
-  is the ordinary gradient of the loss on non-sensitive target tokens plus the clipped, noised
-  per-sequence gradient of the loss on sensitive target tokens (tokens inside a policy's spans,
-  or digits and ``<MASK>`` without a policy). Only the sensitive part is accounted.
+  is the ordinary gradient of the loss on a public copy of the batch whose flagged tokens are masked
+  (:func:`lmleak.train.sensitive.public_copy`) plus the clipped, noised per-unit gradient of the loss
+  on sensitive target tokens (tokens inside a policy's spans, or digits and ``<MASK>`` without a
+  policy). Only the sensitive part is accounted; it protects detected secrets only.
 
-Accounting: the accountant of ``opacus.PrivacyEngine`` (``prv`` default, ``rdp`` selectable);
-an empty Poisson batch still counts as a step (a noise-only step in DP-SGD).
+Accounting: the accountant of ``opacus.PrivacyEngine`` (``prv`` default, ``rdp`` selectable) with q
+the sampling rate of the unit; an empty Poisson batch still counts as a step (a noise-only step).
+A shuffled run (``sampler="shuffle"``, Opacus' ``poisson_sampling=False``) reports the bound that
+holds for it (:func:`lmleak.train.accounting.sampler_epsilon`).
 """
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
+from lmleak.errors import ConfigError
 from lmleak.models.small import SmallLSTM
-from lmleak.pii.policies import get_policy
-from lmleak.train.bk import BookKeeping
+from lmleak.train.accounting import noise_for_epsilon
+from lmleak.train.clipping import make_clipper
 from lmleak.train.config import TrainConfig
+from lmleak.train.dpsgd import PrivateStep
+from lmleak.train.health import HealthMonitor, HealthSettings, watched_weights
 from lmleak.train.plain import (
     IGNORE,
     Chunks,
     PlainStrategy,
     batch_tensors,
-    encode_chunks,
     forward_logits,
     sequence_losses,
 )
-from lmleak.train.split import crt_split
+from lmleak.train.sensitive import SDP_GUARANTEE, crt_split_for, public_copy, sensitive_token_mask
+from lmleak.train.units import Sampler, Units, unit_record
+
+__all__ = [
+    "CRTStrategy",
+    "DPStrategy",
+    "SDPStrategy",
+    "crt_split_for",
+    "make_strategy",
+    "sensitive_token_mask",
+]
 
 # Opacus' per-sample hooks fire on the first layer, whose input (token ids) needs no gradient; torch
 # warns about that on every backward pass although the gradients are right (tests compare by hand).
@@ -56,18 +73,6 @@ def _engine(config: TrainConfig) -> Any:
     return PrivacyEngine(accountant=config.accountant, secure_mode=False)
 
 
-class _Accounting:
-    """What the strategies read of an Opacus ``PrivacyEngine``, for the book-keeping path."""
-
-    def __init__(self, mechanism: str) -> None:
-        from opacus.accountants import create_accountant
-
-        self.accountant = create_accountant(mechanism)
-
-    def get_epsilon(self, delta: float) -> float:
-        return float(self.accountant.get_epsilon(delta=delta))
-
-
 def _dataset(chunks: Chunks) -> Any:
     from torch.utils.data import TensorDataset
 
@@ -75,7 +80,7 @@ def _dataset(chunks: Chunks) -> Any:
 
 
 class DPStrategy:
-    """DP-SGD over every training sequence."""
+    """DP-SGD over the training sequences, per user or per sequence (module docstring)."""
 
     mode = "dp"
 
@@ -85,27 +90,41 @@ class DPStrategy:
         self.empty_steps = 0
         self.noise_draws = 0  # steps that added Gaussian noise to the parameters' gradients
         self.batch_log: list[str] = []
+        self.private: PrivateStep | None = None  # the by-hand path (user level, book-keeping)
+        self.expected_batch_size: float = 1.0  # the divisor of the noised sum
+        self.health: HealthMonitor | None = None
+        self.unit, self.unit_reason = "sequence", ""
+        self.units: Units | None = None
+        self.engine_log: list[dict[str, float]] = []  # the Opacus path's steps, for the health checks
 
-    def _make_private(self, module: torch.nn.Module, chunks: Chunks) -> torch.nn.Module:
+    def _make_private(
+        self, module: torch.nn.Module, chunks: Chunks, extra: dict[str, Any]
+    ) -> torch.nn.Module:
         from opacus.validators import ModuleValidator
         from torch.utils.data import DataLoader
 
         cfg = self.config
+        self.unit = extra.get("unit") or "sequence"
+        self.unit_reason = extra.get("unit_reason") or "the caller gave no user ids (sequence level)"
+        self.units = extra.get("units")
+        if self.units is None and chunks.docs is not None and extra.get("user_of_doc") is not None:
+            self.units = Units.of(chunks.docs, extra["user_of_doc"])
         self.ghost = cfg.arch == "gpt"
-        self.bk: BookKeeping | None = None
-        if self.ghost and cfg.dp_clipping == "bookkeeping":
-            return self._make_private_bookkeeping(module, chunks)
+        self.bk: Any = None
+        if self.unit == "user" or (self.ghost and cfg.dp_clipping == "bookkeeping"):
+            return self._make_private_by_hand(module, chunks)
         if not self.ghost:
             module = ModuleValidator.fix(module)  # nn.LSTM -> DPLSTM (same state-dict names)
         self.engine = _engine(cfg)
         optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-        loader = DataLoader(_dataset(chunks), batch_size=min(cfg.batch_size, len(chunks)), shuffle=False)
+        shuffle = cfg.sampler == "shuffle"
+        loader = DataLoader(_dataset(chunks), batch_size=min(cfg.batch_size, len(chunks)), shuffle=shuffle)
         common: dict[str, Any] = dict(
             module=module,
             optimizer=optimizer,
             data_loader=loader,
             max_grad_norm=cfg.max_grad_norm,
-            poisson_sampling=True,
+            poisson_sampling=not shuffle,
         )
         if self.ghost:
             common.update(
@@ -114,71 +133,160 @@ class DPStrategy:
             )
         else:
             common.update(grad_sample_mode="hooks")
-        if cfg.target_epsilon is not None:
-            result = self.engine.make_private_with_epsilon(
-                target_epsilon=cfg.target_epsilon, target_delta=cfg.target_delta, epochs=cfg.epochs, **common
-            )
-        else:
-            result = self.engine.make_private(noise_multiplier=cfg.noise_multiplier, **common)
+        # make_private_with_epsilon's own rule (Poisson), or the shuffled run's bound
+        noise = self._noise(1 / len(loader))
+        result = self.engine.make_private(noise_multiplier=noise, **common)
         if self.ghost:
             self.module, self.optimizer, self.criterion, self.loader = result
         else:
             self.module, self.optimizer, self.loader = result
         self.sample_rate = 1 / len(self.loader)
-        add_noise = self.optimizer.add_noise
+        self.sampler = Sampler(len(chunks), cfg.batch_size, kind=cfg.sampler)
+        self._count_engine_noise()
+        self.noise_multiplier = float(self.optimizer.noise_multiplier)
+        self.expected_batch_size = float(int(self.optimizer.expected_batch_size))
+        self.private_chunks = chunks
+        self._watch(getattr(self.module, "_module", self.module))
+        return self.module
 
-        def counted_add_noise() -> None:  # every Opacus step draws its noise here
+    def _noise(self, sample_rate: float) -> float:
+        cfg = self.config
+        if cfg.target_epsilon is None:
+            return float(cfg.noise_multiplier)  # type: ignore[arg-type]
+        return noise_for_epsilon(
+            cfg.target_epsilon, cfg.target_delta, sample_rate, cfg.epochs, cfg.sampler, cfg.accountant
+        )
+
+    def _count_engine_noise(self) -> None:
+        """Wrap the Opacus optimiser's ``add_noise``: every step draws its noise there; the norm of the
+        clipped sum it is about to noise goes to the health log."""
+        add_noise = self.optimizer.add_noise
+        cfg = self.config
+
+        def counted_add_noise() -> None:
             self.noise_draws += 1
+            params = [p for g in self.optimizer.param_groups for p in g["params"] if p.requires_grad]
+            summed = [getattr(p, "summed_grad", None) for p in params]
+            sq = sum(float(t.pow(2).sum()) for t in summed if t is not None)
+            dim = sum(p.numel() for p in params)
+            self.engine_log.append(
+                {
+                    "units": float(getattr(self, "_batch_units", 0)),
+                    "clipped": float("nan"),
+                    "signal_norm": sq**0.5,
+                    "noise_norm": float(self.optimizer.noise_multiplier) * cfg.max_grad_norm * dim**0.5,
+                }
+            )
             add_noise()
 
         self.optimizer.add_noise = counted_add_noise  # type: ignore[method-assign]
-        self.noise_multiplier = float(self.optimizer.noise_multiplier)
-        self.expected_batch_size = int(self.optimizer.expected_batch_size)
-        self.private_chunks = chunks
-        return self.module
 
-    def _make_private_bookkeeping(self, module: torch.nn.Module, chunks: Chunks) -> torch.nn.Module:
-        """Opacus' rules without its wrappers: ``len(loader)`` Poisson batches per epoch at sample rate
-        1 / len(loader), σ from the target ε like ``make_private_with_epsilon``, the sum of clipped
-        gradients plus N(0, σ²C²) divided by the expected batch size, the same accountant."""
-        from opacus.accountants.utils import get_noise_multiplier
+    def _make_private_by_hand(self, module: torch.nn.Module, chunks: Chunks) -> torch.nn.Module:
+        """Opacus' rules without its wrappers, for either unit: the sampler's batches and rate, σ from
+        the target ε like ``make_private_with_epsilon``, the clipped sum per unit plus N(0, σ²C²)
+        divided by the expected units per step, the same accountant."""
+        from opacus.validators import ModuleValidator
 
         cfg = self.config
-        n = len(chunks)
-        self.steps_per_epoch = math.ceil(n / min(cfg.batch_size, n))
-        self.sample_rate = 1 / self.steps_per_epoch
-        self.expected_batch_size = int(n * self.sample_rate)
-        self.engine = _Accounting(cfg.accountant)
-        if cfg.target_epsilon is not None:
-            self.noise_multiplier = float(
-                get_noise_multiplier(
-                    target_epsilon=cfg.target_epsilon,
-                    target_delta=cfg.target_delta,
-                    sample_rate=self.sample_rate,
-                    epochs=cfg.epochs,
-                    accountant=self.engine.accountant.mechanism(),
-                )
+        if self.ghost and cfg.dp_clipping == "ghost":
+            raise ConfigError(
+                "Opacus' ghost clipping clips per sequence; user-level DP needs the per-sample gradients",
+                field="dp_clipping",
+                hint="use --dp-clipping bookkeeping (the default), or --privacy-unit sequence",
             )
-        else:
-            self.noise_multiplier = float(cfg.noise_multiplier)  # type: ignore[arg-type]
-        self.bk = BookKeeping(module)
+        if self.unit == "user" and self.units is None:
+            raise ConfigError("user-level DP needs to know who owns each sequence", field="privacy_unit")
+        if not self.ghost:
+            module = ModuleValidator.fix(module)  # nn.LSTM -> DPLSTM, whose layers Opacus' hooks know
+        clipper, self.clipping_name = make_clipper(module, "bookkeeping" if self.ghost else "hooks")
+        self.bk = clipper if self.ghost else None
+        self.sampler = Sampler(
+            len(chunks),
+            cfg.batch_size,
+            unit=self.unit,
+            kind=cfg.sampler,
+            units=self.units,
+            max_per_user=cfg.max_sequences_per_user,
+        )
+        self.steps_per_epoch = self.sampler.steps_per_epoch
+        self.sample_rate = self.sampler.sample_rate
+        self.expected_batch_size = self.sampler.expected_size
+        self.noise_multiplier = self._noise(self.sample_rate)
+        self.private = PrivateStep(
+            clipper,
+            max_grad_norm=cfg.max_grad_norm,
+            noise_multiplier=self.noise_multiplier,
+            sample_rate=self.sample_rate,
+            expected_size=self.expected_batch_size,
+            accountant=cfg.accountant,
+        )
+        self.engine = self.private  # .accountant, as Opacus' engine
         self.optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.private_chunks = chunks
         self.module = module
+        self._watch(module)
         return module
 
-    def _bookkeeping_step(self, ids: torch.Tensor, lengths: torch.Tensor) -> float:
-        assert self.bk is not None
+    def _watch(self, module: torch.nn.Module) -> None:
         cfg = self.config
-        x, m, y = batch_tensors(ids, lengths)
-        with self.bk.capture():
-            losses = sequence_losses(forward_logits(self.module, x, m), y)
-            losses.sum().backward()
-        self.bk.clipped_sum(cfg.max_grad_norm)
-        self._add_noise(self.bk.params)
-        self.optimizer.step()
-        self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
-        return float(losses.detach().mean())
+        watched, what = watched_weights(module, lora=False)
+        settings = HealthSettings(
+            enforce=cfg.health_checks,
+            after_steps=cfg.health_check_steps,
+            max_noise_to_signal=cfg.max_noise_to_signal,
+            check_noise=self.mode != "sdp",
+        )
+        self.health = HealthMonitor(watched, settings, what=what)
+
+    def _step_log(self) -> list[dict[str, float]]:
+        return self.private.log if self.private is not None else self.engine_log
+
+    def _after_step(self) -> None:
+        """Count the noise draw and run the early health check when it is due."""
+        if self.private is not None:
+            self.noise_draws = self.private.noise_draws
+        if self.health is not None and self.steps == self.health.settings.after_steps:
+            self.health.check("early", self.steps, self._step_log())
+
+    def finish_health(self) -> dict[str, Any] | None:
+        """The end-of-training health check; its record for ``train.json``."""
+        if self.health is None:
+            return None
+        self.health.check("final", self.steps, self._step_log())
+        return self.health.record()
+
+    def _by_hand_step(
+        self,
+        ids: torch.Tensor,
+        lengths: torch.Tensor,
+        groups: torch.Tensor | None,
+        targets: torch.Tensor | None = None,
+        public: list[torch.Tensor | None] | None = None,
+    ) -> float:
+        """Clip per unit (``targets`` replaces the batch's own, selective DP), noise, add the
+        un-noised ``public`` gradient if any, step, account."""
+        assert self.private is not None
+        self.optimizer.zero_grad(set_to_none=True)
+        value = float("nan")
+        if len(ids) == 0:
+            self.empty_steps += 1  # nobody sampled: the clipped sum is 0, a noise-only step, accounted
+        else:
+            x, m, y = batch_tensors(ids, lengths)
+            y = y if targets is None else targets
+            has = (y != IGNORE).any(1).float()
+            losses = self.private.clip(
+                lambda mod: sequence_losses(forward_logits(mod, x, m), y) * has, groups
+            )
+            value = float(losses.mean())
+        self.private.noise()
+        params = self.private.params
+        for p, g in zip(params, public or [], strict=False):
+            if g is not None:
+                p.grad = g if p.grad is None else p.grad + g
+        self.optimizer.step()  # .grad stays until the next step (tests read the released gradient)
+        self.private.account()
+        self._after_step()
+        return value
 
     def _add_noise(self, params: list[torch.nn.Parameter]) -> None:
         """``grad <- (grad + N(0, σ²C²)) / expected batch size`` for every parameter (grad 0 when None)."""
@@ -190,15 +298,11 @@ class DPStrategy:
             p.grad = (g + noise) / self.expected_batch_size
 
     def _noise_only_step(self) -> float:
-        """Poisson sampling drew nobody: the sum of clipped gradients is 0, so the step is pure noise —
-        taken, not skipped, so that every step the accountant counts released a noised update."""
+        """Poisson sampling drew nobody (Opacus path): the sum of clipped gradients is 0, so the step is
+        pure noise — taken, not skipped, so that every step the accountant counts released a noised update."""
         self.empty_steps += 1
-        if self.bk is not None:
-            params = list(self.bk.params)
-            base = self.optimizer
-        else:
-            params = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
-            base = self.optimizer.original_optimizer
+        params = [p for group in self.optimizer.param_groups for p in group["params"] if p.requires_grad]
+        base = self.optimizer.original_optimizer
         for p in params:
             p.grad = None
         self._add_noise(params)
@@ -206,6 +310,7 @@ class DPStrategy:
         for p in params:
             p.grad = None
         self.engine.accountant.step(noise_multiplier=self.noise_multiplier, sample_rate=self.sample_rate)
+        self._after_step()
         return float("nan")
 
     def accounted_steps(self) -> int:
@@ -214,25 +319,25 @@ class DPStrategy:
 
     def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
         self.original = module
-        return self._make_private(module, train)
+        return self._make_private(module, train, extra)
 
-    def batches(self, epoch: int) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
-        if self.bk is not None:  # Poisson sampling as Opacus' UniformWithReplacementSampler
-            n = len(self.private_chunks)
-            for _ in range(self.steps_per_epoch):
-                idx = (torch.rand(n) < self.sample_rate).nonzero().reshape(-1)
-                yield "private", self.private_chunks.ids[idx], self.private_chunks.lengths[idx]
+    def batches(self, epoch: int) -> Iterator[tuple[Any, ...]]:
+        if self.private is not None:
+            chunks = self.private_chunks
+            for b in self.sampler.epoch():
+                yield "private", chunks.ids[b.idx], chunks.lengths[b.idx], b.groups
             return
         for ids, lengths in self.loader:
             yield "private", ids, lengths
 
-    def dp_step(self, ids: torch.Tensor, lengths: torch.Tensor) -> float:
+    def dp_step(self, ids: torch.Tensor, lengths: torch.Tensor, groups: torch.Tensor | None = None) -> float:
         self.batch_log.append("private")
         self.steps += 1
+        if self.private is not None:
+            return self._by_hand_step(ids, lengths, groups)
         if len(ids) == 0:
             return self._noise_only_step()
-        if self.bk is not None:
-            return self._bookkeeping_step(ids, lengths)
+        self._batch_units = len(ids)
         x, m, y = batch_tensors(ids, lengths)
         self.optimizer.zero_grad(set_to_none=True)
         logits = forward_logits(self.module, x, m)
@@ -245,10 +350,11 @@ class DPStrategy:
             loss.backward()
             value = float(loss.detach())
         self.optimizer.step()
+        self._after_step()
         return value
 
-    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor) -> float:
-        return self.dp_step(ids, lengths)
+    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor, *rest: Any) -> float:
+        return self.dp_step(ids, lengths, *rest)
 
     def trained_module(self) -> torch.nn.Module:
         """The plain (unwrapped) model: a GPT2LMHeadModel or a SmallLSTM with nn.LSTM."""
@@ -262,26 +368,46 @@ class DPStrategy:
         return inner
 
     def epsilon(self) -> float:
-        return float(self.engine.get_epsilon(self.config.target_delta))
+        if not self.accounted_steps():
+            return 0.0
+        return float(self.engine.accountant.get_epsilon(delta=self.config.target_delta))
+
+    def clipping(self) -> str:
+        if self.private is not None:
+            return "bookkeeping" if self.ghost else "per-sample hooks"
+        return "ghost" if self.ghost else "per-sample hooks"
 
     def privacy(self) -> dict[str, Any]:
-        return {
+        cfg = self.config
+        out: dict[str, Any] = {
             "mode": self.mode,
             "epsilon": self.epsilon(),
-            "delta": self.config.target_delta,
+            "delta": cfg.target_delta,
             "noise_multiplier": self.noise_multiplier,
-            "max_grad_norm": self.config.max_grad_norm,
+            "max_grad_norm": cfg.max_grad_norm,
             "sample_rate": self.sample_rate,
             "steps": self.steps,
             "empty_batches": self.empty_steps,
             "noise_draws": self.noise_draws,
             "accounted_steps": self.accounted_steps(),
-            "accountant": self.config.accountant,
-            "clipping": ("bookkeeping" if self.bk is not None else "ghost")
-            if self.ghost
-            else "per-sample hooks",
-            "privacy_unit": "one training sequence (a chunk of one document)",
+            "accountant": cfg.accountant,
+            "clipping": self.clipping(),
         }
+        out.update(
+            unit_record(
+                unit=self.unit,
+                reason=self.unit_reason,
+                units=self.units,
+                sampler=self.sampler,
+                max_per_user=cfg.max_sequences_per_user,
+                noise_multiplier=self.noise_multiplier,
+                steps=self.accounted_steps(),
+                delta=cfg.target_delta,
+                accountant=cfg.accountant,
+                poisson_epsilon=out["epsilon"],
+            )
+        )
+        return out
 
 
 class CRTStrategy(DPStrategy):
@@ -292,7 +418,7 @@ class CRTStrategy(DPStrategy):
     def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
         self.original = module
         self.public: Chunks = extra["public"]
-        wrapped = self._make_private(module, extra["private"])
+        wrapped = self._make_private(module, extra["private"], extra)
         inner = getattr(wrapped, "_module", wrapped)
         self.public_optimizer = torch.optim.AdamW(
             inner.parameters(), lr=self.config.lr, weight_decay=self.config.weight_decay
@@ -301,7 +427,7 @@ class CRTStrategy(DPStrategy):
         self.public_steps = 0
         return wrapped
 
-    def batches(self, epoch: int) -> Iterator[tuple[str, torch.Tensor, torch.Tensor]]:
+    def batches(self, epoch: int) -> Iterator[tuple[Any, ...]]:
         order = torch.randperm(len(self.public), generator=self.gen)
         bs = self.config.batch_size
         for s in range(0, len(order), bs):
@@ -309,15 +435,15 @@ class CRTStrategy(DPStrategy):
             yield "public", self.public.ids[idx], self.public.lengths[idx]
         yield from super().batches(epoch)
 
-    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor) -> float:
+    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor, *rest: Any) -> float:
         if kind == "private":
-            return self.dp_step(ids, lengths)
+            return self.dp_step(ids, lengths, *rest)
         # a public step: ordinary SGD on the unwrapped model, Opacus hooks off, nothing accounted
         self.batch_log.append("public")
         inner = getattr(self.module, "_module", self.module)
         hooks = hasattr(
             self.module, "disable_hooks"
-        )  # Opacus' wrapper; book-keeping hooks idle outside capture()
+        )  # Opacus' wrapper; book-keeping and by-hand hooks idle outside capture()
         if hooks:
             self.module.disable_hooks()
         try:
@@ -352,30 +478,74 @@ class SDPStrategy(DPStrategy):
     def setup(self, module: torch.nn.Module, train: Chunks, extra: dict[str, Any]) -> torch.nn.Module:
         self.original = module
         self.sensitive: torch.Tensor = extra["sensitive"]  # (N, seq_len + 1) bool over chunk tokens
-        masked = Chunks(torch.cat([train.ids, self.sensitive.long()], dim=1), train.lengths)
+        self.mask_id = int(extra.get("mask_id", 0))
         self.width = train.ids.shape[1]
-        return self._make_private(module, masked)
+        self.tokens = train
+        unit = extra.get("unit") or "sequence"
+        if unit == "user":
+            return self._make_private(module, train, extra)
+        masked = Chunks(torch.cat([train.ids, self.sensitive.long()], dim=1), train.lengths, train.docs)
+        return self._make_private(module, masked, extra)
 
-    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor) -> float:
+    def batches(self, epoch: int) -> Iterator[tuple[Any, ...]]:
+        if self.private is None:
+            yield from super().batches(epoch)
+            return
+        for b in self.sampler.epoch():
+            yield (
+                "private",
+                self.tokens.ids[b.idx],
+                self.tokens.lengths[b.idx],
+                b.groups,
+                self.sensitive[b.idx],
+            )
+
+    def public_gradient(
+        self, ids: torch.Tensor, lengths: torch.Tensor, sensitive: torch.Tensor
+    ) -> tuple[torch.Tensor, list[torch.Tensor | None]]:
+        """(loss, gradient) of the mean loss over the batch's public copy (flagged runs masked, mask
+        tokens not predicted), on the plain module: independent of what the flagged tokens hold."""
+        inner = getattr(self.module, "_module", self.module)
+        params = [p for p in inner.parameters() if p.requires_grad]
+        pid, plen = public_copy(ids, lengths, sensitive, self.mask_id)
+        x, m, y = batch_tensors(pid, plen)
+        y = y.masked_fill(y == self.mask_id, IGNORE)
+        hooks = hasattr(self.module, "disable_hooks")
+        if hooks:
+            self.module.disable_hooks()
+        try:
+            ns = sequence_losses(forward_logits(inner, x, m), y)
+            loss = (ns * (y != IGNORE).any(1).float()).sum() / max(len(ids), 1)
+            grads = list(torch.autograd.grad(loss, params, allow_unused=True))
+        finally:
+            if hooks:
+                self.module.enable_hooks()
+        return loss.detach(), grads
+
+    def step(self, kind: str, ids: torch.Tensor, lengths: torch.Tensor, *rest: Any) -> float:
         self.batch_log.append("private")
         self.steps += 1
+        if self.private is not None:
+            groups, sens = rest[0], rest[1]
+            if len(ids) == 0:
+                return self._by_hand_step(ids, lengths, groups)
+            _, _, y = batch_tensors(ids, lengths)
+            y_secret = y.masked_fill(~(sens[:, 1 : y.shape[1] + 1] & (y != IGNORE)), IGNORE)
+            loss_ns, g_public = self.public_gradient(ids, lengths, sens)
+            value = self._by_hand_step(ids, lengths, groups, targets=y_secret, public=g_public)
+            return float(loss_ns) + value
         if len(ids) == 0:
             return self._noise_only_step()
+        self._batch_units = len(ids)
         tokens, sens = ids[:, : self.width], ids[:, self.width :].bool()
         x, m, y = batch_tensors(tokens, lengths)
         sens_t = sens[:, 1 : y.shape[1] + 1] & (y != IGNORE)
-        y_public = y.masked_fill(sens_t, IGNORE)
         y_secret = y.masked_fill(~sens_t, IGNORE)
         inner = getattr(self.module, "_module", self.module)
         params = [p for p in inner.parameters() if p.requires_grad]
-        # 1) ordinary gradient of the non-sensitive loss (hooks off: no per-sample work)
         self.optimizer.zero_grad(set_to_none=True)
-        self.module.disable_hooks()
-        ns = sequence_losses(forward_logits(inner, x, m), y_public)
-        has_ns = (y_public != IGNORE).any(1).float()
-        loss_ns = (ns * has_ns).sum() / max(len(ids), 1)
-        g_public = torch.autograd.grad(loss_ns, params, allow_unused=True)
-        self.module.enable_hooks()
+        # 1) ordinary gradient of the loss on the public copy (hooks off: no per-sample work)
+        loss_ns, g_public = self.public_gradient(tokens, lengths, sens)
         # 2) clipped + noised per-sequence gradient of the sensitive loss
         s = sequence_losses(forward_logits(self.module, x, m), y_secret)
         has_s = (y_secret != IGNORE).any(1).float()
@@ -385,6 +555,7 @@ class SDPStrategy(DPStrategy):
             if g is not None:
                 p.grad = g if p.grad is None else p.grad + g
         self.optimizer.original_optimizer.step()
+        self._after_step()
         return float((loss_ns + (s * has_s).mean()).detach())
 
     def privacy(self) -> dict[str, Any]:
@@ -392,6 +563,7 @@ class SDPStrategy(DPStrategy):
         out["note"] = (
             "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
         )
+        out["guarantee"] = SDP_GUARANTEE
         return out
 
 
@@ -399,46 +571,3 @@ def make_strategy(config: TrainConfig) -> Any:
     return {"dp": DPStrategy, "crt": CRTStrategy, "sdp": SDPStrategy, "nodp": PlainStrategy}[config.mode](
         config
     )
-
-
-def crt_split_for(
-    train: Any, config: TrainConfig, public: Any, private: Any
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The (public, private) corpora for CRT: given ones, or the paper-002 split of ``train``."""
-    if public is not None and private is not None:
-        return public, private, {"public_sequences": len(public), "private_sequences": len(private)}
-    res = crt_split(
-        train, get_policy(config.policy or "balanced"), conservative=get_policy("conservative"), dedup="exact"
-    )
-    return res.public, res.private, dict(res.stats)
-
-
-def sensitive_token_mask(corpus: Any, tokenizer: Any, config: TrainConfig) -> torch.Tensor:
-    """Per chunk token (aligned with :func:`encode_chunks`), True where the token is sensitive."""
-    policy = None
-    if config.policy:
-        policy = get_policy(config.policy)
-    rows: list[list[bool]] = []
-    mask_id = tokenizer.convert_tokens_to_ids("<MASK>")
-    for doc in corpus:
-        enc = tokenizer(doc.text, add_special_tokens=False, return_offsets_mapping=True)
-        ids, offsets = enc["input_ids"], enc["offset_mapping"]
-        if policy is not None:
-            spans = [(s.start, s.end) for s in policy.detect(doc.text)]
-            flags = [any(a < e and b > s for s, e in spans) for a, b in offsets]
-        else:
-            flags = [
-                i == mask_id or doc.text[a:b].strip().isdigit()
-                for i, (a, b) in zip(ids, offsets, strict=True)
-            ]
-        full = [False, *flags, False]  # BOS, tokens, EOS
-        start = 0
-        while start < len(full) - 1:
-            rows.append(full[start : start + config.seq_len + 1])
-            start += config.seq_len
-    chunks = encode_chunks(corpus.texts(), tokenizer, config.seq_len)
-    out = torch.zeros_like(chunks.ids, dtype=torch.bool)
-    assert len(rows) == len(chunks), "sensitivity mask and chunks disagree"
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r, dtype=torch.bool)
-    return out

@@ -22,10 +22,12 @@ IGNORE = -100
 
 @dataclass
 class Chunks:
-    """Fixed-width training sequences: ``ids`` (N, seq_len + 1) padded, ``lengths`` (N,)."""
+    """Fixed-width training sequences: ``ids`` (N, seq_len + 1) padded, ``lengths`` (N,), and
+    ``docs`` (N,), the index of the text each chunk was cut from (who owns it, for user-level DP)."""
 
     ids: torch.Tensor
     lengths: torch.Tensor
+    docs: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return int(self.ids.shape[0])
@@ -38,12 +40,13 @@ def encode_chunks(texts: list[str], tokenizer: Any, seq_len: int) -> Chunks:
         >>> from lmleak.models.small import build_tokenizer
         >>> tok = build_tokenizer(["a b c d e"], kind="word", vocab_size=20)
         >>> c = encode_chunks(["a b c d e"], tok, seq_len=4)
-        >>> c.lengths.tolist(), len(c)  # [BOS a b c d] then [d e EOS]
-        ([5, 3], 2)
+        >>> c.lengths.tolist(), len(c), c.docs.tolist()  # [BOS a b c d] then [d e EOS], both of text 0
+        ([5, 3], 2, [0, 0])
     """
     pad = tokenizer.pad_token_id
     rows: list[list[int]] = []
-    for text in texts:
+    docs: list[int] = []
+    for d, text in enumerate(texts):
         ids = [
             tokenizer.bos_token_id,
             *tokenizer.encode(text, add_special_tokens=False),
@@ -52,13 +55,14 @@ def encode_chunks(texts: list[str], tokenizer: Any, seq_len: int) -> Chunks:
         start = 0
         while start < len(ids) - 1:
             rows.append(ids[start : start + seq_len + 1])
+            docs.append(d)
             start += seq_len
     out = torch.full((len(rows), seq_len + 1), pad, dtype=torch.long)
     lengths = torch.zeros(len(rows), dtype=torch.long)
     for i, r in enumerate(rows):
         out[i, : len(r)] = torch.tensor(r)
         lengths[i] = len(r)
-    return Chunks(out, lengths)
+    return Chunks(out, lengths, torch.tensor(docs, dtype=torch.long))
 
 
 def forward_logits(module: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

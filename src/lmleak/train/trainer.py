@@ -37,13 +37,16 @@ from lmleak.models.small import (
     new_small_gpt,
     save_small_model,
 )
-from lmleak.pii.evaluate import evaluate_policy, load_secrets
+from lmleak.pii.evaluate import evaluate_policy_shapes, gamma_by_shape, load_secrets
 from lmleak.pii.policies import get_policy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.config import TrainConfig
 from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
+from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.units import Units, resolve_privacy_unit
+from lmleak.train.vocab import public_tokenizer
 
 
 def split_users(corpus: Corpus, fraction: float, seed: int) -> tuple[Corpus, Corpus | None]:
@@ -139,6 +142,9 @@ def train_model(
         tokenizer_source = tokenizer_source or "pretrained"
     module = build_module(config, len(tokenizer), tokenizer)
     train_chunks, val_chunks = _encode_data(config, tokenizer, train_corpus, val, public, private, extra)
+    _privacy_unit(config, train_corpus if config.mode != "crt" else private, train_chunks, extra)
+    if config.mode == "sdp":
+        extra["mask_id"] = mask_token_id(tokenizer)
 
     strategy = make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
@@ -152,9 +158,14 @@ def train_model(
     final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
     final["wall_seconds"] = time.perf_counter() - t_start
     final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
+    health = strategy.finish_health() if hasattr(strategy, "finish_health") else None
     privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, extra.get("split_stats"))
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
     info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
+    info["vocab_size"] = len(tokenizer)
+    info["privacy_unit"] = privacy.get("privacy_unit")  # as resolved (the config's None means the default)
+    if health is not None:
+        info["health"] = health
     atomic_write_json(out / "train.json", info)
     write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
@@ -187,7 +198,7 @@ def _crt_split(
     config: TrainConfig, corpus: Corpus, public: Corpus | None, private: Corpus | None, extra: dict[str, Any]
 ) -> tuple[Corpus, Corpus]:
     """Paper 002's public/private split (or the given one), its statistics stored as ``extra["split_stats"]``."""
-    public, private, extra["split_stats"] = dp.crt_split_for(corpus, config, public, private)
+    public, private, extra["split_stats"] = crt_split_for(corpus, config, public, private)
     extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
     extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
     return public, private
@@ -228,11 +239,19 @@ def _encode_data(
     else:
         train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
     if config.mode == "sdp":
-        extra["sensitive"] = dp.sensitive_token_mask(train_corpus, tokenizer, config)
+        extra["sensitive"] = sensitive_token_mask(train_corpus, tokenizer, config)
     val_chunks = (
         encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
     )
     return train_chunks, val_chunks
+
+
+def _privacy_unit(config: TrainConfig, corpus: Corpus | None, chunks: Any, extra: dict[str, Any]) -> None:
+    """The privacy unit of a DP run and who owns which private sequence, into ``extra``."""
+    if config.mode == "nodp" or corpus is None:
+        return
+    extra["unit"], extra["unit_reason"] = resolve_privacy_unit(config.privacy_unit, config.mode, corpus.users)
+    extra["units"] = Units.of_corpus(chunks, corpus)
 
 
 def _run_epochs(
@@ -251,7 +270,7 @@ def _run_epochs(
     trained_tokens = 0
     for epoch in range(1, config.epochs + 1):
         module.train()
-        batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]] = list(strategy.batches(epoch))
+        batches: Iterable[tuple[Any, ...]] = list(strategy.batches(epoch))
         if progress:
             batches = track(batches, description=f"epoch {epoch}/{config.epochs} ({config.mode})")
         record, tokens = _train_epoch(strategy, batches, epoch)
@@ -272,11 +291,12 @@ def _train_epoch(
 ) -> tuple[dict[str, Any], int]:
     """Take one epoch's steps; (its history record, the tokens trained on)."""
     losses, t0, tokens = [], time.perf_counter(), 0
-    for kind, ids, lengths in batches:
+    rest: list[Any]
+    for kind, ids, lengths, *rest in batches:
         if len(ids) == 0:
-            strategy.step(kind, ids, lengths)  # an empty Poisson batch still advances the accountant
+            strategy.step(kind, ids, lengths, *rest)  # an empty Poisson batch still advances the accountant
             continue
-        losses.append(strategy.step(kind, ids, lengths))
+        losses.append(strategy.step(kind, ids, lengths, *rest))
         tokens += int((lengths - 1).clamp(min=0).sum())
     dt = time.perf_counter() - t0
     record: dict[str, Any] = {
@@ -291,9 +311,12 @@ def _train_epoch(
 def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
     """The tokenizer to train with and its ``tokenizer_source`` for ``privacy.json``.
 
-    ``public``: a folder with a tokenizer (``pretrained:<folder>``) or a public corpus file learnt
-    on (``public``); ``crt`` without it learns on D_pub (``public``); a DP mode without either is
-    refused unless ``tokenizer_from_private`` (``private``), because a vocabulary learnt from the
+    ``public``: a folder with a tokenizer (``pretrained:<folder>``, or ``private (inherited …)`` when
+    that model's own record says its vocabulary was learnt from private text — refused for a DP mode
+    unless ``tokenizer_from_private``) or a public corpus file learnt on (``public``); ``crt`` without
+    it learns on D_pub (``public``); ``dp``/``sdp`` without it use the public default vocabulary
+    (:func:`lmleak.train.vocab.public_tokenizer`, ``public:smollm2-bpe-N``), or with
+    ``tokenizer_from_private`` learn on the training text (``private``): a vocabulary learnt from the
     private text carries its rare words (names) outside the DP guarantee.
     """
 
@@ -303,7 +326,16 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
         if p.is_dir() and (p / "tokenizer.json").is_file():
             from transformers import AutoTokenizer
 
-            return AutoTokenizer.from_pretrained(p), f"pretrained:{p.name}"
+            source = inherited_tokenizer_source(p)
+            if config.mode != "nodp" and source.startswith("private") and not config.tokenizer_from_private:
+                raise ConfigError(
+                    f"the tokenizer of {p} was learnt from private text ({source}): a private vocabulary "
+                    "stays outside the DP guarantee whatever folder it is taken from",
+                    field="tokenizer_from",
+                    hint="use a public corpus or the default public vocabulary (no --tokenizer-from), "
+                    "or --tokenizer-from-private to accept it (recorded)",
+                )
+            return AutoTokenizer.from_pretrained(p), source
 
         return build_tokenizer(
             load_corpus(p).texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
@@ -319,15 +351,37 @@ def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None
             public.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
         ), "public"
     if config.mode in ("dp", "sdp") and not config.tokenizer_from_private:
-        raise ConfigError(
-            f"mode {config.mode!r} would learn its tokenizer from the private training text, which the DP guarantee "
-            "does not cover (rare private words such as names enter the vocabulary)",
-            field="tokenizer_from",
-            hint="pass --tokenizer-from PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)",
-        )
+        if config.tokenizer == "word":
+            raise ConfigError(
+                f"mode {config.mode!r} would learn a word tokenizer from the private training text, which the DP "
+                "guarantee does not cover (rare private words such as names enter the vocabulary)",
+                field="tokenizer_from",
+                hint="drop --tokenizer word for the public default vocabulary, pass --tokenizer-from "
+                "PUBLIC_CORPUS_OR_MODEL_DIR, or --tokenizer-from-private to accept it (recorded)",
+            )
+        return public_tokenizer(config.vocab_size)  # the public default: no private word in the vocabulary
     return build_tokenizer(
         corpus.texts(), kind=config.tokenizer_kind, vocab_size=config.vocab_size
     ), "private"
+
+
+def inherited_tokenizer_source(folder: str | Path) -> str:
+    """``tokenizer_source`` of a tokenizer taken from a model folder: what that model's own
+    ``privacy.json`` says (a vocabulary learnt from private text stays ``private``, whatever folder
+    it is taken from), else ``pretrained:<folder name>``.
+
+    Example:
+        >>> inherited_tokenizer_source("/nonexistent/base")
+        'pretrained:base'
+    """
+    p = Path(folder)
+    try:
+        theirs = json.loads((p / "privacy.json").read_text()).get("tokenizer_source")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        theirs = None
+    if isinstance(theirs, str) and theirs.startswith("private"):
+        return f"private (inherited from {p.name}: {theirs})"
+    return f"pretrained:{p.name}"
 
 
 def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
@@ -347,7 +401,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
 
     docs = {d.doc_id for d in corpus}
     secrets = [x for x in load_secrets(config.secrets) if x.doc_id in docs]
-    table = evaluate_policy(corpus, secrets, policy)
+    table, shapes = evaluate_policy_shapes(corpus, secrets, policy)  # one detection pass, per name shape too
     row = table["ALL"]
     out.update(
         gamma=row["gamma"],
@@ -359,6 +413,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
         gamma_by_entity={
             k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None
         },
+        gamma_by_shape=gamma_by_shape(shapes),  # issue 28: the pooled γ hides a shape the policy misses
     )
     return out
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+from collections import Counter
 
 from lmleak.data.loaders import load_corpus
+from lmleak.data.names import NAME_SHAPES, name_shape
 from lmleak.data.synth.customersim import synthesize
 
 
@@ -74,4 +77,33 @@ def test_synthesize_corpus_summarises_what_the_files_hold(tmp_path):
     )
     assert (s.canaries, s.canary_repeats) == (2, 2)
     assert list(s.to_dict()) == ["documents", "users", "words", "canaries", "canary_repeats",
-                                 "secrets_per_entity", "files"]  # fmt: skip
+                                 "secrets_per_entity", "locales", "subjects_per_shape", "files"]  # fmt: skip
+    shapes = Counter(r["name_shape"] for r in read_jsonl(tmp_path / "subjects.jsonl"))
+    assert s.subjects_per_shape == {k: shapes.get(k, 0) for k in NAME_SHAPES} and sum(shapes.values()) == 5
+
+
+def test_english_alone_writes_the_corpus_of_earlier_versions_byte_for_byte(tmp_path):
+    # sha256 of the corpus.jsonl the English-only generator wrote before issue 28 (commit 7af8c58)
+    p = synthesize(tmp_path, users=5, dialogs_per_user=2, seed=1, canaries=1, locales=("en_US",))
+    assert hashlib.sha256(p["corpus"].read_bytes()).hexdigest() == (
+        "bd0ce43b5085bf0bff85d4122481bf3b0d51e639e0975a4699d522828f2a0374"
+    )
+
+
+def test_users_come_in_every_name_shape_and_secrets_say_whose_shape(tmp_path):
+    paths = synthesize(tmp_path, users=120, dialogs_per_user=3, seed=4)
+    subjects = {s["user_id"]: s for s in read(paths["subjects"])}
+    assert set(Counter(s["name_shape"] for s in subjects.values())) == set(NAME_SHAPES)
+    emails: dict[str, set[str]] = {u: set() for u in subjects}
+    for r in read(paths["secrets"]):
+        s = subjects[r["user_id"]]
+        if r["entity"] == "PERSON" and r["value"] in s["relations"].values():
+            assert r["name_shape"] == name_shape(r["value"])  # a relative: their own shape
+        else:
+            assert r["name_shape"] == s["name_shape"]
+        if r["entity"] == "EMAIL":
+            emails[r["user_id"]].add(r["value"])
+    assert all(set(s["emails"]) == emails[u] for u, s in subjects.items())
+    assert any(len(s["emails"]) > 1 for s in subjects.values()) and any(
+        s["variants"] for s in subjects.values()
+    )

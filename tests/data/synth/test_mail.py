@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections import Counter
+from collections import Counter, defaultdict
 
 import pytest
 
 from lmleak.data.loaders import load_corpus
+from lmleak.data.names import NAME_SHAPES, romanize, strip_accents
 from lmleak.data.synth.mail import DIGEST_USER, synthesize
 from lmleak.errors import ConfigError
 from lmleak.probe.subjects import read_subjects
@@ -41,8 +43,8 @@ def test_every_secret_span_points_at_its_value_and_names_whose_pii_it_is(mail):
     for s in secrets:
         assert docs[s["doc_id"]]["text"][s["start"] : s["end"]] == s["value"]
         assert docs[s["doc_id"]]["user_id"] == s["user_id"]
-        if s["entity"] == "EMAIL":
-            assert subjects[s["subject_id"]]["email"] == s["value"]
+        if s["entity"] == "EMAIL":  # one of the addresses of the person it names
+            assert s["value"] in subjects[s["subject_id"]]["emails"]
         foreign += s["subject_id"] != s["user_id"]
     # quoted replies and digests carry other people's PII
     assert foreign > 0.2 * len(secrets)
@@ -133,3 +135,58 @@ def test_synthesize_corpus_summarises_what_the_files_hold(tmp_path):
     assert s.secrets_per_entity["CANARY"] == 2 and (s.canaries, s.canary_repeats) == (1, 2)
     assert s.files["corpus"] == str(tmp_path / "corpus.jsonl")
     assert list(s.to_dict())[:3] == ["documents", "authors", "words"] and s.to_dict()["files"] == s.files
+
+
+def test_english_alone_writes_the_corpus_of_earlier_versions_byte_for_byte(tmp_path):
+    # sha256 of the corpus.jsonl the English-only generator wrote before issue 28 (commit 7af8c58)
+    p = synthesize(tmp_path, scale=0.02, seed=1, canaries=1, locales=("en_US",))
+    assert hashlib.sha256(p["corpus"].read_bytes()).hexdigest() == (
+        "e1c4f029f179c11846132d4606d5ac52da6411b6d13a63f570ba55f444573169"
+    )
+    subjects = rows(p["subjects"])
+    assert all(s["emails"] == [s["email"]] and s["locale"] == "en_US" for s in subjects)
+
+
+def test_every_name_shape_is_planted_and_recorded_as_the_corpus_writes_it(mail):
+    subjects = rows(mail["subjects"])
+    by_id = {s["subject_id"]: s for s in subjects}
+    assert set(Counter(s["name_shape"] for s in subjects)) == set(NAME_SHAPES)
+    assert {s["locale"] for s in subjects} >= {
+        "de_DE",
+        "fr_FR",
+        "es_ES",
+        "pl_PL",
+        "tr_TR",
+        "vi_VN",
+        "ru_RU",
+        "ja_JP",
+    }
+    emails: dict[str, Counter[str]] = defaultdict(Counter)
+    names: dict[str, Counter[str]] = defaultdict(Counter)
+    for r in rows(mail["secrets"]):
+        if r["subject_id"] not in by_id:  # a canary's owner who wrote no message
+            assert r["entity"] == "CANARY"
+            continue
+        assert r["name_shape"] == by_id[r["subject_id"]]["name_shape"]
+        {"EMAIL": emails, "PERSON": names}.get(r["entity"], defaultdict(Counter))[r["subject_id"]][
+            r["value"]
+        ] += 1
+    for sid, s in by_id.items():
+        # every address written and only those, the most written first
+        assert set(s["emails"]) == set(emails[sid]) and s["email"] == s["emails"][0]
+        assert [emails[sid][e] for e in s["emails"]] == sorted(emails[sid].values(), reverse=True)
+        display = f"{s['name']} ({s['nickname']})" if s["nickname"] else s["name"]
+        for v in s["variants"]:  # a variant is written, and it is the name without accents / in Latin letters
+            assert names[sid][v] > 0 and v != display
+            if s["locale"] != "ja_JP":
+                assert v.split(" (")[0] in (strip_accents(s["name"]), romanize(s["name"]))
+        if s["nickname"]:
+            assert s["name_shape"] == "nickname" and any(
+                display in n or n.endswith(f"({s['nickname']})") for n in names[sid]
+            )
+    assert any(len(s["emails"]) == 3 for s in subjects) and any(s["variants"] for s in subjects)
+
+
+def test_locales_are_checked(tmp_path):
+    with pytest.raises(ConfigError, match="locale"):
+        synthesize(tmp_path, scale=0.02, locales=("en_US", "xx_XX"))

@@ -3,9 +3,21 @@ archive (synth mail) and clinical notes."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
+from lmleak.data.names import NAME_SHAPES, name_shape
+from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
+
+#: E-mail domains of the synthetic people (reserved for documentation: never a real address).
+EMAIL_DOMAINS = ("example.org", "example.com", "example.net")
+#: Faker locales of the multilingual mix, the default of ``synth mail`` and ``synth customersim``
+#: (:mod:`lmleak.data.synth.people`).
+DEFAULT_LOCALES = ("en_US", "de_DE", "fr_FR", "es_ES", "pl_PL", "tr_TR", "vi_VN", "ru_RU", "ja_JP")
+#: English alone: the generator of earlier versions, byte for byte.
+ENGLISH = ("en_US",)
 
 
 def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dict[str, Path]:
@@ -27,3 +39,30 @@ def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dic
         tmp.replace(path)
         paths[key] = path
     return paths
+
+
+def subjects_per_shape(subjects: Path) -> dict[str, int]:
+    """How many people of a written ``subjects.jsonl`` have each name shape (every shape, 0 included).
+
+    Example:
+        >>> import tempfile
+        >>> p = Path(tempfile.mkdtemp()) / "s.jsonl"
+        >>> _ = p.write_text('{"name": "zephyr"}\\n{"name": "Ann Lee", "name_shape": "ascii"}\\n')
+        >>> subjects_per_shape(p)
+        {'handle': 1, 'nickname': 0, 'particle': 0, 'non_latin': 0, 'accented': 0, 'ascii': 1}
+    """
+    counts = Counter(row.get("name_shape") or name_shape(row["name"]) for row in read_jsonl(subjects))
+    return {shape: counts.get(shape, 0) for shape in NAME_SHAPES}
+
+
+def english_record(name: str, email: str) -> dict[str, Any]:
+    """The name fields of a subjects.jsonl row for a person of the English-only generator (one
+    spelling, one address); the multilingual one writes them from its person
+    (:meth:`lmleak.data.synth.people.Person.record`).
+
+    Example:
+        >>> english_record("Ann Lee", "ann@example.org")["emails"]
+        ['ann@example.org']
+    """
+    return {"name": name, "name_shape": name_shape(name), "nickname": None, "variants": [],
+            "locale": "en_US", "email": email, "emails": [email]}  # fmt: skip

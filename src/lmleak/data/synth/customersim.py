@@ -11,6 +11,11 @@ use example.org/.com/.net, and names and addresses come from Faker. The generato
 PII value's character span as it writes it (``secrets.jsonl``), the ground truth for a redaction
 policy's recall — spans are never re-found by pattern matching.
 
+Users' names come from nine Faker locales in every shape (issue 28, :mod:`lmleak.data.synth.people`:
+handles, nicknames, particles, variants, several addresses), their relatives' from the same
+language; each secret carries the ``name_shape`` of the person it names. ``locales=("en_US",)``
+writes the English-only corpus of earlier versions, byte for byte.
+
 Canaries (Carlini et al. 2019, paper 002 §5): ``My ID is: <6 random digits>`` sentences; canary j is
 inserted ``canary_repeats`` times as documents of its own (one copy per document) owned by one
 user (a different user per canary, in a seeded order), after that user's dialogues. Separate
@@ -26,18 +31,28 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lmleak.data.synth import write_jsonl_files
+from lmleak.data.names import name_shape
+from lmleak.data.synth import (
+    DEFAULT_LOCALES,
+    EMAIL_DOMAINS,
+    ENGLISH,
+    english_record,
+    subjects_per_shape,
+    write_jsonl_files,
+)
 from lmleak.errors import ConfigError
 from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
 
 CANARY_PREFIX = "My ID is: "
 RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
-EMAIL_DOMAINS = ("example.org", "example.com", "example.net")
+if TYPE_CHECKING:  # faker is imported when a corpus is written, not with the CLI
+    from lmleak.data.synth.people import PeopleDrawer, Person
 
 
 @dataclass
@@ -52,23 +67,31 @@ class Profile:
     tracking: list[str]
     relations: dict[str, str]
     university: str
+    person: Person | None = None  # the multilingual generator's person (None: the old en_US one)
 
     @property
     def name(self) -> str:
-        return f"{self.first} {self.last}"
+        """The name as the person writes it (with the nickname: ``Gábor Kovács (GK)``)."""
+        return self.person.display if self.person else f"{self.first} {self.last}"
+
+    @property
+    def shape(self) -> str:
+        return self.person.shape if self.person else name_shape(self.name)
 
     def subject(self) -> dict[str, Any]:
+        names = self.person.record() if self.person else english_record(self.name, self.email)
         return {
             "subject_id": self.user_id,
             "user_id": self.user_id,
-            "name": self.name,
+            "name": names.pop("name"),
             "phone": self.phone,
-            "email": self.email,
+            "email": names.pop("email"),
             "address": self.address,
             "relations": dict(self.relations),
             "university": self.university,
             "orders": list(self.orders),
             "tracking_numbers": list(self.tracking),
+            **names,
         }
 
 
@@ -168,12 +191,21 @@ GOODBYE = [
 ]
 
 
-def _profile(fake: Any, rng: random.Random, user_id: str) -> Profile:
-    first, last = fake.first_name(), fake.last_name()
+def _profile(fake: Any, rng: random.Random, user_id: str, people: PeopleDrawer | None = None,
+             taken: set[str] | None = None) -> Profile:  # fmt: skip
+    """One user's profile: English-only as it always was, or with a multilingual ``people`` person."""
+    person = None if people is None else people.draw(set() if taken is None else taken, ("{g}.{f}{n}",))
+    if person is None:
+        first, last = fake.first_name(), fake.last_name()
+    else:
+        first, last = person.given, person.family
     # 555-0100..0199 is reserved for fiction; the area code is any plausible one.
     phone = f"({rng.randint(201, 989)}) 555-01{rng.randint(0, 99):02d}"
-    domain = rng.choice(EMAIL_DOMAINS)
-    email = f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@{domain}"
+    if person is None:
+        domain = rng.choice(EMAIL_DOMAINS)
+        email = f"{first.lower()}.{last.lower()}{rng.randint(1, 99)}@{domain}"
+    else:
+        email = person.emails[0]
     address = f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
     orders = [f"ORD-{rng.randint(10_000_000, 99_999_999)}" for _ in range(rng.randint(2, 4))]
     tracking = [
@@ -181,24 +213,34 @@ def _profile(fake: Any, rng: random.Random, user_id: str) -> Profile:
     ]
     spouse = rng.choice(("wife", "husband"))
     sibling = rng.choice(("sister", "brother"))
+
+    def kin(gender: str) -> str:
+        if person is None or people is None:
+            return f"{fake.first_name_male() if gender == 'male' else fake.first_name_female()} {last}"
+        return people.relative(person, gender)
+
     relations = {
-        "father": f"{fake.first_name_male()} {last}",
-        "mother": f"{fake.first_name_female()} {last}",
-        spouse: f"{fake.first_name_female() if spouse == 'wife' else fake.first_name_male()} {last}",
-        sibling: f"{fake.first_name_female() if sibling == 'sister' else fake.first_name_male()} {last}",
+        "father": kin("male"),
+        "mother": kin("female"),
+        spouse: kin("female" if spouse == "wife" else "male"),
+        sibling: kin("female" if sibling == "sister" else "male"),
     }
     university = f"{fake.city()} {rng.choice(('State University', 'University', 'Institute of Technology', 'College'))}"
-    return Profile(user_id, first, last, address, phone, email, orders, tracking, relations, university)
+    return Profile(
+        user_id, first, last, address, phone, email, orders, tracking, relations, university, person
+    )
 
 
 def _dialogue(p: Profile, rng: random.Random, index: int) -> _Doc:
     doc = _Doc()
     order_i = index % len(p.orders)
     relation = rng.choice(sorted(p.relations))
+    # the multilingual person now and then gives a variant of their name and another address
+    name, email = p.person.message(rng) if p.person else (p.name, p.email)
     v = {
-        "name": (p.name, "PERSON"),
+        "name": (name, "PERSON"),
         "phone": (p.phone, "PHONE"),
-        "email": (p.email, "EMAIL"),
+        "email": (email, "EMAIL"),
         "address": (p.address, "ADDRESS"),
         "order": (p.orders[order_i], "ORDER_ID"),
         "tracking": (p.tracking[order_i], "TRACKING_ID"),
@@ -232,10 +274,13 @@ def synthesize(
     seed: int = 0,
     canaries: int = 0,
     canary_repeats: int = 1,
+    locales: Sequence[str] = DEFAULT_LOCALES,
 ) -> dict[str, Path]:
     """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
 
-    Returns the paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``).
+    Returns the paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``). ``locales``:
+    Faker locales of the users' names (:mod:`lmleak.data.synth.people`: every name shape);
+    ``("en_US",)`` alone writes the English-only corpus of earlier versions, byte for byte.
 
     Example:
         >>> import tempfile, json
@@ -245,13 +290,18 @@ def synthesize(
     """
     from faker import Faker
 
+    # lazy: people imports faker at module level (a third-party import `lmleak --help` need not pay)
+    from lmleak.data.synth.people import PeopleDrawer
+
     _check_args(users, canaries, canary_repeats, dialogs_per_user)
     secure_dir(out_dir)  # an output folder that cannot be made fails now, not after the work
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
     width = len(str(users - 1))
-    profiles = [_profile(fake, rng, f"user-{i:0{width}d}") for i in range(users)]
+    people = None if tuple(locales) == ENGLISH else PeopleDrawer(locales, seed, rng)
+    taken: set[str] = set()
+    profiles = [_profile(fake, rng, f"user-{i:0{width}d}", people, taken) for i in range(users)]
     docs: list[tuple[Profile, _Doc]] = []
     by_user: dict[str, list[int]] = {}
     for p in profiles:
@@ -336,7 +386,8 @@ def _jsonl_lines(
     corpus_lines, secret_lines = [], []
     for uid, idxs in by_user.items():
         for j, i in enumerate(idxs):
-            _, d = docs[i]
+            profile, d = docs[i]
+            kin = set(profile.relations.values())
             doc_id = f"{uid}-d{j}"
             text = d.text.rstrip("\n")
             corpus_lines.append(
@@ -344,6 +395,9 @@ def _jsonl_lines(
             )
             for start, end, entity, value in d.spans:
                 assert text[start:end] == value  # the spans are the ground truth; never let them drift
+                relative = entity == "PERSON" and value in kin
+                if profile.person is not None and not relative and entity in ("PERSON", "EMAIL"):
+                    profile.person.wrote(**{"name" if entity == "PERSON" else "email": value})
                 secret_lines.append(
                     json.dumps(
                         {
@@ -353,6 +407,8 @@ def _jsonl_lines(
                             "end": end,
                             "entity": entity,
                             "value": value,
+                            # whose name shape: the user's, or a relative's own
+                            "name_shape": name_shape(value) if relative else profile.shape,
                         },
                         ensure_ascii=False,
                     )
@@ -370,6 +426,8 @@ class CustomerSimCorpus:
     canaries: int
     canary_repeats: int
     secrets_per_entity: dict[str, int]
+    locales: list[str]
+    subjects_per_shape: dict[str, int]  # users per name shape (lmleak.data.names)
     files: dict[str, str]
 
     def to_dict(self) -> dict[str, Any]:
@@ -385,6 +443,7 @@ def synthesize_corpus(
     seed: int = 0,
     canaries: int = 0,
     canary_repeats: int = 1,
+    locales: Sequence[str] = DEFAULT_LOCALES,
 ) -> CustomerSimCorpus:
     """:func:`synthesize`, then count what the written files hold.
 
@@ -401,6 +460,7 @@ def synthesize_corpus(
         seed=seed,
         canaries=canaries,
         canary_repeats=canary_repeats,
+        locales=locales,
     )
     docs = read_jsonl(paths["corpus"])
     entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
@@ -411,5 +471,7 @@ def synthesize_corpus(
         canaries=canaries,
         canary_repeats=canary_repeats,
         secrets_per_entity=dict(sorted(entities.items())),
+        locales=list(locales),
+        subjects_per_shape=subjects_per_shape(paths["subjects"]),
         files={k: str(v) for k, v in paths.items()},
     )

@@ -16,6 +16,12 @@ these traits broke something in an audit built on CustomerSim alone:
 - **Long documents.** Patch mails carry long diffs and logs, and the list's digests concatenate
   dozens of messages, so the longest documents run to tens of thousands of tokens.
 
+- **Names in every shape** (issue 28): authors come from nine Faker locales with handles,
+  nicknames, particles, accent-stripped or romanised variants they sometimes sign with, and two or
+  three addresses (:mod:`lmleak.data.synth.people`); ``secrets.jsonl`` gives every span the
+  ``name_shape`` of its person, ``subjects.jsonl`` every address written (``emails``).
+  ``locales=("en_US",)`` writes the English-only archive of earlier versions, byte for byte.
+
 A document is one message (or one digest, owned by the list's digest account ``list-digest``).
 Authors are ``a-0000``, ``a-0001``, ... (``a-0000`` writes the most). Everything is fictional:
 names, companies and street addresses from Faker (seeded), e-mails on example.org/.com/.net,
@@ -34,14 +40,23 @@ import json
 import math
 import random
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from faker import Faker
 
-from lmleak.data.synth import write_jsonl_files
-from lmleak.data.synth.customersim import EMAIL_DOMAINS
+from lmleak.data.names import name_shape
+from lmleak.data.synth import (
+    DEFAULT_LOCALES,
+    EMAIL_DOMAINS,
+    ENGLISH,
+    english_record,
+    subjects_per_shape,
+    write_jsonl_files,
+)
+from lmleak.data.synth.people import PeopleDrawer, Person
 from lmleak.errors import ConfigError
 from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
@@ -75,21 +90,37 @@ class Author:
     messages: int = 0
     wrote_phone: bool = False  # ground truth is what the corpus shows, not the profile
     wrote_address: bool = False
+    person: Person | None = None  # the multilingual generator's person (None: the old en_US one)
 
     @property
     def name(self) -> str:
-        return f"{self.first} {self.last}"
+        """The name as the person writes it (with the nickname: ``Gábor Kovács (GK)``)."""
+        return self.person.display if self.person else f"{self.first} {self.last}"
+
+    @property
+    def shape(self) -> str:
+        return self.person.shape if self.person else name_shape(self.name)
+
+    def message(self, rng: random.Random) -> tuple[str, str]:
+        """The name one message is signed with (now and then a variant) and the address it is sent
+        from (one of several); no draw for the English-only generator."""
+        return self.person.message(rng) if self.person else (self.name, self.email)
+
+    def last_first(self) -> str | None:
+        return self.person.last_first() if self.person else f"{self.last}, {self.first}"
 
     def subject(self) -> dict[str, Any]:
+        names = self.person.record() if self.person else english_record(self.name, self.email)
         return {
             "subject_id": self.user_id,
             "user_id": self.user_id,
-            "name": self.name,
-            "email": self.email,
+            "name": names.pop("name"),
+            "email": names.pop("email"),
             "phone": self.phone if self.wrote_phone else None,
             "address": self.address if self.wrote_address else None,
             "company": self.company,
             "messages": self.messages,
+            **names,
         }
 
 
@@ -260,6 +291,7 @@ def _phone(rng: random.Random) -> str:
 
 
 def _author(fake: Faker, rng: random.Random, user_id: str, taken: set[str]) -> Author:
+    """An author of the English-only generator (``locales=("en_US",)``: the corpus as it always was)."""
     while True:
         first, last = fake.first_name(), fake.last_name()
         local = rng.choice(
@@ -269,20 +301,35 @@ def _author(fake: Faker, rng: random.Random, user_id: str, taken: set[str]) -> A
         if email not in taken and f"{first} {last}" not in taken:
             taken.update((email, f"{first} {last}"))
             break
+    return Author(user_id=user_id, first=first, last=last, email=email, **_habits(fake, rng))
+
+
+def _person_author(
+    people: PeopleDrawer, fake: Faker, rng: random.Random, user_id: str, taken: set[str]
+) -> Author:
+    """An author of the multilingual generator: a :class:`~lmleak.data.synth.people.Person` and the
+    same habits as an English one (a name that cannot be turned round is never written "Last, First")."""
+    p = people.draw(taken)
+    a = Author(
+        user_id=user_id, first=p.given, last=p.family, email=p.emails[0], person=p, **_habits(fake, rng)
+    )
+    if a.from_style == "last_first" and a.last_first() is None:
+        a.from_style = "quoted"
+    return a
+
+
+def _habits(fake: Faker, rng: random.Random) -> dict[str, Any]:
+    """Phone, address, company, title, signature and From: styles (drawn in the old order)."""
     address = f"{fake.street_address()}, {fake.city()}, {fake.state_abbr()} {fake.zipcode()}"
     signature = rng.choices(SIGNATURES, SIGNATURE_WEIGHTS)[0]
-    return Author(
-        user_id=user_id,
-        first=first,
-        last=last,
-        email=email,
-        phone=_phone(rng) if rng.random() < 0.8 else None,
-        address=address if rng.random() < 0.6 else None,
-        company=fake.company(),
-        title=rng.choice(TITLES),
-        signature=signature,
-        from_style=rng.choices(("quoted", "plain", "last_first"), (0.5, 0.4, 0.1))[0],
-    )
+    return {
+        "phone": _phone(rng) if rng.random() < 0.8 else None,
+        "address": address if rng.random() < 0.6 else None,
+        "company": fake.company(),
+        "title": rng.choice(TITLES),
+        "signature": signature,
+        "from_style": rng.choices(("quoted", "plain", "last_first"), (0.5, 0.4, 0.1))[0],
+    }
 
 
 def zipf_weights(n: int, exponent: float = ZIPF_EXPONENT) -> list[float]:
@@ -324,24 +371,26 @@ class _Writer:
             "date": (f"{r.randint(1, 28)} {r.choice(('March', 'June', 'August', 'December'))}", "", ""),
         }
 
-    def from_line(self, doc: _Doc, a: Author) -> None:
+    def from_line(self, doc: _Doc, a: Author, name: str, email: str) -> None:
+        """``From:`` with the name ``name`` (the message's signing) and the address ``email``."""
         owner = a.user_id
         if a.from_style == "quoted":
             doc.add('From: "')
-            doc.pii(a.name, "PERSON", owner)
+            doc.pii(name, "PERSON", owner)
             doc.add('" <')
         elif a.from_style == "last_first":
             doc.add('From: "')
-            doc.pii(f"{a.last}, {a.first}", "PERSON", owner)
+            doc.pii(a.last_first() or name, "PERSON", owner)
             doc.add('" <')
         else:
             doc.add("From: ")
-            doc.pii(a.name, "PERSON", owner)
+            doc.pii(name, "PERSON", owner)
             doc.add(" <")
-        doc.pii(a.email, "EMAIL", owner)
+        doc.pii(email, "EMAIL", owner)
         doc.add(">\n")
 
-    def signature(self, doc: _Doc, a: Author, date: str) -> None:
+    def signature(self, doc: _Doc, a: Author, date: str, name: str, email: str) -> None:
+        """The sign-off in ``a``'s habitual style (now and then another), signed ``name`` <``email``>."""
         owner, r = a.user_id, self.rng
         style = a.signature if r.random() < 0.85 else r.choice(SIGNATURES)  # habits, not rules
         if style == "none":
@@ -352,7 +401,7 @@ class _Writer:
             doc.add(f"{r.choice(CLOSINGS)}\n")
             doc.pii(a.first, "PERSON", owner)
             doc.add("\n\n-- \n")
-            doc.pii(a.name, "PERSON", owner)
+            doc.pii(name, "PERSON", owner)
             doc.add(f"\n{a.title}, ")
             doc.pii(a.company, "ORGANIZATION", owner)
             doc.add("\n")
@@ -367,27 +416,27 @@ class _Writer:
                 doc.add("\n")
         elif style == "changelog":
             doc.add(" -- ")
-            doc.pii(a.name, "PERSON", owner)
+            doc.pii(name, "PERSON", owner)
             doc.add(" <")
-            doc.pii(a.email, "EMAIL", owner)
+            doc.pii(email, "EMAIL", owner)
             doc.add(f">  {date}\n")
         else:
             doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(a.name, "PERSON", owner)
+            doc.pii(name, "PERSON", owner)
             if style == "name_email":
                 doc.add(" <")
-                doc.pii(a.email, "EMAIL", owner)
+                doc.pii(email, "EMAIL", owner)
                 doc.add(">\n")
             elif style == "quoted_email":
                 doc.add("\n")
                 doc.add('"')
-                doc.pii(a.name, "PERSON", owner)
+                doc.pii(name, "PERSON", owner)
                 doc.add('" <')
-                doc.pii(a.email, "EMAIL", owner)
+                doc.pii(email, "EMAIL", owner)
                 doc.add(">\n")
             else:
                 doc.add(" (")
-                doc.pii(a.email, "EMAIL", owner)
+                doc.pii(email, "EMAIL", owner)
                 doc.add(")\n")
 
     def body(self, doc: _Doc, reply: bool, long_patch: bool) -> None:
@@ -462,6 +511,7 @@ def synthesize(
     canary_repeats: int = 1,
     digest_every: int = 375,
     digest_size: int = 50,
+    locales: Sequence[str] = DEFAULT_LOCALES,
 ) -> dict[str, Path]:
     """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
 
@@ -473,6 +523,9 @@ def synthesize(
         canary_repeats: copies of each canary, each a document of its own by its owner.
         digest_every: one list digest per this many messages (scale >= 0.25 has some); 0 for none.
         digest_size: messages a digest concatenates (the latest ones): a long document.
+        locales: Faker locales of the authors' names (:mod:`lmleak.data.synth.people`: every name
+            shape); ``("en_US",)`` alone writes the English-only corpus of earlier versions, byte
+            for byte.
 
     Returns:
         The paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``).
@@ -497,7 +550,11 @@ def synthesize(
         )
     secure_dir(out_dir)  # an output folder that cannot be made fails now, not after the work
     taken: set[str] = set()
-    authors = [_author(fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
+    if tuple(locales) == ENGLISH:
+        authors = [_author(fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
+    else:
+        people = PeopleDrawer(locales, seed, rng)
+        authors = [_person_author(people, fake, rng, f"a-{i:04d}", taken) for i in range(n_authors)]
     weights = zipf_weights(n_authors)
     w = _Writer(rng, fake)
 
@@ -537,7 +594,8 @@ def _message(
 ) -> _Doc:
     """One list message by ``a``: headers, a body (or an auto-reply), signature, quote of ``parent``, footer."""
     doc = _Doc()
-    w.from_line(doc, a)
+    name, email = a.message(rng)
+    w.from_line(doc, a, name, email)
     doc.add(f"To: {LIST_ADDRESS}\n")
     if parent is not None and rng.random() < 0.4:
         doc.add("Cc: ")
@@ -552,7 +610,7 @@ def _message(
         doc.fill("\n".join(AUTO_REPLY) + "\n", w.words())
     else:
         w.body(doc, reply=parent is not None, long_patch=parent is None and rng.random() < 0.05)
-        w.signature(doc, a, date)
+        w.signature(doc, a, date, name, email)
         if parent is not None:
             doc.add("\n")
             _quote(doc, parent[1], parent[0], parent[2], rng)
@@ -618,6 +676,7 @@ def _write(
     counters: dict[str, int] = {}
     corpus_lines, secret_lines = [], []
     canary_of = {(c["user_id"], c["text"]): c for c in canary_rows}
+    by_id = {a.user_id: a for a in authors}
     for uid, d in docs:
         j = counters.get(uid, 0)
         counters[uid] = j + 1
@@ -630,6 +689,9 @@ def _write(
             if end > len(text):
                 continue  # only trailing newlines are stripped: no span can end there
             assert text[start:end] == value  # the spans are the ground truth; never let them drift
+            person = by_id[owner].person
+            if person is not None and entity in ("PERSON", "EMAIL"):
+                person.wrote(**{"name" if entity == "PERSON" else "email": value})
             secret_lines.append(
                 json.dumps(
                     {
@@ -640,6 +702,7 @@ def _write(
                         "end": end,
                         "entity": entity,
                         "value": value,
+                        "name_shape": by_id[owner].shape,
                     },
                     ensure_ascii=False,
                 )
@@ -669,6 +732,8 @@ class MailCorpus:
     canaries: int
     canary_repeats: int
     secrets_per_entity: dict[str, int]
+    locales: list[str]
+    subjects_per_shape: dict[str, int]  # people of the corpus per name shape (lmleak.data.names)
     files: dict[str, str]
 
     def to_dict(self) -> dict[str, Any]:
@@ -676,8 +741,11 @@ class MailCorpus:
         return asdict(self)
 
 
-def summarize(paths: dict[str, Path], canaries: int, canary_repeats: int) -> MailCorpus:
-    """Sizes, repeated-line share and PII spans per entity of a written mailing-list archive."""
+def summarize(
+    paths: dict[str, Path], canaries: int, canary_repeats: int, locales: Sequence[str] = DEFAULT_LOCALES
+) -> MailCorpus:
+    """Sizes, repeated-line share, PII spans per entity and people per name shape of a written
+    mailing-list archive."""
     docs = read_jsonl(paths["corpus"])
     entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
     words = sum(len(d["text"].split()) for d in docs)
@@ -692,13 +760,23 @@ def summarize(paths: dict[str, Path], canaries: int, canary_repeats: int) -> Mai
         canaries=canaries,
         canary_repeats=canary_repeats,
         secrets_per_entity=dict(sorted(entities.items())),
+        locales=list(locales),
+        subjects_per_shape=subjects_per_shape(paths["subjects"]),
         files={k: str(v) for k, v in paths.items()},
     )
 
 
 def synthesize_corpus(
-    out_dir: str | Path, *, scale: float = 1.0, seed: int = 0, canaries: int = 0, canary_repeats: int = 1
+    out_dir: str | Path,
+    *,
+    scale: float = 1.0,
+    seed: int = 0,
+    canaries: int = 0,
+    canary_repeats: int = 1,
+    locales: Sequence[str] = DEFAULT_LOCALES,
 ) -> MailCorpus:
     """:func:`synthesize`, then :func:`summarize` what it wrote (``lmleak synth mail``)."""
-    paths = synthesize(out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats)
-    return summarize(paths, canaries, canary_repeats)
+    paths = synthesize(
+        out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats, locales=locales
+    )
+    return summarize(paths, canaries, canary_repeats, locales)
