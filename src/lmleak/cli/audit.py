@@ -53,7 +53,8 @@ def gate(
         int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
     ] = None,
     max_pii_exact_match: Annotated[
-        float | None, typer.Option(help="Largest PII probing exact-match rate allowed (0-1).")
+        float | None,
+        typer.Option(help="Largest PII probing exact-match rate allowed (0-1).", parser=PROBABILITY),
     ] = None,
     min_epsilon_lower_bound: Annotated[
         float | None,

@@ -67,22 +67,36 @@ def bound(
 
 
 def plan(
-    m: Annotated[int, typer.Option("--m", help="Canaries, each included with probability 1/2.")],
+    m: Annotated[
+        int, typer.Option("--m", help="Canaries, each included with probability 1/2.", parser=COUNT)
+    ],
     precision: Annotated[
         list[float] | None,
         typer.Option(
             "--precision",
             help="Share of guesses right (repeat for several; default 1, .99, .95, .9, .8, .7, .6).",
+            parser=PROBABILITY,
         ),
     ] = None,
-    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).")] = None,
+    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).", parser=COUNT)] = None,
     delta: Annotated[
-        float, typer.Option("--delta", help="The delta of the (epsilon, delta)-DP claim tested.")
+        float,
+        typer.Option(
+            "--delta",
+            help="The delta of the (epsilon, delta)-DP claim tested.",
+            parser=number(ge=0, lt=1),
+        ),
     ] = 0.0,
-    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the lower bound.")] = 0.95,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence of the lower bound.", parser=OPEN_UNIT)
+    ] = 0.95,
     target_epsilon: Annotated[
         float | None,
-        typer.Option("--target-epsilon", help="Also give the canaries needed to certify this epsilon."),
+        typer.Option(
+            "--target-epsilon",
+            help="Also give the canaries needed to certify this epsilon.",
+            parser=POSITIVE,
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:

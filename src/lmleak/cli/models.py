@@ -330,6 +330,7 @@ def train(
         typer.Option(
             "--max-sequences-per-user",
             help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their sequences, picked at random each step.",
+            parser=COUNT,
         ),
     ] = 4,
     sampler: Annotated[
@@ -347,13 +348,17 @@ def train(
         ),
     ] = True,
     health_check_steps: Annotated[
-        int, typer.Option("--health-check-steps", help="Private steps before the first health check.")
+        int,
+        typer.Option(
+            "--health-check-steps", help="Private steps before the first health check.", parser=COUNT
+        ),
     ] = 10,
     max_noise_to_signal: Annotated[
         float,
         typer.Option(
             "--max-noise-to-signal",
             help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
+            parser=POSITIVE,
         ),
     ] = 1e4,
     replaces: Annotated[
