@@ -22,6 +22,7 @@ A stage is skipped on a rerun when its folder holds ``.complete.json`` with the 
 (the stage's options, the model, the corpus path); change an option and that stage runs again.
 """
 
+# long: the Auditor's stage methods share its loaded corpus, models, redactor and scratch folder, which a split would pass around
 from __future__ import annotations
 
 import dataclasses

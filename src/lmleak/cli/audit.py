@@ -93,6 +93,8 @@ def gate(
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI).
 
+    Example: lmleak gate runs/audit --profile release
+
     Without limits or --profile, the limits of the audit config's `gate:` section apply. Prints the
     same verdict table the HTML report opens with: Pass / Fail / Not evaluable per limit.
     """
@@ -168,8 +170,13 @@ def query_cmd(
     ],
     json_out: JsonOpt = False,
 ) -> None:
-    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it); a column the
-    query names that is empty in this run (perplexity_ratio without a public model) is warned about."""
+    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it).
+
+    Example: lmleak query runs/report "SELECT k, count(*) AS n FROM sequences GROUP BY k"
+
+    A column the query names that is empty in this run (perplexity_ratio without a public model) is
+    warned about.
+    """
     from rich.markup import escape
 
     from lmleak.audit.query import empty_columns, query
@@ -202,7 +209,10 @@ def render_cmd(
     ] = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Write the self-contained HTML report of a run directory."""
+    """Write the self-contained HTML report of a run directory.
+
+    Example: lmleak render runs/audit
+    """
     from lmleak.render.html import render_run
 
     quiet(quiet_)
@@ -294,7 +304,10 @@ def audit(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
+    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML.
+
+    Example: lmleak audit audit.yaml
+    """
     import sys
 
     from lmleak.audit import audit as run_audit_file
@@ -437,7 +450,10 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
+    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three.
+
+    Example: lmleak demo --quick --out runs/demo
+    """
     from lmleak.audit.demo import demo as run_demo
 
     quiet(json_out)

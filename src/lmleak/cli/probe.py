@@ -103,7 +103,8 @@ SUBJECT_FILE_HELP = (
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
     probe = typer.Typer(
-        help="Probe a model for a person's linked PII (ProPILE, paper 003).",
+        help="Probe a model for a person's linked PII (ProPILE, paper 003).\n\n"
+        "Example: lmleak probe --model runs/model --subject me.json --html me.html",
         epilog=SUBJECT_FILE_HELP,
         invoke_without_command=True,
     )
@@ -247,7 +248,10 @@ def run_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
+    """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2).
+
+    Example: lmleak probe run --model runs/model --subjects data/subjects.jsonl --out runs/probe
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
@@ -293,7 +297,10 @@ def sweep_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
+    """Fig. 4: exact-match rate vs templates, association level, beam size and model.
+
+    Example: lmleak probe sweep --model runs/model --subjects data/subjects.jsonl --out runs/sweep
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import sweep_files
 
@@ -337,7 +344,10 @@ def build_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
+    """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats).
+
+    Example: lmleak probe build --corpus data/corpus.jsonl --out subjects.jsonl
+    """
     from lmleak.probe.builder import build_subjects_file
 
     quiet(quiet_ or json_)
@@ -370,7 +380,10 @@ def templates_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
+    """Mine probing templates from the corpus: the contexts in which each PII type follows a name.
+
+    Example: lmleak probe templates --corpus data/corpus.jsonl --subjects subjects.jsonl --out templates.yaml
+    """
     from lmleak.probe.mining import mine_templates_file
 
     quiet(quiet_ or json_)
@@ -409,7 +422,10 @@ def softprompt_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
+    """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4).
+
+    Example: lmleak probe softprompt --model runs/model --subjects data/subjects.jsonl --out runs/softprompt
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import softprompt_files
 
@@ -486,8 +502,12 @@ def experiment_cmd(
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and
-    white-box (soft prompts), and SmolLM2 as a control; writes propile_table.csv and summary.json."""
+    """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and white-box (soft prompts), and SmolLM2 as a control.
+
+    Example: lmleak experiment propile --quick --out runs/propile
+
+    Writes propile_table.csv and summary.json.
+    """
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")

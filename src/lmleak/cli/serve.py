@@ -98,9 +98,10 @@ def serve_cmd(
 ) -> None:
     """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize).
 
-    Example: lmleak serve runs/model --port 8000 --tier echo, then audit it with
-    --model 'http://127.0.0.1:8000/v1#model'. Ctrl-C (or SIGTERM) stops it, answering any request
-    still running with 503.
+    Example: lmleak serve runs/model --port 8000 --tier echo
+
+    Then audit it with --model 'http://127.0.0.1:8000/v1#model'. Ctrl-C (or SIGTERM) stops it,
+    answering any request still running with 503.
     """
     # lazy: lmleak.serve imports fastapi and uvicorn, which `lmleak --help` must not load
     from lmleak.serve import ServeLimits, serve
