@@ -124,6 +124,22 @@ def with_anonymization(
         return record
 
 
+#: What a model's ``privacy.json`` (through :meth:`AuditRunner._privacy`) adds to its headline: the DP
+#: budget with its unit, and for a sequence-level model the bound it gives its largest user by group
+#: privacy (issue 27); CRT's confidentiality bound and what it assumed (issue 26).
+PRIVACY_HEADLINE_KEYS = (
+    "dp_epsilon",
+    "dp_delta",
+    "privacy_unit",
+    "group_privacy_epsilon_largest_user",
+    "largest_user_sequences",
+    "confidentiality_epsilon",
+    "confidentiality_gamma",
+    "confidentiality_gamma_basis",
+    "confidentiality_delta2_assumed",
+)
+
+
 class Auditor:
     """Runs the stages of one config; see the module docstring."""
 
@@ -510,22 +526,7 @@ class Auditor:
                 }
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon, **api)
         privacy = self._privacy(path)
-        headline.update(
-            {
-                k: v
-                for k, v in privacy.items()
-                if k
-                in (
-                    "dp_epsilon",
-                    "confidentiality_epsilon",
-                    "confidentiality_gamma",
-                    "confidentiality_gamma_basis",
-                    "confidentiality_delta2_assumed",
-                    "privacy_unit",
-                )
-                and v is not None
-            }
-        )
+        headline.update({k: v for k, v in privacy.items() if k in PRIVACY_HEADLINE_KEYS and v is not None})
         out_model: dict[str, Any] = {
             "path": path,
             "headline": headline,
@@ -626,6 +627,8 @@ class Auditor:
             "tokenizer_source": priv.get("tokenizer_source"),
             # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
             **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
+            # a sequence-level ε is, per person, only a group-privacy bound over their k sequences
+            **{k: priv[k] for k in priv if k.startswith("group_privacy_") or k == "largest_user_sequences"},
         }
         # Prop. 6 needs detected secrets removed (CRT); selective DP keeps them under DP only (issue 26)
         if priv.get("epsilon") is not None and priv.get("mode") == "crt":
