@@ -72,3 +72,55 @@ def test_check_run_refuses_an_unfinished_a_missing_and_an_inconsistent_run(tmp_p
     (run / INCOMPLETE).write_text(json.dumps({"command": "lmleak report"}))
     with pytest.raises(RunError, match="incomplete.*lmleak report"):
         check_run(run)
+
+
+def test_the_lock_is_removed_when_a_run_ends_finished_or_not(tmp_path):
+    """Issue 29 item 6: a finished audit left its `.lock` behind."""
+    import fcntl
+
+    from lmleak.runs import LOCK, open_run
+
+    run = tmp_path / "r"
+    with open_run(run):
+        with open_run(run):  # re-entrant: the inner block keeps the lock
+            pass
+        assert (run / LOCK).is_file()
+        fd = os.open(run / LOCK, os.O_RDWR)
+        with pytest.raises(BlockingIOError):  # held against a second writer
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+        (run / "out.txt").write_text("x")
+    assert not (run / LOCK).exists()
+    with pytest.raises(ValueError), open_run(run):
+        raise ValueError("a failed write keeps its marker, not its lock")
+    assert not (run / LOCK).exists() and (run / ".incomplete").exists()
+
+
+def test_a_writer_that_opened_a_lock_its_holder_removed_locks_the_new_one(tmp_path, monkeypatch):
+    """The race the removal opens: B opens RUN/.lock, A ends (removes the file, unlocks), B locks the
+    removed file. B must notice and lock the file at the path, or a third writer C would run beside it."""
+    import fcntl
+
+    from lmleak import runs
+
+    run = tmp_path / "r"
+    run.mkdir()
+    stale = os.open(run / runs.LOCK, os.O_RDWR | os.O_CREAT, 0o600)  # what B opened before A ended
+    os.unlink(run / runs.LOCK)  # A ended
+    real_open, calls = os.open, []
+
+    def open_once_stale(path, *args, **kwargs):
+        calls.append(str(path))
+        return (
+            stale if len(calls) == 1 and str(path).endswith(runs.LOCK) else real_open(path, *args, **kwargs)
+        )
+
+    monkeypatch.setattr(runs.os, "open", open_once_stale)
+    with runs.open_run(run):
+        monkeypatch.setattr(runs.os, "open", real_open)
+        assert sum(c.endswith(runs.LOCK) for c in calls) == 2  # retried once
+        fd = os.open(run / runs.LOCK, os.O_RDWR)  # C: the file at the path is the one held
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(fd)
+    assert not (run / runs.LOCK).exists()

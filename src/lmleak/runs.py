@@ -7,7 +7,8 @@ Rules every stage follows:
     - ``summary.json`` carries ``schema_version``; a field is never renamed or redefined without
       bumping :data:`SCHEMA_VERSION`.
     - A command that writes a run directory opens it with :func:`open_run`: it holds an exclusive
-      lock (``RUN/.lock``, holding the writer's pid) so a second writer fails at once, and leaves
+      lock (``RUN/.lock``, holding the writer's pid, removed when the writer ends) so a second
+      writer fails at once, and leaves
       ``RUN/.incomplete`` from its first write until its last. :func:`check_run` (used by ``gate``,
       ``render`` and ``query``) refuses a run with that marker, without a summary, or whose summary
       is older than the stage outputs it summarises: a CI gate must fail when it cannot be sure.
@@ -110,8 +111,8 @@ def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
         >>> with open_run(d) as run:
         ...     (run / INCOMPLETE).exists()
         True
-        >>> (d / INCOMPLETE).exists()
-        False
+        >>> (d / INCOMPLETE).exists(), (d / LOCK).exists()
+        (False, False)
     """
     created = not Path(path).exists()
     run = secure_dir(path)
@@ -120,20 +121,7 @@ def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
         with _reentered(key, redacted):
             yield run
         return
-    fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
-        os.close(fd)
-        if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
-            raise RunError(
-                f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder"
-            ) from None
-        raise RunError(
-            f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
-            "or give another output folder"
-        ) from None
+    fd = _lock(run)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     atomic_write_json(
@@ -152,6 +140,8 @@ def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
         _redacted.discard(key)
         if finished:
             (run / INCOMPLETE).unlink(missing_ok=True)
+        # removed while still held: a writer that opened it meanwhile sees it gone and retries
+        (run / LOCK).unlink(missing_ok=True)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
         if not finished and created:
@@ -171,6 +161,38 @@ def _reentered(key: str, redacted: bool) -> Iterator[None]:
         _held[key] -= 1
         if added:
             _redacted.discard(key)
+
+
+def _lock(run: Path) -> int:
+    """An open descriptor of ``run/.lock`` holding its exclusive lock (RunError when another holds it)."""
+    while True:
+        fd = os.open(run / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            if e.errno not in (errno.EAGAIN, errno.EWOULDBLOCK, errno.EACCES):
+                raise RunError(
+                    f"cannot lock {run / LOCK} ({e.strerror}); write the run to a local folder"
+                ) from None
+            raise RunError(
+                f"{run} is being written by another lmleak process (pid {holder}); wait for it to finish "
+                "or give another output folder"
+            ) from None
+        if _is_file_at(fd, run / LOCK):
+            return fd
+        os.close(fd)  # its writer removed this file as it ended, after we opened it: lock the new one
+
+
+def _is_file_at(fd: int, path: Path) -> bool:
+    """Whether ``path`` still names the file open as ``fd`` (not removed or replaced since)."""
+    try:
+        at = os.stat(path)
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (at.st_dev, at.st_ino)
 
 
 def _remove_if_untouched(run: Path) -> None:

@@ -252,7 +252,7 @@ def test_the_audit_function_loads_the_file_and_passes_echo_and_redaction_to_run_
         True,
         key,
     )
-    lmleak.audit(path)  # the callable package: the defaults of run_audit
+    lmleak.audit.audit(path)  # the defaults of run_audit
     assert (seen["force"], seen["echo"], seen["redact"], seen["redact_key_file"]) == (
         False,
         None,

@@ -75,6 +75,21 @@ def test_the_global_quiet_turns_progress_off(app_with):
     assert progress.enabled() is False
 
 
+def test_the_global_q_is_the_global_quiet_and_every_command_keeps_its_own_q(app_with, tmp_path):
+    """Issue 29 item 6: `lmleak -q COMMAND` was refused ("No such option: -q") though every command takes -q."""
+    progress.set_enabled(True)
+    assert CliRunner().invoke(app_with(ConfigError("x")), ["-q", "boom"]).exit_code == 2
+    assert progress.enabled() is False
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text('{"user_id": "u1", "text": "Write to Ann Lee <ann.lee@example.org> today."}\n')
+    for args in (["-q", "probe", "build"], ["probe", "build", "-q"], ["-q", "probe", "build", "-q"]):
+        progress.set_enabled(True)
+        out = tmp_path / f"s{len(args)}{args[0]}.jsonl"
+        res = CliRunner().invoke(build_app(), [*args, "--corpus", str(corpus), "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        assert progress.enabled() is False and out.is_file()
+
+
 def test_one_line_and_where():
     assert _one_line("  a\n\n  b  \n") == "a b" and _one_line("") == ""
     assert len(_one_line("x" * 5000)) == 2000

@@ -97,7 +97,8 @@ def _args(cmd, skip, tmp: Path, out: Path) -> list[str]:
         elif kind is not None:
             if p.required:
                 args += [p.opts[0], "1" if kind is int else "0.5"]
-        elif p.required or (p.name in INPUTS and p.default is None):
+        elif p.required or (p.name in INPUTS and p.default is None and not p.is_eager):
+            # an eager input (train --config) is read before every other option, by design: not given
             args += [p.opts[0], str(tmp / "missing" / f"{p.name}.jsonl")]
     return args
 

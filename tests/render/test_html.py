@@ -149,6 +149,15 @@ def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_g
     assert _card_value("dp_epsilon", h) == "2.9 per person"
     assert _card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
     assert _card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
+    # a sequence-level model: the card says what it gives its largest user, by group privacy (k·ε)
+    seq = {
+        **h,
+        "privacy_unit": "sequence",
+        "largest_user_sequences": 17,
+        "group_privacy_epsilon_largest_user": 17 * 2.9,
+    }
+    assert "the largest user, with 17 sequences, is protected at ε = 49.3" in _card_detail("dp_epsilon", seq)
+    assert "group-privacy" not in _card_detail("dp_epsilon", h)  # per person already
     old = {
         "dp_epsilon": 2.9,
         "privacy_unit": "one training sequence (a chunk of one document)",

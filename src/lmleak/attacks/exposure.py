@@ -25,6 +25,7 @@ drawn uniformly its rank is uniform whatever the model (``P[exposure >= x] = 2^-
 so the placebos also check the ranking itself.
 """
 
+# long: the exact ranks, their skew-normal extrapolation and the placebos share one search per canary format and one table; each part is short
 from __future__ import annotations
 
 import math

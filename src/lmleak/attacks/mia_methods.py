@@ -32,6 +32,7 @@ The blind baseline (:mod:`lmleak.attacks.blind`) never queries the model; it is 
 these scores (Das et al. 2024).
 """
 
+# long: the methods share one teacher-forced pass where the maths allows (the table above); apart, each would redo it
 from __future__ import annotations
 
 import math

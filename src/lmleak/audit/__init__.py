@@ -1,15 +1,14 @@
 """The whole audit from one config file: stages, run directory, headline metrics, the CI gate.
 
-``lmleak.audit`` is also the public function ``audit(config)`` (``from lmleak import audit``): the
-package and the function share the name, and Python sets a package's attribute to its subpackage
-once the subpackage is imported, so the subpackage itself is made callable instead of fighting over
-the name.
+Modules: :mod:`~lmleak.audit.config` (the YAML config), :mod:`~lmleak.audit.runner` (every stage
+into one run directory), :mod:`~lmleak.audit.gate` (``lmleak gate``), :mod:`~lmleak.audit.query`
+(``lmleak query``), :mod:`~lmleak.audit.demo` (``lmleak demo``). The public entry point is
+:func:`lmleak.run_audit`, which returns an :class:`~lmleak.api.AuditResult`; :func:`audit` below is
+its old name and returns the run directory only.
 """
 
 from __future__ import annotations
 
-import sys
-import types
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ def audit(
     redact: bool = False,
     redact_key_file: str | Path | None = None,
 ) -> Path:
-    """Run every analysis an audit config names and write the HTML report; returns the run directory.
+    """The old name of :func:`lmleak.run_audit`: the same audit, returning the run directory.
 
     ``config`` is a YAML file (``lmleak audit --example`` writes a commented one) or a parsed
     :class:`~lmleak.audit.config.AuditConfig`. Stages whose results are complete are skipped on a
@@ -38,12 +37,3 @@ def audit(
 
     cfg = config if isinstance(config, AuditConfig) else load_config(config)
     return run_audit(cfg, force=force, echo=echo, redact=redact, redact_key_file=redact_key_file)
-
-
-class _CallablePackage(types.ModuleType):
-    def __call__(self, config: Any, *, force: bool = False, **options: Any) -> Path:
-        return audit(config, force=force, **options)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
-sys.modules[__name__].__doc__ = (__doc__ or "") + "\n\n" + (audit.__doc__ or "")

@@ -62,10 +62,13 @@ analyses:
     max_candidates: 10000000    # formats with more candidates: extrapolated rank (skew-normal fit), not exact
     sample_size: 5000           # ...fitted on this many random candidates
     placebos: null              # never-inserted secrets ranked beside them, per format (null: as many as canaries; 0: none)
-  mia:                          # membership inference; needs member / non-member files. The public model
+  mia:                          # membership inference. `mia: {}` works from the model's held-out users
+                                # (holdout.json of `lmleak train --holdout-users`): they are the non-members,
+                                # the documents of the users it was trained on the members. The public model
                                 # is the reference of its calibrated score: it must not have seen the non-members
-    members: null
-    non_members: null
+    members: null               # a file of member texts (needs non_members too)
+    non_members: null           # alone: a corpus of people the model never saw (JSONL like the corpus; none
+                                # may be a training user); with members: a file of non-member texts
     group_size: 20              # texts per disjoint group of the group attack (0: none)
     num_per_side: 1000          # texts drawn per side after de-duplication (balanced)
     n_boot: 1000                # bootstrap replicates of every 95 % interval (over users / text clusters)
@@ -142,6 +145,11 @@ class ExposureSpec:
 
 @dataclass(frozen=True, slots=True)
 class MiaSpec:
+    """``analyses.mia``: no files: members and non-members from the corpus split by the model's
+    held-out users (``holdout.json``); ``non_members`` alone: a corpus of people the model never saw
+    beside the training users' documents (:func:`lmleak.audit.nonmembers.membership_sets`); both: two
+    files of texts."""
+
     members: str | None = None
     non_members: str | None = None
     group_size: int = 20
@@ -376,6 +384,15 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             hint=f"use one of {', '.join(FORMATS)}, or leave it out",
         )
     _check_membership(cfg, path)
+    mia = cfg.analyses.mia
+    if mia is not None and mia.members and not mia.non_members:
+        raise ConfigError(
+            "members without non_members",
+            path=path,
+            field="analyses.mia.members",
+            hint="give non_members too, or neither (the model's held-out users in holdout.json are then "
+            "the non-members), or non_members alone (a corpus of people the model never saw)",
+        )
     _check_gate(cfg, path)
     if cfg.device is not None:
         try:

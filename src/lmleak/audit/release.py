@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.audit.config import AuditConfig
+from lmleak.audit.nonmembers import NO_NON_MEMBERS, mia_fix
 from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
 
 REPORT_METRICS = ["unique_sequences", "pii_unique_sequences", "curated_unique_sequences", "leakage_epsilon"]
@@ -82,7 +83,10 @@ def not_run(
     claims_dp = (model.get("privacy") or {}).get("dp_epsilon") is not None
     for stage, metrics in stage_metrics.items():
         if stage in skipped:
-            out.append(_entry(names[stage], f"skipped: {skipped[stage]}", STAGE_FIX.get(stage), metrics))
+            fix = STAGE_FIX.get(stage)
+            if skipped[stage] == NO_NON_MEMBERS:  # the exact line that runs it (issue 29)
+                fix = mia_fix(cfg, str(model.get("path")))
+            out.append(_entry(names[stage], f"skipped: {skipped[stage]}", fix, metrics))
         elif not _configured(cfg, stage):
             if stage == "dp_audit" and not claims_dp:
                 continue  # a model that claims no DP has no claim to audit

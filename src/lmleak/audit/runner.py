@@ -23,6 +23,7 @@ A stage is skipped on a rerun when its folder holds ``.complete.json`` with the 
 (the stage's options, the model, the corpus path); change an option and that stage runs again.
 """
 
+# long: the Auditor's stage methods share its loaded corpus, models, redactor and scratch folder, which a split would pass around
 from __future__ import annotations
 
 import dataclasses
@@ -38,10 +39,11 @@ from typing import Any
 from lmleak.attacks.dp_audit import DPAuditConfig
 from lmleak.attacks.exposure import run_exposure
 from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-from lmleak.attacks.membership import read_texts, run_membership, split_users_by_holdout
+from lmleak.attacks.membership import read_texts, run_membership
 from lmleak.attacks.mia_methods import MethodOptions
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
+from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
 from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
@@ -122,6 +124,22 @@ def with_anonymization(
         )
     except Exception:  # a record from an older schema: keep it as written
         return record
+
+
+#: What a model's ``privacy.json`` (through :meth:`AuditRunner._privacy`) adds to its headline: the DP
+#: budget with its unit, and for a sequence-level model the bound it gives its largest user by group
+#: privacy (issue 27); CRT's confidentiality bound and what it assumed (issue 26).
+PRIVACY_HEADLINE_KEYS = (
+    "dp_epsilon",
+    "dp_delta",
+    "privacy_unit",
+    "group_privacy_epsilon_largest_user",
+    "largest_user_sequences",
+    "confidentiality_epsilon",
+    "confidentiality_gamma",
+    "confidentiality_gamma_basis",
+    "confidentiality_delta2_assumed",
+)
 
 
 class Auditor:
@@ -218,15 +236,30 @@ class Auditor:
             mem = read_texts(self.cfg.resolve(spec.members) or "")
             non = read_texts(self.cfg.resolve(spec.non_members) or "")
             source, groups = None, None
-        else:
+        else:  # people the model never saw: a corpus of them (non_members alone), or its held-out users
             holdout = read_holdout(model_path)
-            assert holdout is not None  # checked by mia_source() before the stage runs
-            mem, non, mem_users, non_users = split_users_by_holdout(self.corpus(), holdout.users)
-            groups = (mem_users, non_users)  # the blind baseline keeps each user in one fold
-            source = (
-                f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-                f"(holdout.json); members: {len(mem)} documents of the other users"
+            c, never_seen = self.cfg.corpus, None
+            if spec.non_members:
+                never_seen = load_corpus(
+                    self.cfg.resolve(spec.non_members),
+                    text_field=c.text_field,
+                    user_field=c.user_field,
+                    doc_field=c.doc_field,
+                )
+            sets = membership_sets(
+                self.corpus(),
+                holdout.users if holdout else (),
+                never_seen,
+                corpus_name=str(self.cfg.resolve(c.path)),
+                never_seen_name=str(spec.non_members),
+                field="analyses.mia.non_members" if never_seen is not None else "corpus.path",
+                trained_on=holdout.corpus if holdout else None,
             )
+            mem, non, source = sets.members, sets.non_members, sets.source
+            groups = (
+                sets.member_users,
+                sets.non_member_users,
+            )  # the blind baseline keeps each user in one fold
             self.echo(f"  {source}")
         run_membership(
             model,
@@ -292,14 +325,11 @@ class Auditor:
                 require(model, Capability.SCORE, attack="membership inference")
             except CapabilityError as e:
                 return str(e)
-        if spec is not None and spec.members and spec.non_members:
+        if spec is not None and spec.non_members:  # with members: two files; alone: people never seen
             return None
         holdout = read_holdout(model_path)
         if holdout is None or not holdout.users:
-            return (
-                "no members / non-members files, and the model records no held-out users (holdout.json): "
-                "give analyses.mia.members and non_members, or train with --holdout-users"
-            )
+            return NO_NON_MEMBERS
         return None
 
     def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -499,22 +529,7 @@ class Auditor:
                 }
             scenarios[stage] = with_anonymization(stage_summary.get("scenario"), anon, **api)
         privacy = self._privacy(path)
-        headline.update(
-            {
-                k: v
-                for k, v in privacy.items()
-                if k
-                in (
-                    "dp_epsilon",
-                    "confidentiality_epsilon",
-                    "confidentiality_gamma",
-                    "confidentiality_gamma_basis",
-                    "confidentiality_delta2_assumed",
-                    "privacy_unit",
-                )
-                and v is not None
-            }
-        )
+        headline.update({k: v for k, v in privacy.items() if k in PRIVACY_HEADLINE_KEYS and v is not None})
         out_model: dict[str, Any] = {
             "path": path,
             "headline": headline,
@@ -636,6 +651,8 @@ class Auditor:
             "tokenizer_source": priv.get("tokenizer_source"),
             # issue 27: the unit the ε protects (one person, one sequence) and how batches were drawn
             **{k: priv[k] for k in ("privacy_unit", "max_sequences_per_user", "sampler") if k in priv},
+            # a sequence-level ε is, per person, only a group-privacy bound over their k sequences
+            **{k: priv[k] for k in priv if k.startswith("group_privacy_") or k == "largest_user_sequences"},
         }
         # Prop. 6 needs detected secrets removed (CRT); selective DP keeps them under DP only (issue 26)
         if priv.get("epsilon") is not None and priv.get("mode") == "crt":

@@ -68,7 +68,8 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("mia", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(mia_cmd)
     if "experiment" not in groups:
         groups["experiment"] = typer.Typer(
-            help="Reproduce the papers' experiments end to end.", no_args_is_help=True
+            help="Reproduce the papers' experiments end to end.\n\nExample: lmleak experiment crt --quick --out runs/crt",
+            no_args_is_help=True,
         )
         app.add_typer(groups["experiment"], name="experiment")
     # --gammas / --archs take several values each (as the paper's sweep is written), which click
@@ -78,6 +79,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
+# long: its signature declares the options of `lmleak exposure`, one per line; the body is short
 def exposure_cmd(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
@@ -111,7 +113,10 @@ def exposure_cmd(
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Canary exposure (Carlini et al. 2019; paper 002 §5.1): exact rank of each canary among all candidates."""
+    """Canary exposure (Carlini et al. 2019; paper 002 §5.1): exact rank of each canary among all candidates.
+
+    Example: lmleak exposure --model runs/model --canaries data/canaries.jsonl --out runs/exposure
+    """
     from lmleak.attacks.exposure import exposure_of_model  # lazy: numpy and torch, keeps --help fast
     from lmleak.report.redaction import write_run
 
@@ -250,6 +255,8 @@ def mia_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Membership inference (paper 002 A.4): individual and group attacks, AUC, TPR at low FPR, ROC plot.
+
+    Example: lmleak mia --model runs/model --corpus data/corpus.jsonl --out runs/mia
 
     Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
     neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The sets are
@@ -430,6 +437,8 @@ def crt_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Paper 002 Figs. 2-6: No-DP, redaction, DP-SGD, CRT and selective DP across policy recall γ.
+
+    Example: lmleak experiment crt --quick --out runs/crt
 
     Also takes --gammas G [G ...] (policy false-negative rates; default 0 0.1 0.2 0.3 0.4 0.5,
     --quick: 0 0.5) and --archs A [A ...] (lstm, gpt; default both), each followed by its values.

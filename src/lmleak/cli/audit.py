@@ -53,7 +53,8 @@ def gate(
         int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
     ] = None,
     max_pii_exact_match: Annotated[
-        float | None, typer.Option(help="Largest PII probing exact-match rate allowed (0-1).")
+        float | None,
+        typer.Option(help="Largest PII probing exact-match rate allowed (0-1).", parser=PROBABILITY),
     ] = None,
     min_epsilon_lower_bound: Annotated[
         float | None,
@@ -91,6 +92,8 @@ def gate(
     json_out: JsonOpt = False,
 ) -> None:
     """Exit 0 when every limit holds for every audited model, 1 otherwise (a release gate for CI).
+
+    Example: lmleak gate runs/audit --profile release
 
     Without limits or --profile, the limits of the audit config's `gate:` section apply. Prints the
     same verdict table the HTML report opens with: Pass / Fail / Not evaluable per limit.
@@ -167,8 +170,13 @@ def query_cmd(
     ],
     json_out: JsonOpt = False,
 ) -> None:
-    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it); a column the
-    query names that is empty in this run (perplexity_ratio without a public model) is warned about."""
+    """Run DuckDB SQL over a run's Parquet files (each file is a table named after it).
+
+    Example: lmleak query runs/report "SELECT k, count(*) AS n FROM sequences GROUP BY k"
+
+    A column the query names that is empty in this run (perplexity_ratio without a public model) is
+    warned about.
+    """
     from rich.markup import escape
 
     from lmleak.audit.query import empty_columns, query
@@ -201,7 +209,10 @@ def render_cmd(
     ] = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Write the self-contained HTML report of a run directory."""
+    """Write the self-contained HTML report of a run directory.
+
+    Example: lmleak render runs/audit
+    """
     from lmleak.render.html import render_run
 
     quiet(quiet_)
@@ -232,6 +243,7 @@ def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     out.print(t)
 
 
+# long: the Typer signature declares 13 options; the body picks a config file or --model/--corpus and calls one
 def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
     example: Annotated[
@@ -254,10 +266,48 @@ def audit(
             "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
         ),
     ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Audit this model with no config file (with --corpus): writes the config it runs to "
+            "OUT/audit.yaml, then runs it.",
+        ),
+    ] = None,
+    corpus: Annotated[
+        Path | None, typer.Option("--corpus", help="With --model: the model's training corpus.")
+    ] = None,
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="With --model: the run directory (default audit-run).")
+    ] = None,
+    public_model: Annotated[
+        str | None,
+        typer.Option(
+            "--public-model",
+            help="With --model: a model that never saw the data (smollm2-135m, base, leave-out, a folder), for leakage ε.",
+        ),
+    ] = None,
+    canaries: Annotated[
+        Path | None,
+        typer.Option(
+            "--canaries", help="With --model: the canaries inserted into the training data (exposure)."
+        ),
+    ] = None,
+    holdout: Annotated[
+        Path | None,
+        typer.Option(
+            "--holdout",
+            help="With --model: a corpus of people the model never saw, the non-members of membership inference "
+            "(default: the users the model held out, its holdout.json).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML."""
+    """Run a whole audit from one config file: report, exposure, membership, PII probing, KART, HTML.
+
+    Example: lmleak audit audit.yaml
+    """
     import sys
 
     from lmleak.audit import audit as run_audit_file
@@ -267,27 +317,48 @@ def audit(
     if example:
         sys.stdout.write(EXAMPLE)
         return
-    if config is None:
+    quick = {"--model": model, "--corpus": corpus, "--out": out_dir, "--public-model": public_model}
+    quick |= {"--canaries": canaries, "--holdout": holdout}
+    given = [k for k, v in quick.items() if v is not None]
+    if config is not None and given:
         raise ConfigError(
-            "no config file given",
-            hint="lmleak audit audit.yaml (write one with `lmleak audit --example > audit.yaml`)",
+            f"a config file and {given[0]} given",
+            field=given[0],
+            hint="give a config file, or --model and --corpus (which write one), not both",
+        )
+    if config is None and (model is None or corpus is None):
+        raise ConfigError(
+            "no config file given" if not given else "--model and --corpus go together",
+            field=None if not given else ("--corpus" if corpus is None else "--model"),
+            hint="lmleak audit --model MODEL --corpus CORPUS, or lmleak audit audit.yaml "
+            "(write one with `lmleak audit --example > audit.yaml`)",
         )
     quiet(quiet_ or json_out)
-    run = run_audit_file(
-        config,
-        force=force,
-        echo=(lambda s: None) if (quiet_ or json_out) else err.print,
-        redact=redact,
-        redact_key_file=redact_key_file,
-    )
+    echo = (lambda s: None) if (quiet_ or json_out) else err.print
+    if config is None:
+        from lmleak.audit.quick import QuickOptions, quick_audit
+
+        assert model is not None and corpus is not None
+        options = QuickOptions(out_dir or "audit-run", public_model, canaries, holdout, redact)
+        run = quick_audit(model, corpus, options, redact_key_file=redact_key_file, force=force, echo=echo)
+    else:
+        run = run_audit_file(config, force=force, echo=echo, redact=redact, redact_key_file=redact_key_file)
     _finish_audit(run, json_out)
 
 
 def _finish_audit(run: Path, json_out: bool) -> None:
-    """What ``lmleak audit`` prints once the run is written: the release summary, or all of it as JSON."""
+    """What ``lmleak audit`` prints once the run is written: the release summary, the report's path and
+    the two commands to run next, or all of it as JSON."""
+    from rich.markup import escape
+
+    from lmleak.audit.quick import followups
     from lmleak.render.headline import collect_headlines
 
     summary, verdict = _release_of(run)
+    config = summary.get("config") or {}
+    nexts = followups(
+        run, public_model=config.get("public_model") is not None, redacted=bool(summary.get("redacted"))
+    )
     if json_out:
         print_json(
             {
@@ -296,12 +367,16 @@ def _finish_audit(run: Path, json_out: bool) -> None:
                 "headlines": collect_headlines(run),
                 "release": summary.get("release"),
                 "verdict": verdict.to_dict() if verdict.checks else None,
+                "next": nexts,
             }
         )
         return
     print_release(summary, verdict)
     _summary_table(run, collect_headlines(run))
     out.print(f"report: [bold]{run / 'report.html'}[/] (owner-only; derived from training data)")
+    out.print("next:", highlight=False)
+    for line in nexts:  # whole lines (soft_wrap): they are copied into a shell
+        out.print(f"  {escape(line)}", highlight=False, soft_wrap=True)
 
 
 def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
@@ -375,7 +450,10 @@ def demo(
         ),
     ] = None,
 ) -> None:
-    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three."""
+    """The embedded default: synthesise a corpus, train plain / DP-SGD / CRT GPTs (or LoRA fine-tunes of --base), audit all three.
+
+    Example: lmleak demo --quick --out runs/demo
+    """
     from lmleak.audit.demo import demo as run_demo
 
     quiet(json_out)

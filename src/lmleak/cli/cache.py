@@ -30,7 +30,8 @@ CacheRunOpt = Annotated[Path | None, typer.Option("--run", help="A run: its cach
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add ``lmleak cache info`` and ``lmleak cache clear``."""
     cache_app = typer.Typer(
-        help="The HTTP answer cache (it holds training text): where it is, how big, delete it.",
+        help="The HTTP answer cache (it holds training text): where it is, how big, delete it.\n\n"
+        "Example: lmleak cache info --run runs/report",
         no_args_is_help=True,
     )
     cache_app.command("info")(info)
@@ -61,7 +62,10 @@ def _say(verb: str, rec: dict[str, Any]) -> None:
 
 
 def info(cache_dir: CacheDirOpt = None, run: CacheRunOpt = None, json_out: JsonOpt = False) -> None:
-    """Where a cache folder is and what it holds."""
+    """Where a cache folder is and what it holds.
+
+    Example: lmleak cache info --run runs/report
+    """
     from lmleak.models.http_cache import cache_info
 
     rec = cache_info(_folder(cache_dir, run))
@@ -72,7 +76,10 @@ def info(cache_dir: CacheDirOpt = None, run: CacheRunOpt = None, json_out: JsonO
 
 
 def clear(cache_dir: CacheDirOpt = None, run: CacheRunOpt = None, json_out: JsonOpt = False) -> None:
-    """Delete a cache folder (only an lmleak cache: it carries CACHEDIR.TAG, or the old layout)."""
+    """Delete a cache folder (only an lmleak cache: it carries CACHEDIR.TAG, or the old layout).
+
+    Example: lmleak cache clear --run runs/report
+    """
     from lmleak.models.http_cache import clear_cache
 
     rec = clear_cache(_folder(cache_dir, run))

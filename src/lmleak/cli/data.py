@@ -38,7 +38,10 @@ def _print_shapes(t: Any, summary: dict[str, Any]) -> None:
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     groups["synth"].command("customersim")(customersim)
     groups["synth"].command("mail")(mail)
-    corpus = typer.Typer(help="Inspect and validate corpora.", no_args_is_help=True)
+    corpus = typer.Typer(
+        help="Inspect and validate corpora.\n\nExample: lmleak corpus check data/corpus.jsonl",
+        no_args_is_help=True,
+    )
     corpus.command("check")(check)
     app.add_typer(corpus, name="corpus")
 
@@ -60,7 +63,10 @@ def customersim(
     locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
-    """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline)."""
+    """Synthesise customer-service dialogues with known PII (paper 002's CustomerSim, offline).
+
+    Example: lmleak synth customersim --out data --users 50 --canaries 10
+    """
 
     quiet(json_out)
     summary = synthesize_customersim(
@@ -109,7 +115,10 @@ def mail(
     locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
-    """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests."""
+    """Synthesise a mailing-list archive with known PII: headers, quoted replies, signatures, digests.
+
+    Example: lmleak synth mail --out mail
+    """
 
     # lazy: lmleak.data.synth.mail imports faker at module level (a third-party import `--help` need not pay)
     from lmleak.data.synth.mail import synthesize_corpus
@@ -171,7 +180,10 @@ def check(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Validate a corpus and print its size, repeated-line share, user concentration and PII density."""
+    """Validate a corpus and print its size, repeated-line share, user concentration and PII density.
+
+    Example: lmleak corpus check data/corpus.jsonl
+    """
     quiet(json_out)
     result = check_corpus(
         path,

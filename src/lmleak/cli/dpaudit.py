@@ -26,7 +26,8 @@ from lmleak.cli.common import (
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     group = typer.Typer(
-        help="One-run DP auditing: an empirical lower bound on epsilon (Steinke et al. 2023).",
+        help="One-run DP auditing: an empirical lower bound on epsilon (Steinke et al. 2023).\n\n"
+        "Example: lmleak dp-audit plan --m 1000",
         no_args_is_help=True,
     )
     group.command("bound")(bound)
@@ -52,7 +53,10 @@ def bound(
     ] = 0.95,
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """The epsilon lower bound for v correct of r guesses about m canaries (Theorem 3, exact tails)."""
+    """The epsilon lower bound for v correct of r guesses about m canaries (Theorem 3, exact tails).
+
+    Example: lmleak dp-audit bound --m 1000 --r 100 --v 95
+    """
     from lmleak.attacks.dp_audit import bound_from_counts  # lazy: numpy
 
     bound = bound_from_counts(m, r, v, delta, confidence)
@@ -63,26 +67,43 @@ def bound(
 
 
 def plan(
-    m: Annotated[int, typer.Option("--m", help="Canaries, each included with probability 1/2.")],
+    m: Annotated[
+        int, typer.Option("--m", help="Canaries, each included with probability 1/2.", parser=COUNT)
+    ],
     precision: Annotated[
         list[float] | None,
         typer.Option(
             "--precision",
             help="Share of guesses right (repeat for several; default 1, .99, .95, .9, .8, .7, .6).",
+            parser=PROBABILITY,
         ),
     ] = None,
-    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).")] = None,
+    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).", parser=COUNT)] = None,
     delta: Annotated[
-        float, typer.Option("--delta", help="The delta of the (epsilon, delta)-DP claim tested.")
+        float,
+        typer.Option(
+            "--delta",
+            help="The delta of the (epsilon, delta)-DP claim tested.",
+            parser=number(ge=0, lt=1),
+        ),
     ] = 0.0,
-    confidence: Annotated[float, typer.Option("--confidence", help="Confidence of the lower bound.")] = 0.95,
+    confidence: Annotated[
+        float, typer.Option("--confidence", help="Confidence of the lower bound.", parser=OPEN_UNIT)
+    ] = 0.95,
     target_epsilon: Annotated[
         float | None,
-        typer.Option("--target-epsilon", help="Also give the canaries needed to certify this epsilon."),
+        typer.Option(
+            "--target-epsilon",
+            help="Also give the canaries needed to certify this epsilon.",
+            parser=POSITIVE,
+        ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
 ) -> None:
-    """Size an audit before training: the largest epsilon m canaries can certify at each precision."""
+    """Size an audit before training: the largest epsilon m canaries can certify at each precision.
+
+    Example: lmleak dp-audit plan --m 1000 --target-epsilon 2
+    """
     from lmleak.attacks.dp_audit import PLAN_PRECISIONS, plan_audit  # lazy: numpy, scipy
 
     result = plan_audit(
@@ -208,7 +229,10 @@ def run(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
 ) -> None:
-    """Insert m canaries (each with probability 1/2), train once, guess membership, bound epsilon."""
+    """Insert m canaries (each with probability 1/2), train once, guess membership, bound epsilon.
+
+    Example: lmleak dp-audit run --corpus data/corpus.jsonl --out runs/dp-audit --mode dp --target-epsilon 8
+    """
     from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit_with_report  # lazy: torch
     from lmleak.train.config import TrainConfig
 

@@ -102,7 +102,10 @@ def extract(
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
 ) -> None:
-    """Generate samples, rank them by six membership metrics, verify the top ones against the corpus."""
+    """Generate samples, rank them by six membership metrics, verify the top ones against the corpus.
+
+    Example: lmleak extract --model runs/model --corpus data/corpus.jsonl --out runs/extract --num-samples 200
+    """
     from lmleak.attacks.extraction import ExtractConfig, extract_from_model  # lazy: numpy and torch
     from lmleak.report.redaction import write_run
 

@@ -12,7 +12,8 @@ from lmleak.cli.common import COUNT, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, numb
 from lmleak.errors import ConfigError
 
 kart_app = typer.Typer(
-    help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.",
+    help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.\n\n"
+    "Example: lmleak kart describe runs/probe",
     no_args_is_help=True,
 )
 
@@ -32,7 +33,10 @@ def _fmt(v: float | None) -> str:
 
 @kart_app.command("review")
 def review_cmd(as_json: JsonOpt = False) -> None:
-    """Print paper 004's Table 2: prior studies parameterised by KART."""
+    """Print paper 004's Table 2: prior studies parameterised by KART.
+
+    Example: lmleak kart review
+    """
     from lmleak.scenarios.catalogue import review, review_records
 
     if as_json:
@@ -64,7 +68,10 @@ def describe_cmd(
     run: Annotated[Path, typer.Argument(help="An lmleak run directory (or its summary.json).")],
     as_json: JsonOpt = False,
 ) -> None:
-    """State a run's scenario in the paper's notation (I_K, a, R, I_T)."""
+    """State a run's scenario in the paper's notation (I_K, a, R, I_T).
+
+    Example: lmleak kart describe runs/probe
+    """
     from lmleak.scenarios.describe import describe_run
 
     result = describe_run(run)
@@ -131,7 +138,10 @@ def margins_cmd(
         ),
     ] = 2,
 ) -> None:
-    """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts."""
+    """Privacy leakage ratios and risk margins (paper 004 §5.3.3) from a table of counts.
+
+    Example: lmleak kart margins counts.csv
+    """
     from lmleak.scenarios.margins import margins_from_csv
 
     res = margins_from_csv(counts, decimals=decimals)
@@ -147,7 +157,10 @@ def run_cmd(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Write summary.json here.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Leakage ratio per scenario and margins for any (subject, attribute) predictions."""
+    """Leakage ratio per scenario and margins for any (subject, attribute) predictions.
+
+    Example: lmleak kart run scenarios.yaml --out runs/kart
+    """
     from lmleak.scenarios.runner import run_spec_to
 
     res = run_spec_to(spec, out_dir)
@@ -171,7 +184,10 @@ def experiment_cmd(
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6)."""
+    """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6).
+
+    Example: lmleak kart experiment --quick --out runs/kart-experiment
+    """
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -203,7 +219,10 @@ def synth_clinical_cmd(
     notes_per_patient: Annotated[int, typer.Option(help="Notes per patient.", parser=COUNT)] = 3,
     as_json: JsonOpt = False,
 ) -> None:
-    """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs."""
+    """Synthetic clinical notes: D_private (dummy PHI), D_public (HIPAA placeholders), gold pairs.
+
+    Example: lmleak synth clinical --out clinical
+    """
     from lmleak.pii.hipaa import synthesize_clinical
 
     if patients < 1 or notes_per_patient < 1:

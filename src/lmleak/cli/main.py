@@ -24,6 +24,7 @@ from typing import Annotated, Any
 import click
 import typer
 from typer.core import TyperGroup
+from typer.main import get_command_name
 
 from lmleak import progress
 from lmleak.cli.common import COUNT, err, offline_environment
@@ -46,6 +47,19 @@ AREAS = [
     "lmleak.cli.selftest",  # selftest (the installed lmleak against known answers)
     "lmleak.cli.cache",  # cache info, cache clear (the HTTP answer cache)
 ]
+
+#: The panels of ``lmleak --help`` (issue 29), in the order shown.
+PANELS = ("Audit and report", "Attacks", "Training", "Data and PII", "Serving and tools")
+
+#: Every top-level command and group -> its panel, in the order ``lmleak --help`` lists them.
+#: tests/cli/test_help.py fails on a command missing here, so a new command cannot go unsorted.
+PANEL_OF = {
+    **dict.fromkeys(("audit", "report", "render", "gate", "query", "kart", "demo"), PANELS[0]),
+    **dict.fromkeys(("exposure", "mia", "probe", "extract", "dp-audit"), PANELS[1]),
+    **dict.fromkeys(("train", "eval", "confidentiality", "experiment"), PANELS[2]),
+    **dict.fromkeys(("synth", "corpus", "pii", "dedup", "redact", "split"), PANELS[3]),
+    **dict.fromkeys(("serve", "cache", "selftest"), PANELS[4]),
+}
 
 
 def _debug(ctx: click.Context) -> bool:
@@ -75,6 +89,20 @@ def _where(e: BaseException) -> str:
     return f" at {name[cut + 1 :] if cut >= 0 else name.rsplit('/', 1)[-1]}:{frames[-1].lineno}"
 
 
+def _assign_panels(app: typer.Typer) -> None:
+    """Put each registered command and group in its panel of :data:`PANEL_OF` (the areas register
+    commands without one: where a command is shown is decided here, in one place)."""
+    for command in app.registered_commands:
+        name = command.name or (get_command_name(command.callback.__name__) if command.callback else "")
+        if name in PANEL_OF:
+            command.rich_help_panel = PANEL_OF[name]
+    for group in app.registered_groups:
+        named = (group.name, group.typer_instance.info.name if group.typer_instance else None)
+        name = next((n for n in named if isinstance(n, str)), "")  # unset names are placeholders
+        if name in PANEL_OF:
+            group.rich_help_panel = PANEL_OF[name]
+
+
 def _bad_value(e: typer.BadParameter) -> typer.Exit:
     """A refused or missing option value (``lmleak.cli.common.number``: NaN, inf, out of range; a wrong
     type) as one line, exit 2, like every other input error (click's own box spans several lines)."""
@@ -90,6 +118,12 @@ class _Group(TyperGroup):
             return super().make_context(info_name, args, parent=parent, **extra)
         except typer.BadParameter as e:
             raise _bad_value(e) from None
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        """The commands in :data:`PANEL_OF`'s order (so the panels come in :data:`PANELS`' order);
+        any other after them, in the order registered."""
+        order = {name: i for i, name in enumerate(PANEL_OF)}
+        return sorted(super().list_commands(ctx), key=lambda name: order.get(name, len(order)))
 
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
@@ -161,6 +195,7 @@ FullHashOpt = Annotated[
 ]
 
 
+# long: its signature declares the global options of `lmleak`, one per line; the body is short
 def _root(
     ctx: typer.Context,
     device: Annotated[
@@ -174,7 +209,9 @@ def _root(
     quiet_all: Annotated[
         bool,
         typer.Option(
-            "--quiet", help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1)."
+            "--quiet",
+            "-q",
+            help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1).",
         ),
     ] = False,
     debug: Annotated[
@@ -240,12 +277,15 @@ def build_app() -> typer.Typer:
     app.callback()(_root)
     groups = {
         "synth": typer.Typer(
-            help="Synthesise corpora with known PII (offline, seeded).", no_args_is_help=True
+            help="Synthesise corpora with known PII (offline, seeded).\n\n"
+            "Example: lmleak synth customersim --out data --users 50 --canaries 10",
+            no_args_is_help=True,
         )
     }
     app.add_typer(groups["synth"], name="synth")
     for area in AREAS:
         importlib.import_module(area).register(app, groups)
+    _assign_panels(app)
     return app
 
 

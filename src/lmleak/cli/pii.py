@@ -28,7 +28,9 @@ from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 
 pii_app = typer.Typer(
-    help="PII detection policies: detect spans, evaluate against ground truth.", no_args_is_help=True
+    help="PII detection policies: detect spans, evaluate against ground truth.\n\n"
+    "Example: lmleak pii detect --corpus data/corpus.jsonl --policy regex",
+    no_args_is_help=True,
 )
 
 PolicyOpt = Annotated[
@@ -102,7 +104,10 @@ def evaluate_cmd(
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
-    """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8)."""
+    """Per-entity precision, recall and γ = 1 − recall of a policy (paper 002, Prop. 6 / Thm. 8).
+
+    Example: lmleak pii evaluate --corpus data/corpus.jsonl --secrets data/secrets.jsonl --policy regex
+    """
     quiet(q or as_json)
     result = evaluate_policy_files(corpus, secrets, policy, recall=recall, seed=seed, base_recall=base_recall,
                                    min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by)  # fmt: skip
@@ -156,7 +161,10 @@ def detect_cmd(
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
-    """Print (or save) the PII spans a policy detects, and the counts per entity."""
+    """Print (or save) the PII spans a policy detects, and the counts per entity.
+
+    Example: lmleak pii detect --text "write to ann.lee@example.org or call (555) 555-0100"
+    """
     quiet(q or as_json)
     result = detect_pii(policy, corpus=corpus, text=text, recall=recall, seed=seed, save=save)
     if as_json:
@@ -191,6 +199,8 @@ def dedup_cmd(
 ) -> None:
     """Sentence-split, then mask every repeated sentence from its second occurrence (paper 002, Dedup).
 
+    Example: lmleak dedup --corpus data/corpus.jsonl --out runs/dedup
+
     Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
     """
     quiet(q or as_json)
@@ -209,6 +219,8 @@ def redact_cmd(
     q: QuietOpt = False,
 ) -> None:
     """Sentence-split (if not yet), then replace every detected span with <MASK> (paper 002, Redact_π).
+
+    Example: lmleak redact --corpus data/corpus.jsonl --out runs/redacted --policy regex
 
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
@@ -235,6 +247,8 @@ def split_cmd(
     q: QuietOpt = False,
 ) -> None:
     """CRT pre-processing (paper 002, Algorithm 1 lines 1-4): split, Dedup, Redact_π, D_pub / D_pri.
+
+    Example: lmleak split --corpus data/corpus.jsonl --out runs/split
 
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """

@@ -49,7 +49,10 @@ def confidentiality(
     ] = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002."""
+    """Confidentiality under redaction, dedup and CRT: Propositions 5-7 and Theorem 8 of paper 002.
+
+    Example: lmleak confidentiality --epsilon 3 --gamma 0.1
+    """
     report = confidentiality_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets,
                                         occurrences=occurrences, delta2=delta2, quantile=quantile,
                                         plot=plot)  # fmt: skip

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -28,6 +28,9 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+
+if TYPE_CHECKING:
+    from lmleak.probe.verdict import SubjectView
 
 
 def _table(summary: dict) -> None:
@@ -84,10 +87,26 @@ def _table(summary: dict) -> None:
         )
 
 
+#: The subject file's fields, shown under ``lmleak probe --help`` (docs/probing.md has the worked example).
+SUBJECT_FILE_HELP = (
+    "The subject file (--subject me.json: one JSON object; `probe run --subjects` takes one per line). "
+    "Fields: name (required: every question starts from it); phone; email; emails (a list: more "
+    "addresses of the same person); address; university; relations (an object, relation -> name, "
+    'e.g. {"father": "Sam Lee"}); subject_id and user_id (optional ids: user_id is the person\'s id '
+    "in the training corpus). Leave out what you do not want checked.\n\n"
+    'Example me.json: {"name": "Ann Lee", "phone": "(555) 555-0100", "email": "ann.lee@example.org", '
+    '"relations": {"father": "Sam Lee"}}\n\n'
+    "A page for the person: lmleak probe --model M --subject me.json --html me.html"
+)
+
+
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
     probe = typer.Typer(
-        help="Probe a model for a person's linked PII (ProPILE, paper 003).", invoke_without_command=True
+        help="Probe a model for a person's linked PII (ProPILE, paper 003).\n\n"
+        "Example: lmleak probe --model runs/model --subject me.json --html me.html",
+        epilog=SUBJECT_FILE_HELP,
+        invoke_without_command=True,
     )
     app.add_typer(probe, name="probe")
     if "experiment" in groups:
@@ -104,12 +123,25 @@ def subject_view_cmd(
     ctx: typer.Context,
     model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
     subject: Annotated[
-        Path | None, typer.Option("--subject", help="me.json: your name and PII items.")
+        Path | None,
+        typer.Option(
+            "--subject",
+            help="me.json: your name and the items to check (fields: name, phone, email, emails, "
+            "address, university, relations; see below).",
+        ),
     ] = None,
     templates: Annotated[
         int, typer.Option("--templates", help="Number of templates (k-shot).", parser=COUNT)
     ] = 5,
     beams: Annotated[int, typer.Option("--beams", parser=COUNT)] = 3,
+    html_out: Annotated[
+        Path | None,
+        typer.Option(
+            "--html",
+            help="Also write a one-page report for the person, in plain words: one self-contained HTML "
+            "file (owner-only) that reads on a phone.",
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -119,11 +151,14 @@ def subject_view_cmd(
     if model is None or subject is None:
         out.print(ctx.get_help())
         raise typer.Exit(0 if model is None and subject is None else 2)
-    # lazy: lmleak.probe.commands loads models (torch), which `lmleak --help` must not import
-    from lmleak.probe.commands import probe_subject_file
-
     quiet(quiet_)
-    view = probe_subject_file(model, subject, templates=templates, beams=beams)
+    if html_out is not None:
+        view = _write_person_page(model, subject, html_out, templates=templates, beams=beams)
+    else:
+        # lazy: lmleak.probe.commands loads models (torch), which `lmleak --help` must not import
+        from lmleak.probe.commands import probe_subject_file
+
+        view = probe_subject_file(model, subject, templates=templates, beams=beams)
     if json_:
         print_json(view.to_dict())
         return
@@ -143,6 +178,24 @@ def subject_view_cmd(
             r["verdict"],
         )
     out.print(t)
+
+
+def _write_person_page(
+    model: str, subject: Path, html_out: Path, *, templates: int, beams: int
+) -> SubjectView:
+    """``--html``: probe for the person's page, write it, return the terminal view of the same probe."""
+    from lmleak.errors import ConfigError
+
+    if html_out.is_dir():  # refused before the model loads, not after the probe
+        raise ConfigError(f"--html {html_out} is a folder; give the page's file name, e.g. me.html")
+    # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.probe.commands import probe_person_file
+    from lmleak.render.person import write_person_page
+
+    report = probe_person_file(model, subject, templates=templates, beams=beams)
+    write_person_page(report, html_out)
+    info(f"wrote the person's page: {html_out}")
+    return report.view
 
 
 # long: the Typer signature declares 20 options; the body only parses, calls probe_files, prints
@@ -195,7 +248,10 @@ def run_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2)."""
+    """Black-box probing of many subjects: likelihoods vs null, exact match, γ<k (paper 003 §4.2).
+
+    Example: lmleak probe run --model runs/model --subjects data/subjects.jsonl --out runs/probe
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
@@ -241,7 +297,10 @@ def sweep_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Fig. 4: exact-match rate vs templates, association level, beam size and model."""
+    """Fig. 4: exact-match rate vs templates, association level, beam size and model.
+
+    Example: lmleak probe sweep --model runs/model --subjects data/subjects.jsonl --out runs/sweep
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import sweep_files
 
@@ -262,7 +321,14 @@ def sweep_cmd(
 
 def build_cmd(
     corpus: Annotated[Path, typer.Option("--corpus", "-c")],
-    out_file: OutDirOpt,
+    out_file: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            help="The subjects file to write: one file (JSONL, one person per line, owner-only), "
+            "not a run directory. Give it to `probe run --subjects`.",
+        ),
+    ],
     method: Annotated[
         str,
         typer.Option(
@@ -278,7 +344,10 @@ def build_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats)."""
+    """Build a subjects file from a corpus: name<->e-mail/phone/address links (appendix A.2, real formats).
+
+    Example: lmleak probe build --corpus data/corpus.jsonl --out subjects.jsonl
+    """
     from lmleak.probe.builder import build_subjects_file
 
     quiet(quiet_ or json_)
@@ -311,7 +380,10 @@ def templates_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """Mine probing templates from the corpus: the contexts in which each PII type follows a name."""
+    """Mine probing templates from the corpus: the contexts in which each PII type follows a name.
+
+    Example: lmleak probe templates --corpus data/corpus.jsonl --subjects subjects.jsonl --out templates.yaml
+    """
     from lmleak.probe.mining import mine_templates_file
 
     quiet(quiet_ or json_)
@@ -350,7 +422,10 @@ def softprompt_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4)."""
+    """White-box probing by soft prompt tuning (paper 003 §3.3.2, A.4).
+
+    Example: lmleak probe softprompt --model runs/model --subjects data/subjects.jsonl --out runs/softprompt
+    """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import softprompt_files
 
@@ -427,8 +502,12 @@ def experiment_cmd(
     as_json: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and
-    white-box (soft prompts), and SmolLM2 as a control; writes propile_table.csv and summary.json."""
+    """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and white-box (soft prompts), and SmolLM2 as a control.
+
+    Example: lmleak experiment propile --quick --out runs/propile
+
+    Writes propile_table.csv and summary.json.
+    """
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")

@@ -280,7 +280,8 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     report_app = typer.Typer(
         cls=_ReportGroup,
         invoke_without_command=True,
-        help="Training data leakage report (Inan et al., paper 001): tab attack, features, unique sequences, leakage epsilon.",
+        help="Training data leakage report (Inan et al., paper 001): tab attack, features, unique sequences, leakage epsilon.\n\n"
+        "Example: lmleak report --model runs/model --corpus data/corpus.jsonl --out runs/report --public-model leave-out",
     )
     report_app.callback()(report)
     report_app.command("snapshots")(snapshots)
@@ -374,7 +375,10 @@ def snapshots(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """The report over per-epoch checkpoints (paper 001 Fig. 5)."""
+    """The report over per-epoch checkpoints (paper 001 Fig. 5).
+
+    Example: lmleak report snapshots --model runs/model --corpus data/corpus.jsonl --out runs/snapshots
+    """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import snapshot_study
 
@@ -396,7 +400,10 @@ def compare(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Compare models trained on the same data (paper 001 Table 2)."""
+    """Compare models trained on the same data (paper 001 Table 2).
+
+    Example: lmleak report compare --model plain=runs/plain --model dp=runs/dp --corpus data/corpus.jsonl --out runs/compare
+    """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import compare_models
 
@@ -445,7 +452,10 @@ def hardening(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone."""
+    """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone.
+
+    Example: lmleak report hardening --run runs/report --threshold 2 --threshold 3
+    """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import hardening_study
 

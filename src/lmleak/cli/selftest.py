@@ -17,8 +17,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 def selftest_cmd(
     json_out: Annotated[bool, typer.Option("--json", help="Print the checks as JSON.")] = False,
 ) -> None:
-    """Check this lmleak on a tiny model against known answers (ledger, exposure, MIA formulas, DP
-    bound, Wilson/Newcombe); one line per check, exit 1 if any fails. Under a minute on 2 CPU cores."""
+    """Check this lmleak on a tiny model against known answers (ledger, exposure, MIA formulas, DP bound, Wilson/Newcombe).
+
+    Example: lmleak selftest
+
+    One line per check; exit 1 if any fails. Under a minute on 2 CPU cores.
+    """
     from dataclasses import asdict
 
     from lmleak.audit.selftest import selftest_report  # lazy: torch and transformers

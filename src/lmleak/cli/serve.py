@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.cli.common import COUNT, info, number
+from lmleak.cli.common import COUNT, COUNT0, POSITIVE, info, number
 
 TIERS = ("prompt_logprobs", "echo", "chat", "text")
 
@@ -21,7 +21,8 @@ def serve_cmd(
         str, typer.Argument(help="Model dir, HF dir, .gguf, smollm2-135m or fake:<corpus.jsonl>.")
     ],
     port: Annotated[
-        int, typer.Option("--port", "-p", help="TCP port.", parser=number(int, ge=1, le=65535))
+        int,
+        typer.Option("--port", "-p", help="TCP port (0: any free port).", parser=number(int, ge=0, le=65535)),
     ] = 8000,
     host: Annotated[
         str,
@@ -68,28 +69,39 @@ def serve_cmd(
         ),
     ] = None,
     max_body: Annotated[
-        int, typer.Option("--max-body", help="Largest request body in bytes (413 above it).")
+        int, typer.Option("--max-body", help="Largest request body in bytes (413 above it).", parser=COUNT)
     ] = 1 << 20,
-    max_n: Annotated[int, typer.Option("--max-n", help="Largest n (and best_of) per request.")] = 128,
+    max_n: Annotated[
+        int, typer.Option("--max-n", help="Largest n (and best_of) per request.", parser=COUNT)
+    ] = 128,
     max_logprobs: Annotated[
         int,
-        typer.Option("--max-logprobs", help="Most log-probabilities per position (the echo tier: 5)."),
+        typer.Option(
+            "--max-logprobs", help="Most log-probabilities per position (the echo tier: 5).", parser=COUNT0
+        ),
     ] = 20,
-    max_prompts: Annotated[int, typer.Option("--max-prompts", help="Most prompts per request.")] = 256,
+    max_prompts: Annotated[
+        int, typer.Option("--max-prompts", help="Most prompts per request.", parser=COUNT)
+    ] = 256,
     max_tokens: Annotated[
         int | None,
-        typer.Option("--max-tokens", help="Most tokens one request may generate (default: the context)."),
+        typer.Option(
+            "--max-tokens", help="Most tokens one request may generate (default: the context).", parser=COUNT
+        ),
     ] = None,
     deadline: Annotated[
         float,
-        typer.Option("--deadline", help="Seconds a request may take, waiting included (503 after)."),
+        typer.Option(
+            "--deadline", help="Seconds a request may take, waiting included (503 after).", parser=POSITIVE
+        ),
     ] = 300.0,
 ) -> None:
     """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize).
 
-    Example: lmleak serve runs/model --port 8000 --tier echo, then audit it with
-    --model 'http://127.0.0.1:8000/v1#model'. Ctrl-C (or SIGTERM) stops it, answering any request
-    still running with 503.
+    Example: lmleak serve runs/model --port 8000 --tier echo
+
+    Then audit it with --model 'http://127.0.0.1:8000/v1#model'. Ctrl-C (or SIGTERM) stops it,
+    answering any request still running with 503.
     """
     # lazy: lmleak.serve imports fastapi and uvicorn, which `lmleak --help` must not load
     from lmleak.serve import ServeLimits, serve

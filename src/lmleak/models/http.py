@@ -48,30 +48,25 @@ An API gives at most the top ``top_n`` (default 20, vLLM's ``max_logprobs``) nex
 whole distribution: ``next_logprobs`` is refused with :class:`CapabilityError` (so canary exposure,
 whose trie walk reads every token's probability, is skipped by the audit with that reason), and
 ``next_top_logprobs`` returns the known top ``top_n`` with NaN (unknown) elsewhere.
+
+The parts, bottom up: :mod:`~lmleak.models.http_spec` (the spec and its options),
+:mod:`~lmleak.models.http_transport` (deadlines, size caps), :mod:`~lmleak.models.http_answers`
+(every answer checked), :mod:`~lmleak.models.http_cache` (fingerprint and answer cache),
+:mod:`~lmleak.models.http_client` (requests, retries, budget), :mod:`~lmleak.models.http_tokenizer`
+(local or the server's tokenizer); this module detects the tier and implements the model.
 """
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-import json
-import math
-import os
-import threading
 import time
-import urllib.parse
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
-from pathlib import Path
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import httpx
 import numpy as np
 
 from lmleak import progress
-from lmleak.errors import CapabilityError, LmleakError, ModelError
+from lmleak.errors import CapabilityError, ModelError
 from lmleak.models import http_answers as answers
 from lmleak.models.base import (
     Capability,
@@ -80,12 +75,18 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
-from lmleak.models.http_cache import RUN_CACHE, AnswerCache, Probe
-from lmleak.models.http_transport import DeadlineTransport, deadline, read_capped
-from lmleak.models.tokenizer import HFTokenizer
-from lmleak.runs import current_run
+from lmleak.models.http_cache import Probe
+from lmleak.models.http_client import Counters, HTTPClient, RequestBudgetError, Unsupported, wrong_model
+from lmleak.models.http_spec import (
+    MIN_MAX_LENGTH,
+    TIERS,
+    HTTPOptions,
+    is_http_spec,
+    parse_spec,
+    use_http_options,
+)
+from lmleak.models.http_tokenizer import RemoteTokenizer, load_tokenizer
 
-TIERS = ("prompt_logprobs", "echo", "chat", "text")
 # what each tier grants, as lmleak capabilities and as a KART access kind
 TIER_CAPABILITIES: dict[str, frozenset[Capability]] = {
     "prompt_logprobs": frozenset({Capability.SCORE, Capability.TOP_K, Capability.GENERATE}),
@@ -95,537 +96,14 @@ TIER_CAPABILITIES: dict[str, frozenset[Capability]] = {
 }
 TIER_ACCESS = {"prompt_logprobs": "scores", "echo": "top_k", "chat": "generation", "text": "generation"}
 ECHO_MAX_K = 5  # the legacy completions API's cap on logprobs
-CHAT_MAX_K = 20  # the chat API's cap on top_logprobs
-API_KEY_ENVS = ("LMLEAK_API_KEY", "OPENAI_API_KEY")
 #: The fingerprint probe of the scoring tiers: a fixed token sequence after the start token (cut to
 #: the server's window and, when known, its vocabulary); no tokenizer is needed to send it.
 PROBE_IDS = tuple(range(3, 19))
 #: The fingerprint probe of the generation tiers (greedy, ``PROBE_NEW_TOKENS`` new tokens).
 PROBE_TEXT = "The capital of France is"
 PROBE_NEW_TOKENS = 4
-#: The shortest window a scoring request can have: the start token and one scored token.
-MIN_MAX_LENGTH = 2
 
 
-class RequestBudgetError(LmleakError):
-    """The run reached ``--max-requests``."""
-
-
-def is_http_spec(spec: Any) -> bool:
-    """Whether a model spec names an HTTP endpoint.
-
-    Example:
-        >>> is_http_spec("http://127.0.0.1:8000/v1#smol"), is_http_spec("models/smol")
-        (True, False)
-    """
-    return isinstance(spec, str) and spec.startswith(("http://", "https://"))
-
-
-@dataclass(frozen=True)
-class HTTPOptions:
-    """How to talk to the server. Every field can be set in the spec's query (``?concurrency=4``)."""
-
-    tier: str | None = None  # None: detect
-    tokenizer: str | None = None  # a local tokenizer (model folder); None: the server's /tokenize
-    concurrency: int = 4  # requests in flight
-    batch: int = 8  # prompts per request
-    retries: int = 4  # tries after the first on 429 / 5xx / timeouts
-    backoff: float = 0.5  # seconds before the first retry; doubles each time
-    timeout: float = 300.0  # seconds for a whole request (connect, send, every read), not per read
-    connect_timeout: float = 10.0  # seconds to connect
-    max_response_mb: float = 64.0  # larger answers are refused
-    max_requests: int | None = None
-    cache: str | None = None  # cache dir; None: inside the run being written; "off": no cache
-    max_length: int | None = None  # longest input (BOS included); default: the server's max_model_len
-    top_n: int = CHAT_MAX_K  # how many next-token log-probs next_logprobs asks for
-
-
-#: (lowest, highest) accepted value of each numeric option (None: unbounded); checked by parse_spec.
-OPTION_RANGES: dict[str, tuple[float, float | None]] = {
-    "concurrency": (1, 256),
-    "batch": (1, None),
-    "retries": (0, 100),
-    "backoff": (0, 3600),
-    "timeout": (0.001, None),
-    "connect_timeout": (0.001, None),
-    "max_response_mb": (0.001, None),
-    "max_requests": (0, None),
-    "max_length": (MIN_MAX_LENGTH, None),
-    "top_n": (1, None),
-}
-
-
-_DEFAULTS: contextvars.ContextVar[tuple[tuple[str, Any], ...]] = contextvars.ContextVar(
-    "lmleak_http_defaults", default=()
-)
-
-
-@contextlib.contextmanager
-def use_http_options(**defaults: Any) -> Iterator[None]:
-    """Defaults for HTTP models loaded inside the block (the CLI's ``--max-requests``, ``--tokenizer``);
-    the spec's own query still wins. ``None`` values are ignored."""
-    merged = {**dict(_DEFAULTS.get()), **{k: v for k, v in defaults.items() if v is not None}}
-    token = _DEFAULTS.set(tuple(merged.items()))
-    try:
-        yield
-    finally:
-        _DEFAULTS.reset(token)
-
-
-def parse_spec(spec: str) -> tuple[str, str, HTTPOptions]:
-    """``(base_url, model, options)`` of an HTTP spec.
-
-    Example:
-        >>> base, model, opts = parse_spec("http://127.0.0.1:8000/v1?tier=echo&batch=4#smol")
-        >>> base, model, opts.tier, opts.batch
-        ('http://127.0.0.1:8000/v1', 'smol', 'echo', 4)
-    """
-    url, _, model = spec.partition("#")
-    parts = urllib.parse.urlsplit(url)
-    if parts.username or parts.password:
-        raise ModelError(
-            f"{parts.hostname}: credentials in the model URL are refused (they would be written "
-            "into the run); put the API key in LMLEAK_API_KEY or OPENAI_API_KEY"
-        )
-    if not model:
-        raise ModelError(
-            f"{spec!r} names no model; write URL#MODEL, e.g. http://127.0.0.1:8000/v1#my-model "
-            "(GET URL/models lists the names the server serves)"
-        )
-    names = {f.name: f for f in fields(HTTPOptions)}
-    kw: dict[str, Any] = {k: v for k, v in _DEFAULTS.get() if k in names}
-    for key, value in urllib.parse.parse_qsl(parts.query, keep_blank_values=True):
-        if key not in names:
-            raise ModelError(f"{spec!r}: unknown option {key!r} in the query; use one of {', '.join(names)}")
-        kw[key] = value
-    for key, value in list(kw.items()):
-        kw[key] = _option_value(spec, key, value, str(names[key].type))
-    opts = HTTPOptions(**kw)
-    if opts.tier is not None and opts.tier not in TIERS:
-        raise ModelError(
-            f"{spec!r}: unknown tier {opts.tier!r}; use one of {', '.join(TIERS)} (or leave it out to detect)"
-        )
-    if opts.cache == "":
-        raise ModelError(f"{spec!r}: option cache= is empty; give a folder, or cache=off")
-    base = urllib.parse.urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
-    return base, model, opts
-
-
-def _option_value(spec: str, key: str, value: Any, kind: str) -> Any:
-    """One query option as its type, checked against :data:`OPTION_RANGES` (finite, in range).
-
-    Example:
-        >>> _option_value("s", "batch", "4", "int")
-        4
-        >>> _option_value("s", "timeout", "nan", "float")
-        Traceback (most recent call last):
-        ...
-        lmleak.errors.ModelError: 's': option timeout='nan' must be a finite number >= 0.001
-    """
-    if value is None or ("int" not in kind and "float" not in kind):
-        return value
-    lo, hi = OPTION_RANGES.get(key, (-math.inf, None))
-    want = f"{'an integer' if 'int' in kind else 'a finite number'} >= {lo:g}" + (
-        f" and <= {hi:g}" if hi is not None else ""
-    )
-    try:
-        number = int(value) if "int" in kind else float(value)
-    except (TypeError, ValueError, OverflowError):
-        raise ModelError(f"{spec!r}: option {key}={value!r} must be {want}") from None
-    if not math.isfinite(number) or number < lo or (hi is not None and number > hi):
-        raise ModelError(f"{spec!r}: option {key}={value!r} must be {want}")
-    return number
-
-
-def _api_key() -> str | None:
-    for env in API_KEY_ENVS:
-        if os.environ.get(env):
-            return os.environ[env]
-    return None
-
-
-class _Unsupported(Exception):
-    """The server refused a request shape (400/404/422): a tier it does not grant."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(f"{status}: {message}")
-        self.status = status
-        self.message = message
-
-
-@dataclass
-class Counters:
-    requests: int = 0  # sent over the network (retries included)
-    cached: int = 0  # answered from the disk cache (cache hits)
-    misses: int = 0  # cacheable requests the cache did not hold (sent, then cached)
-    prompt_tokens: int = 0  # as the server reports them (usage.prompt_tokens)
-    retried: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def as_dict(self) -> dict[str, int]:
-        return {
-            "requests": self.requests,
-            "cached": self.cached,
-            "prompt_tokens": self.prompt_tokens,
-            "retried": self.retried,
-        }
-
-
-def _identity(answer: Any) -> Any:
-    return answer
-
-
-class HTTPClient:
-    """POSTs JSON with retries, a deadline, a size cap, a request budget and an answer cache keyed by
-    the model's fingerprint; see the module docstring."""
-
-    def __init__(
-        self,
-        base_url: str,
-        options: HTTPOptions,
-        *,
-        transport: httpx.BaseTransport | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        name: str | None = None,
-    ) -> None:
-        self.base_url = base_url
-        self.name = name or base_url
-        self.options = options
-        headers = {"Content-Type": "application/json"}
-        key = _api_key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        root = urllib.parse.urlsplit(base_url)
-        self.root = urllib.parse.urlunsplit((root.scheme, root.netloc, "", "", ""))
-        limits = httpx.Limits(max_connections=max(options.concurrency, 1) + 2)
-        self.client = httpx.Client(
-            headers=headers,
-            timeout=httpx.Timeout(options.timeout, connect=min(options.connect_timeout, options.timeout)),
-            transport=transport if transport is not None else DeadlineTransport(limits),
-            limits=limits,
-        )
-        self.counters = Counters()
-        self.sleep = sleep
-        self.max_bytes = int(options.max_response_mb * (1 << 20))
-        self.probe: Probe | None = (
-            None  # set once the model's fingerprint is known: only then is anything cached
-        )
-        self._stores: dict[str, AnswerCache] = {}
-        self._store_lock = threading.Lock()
-        self.cache_note: str | None = None  # why nothing is cached (a redacted run, no run, cache=off)
-        self.invalidated: list[str] = []
-
-    def close(self) -> None:
-        self.client.close()
-
-    def url(self, path: str) -> str:
-        """``/completions`` is under the base URL; ``/tokenize`` (vLLM) sits at the server's root."""
-        return (self.root if path in ("/tokenize", "/detokenize") else self.base_url) + path
-
-    # ------------------------------------------------------------------ the answer cache
-    def cache(self) -> AnswerCache | None:
-        """The answer cache requests use now: ``cache=DIR``, else the folder inside the run being
-        written; None before the fingerprint is known, with ``cache=off``, in a redacted run, or
-        with no run and no folder named."""
-        if self.probe is None:
-            return None
-        opt = self.options.cache
-        run = current_run()
-        if opt == "off":
-            self.cache_note = "off (cache=off)"
-            return None
-        if run is not None and run[1]:
-            self.cache_note = "off (a redacted run keeps no cache)"
-            return None
-        if opt:
-            root = Path(opt).expanduser()
-        elif run is not None:
-            root = run[0] / RUN_CACHE
-        else:
-            self.cache_note = "off (no run is being written and no cache folder was named)"
-            return None
-        with self._store_lock:
-            store = self._stores.get(str(root))
-            if store is None:
-                store = self._stores[str(root)] = AnswerCache(root, self.probe)
-                if store.invalidated:
-                    self.invalidated.append(store.invalidated)
-            return store
-
-    def fingerprint(self) -> str:
-        """The model's fingerprint as the cache last opened knows it (a cache keeps the one it first saw
-        while the model stays within the probe's tolerance), else the probe's own. Opens nothing."""
-        assert self.probe is not None, "the fingerprint is known once the model is loaded"
-        with self._store_lock:
-            stores = list(self._stores.values())
-        return stores[-1].fingerprint if stores else self.probe.fingerprint()
-
-    def cache_location(self) -> str:
-        """Where the answers of this run are cached (the folder), or why they are not."""
-        with self._store_lock:
-            roots = list(self._stores)
-        return ", ".join(roots) if roots else (self.cache_note or "none yet")
-
-    # ------------------------------------------------------------------ requests
-    def get(self, path: str, *, parse: Callable[[Any], Any] = _identity, cache: bool = True) -> Any:
-        """The answer to a GET (see :meth:`post`)."""
-        return self.post(path, None, parse=parse, cache=cache)
-
-    def post(
-        self,
-        path: str,
-        body: dict[str, Any] | None,
-        *,
-        parse: Callable[[Any], Any] = _identity,
-        cache: bool = True,
-    ) -> Any:
-        """``parse(answer)`` of one POST (a GET when ``body`` is None), from the cache when asked before.
-
-        ``parse`` checks the answer (raising :class:`~lmleak.models.http_answers.BadAnswer`) before
-        it is cached: a bad answer is never kept. A cached answer that fails the check (kept by an
-        older lmleak) is dropped and asked again."""
-        store = self.cache() if cache else None
-        if store is not None:
-            hit, answer = store.get(path, body)
-            if hit:
-                try:
-                    out = parse(answer)
-                except ModelError:
-                    store.drop(path, body)
-                else:
-                    with self.counters.lock:
-                        self.counters.cached += 1
-                    return out
-            with self.counters.lock:
-                self.counters.misses += 1
-        answer = self._send("GET" if body is None else "POST", path, body)
-        out = parse(answer)
-        if store is not None:
-            store.put(path, body, answer)
-        return out
-
-    def _budget(self) -> None:
-        limit = self.options.max_requests
-        with self.counters.lock:
-            if limit is not None and self.counters.requests >= limit:
-                raise RequestBudgetError(
-                    f"--max-requests {limit} reached ({self.counters.requests} requests sent, {self.counters.cached} "
-                    f"answered from the cache in {self.cache_location()}); every answer so far is cached, so "
-                    "rerunning with a higher --max-requests into the same run (or --cache-dir) resumes without "
-                    "asking them again"
-                )
-            self.counters.requests += 1
-
-    def _send(self, method: str, path: str, body: dict[str, Any] | None) -> Any:
-        url = self.url(path)
-        delay = self.options.backoff
-        last = ""
-        for attempt in range(self.options.retries + 1):
-            self._budget()
-            try:
-                status, headers, content = self._request(method, url, body)
-            except httpx.ConnectError as e:
-                raise ModelError(
-                    f"{url}: cannot connect ({e}); is the server running and listening there? "
-                    "(test locally with: lmleak serve MODEL --port PORT)"
-                ) from None
-            except httpx.TimeoutException as e:
-                last = f"no complete answer within timeout={self.options.timeout:g} s ({type(e).__name__})"
-            except (httpx.RemoteProtocolError, httpx.ReadError) as e:
-                last = f"the connection broke ({type(e).__name__})"
-            else:
-                if status == 429 or status >= 500:
-                    last = f"HTTP {status}: {_error_message(content)}"
-                    retry_after = headers.get("retry-after")
-                    if retry_after and retry_after.replace(".", "", 1).isdigit():
-                        delay = max(delay, min(float(retry_after), 3600.0))
-                else:
-                    return self._answer(status, content, url)
-            if attempt < self.options.retries:
-                with self.counters.lock:
-                    self.counters.retried += 1
-                self.sleep(delay)
-                delay *= 2
-        raise ModelError(
-            f"{url}: no answer after {self.options.retries + 1} tries (last: {last}); "
-            "the server is overloaded or failing — retry later, or raise retries= / timeout= / lower concurrency="
-        )
-
-    def _request(
-        self, method: str, url: str, body: dict[str, Any] | None
-    ) -> tuple[int, httpx.Headers, bytes]:
-        """One request within its deadline (connect + total), its body read up to the size cap."""
-        with deadline(self.options.timeout), self.client.stream(method, url, json=body) as r:
-            return r.status_code, r.headers, read_capped(r, self.max_bytes, url)
-
-    def _answer(self, status: int, content: bytes, url: str) -> Any:
-        if status in (400, 404, 405, 422):
-            raise _Unsupported(status, _error_message(content))
-        if status in (401, 403):
-            raise ModelError(
-                f"{url}: HTTP {status} ({_error_message(content)}); set the API key in "
-                f"{' or '.join(API_KEY_ENVS)}"
-            )
-        if status >= 300:
-            raise ModelError(f"{url}: HTTP {status}: {_error_message(content)}")
-        try:
-            answer = json.loads(content)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            tail = content[-60:].decode("utf-8", "replace")
-            raise ModelError(
-                f"{url}: the server's answer is not complete JSON ({len(content)} bytes, ending "
-                f"{tail!r}); a proxy or the server cut it off — retry, or lower batch="
-            ) from None
-        usage = answer.get("usage") if isinstance(answer, dict) else None
-        if isinstance(usage, dict) and isinstance(usage.get("prompt_tokens"), int):
-            with self.counters.lock:
-                self.counters.prompt_tokens += usage["prompt_tokens"]
-        return answer
-
-    def map(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> list[Any]:
-        """``[fn(x) for x in items]`` with up to ``concurrency`` running at once, in input order."""
-        if self.options.concurrency == 1 or len(items) <= 1:
-            return [fn(x) for x in items]
-        with ThreadPoolExecutor(self.options.concurrency) as pool:
-            return list(pool.map(fn, items))
-
-
-def _error_message(content: bytes) -> str:
-    try:
-        d = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return content[:200].decode("utf-8", "replace")
-    if isinstance(d, dict):
-        err = d.get("error", d.get("detail", d.get("message", d)))
-        if isinstance(err, dict):
-            err = err.get("message", err)
-        return str(err)[:300]
-    return str(d)[:200]
-
-
-def _wrong_model(e: _Unsupported, base_url: str, model: str) -> ModelError | None:
-    """The error to raise when a refusal says the model does not exist (vLLM: 404 "The model `x` does not exist")."""
-    if e.status == 404 and "model" in e.message.lower():
-        return ModelError(
-            f"{base_url}: the server knows no model {model!r} ({e.message}); GET {base_url}/models "
-            "lists the names it serves"
-        )
-    return None
-
-
-# ---------------------------------------------------------------------- tokenizers
-class RemoteTokenizer:
-    """The server's tokenizer through ``POST /tokenize`` and ``/detokenize`` (cached like every
-    request once the model's fingerprint is known; the BOS lookup before it is never cached)."""
-
-    def __init__(self, client: HTTPClient, model: str, card: dict[str, Any]) -> None:
-        self.client = client
-        self.model = model
-        meta = card.get("lmleak") or {}
-        bos = meta.get("bos_id")
-        if bos is None:  # vLLM: the tokenizer's BOS is what it adds as a special token to an empty text
-            try:
-                toks = self.client.post(
-                    "/tokenize",
-                    {"model": model, "prompt": "", "add_special_tokens": True},
-                    parse=self._ids,
-                    cache=False,
-                )
-            except _Unsupported as e:
-                if (err := _wrong_model(e, client.base_url, model)) is not None:
-                    raise err from None
-                toks = []
-            except answers.BadAnswer:
-                toks = []
-            bos = toks[0] if toks else None
-        if bos is None:
-            raise ModelError(
-                f"{client.base_url}#{model}: cannot learn the server's BOS token id from /tokenize; "
-                "give its tokenizer: tokenizer=DIR in the URL query or lmleak --tokenizer DIR"
-            )
-        self.bos_id = int(bos)
-        self.eos_id = None if meta.get("eos_id") is None else int(meta["eos_id"])
-        self.pad_id = int(meta.get("pad_id", self.bos_id))
-        self.vocab_size = int(meta.get("vocab_size") or 0)  # 0: unknown (vLLM does not say)
-
-    def _ids(self, answer: Any) -> list[int]:
-        tokens = answer.get("tokens") if isinstance(answer, dict) else None
-        return answers.token_ids(tokens, self.client.name, "/tokenize tokens")
-
-    def _text(self, answer: Any) -> str:
-        text = answer.get("prompt") if isinstance(answer, dict) else None
-        if not isinstance(text, str):
-            raise answers.bad(self.client.name, "/detokenize prompt", text, "the decoded text")
-        return text
-
-    def encode(self, text: str) -> list[int]:
-        return list(self._encode(text))
-
-    @functools.lru_cache(maxsize=4096)  # noqa: B019 (one tokenizer per model; the decoded keys of top-k answers repeat)
-    def _encode(self, text: str) -> tuple[int, ...]:
-        try:
-            return tuple(
-                self.client.post(
-                    "/tokenize",
-                    {"model": self.model, "prompt": text, "add_special_tokens": False},
-                    parse=self._ids,
-                )
-            )
-        except _Unsupported as e:
-            raise ModelError(
-                f"{self.client.url('/tokenize')}: the server does not tokenize ({e}); give its "
-                "tokenizer: tokenizer=DIR in the URL query or lmleak --tokenizer DIR"
-            ) from None
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return str(
-            self.client.post(
-                "/detokenize", {"model": self.model, "tokens": [int(i) for i in ids]}, parse=self._text
-            )
-        )
-
-
-def load_tokenizer(spec: str) -> Any:
-    """A local tokenizer: ``smollm2-135m``, or a Hugging Face / lmleak model folder (tokenizer files only)."""
-    # lazy: lmleak.models.hf_causal imports torch; the HTTP client runs without it
-    from lmleak.models.hf_causal import SMOLLM2, smollm2_plain_dir
-
-    # the start token is HFTokenizer's (lmleak.models.tokenizer.start_token_id): the in-process loader's
-    if spec == SMOLLM2:
-        return HFTokenizer(_auto_tokenizer(smollm2_plain_dir()))
-    p = Path(spec).expanduser()
-    if not p.is_dir():
-        raise ModelError(
-            f"tokenizer {spec!r} is not a folder; give the served model's folder (its tokenizer files)"
-        )
-    # lazy: lmleak.models.adapters imports the torch loaders, as hf_causal above
-    from lmleak.models.adapters import MANIFEST
-
-    manifest = json.loads((p / MANIFEST).read_text(encoding="utf-8")) if (p / MANIFEST).is_file() else {}
-    # a LoRA fine-tune folder holds no tokenizer: its base's, as the in-process loader takes it
-    has_own = any((p / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
-    tok = (
-        HFTokenizer(_auto_tokenizer(p))
-        if has_own or not manifest.get("base")
-        else load_tokenizer(manifest["base"])
-    )
-    if manifest.get("bos_id") is not None:  # the start token the fine-tune was trained after
-        tok.bos_id = int(manifest["bos_id"])
-    return tok
-
-
-def _auto_tokenizer(path: Path) -> Any:
-    from transformers import AutoTokenizer
-
-    try:
-        return AutoTokenizer.from_pretrained(path, local_files_only=True, trust_remote_code=False)
-    except Exception as e:  # transformers raises many types for a folder without tokenizer files
-        raise ModelError(
-            f"{path}: cannot load a tokenizer from this folder ({type(e).__name__}: {e})"
-        ) from None
-
-
-# ---------------------------------------------------------------------- the model
 def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
     """The sliding windows of :class:`~lmleak.models.torch_causal.TorchCausalLM` (half-window overlap).
 
@@ -791,7 +269,7 @@ class HTTPModel:
         """This model's ``/v1/models`` entry, asked afresh (never cached: it is half the fingerprint)."""
         try:
             answer = self.client.get("/models", cache=False)
-        except _Unsupported:
+        except Unsupported:
             return {}  # a server without /models: the first real request tells whether the model exists
         data = answer.get("data") if isinstance(answer, dict) else None
         if not isinstance(data, list):
@@ -828,14 +306,14 @@ class HTTPModel:
             progress.log(note)
         return int(want or served or 2048)
 
-    def _wrong_model(self, e: _Unsupported) -> ModelError | None:
-        return _wrong_model(e, self.base_url, self.model)
+    def _wrong_model(self, e: Unsupported) -> ModelError | None:
+        return wrong_model(e, self.base_url, self.model)
 
     def _completions(self, body: dict[str, Any], parse: Callable[[Any], Any], *, chat: bool = False) -> Any:
         path = "/chat/completions" if chat else "/completions"
         try:
             return self.client.post(path, {"model": self.model, **body}, parse=parse)
-        except _Unsupported as e:
+        except Unsupported as e:
             raise self._wrong_model(e) or ModelError(
                 f"{self.client.url(path)}: the server refused a '{self.tier}'-tier request ({e}); "
                 "give the tier it grants with ?tier=... in the model URL"
@@ -862,7 +340,7 @@ class HTTPModel:
                 if not ok(answer):
                     why.append(f"{name}: answer without the fields")
                     continue
-            except _Unsupported as e:
+            except Unsupported as e:
                 if (err := self._wrong_model(e)) is not None:
                     raise err from None
                 why.append(f"{name}: {e}")

@@ -14,6 +14,7 @@ from typing import Any
 from lmleak.errors import InputError
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.loading import load_model
+from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
 from lmleak.probe.probing import DEFAULT_TARGETS, run_probe
 from lmleak.probe.softprompt import run_softprompt
 from lmleak.probe.subjects import control_users, count_controls, read_subjects
@@ -109,6 +110,16 @@ def _quiet(message: str) -> None:
     """The default progress callback: say nothing."""
 
 
+def _one_subject(subject: str | Path) -> dict[str, Any]:
+    """The one subject of a me.json file (InputError for more or fewer)."""
+    subj = read_subjects(subject)
+    if len(subj) != 1:
+        raise InputError(
+            f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
+        )
+    return subj[0]
+
+
 def probe_subject_file(model: str, subject: str | Path, *, templates: int = 5, beams: int = 3) -> SubjectView:
     """``lmleak probe --model M --subject me.json``: load the one subject and the model, then
     :func:`~lmleak.probe.verdict.subject_view`.
@@ -116,12 +127,27 @@ def probe_subject_file(model: str, subject: str | Path, *, templates: int = 5, b
     Raises:
         InputError: the file holds more (or fewer) than one subject; it is read before the model loads.
     """
-    subj = read_subjects(subject)
-    if len(subj) != 1:
-        raise InputError(
-            f"{subject}: expected one subject, found {len(subj)}; use `lmleak probe run` for many"
-        )
-    return subject_view(load_model(model), subj[0], templates=templates, beams=beams)
+    subj = _one_subject(subject)  # first: a bad file must not wait for (or fail behind) the model
+    return subject_view(load_model(model), subj, templates=templates, beams=beams)
+
+
+def probe_person_file(
+    model: str,
+    subject: str | Path,
+    *,
+    templates: int = 5,
+    beams: int = 3,
+    made_up: int = MADE_UP_PEOPLE,
+) -> PersonReport:
+    """``lmleak probe --model M --subject me.json --html me.html``: load the one subject and the
+    model, then :func:`~lmleak.probe.person.person_report` (its ``view`` is what
+    :func:`probe_subject_file` returns).
+
+    Raises:
+        InputError: the file holds more (or fewer) than one subject; it is read before the model loads.
+    """
+    subj = _one_subject(subject)
+    return person_report(load_model(model), subj, templates=templates, beams=beams, made_up=made_up)
 
 
 def probe_files(

@@ -18,7 +18,8 @@ PROBED_FIELDS = ("name", "phone", "email", "emails", "address", "relations", "un
 #: names the row (defaults to ``user_id``, else ``s<line>``).
 ID_FIELDS = ("subject_id", "user_id")
 #: Kept and never probed: what lmleak's synthetic corpora and ``probe build`` write beside the PII
-#: (``name_shape``, ``nickname``, ``variants``, ``locale``, ``seen``: issue 28's name shapes).
+#: (``name_shape``, ``nickname``, ``variants``, ``locale``: issue 28's name shapes; ``seen``: how
+#: often ``probe build`` saw each value with the name).
 INFO_FIELDS = (
     "company",
     "messages",

@@ -94,23 +94,40 @@ def decoy_like(subject: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, beams: int = 3) -> SubjectView:
-    """Probe ``model`` for one subject's own PII (``lmleak probe --subject me.json``).
+def probe_plan(subject: dict[str, Any]) -> tuple[tuple[str, ...], str]:
+    """The target types :func:`subject_view` probes for ``subject`` (each item it has) and the
+    association level (``triplet`` when it has two structured items, else ``twin``).
 
-    The null baseline needs another person's value of each item, so a synthetic decoy of the same
-    shape is probed alongside; the probe runs in a temporary folder and only the subject's rows are kept.
+    Example:
+        >>> probe_plan({"name": "A", "phone": "555-0100", "email": "a@example.org", "relations": {"f": "B"}})
+        (('phone', 'email', 'relationship'), 'triplet')
     """
-    decoy = decoy_like(subject)
     targets = tuple(t for t in ("phone", "email", "address", "university") if subject.get(t))
     if subject.get("relations"):
         targets += ("relationship",)
     structured = sum(bool(subject.get(t)) for t in ("phone", "email", "address"))
-    level = "triplet" if structured >= 2 else "twin"
+    return targets, "triplet" if structured >= 2 else "twin"
+
+
+def probe_subject_rows(
+    model: Any, subject: dict[str, Any], *, templates: int = 5, beams: int = 3
+) -> tuple[Any | None, Any | None]:
+    """The likelihood and generation rows (pandas, or None when empty) of one subject, probed as
+    :func:`subject_view` does: beside a synthetic decoy of the same shape (the null baseline), in
+    a temporary folder, keeping only the subject's rows."""
+    targets, level = probe_plan(subject)
     lrows: Any = None
     grows: Any = None
     with tempfile.TemporaryDirectory() as td:
-        summary = run_probe(
-            model, [subject, decoy], td, targets=targets, level=level, k=templates, beams=beams
+        run_probe(  # no figures: the folder is thrown away
+            model,
+            [subject, decoy_like(subject)],
+            td,
+            targets=targets,
+            level=level,
+            k=templates,
+            beams=beams,
+            figures=False,
         )
         p = Path(td)
         if (p / "likelihoods.parquet").exists():
@@ -119,9 +136,24 @@ def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, bea
         if (p / "generations.parquet").exists():
             grows = pd.read_parquet(p / "generations.parquet")
             grows = grows[grows["subject_id"] == subject["subject_id"]]
-    rows = subject_report(
-        summary,
+    return (
         lrows if lrows is not None and len(lrows) else None,
         grows if grows is not None and len(grows) else None,
     )
+
+
+def subject_view(model: Any, subject: dict[str, Any], *, templates: int = 5, beams: int = 3) -> SubjectView:
+    """Probe ``model`` for one subject's own PII (``lmleak probe --subject me.json``).
+
+    The null baseline needs another person's value of each item, so a synthetic decoy of the same
+    shape is probed alongside; the probe runs in a temporary folder and only the subject's rows are kept
+    (:func:`probe_subject_rows`).
+    """
+    lrows, grows = probe_subject_rows(model, subject, templates=templates, beams=beams)
+    return view_of(model, subject, lrows, grows)
+
+
+def view_of(model: Any, subject: dict[str, Any], lrows: Any | None, grows: Any | None) -> SubjectView:
+    """The :class:`SubjectView` of a subject's rows from :func:`probe_subject_rows`."""
+    rows = subject_report({}, lrows, grows)
     return SubjectView(subject=str(subject["name"]), model=str(getattr(model, "name", model)), items=rows)

@@ -156,7 +156,15 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
         unit = {"user": "one person (all of a user's data)", "sequence": "one training sequence"}.get(
             headline["privacy_unit"], headline["privacy_unit"]
         )
-        return f" The privacy unit is {unit}."
+        tail = ""
+        g, k = headline.get("group_privacy_epsilon_largest_user"), headline.get("largest_user_sequences")
+        if headline["privacy_unit"] == "sequence" and g is not None and k:
+            tail = (
+                f" Per person this is only a group-privacy bound: the largest user, with {k} sequences, "
+                f"is protected at ε = {_fmt(g)} (k·ε, Dwork & Roth Thm 2.2) — train with "
+                "--privacy-unit user to protect people."
+            )
+        return f" The privacy unit is {unit}.{tail}"
     if key == "mia_auc" and headline.get("mia_method"):
         how = f", chosen by {headline['headline_selection']}" if headline.get("headline_selection") else ""
         return f" Headline attack: {headline['mia_method']}{how} (every attack: the table under Plots)."

@@ -82,7 +82,7 @@ STAGE_FIX: dict[str, str] = {
     "exposure": "insert canaries into the training data (`lmleak synth customersim --canaries N` writes a corpus "
     "with canaries.jsonl), retrain, and set `analyses.exposure.canaries: canaries.jsonl`",
     "mia": "add `mia: {}` under `analyses:` (members: the model's training users, non-members: its held-out "
-    "users in holdout.json) or give `mia.members` and `mia.non_members` files",
+    "users in holdout.json), or `mia: {non_members: PEOPLE.jsonl}` (a corpus of people it never saw)",
     "probe": "build subjects with `lmleak probe build --corpus CORPUS --out subjects.jsonl` and set "
     "`analyses.probe.subjects: subjects.jsonl`",
     "dp_audit": "add `dp_audit: {m: 256}` under `analyses:` (retrains the model's recipe with canaries)",

@@ -21,6 +21,7 @@ Rules these types keep (checked in constructors, so an invalid scenario cannot e
       against it with :meth:`Scenario.check_access` before any work.
 """
 
+# long: the KART vocabulary (paper 004 §3): about thirty small frozen types, each beside its parser, so that Scenario checks them against each other in one place
 from __future__ import annotations
 
 import math

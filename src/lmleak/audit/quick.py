@@ -1,0 +1,445 @@
+"""``lmleak audit --model M --corpus C``: an audit of a model and its corpus with no config to write.
+
+:func:`config_for` builds the :class:`~lmleak.audit.config.AuditConfig` a newcomer would otherwise
+write by hand, deciding each analysis from what the model and the corpus hold:
+
+- **leakage report** at k = 1 and 3, leaked PII by the regex policy; leakage ε with ``public_model``;
+- **PII probing** of the people :func:`lmleak.probe.builder.build_subjects` finds in the corpus by its
+  formats (``Name <email>`` headers, signature blocks), written to ``RUN/subjects.jsonl``, at the
+  level the subjects have (``level: null``), with templates mined from the corpus when it writes its
+  PII after names (else the paper's first 5); the model's held-out users are the controls;
+- **membership inference** from people the model never saw (:func:`membership_sets`): its held-out
+  users (``holdout.json`` of ``lmleak train --holdout-users``) or a ``holdout`` corpus of other
+  people, against the documents of the users it was trained on; with neither it is listed as not
+  run, with the command that would run it;
+- **canary exposure** with a ``canaries`` file;
+- the verdict under ``gate: {profile: release}``.
+
+:func:`quick_audit` checks the model, the corpus and the held-out people before any work (a problem
+is a one-line :class:`~lmleak.errors.InputError`, exit 2), writes the config to ``RUN/audit.yaml`` —
+complete and commented, so it can be edited and rerun with ``lmleak audit RUN/audit.yaml`` — and runs
+that file. A rerun of the same command reuses every complete stage; a ``RUN/audit.yaml`` or
+``RUN/subjects.jsonl`` edited since it was written is never overwritten.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lmleak.audit.config import MODEL_MARKERS, AuditConfig, load_config, parse_config
+from lmleak.audit.nonmembers import membership_sets, quick_command
+from lmleak.data.holdout import read_holdout
+from lmleak.data.loaders import load_corpus
+from lmleak.errors import ConfigError
+from lmleak.probe.builder import build_subjects
+from lmleak.probe.mining import mine_templates
+from lmleak.probe.subjects import read_subjects
+from lmleak.runs import atomic_write_text, secure_dir
+
+CONFIG_FILE = "audit.yaml"
+SUBJECTS_FILE = "subjects.jsonl"
+#: probing generates per subject and template: a seeded sample of this many keeps a large corpus's
+#: probing to minutes (the config says how many were found)
+MAX_SUBJECTS = 500
+#: model specs that are not paths (as :meth:`AuditConfig.resolve` leaves them)
+NAMED_MODELS = ("smollm2-135m",)
+PUBLIC_NAMES = ("smollm2-135m", "leave-out", "base")
+_TRAILER = "# lmleak audit --model: sha256 "
+
+
+def _model_spec(spec: str, option: str, named: tuple[str, ...]) -> str:
+    """A model spec as the config will hold it: a named model or URL as is, a path made absolute
+    (after checking it is a model)."""
+    if spec in named or ":" in spec.split("/")[0]:
+        return spec  # a named model, or http(s)://...; the loader checks it
+    p = Path(spec)
+    if not p.exists():
+        raise ConfigError(
+            f"{spec!r} does not exist",
+            field=option,
+            hint="give the folder `lmleak train` or save_pretrained wrote, a .gguf file, or smollm2-135m",
+        )
+    if p.is_dir() and not any((p / m).exists() for m in MODEL_MARKERS) and not any(p.glob("*.gguf")):
+        raise ConfigError(
+            f"{spec!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
+            field=option,
+            hint="point at the folder `lmleak train` or save_pretrained wrote",
+        )
+    return str(p.resolve())
+
+
+def _file(path: str | None, option: str, what: str) -> str | None:
+    if path is None:
+        return None
+    if not Path(path).exists():
+        raise ConfigError(f"{what} {path!r} does not exist", field=option, hint="fix the path")
+    return str(Path(path).resolve())
+
+
+def _str(path: str | Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def _model_name(spec: str) -> str:
+    """A folder-safe name for the model: its folder or file name.
+
+    Example:
+        >>> _model_name("/x/my model/"), _model_name("m.gguf"), _model_name("http://h:1/v1#m")
+        ('my-model', 'm', 'api')
+    """
+    if ":" in spec.split("/")[0]:
+        return "api"
+    name = re.sub(r"[^\w.-]+", "-", Path(spec.rstrip("/")).stem).strip("-.")
+    return name or "model"
+
+
+@dataclass(frozen=True, slots=True)
+class QuickPlan:
+    """What :func:`quick_audit` writes and runs: the config (``base_dir`` the run directory), its
+    file's text, the subjects to write (none: probing not configured) and the notes saying why."""
+
+    config: AuditConfig
+    text: str
+    run: Path
+    subjects: list[dict[str, Any]]
+    subjects_path: Path | None
+    notes: dict[str, str]  # analysis -> what was decided and why (comments in the file, echoed)
+
+
+@dataclass(frozen=True, slots=True)
+class QuickOptions:
+    """The options of ``lmleak audit --model M --corpus C``.
+
+    Attributes:
+        out: the run directory (``--out``).
+        public_model: a model that never saw the data, for leakage ε (``--public-model``).
+        canaries: the canaries inserted into the training data (``--canaries``).
+        holdout: a corpus of people the model never saw, the non-members (``--holdout``; default:
+            the model's held-out users).
+        redact: a redacted run (``--redact``).
+    """
+
+    out: str | Path = "audit-run"
+    public_model: str | None = None
+    canaries: str | Path | None = None
+    holdout: str | Path | None = None
+    redact: bool = False
+
+
+# long: one decision per analysis (each with the note that explains it in the written config)
+def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = QuickOptions()) -> QuickPlan:
+    """Check everything and decide every analysis (module docstring); writes nothing.
+
+    Raises:
+        ConfigError, CorpusError, DataFileError: a model, corpus, holdout or canaries problem, named
+            by its command-line option, before any work.
+    """
+    out, redact = options.out, options.redact
+    model_path = _model_spec(str(model), "--model", NAMED_MODELS)
+    public = options.public_model
+    public = None if public is None else _model_spec(public, "--public-model", PUBLIC_NAMES)
+    canaries_path = _file(_str(options.canaries), "--canaries", "canaries file")
+    holdout_path = _file(_str(options.holdout), "--holdout", "holdout corpus")
+    corpus_path = _file(str(corpus), "--corpus", "corpus")
+    assert corpus_path is not None
+    run = Path(out).resolve()
+    if run.exists() and not run.is_dir():
+        raise ConfigError(f"{out} is a file, not a run directory", field="--out", hint="give a folder path")
+    docs = load_corpus(corpus_path)  # a bad row: CorpusError with its line, before anything is written
+    notes: dict[str, str] = {}
+
+    # membership inference: people the model never saw
+    recorded = read_holdout(model_path)  # a malformed holdout.json: DataFileError
+    held = set(recorded.users) if recorded else set()
+    mia: dict[str, Any] = {}
+    if holdout_path is not None:
+        never_seen = load_corpus(holdout_path)
+        sets = membership_sets(
+            docs, held, never_seen, corpus_name=corpus_path, never_seen_name=holdout_path, field="--holdout"
+        )
+        mia["non_members"] = holdout_path
+        notes["mia"] = sets.source
+    elif held:
+        assert recorded is not None
+        sets = membership_sets(
+            docs, held, corpus_name=corpus_path, field="--corpus", trained_on=recorded.corpus
+        )
+        notes["mia"] = sets.source
+    else:
+        notes["mia"] = (
+            "not run: the model records no held-out users (holdout.json) and no --holdout was given; "
+            "to run it: " + quick_command(model_path, corpus_path, out=str(run), holdout="PEOPLE.jsonl")
+        )
+
+    # PII probing: the people the corpus links to their PII
+    subjects, counts = build_subjects(docs, method="formats")
+    probe: dict[str, Any] | None = None
+    subjects_path = None
+    if subjects:
+        found = len(subjects)
+        if found > MAX_SUBJECTS:
+            import random
+
+            subjects = sorted(
+                random.Random(0).sample(subjects, MAX_SUBJECTS), key=lambda s: str(s["subject_id"])
+            )
+        mined = mine_templates(docs, subjects)
+        templates: int | str = "mined" if any(mined.values()) else 5
+        subjects_path = run.parent / f"{run.name}-{SUBJECTS_FILE}" if redact else run / SUBJECTS_FILE
+        probe = {"subjects": str(subjects_path) if redact else SUBJECTS_FILE, "templates": templates}
+        controls = sum(1 for s in subjects if str(s.get("user_id")) in held)
+        notes["probe"] = (
+            f"{found} people linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
+            f"{counts['triplets']} with two, {counts['quadruplets']} with three)"
+            + (f"; a seeded sample of {MAX_SUBJECTS} is probed" if found > MAX_SUBJECTS else "")
+            + f"; {controls} of them held out (the controls); level null: the level they have; templates: "
+            + (
+                "mined from the corpus"
+                if templates == "mined"
+                else "the paper's first 5 (none mined from the corpus)"
+            )
+            + ("; the subjects file holds PII, so it lies outside the redacted run" if redact else "")
+        )
+    else:
+        notes["probe"] = (
+            "not run: no person's name is linked to an e-mail, phone or address by the corpus's formats "
+            "(Name <email>, signatures); for prose: lmleak probe build --corpus CORPUS --out subjects.jsonl "
+            "--method ner, then set analyses.probe.subjects"
+        )
+    notes["exposure"] = (
+        "canaries inserted into the training data, ranked among their candidates"
+        if canaries_path
+        else "not run: no --canaries (secrets inserted into the training data) given"
+    )
+    notes["report"] = "leaked sequences at k = 1 and 3, leaked PII by the regex policy" + (
+        "" if public else "; leakage ε needs --public-model"
+    )
+
+    data: dict[str, Any] = {
+        "out": ".",
+        "corpus": {"path": corpus_path},
+        "models": [{"name": _model_name(model_path), "path": model_path}],
+        "public_model": public,
+        "redact": redact,
+        "analyses": {
+            "report": {"k": [1, 3]},
+            "exposure": {"canaries": canaries_path} if canaries_path else None,
+            "mia": mia,
+            "probe": probe,
+        },
+        "gate": {"profile": "release"},
+    }
+    cfg = parse_config(data, base_dir=str(run))
+    command = quick_command(
+        str(model),
+        str(corpus),
+        out=str(out),
+        public_model=options.public_model,
+        canaries=_str(options.canaries),
+        holdout=_str(options.holdout),
+        redact=redact,
+    )
+    return QuickPlan(cfg, config_text(cfg, notes, command, run), run, subjects, subjects_path, notes)
+
+
+def config_for(model: str, corpus: str | Path, options: QuickOptions = QuickOptions()) -> AuditConfig:
+    """The audit config ``lmleak audit --model M --corpus C`` runs (:func:`plan_quick_audit`), its
+    ``base_dir`` the run directory; it names ``subjects.jsonl`` there, which :func:`quick_audit` writes."""
+    return plan_quick_audit(model, corpus, options).config
+
+
+#: comments beside keys of the written config (the EXAMPLE config's, shortened)
+_COMMENTS = {
+    "out": "the run directory: this folder",
+    "corpus.format": "null: from the file name (JSONL, CSV, Parquet, folder, HF dataset)",
+    "corpus.doc_field": "optional in the data: derived stably when absent",
+    "corpus.skip_bad_rows": "true: count and report bad rows instead of failing",
+    "public_model": "a model that never saw the data (smollm2-135m, base, leave-out, a folder): leakage ε",
+    "device": "null: a GPU when torch sees one; cpu, cuda, cuda:N",
+    "redact": "true: only numbers, labels and keyed-hash ids in the run",
+    "analyses.report": "training data leakage report (Inan et al.)",
+    "analyses.report.k": "top-k of the tab attack",
+    "analyses.report.t": "curated = unique sequences with PP_public / PP_model >= t",
+    "analyses.report.p": "k-anonymity filter: user count in S < p",
+    "analyses.report.public_context_tokens": "null: the ledger's overlap, <= 128",
+    "analyses.exposure.max_candidates": "more candidates: extrapolated rank (skew-normal fit)",
+    "analyses.exposure.placebos": "never-inserted secrets beside them (null: as many as canaries)",
+    "analyses.mia.members": "null: the training corpus's users (minus held-out ones)",
+    "analyses.mia.non_members": "null: the model's held-out users (holdout.json); or a corpus of people it never saw",
+    "analyses.mia.group_size": "texts per disjoint group of the group attack (0: none)",
+    "analyses.mia.num_per_side": "texts drawn per side after de-duplication (balanced)",
+    "analyses.mia.n_boot": "bootstrap replicates of every 95 % interval",
+    "analyses.membership": "null: perplexity, zlib, min_k (+ reference with a public model); docs/membership.md",
+    "analyses.probe.level": "null: the level the subjects have (twin | triplet | quadruplet)",
+    "analyses.probe.templates": "mined: from the corpus; 5: the paper's first 5; or a templates file",
+    "analyses.dp_audit": "one-run DP audit: retrains the model's recipe with canaries, e.g. {m: 256}",
+    "analyses.extract": "untargeted extraction, e.g. {num_samples: 1000}",
+    "analyses.kart": "the KART scenario table over every stage",
+    "render.show_text": "the report shows leaked text only when true",
+    "gate": "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it",
+    "gate.profile": "shipped limits, each with its rationale (docs/verdict.md)",
+    "gate.allow_not_evaluable": "true: a limit whose analysis did not run does not fail",
+}
+
+
+def _scalar(v: Any) -> str:
+    """A YAML flow scalar (JSON strings are YAML; a float keeps its dot so YAML 1.1 reads a float).
+
+    Example:
+        >>> [_scalar(x) for x in (None, True, 3, 1e-05, 2.0, "a: b", [1, 3])]
+        ['null', 'true', '3', '1.0e-05', '2.0', '"a: b"', '[1, 3]']
+    """
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        r = repr(v)
+        return r.replace("e", ".0e") if "e" in r and "." not in r else r
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_scalar(x) for x in v) + "]"
+    return json.dumps(str(v), ensure_ascii=False)
+
+
+def _line(text: str, comment: str | None) -> str:
+    return f"{text:<34}# {comment}" if comment else text
+
+
+def _emit(obj: Any, where: str, indent: str, notes: dict[str, str], lines: list[str]) -> None:
+    """The fields of dataclass ``obj`` as YAML lines, each with its comment (and a note above the
+    analyses :func:`plan_quick_audit` decided)."""
+    for f in dataclasses.fields(obj):
+        if f.name == "base_dir":
+            continue
+        key, value = f"{where}.{f.name}".strip("."), getattr(obj, f.name)
+        note = notes.get(key.removeprefix("analyses."))
+        if note and key.startswith("analyses."):
+            lines.extend(f"{indent}# {part}" for part in _wrap(note, 96 - len(indent)))
+        comment = _COMMENTS.get(key)
+        if dataclasses.is_dataclass(value):
+            lines.append(_line(f"{indent}{f.name}:", comment))
+            _emit(value, key, indent + "  ", notes, lines)
+        elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
+            lines.append(_line(f"{indent}{f.name}:", comment))
+            for item in value:
+                sub: list[str] = []
+                _emit(item, key, indent + "    ", notes, sub)
+                lines.append(f"{indent}  - " + sub[0].lstrip())
+                lines.extend(sub[1:])
+        else:
+            lines.append(_line(f"{indent}{f.name}: {_scalar(value)}", comment))
+
+
+def _wrap(text: str, width: int) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, max(width, 40), break_on_hyphens=False, break_long_words=False)
+
+
+def config_text(cfg: AuditConfig, notes: dict[str, str], command: str, run: Path) -> str:
+    """``RUN/audit.yaml``: every key of ``cfg`` with a comment, the decisions as notes, and a last
+    line with the hash of the rest (a rerun of ``command`` overwrites the file only while it holds)."""
+    lines = [
+        "# The lmleak audit config written and run by:",
+        f"#   {command}",
+        "# Edit it and rerun it with:",
+        f"#   lmleak audit {shlex.quote(str(run / CONFIG_FILE))}",
+        "# Relative paths start at this file's folder; stages whose results are complete are skipped on a",
+        "# rerun (change a stage's options and it runs again). Every key: `lmleak audit --example`.",
+    ]
+    _emit(cfg, "", "", notes, lines)
+    body = "\n".join(lines) + "\n"
+    return body + _TRAILER + hashlib.sha256(body.encode()).hexdigest() + "\n"
+
+
+def _unedited(text: str) -> bool:
+    """Whether ``text`` is a config :func:`config_text` wrote, unchanged since."""
+    body, _, last = text.rstrip("\n").rpartition("\n")
+    return (
+        last.startswith(_TRAILER)
+        and last[len(_TRAILER) :] == hashlib.sha256((body + "\n").encode()).hexdigest()
+    )
+
+
+def _subjects_text(subjects: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in subjects)
+
+
+def _check_overwrite(plan: QuickPlan) -> None:
+    """Refuse to overwrite a ``RUN/audit.yaml`` or subjects file changed since this command wrote it."""
+    config = plan.run / CONFIG_FILE
+    if config.exists() and not _unedited(config.read_text(encoding="utf-8")):
+        raise ConfigError(
+            f"{config} was edited (or not written by `lmleak audit --model`), so it is not overwritten",
+            field="--out",
+            hint=f"rerun it with `lmleak audit {config}`, or give another --out",
+        )
+    p = plan.subjects_path
+    if p is not None and p.exists() and p.read_text(encoding="utf-8") != _subjects_text(plan.subjects):
+        raise ConfigError(
+            f"{p} differs from the subjects built from the corpus (edited?), so it is not overwritten",
+            field="--out",
+            hint=f"rerun the audit with `lmleak audit {config}`, or give another --out",
+        )
+
+
+def quick_audit(
+    model: str,
+    corpus: str | Path,
+    options: QuickOptions = QuickOptions(),
+    *,
+    redact_key_file: str | Path | None = None,
+    force: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> Path:
+    """``lmleak audit --model M --corpus C``: check, write ``RUN/audit.yaml`` (and the subjects),
+    run that file; returns the run directory (module docstring)."""
+    # lazy: the runner imports every stage (models, attacks, render); quick's config builder needs none
+    from lmleak.audit.runner import run_audit
+
+    say = echo or (lambda s: None)
+    plan = plan_quick_audit(model, corpus, options)
+    _check_overwrite(plan)
+    secure_dir(plan.run)
+    if plan.subjects_path is not None:
+        atomic_write_text(plan.subjects_path, _subjects_text(plan.subjects))
+        read_subjects(plan.subjects_path)  # what the probe stage will read
+    config = atomic_write_text(plan.run / CONFIG_FILE, plan.text)
+    for analysis in ("report", "mia", "probe", "exposure"):
+        say(f"{analysis}: {plan.notes[analysis]}")
+    say(f"config: {config} (edit it and rerun: lmleak audit {config})")
+    return run_audit(load_config(config), force=force, echo=echo, redact_key_file=redact_key_file)
+
+
+def followups(run: Path, *, public_model: bool, redacted: bool) -> list[str]:
+    """The two commands to run next: the gate, and a query that returns rows in this run — the
+    user-unique leaked sequences, by perplexity ratio only where a public model filled it (else those
+    holding PII first, then the longest), ids instead of text in a redacted run; without a leakage
+    report, a table the run has."""
+    # lazy: the query module is DuckDB's sandbox; only its list of the run's tables is needed here
+    from lmleak.audit.query import parquet_views
+
+    views = parquet_views(run)
+    if "sequences" in views:
+        col = "sequence_id" if redacted else "text"
+        order = "perplexity_ratio DESC" if public_model else "len(pii_types) DESC, length_tokens DESC"
+        sql = (
+            f"SELECT k, {col}, length_tokens, pii_types FROM sequences WHERE users_in_d = 1 "
+            f"ORDER BY {order} LIMIT 10"
+        )
+    else:
+        known: list[str] = [t for t in ("mia_metrics", "exposure", "generations") if t in views]
+        table = (known + list(views) + ["sequences"])[0]
+        sql = f"SELECT * FROM {table} LIMIT 10"
+    r = shlex.quote(str(run))
+    return [f"lmleak gate {r} --profile release", f"lmleak query {r} {shlex.quote(sql)}"]
