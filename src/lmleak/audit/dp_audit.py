@@ -274,20 +274,7 @@ def _summary(
         "statement": audit_statement(claimed, eps, record["confidence"], record["privacy_unit"]),
         "limit": limit_statement(record["m"], record["r"], record["max_certifiable_epsilon"], claimed),
         "train": {"final": result.final, "num_train_documents": num_train_documents},
-        "scenario": scenario_record(
-            attack="dp_audit_one_run",
-            access="scores",
-            target="membership",
-            knowledge=("canary_prefix", "secret_format"),
-            anonymization=_dp_label(claim),
-            notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
-            "probability 1/2 and guesses their membership from log p(secret | prefix)"
-            + (
-                f"; each canary is a user with {record['canary_documents']} documents carrying its secret"
-                if record["privacy_unit"] == "user"
-                else ""
-            ),
-        ),
+        "scenario": _scenario(claim, record),
     }
     if claimed is None and claim["trained_epsilon"] is not None:  # group privacy left no per-person claim
         out["statement"] = out["statement"].replace(
@@ -304,6 +291,25 @@ def _summary(
                 "another --seed, and if it persists the scores depend on the inclusion by another route"
             )
     return out
+
+
+def _scenario(claim: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The audit's KART record: scores access, membership of a canary (a person at user level)."""
+    user = record["privacy_unit"] == "user"
+    return scenario_record(
+        attack="dp_audit_one_run",
+        access="scores",
+        target="membership",
+        knowledge=("canary_prefix", "secret_format"),
+        anonymization=_dp_label(claim),
+        notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
+        "probability 1/2 and guesses their membership from log p(secret | prefix)"
+        + (
+            f"; each canary is a user with {record['canary_documents']} documents carrying its secret"
+            if user
+            else ""
+        ),
+    )
 
 
 def _dp_label(claim: dict[str, Any]) -> str:

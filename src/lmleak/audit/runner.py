@@ -496,7 +496,6 @@ class Auditor:
         finally:
             shutil.rmtree(work, ignore_errors=True)  # texts, shards, a retrained model: gone now
 
-    # long: one pass over the stages, then the model's entry: headline, privacy, scoring, users
     def _audit_model(self, name: str, path: str, records: dict[str, Any] | None = None) -> dict[str, Any]:
         """Run (or reuse) every enabled stage for one model; returns its entry of ``summary.json`` and
         puts its provenance record (:func:`~lmleak.fingerprints.model_record`) in ``records``."""

@@ -222,7 +222,9 @@ def run(
     ] = "sequence",
     canary_documents: Annotated[
         int,
-        typer.Option("--canary-documents", help="--privacy-unit user: documents per canary user."),
+        typer.Option(
+            "--canary-documents", help="--privacy-unit user: documents per canary user.", parser=COUNT
+        ),
     ] = 4,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
