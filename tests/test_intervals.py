@@ -119,6 +119,19 @@ def test_the_sum_bootstrap_draws_as_the_group_bootstrap_with_one_item_per_group(
         bootstrap_sum_interval([1], n_boot=0)
 
 
+def test_the_unit_bootstrap_auc_draws_the_grouped_bootstraps_replicates_with_one_item_per_group():
+    from lmleak.intervals import unit_bootstrap_auc
+
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.normal(size=150), 1)  # ties on purpose
+    labels = (rng.random(150) < 0.3).astype(int)
+    fast = unit_bootstrap_auc(scores, labels, n_boot=300, seed=5)
+    assert fast == grouped_bootstrap_auc(scores, labels, np.arange(150), n_boot=300, seed=5)
+    lo, hi = fast
+    assert lo <= auc_mann_whitney(scores, labels) <= hi
+    assert unit_bootstrap_auc(scores, np.zeros(150)) is None
+
+
 @pytest.mark.parametrize("max_cells", [0, 4_000_000])
 def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monkeypatch, max_cells):
     """The group-pair win matrix (and, above its size limit, ranking every replicate) gives the

@@ -334,6 +334,42 @@ def stratified_group_bootstrap(
     return _percentile(out, level)
 
 
+def unit_bootstrap_auc(
+    scores: Sequence[float] | np.ndarray,
+    labels: Sequence[int] | np.ndarray,
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float] | None:
+    """:func:`grouped_bootstrap_auc` when every item is its own unit (one score per user): the same
+    stratified draws (same seed, same replicates), each replicate's AUC from the sorted negatives
+    (``searchsorted``, ties ½) instead of a rank sum over concatenated groups, so 10^5 users take
+    seconds. None when either class is empty.
+
+    Example:
+        >>> s = np.array([0.9, 0.7, 0.8, 0.1, 0.2, 0.75]); y = np.array([1, 1, 1, 0, 0, 0])
+        >>> unit_bootstrap_auc(s, y, n_boot=200) == grouped_bootstrap_auc(s, y, np.arange(6), n_boot=200)
+        True
+    """
+    _check_level(level)
+    s = np.asarray(scores, dtype=float)
+    y = np.asarray(labels).astype(bool)
+    if s.shape != y.shape:
+        raise ValueError("scores and labels must have the same length")
+    pos, neg = s[y], s[~y]
+    if not pos.size or not neg.size:
+        return None
+    rng = np.random.default_rng(seed)
+    out = np.empty(n_boot)
+    for b in range(n_boot):
+        p = np.sort(pos[rng.choice(pos.size, pos.size)])  # sorted needles: a faster searchsorted
+        q = np.sort(neg[rng.choice(neg.size, neg.size)])
+        below, upto = np.searchsorted(q, p, side="left"), np.searchsorted(q, p, side="right")
+        out[b] = float((below + 0.5 * (upto - below)).sum()) / (p.size * q.size)
+    return _percentile(out, level)
+
+
 def interval_record(
     *, method: str, unit: str, n_units: int, n_boot: int | None = None, level: float = 0.95
 ) -> dict[str, Any]:

@@ -157,6 +157,105 @@ def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_
     assert real["limit"].startswith("with 32 guesses about 32 canaries this audit certifies at most ε ≥ 2.32")
 
 
+# ------------------------------------------------------------------ user-level canaries (issue 27 item 5)
+
+
+def _fake_training(monkeypatch, seen: dict, privacy: dict | None = None):
+    """Replace training with an n-gram memoriser of the training corpus (no torch training): the
+    plumbing of canaries, inclusion, scores and guesses runs as in a real audit."""
+    from types import SimpleNamespace
+
+    from lmleak.audit import dp_audit as dp_module
+    from lmleak.models.fake import FakeLM
+
+    def fake_train(corpus, out_dir, cfg, **kwargs):
+        seen["docs"] = [(d.user_id, d.doc_id, d.text) for d in corpus]
+        seen["config"] = cfg
+        out_dir.mkdir(parents=True)
+        return SimpleNamespace(model_dir=out_dir, privacy=privacy or {"mode": cfg.mode}, final={})
+
+    monkeypatch.setattr(dp_module, "train_model", fake_train)
+    monkeypatch.setattr(
+        dp_module, "load_small_model", lambda d: FakeLM.from_texts([t for _, _, t in seen["docs"]])
+    )
+
+
+@pytest.mark.parametrize("placebo", [False, True])
+def test_a_user_level_audit_adds_each_included_canary_user_with_its_documents(tmp_path, monkeypatch, placebo):
+    seen: dict = {}
+    _fake_training(monkeypatch, seen)
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", seq_len=32, vocab_size=300, holdout_users=0.0)
+    audit = DPAuditConfig(m=40, r=40, seed=3, privacy_unit="user", canary_documents=3, placebo=placebo)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    canaries = make_canaries(40, seed=3)  # the same secrets and coin flips as a sequence-level audit
+    added = [(u, t) for u, _, t in seen["docs"] if u.startswith("dp-audit-canary-")]
+    expected = (
+        [] if placebo else [(c["user_id"], c["text"]) for c in canaries if c["included"] for _ in range(3)]
+    )
+    assert sorted(added) == sorted(expected)
+    assert len({d for _, d, _ in seen["docs"]}) == len(seen["docs"])  # every document its own id
+    table = pd.read_parquet(tmp_path / "run" / "canaries.parquet")
+    assert len(table) == 40 and set(table["documents"]) == {3}  # one row per canary user
+    a = summary["dp_audit"]
+    assert summary["privacy_unit"] == a["privacy_unit"] == "user" and summary["canary_documents"] == 3
+    assert a["m"] == 40 and a["v"] == int(table["correct"].sum())
+    assert a["epsilon_lower_bound"] == epsilon_lower_bound(40, a["r"], a["v"], a["delta"], 0.95)
+    assert "per person" in summary["statement"] and "3 documents" in summary["scenario"]["notes"]
+    if placebo:  # no canary trained on: nothing certified
+        assert summary["epsilon_lower_bound"] == 0.0 and a["num_trained_canaries"] == 0
+    else:  # the memoriser ranks every included secret above every excluded one: 20 guesses "in",
+        # 20 "out", so only the surplus of one side over 20 is guessed wrong
+        n_in = sum(c["included"] for c in canaries)
+        assert a["v"] == 40 - abs(n_in - 20) and summary["epsilon_lower_bound"] > 1.0
+
+
+def test_the_audit_unit_and_canary_documents_are_checked():
+    with pytest.raises(ConfigError, match="privacy unit"):
+        DPAuditConfig(privacy_unit="document")
+    with pytest.raises(ConfigError, match="canary_documents"):
+        DPAuditConfig(privacy_unit="user", canary_documents=0)
+    assert DPAuditConfig(canary_documents=5).documents_per_canary == 1  # a sequence canary: one document
+    assert DPAuditConfig(privacy_unit="user", canary_documents=5).documents_per_canary == 5
+
+
+def test_a_user_level_audit_of_a_plain_model_certifies_over_users_and_its_placebo_nothing(tmp_path):
+    # issue 27 item 5: canary *users* (3 documents each, the same secret), included with
+    # probability 1/2 as a whole; one trained model, the bound over the 32 users
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="nodp",
+        epochs=4,
+        batch_size=8,
+        lr=5e-3,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        holdout_users=0.2,
+    )
+    runs = {}
+    for placebo in (True, False):
+        out = tmp_path / f"run-{placebo}"
+        audit = DPAuditConfig(m=32, r=32, seed=1, placebo=placebo, privacy_unit="user", canary_documents=3)
+        runs[placebo] = run_dp_audit(paths["corpus"], out, cfg, audit, progress=False)
+        train = json.loads((out / "model" / "train.json").read_text())
+        trained = {u for u in train["train_users"] if u.startswith("dp-audit-canary-")}
+        assert len(trained) == runs[placebo]["dp_audit"]["num_trained_canaries"]
+    placebo, real = runs[True], runs[False]
+    assert real["privacy_unit"] == placebo["privacy_unit"] == "user"
+    assert real["train"]["num_train_documents"] - placebo["train"]["num_train_documents"] == 3 * len(
+        [c for c in make_canaries(32, seed=1) if c["included"]]
+    )
+    assert placebo["epsilon_lower_bound"] == 0.0 and "placebo_warning" not in placebo
+    assert real["epsilon_lower_bound"] > 0.0  # the memorised canary users: the bound over people
+    assert real["epsilon_lower_bound"] == epsilon_lower_bound(
+        32, real["dp_audit"]["r"], real["dp_audit"]["v"], real["dp_audit"]["delta"], 0.95
+    )
+    assert real["statement"].endswith("per person (95% confidence)")
+
+
 def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta():
     """Regression: `--delta` below the claimed δ gives a larger bound, which printed a violation that
     the counts do not support. Hand check: the bound at the claimed δ is where the p-value of Theorem 3
@@ -178,3 +277,67 @@ def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta()
         "claim_violated": True,
     }
     assert claim_check(None, 1e-3, record)["claim_violated"] is False  # no claim, nothing to violate
+
+
+@pytest.mark.parametrize("trained_unit", ["user", "sequence"])
+def test_a_user_level_audit_of_a_dp_model_tests_the_claim_per_person(tmp_path, trained_unit):
+    """User-level DP-SGD (i27-train): the claim is per person as trained. Sequence-level DP-SGD: a
+    canary user of K sequences is covered only by group privacy, (Kε, K e^((K-1)ε) δ), and that is
+    the claim the per-person bound is compared with."""
+    import math
+
+    paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
+    cfg = TrainConfig(
+        mode="dp",
+        epochs=1,
+        batch_size=8,
+        seq_len=32,
+        n_embd=32,
+        n_layer=1,
+        n_head=2,
+        vocab_size=300,
+        noise_multiplier=1.0,
+        holdout_users=0.0,
+        privacy_unit=trained_unit,
+    )
+    audit = DPAuditConfig(m=16, seed=2, privacy_unit="user", canary_documents=3)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    eps, delta = privacy["epsilon"], privacy["delta"]
+    assert privacy["privacy_unit"] == summary["training_privacy_unit"] == trained_unit and eps > 0
+    assert summary["privacy_unit"] == "user" and summary["dp_epsilon_trained"] == eps
+    if trained_unit == "user":
+        assert (summary["dp_epsilon"], summary["dp_delta"]) == (eps, delta)
+        assert (
+            summary["claim_basis"].startswith("as trained")
+            and "dp[user]:" in summary["scenario"]["anonymization"]
+        )
+    else:
+        assert summary["dp_epsilon"] == pytest.approx(3 * eps)
+        assert summary["dp_delta"] == pytest.approx(3 * math.exp(2 * eps) * delta)
+        assert "group privacy" in summary["claim_basis"]
+    a = summary["dp_audit"]
+    assert a["delta"] == summary["dp_delta"]  # the bound is taken at the per-person claim's δ
+    assert summary["claim_violated"] == (
+        summary["epsilon_lower_bound_at_claimed_delta"] > summary["dp_epsilon"]
+    )
+    assert summary["statement"].startswith(f"claimed ε ≤ {summary['dp_epsilon']:.3g} per person; measured ≥ ")
+
+
+def test_a_sequence_level_claim_whose_group_privacy_delta_reaches_1_claims_nothing_per_person(
+    tmp_path, monkeypatch
+):
+    # measured: DP-SGD at ε = 3.43 per sequence audited with canary users of 4 documents gave
+    # δ_4 = 4 e^(3ε) δ > 1, and the bound's δ check refused it; now the audit says what is left
+    trained = {"mode": "dp", "epsilon": 5.0, "delta": 1e-5, "privacy_unit": "sequence"}
+    _fake_training(monkeypatch, {}, privacy=trained)
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    cfg = TrainConfig(mode="nodp", seq_len=32, vocab_size=300, holdout_users=0.0)
+    audit = DPAuditConfig(m=16, seed=3, privacy_unit="user", canary_documents=4)
+    summary = run_dp_audit(paths["corpus"], tmp_path / "run", cfg, audit, progress=False)
+    assert summary["dp_epsilon"] is None and summary["dp_epsilon_trained"] == 5.0
+    assert summary["dp_audit"]["delta"] == 1e-5 and summary["claim_violated"] is False
+    assert "no guarantee at all" in summary["claim_basis"]
+    assert summary["statement"].startswith(
+        "no per-person DP claim (ε = 5 per training sequence; group privacy over 4 sequences gives δ ≥ 1)"
+    )

@@ -130,3 +130,49 @@ def test_run_placebo_trains_no_canary_and_says_so(tmp_path):
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["placebo"] is True and summary["dp_audit"]["num_trained_canaries"] == 0
     assert summary["epsilon_lower_bound"] == 0.0
+
+
+def test_run_privacy_unit_user_shares_the_librarys_defaults_and_refuses_an_unknown_unit(tmp_path, capsys):
+    import dataclasses
+
+    import typer
+
+    from lmleak.attacks.dp_audit import DPAuditConfig
+
+    cmd = typer.main.get_command(app).commands["dp-audit"].commands["run"]  # type: ignore[attr-defined]
+    cli = {p.name: p.default for p in cmd.params}
+    lib = {f.name: f.default for f in dataclasses.fields(DPAuditConfig)}
+    assert cli["privacy_unit"] == lib["privacy_unit"] == "sequence"
+    assert cli["canary_documents"] == lib["canary_documents"]
+    args = ["dp-audit", "run", "--corpus", str(tmp_path / "c.jsonl"), "--out", str(tmp_path / "run")]
+    res = CliRunner().invoke(app, [*args, "--privacy-unit", "document"])
+    assert res.exit_code == 2 and "unknown privacy unit 'document'" in res.output
+    assert not (tmp_path / "run").exists()
+    summary = {
+        "epsilon_lower_bound": 0.5,
+        "statement": "no DP claim (ε = ∞); measured ≥ 0.5 per person (95% confidence)",
+        "dp_audit": {"v": 9, "r": 10, "m": 20, "num_included": 11, "delta": 1e-5, "privacy_unit": "user",
+                     "canary_documents": 4},
+        "claim_violated": False,
+        "report": "r/report.html",
+    }  # fmt: skip
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "9 of 10 guesses right about 20 canary users (4 documents each) (11 included)" in text
+
+
+def test_run_privacy_unit_user_trains_dp_at_the_user_level_and_bounds_per_person(tmp_path):
+    from lmleak.data.synth.customersim import synthesize
+
+    paths = synthesize(tmp_path / "data", users=4, dialogs_per_user=1, seed=0)
+    args = ["dp-audit", "run", "--corpus", str(paths["corpus"]), "--out", str(tmp_path / "run")]
+    args += ["--m", "8", "--mode", "dp", "--noise-multiplier", "1", "--epochs", "1", "--batch-size", "2"]
+    args += ["--seq-len", "32"]
+    args += ["--width", "32", "--layers", "1", "--heads", "2", "--vocab-size", "200", "--holdout-users", "0"]
+    res = CliRunner().invoke(app, [*args, "--privacy-unit", "user", "--canary-documents", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.output)
+    privacy = json.loads((tmp_path / "run" / "model" / "privacy.json").read_text())
+    assert privacy["privacy_unit"] == summary["training_privacy_unit"] == summary["privacy_unit"] == "user"
+    assert summary["canary_documents"] == 2 and summary["dp_epsilon"] == privacy["epsilon"]
+    assert "per person" in summary["statement"]

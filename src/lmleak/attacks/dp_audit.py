@@ -334,6 +334,12 @@ def count_correct(
 # ---------------------------------------------------------------------------------------- the run
 
 
+#: The privacy units a one-run audit can bound: one training sequence, or one person.
+PRIVACY_UNITS = ("sequence", "user")
+#: Documents per canary user of a user-level audit when none is given.
+CANARY_DOCUMENTS = 4
+
+
 @dataclass(frozen=True, slots=True)
 class DPAuditConfig:
     """One audit run: ``m`` canaries ``prefix + <digits random digits>``, ``r`` guesses (``None``:
@@ -341,7 +347,12 @@ class DPAuditConfig:
 
     ``placebo``: draw, score and guess the canaries exactly the same way but train on none of them;
     the model then carries no information about the coin flips, so the bound must come out 0
-    (with probability at least ``confidence``): a check of the whole pipeline."""
+    (with probability at least ``confidence``): a check of the whole pipeline.
+
+    ``privacy_unit``: what one canary is, and so what the bound is about. ``sequence``: a canary is
+    one document (one training sequence) of its own user. ``user``: a canary is a *user* with
+    ``canary_documents`` documents carrying the same secret, included or left out as a whole
+    (issue 27 item 5); the bound is then over people."""
 
     m: int = 256
     r: int | None = None
@@ -351,9 +362,29 @@ class DPAuditConfig:
     digits: int = 6
     seed: int = 0
     placebo: bool = False
+    privacy_unit: str = "sequence"
+    canary_documents: int = CANARY_DOCUMENTS
+
+    @property
+    def documents_per_canary(self) -> int:
+        """Training documents of one canary: ``canary_documents`` for a user, 1 for a sequence."""
+        return self.canary_documents if self.privacy_unit == "user" else 1
 
     def __post_init__(self) -> None:
         """Every rule the bound needs, checked before any canary is drawn or model trained."""
+        if self.privacy_unit not in PRIVACY_UNITS:
+            raise ConfigError(
+                f"unknown privacy unit {self.privacy_unit!r}",
+                field="privacy_unit",
+                hint="use sequence (one canary, one training sequence) or user (one canary, one person)",
+            )
+        check_number(
+            self.canary_documents,
+            "canary_documents",
+            ge=1,
+            integer=True,
+            hint="a canary user needs a document",
+        )
         check_number(self.m, "m", ge=1, integer=True, hint="e.g. --m 256")
         check_number(self.digits, "digits", ge=1, le=18, integer=True)
         if 10**self.digits < self.m:
@@ -397,6 +428,34 @@ def make_canaries(
             }
         )
     return out
+
+
+def canary_documents(
+    canaries: Sequence[dict[str, Any]], documents: int = 1, *, placebo: bool = False
+) -> list[tuple[str, str, str]]:
+    """The training documents the canaries add, as ``(user_id, doc_id, text)``: ``documents`` copies
+    of each included canary's text, all under the canary's own user id (one canary, one privacy
+    unit: a user-level canary is a person who wrote the secret ``documents`` times, included or left
+    out as a whole); none in a placebo run.
+
+    Example:
+        >>> c = make_canaries(3, seed=1)
+        >>> docs = canary_documents(c, 2)
+        >>> len(docs) == 2 * sum(x["included"] for x in c), {d[2] for d in docs} <= {x["text"] for x in c}
+        (True, True)
+        >>> canary_documents(c, 2, placebo=True)
+        []
+    """
+    if documents < 1:
+        raise ConfigError(f"a canary needs at least one document, got {documents}", field="canary_documents")
+    if placebo:
+        return []
+    return [
+        (c["user_id"], f"dp-audit-{c['canary_id']:05d}" + (f"-{j}" if documents > 1 else ""), c["text"])
+        for c in canaries
+        if c["included"]
+        for j in range(documents)
+    ]
 
 
 def score_canaries(model: Any, canaries: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -493,17 +552,20 @@ def null_record(guesses: Sequence[int] | np.ndarray, included: Sequence[bool] | 
     }
 
 
-def audit_statement(claimed: float | None, measured: float, confidence: float) -> str:
-    """The one-line verdict for reports.
+def audit_statement(claimed: float | None, measured: float, confidence: float, unit: str = "sequence") -> str:
+    """The one-line verdict for reports; a user-level audit says its numbers are per person.
 
     Example:
         >>> audit_statement(3.0, 0.4, 0.95)
         'claimed ε ≤ 3; measured ≥ 0.4 (95% confidence)'
         >>> audit_statement(None, 1.25, 0.95)
         'no DP claim (ε = ∞); measured ≥ 1.25 (95% confidence)'
+        >>> audit_statement(3.0, 0.4, 0.95, unit="user")
+        'claimed ε ≤ 3 per person; measured ≥ 0.4 per person (95% confidence)'
     """
-    c = f"claimed ε ≤ {claimed:.3g}" if claimed is not None else "no DP claim (ε = ∞)"
-    return f"{c}; measured ≥ {measured:.3g} ({confidence:.0%} confidence)"
+    per = " per person" if unit == "user" else ""
+    c = f"claimed ε ≤ {claimed:.3g}{per}" if claimed is not None else "no DP claim (ε = ∞)"
+    return f"{c}; measured ≥ {measured:.3g}{per} ({confidence:.0%} confidence)"
 
 
 def limit_statement(m: int, r: int, max_epsilon: float, claimed: float | None) -> str:

@@ -198,7 +198,8 @@ def evaluate_membership(
     ``options`` picks the methods (:class:`~lmleak.attacks.mia_methods.MethodOptions`); ``recall``
     without a prefix takes ``options.recall_shots`` non-members as its prefix and leaves them out
     of the evaluation. ``blind`` adds the text-only baseline (:mod:`lmleak.attacks.blind`) and its
-    out-of-fold scores as column ``blind``. ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind
+    out-of-fold scores as column ``blind``. When the split is by user, each text's user is the
+    scores table's ``user_id`` column (the audit's users.parquet averages a user's scores). ``engine`` (a :class:`lmleak.shards.ShardEngine`) of kind
     ``"ray"`` scores the shards on Ray actors, which load ``model_specs["model"]`` / ``["reference"]``.
     """
     import pandas as pd
@@ -234,6 +235,8 @@ def evaluate_membership(
             **({"blind": bl.scores} if bl is not None else {}),
         }
     )
+    if users is not None:  # each text's user: the audit's users.parquet averages a user's scores
+        table["user_id"] = users
     rows, curves = _attack_metrics(
         sc, labels, text_groups, list(methods), group_size, num_groups=num_groups, seed=seed, n_boot=n_boot
     )

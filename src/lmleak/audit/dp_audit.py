@@ -17,6 +17,7 @@ from lmleak.attacks.dp_audit import (
     DPAuditConfig,
     audit_scores,
     audit_statement,
+    canary_documents,
     epsilon_lower_bound,
     limit_statement,
     make_canaries,
@@ -31,6 +32,7 @@ from lmleak.render.html import render_report
 from lmleak.report.redaction import write_run
 from lmleak.runs import atomic_write_json, secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
+from lmleak.train.accounting import group_privacy
 from lmleak.train.trainer import split_users, train_model
 
 __all__ = ["DPAuditConfig", "run_dp_audit", "run_dp_audit_with_report"]
@@ -69,27 +71,21 @@ def run_dp_audit(
     scores = score_canaries(model, canaries)
     included = [c["included"] for c in canaries]
     privacy = dict(result.privacy)
-    delta = audit.delta if audit.delta is not None else (privacy.get("delta") or 1e-5)
+    claim = claim_in_unit(privacy, audit.privacy_unit, audit.documents_per_canary)
+    delta = audit.delta if audit.delta is not None else (claim["delta"] or 1e-5)
     rec = audit_scores(
         scores, included, m=audit.m, r=audit.r, delta=float(delta), confidence=audit.confidence
     )
     guesses = rec.pop("guesses")
-    write_parquet(_canary_table(canaries, scores, guesses), run / "canaries.parquet")
-    record = {
-        **rec,
-        "num_included": int(sum(included)),
-        "placebo": audit.placebo,
-        "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
-        "score": "logprob(secret | prefix)",
-        "seed": audit.seed,
-        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
-        "config": asdict(audit),
-    }
+    write_parquet(
+        _canary_table(canaries, scores, guesses, audit.documents_per_canary), run / "canaries.parquet"
+    )
+    record = _record(rec, audit, included)
     privacy["epsilon_lower_bound"] = rec["epsilon_lower_bound"]
     privacy["dp_audit"] = record
     atomic_write_json(result.model_dir / "privacy.json", privacy)
     summary = {
-        **_summary(result, train_config, privacy, record, num_train_documents),
+        **_summary(result, train_config, claim, record, num_train_documents),
         **scoring_convention(model),
     }
     write_summary(run, summary, model=str(result.model_dir), corpus=corpus_path)
@@ -141,10 +137,9 @@ def _train_with_canaries(
     """Train once into ``run/model`` on ``base``'s training users plus the included canaries;
     returns the training result and the number of training documents."""
     train_part, val = split_users(base, train_config.holdout_users, train_config.seed)
-    trained = [] if audit.placebo else [c for c in canaries if c["included"]]  # a placebo run trains on none
-    docs = list(train_part) + [
-        Document(c["user_id"], f"dp-audit-{c['canary_id']:05d}", c["text"]) for c in trained
-    ]
+    # a placebo run trains on none; a user-level canary is a person with several documents
+    added = canary_documents(canaries, audit.documents_per_canary, placebo=audit.placebo)
+    docs = list(train_part) + [Document(user, doc_id, text) for user, doc_id, text in added]
     train_corpus = Corpus(docs, source=source)
     tok_source = None
     tokenizer = None
@@ -171,8 +166,63 @@ def _train_with_canaries(
     return result, len(train_corpus)
 
 
-def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int]) -> Any:
-    """``canaries.parquet``: per canary its secret, whether it was included, its score and the guess."""
+def _record(rec: dict[str, Any], audit: DPAuditConfig, included: Sequence[bool]) -> dict[str, Any]:
+    """The ``dp_audit`` record: the counts and bound, with what one canary was and how it was drawn."""
+    return {
+        **rec,
+        "privacy_unit": audit.privacy_unit,
+        "canary_documents": audit.documents_per_canary,
+        "num_included": int(sum(included)),
+        "placebo": audit.placebo,
+        "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
+        "score": "logprob(secret | prefix)",
+        "seed": audit.seed,
+        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "config": asdict(audit),
+    }
+
+
+def claim_in_unit(privacy: dict[str, Any], unit: str, documents: int) -> dict[str, Any]:
+    """The DP claim about one canary of the audit: ``epsilon`` and ``delta`` (None without DP), the
+    unit the model was trained with (``training_privacy_unit``) and ``claim_basis``.
+
+    A user-level claim covers a person, so a sequence canary (a person with one document) and a
+    canary user alike. A sequence-level claim covers one canary user of ``documents`` sequences only
+    by group privacy: ``(K ε, K e^{(K-1) ε} δ)`` (:func:`lmleak.train.accounting.group_privacy`) —
+    the per-person claim the audit then tests.
+
+    Example:
+        >>> c = claim_in_unit({"epsilon": 0.5, "delta": 1e-6, "privacy_unit": "sequence"}, "user", 4)
+        >>> c["epsilon"], round(c["delta"], 10), c["training_privacy_unit"]
+        (2.0, 1.79268e-05, 'sequence')
+        >>> claim_in_unit({"epsilon": 0.5, "delta": 1e-6, "privacy_unit": "user"}, "user", 4)["epsilon"]
+        0.5
+        >>> c = claim_in_unit({"epsilon": 5.0, "delta": 1e-5, "privacy_unit": "sequence"}, "user", 4)
+        >>> c["epsilon"], c["trained_epsilon"], c["claim_basis"].endswith("no guarantee at all for such a person")
+        (None, 5.0, True)
+    """
+    eps, delta, trained = privacy.get("epsilon"), privacy.get("delta"), privacy.get("privacy_unit")
+    out = {"epsilon": eps, "delta": delta, "training_privacy_unit": trained, "trained_epsilon": eps}
+    if eps is None:
+        return {**out, "claim_basis": "no DP claim (plain training)"}
+    if unit == "user" and trained == "sequence" and documents > 1:
+        eps_k, delta_k = group_privacy(float(eps), float(delta or 0.0), documents)
+        basis = (
+            f"per person by group privacy: the model claims ε = {float(eps):.3g} per training sequence, "
+            f"and a canary user wrote {documents} sequences, so (Kε, K e^((K-1)ε) δ) with K = {documents}"
+        )
+        if not delta_k < 1.0:  # (Kε, δ_K ≥ 1) holds of every algorithm: nothing is claimed per person
+            basis += f" = ({eps_k:.3g}, {delta_k:.3g}): δ ≥ 1, so no guarantee at all for such a person"
+            return {**out, "epsilon": None, "delta": None, "claim_basis": basis}
+        return {**out, "epsilon": eps_k, "delta": delta_k, "claim_basis": basis}
+    return {**out, "claim_basis": f"as trained (privacy unit: {trained or 'unrecorded'})"}
+
+
+def _canary_table(
+    canaries: list[dict[str, Any]], scores: Any, guesses: Sequence[int], documents: int = 1
+) -> Any:
+    """``canaries.parquet``: per canary (a user, at user level) its secret, whether it was included,
+    the documents it adds when included, its score and the guess."""
     import pandas as pd
 
     included = [c["included"] for c in canaries]
@@ -182,6 +232,7 @@ def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence
             "user_id": [c["user_id"] for c in canaries],
             "secret": [c["secret"] for c in canaries],
             "included": included,
+            "documents": [documents] * len(canaries),
             "logprob": scores,
             "guess": guesses,
             "correct": [bool(g != 0 and (g > 0) == inc) for g, inc in zip(guesses, included, strict=True)],
@@ -190,7 +241,7 @@ def _canary_table(canaries: list[dict[str, Any]], scores: Any, guesses: Sequence
 
 
 def _summary(
-    result: Any, train_config: Any, privacy: dict[str, Any], record: dict[str, Any], num_train_documents: int
+    result: Any, train_config: Any, claim: dict[str, Any], record: dict[str, Any], num_train_documents: int
 ) -> dict[str, Any]:
     """``summary.json``: the accountant's ε beside the measured lower bound and the most this audit
     could certify, the null it is read against, and the KART scenario.
@@ -198,15 +249,20 @@ def _summary(
     ``claim_violated`` is decided at the *claimed* δ only: a bound computed at a smaller ``--delta``
     is larger, and would "refute" an (ε, δ) claim that the counts do not refute. The bound at the
     claimed δ (``epsilon_lower_bound_at_claimed_delta``) is computed from the same counts for that."""
-    claimed = privacy.get("epsilon")
+    claimed = claim["epsilon"]  # about one canary: per person for a canary user (claim_in_unit)
     eps = record["epsilon_lower_bound"]
     out = {
-        **claim_check(claimed, privacy.get("delta"), record),
+        **claim_check(claimed, claim["delta"], record),
         "attack": "dp_audit",
         "model": str(result.model_dir),
         "mode": train_config.mode,
+        "privacy_unit": record["privacy_unit"],  # what one canary is: the unit the bound is about
+        "canary_documents": record["canary_documents"],
+        "training_privacy_unit": claim["training_privacy_unit"],
+        "dp_epsilon_trained": claim["trained_epsilon"],  # privacy.json's ε, per its own unit
+        "claim_basis": claim["claim_basis"],
         "dp_epsilon": claimed,
-        "dp_delta": privacy.get("delta"),
+        "dp_delta": claim["delta"],
         "epsilon_lower_bound": eps,
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
         "claim_beyond_reach": bool(
@@ -215,19 +271,17 @@ def _summary(
         "placebo": record["placebo"],
         "null": record["null"]["statement"],
         "dp_audit": record,
-        "statement": audit_statement(claimed, eps, record["confidence"]),
+        "statement": audit_statement(claimed, eps, record["confidence"], record["privacy_unit"]),
         "limit": limit_statement(record["m"], record["r"], record["max_certifiable_epsilon"], claimed),
         "train": {"final": result.final, "num_train_documents": num_train_documents},
-        "scenario": scenario_record(
-            attack="dp_audit_one_run",
-            access="scores",
-            target="membership",
-            knowledge=("canary_prefix", "secret_format"),
-            anonymization=f"dp:{claimed:.3g}" if claimed is not None else "identity",
-            notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
-            "probability 1/2 and guesses their membership from log p(secret | prefix)",
-        ),
+        "scenario": _scenario(claim, record),
     }
+    if claimed is None and claim["trained_epsilon"] is not None:  # group privacy left no per-person claim
+        out["statement"] = out["statement"].replace(
+            "no DP claim (ε = ∞)",
+            f"no per-person DP claim (ε = {float(claim['trained_epsilon']):.3g} per training sequence; "
+            f"group privacy over {record['canary_documents']} sequences gives δ ≥ 1)",
+        )
     if record["placebo"]:
         out["statement"] = "placebo run (no canary trained on): " + out["statement"]
         if eps > 0:  # happens with probability at most 1 - confidence; more often means a broken pipeline
@@ -237,6 +291,33 @@ def _summary(
                 "another --seed, and if it persists the scores depend on the inclusion by another route"
             )
     return out
+
+
+def _scenario(claim: dict[str, Any], record: dict[str, Any]) -> dict[str, Any]:
+    """The audit's KART record: scores access, membership of a canary (a person at user level)."""
+    user = record["privacy_unit"] == "user"
+    return scenario_record(
+        attack="dp_audit_one_run",
+        access="scores",
+        target="membership",
+        knowledge=("canary_prefix", "secret_format"),
+        anonymization=_dp_label(claim),
+        notes="one-run DP audit (Steinke, Nasr & Jagielski 2023): the auditor inserts canaries with "
+        "probability 1/2 and guesses their membership from log p(secret | prefix)"
+        + (
+            f"; each canary is a user with {record['canary_documents']} documents carrying its secret"
+            if user
+            else ""
+        ),
+    )
+
+
+def _dp_label(claim: dict[str, Any]) -> str:
+    """The KART A factor of the audited training: ``dp[UNIT]:ε`` as trained (``identity`` without DP)."""
+    eps, unit = claim.get("trained_epsilon"), claim.get("training_privacy_unit")
+    if eps is None:
+        return "identity"
+    return f"dp[{unit}]:{float(eps):.3g}" if unit in ("user", "sequence") else f"dp:{float(eps):.3g}"
 
 
 def claim_check(claimed: float | None, claimed_delta: float | None, record: dict[str, Any]) -> dict[str, Any]:

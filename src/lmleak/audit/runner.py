@@ -7,6 +7,7 @@ Layout of a run directory::
       audit.log                     what ran, what was skipped, how long each stage took
       summary.json                  schema_version, per model: headline, stages, scenarios, privacy
       models/<name>/<stage>/        each stage's own results (summary.json + Parquet)
+      models/<name>/users.parquet   risk per person from those results (lmleak.report.users)
       kart/scenarios.parquet        every stage's KART scenario, one row each
       report.html                   the self-contained report (owner-only)
 
@@ -68,6 +69,7 @@ from lmleak.report.redaction import (
     redactor_from,
     unredacted_leftovers,
 )
+from lmleak.report.users import USER_STAGES, users_of_model
 from lmleak.runs import (
     INCOMPLETE,
     atomic_write_json,
@@ -537,6 +539,7 @@ class Auditor:
             **scoring,
             **({"membership": membership} if membership else {}),
         }
+        self._add_users(name, path, out_model)  # issue 27: users.parquet, risk per person
         if api and model is not None:  # the tier and what this run asked of the API (never the key)
             out_model["access"] = model.describe()
             out_model["cache"] = cache_record(model)
@@ -609,6 +612,26 @@ class Auditor:
         atomic_write_json(out / COMPLETE, {"fingerprint": fp, "seconds": seconds})
         log.info("%s/%s: done in %.1f s", name, stage, seconds)
         return model, None
+
+    def _add_users(self, name: str, path: str, out_model: dict[str, Any]) -> None:
+        """``models/<name>/users.parquet`` from the finished stages' files (no model runs); its
+        summary record (``path`` relative to the run) as the model's ``users``, and ``users_at_risk``
+        and ``users_total`` in its headline. Nothing when no stage it reads ran."""
+        stages = out_model["stages"]
+        if not set(stages) & set(USER_STAGES):
+            return
+        probe = self.cfg.analyses.probe
+        record = users_of_model(
+            self.run / "models" / name,
+            {stage: self.run / rel for stage, rel in stages.items()},
+            corpus=self.corpus(),
+            model_dir=path,
+            subjects=self.cfg.resolve(probe.subjects) if probe is not None and probe.subjects else None,
+            redactor=self.redactor,
+        )
+        if record is not None:
+            out_model["users"] = {**record, "path": f"models/{name}/users.parquet"}
+            out_model["headline"].update({k: record[k] for k in ("users_at_risk", "users_total")})
 
     def _privacy(self, path: str) -> dict[str, Any]:
         """The model's ``privacy.json`` as the summary's ``privacy``: its DP ε with the privacy unit, and

@@ -142,7 +142,7 @@ def print_plan(plan: Any) -> None:
     out.print(t)
 
 
-# long: the Typer signature declares 25 options; the body only builds the configs, runs, prints
+# long: the Typer signature declares 27 options; the body only builds the configs, runs, prints
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
@@ -212,6 +212,20 @@ def run(
             "--placebo", help="Train on no canary (a null run: the bound must be 0); all else the same."
         ),
     ] = False,
+    privacy_unit: Annotated[
+        str,
+        typer.Option(
+            "--privacy-unit",
+            help="What one canary is, and the unit of the bound: sequence (one document) or user "
+            "(a person with --canary-documents documents carrying the same secret).",
+        ),
+    ] = "sequence",
+    canary_documents: Annotated[
+        int,
+        typer.Option(
+            "--canary-documents", help="--privacy-unit user: documents per canary user.", parser=COUNT
+        ),
+    ] = 4,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -225,6 +239,16 @@ def run(
     from lmleak.train.config import TrainConfig
 
     quiet(quiet_ or json_out)
+    audit = DPAuditConfig(  # checked first: an unknown unit is named before the training options
+        m=m,
+        r=r,
+        delta=delta,
+        confidence=confidence,
+        seed=seed,
+        placebo=placebo,
+        privacy_unit=privacy_unit,
+        canary_documents=canary_documents,
+    )
     cfg = TrainConfig(
         mode=mode,  # type: ignore[arg-type]
         epochs=epochs,
@@ -242,12 +266,13 @@ def run(
         target_epsilon=target_epsilon,
         holdout_users=holdout_users,
         seed=seed,
+        privacy_unit=privacy_unit,  # DP training protects what one canary is (ignored without DP)
     )
     summary = run_dp_audit_with_report(
         corpus,
         out_dir,
         cfg,
-        DPAuditConfig(m=m, r=r, delta=delta, confidence=confidence, seed=seed, placebo=placebo),
+        audit,
         progress=not (quiet_ or json_out),
         redact=redact,
         redact_key_file=redact_key_file,
@@ -262,8 +287,13 @@ def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
     """The epsilon lower bound, the guesses behind it, and whether the DP claim is violated."""
     a = summary["dp_audit"]
     out.print(f"epsilon_lower_bound: {summary['epsilon_lower_bound']:.6g}")
+    canaries = (
+        "canaries"
+        if a.get("privacy_unit") != "user"
+        else f"canary users ({a['canary_documents']} documents each)"
+    )
     out.print(
-        f"{summary['statement']}: {a['v']} of {a['r']} guesses right about {a['m']} canaries "
+        f"{summary['statement']}: {a['v']} of {a['r']} guesses right about {a['m']} {canaries} "
         f"({a['num_included']} included), delta {a['delta']:g}"
     )
     if summary.get("limit"):

@@ -39,6 +39,9 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "mia_best_raw_auc": ("mia_best_raw_auc",),
     "blind_auc": ("blind_auc",),
     "tpr_at_fpr": ("tpr_at_fpr",),
+    # issue 27: risk per person (users.parquet)
+    "users_at_risk": ("users_at_risk",),
+    "users_total": ("users_total",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -59,6 +62,8 @@ EXPLANATIONS: dict[str, str] = {
     "epsilon_lower_bound": "An empirical lower bound on the ε of the training algorithm, from guessing which of m randomly included canaries were trained on in one run (Steinke, Nasr & Jagielski 2023). Above the claimed ε, the DP claim is false; far below it says only that this audit could not show more.",
     "extracted": "Samples generated without any prompt about the training data, picked by Carlini et al.'s membership metrics, and found verbatim (at least min_match_tokens tokens) in the training corpus.",
     "placebo_max_exposure": "The most exposed of as many never-inserted secrets of the canaries' formats, ranked the same way: what max_exposure reaches with nothing memorised (about log2 of the number of placebos for secrets drawn uniformly).",
+    "users_at_risk": "People with at least one leaked PII sequence (text only they wrote, holding PII, that the model reproduces) or a probing hit (the model generated their PII when prompted with their other details); users.parquet lists each one and the documents to remove first.",
+    "users_total": "People in the audited corpus (and probe subjects), each a row of users.parquet.",
     "max_certifiable_epsilon": "The largest ε this DP audit could certify were every one of its guesses right: a claimed ε above it cannot be refuted by an audit of this size (lmleak dp-audit plan sizes a larger one).",
     # issue 26
     "mia_auc_ci": "The 95% interval of the membership AUC, from resampling whole users (or groups of texts that share a person's PII), so one prolific person does not count as many independent samples.",

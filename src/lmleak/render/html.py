@@ -17,6 +17,7 @@ from typing import Any
 from lmleak._version import __version__
 from lmleak.errors import ConfigError, LmleakError, RunError
 from lmleak.render.headline import EXPLANATIONS, PER_K, collect_headlines
+from lmleak.render.users import people_at_risk
 from lmleak.render.verdict import (
     METRIC_STAGE,
     STATUS_WORDS,
@@ -48,6 +49,7 @@ LABELS = {
     # issue 20: one-run DP audit and untargeted extraction
     "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
     "extracted": "Extracted training samples (verified)",
+    "users_at_risk": "People at risk (leaked PII or probing hit)",  # issue 27: users.parquet
 }
 
 
@@ -800,6 +802,7 @@ def render_report(
         plots=_plots(stage_dirs, run, show_text),
         scenarios=_scenarios_table(summary),
         skipped=_skipped_table(summary),
+        people=people_at_risk(run, summary),  # issue 27: templates/people_at_risk.html.j2
         plotly_js=plotly.offline.get_plotlyjs(),
         version=__version__,
         run_dir=str(run),
