@@ -61,3 +61,23 @@ def test_model_names_must_be_unique_and_membership_parses_without_mia():
         parse_config({**BASE, "models": [{"name": "m", "path": "a"}, {"name": "m", "path": "b"}]})
     cfg = parse_config({**BASE, "analyses": {"membership": {"methods": ["zlib"]}}})
     assert cfg.analyses.mia is None and cfg.analyses.membership.methods == ["zlib"]
+
+
+def test_a_dp_audit_spec_is_checked_when_the_config_loads_and_names_its_field():
+    """Issue 25 item 6 for the audit config: `r <= m` and the privacy unit fail at load, not after the
+    other stages ran; issue 27: canary people through the config."""
+    from lmleak.audit.config import parse_config
+    from lmleak.errors import ConfigError
+
+    base = {"corpus": {"path": "c.jsonl"}, "models": [{"name": "m", "path": "m"}]}
+    with pytest.raises(ConfigError) as e:
+        parse_config({**base, "analyses": {"dp_audit": {"m": 8, "r": 100}}})
+    assert "analyses.dp_audit" in str(e.value) and "r" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        parse_config({**base, "analyses": {"dp_audit": {"privacy_unit": "person"}}})
+    assert "analyses.dp_audit.privacy_unit" in str(e.value)
+    cfg = parse_config(
+        {**base, "analyses": {"dp_audit": {"m": 64, "privacy_unit": "user", "canary_documents": 3}}}
+    )
+    audit = cfg.analyses.dp_audit.to_config()
+    assert (audit.m, audit.privacy_unit, audit.documents_per_canary) == (64, "user", 3)

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.dp_audit import CANARY_DOCUMENTS, DPAuditConfig
 from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
@@ -86,7 +87,8 @@ analyses:
     shots: 5                    # templates per target when `templates` is mined or a file
     beams: 3
   dp_audit: null                # one-run DP audit (Steinke et al. 2023): retrains the model's own recipe
-                                # (train.json) with m canaries, e.g. {m: 256, confidence: 0.95}
+                                # (train.json) with m canaries, e.g. {m: 256, confidence: 0.95}; per person:
+                                # {m: 256, privacy_unit: user, canary_documents: 4} (canary people, docs/dp-audit.md)
   extract: null                 # untargeted extraction (Carlini et al. 2021), e.g. {num_samples: 1000}
   kart: true                    # the KART scenario table over every stage
 
@@ -188,6 +190,20 @@ class DPAuditSpec:
     delta: float | None = None
     confidence: float = 0.95
     seed: int = 0
+    privacy_unit: str = "sequence"  # user: each canary is a person with canary_documents documents
+    canary_documents: int = CANARY_DOCUMENTS
+
+    def to_config(self) -> DPAuditConfig:
+        """The :class:`~lmleak.attacks.dp_audit.DPAuditConfig` this spec names (its checks run here)."""
+        return DPAuditConfig(
+            m=self.m,
+            r=self.r,
+            delta=self.delta,
+            confidence=self.confidence,
+            seed=self.seed,
+            privacy_unit=self.privacy_unit,
+            canary_documents=self.canary_documents,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -394,6 +410,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             "the non-members), or non_members alone (a corpus of people the model never saw)",
         )
     _check_gate(cfg, path)
+    _check_dp_audit(cfg, path)
     if cfg.device is not None:
         try:
             check_device_name(cfg.device)
@@ -453,6 +470,19 @@ def _check_level(cfg: AuditConfig, path: str | None) -> None:
             field="analyses.probe.level",
             hint="twin, triplet, quadruplet, or null to pick the level the subjects have",
         )
+
+
+def _check_dp_audit(cfg: AuditConfig, path: str | None) -> None:
+    """``analyses.dp_audit``: checked as its :class:`DPAuditConfig` when the config loads, not when the
+    stage starts after the others (``r <= m``, ``0 < confidence < 1``, the privacy unit...)."""
+    spec = cfg.analyses.dp_audit
+    if spec is None:
+        return
+    try:
+        spec.to_config()
+    except ConfigError as e:
+        field_name = f"analyses.dp_audit.{e.field}" if e.field else "analyses.dp_audit"
+        raise ConfigError(e.reason, path=path, field=field_name, hint=e.hint) from None
 
 
 def _check_gate(cfg: AuditConfig, path: str | None) -> None:

@@ -36,7 +36,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.attacks.dp_audit import DPAuditConfig
 from lmleak.attacks.exposure import run_exposure
 from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
 from lmleak.attacks.membership import read_texts, run_membership
@@ -374,7 +373,7 @@ class Auditor:
             self.cfg.resolve(self.cfg.corpus.path) or "",
             out,
             train_cfg,
-            DPAuditConfig(m=spec.m, r=spec.r, delta=spec.delta, confidence=spec.confidence, seed=spec.seed),
+            spec.to_config(),
             progress=False,
         )
 
