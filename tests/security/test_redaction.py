@@ -145,7 +145,7 @@ def test_the_scan_finds_secrets_and_ids_in_an_unredacted_run(corpus):
     found = _scan(run, None, [*secrets, *ids], logs)
     assert set(ids) <= set(found)
     assert any(s in found for s in secrets)
-    # redacted by default (README): the HTML report and the console output, also in this plain run
+    # redacted by default (docs/security.md): the HTML report and the console output, also in this plain run
     assert not {w for hits in found.values() for w in hits if w == "logs" or w.startswith("report.html")}
 
 
@@ -544,7 +544,7 @@ def test_a_redacted_standalone_run_holds_no_secret_canary_id_or_token(standalone
     assert _scan(run, tokenizer, [*needles, *ids, KEY], logs) == {}
     found = _scan(plain_run, tokenizer, [*needles, *ids], plain_logs)
     assert found, f"the unredacted {command} run shows none of the planted values: the scan proves nothing"
-    # what the README says is redacted by default: the HTML report and the console output (but for
+    # what docs/security.md says is redacted by default: the HTML report and the console output (but for
     # exposure's table of canary secrets) hold none of them even in the unredacted run
     shown = {w for hits in found.values() for w in hits if w == "logs" or w.startswith("report.html")}
     assert shown == ({"logs"} if command == "exposure" else set()), shown

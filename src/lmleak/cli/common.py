@@ -110,7 +110,7 @@ RedactRunOpt = Annotated[
     typer.Option(
         "--redact",
         help="Write the run redacted: no text, secrets, prompts, generations or plain ids; only "
-        "numeric tables, fixed labels and keyed ids (docs/membership.md, README 'Redacted reports').",
+        "numeric tables, fixed labels and keyed ids (docs/security.md#redacted-runs).",
     ),
 ]
 RedactKeyFileOpt = Annotated[
