@@ -48,6 +48,12 @@ def verdict_rows(text: str) -> list[list[str]]:
     return rows
 
 
+def _limit(label: str) -> str:
+    """A verdict row's limit without the membership attack it names (``AUC [min_k]``): the split-half
+    selection picks the attack from the trained weights, which the README cannot pin."""
+    return re.sub(r" \[[a-z_+]+\]", " [attack]", label)
+
+
 def test_the_readme_block_is_three_lmleak_commands_with_the_two_placeholders():
     commands, shown = newcomer_block(README.read_text(encoding="utf-8"))
     assert [shlex.split(c)[:2] for c in commands] == [
@@ -99,15 +105,15 @@ def test_the_readme_block_run_verbatim_prints_the_verdict_it_shows(tmp_path):
     expected = verdict_rows(shown)
     assert expected
     for printed in (audit_out, gate_out):
-        got = {(r[0], r[1]): r[4] for r in verdict_rows(printed)}
-        assert set(got) == {(r[0], r[1]) for r in expected}, printed
+        got = {(r[0], _limit(r[1])): r[4] for r in verdict_rows(printed)}
+        assert set(got) == {(r[0], _limit(r[1])) for r in expected}, printed
         for model, limit, _value, _interval, result in expected:
             if result.startswith("Not evaluable"):
                 assert (
-                    got[(model, limit)] == result
+                    got[(model, _limit(limit))] == result
                 )  # no public model, canaries or extraction: never measured
             else:
-                assert got[(model, limit)] in ("Pass", "Fail"), (limit, got[(model, limit)])
+                assert got[(model, _limit(limit))] in ("Pass", "Fail"), (limit, got[(model, _limit(limit))])
     verdict = re.search(r"^(\S+): verdict (PASS|FAIL|NOT EVALUABLE)$", shown, re.M)
     assert verdict and re.search(rf"^{verdict.group(1)}: verdict (PASS|FAIL|NOT EVALUABLE)$", audit_out, re.M)
     assert ("gate passed" in gate_out) == ("verdict PASS" in audit_out)

@@ -245,7 +245,7 @@ def train(
         str | None,
         typer.Option(
             "--tokenizer-from",
-            help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub for crt, the training text for nodp; required for dp/sdp).",
+            help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub for crt, the training text for nodp, a public vocabulary from SmolLM2's merges for dp/sdp).",
         ),
     ] = None,
     tokenizer_from_private: Annotated[
