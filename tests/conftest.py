@@ -10,7 +10,34 @@ os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
+import logging  # noqa: E402
+import sys  # noqa: E402
+
 import pytest  # noqa: E402
+
+
+class _CurrentStderr:
+    """A stream that writes to whatever ``sys.stderr`` is now. transformers' log handler keeps the
+    stderr of the moment it was created; created inside a ``CliRunner.invoke`` that is the runner's
+    capture (and its ``flush`` to that capture's), closed when the invoke ends, so a later test's
+    warning printed "--- Logging error ---"
+    with a traceback (a test artefact: a real process keeps one stderr)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
+@pytest.fixture(autouse=True)
+def _transformers_logs_to_the_current_stderr():
+    yield
+    hf = sys.modules.get("transformers.utils.logging")
+    handler = getattr(hf, "_default_handler", None)
+    if isinstance(handler, logging.StreamHandler) and not isinstance(handler.stream, _CurrentStderr):
+        handler.stream = _CurrentStderr()  # not setStream: it flushes the old, possibly closed stream
+        handler.__dict__.pop("flush", None)  # transformers binds flush to the stderr of its creation
 
 
 @pytest.fixture(scope="session")
