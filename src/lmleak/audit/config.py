@@ -373,32 +373,8 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     if len(set(names)) != len(names):
         raise ConfigError("model names must be unique", path=path, field="models")
     _check_level(cfg, path)
-    probe = cfg.analyses.probe
-    if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
-        templates_path = Path(base_dir) / probe.templates
-        if not templates_path.is_file():
-            raise ConfigError(
-                f"templates file {probe.templates!r} does not exist",
-                path=path,
-                field="analyses.probe.templates",
-                hint="give an int, 'mined', or a templates YAML file",
-            )
     _check_ranges(cfg, path)
-    report = cfg.analyses.report
-    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
-        raise ConfigError(
-            f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
-            path=path,
-            field="analyses.report.pii_policy",
-            hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns",
-        )
-    if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
-        raise ConfigError(
-            f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
-            path=path,
-            field="corpus.format",
-            hint=f"use one of {', '.join(FORMATS)}, or leave it out",
-        )
+    _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
     mia = cfg.analyses.mia
     if mia is not None and mia.members and not mia.non_members:
@@ -417,6 +393,35 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field="device") from None
     return dataclasses.replace(cfg, base_dir=base_dir)
+
+
+def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
+    """The templates file exists, and the PII policy and corpus format are ones lmleak knows."""
+    probe = cfg.analyses.probe
+    if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
+        templates_path = Path(base_dir) / probe.templates
+        if not templates_path.is_file():
+            raise ConfigError(
+                f"templates file {probe.templates!r} does not exist",
+                path=path,
+                field="analyses.probe.templates",
+                hint="give an int, 'mined', or a templates YAML file",
+            )
+    report = cfg.analyses.report
+    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
+        raise ConfigError(
+            f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
+            path=path,
+            field="analyses.report.pii_policy",
+            hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns",
+        )
+    if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
+        raise ConfigError(
+            f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
+            path=path,
+            field="corpus.format",
+            hint=f"use one of {', '.join(FORMATS)}, or leave it out",
+        )
 
 
 #: (field, smallest allowed value) for every numeric option; None values (optional) are not checked.
