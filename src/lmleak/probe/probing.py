@@ -18,7 +18,7 @@ from lmleak.probe.metrics import (
     fisher_greater_p,
     gamma_curve,
     gamma_lt_k,
-    hit_rate_interval,
+    hit_rate_interval_and_rule,
     mann_whitney_greater_p,
     wilcoxon_p,
 )
@@ -499,7 +499,9 @@ def exact_match_intervals(
     """``pii_exact_match_ci`` (and, with ``controls``, the members' and controls' intervals under
     ``exact_match_ci_by_group``) with the ``intervals`` record: a cluster bootstrap over the subjects'
     users of the share of (subject, target type) pairs reproduced exactly, the unit of
-    ``pii_exact_match``. Nothing without generations.
+    ``pii_exact_match``; a share with no hits (or only hits) gets the exact interval over its users
+    instead of the bootstrap's point, and the record lists it under ``at_boundary``
+    (:func:`lmleak.intervals.cluster_proportion_interval`). Nothing without generations.
     """
     import pandas as pd
 
@@ -515,21 +517,22 @@ def exact_match_intervals(
     )
     users = [user_of.get(str(s), str(s)) for s in pairs["subject_id"]]
     hits = pairs["exact_match"].to_numpy()
-    out: dict[str, Any] = {
-        "pii_exact_match_ci": hit_rate_interval(hits, users, n_boot=N_BOOT),
-        "intervals": interval_record(
-            method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT
-        ),
-    }
+    ci, rule = hit_rate_interval_and_rule(hits, users, n_boot=N_BOOT)
+    at_boundary = {} if rule is None else {"pii_exact_match_ci": rule}
+    out: dict[str, Any] = {"pii_exact_match_ci": ci}
     if controls:
         ctrl = set(controls)
         in_ctrl = np.array([u in ctrl for u in users], dtype=bool)
-        out["exact_match_ci_by_group"] = {
-            name: hit_rate_interval(
-                hits[mask], [u for u, keep in zip(users, mask, strict=True) if keep], n_boot=N_BOOT
-            )
-            for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl))
-        }
+        out["exact_match_ci_by_group"] = {}
+        for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl)):
+            kept = [u for u, keep in zip(users, mask, strict=True) if keep]
+            ci, rule = hit_rate_interval_and_rule(hits[mask], kept, n_boot=N_BOOT)
+            out["exact_match_ci_by_group"][name] = ci
+            if rule is not None:
+                at_boundary[f"groups.{name}.exact_match_rate_ci"] = rule
+    out["intervals"] = interval_record(
+        method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT, at_boundary=at_boundary
+    )
     return out
 
 
