@@ -97,3 +97,21 @@ def test_the_roc_table_has_one_row_per_threshold_of_each_curve():
     t = roc_table({"individual/perplexity": c})
     assert len(t) == len(c.fpr) and set(t["curve"]) == {"individual/perplexity"}
     assert t["fpr"].tolist() == pytest.approx(list(c.fpr)) and t["tpr"].tolist() == pytest.approx(list(c.tpr))
+
+
+def test_a_perfect_attack_says_in_the_intervals_record_which_intervals_the_boundary_rule_made():
+    rng = np.random.default_rng(2)
+    y, g = _users(20)
+    perfect = np.where(y == 1, 10.0, 0.0) + rng.normal(size=y.size) * 0.1
+    s = _summary(_result({"perplexity": rng.normal(size=y.size), "zlib": perfect}, y, g))
+    at = s["intervals"]["at_boundary"]
+    assert s["mia_method"] == "zlib" and s["mia_auc"] == 1.0
+    halves = s["mia_headline_note"].split("other half (")[1].split(" groups")[0]  # 10 + 10 groups reported
+    assert at["mia_auc_ci"] == f"clopper-pearson: {int(halves) // 2} of {int(halves) // 2} group pairs"
+    assert s["mia_auc_ci"][0] == pytest.approx(0.025 ** (1 / (int(halves) // 2)))
+    assert at["mia_auc_ci_by_attack.zlib"] == "clopper-pearson: 20 of 20 group pairs"
+    assert at["mia_best_raw_auc_ci"] == at["mia_auc_ci_by_attack.zlib"]
+    assert "mia_auc_ci_by_attack.perplexity" not in at  # a chance AUC: the bootstrap's own
+    assert "placebo_auc_ci" not in at and s["intervals"]["boundary_rule"].startswith(
+        "a bootstrap of a sample"
+    )

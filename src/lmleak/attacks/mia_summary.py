@@ -109,6 +109,7 @@ def membership_summary(
             unit="user" if res.sets.get("grouping") == "user" else "text cluster",
             n_units=len(set(res.groups)),
             n_boot=res.n_boot,
+            at_boundary=_at_boundary(res, individual, head),
         ),
         "mia_method_scenarios": method_scenarios(res.methods),
         "group_accuracy": None if grp is None else grp["accuracy"],
@@ -116,6 +117,28 @@ def membership_summary(
         "scenario": _scenario(res.methods, reference, source),
     }
     return summary
+
+
+def _at_boundary(
+    res: MembershipResult, individual: dict[str, dict[str, Any]], head: dict[str, Any]
+) -> dict[str, str]:
+    """The summary's ``*_ci`` keys that a boundary rule made (an AUC or TPR of 0 or 1, whose
+    bootstrap is a point; :mod:`lmleak.attacks.mia_stats`), each with its rule."""
+    h = res.headline
+    report = (
+        h["report"]
+        if head["headline_selection"] == "split-half" and h is not None
+        else individual[head["mia_method"]]
+    )
+    rules: dict[str, str | None] = {
+        "mia_auc_ci": report.get("auc_ci_rule"),
+        "tpr_at_fpr_ci": report.get("tpr_at_1pct_fpr_ci_rule"),
+        "mia_best_raw_auc_ci": (individual.get(head["mia_best_raw_method"] or "") or {}).get("auc_ci_rule"),
+        "placebo_auc_ci": (res.placebo.get(head["mia_method"]) or {}).get("auc_ci_rule"),
+        "blind_auc_ci": None if res.blind is None or res.blind.folds == 0 else res.blind.auc_ci_rule,
+        **{f"mia_auc_ci_by_attack.{f}": r.get("auc_ci_rule") for f, r in individual.items()},
+    }
+    return {k: v for k, v in rules.items() if isinstance(v, str)}  # a table gives NaN for a missing rule
 
 
 def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:

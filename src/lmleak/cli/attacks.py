@@ -393,6 +393,8 @@ def _membership_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(
             f"intervals: {iv['level']:.0%}, {iv['method']}, {iv.get('n_boot')} replicates over {iv['n_units']} {iv['unit']}s"
         )
+        for key, rule in (iv.get("at_boundary") or {}).items():  # where the bootstrap was a point
+            lines.append(f"  {key}: {rule} (a bootstrap of a sample without variation is a point)")
     return ["  " + x for x in lines]
 
 
