@@ -78,7 +78,7 @@ def test_members_from_holdout_is_the_corpus_split_without_the_users(tmp_path):
     write_holdout(model, Holdout(users=("u2",), fraction=0.3))
     mem, non, source = members_from_holdout(model, docs)
     assert (mem, non) == split_by_holdout(docs, ["u2"]) == (["alpha beta", "eps"], ["gamma"])
-    assert source.startswith("non-members: 1 documents of the 1 users held out")
+    assert source.startswith("non-members: 1 document of the 1 user held out")  # not "1 documents"
 
 
 def test_every_name_that_moved_still_imports_from_membership():

@@ -71,6 +71,7 @@ from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, ray_session, run_rows
+from lmleak.words import plural
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -589,7 +590,7 @@ def membership_of_model(
     ref = load_model(reference) if reference else None
     mem, non = texts.members, texts.non_members
     say(
-        f"scoring up to {min(len(mem), len(non), num_per_side)} texts per side with {lm.name} "
+        f"scoring up to {plural(min(len(mem), len(non), num_per_side), 'text')} per side with {lm.name} "
         "(after de-duplication: the summary's sets say how many)"
     )
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}

@@ -17,6 +17,7 @@ from lmleak.attacks.mia_stats import N_BOOT
 from lmleak.attacks.roc import RocCurve
 from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
 from lmleak.scenarios import scenario_record
+from lmleak.words import plural
 
 
 @dataclass
@@ -170,8 +171,9 @@ def _headline_keys(res: MembershipResult, individual: dict[str, dict[str, Any]])
     elif h is not None:
         selection, method, report = "split-half", h["method"], h["report"]
         note = (
-            f"{method} had the highest AUC on one half of the groups ({h['selection_groups']} groups); "
-            f"mia_auc is its AUC on the other half ({h['report_groups']} groups), which played no part in the choice"
+            f"{method} had the highest AUC on one half of the groups ({plural(h['selection_groups'], 'group')}); "
+            f"mia_auc is its AUC on the other half ({plural(h['report_groups'], 'group')}), which played no part "
+            "in the choice"
         )
     else:
         method = headline_feature(methods)
@@ -246,6 +248,6 @@ def _blind_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) ->
         "blind_auc_ci": ci,
         "blind_baseline_auc": bl.auc,
         "blind_baseline_warning": warning,
-        "blind_note": f"{bl.folds}-fold cross-validation over {bl.num_groups} groups "
+        "blind_note": f"{bl.folds}-fold cross-validation over {plural(bl.num_groups, 'group')} "
         f"({res.sets.get('grouping')}), each group in one fold",
     }

@@ -17,6 +17,7 @@ from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
+from lmleak.words import plural
 
 
 def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
@@ -165,6 +166,6 @@ def _holdout_source(members: int, non_members: int, held_out_users: int) -> str:
         'non-members: 12 documents of the 3 users held out of training (holdout.json); members: 40 documents of the other users'
     """
     return (
-        f"non-members: {non_members} documents of the {held_out_users} users held out of training "
-        f"(holdout.json); members: {members} documents of the other users"
+        f"non-members: {plural(non_members, 'document')} of the {plural(held_out_users, 'user')} held out of "
+        f"training (holdout.json); members: {plural(members, 'document')} of the other users"
     )

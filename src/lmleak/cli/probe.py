@@ -28,6 +28,7 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.words import plural
 
 if TYPE_CHECKING:
     from lmleak.probe.verdict import SubjectView
@@ -38,7 +39,7 @@ def _table(summary: dict) -> None:
 
     t = Table(
         title=f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
-        f"({summary['level']}, {summary['templates']} templates)"
+        f"({summary['level']}, {plural(summary['templates'], 'template')})"
     )
     for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
         t.add_column(c)
