@@ -141,8 +141,8 @@ def probe_person_file(
     made_up: int = MADE_UP_PEOPLE,
 ) -> PersonReport:
     """``lmleak probe --model M --subject me.json --html me.html``: load the one subject and the
-    model, then :func:`~lmleak.probe.person.person_report` (its ``view`` is what
-    :func:`probe_subject_file` returns).
+    model, then :func:`~lmleak.probe.person.person_report` (:func:`probe_subject_file` prints the
+    same findings as a table: :func:`~lmleak.probe.verdict.view_of_report`).
 
     Raises:
         InputError: the file holds more (or fewer) than one subject; it is read before the model loads.
