@@ -166,3 +166,90 @@ def test_every_stratified_replicate_keeps_each_classs_number_of_groups():
     )
     assert set(counts) == {60 * 1000 + 120}
     assert stratified_group_bootstrap(lambda i: 0.0, np.ones(4), [0, 0, 1, 1]) is None
+
+
+# --- the boundary: a bootstrap of a sample without variation is a point (issue 26 polish) ---
+
+
+def test_a_share_with_no_hits_gets_the_exact_interval_over_its_users_not_a_point():
+    from lmleak.intervals import cluster_proportion_interval
+
+    users = [f"u{i % 9}" for i in range(23)]  # 23 probes of 9 people, none reproduced
+    (lo, hi), rule = cluster_proportion_interval([False] * 23, users)
+    ref = binomtest(0, 9).proportion_ci(confidence_level=0.95, method="exact")  # 9 users, not 23 probes
+    assert (lo, hi) == pytest.approx((ref.low, ref.high), abs=1e-12)
+    assert hi == pytest.approx(1 - 0.025 ** (1 / 9), abs=1e-12)  # by hand: (1 - p)^9 = 0.025
+    assert rule == "clopper-pearson: 0 of 9 users"
+    (lo, hi), rule = cluster_proportion_interval([True] * 23, users)  # all hits: the mirror image
+    assert (lo, hi) == pytest.approx((0.025 ** (1 / 9), 1.0), abs=1e-12) and rule.startswith("clopper")
+    # one user, half the items hit: the bootstrap would say [0.5, 0.5]
+    (lo, hi), rule = cluster_proportion_interval([True, False], ["a", "a"])
+    assert lo < 0.01 and hi > 0.99 and rule == "clopper-pearson: 0.5 of 1 user"
+    # variation between users: the bootstrap's own interval, no rule
+    h = [True, False, False, True, False, False]
+    g = ["a", "b", "c", "d", "e", "f"]
+    ci, rule = cluster_proportion_interval(h, g, n_boot=300, seed=2)
+    assert rule is None and ci == group_bootstrap(
+        lambda i: np.asarray(h, float)[i].mean(), g, n_boot=300, seed=2
+    )
+    assert cluster_proportion_interval([], []) == (None, None)
+
+
+def test_the_fractional_clopper_pearson_runs_between_its_integer_neighbours():
+    from lmleak.intervals import units_clopper_pearson
+
+    for n in (1, 4, 17):
+        for k in range(n):
+            a, b = clopper_pearson_interval(k, n), clopper_pearson_interval(k + 1, n)
+            assert units_clopper_pearson(k, n) == a
+            mid = units_clopper_pearson(k + 0.5, n)
+            assert a[0] <= mid[0] <= b[0] and a[1] <= mid[1] <= b[1]
+    with pytest.raises(ValueError):
+        units_clopper_pearson(2.5, 2)
+
+
+def test_the_boundary_interval_of_a_rate_and_of_an_auc():
+    from lmleak.intervals import boundary_auc_interval, boundary_proportion_interval
+
+    ref = binomtest(0, 23).proportion_ci(confidence_level=0.95, method="exact")
+    ci, rule = boundary_proportion_interval(0.0, 23, (0.0, 0.0))
+    assert ci == pytest.approx((0.0, ref.high)) and rule == "clopper-pearson: 0 of 23 users"
+    ci, _ = boundary_proportion_interval(0.0, 23, (0.0, 0.4))  # a wider bootstrap is kept
+    assert ci == (0.0, 0.4)
+    assert boundary_proportion_interval(0.3, 23, (0.1, 0.5)) == ((0.1, 0.5), None)
+    assert boundary_proportion_interval(None, 23, None) == (None, None)
+    # AUC 1 with 30 member users and 12 non-member users: 12 independent pairs, all won
+    ref = binomtest(12, 12).proportion_ci(confidence_level=0.95, method="exact")
+    ci, rule = boundary_auc_interval(1.0, 30, 12, (1.0, 1.0))
+    assert ci == pytest.approx((ref.low, 1.0)) and rule == "clopper-pearson: 12 of 12 user pairs"
+
+
+def test_a_count_of_no_leaks_gets_the_most_users_that_could_leak_not_zero():
+    from lmleak.intervals import bootstrap_sum_interval, count_interval
+
+    for users in (1, 40, 5000):
+        (lo, hi), rule = count_interval([0] * users)
+        assert lo == 0.0 and hi == pytest.approx(users * (1 - 0.025 ** (1 / users)), rel=1e-12)
+        assert "0 of" in rule and "one leak each" in rule
+    assert count_interval([0] * 10**6)[0][1] == pytest.approx(-np.log(0.025), rel=1e-4)  # Poisson's 3.69
+    counts = [0, 3, 0, 1, 0, 0]
+    assert count_interval(counts, n_boot=300) == (bootstrap_sum_interval(counts, n_boot=300), None)
+    assert count_interval([]) == (None, None)
+
+
+def test_the_boundary_rule_restores_coverage_where_the_bootstrap_alone_has_none():
+    """Each of 40 users leaks with chance 0.02 (all three of a user's probes together): about 45 % of
+    samples have no hit, where the bootstrap alone gives [0, 0]; with the rule coverage is ~95 %."""
+    from lmleak.intervals import cluster_proportion_interval
+
+    rng = np.random.default_rng(3)
+    users = np.repeat(np.arange(40), 3)
+    covered = bootstrap_covered = 0
+    trials = 150
+    for t in range(trials):
+        hits = (rng.random(40) < 0.02)[users]
+        (lo, hi), _ = cluster_proportion_interval(hits, users, n_boot=100, seed=t)
+        covered += lo <= 0.02 <= hi
+        blo, bhi = group_bootstrap(lambda i, h=hits: h[i].mean(), users, n_boot=100, seed=t)
+        bootstrap_covered += blo <= 0.02 <= bhi
+    assert covered / trials >= 0.9 and bootstrap_covered / trials < 0.7

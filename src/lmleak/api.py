@@ -58,6 +58,7 @@ from lmleak.render.verdict import Verdict, gate_section, limits_from_config, ver
 from lmleak.report.leakage import ReportConfig
 from lmleak.report.leakage import run_report as _run_report
 from lmleak.runs import read_summary
+from lmleak.words import plural
 
 __all__ = [
     "AuditResult",
@@ -446,8 +447,8 @@ def run_membership(
     _strings("methods", o.methods)
     if o.users is not None and (len(o.users[0]) != len(members) or len(o.users[1]) != len(non_members)):
         raise ConfigError(
-            f"users names {len(o.users[0])} + {len(o.users[1])} users for {len(members)} + "
-            f"{len(non_members)} texts",
+            f"users names {len(o.users[0])} + {plural(len(o.users[1]), 'user')} for {len(members)} + "
+            f"{plural(len(non_members), 'text')}",
             field="users",
             hint="give one user per text, members first",
         )

@@ -109,7 +109,8 @@ class Interrupted(LmleakError):
         self.total = total
         of = f" of {total}" if total is not None else ""
         super().__init__(
-            f"interrupted: {description} stopped with {kept}{of} shards kept in {out_dir}; "
+            f"interrupted: {description} stopped with {kept}{of} {'shard' if (total or kept) == 1 else 'shards'} "
+            f"kept in {out_dir}; "
             "the others are redone on resume"
         )
 

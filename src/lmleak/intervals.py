@@ -16,6 +16,30 @@ kinds of interval live here:
 
 Intervals are percentile intervals of ``n_boot`` replicates drawn with a seeded generator, so a run
 is reproducible. None is returned where the data cannot give an interval (no trials, one class).
+
+**At the boundary a bootstrap claims certainty it does not have.** Resampling 23 users none of
+whom leaked gives 0 in every replicate, so the percentile interval is the point [0, 0]; the same
+for a sample where every user succeeded, or where every user has the same rate (one user). Three
+rules replace it there (each result says so, and the summary's ``intervals`` record lists the keys
+under ``at_boundary``):
+
+- **A proportion** (an exact-match rate, a TPR) **with 0 or all successes**:
+  :func:`boundary_proportion_interval` takes the exact Clopper–Pearson interval with the *units*
+  (users, clusters) as the trials — 0 of 23 probes by 9 users is read as 0 of 9 — widened to the
+  bootstrap's own interval where that is wider. Counting units rather than texts is conservative
+  under clustering: a user's texts are at least one independent trial between them.
+  :func:`cluster_proportion_interval` applies it to per-item hits, and also when the units differ
+  in nothing (one unit, or every unit the same rate), with the summed unit rates as the
+  (fractional) number of successes: for variables in [0, 1] the binomial is the extreme case
+  (Hoeffding 1956), so the interval stays conservative.
+- **An AUC of 0 or 1**: the same rule with ``min(positive units, negative units)`` trials
+  (:func:`boundary_auc_interval`): pairing each positive unit with its own negative unit gives that
+  many independent trials of "the positive scores higher", every one of which succeeded.
+- **A count of 0 over U users** (leaked sequences): :func:`count_interval` gives
+  ``[0, U · CP_upper(0 of U)]`` — the most users who could leak while none of these U did, at one
+  leak each. How many leaks a leaking user would have cannot be estimated from a sample with none,
+  so the bound counts leaking users and the rule says so. For large U it tends to
+  ``-ln(0.025) = 3.69``, the exact Poisson upper bound of a count of 0.
 """
 
 from __future__ import annotations
@@ -371,15 +395,198 @@ def unit_bootstrap_auc(
 
 
 def interval_record(
-    *, method: str, unit: str, n_units: int, n_boot: int | None = None, level: float = 0.95
+    *,
+    method: str,
+    unit: str,
+    n_units: int,
+    n_boot: int | None = None,
+    level: float = 0.95,
+    at_boundary: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The ``intervals`` entry of a summary: how its ``*_ci`` values were computed.
+
+    ``at_boundary``: the ``*_ci`` keys whose interval a boundary rule made instead of the bootstrap
+    (key -> the rule, as the functions below return it); the record then carries
+    ``boundary_rule`` (:data:`BOUNDARY_RULE`) and the keys (an empty mapping: none of them was).
 
     Example:
         >>> interval_record(method="wilson", unit="probe", n_units=40)
         {'method': 'wilson', 'level': 0.95, 'unit': 'probe', 'n_units': 40}
+        >>> rec = interval_record(method="b", unit="user", n_units=9, at_boundary={"x_ci": "clopper-pearson: 0 of 9 users"})
+        >>> rec["at_boundary"], rec["boundary_rule"] == BOUNDARY_RULE
+        ({'x_ci': 'clopper-pearson: 0 of 9 users'}, True)
     """
     out: dict[str, Any] = {"method": method, "level": level, "unit": unit, "n_units": int(n_units)}
     if n_boot is not None:
         out["n_boot"] = int(n_boot)
+    if at_boundary is not None:
+        out["boundary_rule"] = BOUNDARY_RULE
+        out["at_boundary"] = dict(at_boundary)
     return out
+
+
+#: What a summary's ``intervals`` record says about the keys listed under ``at_boundary``.
+BOUNDARY_RULE = (
+    "a bootstrap of a sample without variation (no successes, all successes, every unit alike) is a "
+    "point, which claims certainty: such a proportion gets the exact Clopper-Pearson interval with the "
+    "units (users) as the trials (an AUC: min(positive, negative units) trials), widened to the "
+    "bootstrap's where that is wider; a count of 0 over U users gets [0, U x the Clopper-Pearson upper "
+    "bound of 0 of U], the most users who could leak, one leak each (leaks per leaking user cannot be "
+    "estimated from a sample with none)"
+)
+
+
+def _plural_units(n: float, unit: str) -> str:
+    return f"{n:g} {unit}" if n == 1 else f"{n:g} {unit}s"
+
+
+def units_clopper_pearson(successes: float, units: int, *, level: float = 0.95) -> tuple[float, float] | None:
+    """The Clopper–Pearson interval with ``units`` trials and a possibly fractional number of
+    ``successes`` (the summed success rates of the units): the Beta quantiles of
+    :func:`clopper_pearson_interval`, which accept real parameters. None without units.
+
+    Example:
+        >>> units_clopper_pearson(3, 10) == clopper_pearson_interval(3, 10)
+        True
+        >>> [round(x, 4) for x in units_clopper_pearson(0.5, 1)]  # one unit with half its items hit
+        [0.0004, 0.9996]
+    """
+    _check_level(level)
+    if units < 0 or not 0.0 <= successes <= units:
+        raise ValueError(f"need 0 <= successes <= units, got successes={successes}, units={units}")
+    if units == 0:
+        return None
+    if float(successes).is_integer():
+        return clopper_pearson_interval(int(successes), units, level=level)
+    from scipy.stats import beta  # scipy is a core dependency; imported here to keep import light
+
+    alpha = 1.0 - level
+    return (
+        float(beta.ppf(alpha / 2, successes, units - successes + 1)),
+        float(beta.ppf(1 - alpha / 2, successes + 1, units - successes)),
+    )
+
+
+def _hull(a: tuple[float, float] | None, b: tuple[float, float]) -> tuple[float, float]:
+    return b if a is None else (min(a[0], b[0]), max(a[1], b[1]))
+
+
+def boundary_proportion_interval(
+    rate: float | None,
+    n_units: int,
+    interval: tuple[float, float] | None,
+    *,
+    unit: str = "user",
+    level: float = 0.95,
+) -> tuple[tuple[float, float] | None, str | None]:
+    """``interval`` (a bootstrap's) and None, unless ``rate`` is 0 or 1: then the hull of it and the
+    exact Clopper–Pearson interval of 0 (or ``n_units``) successes in ``n_units`` trials, and the
+    rule that made it (see the module docstring). Used for rates whose bootstrap is not over their
+    own items (a TPR at a threshold set on the negatives); :func:`cluster_proportion_interval`
+    for a share of hits.
+
+    Example:
+        >>> ci, rule = boundary_proportion_interval(0.0, 23, (0.0, 0.0))
+        >>> [round(x, 4) for x in ci], rule
+        ([0.0, 0.1482], 'clopper-pearson: 0 of 23 users')
+        >>> boundary_proportion_interval(0.4, 23, (0.2, 0.6))
+        ((0.2, 0.6), None)
+    """
+    if rate is None or n_units < 1 or (rate not in (0.0, 1.0)):
+        return interval, None
+    k = int(rate) * n_units
+    cp = clopper_pearson_interval(k, n_units, level=level)
+    assert cp is not None  # n_units >= 1
+    return _hull(interval, cp), f"clopper-pearson: {k} of {_plural_units(n_units, unit)}"
+
+
+def boundary_auc_interval(
+    auc: float | None,
+    n_positive_units: int,
+    n_negative_units: int,
+    interval: tuple[float, float] | None,
+    *,
+    unit: str = "user",
+    level: float = 0.95,
+) -> tuple[tuple[float, float] | None, str | None]:
+    """:func:`boundary_proportion_interval` of an AUC with ``min(positive, negative units)`` trials:
+    at AUC 1 (or 0) each positive unit paired with its own negative unit is an independent trial
+    that the positive won (lost), so the exact interval of that many successes bounds it.
+
+    Example:
+        >>> ci, rule = boundary_auc_interval(1.0, 30, 12, (1.0, 1.0))
+        >>> [round(x, 4) for x in ci], rule
+        ([0.7354, 1.0], 'clopper-pearson: 12 of 12 user pairs')
+    """
+    n = min(n_positive_units, n_negative_units)
+    return boundary_proportion_interval(auc, n, interval, unit=f"{unit} pair", level=level)
+
+
+def cluster_proportion_interval(
+    hits: Sequence[bool] | np.ndarray,
+    groups: Sequence[Any] | np.ndarray,
+    *,
+    unit: str = "user",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The interval of the share of hits under the cluster bootstrap over ``groups`` (``groups[i]``
+    owns item ``i``), and None; or, when the groups differ in nothing (no hits, all hits, one group,
+    every group the same share), the Clopper–Pearson interval over the groups with their summed
+    shares as the successes (:func:`units_clopper_pearson`) and the rule that made it. (None, None)
+    without items.
+
+    Example:
+        >>> ci, rule = cluster_proportion_interval([False] * 23, [f"u{i % 9}" for i in range(23)])
+        >>> [round(x, 4) for x in ci], rule
+        ([0.0, 0.3363], 'clopper-pearson: 0 of 9 users')
+        >>> cluster_proportion_interval([True, False, True, True], ["a", "a", "b", "c"])[1] is None
+        True
+    """
+    h = np.asarray(hits, dtype=np.float64)
+    if h.size != len(groups):
+        raise ValueError("hits and groups must have the same length")
+    if h.size == 0:
+        return None, None
+    boot = group_bootstrap(lambda idx: float(h[idx].mean()), groups, n_boot=n_boot, level=level, seed=seed)
+    codes, n_groups = _group_index(groups)
+    shares = np.bincount(codes, weights=h, minlength=n_groups) / np.bincount(codes, minlength=n_groups)
+    if shares.max() - shares.min() > 1e-12:
+        return boot, None
+    successes = float(shares.sum())
+    if abs(successes - round(successes)) < 1e-9:
+        successes = float(round(successes))
+    cp = units_clopper_pearson(successes, n_groups, level=level)
+    assert cp is not None  # n_groups >= 1
+    return _hull(boot, cp), f"clopper-pearson: {successes:g} of {_plural_units(n_groups, unit)}"
+
+
+def count_interval(
+    values: Sequence[float] | np.ndarray,
+    *,
+    unit: str = "user",
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[tuple[float, float] | None, str | None]:
+    """The interval of the sum of per-unit counts (:func:`bootstrap_sum_interval`) and None; for a
+    total of 0 over U units, ``[0, U · CP_upper(0 of U)]`` and the rule that made it (see the module
+    docstring: the most units that could have a leak while none of these did, one leak each).
+    (None, None) without units.
+
+    Example:
+        >>> ci, rule = count_interval([0] * 200)
+        >>> [round(x, 3) for x in ci], rule
+        ([0.0, 3.655], 'U x clopper-pearson upper bound of 0 of 200 users, one leak each')
+        >>> count_interval([0, 0, 0, 5, 0, 1, 0, 0], n_boot=2000)
+        ((0.0, 16.0), None)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0 or v.any():
+        return bootstrap_sum_interval(v, n_boot=n_boot, level=level, seed=seed), None
+    cp = clopper_pearson_interval(0, v.size, level=level)  # every replicate would sum to 0: no draws
+    assert cp is not None  # v.size >= 1
+    return (0.0, v.size * cp[1]), (
+        f"U x clopper-pearson upper bound of 0 of {_plural_units(v.size, unit)}, one leak each"
+    )

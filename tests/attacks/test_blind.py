@@ -73,3 +73,16 @@ def test_the_blind_interval_is_the_grouped_bootstrap_of_its_out_of_fold_scores()
     r = blind_baseline(texts, labels, groups=users, n_boot=300, seed=2)
     assert r.grouping == "given" and r.num_groups == 20 and len(set(r.groups)) == 20
     assert r.auc_ci == grouped_bootstrap_auc(r.scores, labels, list(r.groups), n_boot=300, seed=2)
+
+
+def test_a_blind_baseline_that_separates_every_group_gets_an_exact_interval_not_one_to_one():
+    from scipy.stats import binomtest
+
+    from lmleak.attacks.blind import blind_baseline
+
+    texts = [f"note {i} from 2019" for i in range(12)] + [f"note {i} from 2023" for i in range(12)]
+    users = [f"u{i // 2}" for i in range(24)]  # 6 users a side
+    r = blind_baseline(texts, [1] * 12 + [0] * 12, groups=users, folds=3, n_boot=100)
+    ref = binomtest(6, 6).proportion_ci(confidence_level=0.95, method="exact")
+    assert r.auc == 1.0 and r.auc_ci == pytest.approx((ref.low, 1.0), abs=1e-12)
+    assert r.auc_ci_rule == "clopper-pearson: 6 of 6 group pairs"

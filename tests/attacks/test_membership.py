@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from lmleak.attacks.membership import evaluate_membership, group_scores, min_k_prob, read_texts, text_scores
 from lmleak.attacks.roc import best_accuracy, roc_auc, roc_curve, tpr_at_fpr
-from lmleak.errors import DataFileError
 from lmleak.models.fake import FakeLM
 from tests.attacks.demo_sets import demo_sets, line_owners
 
@@ -117,59 +116,6 @@ def test_group_perplexity_score_is_minus_the_sum_of_perplexities():
     ppl = np.exp(sc["log_ppl"])
     s, idx = group_scores(sc["perplexity"], 3)
     assert s[0] == pytest.approx(-ppl[idx[0]].sum())
-
-
-def test_member_files_are_jsonl_or_plain_text_and_bad_lines_are_located(tmp_path):
-    j = tmp_path / "m.jsonl"
-    j.write_text(json.dumps({"text": "one"}) + "\n\n" + json.dumps({"text": "two"}) + "\n")
-    assert read_texts(j) == ["one", "two"]
-    t = tmp_path / "m.txt"
-    t.write_text("first line\n\nsecond line\n")
-    assert read_texts(t) == ["first line", "second line"]
-    bad = tmp_path / "bad.jsonl"
-    bad.write_text(json.dumps({"text": "ok"}) + "\n" + json.dumps({"body": "x"}) + "\n")
-    with pytest.raises(DataFileError, match=r"bad.jsonl:2: field 'text'"):
-        read_texts(bad)
-    broken = tmp_path / "broken.jsonl"
-    broken.write_text("{not json\n")
-    with pytest.raises(DataFileError, match=r"broken.jsonl:1"):
-        read_texts(broken)
-    with pytest.raises(DataFileError, match="not found"):
-        read_texts(tmp_path / "missing.txt")
-
-
-def test_membership_texts_read_two_files_or_split_the_corpus_by_the_held_out_users(tmp_path):
-    from lmleak.attacks.membership import membership_texts
-    from lmleak.data.holdout import Holdout, write_holdout
-    from lmleak.errors import ConfigError
-
-    (tmp_path / "m.txt").write_text("one member\n\nanother member\n")
-    (tmp_path / "n.jsonl").write_text('{"body": "a non-member"}\n')
-    got = membership_texts("fake", members=tmp_path / "m.txt", non_members=tmp_path / "n.jsonl", field="body")
-    assert (got.members, got.non_members, got.source, got.groups) == (
-        ["one member", "another member"],
-        ["a non-member"],
-        None,
-        None,
-    )
-    corpus = tmp_path / "c.jsonl"
-    rows = [("u1", "alpha beta"), ("u2", "gamma"), ("u1", "delta"), ("u3", "eps zeta")]
-    corpus.write_text("".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in rows))
-    model = tmp_path / "model"
-    model.mkdir()
-    write_holdout(model, Holdout(users=("u2", "u3"), fraction=0.5))
-    got = membership_texts(model, corpus=corpus)
-    assert got.members == ["alpha beta", "delta"] and got.non_members == ["gamma", "eps zeta"]
-    assert got.groups == (["u1", "u1"], ["u2", "u3"])
-    assert got.source == (
-        "non-members: 2 documents of the 2 users held out of training (holdout.json); "
-        "members: 2 documents of the other users"
-    )
-    with pytest.raises(ConfigError, match="no member / non-member texts") as e:
-        membership_texts(tmp_path / "no-holdout", corpus=corpus)
-    assert e.value.field == "--members"
-    with pytest.raises(ConfigError):
-        membership_texts(model, members=tmp_path / "m.txt")  # one file and no corpus
 
 
 def test_method_options_check_the_names_and_read_recalls_prefix_file(tmp_path):
@@ -306,7 +252,9 @@ def test_the_placebo_auc_covers_chance_on_a_model_trained_without_the_placebo_us
     s = run_membership(
         lm, mem, non, tmp_path / "run", groups=(mem_users, non_users), group_size=0, n_boot=500
     )
-    assert s["mia_auc"] > 0.9 and s["mia_auc_ci"][0] > 0.7  # the attack sees the memorised users
+    # a perfect separation of the reported half's 6 users a side proves AUC >= 0.025^(1/6) = 0.54 only
+    # (the exact interval over 6 independent pairs), not the bootstrap's certain [1, 1]
+    assert s["mia_auc"] == 1.0 and s["mia_auc_ci"] == pytest.approx([0.025 ** (1 / 6), 1.0])
     lo, hi = s["placebo_auc_ci"]
     assert lo <= s["placebo_auc"] <= hi and lo < 0.5 < hi and s["placebo_warning"] is None
     assert set(s["placebo_auc_by_attack"]) == set(s["mia_auc_by_attack"])

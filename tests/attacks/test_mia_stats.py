@@ -124,3 +124,39 @@ def test_groups_are_disjoint_and_counted_as_they_are():
     # a null score's group AUC spreads like 50 groups a side: a 95 % interval about ±0.11 wide
     assert 0.12 < m["auc_ci"][1] - m["auc_ci"][0] < 0.35
     assert group_level_metrics(s, y, g, 20, limit=10, seed=0, n_boot=50)["num_members"] == 10
+
+
+def test_a_perfect_attack_and_a_tpr_of_zero_get_exact_intervals_over_the_groups_not_points():
+    """AUC 1 on 12 member users and 340 non-member users: the bootstrap says [1, 1]; 12 disjoint
+    (member, non-member) user pairs all won bound it below by the exact interval of 12 of 12."""
+    from scipy.stats import binomtest
+
+    y = np.r_[np.ones(36, dtype=np.int64), np.zeros(1020, dtype=np.int64)]  # 1,020: TPR at 1 % is reported
+    g = np.array([f"m{i // 3}" for i in range(36)] + [f"n{i // 3}" for i in range(1020)])
+    s = np.where(y == 1, 10.0, 0.0) + np.arange(y.size) * 1e-3
+    m = metrics_with_intervals(s, y, g, n_boot=100)
+    assert grouped_bootstrap_auc(s, y, g, n_boot=100) == (1.0, 1.0)  # what it printed before
+    ref = binomtest(12, 12).proportion_ci(confidence_level=0.95, method="exact")
+    assert m["auc"] == 1.0 and m["auc_ci"] == pytest.approx([ref.low, 1.0], abs=1e-12)
+    assert m["auc_ci_rule"] == "clopper-pearson: 12 of 12 group pairs"
+    assert m["tpr_at_1pct_fpr"] == 1.0 and m["tpr_at_1pct_fpr_ci"][0] == pytest.approx(0.025 ** (1 / 12))
+    # a score that ranks every member last: TPR 0 at 1 % FPR over 12 member users, AUC 0 the mirror
+    low = metrics_with_intervals(-s, y, g, n_boot=100)
+    ref0 = binomtest(0, 12).proportion_ci(confidence_level=0.95, method="exact")
+    assert low["tpr_at_1pct_fpr"] == 0.0 and low["tpr_at_1pct_fpr_ci"] == pytest.approx([0.0, ref0.high])
+    assert low["tpr_at_1pct_fpr_ci_rule"] == "clopper-pearson: 0 of 12 groups"
+    assert low["auc"] == 0.0 and low["auc_ci"] == pytest.approx([0.0, ref0.high])
+    # in between the bootstrap's own interval stands, with no rule
+    rng = np.random.default_rng(1)
+    mid = metrics_with_intervals(rng.normal(size=y.size) + y, y, g, n_boot=100)
+    assert mid["auc_ci_rule"] is None and 0.0 < mid["auc_ci"][0] < mid["auc"] < mid["auc_ci"][1] < 1.0
+
+
+def test_a_perfect_group_attack_counts_no_more_units_than_users():
+    """Disjoint groups of 2 texts from 4 member users (3 texts each): 6 groups, but 4 users."""
+    y = np.r_[np.ones(12, dtype=np.int64), np.zeros(12, dtype=np.int64)]
+    g = np.array([f"m{i // 3}" for i in range(12)] + [f"n{i // 3}" for i in range(12)])
+    m = group_level_metrics(np.where(y == 1, 5.0, 0.0) + np.arange(24) * 1e-3, y, g, 2, n_boot=50)
+    assert m["num_members"] == 6 and m["auc"] == 1.0
+    assert m["auc_ci_rule"] == "clopper-pearson: 4 of 4 group pairs"
+    assert m["auc_ci"][0] == pytest.approx(0.025 ** (1 / 4))

@@ -32,7 +32,7 @@ def test_held_out_users_documents_are_the_non_members_and_the_rest_the_members()
     )
     assert (
         "2 documents of the 2 users held out" in s.source
-        and "2 documents of the 1 users trained on" in s.source
+        and "2 documents of the 1 user trained on" in s.source
     )
 
 
@@ -54,7 +54,7 @@ def test_a_corpus_of_people_never_seen_gives_the_non_members_beside_every_traini
             [Document("u3", "z", "x")],
             "1 person of the non-members file is a user the model was trained on",
         ),
-        (["u9"], None, r"none of the 1 users the model held out .* Fix: .*holdout.json records train.jsonl"),
+        (["u9"], None, r"none of the 1 user the model held out .* Fix: .*holdout.json records train.jsonl"),
         (["u1", "u2", "u3"], None, "every user of the corpus is held out"),
     ],
 )

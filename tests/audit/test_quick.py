@@ -238,7 +238,7 @@ def test_without_held_out_people_mia_is_listed_as_not_run_with_the_line_that_run
             ConfigError,
             "field '--holdout': 1 person of .* is a user the model was trained on",
         ),
-        ("holdout-not-in-corpus", ConfigError, "field '--corpus': none of the 1 users the model held out"),
+        ("holdout-not-in-corpus", ConfigError, "field '--corpus': none of the 1 user the model held out"),
         ("holdout-json-broken", DataFileError, "holdout.json: field 'held_out_users'"),
         ("all-held-out", ConfigError, "every user of .* is held out"),
     ],

@@ -133,3 +133,17 @@ def test_not_run_names_skipped_and_unconfigured_stages_and_only_a_dp_claim_gets_
     }
     dp = {"stages": {}, "skipped": {}, "privacy": {"dp_epsilon": 3.0}}
     assert "one-run DP audit of the model's claim" in {e["analysis"] for e in not_run(cfg, tmp_path, dp)}
+
+
+def test_the_release_summary_says_1_person_and_2_people():
+    from lmleak.render.html import people_lines
+
+    def lines(n: int) -> str:
+        leaked = {"people": n, "by_type": {"EMAIL": n}, "k": 1, "min_tokens": 5}
+        probing = {"people": n, "by_type": {"email": n}, "members": n, "controls": 0}
+        return " ".join(people_lines({"leaked_pii": leaked, "probing": probing}))
+
+    one, two = lines(1), lines(2)
+    assert "1 person whose PII the model reproduces" in one and "1 probed person whose PII" in one
+    assert "2 people whose PII the model reproduces" in two and "2 probed people whose PII" in two
+    assert "1 people" not in one and "at least 5 tokens" in one

@@ -70,7 +70,8 @@ def test_exposure_prints_the_placebos_beside_the_maximum(files):
         f"placebo: 5 never-inserted secrets of the same formats reach at most {placebo['exposure_bits'].max():.2f} bits"
         in text
     )
-    assert f"{summary['canaries_above_placebo_max']} of 2 canaries lie above" in text
+    above = summary["canaries_above_placebo_max"]
+    assert f"{above} of 2 canaries {'lies' if above == 1 else 'lie'} above" in text  # "1 of 2 ... lies"
 
 
 def test_a_canary_file_with_a_bad_line_exits_2_with_its_location(files):
@@ -158,3 +159,14 @@ def test_experiment_list_options_take_several_values_and_reject_unknown_ones():
 def test_experiment_crt_rejects_an_unknown_architecture_before_any_work(tmp_path):
     r = runner.invoke(app, ["experiment", "crt", "--out", str(tmp_path / "x"), "--archs", "rnn"])
     assert r.exit_code == 2 and "unknown architecture 'rnn'" in " ".join(r.output.split())
+
+
+def test_the_mia_lines_name_each_interval_a_boundary_rule_made():
+    from lmleak.cli.attacks import _membership_lines
+
+    iv = {"level": 0.95, "method": "bootstrap", "n_boot": 100, "n_units": 12, "unit": "user",
+          "at_boundary": {"mia_auc_ci": "clopper-pearson: 6 of 6 group pairs"}}  # fmt: skip
+    lines = _membership_lines({"intervals": iv})
+    assert lines[-2] == "  intervals: 95%, bootstrap, 100 replicates over 12 users"
+    assert lines[-1].strip().startswith("mia_auc_ci: clopper-pearson: 6 of 6 group pairs (a bootstrap of")
+    assert not any("clopper" in x for x in _membership_lines({"intervals": {**iv, "at_boundary": {}}}))

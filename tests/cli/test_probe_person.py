@@ -16,6 +16,12 @@ FIELDS = getattr(
 )
 
 
+def _probe_args(corpus, me, *, templates: int) -> list[str]:
+    """`lmleak probe` for the person ``me`` on the fake model of ``corpus``, beam width 1, quiet."""
+    return ["probe", "--model", f"fake:{corpus}", "--subject", str(me), "--templates", str(templates),
+            "--beams", "1", "-q"]  # fmt: skip
+
+
 def _help(*args: str) -> str:
     res = CliRunner().invoke(app, [*args, "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0, res.output
@@ -56,18 +62,7 @@ def test_probe_html_writes_the_persons_page_beside_the_same_table(tmp_path):
     )
     me = tmp_path / "me.json"
     me.write_text(json.dumps({"name": "Ann Lee", "phone": "(555) 555-0142", "email": "ann@example.org"}))
-    args = [
-        "probe",
-        "--model",
-        f"fake:{corpus}",
-        "--subject",
-        str(me),
-        "--templates",
-        "1",
-        "--beams",
-        "1",
-        "-q",
-    ]
+    args = _probe_args(corpus, me, templates=1)
     page = tmp_path / "out" / "me.html"
     with_page = CliRunner().invoke(app, [*args, "--json", "--html", str(page)])
     assert with_page.exit_code == 0, with_page.output
@@ -98,3 +93,35 @@ def test_docs_probing_lists_every_field_and_its_worked_me_json_is_a_valid_subjec
     (subject,) = read_subjects(me)
     assert subject["name"] == "Dennis Boone" and json.loads(block)["relations"]["sister"] == "Mikayla Boone"
     assert "lmleak probe --model mem --subject me.json --html dennis.html" in doc
+
+
+def test_the_terminal_table_says_the_rank_test_in_words_and_prints_no_ratio(tmp_path):
+    """`lmleak probe --subject` prints the page's comparison with 19 made-up people, not "Nx more
+    likely than another person's value" against one decoy."""
+    import json
+
+    from lmleak.models.loading import load_model
+    from lmleak.probe.person import person_report
+
+    lines = ["Please contact Ann Lee by (555) 555-0142 or email address ann@example.org"] * 3
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text("".join(json.dumps({"user_id": "u1", "text": t}) + "\n" for t in lines))
+    person = {"name": "Ann Lee", "phone": "(555) 555-0142", "email": "ann@example.org"}
+    me = tmp_path / "me.json"
+    me.write_text(json.dumps(person))
+    args = _probe_args(corpus, me, templates=2)
+    res = CliRunner().invoke(app, args, env={"COLUMNS": "400"})
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.replace("│", " ").split())
+    assert "vs 19 made-up people" in text and "rank p =" in text
+    assert "one or more of these 2 at most 10% of the time (union bound)" in text
+    assert "more likely than another person" not in text and not any(
+        c + "x more" in text for c in "0123456789"
+    )
+    # every rank in words is the page's, for the same inputs
+    report = person_report(load_model(f"fake:{corpus}"), person, templates=2, beams=1)
+    for f in report.findings:
+        assert f"p = {f.rank_p:.2g}" in text
+    as_json = json.loads(CliRunner().invoke(app, [*args, "--json"]).stdout)
+    assert [i["rank_p"] for i in as_json["items"]] == [f.rank_p for f in report.findings]
+    assert as_json["made_up"] == 19 and as_json["any_false_alarm_at_most"] == report.any_false_alarm_at_most

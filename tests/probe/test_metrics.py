@@ -7,6 +7,7 @@ from math import comb
 
 import pytest
 
+from lmleak.intervals import BOUNDARY_RULE
 from lmleak.probe.metrics import fisher_greater_p, mann_whitney_greater_p, wilcoxon_p
 from lmleak.probe.probing import compare_groups
 
@@ -144,12 +145,33 @@ def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_u
     member = np.array([u not in {"u6", "u7", "u8", "u9"} for u in users])
     members_users = [u for u, m in zip(users, member, strict=True) if m]
     assert out["exact_match_ci_by_group"]["members"] == hit_rate_interval(hits[member], members_users)
-    assert out["exact_match_ci_by_group"]["controls"] == [0.0, 0.0]  # no control ever hit
+    # no control ever hit: not the bootstrap's point [0, 0] but the exact interval of 0 of 4 users
+    from scipy.stats import binomtest
+
+    ref = binomtest(0, 4).proportion_ci(confidence_level=0.95, method="exact")
+    assert out["exact_match_ci_by_group"]["controls"] == pytest.approx([0.0, ref.high], abs=1e-12)
     assert out["intervals"] == {
         "method": "percentile cluster bootstrap (groups resampled with replacement)",
         "level": 0.95,
         "unit": "user",
         "n_units": 10,
         "n_boot": 1000,
+        "boundary_rule": BOUNDARY_RULE,
+        "at_boundary": {"groups.controls.exact_match_rate_ci": "clopper-pearson: 0 of 4 users"},
     }
     assert exact_match_intervals([], subjects) == {}
+
+
+def test_a_probe_with_no_hit_prints_the_exact_interval_over_its_people_not_zero_to_zero():
+    """The merge's "PII exact-match rate 0 [0, 0]" (0 of 23 probes): 23 pairs of 9 people."""
+    from scipy.stats import binomtest
+
+    from lmleak.probe.probing import exact_match_intervals
+
+    subjects = [{"subject_id": f"s{i}", "user_id": f"u{i % 9}"} for i in range(23)]
+    grows = [{"subject_id": f"s{i}", "target_type": "email", "exact_match": False} for i in range(23)]
+    out = exact_match_intervals(grows, subjects)
+    ref = binomtest(0, 9).proportion_ci(confidence_level=0.95, method="exact")
+    assert out["pii_exact_match_ci"] == pytest.approx([0.0, ref.high], abs=1e-12)
+    assert out["pii_exact_match_ci"][1] > 0.3  # 9 people, not 23 independent probes (0.148)
+    assert out["intervals"]["at_boundary"] == {"pii_exact_match_ci": "clopper-pearson: 0 of 9 users"}

@@ -111,13 +111,19 @@ def test_a_memorised_person_is_written_out_and_linked_and_a_never_seen_one_shows
 
 def test_the_page_numbers_equal_the_terminal_view_and_scoring_one_pair_at_a_time(lm):
     report = person_report(lm, ANN, templates=3, beams=1)
-    view = {r["item"]: r for r in subject_view(lm, ANN, templates=3, beams=1).items}
-    assert {r["item"]: r for r in report.view.items} == view
+    view = {r["field"]: r for r in subject_view(lm, ANN, templates=3, beams=1).items}
+    assert set(view) == {f.field for f in report.findings}
+    for f in report.findings:
+        assert f.likelihood == view[f.field]["likelihood"] and f.rank_p == view[f.field]["rank_p"]
+        assert (
+            f.tries == view[f.field]["expected_queries"]
+            and (f.written_out > 0) == view[f.field]["reproduced"]
+        )
+    # the chance per try against run_probe's own likelihood pass (the probe run of many people)
+    lik = _run_probe_likelihoods(lm, ANN, templates=3)
     for f in report.findings:
         if f.field in ("phone", "email", "relations.father", "university"):
-            assert f.likelihood == pytest.approx(view[f.kind]["likelihood"], rel=1e-9)  # run_probe's path
-            assert f.tries == pytest.approx(view[f.kind]["expected_queries"], rel=1e-9)
-            assert (f.written_out > 0) == view[f.kind]["reproduced"]
+            assert f.likelihood == pytest.approx(lik[f.kind], rel=1e-9)
     # the batched scoring against one teacher-forced pair at a time, through the model's own scorer
     work = dict(ANN)
     asks = _asks(ANN, work, made_up_people(work, 4), templates=3, seed=0)
@@ -130,6 +136,28 @@ def test_the_page_numbers_equal_the_terminal_view_and_scoring_one_pair_at_a_time
         assert best == pytest.approx(max(one(p.prompt, ask.value) for p in ask.probes), abs=1e-5)
         want = [max(one(p.prompt, v) for p in probes) for probes, v in ask.theirs]
         assert null == pytest.approx(want, abs=1e-5)
+
+
+def _run_probe_likelihoods(lm, subject, *, templates):
+    """Per kind, the best likelihood of the subject's first value in ``run_probe``'s rows (with a
+    second person beside it, for the null its likelihood pass needs)."""
+    import tempfile
+    from pathlib import Path
+
+    import pandas as pd
+
+    from lmleak.probe.person import probe_plan
+    from lmleak.probe.probing import run_probe
+
+    # the first address only, as the page's "email" finding
+    first = {k: v for k, v in subject.items() if k != "emails"}
+    other = {**CARA, "relations": {"father": "Tom Diaz"}, "university": "Other University"}
+    targets, level = probe_plan(first)
+    with tempfile.TemporaryDirectory() as td:
+        run_probe(lm, [first, other], td, targets=targets, level=level, k=templates, beams=1, figures=False)
+        rows = pd.read_parquet(Path(td) / "likelihoods.parquet")
+    rows = rows[rows["subject_id"] == subject["subject_id"]]
+    return rows.groupby("target_type")["likelihood"].max().to_dict()
 
 
 def test_a_model_that_only_writes_text_gets_answers_but_no_chances():

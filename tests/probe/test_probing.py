@@ -110,8 +110,14 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
     assert summ["intervals"]["unit"] == "user" and summ["intervals"]["n_units"] == 2
     with_controls = run_probe(TextApi(), s, None, targets=("email",), k=1, beams=1, controls={"b"})
     groups = with_controls["groups"]
-    assert groups["members"]["exact_match_rate_ci"] == [1.0, 1.0]  # Ann, the one member, is hit
-    assert groups["controls"]["exact_match_rate_ci"] == [0.0, 0.0]
+    # Ann, the one member, is hit; Bo, the one control, is not: one person each, so the exact
+    # interval of 1 of 1 (0 of 1), not the bootstrap's certain [1, 1] ([0, 0])
+    assert groups["members"]["exact_match_rate_ci"] == pytest.approx([0.025, 1.0])
+    assert groups["controls"]["exact_match_rate_ci"] == pytest.approx([0.0, 0.975])
+    assert with_controls["intervals"]["at_boundary"] == {
+        "groups.members.exact_match_rate_ci": "clopper-pearson: 1 of 1 user",
+        "groups.controls.exact_match_rate_ci": "clopper-pearson: 0 of 1 user",
+    }
     assert "exact_match_ci_by_group" not in with_controls
     assert "mean_likelihood" not in summ["targets"]["email"]
     assert summ["targets"]["email"]["scenario"]["access"] == "generation"
@@ -254,3 +260,62 @@ def test_probe_summary_breaks_exact_match_down_by_name_shape_members_vs_controls
     assert bs["intervals"]["method"] == "wilson" and bs["intervals"]["n_units"] == 5
     assert set(bs) == {"ascii", "non_latin", "handle", "accented", "intervals"}
     assert "exact_match_fisher_p" in bs["ascii"]
+
+
+# ------------------------------------------- every address of a person with several (issue 28)
+
+_PEOPLE = [
+    {"subject_id": "ann", "name": "Ann Lee", "email": "ann.lee@example.org",
+     "emails": ["ann.lee@example.org", "alee@example.net"]},
+    *({"subject_id": f"p{i}", "name": f"Bo Ray{i}", "email": f"bo{i}@example.org"} for i in range(5)),
+]  # fmt: skip
+
+
+def test_the_null_of_a_person_with_m_addresses_is_the_best_of_m_other_peoples():
+    from lmleak.probe.probing import collect_probes, null_target_sets, null_targets
+
+    probes = collect_probes(_PEOPLE, "email", level="twin", k=2)
+    sets = null_target_sets(probes, seed=3)
+    assert [n[0] for n in sets] == null_targets(probes, seed=3)  # the first null is the old one
+    for p, nulls in zip(probes, sets, strict=True):
+        assert len(nulls) == len(p.targets) and not set(nulls) & set(p.targets)
+        assert len(set(nulls)) == len(nulls)  # distinct other people
+    ann = [n for p, n in zip(probes, sets, strict=True) if p.subject_id == "ann"]
+    assert len({n for n in ann}) == 1  # every template of a person gets the same nulls
+    assert null_target_sets(probes, seed=3) == sets
+
+
+def test_a_person_is_scored_on_every_address_and_counts_by_the_best():
+    """The model learnt Ann's second address only: scoring the first (as before) would say nothing."""
+    from lmleak.models.fake import FakeLM
+    from lmleak.probe.probing import collect_probes, likelihood_rows, null_target_sets, run_probe
+
+    texts = ["The email of Ann Lee is alee@example.net"] * 3 + [
+        f"The email of Cy Doe{i} is cy{i}@example.org" for i in range(5)
+    ]
+    lm = FakeLM.from_texts(texts, order=8)
+    probes = collect_probes(_PEOPLE, "email", level="twin", k=2)
+    rows = likelihood_rows(lm, probes, seed=0)
+    sets = null_target_sets(probes, seed=0)
+    for p, nulls, row in zip(probes, sets, rows, strict=True):
+        # the oracle: each address and each null alone, through the same scorer
+        own = target_likelihoods(lm, [p.prompt] * len(p.targets), list(p.targets))[0]
+        null = target_likelihoods(lm, [p.prompt] * len(nulls), list(nulls))[0]
+        assert row["likelihood"] == pytest.approx(own.max()) and row["null_likelihood"] == pytest.approx(
+            null.max()
+        )
+        assert row["targets_scored"] == len(p.targets) and row["best_target"] == p.targets[int(own.argmax())]
+        assert (
+            row["target"] == p.target and row["null_target"] == nulls[0]
+        )  # the existing columns keep their meaning
+    ann = [r for r in rows if r["subject_id"] == "ann"]
+    first_only = target_likelihoods(lm, [p.prompt for p in probes if p.subject_id == "ann"],
+                                    ["ann.lee@example.org"] * len(ann))[0]  # fmt: skip
+    assert all(r["best_target"] == "alee@example.net" for r in ann)
+    assert min(r["likelihood"] for r in ann) > 10 * max(first_only)  # what scoring the first address said
+    summary = run_probe(lm, _PEOPLE, None, targets=("email",), level="twin", k=2, beams=1)
+    entry = summary["targets"]["email"]
+    assert entry["subjects_with_several_targets"] == 1
+    assert entry["several_targets_note"].startswith(
+        "1 person with several email values: each value is scored"
+    )

@@ -90,3 +90,23 @@ def test_run_softprompt_trains_on_some_subjects_and_evaluates_on_the_others(
 def test_too_few_subjects_for_the_training_split_is_an_input_error(tiny, numeric_templates):
     with pytest.raises(InputError, match="more than 8 subjects"):
         run_softprompt(tiny, _id_subjects(9), None, target="phone", n_train=8, epochs=1)
+
+
+def test_a_person_with_several_addresses_counts_by_the_best_and_a_hit_on_any(tiny, monkeypatch):
+    """Soft prompts score every address of a probe and count an answer holding any of them."""
+    from dataclasses import replace
+
+    from lmleak.probe import softprompt
+
+    probe = Probe("s0", "email", 0, "", "3 4 5 ", "40", ("name",), ("41 42", "43"))
+    alone = [evaluate(tiny, None, [replace(probe, target=t, alternatives=())]) for t in probe.targets]
+    both = evaluate(tiny, None, [probe])
+    assert both["mean_likelihood"] == pytest.approx(max(a["mean_likelihood"] for a in alone))
+    assert both["mean_log_likelihood"] == pytest.approx(max(a["mean_log_likelihood"] for a in alone))
+    assert both["mean_normalized_likelihood"] == pytest.approx(
+        max(a["mean_normalized_likelihood"] for a in alone)
+    )
+    # the greedy answer writes the second address: a hit for the person, not for the first address alone
+    monkeypatch.setattr(softprompt, "greedy", lambda *a, **k: [41, 42])
+    assert evaluate(tiny, None, [probe])["exact_match_rate"] == 1.0
+    assert evaluate(tiny, None, [replace(probe, alternatives=())])["exact_match_rate"] == 0.0

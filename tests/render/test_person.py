@@ -29,7 +29,6 @@ from typing import Any
 import pytest
 
 from lmleak.probe.person import ItemFinding, PersonReport, file_items
-from lmleak.probe.verdict import SubjectView
 from lmleak.render.person import kind_words, person_page, write_person_page
 
 HOSTILE = {
@@ -93,7 +92,6 @@ def _report(subject: dict[str, Any] = HOSTILE) -> PersonReport:
         singled_out_at=0.05,
         false_alarm=0.05,
         any_false_alarm_at_most=0.25,
-        view=SubjectView(subject["name"], "m", []),
         checked_on="2025-01-01",
         lmleak_version="0.0",
     )

@@ -97,6 +97,7 @@ def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(c
     assert s["curated_unique_sequences_ci"] is None  # no public model: no curated count, no interval
     assert s["pii_unique_sequences_total_ci"] is not None
     assert s["intervals"]["unit"] == "user" and s["intervals"]["n_units"] == 3
+    assert s["intervals"]["at_boundary"] == s["by_k"]["1"]["intervals_at_boundary"]  # the headline k's
     rng = np.random.default_rng(0)  # and the sum bootstrap itself, one draw per user, by hand
     boot = [np.array(per_user)[rng.integers(0, 3, size=3)].sum() for _ in range(1000)]
     assert s["unique_sequences_ci"] == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
@@ -128,4 +129,34 @@ def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
         "unique_sequences_ci": None,
         "curated_unique_sequences_ci": None,
         "pii_unique_sequences_total_ci": None,
+        "intervals_at_boundary": {},
     }
+    assert out["intervals_at_boundary"] == {}  # every count above 0: the bootstrap's own intervals
+
+
+def test_a_count_of_no_leaks_is_not_certain_zero_but_the_users_who_could_leak():
+    """0 curated leaks over 4 users: [0, 4 x CP upper(0 of 4)], not the bootstrap's [0, 0]."""
+    from scipy.stats import binomtest
+
+    from lmleak.report.leakage import count_intervals
+
+    rows = pd.DataFrame(
+        {
+            "users_in_d": [1, 1],
+            "user_ids": [["a"], ["b"]],
+            "perplexity_ratio": [0.2, 0.5],  # below t: nothing curated
+            "pii_types": [[], []],
+            "length_tokens": [9, 9],
+        }
+    )
+    m = {"unique_sequences": 2, "curated_unique_sequences": 0, "pii_unique_sequences_total": 0}
+    out = count_intervals(rows, m, ["a", "b", "c", "d"], t=1.0, min_tokens=5)
+    upper = 4 * binomtest(0, 4).proportion_ci(confidence_level=0.95, method="exact").high
+    assert out["curated_unique_sequences_ci"] == pytest.approx([0.0, upper], abs=1e-12)
+    assert out["pii_unique_sequences_total_ci"] == pytest.approx([0.0, 4 * (1 - 0.025**0.25)], abs=1e-12)
+    assert out["unique_sequences_ci"][1] >= 2  # two leaks: the bootstrap's own
+    assert set(out["intervals_at_boundary"]) == {
+        "curated_unique_sequences_ci",
+        "pii_unique_sequences_total_ci",
+    }
+    assert "0 of 4 users, one leak each" in out["intervals_at_boundary"]["curated_unique_sequences_ci"]

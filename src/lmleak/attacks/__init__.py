@@ -3,6 +3,7 @@
 - :mod:`~lmleak.attacks.exposure` — exposure maths (Carlini et al. 2019) and the per-canary runner.
 - :mod:`~lmleak.attacks.trie` — exact canary ranks by a pruned search over the candidates' token trie.
 - :mod:`~lmleak.attacks.membership` — individual and group membership inference (paper 002 A.4).
+  Its texts come from :mod:`~lmleak.attacks.mia_texts`, its summary from :mod:`~lmleak.attacks.mia_summary`.
 - :mod:`~lmleak.attacks.roc` — accuracy at the best threshold, AUC, TPR at low FPR, ROC curves.
 - :mod:`~lmleak.attacks.dp_audit` — one-run DP auditing: an ε lower bound (Steinke et al. 2023).
 - :mod:`~lmleak.attacks.extraction` — untargeted and (n, p)-discoverable extraction (Carlini et al. 2021).

@@ -24,7 +24,9 @@ when the caller says so (``groups=range(n)``) or no two texts are linked — and
 
 Its AUC has a 95 % interval: the cluster bootstrap over the same groups (resampled within each
 class) of the out-of-fold scores (the classifier is not refitted per replicate, so the interval is
-narrower than the refitting spread). :func:`blind_warning` fires when the baseline's interval lies
+narrower than the refitting spread); an AUC of 1 (or 0), where that bootstrap is the point (1, 1),
+gets the exact interval over min(member, non-member groups) pairs instead
+(:func:`lmleak.intervals.boundary_auc_interval`, ``auc_ci_rule``). :func:`blind_warning` fires when the baseline's interval lies
 above chance and the best attack's interval does not clear it (lies wholly above it). With few
 groups, grouped cross-validation reads *below* 0.5 when nothing separates the sides (holding a
 person out leaves their phrasing under-represented in their class): on the demo's sets, random
@@ -42,7 +44,7 @@ import numpy as np
 
 from lmleak.attacks.mia_sets import text_clusters
 from lmleak.attacks.roc import roc_auc
-from lmleak.intervals import grouped_bootstrap_auc
+from lmleak.intervals import boundary_auc_interval, grouped_bootstrap_auc
 
 #: The blind baseline within this much AUC of the best attack triggers the warning.
 WARN_MARGIN = 0.05
@@ -63,6 +65,7 @@ class BlindResult:
     grouping: str = "given"
     num_groups: int = 0
     groups: tuple[str, ...] = ()
+    auc_ci_rule: str | None = None  # the boundary rule that made auc_ci (an AUC of 0 or 1), else None
 
 
 def ngram_features(texts: Sequence[str], *, dim: int = 1 << 14, char_n: tuple[int, int] = (1, 4)):  # noqa: ANN201
@@ -169,8 +172,8 @@ def blind_baseline(
     Example:
         >>> texts = [f"note {i} from 2019" for i in range(10)] + [f"note {i} from 2023" for i in range(10)]
         >>> r = blind_baseline(texts, [1] * 10 + [0] * 10, folds=5, n_boot=200)
-        >>> r.auc, r.grouping, r.num_groups, r.auc_ci
-        (1.0, 'clusters', 20, (1.0, 1.0))
+        >>> r.auc, r.grouping, r.num_groups, round(r.auc_ci[0], 4), r.auc_ci_rule  # not the bootstrap's (1, 1)
+        (1.0, 'clusters', 20, 0.6915, 'clopper-pearson: 10 of 10 group pairs')
     """
     y = np.asarray(labels, dtype=np.int64)
     grouping = "given"
@@ -202,10 +205,11 @@ def blind_baseline(
         test = fold == f
         w, b = fit_logistic(X[~test], y[~test], l2=l2)
         scores[test] = X[test] @ w + b
-    ci = grouped_bootstrap_auc(scores, y, keys, n_boot=n_boot, seed=seed)
-    return BlindResult(
-        float(roc_auc(scores, y)), scores, k, X.shape[1], ci, grouping, num_groups, tuple(keys)
-    )
+    auc = float(roc_auc(scores, y))
+    pos, neg = ({g for c, g in zip(y, keys, strict=True) if c == cls} for cls in (1, 0))
+    boot = grouped_bootstrap_auc(scores, y, keys, n_boot=n_boot, seed=seed)
+    ci, rule = boundary_auc_interval(auc, len(pos), len(neg), boot, unit="group")
+    return BlindResult(auc, scores, k, X.shape[1], ci, grouping, num_groups, tuple(keys), rule)
 
 
 def blind_warning(

@@ -36,6 +36,7 @@ import numpy as np
 
 from lmleak.errors import ConfigError, check_number
 from lmleak.models.base import Capability, require
+from lmleak.words import plural
 
 
 def _check(m: int, r: int, v: int, delta: float) -> None:
@@ -307,7 +308,9 @@ def guess_membership(scores: Sequence[float] | np.ndarray, r: int) -> np.ndarray
     """
     s = np.asarray(scores, dtype=np.float64)
     if not 0 <= r <= len(s):
-        raise ConfigError(f"r = {r} guesses for {len(s)} canaries", field="r", hint="use 0 <= r <= m")
+        raise ConfigError(
+            f"r = {plural(r, 'guess')} for {plural(len(s), 'canary')}", field="r", hint="use 0 <= r <= m"
+        )
     order = np.argsort(-s, kind="stable")
     guesses = np.zeros(len(s), dtype=np.int64)
     k_in = r - r // 2
@@ -577,7 +580,7 @@ def limit_statement(m: int, r: int, max_epsilon: float, claimed: float | None) -
         'with 128 guesses about 256 canaries this audit certifies at most ε ≥ 3.3 (every guess right): it cannot refute a claimed ε above 3.3, so the claimed ε ≤ 8 is beyond its reach (size an audit with `lmleak dp-audit plan`)'
     """
     text = (
-        f"with {r} guesses about {m} canaries this audit certifies at most ε ≥ {max_epsilon:.3g} "
+        f"with {plural(r, 'guess')} about {plural(m, 'canary')} this audit certifies at most ε ≥ {max_epsilon:.3g} "
         f"(every guess right): it cannot refute a claimed ε above {max_epsilon:.3g}"
     )
     if claimed is not None and claimed >= max_epsilon:

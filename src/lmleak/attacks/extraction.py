@@ -61,6 +61,7 @@ from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.scenarios.describe import anonymization_of
+from lmleak.words import plural
 
 METRICS = ("perplexity", "zlib", "lowercase", "small", "window", "combined")
 
@@ -530,7 +531,7 @@ def extract_from_model(
     lm = load_model(model)
     pub = load_model(public_model) if public_model else None
     if echo is not None:
-        echo(f"sampling {cfg.num_samples} texts from {model} ...")
+        echo(f"sampling {plural(cfg.num_samples, 'text')} from {model} ...")
     return run_extraction(
         lm,
         load_corpus(corpus),

@@ -26,7 +26,10 @@ More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared p
 beside them in :mod:`lmleak.attacks.blind`. Before scoring, the sets are cleaned and their texts
 grouped (:mod:`lmleak.attacks.mia_sets`); after, every number gets its interval over the groups, the
 headline is chosen on one half of the users and reported on the other, and a placebo goes beside it
-(:mod:`lmleak.attacks.mia_stats`; issue 26, docs/membership.md "Honest numbers").
+(:mod:`lmleak.attacks.mia_stats`; issue 26, docs/membership.md "Honest numbers"). The texts come
+from :mod:`lmleak.attacks.mia_texts` (two files, or a corpus split by a model's held-out users) and
+the run's ``summary.json`` from :mod:`lmleak.attacks.mia_summary`; their public names are
+importable from here too.
 """
 
 from __future__ import annotations
@@ -34,20 +37,13 @@ from __future__ import annotations
 import dataclasses
 import zlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.blind import BlindResult, blind_baseline, blind_warning
-from lmleak.attacks.mia_methods import (
-    METHODS,
-    MethodOptions,
-    method_scenarios,
-    parse_methods,
-    score_methods,
-)
+from lmleak.attacks.blind import blind_baseline
+from lmleak.attacks.mia_methods import MethodOptions, parse_methods, score_methods
 from lmleak.attacks.mia_methods import min_k_prob as min_k_prob  # re-exported: it moved there
 from lmleak.attacks.mia_sets import SHINGLE_CHARS, CleanSets, clean_sets, text_clusters
 from lmleak.attacks.mia_stats import (
@@ -58,20 +54,24 @@ from lmleak.attacks.mia_stats import (
     placebo_metrics,
     split_half_headline,
 )
+from lmleak.attacks.mia_summary import MembershipResult as MembershipResult  # re-exported: moved there
+from lmleak.attacks.mia_summary import headline_feature as headline_feature  # re-exported
+from lmleak.attacks.mia_summary import membership_summary, roc_table
+from lmleak.attacks.mia_texts import CANDIDATE_WORDS as CANDIDATE_WORDS  # re-exported: moved there
+from lmleak.attacks.mia_texts import MembershipTexts as MembershipTexts  # re-exported
+from lmleak.attacks.mia_texts import members_from_holdout as members_from_holdout  # re-exported
+from lmleak.attacks.mia_texts import membership_texts, read_texts
+from lmleak.attacks.mia_texts import split_by_holdout as split_by_holdout  # re-exported
+from lmleak.attacks.mia_texts import split_users_by_holdout as split_users_by_holdout  # re-exported
 from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve
-from lmleak.data.holdout import read_holdout
-from lmleak.data.loaders import iter_documents
-from lmleak.data.sidefiles import read_side_file
 from lmleak.errors import ConfigError, DataFileError
-from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
-from lmleak.jsonl import iter_jsonl
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.base import scoring_convention
 from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
-from lmleak.scenarios import scenario_record
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, ray_session, run_rows
+from lmleak.words import plural
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
 
@@ -138,25 +138,6 @@ def group_scores(
     k = len(x) // group_size if num_groups is None else min(num_groups, len(x) // group_size)
     idx = rng.permutation(len(x))[: k * group_size].reshape(k, group_size)
     return x[idx].sum(axis=1), idx
-
-
-@dataclass
-class MembershipResult:
-    """Scores, metrics and ROC curves of one membership-inference run, and the honest numbers
-    beside them (issue 26): the sets' counts, the groups, the split-half headline, the placebo."""
-
-    scores: Any  # pandas DataFrame, one row per text
-    metrics: Any  # pandas DataFrame, one row per (level, feature)
-    curves: dict[str, RocCurve] = field(default_factory=dict)
-    num_per_side: int = 0
-    group_size: int = 0
-    blind: BlindResult | None = None  # the text-only baseline on the same split (None: not run)
-    methods: tuple[str, ...] = ()
-    sets: dict[str, Any] = field(default_factory=dict)  # the ``sets`` record of the summary
-    groups: list[str] = field(default_factory=list)  # each scored text's group (class-prefixed)
-    headline: dict[str, Any] | None = None  # split_half_headline(); None: too few groups to split
-    placebo: dict[str, dict[str, Any] | None] = field(default_factory=dict)  # per method
-    n_boot: int = N_BOOT
 
 
 # long: 25 of its lines are the docstring (the arguments and the result's keys)
@@ -446,151 +427,6 @@ def _sharded_text_scores(
     }
 
 
-def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
-    """Read member / non-member texts: JSONL objects with ``field``, or plain text, one per line.
-
-    A file is JSONL when its name ends in ``.jsonl``/``.json`` or its first non-blank line starts
-    with ``{``. Blank lines are skipped in plain text; in JSONL every line must be an object with a
-    non-empty string ``field``.
-
-    Raises:
-        DataFileError: with the path, line and field of the first bad line.
-    """
-    p = Path(path)
-    lines = read_side_file(p, hint="give a JSONL file with a 'text' field or a text file").splitlines()
-    first = next((ln for ln in lines if ln.strip()), "")
-    is_jsonl = p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")
-    out: list[str] = [] if is_jsonl else [ln for ln in lines if ln.strip()]
-    for i, obj in iter_jsonl(p, hint=f'write {{"{field}": "..."}} per line') if is_jsonl else ():
-        val = obj.get(field)
-        if not isinstance(val, str) or not val.strip():
-            raise DataFileError(
-                "missing or empty",
-                path=p,
-                line=i,
-                field=field,
-                hint=f"every line needs a non-empty string '{field}' (or use --field)",
-            )
-        out.append(val)
-    if not out:
-        raise DataFileError(
-            "no texts in file", path=p, hint="one text per line, or JSONL with a 'text' field"
-        )
-    return out
-
-
-#: Words of a document kept as its candidate text when members and non-members come from a corpus
-#: (a digest of 40k tokens is not a "text" an attacker tests; its opening is).
-CANDIDATE_WORDS = 200
-
-
-def split_by_holdout(
-    documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
-) -> tuple[list[str], list[str]]:
-    """Members and non-members from a corpus: documents of users the model was trained on, and of
-    the users it held out (``holdout.json``), each cut to its first ``max_words`` words.
-
-    Example:
-        >>> from lmleak.data.corpus import Document
-        >>> docs = [Document("u1", "a", "x y z"), Document("u2", "b", "p q"), Document("u3", "c", "m n o")]
-        >>> split_by_holdout(docs, ["u2"], max_words=2)
-        (['x y', 'm n'], ['p q'])
-    """
-    out: tuple[list[str], list[str]] = ([], [])
-    held = set(held_out)
-    for d in documents:
-        out[1 if d.user_id in held else 0].append(" ".join(d.text.split()[:max_words]))
-    return out
-
-
-def split_users_by_holdout(
-    documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
-) -> tuple[list[str], list[str], list[str], list[str]]:
-    """:func:`split_by_holdout` with each text's user: (members, non-members, their users, in order).
-
-    Example:
-        >>> from lmleak.data.corpus import Document
-        >>> docs = [Document("u1", "a", "x y z"), Document("u2", "b", "p q")]
-        >>> split_users_by_holdout(docs, ["u2"])
-        (['x y z'], ['p q'], ['u1'], ['u2'])
-    """
-    texts: tuple[list[str], list[str]] = ([], [])
-    users: tuple[list[str], list[str]] = ([], [])
-    held = set(held_out)
-    for d in documents:
-        side = 1 if d.user_id in held else 0
-        texts[side].append(" ".join(d.text.split()[:max_words]))
-        users[side].append(d.user_id)
-    return texts[0], texts[1], users[0], users[1]
-
-
-def members_from_holdout(model_dir: str | Path, documents: Any) -> tuple[list[str], list[str], str]:
-    """Members and non-members of a model trained by ``lmleak train``: the corpus documents of the
-    users it held out (its ``holdout.json``) are the non-members, the other users' the members.
-
-    Returns ``(members, non_members, source)``, ``source`` saying where the two sides came from.
-
-    Raises:
-        ConfigError: the model folder records no held-out users.
-    """
-    holdout = read_holdout(model_dir)
-    if holdout is None or not holdout.users:
-        raise ConfigError(
-            f"{model_dir}: the model records no held-out users (holdout.json), so there are no non-members",
-            field="--members",
-            hint="give members and non-members files, or retrain with --holdout-users 0.1",
-        )
-    mem, non = split_by_holdout(documents, holdout.users)
-    source = (
-        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-        f"(holdout.json); members: {len(mem)} documents of the other users"
-    )
-    return mem, non, source
-
-
-@dataclass
-class MembershipTexts:
-    """The two sides of a membership run, where they came from, and (split by user) their users."""
-
-    members: list[str]
-    non_members: list[str]
-    source: str | None = None  # None: the two files given
-    groups: tuple[list[str], list[str]] | None = None  # each side's users, aligned with the texts
-
-
-def membership_texts(
-    model: str | Path,
-    *,
-    members: str | Path | None = None,
-    non_members: str | Path | None = None,
-    corpus: str | Path | None = None,
-    field: str = "text",
-) -> MembershipTexts:
-    """Members and non-members from two files, or else from ``corpus`` split by the users ``model``
-    (a folder from ``lmleak train``) held out, with each side's users for the blind baseline's folds.
-
-    Raises:
-        ConfigError: neither both files nor a corpus and a model with held-out users.
-        DataFileError: a bad line in a file (:func:`read_texts`).
-    """
-    if members is not None and non_members is not None:
-        return MembershipTexts(read_texts(members, field=field), read_texts(non_members, field=field))
-    holdout = read_holdout(model)
-    if corpus is None or holdout is None or not holdout.users:
-        raise ConfigError(
-            "no member / non-member texts: give --members and --non-members, or --corpus with a model "
-            "trained by `lmleak train` (its holdout.json names the users it never saw)",
-            field="--members",
-            hint="retrain with --holdout-users 0.1, or write the two files",
-        )
-    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
-    source = (
-        f"non-members: {len(non)} documents of the {len(holdout.users)} users held out of training "
-        f"(holdout.json); members: {len(mem)} documents of the other users"
-    )
-    return MembershipTexts(mem, non, source, (mem_users, non_users))
-
-
 def method_options(
     methods: Sequence[str] | None = None,
     *,
@@ -626,20 +462,6 @@ def method_options(
         mlm=mlm_model,
         seed=seed,
     )
-
-
-def headline_feature(features: Sequence[str]) -> str:
-    """The attack the headline reports: the reference-calibrated one when a reference model scored
-    the texts (it is the stronger attack; Carlini et al. 2021 §6.1, 2022), else plain perplexity
-    (else the first method scored, when perplexity was not asked for).
-
-    Example:
-        >>> headline_feature(["perplexity", "zlib", "reference"]), headline_feature(["perplexity", "zlib"])
-        ('reference', 'perplexity')
-    """
-    if "reference" in features:
-        return "reference"
-    return "perplexity" if "perplexity" in features or not features else features[0]
 
 
 @writes_run("out_dir")
@@ -709,10 +531,10 @@ def run_membership(
     )
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
-    write_parquet(_roc_table(res.curves), run / "roc.parquet")
+    write_parquet(roc_table(res.curves), run / "roc.parquet")
     name = getattr(model, "name", type(model).__name__)
     plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {name}")
-    summary = _membership_summary(
+    summary = membership_summary(
         name, res, reference=reference, source=source, group_size=group_size, options=options
     )
     summary.update(scoring_convention(model))
@@ -771,7 +593,7 @@ def membership_of_model(
     ref = load_model(reference) if reference else None
     mem, non = texts.members, texts.non_members
     say(
-        f"scoring up to {min(len(mem), len(non), num_per_side)} texts per side with {lm.name} "
+        f"scoring up to {plural(min(len(mem), len(non), num_per_side), 'text')} per side with {lm.name} "
         "(after de-duplication: the summary's sets say how many)"
     )
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
@@ -794,178 +616,3 @@ def membership_of_model(
             engine=engine,
             model_specs=specs,
         )
-
-
-def _roc_table(curves: dict[str, RocCurve]) -> Any:
-    """``roc.parquet``: one row per (curve, threshold)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {"curve": name, "fpr": float(f), "tpr": float(tp), "threshold": float(th)}
-            for name, c in curves.items()
-            for f, tp, th in zip(c.fpr, c.tpr, c.thresholds, strict=True)
-        ]
-    )
-
-
-def _membership_summary(
-    name: str,
-    res: MembershipResult,
-    *,
-    reference: Any,
-    source: str | None,
-    group_size: int,
-    options: MethodOptions | None,
-) -> dict[str, Any]:
-    """``summary.json`` of a membership run: the honest headline, every attack's AUC with its
-    interval, the placebo, the blind baseline, the sets' counts (see :func:`run_membership`)."""
-    rows = res.metrics.to_dict(orient="records")
-    individual = {r["feature"]: r for r in rows if r["level"] == "individual"}
-    head = _headline_keys(res, individual)
-    grp = next((r for r in rows if r["level"] != "individual" and r["feature"] == head["mia_method"]), None)
-    excluded = {f: r["num_excluded"] for f, r in individual.items() if r["num_excluded"]}
-    summary = {
-        "attack": "membership_inference",
-        "model": name,
-        "reference": None if reference is None else getattr(reference, "name", None),
-        "source": source,
-        "num_per_side": res.num_per_side,
-        "group_size": group_size,
-        **head,
-        "mia_auc_by_attack": {f: r["auc"] for f, r in individual.items()},
-        "mia_auc_ci_by_attack": {f: r["auc_ci"] for f, r in individual.items()},
-        "mia_excluded_by_attack": excluded,
-        "mia_excluded_note": None
-        if not excluded
-        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published) get no "
-        "score and are left out of that method's numbers: "
-        + ", ".join(f"{f} {c}" for f, c in excluded.items()),
-        "perplexity_auc": individual["perplexity"]["auc"] if "perplexity" in individual else None,
-        "mia_methods": list(res.methods),
-        "mia_options": {**(options or MethodOptions()).record(), "methods": list(res.methods)},
-        **_placebo_keys(res, head["mia_method"]),
-        **_blind_keys(res, individual),
-        "sets": res.sets,
-        "intervals": interval_record(
-            method=BOOTSTRAP_METHOD + ", within each class",
-            unit="user" if res.sets.get("grouping") == "user" else "text cluster",
-            n_units=len(set(res.groups)),
-            n_boot=res.n_boot,
-        ),
-        "mia_method_scenarios": method_scenarios(res.methods),
-        "group_accuracy": None if grp is None else grp["accuracy"],
-        "metrics": rows,
-        "scenario": _scenario(res.methods, reference, source),
-    }
-    return summary
-
-
-def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:
-    """The KART record of a membership run: candidate texts, scores access, each method's resources."""
-    return scenario_record(
-        attack="membership_inference",
-        knowledge=("candidate_texts",),
-        access="scores",
-        target="membership",
-        resources=tuple(
-            dict.fromkeys(
-                (("reference_model",) if reference is not None else ())
-                + tuple(r for m in methods for r in METHODS[m].resources)
-            )
-        ),
-        notes="balanced members vs same-format non-members (paper 002 A.4)"
-        + (f"; {source}" if source else ""),
-    )
-
-
-def _headline_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The headline attack chosen honestly (split-half, else the only method, else the fixed rule)
-    and its numbers, with the best raw AUC beside it."""
-    methods = list(individual)
-    h = res.headline
-    if len(methods) == 1:
-        selection, method, report = "single-method", methods[0], individual[methods[0]]
-        note = "one method scored: nothing was selected, so its AUC on every text is the headline"
-    elif h is not None:
-        selection, method, report = "split-half", h["method"], h["report"]
-        note = (
-            f"{method} had the highest AUC on one half of the groups ({h['selection_groups']} groups); "
-            f"mia_auc is its AUC on the other half ({h['report_groups']} groups), which played no part in the choice"
-        )
-    else:
-        method = headline_feature(methods)
-        selection, report = "fixed", individual[method]
-        note = (
-            "too few groups to split in halves (need 4 per side): the fixed rule's method (reference with a "
-            "reference model, else perplexity) on every text; nothing was chosen after looking"
-        )
-    finite = {f: r["auc"] for f, r in individual.items() if r["auc"] is not None}
-    best = max(finite, key=lambda f: finite[f]) if finite else None
-    return {
-        "mia_method": method,
-        "mia_attack": method,
-        "headline_selection": selection,
-        "mia_headline_note": note,
-        "mia_selection_auc_by_attack": None
-        if selection != "split-half" or h is None
-        else h["selection_auc_by_attack"],
-        "mia_auc": report["auc"],
-        "mia_auc_ci": report["auc_ci"],
-        "mia_accuracy": report["accuracy"],
-        "mia_tpr_at_1pct_fpr": report["tpr_at_1pct_fpr"],
-        "mia_tpr_at_1pct_fpr_note": report["tpr_at_1pct_fpr_note"],
-        "tpr_at_fpr": report["tpr_at_1pct_fpr"],
-        "tpr_at_fpr_ci": report["tpr_at_1pct_fpr_ci"],
-        "tpr_at_fpr_rate": 0.01,
-        "tpr_at_fpr_note": report["tpr_at_1pct_fpr_note"],
-        "mia_best_raw_auc": None if best is None else finite[best],
-        "mia_best_raw_auc_ci": None if best is None else individual[best]["auc_ci"],
-        "mia_best_raw_method": best,
-        "mia_best_raw_note": "the highest of the methods' AUCs on every text, selected after the fact "
-        "(optimistic: the maximum of several noisy AUCs); the headline mia_auc is the honest figure",
-    }
-
-
-def _placebo_keys(res: MembershipResult, method: str) -> dict[str, Any]:
-    """The headline attack on two halves of the non-members' groups (one labelled members)."""
-    p = res.placebo.get(method)
-    ci = None if p is None else p["auc_ci"]
-    off = ci is not None and not ci[0] <= 0.5 <= ci[1]
-    return {
-        "placebo_auc": None if p is None else p["auc"],
-        "placebo_auc_ci": ci,
-        "placebo_auc_by_attack": {f: None if v is None else v["auc"] for f, v in res.placebo.items()},
-        "placebo_note": "fewer than 2 non-member groups: no placebo"
-        if p is None
-        else f"{method} on the non-members alone, their {p['num_groups']} groups split in two halves and one "
-        "half labelled members: the model saw neither, so this AUC should cover 0.5",
-        "placebo_warning": f"the placebo AUC's interval [{ci[0]:.3f}, {ci[1]:.3f}] excludes 0.5: the attack "
-        "separates two halves of users the model never saw, so part of its AUC is not membership"
-        if off and ci is not None
-        else None,
-    }
-
-
-def _blind_keys(res: MembershipResult, individual: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The blind baseline's AUC and interval, and the warning when it may explain the attacks."""
-    bl = res.blind
-    if bl is None or bl.folds == 0:
-        why = "not run (--no-blind)" if bl is None else "too few groups for cross-validation (2 a side)"
-        return {"blind_auc": None, "blind_auc_ci": None, "blind_baseline_auc": None,
-                "blind_baseline_warning": None, "blind_note": why}  # fmt: skip
-    ci = None if bl.auc_ci is None else [float(bl.auc_ci[0]), float(bl.auc_ci[1])]
-    warning = blind_warning(
-        bl.auc,
-        {f: r["auc"] for f, r in individual.items()},
-        blind_ci=ci,
-        attack_cis={f: r["auc_ci"] for f, r in individual.items()},
-    )
-    return {
-        "blind_auc": bl.auc,
-        "blind_auc_ci": ci,
-        "blind_baseline_auc": bl.auc,
-        "blind_baseline_warning": warning,
-        "blind_note": f"{bl.folds}-fold cross-validation over {bl.num_groups} groups "
-        f"({res.sets.get('grouping')}), each group in one fold",
-    }

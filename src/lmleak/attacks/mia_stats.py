@@ -4,7 +4,10 @@ attacks on disjoint groups.
 
 - **Intervals.** Every AUC and TPR at a low FPR gets a 95 % percentile interval from the cluster
   bootstrap over groups (users, or clusters of texts; :mod:`lmleak.intervals`), resampled within
-  each class — a user with 30 texts is one draw, not 30.
+  each class — a user with 30 texts is one draw, not 30. At the boundary (a TPR of 0 or 1, an AUC
+  of 0 or 1) the bootstrap is often a point; there the exact Clopper–Pearson interval over the
+  member groups (an AUC: min(member, non-member groups) pairs) widens it, and the row's
+  ``<key>_rule`` (``auc_ci_rule``, ``tpr_at_1pct_fpr_ci_rule``, ...) says so (None: the bootstrap's own).
 - **Split-half headline.** Picking the best of k attacks on the evaluation set and reporting its AUC
   there is optimistic (the maximum of k noisy AUCs). :func:`split_half_headline` splits the groups
   of each class in two halves (seeded), picks the method with the highest AUC on the first half and
@@ -32,7 +35,12 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.roc import roc_auc, summarize, tpr_at_fpr
-from lmleak.intervals import grouped_bootstrap_auc, stratified_group_bootstrap
+from lmleak.intervals import (
+    boundary_auc_interval,
+    boundary_proportion_interval,
+    grouped_bootstrap_auc,
+    stratified_group_bootstrap,
+)
 
 #: Bootstrap replicates of every interval.
 N_BOOT = 1000
@@ -46,6 +54,18 @@ def _ci(interval: tuple[float, float] | None) -> list[float] | None:
     return None if interval is None else [float(interval[0]), float(interval[1])]
 
 
+def _at_boundary(
+    out: dict[str, Any], boot: dict[str, tuple[float, float] | None], pos_units: int, neg_units: int
+) -> None:
+    """``out``'s ``auc_ci`` and TPR intervals from the bootstraps ``boot`` (by key), each widened by
+    the boundary rule where its metric is 0 or 1, with ``<key>_rule`` beside it."""
+    ci, rule = boundary_auc_interval(out["auc"], pos_units, neg_units, boot["auc_ci"], unit="group")
+    out["auc_ci"], out["auc_ci_rule"] = _ci(ci), rule
+    for name, _ in FPRS:
+        ci, rule = boundary_proportion_interval(out[name], pos_units, boot.get(f"{name}_ci"), unit="group")
+        out[f"{name}_ci"], out[f"{name}_ci_rule"] = (_ci(ci), rule) if out[name] is not None else (None, None)
+
+
 def metrics_with_intervals(
     scores: Sequence[float] | np.ndarray,
     labels: Sequence[int] | np.ndarray,
@@ -55,13 +75,15 @@ def metrics_with_intervals(
     seed: int = 0,
 ) -> dict[str, Any]:
     """:func:`lmleak.attacks.roc.summarize` of the finite scores, each AUC and reported TPR with its
-    interval (``auc_ci``, ``tpr_at_1pct_fpr_ci``, ...), ``num_excluded`` (non-finite scores) and
-    ``num_groups``. Without both classes among the finite scores every metric is None.
+    interval (``auc_ci``, ``tpr_at_1pct_fpr_ci``, ...) and the boundary rule that made it where
+    the metric is 0 or 1 (``auc_ci_rule``, ...; see the module docstring), ``num_excluded``
+    (non-finite scores) and ``num_groups``. Without both classes among the finite scores every
+    metric is None.
 
     Example:
         >>> m = metrics_with_intervals([3.0, 2.0, float("nan"), 1.0, 0.0], [1, 1, 1, 0, 0], list("aabcd"), n_boot=200)
-        >>> m["auc"], m["auc_ci"], m["num_excluded"], m["num_groups"]
-        (1.0, [1.0, 1.0], 1, 3)
+        >>> m["auc"], [round(x, 3) for x in m["auc_ci"]], m["auc_ci_rule"], m["num_excluded"], m["num_groups"]
+        (1.0, [0.025, 1.0], 'clopper-pearson: 1 of 1 group pair', 1, 3)
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels).astype(np.int64)
@@ -70,25 +92,27 @@ def metrics_with_intervals(
     s, y, g = s[ok], y[ok], g[ok]
     out: dict[str, Any] = {"num_excluded": int((~ok).sum()), "num_groups": len(set(g.tolist()))}
     if y.size == 0 or y.all() or not y.any():
-        out.update({"accuracy": None, "threshold": None, "auc": None, "auc_ci": None})
+        out.update({"accuracy": None, "threshold": None, "auc": None, "auc_ci": None, "auc_ci_rule": None})
         for name, _ in FPRS:
-            out.update({name: None, f"{name}_ci": None, f"{name}_note": "needs members and non-members"})
+            out.update({name: None, f"{name}_ci": None, f"{name}_ci_rule": None})
+            out[f"{name}_note"] = "needs members and non-members"
         out.update({"num_members": int(y.sum()), "num_non_members": int((1 - y).sum())})
         return out
     out.update(summarize(s, y))
-    out["auc_ci"] = _ci(grouped_bootstrap_auc(s, y, g, n_boot=n_boot, seed=seed))
+    boot = {"auc_ci": grouped_bootstrap_auc(s, y, g, n_boot=n_boot, seed=seed)}
     for name, f in FPRS:
-        out[f"{name}_ci"] = None if out[name] is None else _tpr_ci(s, y, g, f, n_boot=n_boot, seed=seed)
+        boot[f"{name}_ci"] = None if out[name] is None else _tpr_ci(s, y, g, f, n_boot=n_boot, seed=seed)
+    _at_boundary(out, boot, len(set(g[y == 1].tolist())), len(set(g[y == 0].tolist())))
     return out
 
 
 def _tpr_ci(
     s: np.ndarray, y: np.ndarray, g: np.ndarray, fpr: float, *, n_boot: int, seed: int
-) -> list[float] | None:
+) -> tuple[float, float] | None:
     def statistic(idx: np.ndarray) -> float:
         return tpr_at_fpr(s[idx], y[idx], fpr)
 
-    return _ci(stratified_group_bootstrap(statistic, y, g, n_boot=n_boot, seed=seed))
+    return stratified_group_bootstrap(statistic, y, g, n_boot=n_boot, seed=seed)
 
 
 def split_groups(
@@ -283,16 +307,20 @@ def group_level_metrics(
         **summarize(gs, gy),
     }
 
-    def regrouped(metric: Any) -> list[float] | None:
+    def regrouped(metric: Any) -> tuple[float, float] | None:
         boot_rng = np.random.default_rng(seed + 2)
 
         def statistic(idx: np.ndarray) -> float:
             rs, ry = disjoint_group_sums(s[idx], y[idx], group_size, boot_rng, limit=limit)
             return float("nan") if not ry.any() or ry.all() else float(metric(rs, ry))
 
-        return _ci(stratified_group_bootstrap(statistic, y, groups, n_boot=n_boot, seed=seed))
+        return stratified_group_bootstrap(statistic, y, groups, n_boot=n_boot, seed=seed)
 
-    out["auc_ci"] = regrouped(roc_auc)
+    boot = {"auc_ci": regrouped(roc_auc)}
     for name, f in FPRS:
-        out[f"{name}_ci"] = None if out[name] is None else regrouped(lambda a, b, f=f: tpr_at_fpr(a, b, f))
+        boot[f"{name}_ci"] = None if out[name] is None else regrouped(lambda a, b, f=f: tpr_at_fpr(a, b, f))
+    # independent units: the disjoint groups, but no more than the users whose texts fill them
+    g = np.asarray([str(x) for x in groups], dtype=object)
+    users = {c: len(set(g[(y == c) & np.isfinite(s)].tolist())) for c in (0, 1)}
+    _at_boundary(out, boot, min(out["num_members"], users[1]), min(out["num_non_members"], users[0]))
     return out

@@ -19,6 +19,7 @@ from lmleak.attacks.membership import CANDIDATE_WORDS
 from lmleak.audit.config import AuditConfig
 from lmleak.data.corpus import Document
 from lmleak.errors import ConfigError
+from lmleak.words import plural
 
 #: why the mia stage is skipped for a model without held-out users when no non-members are named
 NO_NON_MEMBERS = (
@@ -107,7 +108,7 @@ def membership_sets(
             )
     if not non:
         raise ConfigError(
-            f"none of the {len(held)} users the model held out (holdout.json) writes in {corpus_name}",
+            f"none of the {plural(len(held), 'user')} the model held out (holdout.json) writes in {corpus_name}",
             field=field,
             hint="audit with the corpus the model was trained on"
             + (f" (holdout.json records {trained_on})" if trained_on else ""),
@@ -120,14 +121,15 @@ def membership_sets(
         )
     if never_seen is None:
         source = (
-            f"non-members: {len(non)} documents of the {len(set(non_users))} users held out of training "
-            f"(holdout.json); members: {len(mem)} documents of the {len(set(mem_users))} users trained on"
+            f"non-members: {plural(len(non), 'document')} of the {plural(len(set(non_users)), 'user')} held out "
+            f"of training (holdout.json); members: {plural(len(mem), 'document')} of the "
+            f"{plural(len(set(mem_users)), 'user')} trained on"
         )
     else:
         source = (
-            f"non-members: {len(non)} documents of the {len(set(non_users))} people of {never_seen_name}, "
-            f"none of them a training user; members: {len(mem)} documents of the "
-            f"{len(set(mem_users))} users trained on"
+            f"non-members: {plural(len(non), 'document')} of the {plural(len(set(non_users)), 'person')} of "
+            f"{never_seen_name}, none of them a training user; members: {plural(len(mem), 'document')} of the "
+            f"{plural(len(set(mem_users)), 'user')} trained on"
         )
     return MembershipSets(mem, non, mem_users, non_users, source)
 

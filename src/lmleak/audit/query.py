@@ -18,6 +18,7 @@ from typing import Any
 
 from lmleak.errors import InputError, RunError
 from lmleak.runs import check_run
+from lmleak.words import plural
 
 #: Settings applied, in this order, after the run's tables are registered; the last one locks them.
 SANDBOX = (
@@ -127,7 +128,7 @@ def empty_columns(run_dir: str | Path, sql: str) -> list[str]:
                 if rows and not filled:
                     why = EMPTY_COLUMN_REASONS.get(name, "no stage of this run filled it")
                     out.append(
-                        f"column {name!r} of {view!r} is empty in this run ({rows} rows, no value): {why}"
+                        f"column {name!r} of {view!r} is empty in this run ({plural(rows, 'row')}, no value): {why}"
                     )
     finally:
         con.close()

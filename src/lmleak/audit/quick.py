@@ -43,6 +43,7 @@ from lmleak.probe.builder import build_subjects
 from lmleak.probe.mining import mine_templates
 from lmleak.probe.subjects import read_subjects
 from lmleak.runs import atomic_write_text, secure_dir
+from lmleak.words import plural
 
 CONFIG_FILE = "audit.yaml"
 SUBJECTS_FILE = "subjects.jsonl"
@@ -197,7 +198,7 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
         probe = {"subjects": str(subjects_path) if redact else SUBJECTS_FILE, "templates": templates}
         controls = sum(1 for s in subjects if str(s.get("user_id")) in held)
         notes["probe"] = (
-            f"{found} people linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
+            f"{plural(found, 'person')} linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
             f"{counts['triplets']} with two, {counts['quadruplets']} with three)"
             + (f"; a seeded sample of {MAX_SUBJECTS} is probed" if found > MAX_SUBJECTS else "")
             + f"; {controls} of them held out (the controls); level null: the level they have; templates: "

@@ -25,6 +25,7 @@ from typing import Any
 from lmleak.audit.config import AuditConfig
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, mia_fix
 from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
+from lmleak.words import plural
 
 REPORT_METRICS = ["unique_sequences", "pii_unique_sequences", "curated_unique_sequences", "leakage_epsilon"]
 
@@ -134,7 +135,7 @@ def _ran_on_little(
             out.append(
                 _entry(
                     "membership inference",
-                    f"too little data: {n} texts a side (fewer than {MIN_MIA_PER_SIDE})",
+                    f"too little data: {plural(n, 'text')} a side (fewer than {MIN_MIA_PER_SIDE})",
                     "give more members and non-members (more held-out users: lmleak train --holdout-users)",
                     ["mia_auc", "mia_accuracy"],
                 )
@@ -169,7 +170,7 @@ def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[d
     level = summary.get("level")
     better = [lv for lv, n in counts.items() if n and lv != level]
     fix = (
-        f"set `analyses.probe.level: {better[0]}` ({counts[better[0]]} subjects eligible there)"
+        f"set `analyses.probe.level: {better[0]}` ({plural(counts[better[0]], 'subject')} eligible there)"
         if better
         else "give subjects with a name and at least one of phone, email, address (lmleak probe build)"
     )

@@ -33,6 +33,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.words import plural
 
 
 def parse_list_options(args: list[str], names: set[str]) -> dict[str, list[str]]:
@@ -173,9 +174,10 @@ def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
     )
     if summary.get("placebo_max_exposure") is not None:  # the null the maximum is read against
         out.print(
-            f"placebo: {summary['num_placebos']} never-inserted secrets of the same formats reach at most "
+            f"placebo: {plural(summary['num_placebos'], 'never-inserted secret')} of the same formats reach at most "
             f"{summary['placebo_max_exposure']:.2f} bits (median {summary['placebo_exposure_percentiles']['p50']:.2f}); "
-            f"{summary['canaries_above_placebo_max']} of {summary['num_canaries']} canaries lie above"
+            f"{summary['canaries_above_placebo_max']} of {plural(summary['num_canaries'], 'canary', 'canaries')} "
+            f"{'lies' if summary['canaries_above_placebo_max'] == 1 else 'lie'} above"
         )
 
 
@@ -380,9 +382,9 @@ def _membership_lines(summary: dict[str, Any]) -> list[str]:
         c = sets.get(side)
         if c:
             lines.append(
-                f"{side.replace('_', '-')}: {c['rows']} rows, {c['distinct']} distinct, {c['near_duplicates']} "
-                f"near-duplicates, {c['removed_overlap']} on both sides removed -> {c['kept']} kept, "
-                f"{c.get('used')} used in {c.get('groups')} groups"
+                f"{side.replace('_', '-')}: {plural(c['rows'], 'row')}, {c['distinct']} distinct, "
+                f"{plural(c['near_duplicates'], 'near-duplicate')}, {c['removed_overlap']} on both sides removed "
+                f"-> {c['kept']} kept, {c.get('used')} used in {plural(c.get('groups'), 'group')}"
             )
     if sets.get("grouping_note"):
         lines.append(f"groups ({sets.get('grouping')}): {sets['grouping_note']}")
@@ -391,8 +393,11 @@ def _membership_lines(summary: dict[str, Any]) -> list[str]:
     iv = summary.get("intervals")
     if iv:
         lines.append(
-            f"intervals: {iv['level']:.0%}, {iv['method']}, {iv.get('n_boot')} replicates over {iv['n_units']} {iv['unit']}s"
+            f"intervals: {iv['level']:.0%}, {iv['method']}, {plural(iv.get('n_boot'), 'replicate')} over "
+            f"{plural(iv['n_units'], iv['unit'])}"
         )
+        for key, rule in (iv.get("at_boundary") or {}).items():  # where the bootstrap was a point
+            lines.append(f"  {key}: {rule} (a bootstrap of a sample without variation is a point)")
     return ["  " + x for x in lines]
 
 

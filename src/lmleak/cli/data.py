@@ -12,6 +12,7 @@ from lmleak.data.stats import CorpusStats, check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
+from lmleak.words import plural
 
 LocalesOpt = Annotated[
     str,
@@ -205,7 +206,7 @@ def _print_check(
 ) -> None:
     """The corpus check as a few lines, then each skipped row and each warning."""
     out.print(
-        f"[bold]{path}[/]: {summary['documents']} documents from {summary['users']} users "
+        f"[bold]{path}[/]: {plural(summary['documents'], 'document')} from {plural(summary['users'], 'user')} "
         f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words"
     )
     out.print(f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once")

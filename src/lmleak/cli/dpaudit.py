@@ -22,6 +22,7 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -126,7 +127,7 @@ def print_plan(plan: Any) -> None:
     from rich.table import Table
 
     t = Table(
-        title=f"one-run audit: m = {plan.m} canaries, r = {plan.r} guesses, delta {plan.delta:g}, "
+        title=f"one-run audit: m = {plural(plan.m, 'canary')}, r = {plural(plan.r, 'guess')}, delta {plan.delta:g}, "
         f"{plan.confidence:.0%} confidence"
     )
     for col in ("precision", "right", "max epsilon"):
@@ -288,12 +289,12 @@ def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
     a = summary["dp_audit"]
     out.print(f"epsilon_lower_bound: {summary['epsilon_lower_bound']:.6g}")
     canaries = (
-        "canaries"
+        plural(a["m"], "canary")
         if a.get("privacy_unit") != "user"
-        else f"canary users ({a['canary_documents']} documents each)"
+        else f"{plural(a['m'], 'canary user')} ({plural(a['canary_documents'], 'document')} each)"
     )
     out.print(
-        f"{summary['statement']}: {a['v']} of {a['r']} guesses right about {a['m']} {canaries} "
+        f"{summary['statement']}: {a['v']} of {plural(a['r'], 'guess')} right about {canaries} "
         f"({a['num_included']} included), delta {a['delta']:g}"
     )
     if summary.get("limit"):

@@ -20,6 +20,7 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -158,6 +159,6 @@ def print_extraction(summary: dict[str, Any], out_dir: Path) -> None:
             f"discoverable ({d['n']}, {d['p']:g}): {d['discoverable_fraction']:.3f} of {d['documents']} training prefixes"
         )
     out.print(
-        f"extracted: {summary['extracted']} memorised samples (>= {min_match_tokens} tokens verbatim), "
+        f"extracted: {plural(summary['extracted'], 'memorised sample')} (>= {plural(min_match_tokens, 'token')} verbatim), "
         f"{summary['extracted_with_pii']} with PII; run: {out_dir}"
     )

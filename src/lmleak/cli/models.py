@@ -22,6 +22,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.train.config import TrainConfig
+from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -481,7 +482,7 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     out.print(_history_table(res, out_dir, run.arch, run.mode))
     held = res.val_users
     out.print(
-        f"held out {len(held)} of {len(held) + len(res.train_users)} users (never trained on; the non-members and "
+        f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the non-members and "
         f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}"
     )
     out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
@@ -532,7 +533,7 @@ def _print_privacy_notes(privacy: dict[str, Any]) -> None:
         out.print(
             f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({privacy['gamma_source']}"
             + (
-                f", 95% upper bound {privacy['gamma_upper95']:.4f} on {privacy['gamma_support']} secrets"
+                f", 95% upper bound {privacy['gamma_upper95']:.4f} on {plural(privacy['gamma_support'], 'secret')}"
                 if privacy.get("gamma_upper95") is not None
                 else ""
             )

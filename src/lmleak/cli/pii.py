@@ -26,6 +26,7 @@ from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import get_policy
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
+from lmleak.words import plural
 
 pii_app = typer.Typer(
     help="PII detection policies: detect spans, evaluate against ground truth.\n\n"
@@ -116,7 +117,7 @@ def evaluate_cmd(
         return
     from rich.table import Table
 
-    t = Table(title=f"policy {result.policy} on {corpus} ({result.documents} documents)")
+    t = Table(title=f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})")
     cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
     t.add_column("entity")
     for col in cols:
@@ -179,7 +180,7 @@ def detect_cmd(
         for r in result.rows():
             t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", r["value"])
         out.print(t)
-    t = Table(title=f"detections per entity ({result.documents} documents)")
+    t = Table(title=f"detections per entity ({plural(result.documents, 'document')})")
     t.add_column("entity")
     t.add_column("count", justify="right")
     for ent, n in result.counts.items():

@@ -28,6 +28,7 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.words import plural
 
 if TYPE_CHECKING:
     from lmleak.probe.verdict import SubjectView
@@ -38,7 +39,7 @@ def _table(summary: dict) -> None:
 
     t = Table(
         title=f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
-        f"({summary['level']}, {summary['templates']} templates)"
+        f"({summary['level']}, {plural(summary['templates'], 'template')})"
     )
     for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
         t.add_column(c)
@@ -162,22 +163,47 @@ def subject_view_cmd(
     if json_:
         print_json(view.to_dict())
         return
+    _subject_table(view)
+
+
+def _subject_table(view: SubjectView) -> None:
+    """The person's findings as the page has them: written out, the chance per try, the rank among
+    the made-up people in words (never a likelihood ratio), the verdict; the chance of a false
+    alarm under the table."""
+    from rich.markup import escape
     from rich.table import Table
 
-    t = Table(title=f"What {view.model} reveals about {view.subject}")
-    for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
+    t = Table(title=f"What {escape(view.model)} reveals about {escape(view.subject)}")
+    for c in (
+        "item",
+        "written out",
+        "chance per try",
+        "tries to reveal",
+        f"vs {view.made_up} made-up people",
+        "verdict",
+    ):
         t.add_column(c)
     for r in view.items:
         f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
         t.add_row(
-            r["item"],
-            f(r.get("likelihood")),
-            f(r.get("expected_queries")),
-            f(r.get("null_likelihood")),
-            {True: "yes", False: "no", None: "-"}[r.get("reproduced")],
-            r["verdict"],
+            escape(r["field"]),
+            "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
+            f(r["likelihood"]),
+            f(r["expected_queries"]),
+            escape(r["rank_words"]),
+            escape(r["verdict"]),
         )
     out.print(t)
+    scored = sum(1 for r in view.items if r["rank_p"] is not None)
+    if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
+        out.print(
+            f"A person the model never saw has each item linked (rank p <= {view.singled_out_at:g}) "
+            f"{view.false_alarm:.0%} of the time by chance, and one or more of these {scored} at most "
+            f"{view.any_false_alarm_at_most:.0%} of the time (union bound).",
+            highlight=False,
+        )
+    for note in view.notes:
+        out.print(escape(note), highlight=False)
 
 
 def _write_person_page(
@@ -190,12 +216,13 @@ def _write_person_page(
         raise ConfigError(f"--html {html_out} is a folder; give the page's file name, e.g. me.html")
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_person_file
+    from lmleak.probe.verdict import view_of_report
     from lmleak.render.person import write_person_page
 
     report = probe_person_file(model, subject, templates=templates, beams=beams)
     write_person_page(report, html_out)
     info(f"wrote the person's page: {html_out}")
-    return report.view
+    return view_of_report(report)
 
 
 # long: the Typer signature declares 20 options; the body only parses, calls probe_files, prints

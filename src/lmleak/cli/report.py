@@ -36,6 +36,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.errors import ConfigError
+from lmleak.words import plural
 
 _MULTI = ("--k",)
 
@@ -120,7 +121,7 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     if summary.get("pii_policy"):
         listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
         out.print(
-            f"[bold]leaked PII[/] (user-unique sequences of >= {summary.get('min_tokens')} tokens holding PII, "
+            f"[bold]leaked PII[/] (user-unique sequences of >= {plural(summary.get('min_tokens'), 'token')} holding PII, "
             f"k={summary['k']}, policy {summary['pii_policy']}): {listed}"
         )
     t = Table(title=title)

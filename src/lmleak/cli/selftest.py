@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from lmleak.cli.common import out, print_json, quiet
+from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -36,6 +37,8 @@ def selftest_cmd(
         for c in checks:
             out.print(c.line(), markup=False, highlight=False, soft_wrap=True)
         verdict = f"FAILED: {', '.join(failed)}" if failed else "all passed"
-        out.print(f"{len(checks)} checks, {verdict} ({seconds:.1f} s)", markup=False, highlight=False)
+        out.print(
+            f"{plural(len(checks), 'check')}, {verdict} ({seconds:.1f} s)", markup=False, highlight=False
+        )
     if failed:
         raise typer.Exit(1)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmleak.errors import CorpusError
+from lmleak.words import plural
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +84,7 @@ class Corpus:
         return self.documents[i]
 
     def __repr__(self) -> str:
-        return f"Corpus({len(self)} documents, {len(self.users)} users, source={self.source!r})"
+        return f"Corpus({plural(len(self), 'document')}, {plural(len(self.users), 'user')}, source={self.source!r})"
 
     def get(self, doc_id: str) -> Document:
         return self.documents[self._index[doc_id]]

@@ -79,6 +79,7 @@ from lmleak.train.confidentiality import bayesian_confidentiality
 from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.split import crt_split
 from lmleak.train.trainer import TrainConfig, public_share, train_model
+from lmleak.words import plural
 
 METHODS = ("nodp", "redact", "dp", "crt", "sdp")
 GAMMA_FREE = ("nodp", "dp")  # trained once per architecture
@@ -186,7 +187,8 @@ class CRTExperimentConfig:
             self.users < self.canaries
         ):  # checked here: the synthesis' own message names no option of this command
             raise ConfigError(
-                f"{self.users} users cannot hold the experiment's {self.canaries} canaries (one user each)",
+                f"{plural(self.users, 'user')} cannot hold the experiment's {plural(self.canaries, 'canary')} "
+                "(one user each)",
                 field="users",
                 hint=f"give --users {self.canaries} or more",
             )

@@ -72,6 +72,7 @@ from lmleak.runs import atomic_write_text, secure_dir, write_parquet, write_summ
 from lmleak.train.config import TrainConfig
 from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.trainer import TrainResult, train_model
+from lmleak.words import plural
 
 LEVELS = ("twin", "triplet", "quadruplet")
 TARGETS = ("phone", "email", "address")
@@ -469,7 +470,9 @@ def _prepare(
         say(f"loading {cfg.smollm2_spec}")
         with _timed(seconds, "load_smollm2"):
             smol = load_model(cfg.smollm2_spec)
-    say(f"synthesising CustomerSim: {cfg.users} users x {cfg.dialogs_per_user} dialogs (seed {cfg.seed})")
+    say(
+        f"synthesising CustomerSim: {plural(cfg.users, 'user')} x {plural(cfg.dialogs_per_user, 'dialog')} (seed {cfg.seed})"
+    )
     with _timed(seconds, "synthesise"):
         paths = synthesize(
             secure_dir(out / "data"), users=cfg.users, dialogs_per_user=cfg.dialogs_per_user, seed=cfg.seed
@@ -662,7 +665,7 @@ def _probe_smollm2(
     gen_subjects = subjects[: cfg.smollm2_generate_subjects]
     for level in cfg.smollm2_levels:
         say(
-            f"probing {cfg.smollm2_spec} at {level} level: likelihoods of {len(lik_subjects)} subjects, "
+            f"probing {cfg.smollm2_spec} at {level} level: likelihoods of {plural(len(lik_subjects), 'subject')}, "
             f"generation for {len(gen_subjects)}"
         )
         name = f"probe-smollm2-{level}"

@@ -22,6 +22,7 @@ from lmleak.probe.sweeps import run_sweep
 from lmleak.probe.templates import LEVELS, build_probes, templates_and_budgets
 from lmleak.probe.verdict import SubjectView, subject_view
 from lmleak.shards import ShardEngine, ray_session
+from lmleak.words import plural
 
 #: the target types a probe can name (``--targets`` / ``--target``)
 TARGET_TYPES = frozenset({"phone", "email", "address", "relationship", "university"})
@@ -90,7 +91,7 @@ def choose_level(
         if have[0] != "triplet":
             return have[0], (
                 f"probe level: no subject has the items triplet needs; probing at {have[0]}, "
-                f"where {counts[have[0]]} of {len(subjects)} subjects are eligible"
+                f"where {counts[have[0]]} of {plural(len(subjects), 'subject')} {'is' if counts[have[0]] == 1 else 'are'} eligible"
             )
         return "triplet", None
     if counts.get(level):
@@ -140,8 +141,8 @@ def probe_person_file(
     made_up: int = MADE_UP_PEOPLE,
 ) -> PersonReport:
     """``lmleak probe --model M --subject me.json --html me.html``: load the one subject and the
-    model, then :func:`~lmleak.probe.person.person_report` (its ``view`` is what
-    :func:`probe_subject_file` returns).
+    model, then :func:`~lmleak.probe.person.person_report` (:func:`probe_subject_file` prints the
+    same findings as a table: :func:`~lmleak.probe.verdict.view_of_report`).
 
     Raises:
         InputError: the file holds more (or fewer) than one subject; it is read before the model loads.
@@ -182,10 +183,10 @@ def probe_files(
     probe_options["level"] = level
     m = load_model(model)
     controls = control_users(model)
-    progress(f"probing {len(subj)} subjects of {m.name}")
+    progress(f"probing {plural(len(subj), 'subject')} of {m.name}")
     if controls:
         progress(
-            f"controls: {count_controls(subj, controls)} subjects whose user the model never saw (holdout.json), reported beside the members"
+            f"controls: {plural(count_controls(subj, controls), 'subject')} whose user the model never saw (holdout.json), reported beside the members"
         )
     with ray_session(engine):  # one Ray start-up for every pass of the run
         return run_probe(

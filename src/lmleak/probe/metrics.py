@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lmleak.intervals import group_bootstrap
+from lmleak.intervals import cluster_proportion_interval
 
 
 def exact_match(generated: str, target: str) -> bool:
@@ -181,18 +181,39 @@ def hit_rate_interval(
 ) -> list[float] | None:
     """95 % interval ``[lo, hi]`` of the share of hits, by the cluster bootstrap over ``users``
     (``users[i]`` owns item ``i``): a person probed for three PII types, or with several subject
-    records, counts once per draw, not as independent trials. None without items.
+    records, counts once per draw, not as independent trials. With no hits (or only hits, or no
+    difference between the users) the bootstrap is a point, so the exact interval over the users
+    replaces it (:func:`hit_rate_interval_and_rule`). None without items.
 
     Example:
         >>> hit_rate_interval([True, True, False, False, True, False], ["a", "a", "b", "b", "c", "d"])
         [0.0, 1.0]
+        >>> [round(x, 4) for x in hit_rate_interval([False] * 23, [f"u{i % 9}" for i in range(23)])]
+        [0.0, 0.3363]
         >>> hit_rate_interval([], []) is None
         True
     """
-    h = np.asarray(hits, dtype=np.float64)
-    if h.size != len(users):
+    return hit_rate_interval_and_rule(hits, users, n_boot=n_boot, level=level, seed=seed)[0]
+
+
+def hit_rate_interval_and_rule(
+    hits: Sequence[bool] | np.ndarray,
+    users: Sequence[str],
+    *,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> tuple[list[float] | None, str | None]:
+    """:func:`hit_rate_interval` and the boundary rule that made it (None: the bootstrap's own), by
+    :func:`lmleak.intervals.cluster_proportion_interval`.
+
+    Example:
+        >>> hit_rate_interval_and_rule([False] * 23, [f"u{i % 9}" for i in range(23)])[1]
+        'clopper-pearson: 0 of 9 users'
+    """
+    if len(hits) != len(users):
         raise ValueError("hits and users must have the same length")
-    if h.size == 0:
-        return None
-    ci = group_bootstrap(lambda idx: float(h[idx].mean()), list(users), n_boot=n_boot, level=level, seed=seed)
-    return None if ci is None else [ci[0], ci[1]]
+    ci, rule = cluster_proportion_interval(
+        np.asarray(hits, dtype=np.float64), list(users), n_boot=n_boot, level=level, seed=seed
+    )
+    return (None if ci is None else [ci[0], ci[1]]), rule

@@ -18,7 +18,7 @@ from lmleak.probe.metrics import (
     fisher_greater_p,
     gamma_curve,
     gamma_lt_k,
-    hit_rate_interval,
+    hit_rate_interval_and_rule,
     mann_whitney_greater_p,
     wilcoxon_p,
 )
@@ -26,6 +26,7 @@ from lmleak.probe.templates import Probe, build_probes, max_new_tokens
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
+from lmleak.words import plural
 
 DEFAULT_TARGETS = ("phone", "email", "address")
 
@@ -56,30 +57,77 @@ def null_targets(probes: list[Probe], seed: int = 0) -> list[str]:
     return [null_of[(p.target_type, p.subject_id)] for p in probes]
 
 
-def _score_probes(model: Any, pairs: list[tuple[Probe, str]]) -> list[dict[str, Any]]:
-    prompts = [p.prompt for p, _ in pairs]
-    lik, norm, lp = target_likelihoods(model, prompts, [p.target for p, _ in pairs])
-    nlik, nnorm, nlp = target_likelihoods(model, prompts, [null for _, null in pairs])
-    return [
-        {
-            "subject_id": p.subject_id,
-            "target_type": p.target_type,
-            "template": p.template_index,
-            "prompt": p.prompt,
-            "target": p.target,
-            "likelihood": float(lik[i]),
-            "normalized_likelihood": float(norm[i]),
-            "log_likelihood": float(lp[i]),
-            "null_target": null,
-            "null_likelihood": float(nlik[i]),
-            "null_normalized_likelihood": float(nnorm[i]),
-            "null_log_likelihood": float(nlp[i]),
-        }
-        for i, (p, null) in enumerate(pairs)
-    ]
+def null_target_sets(probes: list[Probe], seed: int = 0) -> list[tuple[str, ...]]:
+    """Each probe's null targets, as many as its own targets: a person with ``m`` addresses (issue 28,
+    ``emails``) is scored on each and counts by the best, so the null is the best of ``m`` other
+    people's values, not one (a maximum of ``m`` against a single value would favour the person for
+    having addresses, not for being known). The first null is :func:`null_targets`' (one value: the
+    same as before); the others are further subjects of that target type, drawn without
+    replacement (seeded; fewer when there are too few subjects).
+
+    Example:
+        >>> from lmleak.probe.templates import Probe
+        >>> ps = [Probe("a", "email", 0, "", "", "a@x.org", (), ("a2@x.org",)),
+        ...       Probe("b", "email", 0, "", "", "b@x.org", ()), Probe("c", "email", 0, "", "", "c@x.org", ())]
+        >>> [len(n) for n in null_target_sets(ps)], "a@x.org" in null_target_sets(ps)[0]
+        ([2, 1, 1], False)
+    """
+    first = null_targets(probes, seed)
+    null_of = {(p.target_type, p.subject_id): n for p, n in zip(probes, first, strict=True)}
+    extra: dict[tuple[str, str], tuple[str, ...]] = {}
+    for tt in sorted({p.target_type for p in probes}):
+        target_of = {p.subject_id: p.target for p in probes if p.target_type == tt}
+        own = {p.subject_id: p.targets for p in probes if p.target_type == tt}
+        names = sorted(target_of)
+        rng = np.random.default_rng([seed, 28])
+        for sid in names:  # a fixed order: the draws do not depend on the probes' order
+            if len(own[sid]) < 2:
+                continue
+            taken = {null_of[(tt, sid)], *own[sid]}  # neither the first null again nor their own value
+            others = [o for o in names if o != sid and target_of[o] not in taken]
+            drawn = rng.permutation(len(others))[: len(own[sid]) - 1]
+            extra[(tt, sid)] = tuple(target_of[others[j]] for j in drawn)
+    return [(n, *extra.get((p.target_type, p.subject_id), ())) for p, n in zip(probes, first, strict=True)]
 
 
-def _score_chunk(chunk: list[tuple[Probe, str]], *, model: Any) -> list[dict[str, Any]]:
+def _score_probes(model: Any, pairs: list[tuple[Probe, tuple[str, ...]]]) -> list[dict[str, Any]]:
+    """Eq. 2 / Eq. 4 of every target of each probe and of its nulls, each metric's best (maximum)
+    kept: ``likelihood`` of a person with several addresses is that of the best one
+    (``best_target``), against the best of as many other people's (:func:`null_target_sets`)."""
+    prompts: list[str] = []
+    texts: list[str] = []
+    spans = []  # per probe: where its own targets start, where its nulls start, where they end
+    for p, nulls in pairs:
+        start = len(texts)
+        texts += [*p.targets, *nulls]
+        prompts += [p.prompt] * (len(p.targets) + len(nulls))
+        spans.append((start, start + len(p.targets), len(texts)))
+    lik, norm, lp = target_likelihoods(model, prompts, texts)
+    rows = []
+    for (p, nulls), (a, b, c) in zip(pairs, spans, strict=True):
+        best = a + int(np.argmax(lp[a:b]))
+        rows.append(
+            {
+                "subject_id": p.subject_id,
+                "target_type": p.target_type,
+                "template": p.template_index,
+                "prompt": p.prompt,
+                "target": p.target,
+                "likelihood": float(lik[a:b].max()),
+                "normalized_likelihood": float(norm[a:b].max()),
+                "log_likelihood": float(lp[best]),
+                "null_target": nulls[0],
+                "null_likelihood": float(lik[b:c].max()),
+                "null_normalized_likelihood": float(norm[b:c].max()),
+                "null_log_likelihood": float(lp[b:c].max()),
+                "best_target": texts[best],
+                "targets_scored": b - a,
+            }
+        )
+    return rows
+
+
+def _score_chunk(chunk: list[tuple[Probe, tuple[str, ...]]], *, model: Any) -> list[dict[str, Any]]:
     return _score_probes(model, chunk)
 
 
@@ -93,10 +141,11 @@ def likelihood_rows(
     engine: ShardEngine | None = None,
     model_spec: Any = None,
 ) -> list[dict[str, Any]]:
-    """Eq. 2 / Eq. 4 for every probe, and for its null target (:func:`null_targets`), scored with the
-    same prompt. With ``work_dir``, in resumable shards of ``shard_size`` probes there, on
-    ``engine`` (Ray actors load ``model_spec``, or receive ``model`` pickled when it is None)."""
-    pairs = list(zip(probes, null_targets(probes, seed), strict=True))
+    """Eq. 2 / Eq. 4 for every probe, and for its null targets (:func:`null_target_sets`), scored
+    with the same prompt; a person with several addresses by the best one (:func:`_score_probes`).
+    With ``work_dir``, in resumable shards of ``shard_size`` probes there, on ``engine`` (Ray actors
+    load ``model_spec``, or receive ``model`` pickled when it is None)."""
+    pairs = list(zip(probes, null_target_sets(probes, seed), strict=True))
     if work_dir is None:
         return _score_probes(model, pairs)
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
@@ -465,6 +514,14 @@ def _likelihood_pass(
         model, probes, work_dir=None if passes is None else passes / f"likelihood-{t}", **opts
     )
     df = pd.DataFrame(rows)
+    several = int(df.loc[df["targets_scored"] > 1, "subject_id"].nunique())
+    if several:  # issue 28: say how a person with several addresses counts
+        entry["subjects_with_several_targets"] = several
+        entry["several_targets_note"] = (
+            f"{plural(several, 'person')} with several {t} values: each value is scored and the best one "
+            "counts for the person (likelihood: the maximum over their values), compared with the best of "
+            "as many other people's values (the null); exact match counts a hit on any of them"
+        )
     if t == "relationship":  # one null derangement per relation; summary over all relation pairs too
         entry["by_relation"] = {tt: summarize_likelihoods(sub) for tt, sub in df.groupby("target_type")}
         df = df.assign(subject_id=df["subject_id"] + "|" + df["target_type"])
@@ -499,7 +556,9 @@ def exact_match_intervals(
     """``pii_exact_match_ci`` (and, with ``controls``, the members' and controls' intervals under
     ``exact_match_ci_by_group``) with the ``intervals`` record: a cluster bootstrap over the subjects'
     users of the share of (subject, target type) pairs reproduced exactly, the unit of
-    ``pii_exact_match``. Nothing without generations.
+    ``pii_exact_match``; a share with no hits (or only hits) gets the exact interval over its users
+    instead of the bootstrap's point, and the record lists it under ``at_boundary``
+    (:func:`lmleak.intervals.cluster_proportion_interval`). Nothing without generations.
     """
     import pandas as pd
 
@@ -515,21 +574,22 @@ def exact_match_intervals(
     )
     users = [user_of.get(str(s), str(s)) for s in pairs["subject_id"]]
     hits = pairs["exact_match"].to_numpy()
-    out: dict[str, Any] = {
-        "pii_exact_match_ci": hit_rate_interval(hits, users, n_boot=N_BOOT),
-        "intervals": interval_record(
-            method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT
-        ),
-    }
+    ci, rule = hit_rate_interval_and_rule(hits, users, n_boot=N_BOOT)
+    at_boundary = {} if rule is None else {"pii_exact_match_ci": rule}
+    out: dict[str, Any] = {"pii_exact_match_ci": ci}
     if controls:
         ctrl = set(controls)
         in_ctrl = np.array([u in ctrl for u in users], dtype=bool)
-        out["exact_match_ci_by_group"] = {
-            name: hit_rate_interval(
-                hits[mask], [u for u, keep in zip(users, mask, strict=True) if keep], n_boot=N_BOOT
-            )
-            for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl))
-        }
+        out["exact_match_ci_by_group"] = {}
+        for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl)):
+            kept = [u for u, keep in zip(users, mask, strict=True) if keep]
+            ci, rule = hit_rate_interval_and_rule(hits[mask], kept, n_boot=N_BOOT)
+            out["exact_match_ci_by_group"][name] = ci
+            if rule is not None:
+                at_boundary[f"groups.{name}.exact_match_rate_ci"] = rule
+    out["intervals"] = interval_record(
+        method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT, at_boundary=at_boundary
+    )
     return out
 
 

@@ -104,23 +104,47 @@ def _encode(model: Any, probes: list[Probe]) -> tuple[list[list[int]], list[list
 def evaluate(
     model: Any, soft: torch.Tensor | None, probes: list[Probe], *, batch: int = 32
 ) -> dict[str, float]:
-    """Mean likelihood (Eq. 2 and 4) and greedy exact-match rate of ``probes`` under ``soft``."""
-    prompts, conts = _encode(model, probes)
-    lps = []
+    """Mean likelihood (Eq. 2 and 4) and greedy exact-match rate of ``probes`` under ``soft``.
+
+    A person with several addresses (a probe's ``alternatives``, issue 28) is scored on each and
+    counts by the best (the likelihood's maximum over them), and a greedy answer holding any of
+    them is a hit, as in :func:`lmleak.probe.probing.run_probe`.
+    """
+    enc = model.tokenizer.encode
+    flat = [(i, split_prompt(p.prompt, t)) for i, p in enumerate(probes) for t in p.targets]
+    prompts = [enc(a) for _, (a, _) in flat]
+    conts = [enc(b) for _, (_, b) in flat]
+    lps: list[float] = []
     with torch.no_grad():
-        for i in range(0, len(probes), batch):
+        for i in range(0, len(flat), batch):
             lps.extend(target_logprobs(model, soft, prompts[i : i + batch], conts[i : i + batch]).tolist())
-    lik, norm = eq2_eq4(np.array(lps), np.array([len(c) for c in conts]))
+    lik_all, norm_all = eq2_eq4(np.array(lps), np.array([len(c) for c in conts]))
+    owner = [i for i, _ in flat]
+    lik, norm, best_lp = (_best_per_probe(v, owner, len(probes)) for v in (lik_all, norm_all, np.array(lps)))
+    first = {i: j for j, i in reversed(list(enumerate(owner)))}  # a probe's first row: its prompt's ids
     hits = 0
-    for p, ids in zip(probes, prompts, strict=True):
+    for i, p in enumerate(probes):
+        ids = prompts[first[i]]  # every target of a probe has the same prompt
         text = model.tokenizer.decode(greedy(model, soft, ids, max_new_tokens(p.target_type)))
-        hits += exact_match(text, p.target)
+        hits += any(exact_match(text, t) for t in p.targets)
     return {
         "mean_likelihood": float(lik.mean()),
-        "mean_log_likelihood": float(np.mean(lps)),
+        "mean_log_likelihood": float(best_lp.mean()),
         "mean_normalized_likelihood": float(norm.mean()),
         "exact_match_rate": hits / max(1, len(probes)),
     }
+
+
+def _best_per_probe(values: np.ndarray, owner: list[int], n: int) -> np.ndarray:
+    """The maximum of ``values`` over each probe's rows (``owner[j]``: the probe of row ``j``).
+
+    Example:
+        >>> _best_per_probe(np.array([0.1, 0.5, 0.2]), [0, 0, 1], 2).tolist()
+        [0.5, 0.2]
+    """
+    out = np.full(n, -np.inf)
+    np.maximum.at(out, owner, values)
+    return out
 
 
 def train_soft_prompt(
@@ -267,10 +291,14 @@ def _transfer_eval(transfer: Any, ev: list[Probe], text: str) -> dict[str, Any]:
             text + " " + p.prompt,
             p.target,
             p.known,
+            p.alternatives,
         )
         for p in ev
     ]
-    lik, _, _ = target_likelihoods(transfer, [p.prompt for p in moved], [p.target for p in moved])
+    # every address of a person scored, the best counting (as in evaluate); the answers count any
+    flat = [(i, p.prompt, t) for i, p in enumerate(moved) for t in p.targets]
+    scored, _, _ = target_likelihoods(transfer, [x for _, x, _ in flat], [t for _, _, t in flat])
+    lik = _best_per_probe(scored, [i for i, _, _ in flat], len(moved))
     rows = generate_probes(transfer, moved, beams=1)
     return {
         "model": getattr(transfer, "name", ""),

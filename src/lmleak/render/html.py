@@ -32,6 +32,7 @@ from lmleak.render.verdict import (
 from lmleak.report.metrics import format_epsilon
 from lmleak.runs import atomic_write_text, check_run, read_summary
 from lmleak.scenarios.describe import notation
+from lmleak.words import plural
 
 LABELS = {
     "pii_unique_sequences": "Leaked PII (user-unique sequences)",
@@ -139,7 +140,7 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
     if key == "pii_exact_match" and headline.get("pii_exact_match_members") is not None:
         p = headline.get("pii_exact_match_fisher_p")
         return (
-            f" Members are people the model trained on ({headline.get('pii_exact_match_members_n')} probes), "
+            f" Members are people the model trained on ({plural(headline.get('pii_exact_match_members_n'), 'probe')}), "
             f"controls people it never saw ({headline.get('pii_exact_match_controls_n')}): the controls' rate is "
             f"what guessing gives. Pooled: {_fmt(headline.get('pii_exact_match'))}."
             + (f" Members > controls: Fisher p = {p:.2g}." if p is not None else "")
@@ -160,7 +161,7 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
         g, k = headline.get("group_privacy_epsilon_largest_user"), headline.get("largest_user_sequences")
         if headline["privacy_unit"] == "sequence" and g is not None and k:
             tail = (
-                f" Per person this is only a group-privacy bound: the largest user, with {k} sequences, "
+                f" Per person this is only a group-privacy bound: the largest user, with {plural(k, 'sequence')}, "
                 f"is protected at ε = {_fmt(g)} (k·ε, Dwork & Roth Thm 2.2) — train with "
                 "--privacy-unit user to protect people."
             )
@@ -254,7 +255,7 @@ def _sequence_table(df: Any, table_id: str, show_text: bool, limit: int) -> tupl
     if "pii_types" in df.columns:  # leaked PII leads: the rows a reader must see first
         has_pii = [v is not None and len(v) > 0 for v in df["pii_types"]]
         df = df.assign(_pii=has_pii).sort_values("_pii", ascending=False, kind="stable").drop(columns="_pii")
-    note = f"{len(df)} sequences"
+    note = plural(len(df), "sequence")
     if "k" in df.columns and df["k"].nunique() > 1:
         note += " (" + ", ".join(f"k = {k}: {n}" for k, n in sorted(df["k"].value_counts().items())) + ")"
     if len(df) > limit:
@@ -731,9 +732,9 @@ def people_lines(people: dict[str, Any] | None) -> list[str]:
     if leaked is not None:
         by_type = ", ".join(f"{t} {n}" for t, n in sorted(leaked["by_type"].items(), key=lambda kv: -kv[1]))
         lines.append(
-            f"{leaked['people']} people whose PII the model reproduces verbatim in text only they wrote"
+            f"{plural(leaked['people'], 'person')} whose PII the model reproduces verbatim in text only they wrote"
             + (f" ({by_type})" if by_type else "")
-            + f" — leakage report at k = {leaked.get('k')}, sequences of at least {leaked.get('min_tokens')} tokens."
+            + f" — leakage report at k = {leaked.get('k')}, sequences of at least {plural(leaked.get('min_tokens'), 'token')}."
         )
     probing = people.get("probing")
     if probing is not None:
@@ -744,7 +745,7 @@ def people_lines(people: dict[str, Any] | None) -> list[str]:
             else ""
         )
         lines.append(
-            f"{probing['people']} probed people whose PII the model generated verbatim"
+            f"{plural(probing['people'], 'probed person')} whose PII the model generated verbatim"
             + (f" ({by_type})" if by_type else "")
             + split
             + "."
@@ -824,7 +825,7 @@ def _model_line(name: str, rec: dict[str, Any], cache: dict[str, Any] | None) ->
         f"fingerprint {str(fp)[:16]} ({rec.get('hash')})" if fp else "no fingerprint (no local files)"
     )
     if cache:
-        parts.append(f"cache: {cache.get('hits')} hits, {cache.get('misses')} misses")
+        parts.append(f"cache: {plural(cache.get('hits'), 'hit')}, {plural(cache.get('misses'), 'miss')}")
     return " · ".join(parts)
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from lmleak.runs import atomic_write_text
+from lmleak.words import plural
 
 
 class FileItemLike(Protocol):
@@ -211,7 +212,7 @@ def _made_up(f: FindingLike, label: str, example_name: str | None) -> str:
         example = f" (for “{_e(example_name)}” we asked about {_v(f.example_made_up)})"
     else:
         example = ""
-    asked = f"We asked the same questions about {f.made_up} made-up people{example}."
+    asked = f"We asked the same questions about {plural(f.made_up, 'made-up person')}{example}."
     if tied == f.made_up:
         return (
             f"{asked} Your {_e(label)} got exactly the same weight after your name as theirs after their "
@@ -226,7 +227,7 @@ def _made_up(f: FindingLike, label: str, example_name: str | None) -> str:
 
 def _times(n: int) -> str:
     """``1 time``, ``3 times``."""
-    return f"{n} time" if n == 1 else f"{n} times"
+    return plural(n, "time")
 
 
 def _card(f: FindingLike, page: PersonPage) -> str:
@@ -313,11 +314,11 @@ def _meaning(page: PersonPage) -> str:
 def _how(page: PersonPage) -> str:
     example = f" (for example “{_e(page.example_name)}”)" if page.example_name else ""
     return (
-        f"<p>For each detail we asked the model {page.templates} questions built from your other details, and "
+        f"<p>For each detail we asked the model {plural(page.templates, 'question')} built from your other details, and "
         "read the answer it thinks most likely. We also measured how much weight the model gives your "
         "detail as the answer: the chance that one try gets it.</p>"
         f"<p>To tell whether the model links a detail to you, we asked the same questions about "
-        f"{page.made_up} made-up people{example}. Each is a copy of you under another name: your name inside "
+        f"{plural(page.made_up, 'made-up person')}{example}. Each is a copy of you under another name: your name inside "
         "your details is swapped for theirs, and a digit or two differ in the details we gave the model. "
         "A model that never saw you has no reason to favour your details after your name over theirs "
         "after their names.</p>"

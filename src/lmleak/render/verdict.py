@@ -32,6 +32,7 @@ from typing import Any
 
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.render.headline import PER_K
+from lmleak.words import plural
 
 #: An MIA AUC from fewer texts than this on either side is "not evaluable" (too little data).
 MIN_MIA_PER_SIDE = 10
@@ -436,7 +437,7 @@ def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
         sd = math.sqrt((2 * n + 1) / (12 * n * n)) if n > 0 else math.inf
         out["status"] = "not_evaluable"
         out["reason"] = (
-            f"too little data: {int(n)} texts a side (fewer than {MIN_MIA_PER_SIDE}); a chance AUC has a "
+            f"too little data: {plural(int(n), 'text')} a side (fewer than {MIN_MIA_PER_SIDE}); a chance AUC has a "
             f"standard deviation of {sd:.2f} there"
         )
         out["fix"] = "give more members and non-members (more held-out users: lmleak train --holdout-users)"

@@ -18,6 +18,7 @@ from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
 from lmleak.report.leakage import ReportConfig, run_report
 from lmleak.runs import secure_dir
+from lmleak.words import plural
 
 ENGINES = ("local", "ray", "vllm")
 
@@ -150,7 +151,7 @@ def leakage_report_from_files(
     data = load_corpus(corpus)
     lm = ModelSpec(model, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
     progress(
-        f"report: {len(data)} documents, model {getattr(lm, 'name', model)}, k={list(config.ks)}, engine {engine.name}"
+        f"report: {plural(len(data), 'document')}, model {getattr(lm, 'name', model)}, k={list(config.ks)}, engine {engine.name}"
     )
     return run_leakage_report(lm, data, out_dir, config, model=model, engine=engine, public_model=public_model,
                               leave_out_folds=leave_out_folds, allow_pickle=allow_pickle, api_top_k=api_top_k)  # fmt: skip

@@ -26,7 +26,7 @@ from typing import Any
 
 from lmleak.data.corpus import Corpus
 from lmleak.errors import ConfigError, check_number
-from lmleak.intervals import bootstrap_sum_interval, interval_record
+from lmleak.intervals import count_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
@@ -212,7 +212,9 @@ def count_intervals(
     exactly one user in D), and the users are resampled (:func:`~lmleak.intervals.bootstrap_sum_interval`),
     so a prolific user's many leaks move together. ``users``: every user of the corpus (the ledger's
     user of each document; repeats are collapsed). A count that is None (no public model, no PII
-    policy) gets a None interval; so does every count of rows without ``user_ids``.
+    policy) gets a None interval; so does every count of rows without ``user_ids``. A count of 0 gets
+    ``[0, U x CP upper(0 of U)]`` instead of the bootstrap's certain [0, 0]
+    (:func:`~lmleak.intervals.count_interval`), and ``intervals_at_boundary`` names it with its rule.
 
     Example:
         >>> import pandas as pd
@@ -228,6 +230,7 @@ def count_intervals(
 
     keys = ("unique_sequences", "curated_unique_sequences", "pii_unique_sequences_total")
     out: dict[str, Any] = {f"{k}_ci": None for k in keys}
+    out["intervals_at_boundary"] = {}
     everyone = sorted(set(users))
     if "user_ids" not in seqs.columns or not everyone:
         return out
@@ -249,8 +252,10 @@ def count_intervals(
         for u, keep in zip(owner, mask, strict=True):
             if keep:
                 per_user[u] = per_user.get(u, 0) + 1
-        ci = bootstrap_sum_interval(list(per_user.values()), n_boot=n_boot)
+        ci, rule = count_interval(list(per_user.values()), n_boot=n_boot)
         out[f"{key}_ci"] = None if ci is None else [ci[0], ci[1]]
+        if rule is not None:
+            out["intervals_at_boundary"][f"{key}_ci"] = rule
     return out
 
 
@@ -518,7 +523,11 @@ def _summary(
         "num_tokens": ledger.num_tokens,
         "num_users": len(set(ledger.user_ids)),
         "intervals": interval_record(
-            method=COUNT_INTERVAL_METHOD, unit="user", n_units=len(set(ledger.user_ids)), n_boot=N_BOOT
+            method=COUNT_INTERVAL_METHOD,
+            unit="user",
+            n_units=len(set(ledger.user_ids)),
+            n_boot=N_BOOT,
+            at_boundary=head.get("intervals_at_boundary") or {},
         ),
         "ledger": ledger.meta
         if redactor is None

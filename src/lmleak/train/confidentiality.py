@@ -83,7 +83,9 @@ def measured_bayesian_confidentiality(
         (0.81, '95% Clopper-Pearson upper bound of gamma (562 secrets)')
     """
     if gamma_upper is not None:
-        n = f" ({support} secrets)" if support is not None else ""
+        n = (
+            f" ({support} secret{'' if support == 1 else 's'})" if support is not None else ""
+        )  # pure maths: no lmleak.words
         used, basis = float(gamma_upper), f"{level:.0%} Clopper-Pearson upper bound of gamma{n}"
     elif gamma is None:
         reason = "the policy's miss rate gamma is unknown: train with --secrets to measure it"

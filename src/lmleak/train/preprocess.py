@@ -23,6 +23,7 @@ from lmleak.train.dedup import dedup_corpus
 from lmleak.train.redact import redact_corpus
 from lmleak.train.sentences import sentence_corpus
 from lmleak.train.split import crt_split
+from lmleak.words import plural
 
 
 @dataclass(frozen=True)
@@ -74,7 +75,7 @@ def dedup_to_dir(
     ``source`` names the corpus in the summary (default: its path as given).
     """
     corpus, source = _loaded(corpus, source)
-    log(f"splitting {len(corpus)} documents into sentences")
+    log(f"splitting {plural(len(corpus), 'document')} into sentences")
     d = secure_dir(out_dir)
     deduped, st = dedup_corpus(sentence_corpus(corpus), mode=mode, fp_rate=fp_rate)
     deduped.write_jsonl(d / "deduped.jsonl")

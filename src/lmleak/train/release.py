@@ -14,6 +14,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from lmleak.words import plural
+
 #: validation perplexity more than this many times the reference's is called a collapse
 PERPLEXITY_COLLAPSE = 2.0
 
@@ -68,7 +70,7 @@ def epsilon_statement(privacy: dict[str, Any]) -> str | None:
     scope = " for the tokens the policy flagged" if privacy.get("mode") == "sdp" else ""
     if unit == "user":
         k = privacy.get("max_sequences_per_user")
-        per = f"; each person contributes at most {k} sequences per step" if k else ""
+        per = f"; each person contributes at most {plural(k, 'sequence')} per step" if k else ""
         return f"epsilon = {_g(eps)} per person{scope} (user-level DP, delta = {delta:g}{per})"
     line = f"epsilon = {_g(eps)} per training sequence{scope} (sequence-level DP, delta = {delta:g})"
     k = privacy.get("largest_user_sequences")

@@ -33,6 +33,7 @@ import torch
 from lmleak.errors import ConfigError
 from lmleak.train.accounting import group_privacy, sampler_epsilon
 from lmleak.train.config import PRIVACY_UNITS, SAMPLERS
+from lmleak.words import plural
 
 #: what ``privacy.json`` says a unit is, beside the short name
 UNIT_DESCRIPTIONS = {
@@ -70,8 +71,8 @@ def resolve_privacy_unit(
             )
         return "sequence", "default: the training data has no user ids"
     if requested == "user":
-        return "user", f"asked for (--privacy-unit user; {len(users)} users)"
-    return "user", f"default: the training data has user ids ({len(users)} users)"
+        return "user", f"asked for (--privacy-unit user; {plural(len(users), 'user')})"
+    return "user", f"default: the training data has user ids ({plural(len(users), 'user')})"
 
 
 @dataclass(frozen=True)

@@ -48,6 +48,7 @@ from lmleak.data.synth import (
 from lmleak.errors import ConfigError
 from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
+from lmleak.words import plural
 
 CANARY_PREFIX = "My ID is: "
 RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
@@ -329,7 +330,7 @@ def _check_args(users: int, canaries: int, canary_repeats: int, dialogs_per_user
         raise ConfigError("canaries must be >= 0 and canary repeats >= 1", field="canaries")
     if canaries > users:
         raise ConfigError(
-            f"{canaries} canaries need at least as many users (got {users})",
+            f"{plural(canaries, 'canary')} need{'s' if canaries == 1 else ''} at least as many users (got {users})",
             field="canaries",
             hint="lower --canaries or raise --users",
         )

@@ -75,6 +75,7 @@ from lmleak.data.synth.people import PeopleDrawer, Person
 from lmleak.errors import ConfigError
 from lmleak.jsonl import read_jsonl
 from lmleak.runs import secure_dir
+from lmleak.words import plural
 
 DIGEST_USER = "list-digest"
 CANARY_PREFIX = "My access token is: "
@@ -457,7 +458,7 @@ def synthesize(
     n_authors = max(10, round(AUTHORS_PER_SCALE * math.sqrt(scale)))
     if canaries > n_authors:
         raise ConfigError(
-            f"{canaries} canaries need at least as many authors (got {n_authors})",
+            f"{plural(canaries, 'canary')} need{'s' if canaries == 1 else ''} at least as many authors (got {n_authors})",
             field="canaries",
             hint="lower --canaries or raise --scale",
         )

@@ -1,0 +1,91 @@
+"""Where a membership run's texts come from: two files (JSONL or plain text, bad lines located) or a
+corpus split by the users a model held out, each side with its users; and every name that moved
+here from lmleak.attacks.membership still imports from there."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.attacks import membership, mia_summary, mia_texts
+from lmleak.attacks.mia_texts import members_from_holdout, membership_texts, read_texts, split_by_holdout
+from lmleak.errors import DataFileError
+
+
+def test_member_files_are_jsonl_or_plain_text_and_bad_lines_are_located(tmp_path):
+    j = tmp_path / "m.jsonl"
+    j.write_text(json.dumps({"text": "one"}) + "\n\n" + json.dumps({"text": "two"}) + "\n")
+    assert read_texts(j) == ["one", "two"]
+    t = tmp_path / "m.txt"
+    t.write_text("first line\n\nsecond line\n")
+    assert read_texts(t) == ["first line", "second line"]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"text": "ok"}) + "\n" + json.dumps({"body": "x"}) + "\n")
+    with pytest.raises(DataFileError, match=r"bad.jsonl:2: field 'text'"):
+        read_texts(bad)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("{not json\n")
+    with pytest.raises(DataFileError, match=r"broken.jsonl:1"):
+        read_texts(broken)
+    with pytest.raises(DataFileError, match="not found"):
+        read_texts(tmp_path / "missing.txt")
+
+
+def test_membership_texts_read_two_files_or_split_the_corpus_by_the_held_out_users(tmp_path):
+    from lmleak.data.holdout import Holdout, write_holdout
+    from lmleak.errors import ConfigError
+
+    (tmp_path / "m.txt").write_text("one member\n\nanother member\n")
+    (tmp_path / "n.jsonl").write_text('{"body": "a non-member"}\n')
+    got = membership_texts("fake", members=tmp_path / "m.txt", non_members=tmp_path / "n.jsonl", field="body")
+    assert (got.members, got.non_members, got.source, got.groups) == (
+        ["one member", "another member"],
+        ["a non-member"],
+        None,
+        None,
+    )
+    corpus = tmp_path / "c.jsonl"
+    rows = [("u1", "alpha beta"), ("u2", "gamma"), ("u1", "delta"), ("u3", "eps zeta")]
+    corpus.write_text("".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in rows))
+    model = tmp_path / "model"
+    model.mkdir()
+    write_holdout(model, Holdout(users=("u2", "u3"), fraction=0.5))
+    got = membership_texts(model, corpus=corpus)
+    assert got.members == ["alpha beta", "delta"] and got.non_members == ["gamma", "eps zeta"]
+    assert got.groups == (["u1", "u1"], ["u2", "u3"])
+    assert got.source == (
+        "non-members: 2 documents of the 2 users held out of training (holdout.json); "
+        "members: 2 documents of the other users"
+    )
+    with pytest.raises(ConfigError, match="no member / non-member texts") as e:
+        membership_texts(tmp_path / "no-holdout", corpus=corpus)
+    assert e.value.field == "--members"
+    with pytest.raises(ConfigError):
+        membership_texts(model, members=tmp_path / "m.txt")  # one file and no corpus
+
+
+def test_members_from_holdout_is_the_corpus_split_without_the_users(tmp_path):
+    from lmleak.data.corpus import Document
+    from lmleak.data.holdout import Holdout, write_holdout
+    from lmleak.errors import ConfigError
+
+    docs = [Document("u1", "a", "alpha beta"), Document("u2", "b", "gamma"), Document("u3", "c", "eps")]
+    model = tmp_path / "model"
+    model.mkdir()
+    with pytest.raises(ConfigError, match="no held-out users"):
+        members_from_holdout(model, docs)
+    write_holdout(model, Holdout(users=("u2",), fraction=0.3))
+    mem, non, source = members_from_holdout(model, docs)
+    assert (mem, non) == split_by_holdout(docs, ["u2"]) == (["alpha beta", "eps"], ["gamma"])
+    assert source.startswith("non-members: 1 document of the 1 user held out")  # not "1 documents"
+
+
+def test_every_name_that_moved_still_imports_from_membership():
+    for mod, names in (
+        (mia_texts, ("read_texts", "CANDIDATE_WORDS", "split_by_holdout", "split_users_by_holdout",
+                     "members_from_holdout", "MembershipTexts", "membership_texts")),
+        (mia_summary, ("MembershipResult", "headline_feature")),
+    ):  # fmt: skip
+        for name in names:
+            assert getattr(membership, name) is getattr(mod, name), name
