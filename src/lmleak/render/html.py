@@ -93,7 +93,7 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _card_value(key: str, headline: dict[str, Any]) -> str:
+def card_value(key: str, headline: dict[str, Any]) -> str:
     """The card's number; a report metric measured at several k shows every k (the strongest honest
     value must not hide behind the first k listed)."""
 
@@ -171,6 +171,36 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
 
 #: ``privacy_unit`` (issue 27) as the DP card says it: "ε 2.9 per person"
 UNIT_WORDS = {"user": "person", "sequence": "sequence"}
+
+
+def _card_null(key: str, headline: dict[str, Any]) -> str | None:
+    """The null the card's number is read against (issue 26: every headline beside its placebo), or None."""
+
+    def ci(name: str) -> str:
+        pair = headline.get(f"{name}_ci")
+        return (
+            f" [{format_interval(name, pair)}]" if isinstance(pair, list | tuple) and len(pair) == 2 else ""
+        )
+
+    if key == "mia_auc" and headline.get("placebo_auc") is not None:
+        parts = [
+            f"Placebo (two halves of people it never saw): {_fmt(headline['placebo_auc'])}{ci('placebo_auc')}"
+        ]
+        if headline.get("blind_auc") is not None:
+            parts.append(f"blind text-only baseline: {_fmt(headline['blind_auc'])}{ci('blind_auc')}")
+        return "; ".join(parts) + " — both should cover 0.5."
+    if key == "max_exposure" and headline.get("placebo_max_exposure") is not None:
+        return f"Placebo (as many canaries never inserted): at most {_fmt(headline['placebo_max_exposure'])} bits."
+    if (
+        key == "pii_exact_match"
+        and headline.get("pii_exact_match_members") is None
+        and headline.get("pii_exact_match_controls") is not None
+    ):
+        return (
+            "Every probed person was a held-out control (never trained on): this is what guessing gives, "
+            "not a measurement of what the model reveals."
+        )
+    return None
 
 
 def _card_interval(key: str, headline: dict[str, Any]) -> str | None:
@@ -633,7 +663,7 @@ def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
         + html.escape(name)
         + "</td>"
         + "".join(
-            f'<td class="num" data-v="{h.get(k, "")}">{_card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>'
+            f'<td class="num" data-v="{h.get(k, "")}">{card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>'
             for k in metrics
         )
         + "</tr>"
@@ -886,7 +916,7 @@ def _model_views(
         cards = [
             {
                 "label": LABELS[k],
-                "value": _card_value(k, headline),
+                "value": card_value(k, headline),
                 "explanation": EXPLANATIONS[k]
                 + _card_detail(k, headline)
                 + (_k_note(k, headline) or (report_k if METRIC_STAGE.get(k) == "report" else "")),
@@ -894,6 +924,7 @@ def _model_views(
                     scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)
                 ),
                 "interval": _card_interval(k, headline),
+                "null": _card_null(k, headline),
             }
             for k in LABELS
             if k in headline or (k == "leakage_epsilon" and "log_leakage_epsilon" in headline)
