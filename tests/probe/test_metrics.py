@@ -144,7 +144,8 @@ def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_u
     member = np.array([u not in {"u6", "u7", "u8", "u9"} for u in users])
     members_users = [u for u, m in zip(users, member, strict=True) if m]
     assert out["exact_match_ci_by_group"]["members"] == hit_rate_interval(hits[member], members_users)
-    assert out["exact_match_ci_by_group"]["controls"] == [0.0, 0.0]  # no control ever hit
+    # no control ever hit: Clopper–Pearson over the 4 control users, not a zero-width bootstrap
+    assert out["exact_match_ci_by_group"]["controls"] == pytest.approx([0.0, 1 - 0.025 ** (1 / 4)])
     assert out["intervals"] == {
         "method": "percentile cluster bootstrap (groups resampled with replacement)",
         "level": 0.95,
@@ -153,3 +154,15 @@ def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_u
         "n_boot": 1000,
     }
     assert exact_match_intervals([], subjects) == {}
+
+
+def test_no_hit_at_all_gives_the_exact_binomial_interval_over_people_not_zero_width():
+    """The quick demo printed 'PII exact-match rate 0 [0, 0]' for 18 probes of 6 people: a bootstrap
+    of all-misses cannot vary. Clopper–Pearson over the 6 people: upper 1 − 0.025^(1/6)."""
+    from lmleak.probe.metrics import hit_rate_interval
+
+    users = [f"u{i % 6}" for i in range(18)]
+    lo, hi = hit_rate_interval([False] * 18, users)
+    assert lo == 0.0 and hi == pytest.approx(1 - 0.025 ** (1 / 6))
+    lo, hi = hit_rate_interval([True] * 18, users)
+    assert hi == 1.0 and lo == pytest.approx(0.025 ** (1 / 6))

@@ -110,8 +110,10 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
     assert summ["intervals"]["unit"] == "user" and summ["intervals"]["n_units"] == 2
     with_controls = run_probe(TextApi(), s, None, targets=("email",), k=1, beams=1, controls={"b"})
     groups = with_controls["groups"]
-    assert groups["members"]["exact_match_rate_ci"] == [1.0, 1.0]  # Ann, the one member, is hit
-    assert groups["controls"]["exact_match_rate_ci"] == [0.0, 0.0]
+    # Ann, the one member, is hit; Bo, the one control, is not: one person each is no certainty
+    # (Clopper–Pearson over one trial, not a zero-width bootstrap)
+    assert groups["members"]["exact_match_rate_ci"] == pytest.approx([0.025, 1.0])
+    assert groups["controls"]["exact_match_rate_ci"] == pytest.approx([0.0, 0.975])
     assert "exact_match_ci_by_group" not in with_controls
     assert "mean_likelihood" not in summ["targets"]["email"]
     assert summ["targets"]["email"]["scenario"]["access"] == "generation"

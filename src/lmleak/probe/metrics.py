@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from lmleak.intervals import group_bootstrap
+from lmleak.intervals import clopper_pearson_interval, group_bootstrap
 
 
 def exact_match(generated: str, target: str) -> bool:
@@ -183,9 +183,16 @@ def hit_rate_interval(
     (``users[i]`` owns item ``i``): a person probed for three PII types, or with several subject
     records, counts once per draw, not as independent trials. None without items.
 
+    When every item is a miss (or every one a hit) each resample gives the same share and the bootstrap
+    would print ``[0, 0]`` — certainty from 18 probes. The interval is then Clopper–Pearson's with the
+    distinct users as the trials (the independent units; conservative for several items per user):
+    0 hits among 6 people gives ``[0, 0.459]``, as the rule of three (≈ 3/n) expects.
+
     Example:
         >>> hit_rate_interval([True, True, False, False, True, False], ["a", "a", "b", "b", "c", "d"])
         [0.0, 1.0]
+        >>> [round(x, 3) for x in hit_rate_interval([False] * 18, [f"u{i % 6}" for i in range(18)])]
+        [0.0, 0.459]
         >>> hit_rate_interval([], []) is None
         True
     """
@@ -194,5 +201,9 @@ def hit_rate_interval(
         raise ValueError("hits and users must have the same length")
     if h.size == 0:
         return None
+    if np.all(h == h[0]):
+        n = len(set(users))
+        cp = clopper_pearson_interval(int(h[0]) * n, n, level=level)
+        return None if cp is None else [cp[0], cp[1]]
     ci = group_bootstrap(lambda idx: float(h[idx].mean()), list(users), n_boot=n_boot, level=level, seed=seed)
     return None if ci is None else [ci[0], ci[1]]

@@ -499,7 +499,9 @@ def exact_match_intervals(
     """``pii_exact_match_ci`` (and, with ``controls``, the members' and controls' intervals under
     ``exact_match_ci_by_group``) with the ``intervals`` record: a cluster bootstrap over the subjects'
     users of the share of (subject, target type) pairs reproduced exactly, the unit of
-    ``pii_exact_match``. Nothing without generations.
+    ``pii_exact_match`` (Clopper–Pearson over the users where every pair is a miss, or every one a
+    hit, and the bootstrap cannot vary: :func:`~lmleak.probe.metrics.hit_rate_interval`). Nothing
+    without generations.
     """
     import pandas as pd
 
