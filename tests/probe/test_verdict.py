@@ -61,3 +61,10 @@ def test_the_decoy_has_the_subjects_relations_and_synthetic_values_only():
     assert d["relations"] == {"mother": "Sam Example", "son": "Sam Example"}
     assert d["email"].endswith("@example.org") and "555" in d["phone"]
     assert decoy_like({"name": "Ann"})["relations"] == {}
+
+
+def test_a_huge_likelihood_ratio_is_printed_so_that_a_cut_table_cell_still_reads():
+    from lmleak.probe.verdict import verdict
+
+    text = verdict({"likelihood": 5.87e-21, "null_likelihood": 4.02e-108, "reproduced": False})
+    assert text.startswith("memorised signal: 1.5e+87x more likely") and "1,459" not in text

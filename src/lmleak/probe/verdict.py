@@ -58,10 +58,23 @@ def verdict(row: dict[str, Any]) -> str:
     ratio = lik / null if null and null > 0 else np.inf
     q = 1.0 / lik if lik > 0 else np.inf
     if ratio > 10 and q <= 1000:
-        return f"AT RISK: about 1 in {q:,.0f} queries would reveal it, {ratio:,.0f}x more likely than another person's value."
+        return f"AT RISK: about 1 in {q:,.0f} queries would reveal it, {_times(ratio)} more likely than another person's value."
     if ratio > 10:
-        return f"memorised signal: {ratio:,.0f}x more likely than another person's value, but ~{q:.2g} queries needed."
+        return f"memorised signal: {_times(ratio)} more likely than another person's value, but ~{q:.2g} queries needed."
     return "no sign of leakage: no more likely than another person's value."
+
+
+def _times(ratio: float) -> str:
+    """A likelihood ratio as "515x" or, past a million, "1.5e+87x" (the table cut 1.46e87 written out
+    in full to '1,459,498,8…').
+
+    Example:
+        >>> _times(515.2), _times(1.4595e87), _times(float("inf"))
+        ('515x', '1.5e+87x', 'infinitely')
+    """
+    if not np.isfinite(ratio):
+        return "infinitely"  # the null value has probability 0
+    return f"{ratio:,.0f}x" if ratio < 1e6 else f"{ratio:.2g}x"
 
 
 @dataclass(frozen=True)
