@@ -750,6 +750,22 @@ def code_spans(text: str) -> Any:
     return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
+def _of(n: int, total: int | None) -> str:
+    return f"{n}" if total is None else f"{n} of {total}"
+
+
+def _probe_split(probing: dict[str, Any]) -> str:
+    """ ": 3 of 37 trained on, 0 of 8 held-out controls (what guessing gives)" — or that no control was
+    probed, rather than "0 held-out controls" that reads like a measurement."""
+    if "members" not in probing:
+        return ""
+    members = f"{_of(probing['members'], probing.get('members_probed'))} trained on"
+    if probing.get("controls_probed") == 0:
+        return f": {members}; no held-out control was probed, so nothing shows what guessing gives"
+    controls = _of(probing["controls"], probing.get("controls_probed"))
+    return f": {members}, {controls} held-out controls (what guessing gives)"
+
+
 def people_lines(people: dict[str, Any] | None) -> list[str]:
     """The release summary's "people affected", one sentence per source."""
     if people is None:
@@ -766,15 +782,11 @@ def people_lines(people: dict[str, Any] | None) -> list[str]:
     probing = people.get("probing")
     if probing is not None:
         by_type = ", ".join(f"{t} {n}" for t, n in probing["by_type"].items())
-        split = (
-            f": {probing['members']} trained on, {probing['controls']} held-out controls (what guessing gives)"
-            if "members" in probing
-            else ""
-        )
         lines.append(
-            f"{probing['people']} probed people whose PII the model generated verbatim"
+            _of(probing["people"], probing.get("probed"))
+            + " probed people whose PII the model generated verbatim"
             + (f" ({by_type})" if by_type else "")
-            + split
+            + _probe_split(probing)
             + "."
         )
     if not lines:
