@@ -223,3 +223,17 @@ def test_the_cards_show_each_headline_beside_its_null():
     controls_only = {"pii_exact_match": 0.0, "pii_exact_match_controls": 0.0}
     assert "held-out control" in (_card_null("pii_exact_match", controls_only) or "")
     assert _card_null("pii_exact_match", {**controls_only, "pii_exact_match_members": 0.1}) is None
+
+
+def test_the_redaction_banner_names_the_command_and_the_config_key_that_show_the_text(tmp_path):
+    """It said 'Render with show_text', which is neither an option (--show-text) nor a config key
+    (render: {show_text: true})."""
+    import json as _json
+
+    from lmleak.render.html import render_report
+
+    (tmp_path / "summary.json").write_text(
+        _json.dumps({"models": {"m": {"headline": {"unique_sequences": 1}}}})
+    )
+    page = render_report(tmp_path).read_text(encoding="utf-8")
+    assert "<code>lmleak render RUN --show-text</code>" in page and "render: {show_text: true}" in page
