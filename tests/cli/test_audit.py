@@ -117,3 +117,21 @@ def test_the_terminal_summary_shows_values_as_the_cards_do(monkeypatch):
     text = console.export_text()
     assert "9.506 per person" in text and "1.47e+45 · 2.82e+67" in text and "292 · 437" in text
     assert "Unique leaked sequences (k = 1 · 3)" in text and "0 · 1" in text
+
+
+def test_query_prints_training_text_as_text_never_as_markup(tmp_path):
+    """Leaked mail holds '[proj-dev]' subject tags: Rich ate them as styles (the text printed without
+    them), '[/oops]' crashed the query with 'unexpected MarkupError', '[link=…]' made a hyperlink."""
+    texts = ["Subject: [proj-dev] Re: crash", "a [/oops] b", "[link=http://evil.example]click[/link]"]
+    write_parquet(
+        pd.DataFrame({"text": texts, "pii_types": [["EMAIL", "PERSON"], [], []]}),
+        tmp_path / "sequences.parquet",
+    )
+    (tmp_path / "summary.json").write_text(json.dumps({"models": {}}))
+    r = CliRunner().invoke(
+        app, ["query", str(tmp_path), "SELECT text, pii_types FROM sequences"], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0, r.output
+    for t in texts:
+        assert t in r.output
+    assert "['EMAIL', 'PERSON']" in r.output

@@ -188,12 +188,15 @@ def query_cmd(
         print_json(df.to_dict("records"))
         return
     from rich.table import Table
+    from rich.text import Text
 
+    # training text is data, never Rich markup: '[proj-dev]' in a subject line was eaten as a style
+    # tag, '[/x]' crashed the command, '[link=...]' became a hyperlink
     table = Table(show_lines=False)
     for c in df.columns:
-        table.add_column(str(c))
+        table.add_column(Text(str(c)))
     for rec in df.head(200).itertuples(index=False):
-        table.add_row(*[str(v) for v in rec])
+        table.add_row(*[Text(_query_cell(v)) for v in rec])
     out.print(table)
     if len(df) > 200:
         out.print(f"[dim]{len(df)} rows; first 200 shown (use --json for all)[/]")
@@ -219,6 +222,14 @@ def render_cmd(
     path = render_run(run, out_path, show_text=show_text)
     if not quiet_:
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
+
+
+def _query_cell(v: Any) -> str:
+    """A query result's value as text; a list column as a list (``['EMAIL', 'PERSON']``, not numpy's
+    ``['EMAIL' 'PERSON']``)."""
+    if hasattr(v, "tolist") and not isinstance(v, str):
+        v = v.tolist()
+    return str(v)
 
 
 def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
