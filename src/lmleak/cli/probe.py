@@ -163,8 +163,9 @@ def subject_view_cmd(
         print_json(view.to_dict())
         return
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"What {view.model} reveals about {view.subject}")
+    t = Table(title=Text(f"What {view.model} reveals about {view.subject}"))  # a name is text, not markup
     for c in ("item", "likelihood", "queries to reveal", "null baseline", "reproduced", "verdict"):
         t.add_column(c)
     for r in view.items:
