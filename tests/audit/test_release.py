@@ -113,8 +113,38 @@ def test_probe_people_split_members_from_controls():
         }
     )
     got = probe_people(g, {"s1": "u1", "s2": "u2", "s3": "u3", "s4": "u4"}, {"u3"})
-    assert got == {"people": 2, "by_type": {"email": 2}, "members": 1, "controls": 1}
+    assert got == {
+        "people": 2,
+        "by_type": {"email": 2},
+        "probed": 4,
+        "members": 1,
+        "controls": 1,
+        "members_probed": 3,
+        "controls_probed": 1,
+    }
     assert "members" not in probe_people(g, {}, set())  # a redacted run without the mapping
+
+
+def test_the_people_affected_line_says_out_of_how_many_and_when_no_control_was_probed():
+    """The fixed demo probes six trained people and no control: it printed '0 trained on, 0 held-out
+    controls (what guessing gives)', as if controls had been probed."""
+    from lmleak.render.html import people_lines
+
+    base = {"people": 0, "by_type": {}, "probed": 6, "members": 0, "controls": 0}
+    (line,) = people_lines({"probing": {**base, "members_probed": 6, "controls_probed": 0}})
+    assert line == (
+        "0 of 6 probed people whose PII the model generated verbatim: 0 of 6 trained on; "
+        "no held-out control was probed, so nothing shows what guessing gives."
+    )
+    (line,) = people_lines(
+        {"probing": {**base, "people": 6, "members": 6, "members_probed": 37, "controls_probed": 8}}
+    )
+    assert line.endswith(": 6 of 37 trained on, 0 of 8 held-out controls (what guessing gives).")
+    (old,) = people_lines({"probing": {"people": 1, "by_type": {"email": 1}, "members": 1, "controls": 0}})
+    assert (
+        old
+        == "1 probed people whose PII the model generated verbatim (email 1): 1 trained on, 0 held-out controls (what guessing gives)."
+    )
 
 
 def test_not_run_names_skipped_and_unconfigured_stages_and_only_a_dp_claim_gets_the_dp_audit(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 from typer.testing import CliRunner
@@ -88,3 +89,49 @@ def test_the_demo_cli_prints_the_headlines_of_the_demo_run(tmp_path, monkeypatch
     r = CliRunner().invoke(app, ["demo", "--out", str(tmp_path / "d")], env={"COLUMNS": "200"})
     assert r.exit_code == 0, r.output
     assert "0.7" in r.output and "demo finished in 0 s; report:" in " ".join(r.output.split())
+
+
+def test_the_terminal_summary_shows_values_as_the_cards_do(monkeypatch):
+    """The quick demo's terminal table printed 'DP ε 9.506' (no unit) and only the first k of the report's
+    counts (292, where the HTML card shows 292 · 437)."""
+    from rich.console import Console
+
+    from lmleak.cli import audit as cli_audit
+
+    console = Console(width=200, record=True)
+    monkeypatch.setattr(cli_audit, "out", console)
+    by_k = {
+        "1": {"unique_sequences": 292, "log_leakage_epsilon": 104.0006},
+        "3": {"unique_sequences": 437, "log_leakage_epsilon": 155.31},
+    }
+    heads = {
+        "plain": {"unique_sequences": 292, "leakage_epsilon": 1.4686e45, "by_k": by_k},
+        "dp": {
+            "unique_sequences": 0,
+            "dp_epsilon": 9.506,
+            "privacy_unit": "user",
+            "by_k": {"1": {"unique_sequences": 0}, "3": {"unique_sequences": 1}},
+        },
+    }
+    cli_audit._summary_table(Path("run"), heads)
+    text = console.export_text()
+    assert "9.506 per person" in text and "1.47e+45 · 2.82e+67" in text and "292 · 437" in text
+    assert "Unique leaked sequences (k = 1 · 3)" in text and "0 · 1" in text
+
+
+def test_query_prints_training_text_as_text_never_as_markup(tmp_path):
+    """Leaked mail holds '[proj-dev]' subject tags: Rich ate them as styles (the text printed without
+    them), '[/oops]' crashed the query with 'unexpected MarkupError', '[link=…]' made a hyperlink."""
+    texts = ["Subject: [proj-dev] Re: crash", "a [/oops] b", "[link=http://evil.example]click[/link]"]
+    write_parquet(
+        pd.DataFrame({"text": texts, "pii_types": [["EMAIL", "PERSON"], [], []]}),
+        tmp_path / "sequences.parquet",
+    )
+    (tmp_path / "summary.json").write_text(json.dumps({"models": {}}))
+    r = CliRunner().invoke(
+        app, ["query", str(tmp_path), "SELECT text, pii_types FROM sequences"], env={"COLUMNS": "200"}
+    )
+    assert r.exit_code == 0, r.output
+    for t in texts:
+        assert t in r.output
+    assert "['EMAIL', 'PERSON']" in r.output

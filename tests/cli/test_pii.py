@@ -125,3 +125,10 @@ def test_evaluate_by_shape_counts_the_planted_names_of_each_shape(synth_corpus):
     assert r.exit_code == 0 and "by name shape" in r.stdout and "non_latin" in r.stdout
     r = run(*args, "--by", "colour")
     assert r.exit_code == 2 and "--by shape" in r.output
+
+
+def test_detect_prints_a_span_as_text_not_markup():
+    """A URL holding '[/b]' crashed the table (Rich read it as a closing tag); the value must print."""
+    r = run("pii", "detect", "--text", "see http://x.example.org/a[/b]c today", "--policy", "regex")
+    assert r.exit_code == 0, r.output
+    assert "http://x.example.org/a[/b]c" in r.output.replace("\n", "")

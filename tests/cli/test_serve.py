@@ -116,3 +116,21 @@ def test_serve_help_lists_every_tier_and_the_safety_options():
     assert all(
         o in out for o in ("--api-key", "LMLEAK_SERVE_KEY", "--allowed-host", "--max-body", "--deadline")
     )
+
+
+def test_a_port_in_use_exits_2_with_the_fix_before_loading_the_model(tmp_path, ran):
+    """It said 'Address already in use. Fix: check the path and its permissions', after loading."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    try:
+        port = holder.getsockname()[1]
+        r = CliRunner().invoke(app, ["serve", str(tmp_path / "no-such-model"), "--port", str(port)])
+    finally:
+        holder.close()
+    out = " ".join(r.output.split())
+    assert r.exit_code == 2 and not ran, r.output
+    assert f"cannot listen on 127.0.0.1:{port}: the port is in use" in out and "--port 0" in out
+    assert "does not exist" not in out  # refused before the model (which is missing too) was looked at

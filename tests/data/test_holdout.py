@@ -45,3 +45,11 @@ def test_a_damaged_holdout_file_is_refused(tmp_path, content, message):
     (tmp_path / HOLDOUT_FILE).write_text(content)
     with pytest.raises(DataFileError, match=message):
         read_holdout(tmp_path)
+
+
+def test_an_older_record_never_holds_out_a_trained_user(tmp_path):
+    """A validation corpus that reused the training ids (the demo's second population) named trained people."""
+    (tmp_path / "train.json").write_text(
+        json.dumps({"train_users": ["u1", "u2"], "val_users": ["u2", "u3"], "config": {"seed": 1}})
+    )
+    assert read_holdout(tmp_path) == Holdout(("u3",), 0.0, 1, None)

@@ -45,3 +45,38 @@ def test_an_email_goes_to_the_name_it_is_seen_with_most():
     docs = [("From: Ann Lee <a@example.org>", None)] * 3 + [("From: Annie Lee <a@example.org>", None)]
     subs = discover(docs)
     assert [(s["name"], s["email"]) for s in subs if s["email"]] == [("Ann Lee", "a@example.org")]
+
+
+def test_a_person_belongs_to_the_user_whose_documents_they_send_not_to_who_quotes_them_most():
+    """``user_id`` decides member vs control: Maya wrote one message (u9, held out of training) and is
+    quoted in three of a prolific author's (u1). Counting mentions gave her u1, so an audit probed a
+    held-out person as a trained one."""
+    maya = 'From: "Maya Lo" <maya@example.org>\n\nThe loader fails.'
+    quoting = (
+        "From: Ann Lee <ann@example.org>\n\nOn Mon, Maya Lo <maya@example.org> wrote:\n> The loader fails."
+    )
+    subs = discover([(maya, "u9")] + [(quoting, "u1")] * 3)
+    owner = {s["name"]: s["user_id"] for s in subs}
+    assert owner == {"Maya Lo": "u9", "Ann Lee": "u1"}
+    # nobody sends from the address (a signature only): the user whose documents name them most
+    sig = "Thanks\n-- \nBo Kim\n(201) 555-0142\n"
+    assert {s["name"]: s["user_id"] for s in discover([(sig, "u2"), (sig, "u2"), (sig, "u3")])} == {
+        "Bo Kim": "u2"
+    }
+
+
+def test_every_person_of_synth_mail_gets_their_own_user_id(tmp_path):
+    """Against the planted owners: before, 5 of 45 people (scale 0.1) and 25 of 215 (scale 1) went to a
+    prolific author or the list digest that quoted them."""
+    import json
+
+    from lmleak.data.loaders import iter_documents
+    from lmleak.data.synth.mail import synthesize
+
+    paths = synthesize(tmp_path, scale=0.1, seed=0)
+    owner = {}
+    for line in paths["subjects"].read_text(encoding="utf-8").splitlines():
+        t = json.loads(line)
+        owner.update({e: t["user_id"] for e in t["emails"]})
+    subs = discover((d.text, d.user_id) for d in iter_documents(paths["corpus"]))
+    assert len(subs) >= 40 and all(s["user_id"] == owner[s["email"]] for s in subs)

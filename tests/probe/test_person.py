@@ -175,8 +175,7 @@ def test_file_items_lists_every_item_nested_ones_one_by_one():
         ("user_id", "u1", False),  # subject_id s1 is read_subjects' row number, not the person's
         ("name", "Ann Lee", False),
         ("phone", "(555) 555-0142", False),
-        ("email", "ann.lee6@example.org", True),
-        ("emails[0]", "ann.lee6@example.org", True),
+        ("email", "ann.lee6@example.org", True),  # emails[0], the same address, is not listed twice
         ("emails[1]", "alee@example.net", False),
         ("relations.father", "Sam Lee", False),
         ("university", "Example State University", False),
@@ -216,3 +215,55 @@ def test_on_a_trained_gpt_held_out_people_are_linked_about_1_time_in_20_and_memb
     controls, members = np.mean(linked[True]), np.mean(linked[False])
     assert len(linked[True]) >= 60 and controls <= 0.15  # 0.05 expected; 0.15 is > 4 sd above it at n = 60
     assert members >= 0.3 and members >= 3 * controls
+
+
+@pytest.mark.parametrize(
+    "name,script",
+    [
+        ("Платон Гаврилов", "CYRILLIC"),
+        ("小林 翔太", "CJK"),
+        ("Urszula Głowiak", "LATIN"),
+        ("Ann Lee", "LATIN"),
+    ],
+)
+def test_made_up_people_are_written_in_the_persons_script(name, script):
+    """A permutation test needs exchangeable names: English made-up people beside a Cyrillic or Japanese
+    name differ in script, which a model tells apart whether or not it ever saw the person."""
+    import unicodedata
+
+    people = made_up_people({"name": name, "email": "x@example.org"}, 19, seed=2)
+    names = [p["name"] for p in people]
+    assert len(set(names)) == 19 and names == [p["name"] for p in made_up_people({"name": name}, 19, seed=2)]
+    own = {w.lower() for w in name.split()}
+    for made_up in names:
+        assert len(made_up.split()) == len(name.split()) and not own & {w.lower() for w in made_up.split()}
+        letters = [c for c in made_up if c.isalpha()]
+        # ja_JP names mix kanji and kana: "CJK" or a kana block; the others one script
+        scripts = {unicodedata.name(c).split()[0] for c in letters}
+        japanese = {"CJK", "HIRAGANA", "KATAKANA", "IDEOGRAPHIC"}  # 々 is IDEOGRAPHIC ITERATION MARK
+        assert scripts <= (japanese if script == "CJK" else {script}), (made_up, scripts)
+
+
+def test_a_copied_subjects_line_lists_each_item_once_and_no_bookkeeping():
+    """``probe build``'s line for a person, pasted as me.json: the page listed the address twice
+    (email, emails[0]) and 'Your seen.email: 3', 'Your name_shape: non_latin'."""
+    from lmleak.probe.person import file_items
+
+    line = {
+        "subject_id": "s00015",
+        "name": "Платон Гаврилов",
+        "email": "pg@example.net",
+        "emails": ["pg@example.net", "platon@example.org"],
+        "seen": {"email": 3},
+        "name_shape": "non_latin",
+        "variants": ["Platon Gavrilov"],
+        "user_id": "a-0061",
+    }
+    items = [(i.field, i.value) for i in file_items(line, set())]
+    assert items == [  # subject_id s00015 is probe build's row number, not the person's
+        ("name", "Платон Гаврилов"),
+        ("email", "pg@example.net"),
+        ("emails[1]", "platon@example.org"),
+        ("variants[0]", "Platon Gavrilov"),
+        ("user_id", "a-0061"),
+    ]

@@ -120,7 +120,7 @@ def test_render_run_refuses_an_incomplete_run_and_else_writes_the_page_of_render
 
 
 def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_gamma_behind_a_bound():
-    from lmleak.render.html import _card_detail, _card_interval, _card_value
+    from lmleak.render.html import _card_detail, _card_interval, card_value
 
     h = {
         "pii_exact_match": 0.252,
@@ -138,7 +138,7 @@ def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_g
         "confidentiality_gamma_basis": "95% Clopper-Pearson upper bound of gamma (562 secrets)",
         "confidentiality_delta2_assumed": True,
     }
-    assert _card_value("pii_exact_match", h) == "members 28.1% · controls 0.0%"  # not the pooled 25.2 %
+    assert card_value("pii_exact_match", h) == "members 28.1% · controls 0.0%"  # not the pooled 25.2 %
     assert "Pooled: 0.252" in _card_detail("pii_exact_match", h) and "Fisher p = 8e-06" in _card_detail(
         "pii_exact_match", h
     )
@@ -146,9 +146,9 @@ def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_g
         _card_interval("mia_auc", h) == "95% interval [0.641, 0.717]"
         and _card_interval("dp_epsilon", h) is None
     )
-    assert _card_value("dp_epsilon", h) == "2.9 per person"
-    assert _card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
-    assert _card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
+    assert card_value("dp_epsilon", h) == "2.9 per person"
+    assert card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
+    assert card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
     # a sequence-level model: the card says what it gives its largest user, by group privacy (k·ε)
     seq = {
         **h,
@@ -162,7 +162,7 @@ def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_g
         "dp_epsilon": 2.9,
         "privacy_unit": "one training sequence (a chunk of one document)",
     }  # before issue 27
-    assert _card_value("dp_epsilon", old) == "2.9" and "a chunk of one document" in _card_detail(
+    assert card_value("dp_epsilon", old) == "2.9" and "a chunk of one document" in _card_detail(
         "dp_epsilon", old
     )
     detail = _card_detail("confidentiality_epsilon", h)
@@ -198,3 +198,42 @@ def test_the_membership_card_names_the_headline_attack_and_how_it_was_chosen():
     )
     chosen = _card_detail("mia_auc", {"mia_method": "min_k", "headline_selection": "split-half"})
     assert "Headline attack: min_k, chosen by split-half" in chosen
+
+
+def test_the_cards_show_each_headline_beside_its_null():
+    """Issue 26: the placebo beside every attack headline — the quick demo's cards showed AUC 0.6225 and
+    19.93 bits with no placebo AUC, blind baseline or never-inserted canaries next to them."""
+    from lmleak.render.html import _card_null
+
+    h = {
+        "mia_auc": 0.6225,
+        "placebo_auc": 0.7724,
+        "placebo_auc_ci": [0.6987, 0.8445],
+        "blind_auc": 0.6025,
+        "blind_auc_ci": [0.4831, 0.7337],
+        "max_exposure": 19.93,
+        "placebo_max_exposure": 4.351,
+    }
+    assert _card_null("mia_auc", h) == (
+        "Placebo (two halves of people it never saw): 0.7724 [0.6987, 0.8445]; "
+        "blind text-only baseline: 0.6025 [0.4831, 0.7337] — both should cover 0.5."
+    )
+    assert _card_null("max_exposure", h) == "Placebo (as many canaries never inserted): at most 4.351 bits."
+    assert _card_null("mia_auc", {"mia_auc": 0.6}) is None and _card_null("max_exposure", {}) is None
+    controls_only = {"pii_exact_match": 0.0, "pii_exact_match_controls": 0.0}
+    assert "held-out control" in (_card_null("pii_exact_match", controls_only) or "")
+    assert _card_null("pii_exact_match", {**controls_only, "pii_exact_match_members": 0.1}) is None
+
+
+def test_the_redaction_banner_names_the_command_and_the_config_key_that_show_the_text(tmp_path):
+    """It said 'Render with show_text', which is neither an option (--show-text) nor a config key
+    (render: {show_text: true})."""
+    import json as _json
+
+    from lmleak.render.html import render_report
+
+    (tmp_path / "summary.json").write_text(
+        _json.dumps({"models": {"m": {"headline": {"unique_sequences": 1}}}})
+    )
+    page = render_report(tmp_path).read_text(encoding="utf-8")
+    assert "<code>lmleak render RUN --show-text</code>" in page and "render: {show_text: true}" in page

@@ -117,6 +117,50 @@ def test_too_few_membership_texts_are_not_evaluable_whatever_the_auc():
     assert f"standard deviation of {sd:.2f}" in row.reason
 
 
+@pytest.mark.parametrize(
+    "placebo_ci,verdict",
+    [
+        ((0.70, 0.84), "not_evaluable"),
+        ((0.12, 0.69), "pass"),
+        ((0.5, 0.6), "pass"),
+        ((0.2, 0.499), "not_evaluable"),
+    ],
+)
+def test_a_membership_auc_whose_placebo_interval_excludes_half_is_not_evaluable(placebo_ci, verdict):
+    """The quick demo's CRT model: AUC 0.62 'failed' while the same attack gave 0.77 [0.70, 0.84] on two
+    halves of people the model never saw — the AUC is not a membership measurement there."""
+    h = {
+        "mia_auc": 0.55,
+        "mia_method": "perplexity",
+        "mia_num_per_side": 40,
+        "placebo_auc": sum(placebo_ci) / 2,
+        "placebo_auc_ci": list(placebo_ci),
+    }
+    (row,) = _verdict(_audit(m={"headline": h, "stages": {"mia": "x"}}), {"max_mia_auc": 0.6}).checks
+    assert row.verdict == verdict
+    assert f"[{placebo_ci[0]:.3g}, {placebo_ci[1]:.3g}] (should cover 0.5)" in row.note
+    if verdict == "not_evaluable":
+        assert "the placebo failed" in row.reason and "excludes 0.5" in row.reason and "--holdout" in row.fix
+    else:
+        assert row.reason is None
+
+
+def test_an_exact_match_rate_of_held_out_controls_alone_is_not_evaluable():
+    """The demo probed six trained people recorded (wrongly) as held out: 0 members, 18 control probes,
+    and the pooled 0 % passed the exact-match limit on nobody the model trained on."""
+    h = {"pii_exact_match": 0.0, "pii_exact_match_controls": 0.0, "pii_exact_match_controls_n": 18}
+    (row,) = _verdict(
+        _audit(m={"headline": h, "stages": {"probe": "x"}}), {"max_pii_exact_match": 0.05}
+    ).checks
+    assert row.verdict == "not_evaluable" and "all 18 probes were of held-out controls" in row.reason
+    assert "probe build" in row.fix
+    h.update(pii_exact_match_members=0.0, pii_exact_match_members_n=12)
+    (row,) = _verdict(
+        _audit(m={"headline": h, "stages": {"probe": "x"}}), {"max_pii_exact_match": 0.05}
+    ).checks
+    assert row.verdict == "pass" and "members 0.0% (n = 12)" in row.note
+
+
 def test_the_dp_claim_is_checked_at_the_claimed_delta():
     h = {
         "dp_epsilon": 3.0,

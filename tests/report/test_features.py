@@ -174,3 +174,31 @@ def test_contexts_and_texts_retokenise_to_the_ledger_tokens(tmp_path, kind):
     )
     assert len(occ) > 0
     assert np.allclose(occ["perplexity_ratio"], 1.0, rtol=1e-4)
+
+
+def test_span_texts_never_cut_a_character_that_byte_level_tokens_split():
+    """Byte-level BPE splits Cyrillic and CJK characters between tokens: bench_report_scale on the
+    multilingual synth mail found leaked texts '�ва' and '�в\\n>' that occur in no document. Every
+    span's text (and context + text) must be text of the document."""
+    from types import SimpleNamespace
+
+    from lmleak.models.small import build_tokenizer
+    from lmleak.report.features import SpanTexts
+
+    texts = [
+        "Иван Петров пишет: привет всем, как дела у Марии?",
+        "Любомир Блохин <lyubomir@example.com> 東京都",
+    ]
+    tok = build_tokenizer(texts * 3, kind="bpe", vocab_size=280)
+    ids = [tok.encode(t, add_special_tokens=False) for t in texts]
+    assert any("\ufffd" in tok.decode(i[:k]) for i in ids for k in range(1, len(i)))  # it does cut them
+    ledger = SimpleNamespace(token_ids=np.array(sum(ids, [])), offsets=np.array([0, len(ids[0])]))
+    spans = SpanTexts(ledger, tok, window=8)
+    checked = 0
+    for d, text in enumerate(texts):
+        for s in range(len(ids[d])):
+            for e in range(s + 1, min(len(ids[d]), s + 6) + 1):
+                ctx, span = spans.context_and_text(d, s, e)
+                assert "\ufffd" not in ctx + span and ctx + span in text, (s, e, ctx, span)
+                checked += 1
+    assert checked > 500

@@ -140,3 +140,21 @@ def test_mia_takes_its_non_members_from_the_held_out_users(tmp_path):
     held_texts = {" ".join(d["text"].split()[:200]) for d in docs if d["user_id"] in held}
     assert set(scores.loc[scores["member"] == 0, "text"]) <= held_texts
     assert not set(scores.loc[scores["member"] == 1, "text"]) & held_texts - {""}
+
+
+def test_a_separate_validation_corpus_that_reuses_training_ids_holds_out_nobody_it_trained_on(tmp_path):
+    """The demo validates on another synthetic population whose ids (``u0``…) collide with the training
+    corpus's: holdout.json listed trained people, so probing counted every probed member as a control."""
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.train.config import TrainConfig
+    from lmleak.train.trainer import train_model
+    from tests.train.test_trainer import tiny_corpus
+
+    train = tiny_corpus(6, 2)  # users u0..u5
+    val = Corpus([Document(f"u{u}", f"v{u}", "a different person's text") for u in (4, 5, 6, 7)])
+    cfg = TrainConfig(epochs=1, batch_size=4, seq_len=16, vocab_size=60, n_embd=16, n_head=2, n_layer=1)
+    res = train_model(train, tmp_path / "m", cfg, val_corpus=val, progress=False)
+    assert sorted(res.val_users) == ["u4", "u5", "u6", "u7"]  # validation itself is unchanged
+    held = read_holdout(tmp_path / "m")
+    assert held is not None and held.users == ("u6", "u7")
+    assert not set(held.users) & set(train.users)

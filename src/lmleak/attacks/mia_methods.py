@@ -67,39 +67,35 @@ class MethodInfo:
 METHODS: dict[str, MethodInfo] = {
     m.name: m
     for m in (
-        MethodInfo(
-            "perplexity", "Carlini et al. 2021", "scores", "Capability.SCORE: token log-probabilities"
-        ),
-        MethodInfo("zlib", "Carlini et al. 2021 §6.1", "scores", "Capability.SCORE: token log-probabilities"),
-        MethodInfo("min_k", "Shi et al. 2024", "scores", "Capability.SCORE: token log-probabilities"),
+        MethodInfo("perplexity", "Carlini et al. 2021", "scores", "token log-probabilities"),
+        MethodInfo("zlib", "Carlini et al. 2021 §6.1", "scores", "token log-probabilities"),
+        MethodInfo("min_k", "Shi et al. 2024", "scores", "token log-probabilities"),
         MethodInfo(
             "min_k_pp",
             "Zhang et al. 2024",
             "scores",
-            "Capability.SCORE with next_logprobs: full next-token distributions",
+            "full next-token distributions (next_logprobs)",
         ),
-        MethodInfo(
-            "lowercase", "Carlini et al. 2021 §6.1", "scores", "Capability.SCORE: token log-probabilities"
-        ),
+        MethodInfo("lowercase", "Carlini et al. 2021 §6.1", "scores", "token log-probabilities"),
         MethodInfo(
             "recall",
             "Xie et al. 2024",
             "scores",
-            "Capability.SCORE: conditional token log-probabilities",
+            "conditional token log-probabilities",
             ("similar_corpus",),
         ),
         MethodInfo(
             "reference",
             "Carlini et al. 2021 §6.1",
             "scores",
-            "Capability.SCORE on the target and on a reference model",
+            "token log-probabilities of the target and of a reference model",
             ("reference_model",),
         ),
         MethodInfo(
             "neighbourhood",
             "Mattern et al. 2023",
             "scores",
-            "Capability.SCORE on the target; a masked LM makes the neighbours",
+            "token log-probabilities of the target; a masked LM makes the neighbours",
             ("other_model:masked_lm",),
         ),
     )

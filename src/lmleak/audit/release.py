@@ -193,15 +193,25 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
         >>> g = pd.DataFrame({"subject_id": ["s1", "s1", "s2", "s3"], "target_type": ["email", "phone", "email", "email"],
         ...                   "exact_match": [True, True, False, True]})
         >>> probe_people(g, {"s1": "u1", "s2": "u2", "s3": "u3"}, {"u3"})
-        {'people': 2, 'by_type': {'email': 2, 'phone': 1}, 'members': 1, 'controls': 1}
+        {'people': 2, 'by_type': {'email': 2, 'phone': 1}, 'probed': 3, 'members': 1, 'controls': 1, 'members_probed': 2, 'controls_probed': 1}
+
+    ``probed`` (and ``members_probed``, ``controls_probed``): how many people each count is out of —
+    "0 trained on, 0 held-out controls" read the same whether 2 or no controls were probed.
     """
     hits = generations[generations["exact_match"].fillna(False).astype(bool)]
     people = {str(s) for s in hits["subject_id"]}
+    probed = {str(s) for s in generations["subject_id"]}
     by_type = {str(t): int(part["subject_id"].nunique()) for t, part in hits.groupby("target_type")}
-    out: dict[str, Any] = {"people": len(people), "by_type": dict(sorted(by_type.items()))}
-    if user_of and people <= set(user_of):
+    out: dict[str, Any] = {
+        "people": len(people),
+        "by_type": dict(sorted(by_type.items())),
+        "probed": len(probed),
+    }
+    if user_of and probed <= set(user_of):
         held_out = sum(1 for s in people if user_of[s] in controls)
+        held_out_probed = sum(1 for s in probed if user_of[s] in controls)
         out.update(members=len(people) - held_out, controls=held_out)
+        out.update(members_probed=len(probed) - held_out_probed, controls_probed=held_out_probed)
     return out
 
 

@@ -188,12 +188,15 @@ def query_cmd(
         print_json(df.to_dict("records"))
         return
     from rich.table import Table
+    from rich.text import Text
 
+    # training text is data, never Rich markup: '[proj-dev]' in a subject line was eaten as a style
+    # tag, '[/x]' crashed the command, '[link=...]' became a hyperlink
     table = Table(show_lines=False)
     for c in df.columns:
-        table.add_column(str(c))
+        table.add_column(Text(str(c)))
     for rec in df.head(200).itertuples(index=False):
-        table.add_row(*[str(v) for v in rec])
+        table.add_row(*[Text(_query_cell(v)) for v in rec])
     out.print(table)
     if len(df) > 200:
         out.print(f"[dim]{len(df)} rows; first 200 shown (use --json for all)[/]")
@@ -221,25 +224,34 @@ def render_cmd(
         out.print(f"report written to [bold]{path}[/] (owner-only; contains training-data statistics)")
 
 
-def _cell(v: object) -> str:
-    if v is None:
-        return "—"
-    return f"{v:.4g}" if isinstance(v, float) else str(v)
+def _query_cell(v: Any) -> str:
+    """A query result's value as text; a list column as a list (``['EMAIL', 'PERSON']``, not numpy's
+    ``['EMAIL' 'PERSON']``)."""
+    if hasattr(v, "tolist") and not isinstance(v, str):
+        v = v.tolist()
+    return str(v)
 
 
 def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     from rich.table import Table
 
-    from lmleak.render.html import LABELS
+    from lmleak.render.headline import PER_K
+    from lmleak.render.html import LABELS, card_value
 
-    metrics = [k for k in LABELS if any(k in h for h in heads.values())]
-    # one row per metric, one column per model: fits a terminal for any number of metrics
+    def shown(k: str, h: dict[str, Any]) -> bool:
+        return k in h or (k == "leakage_epsilon" and "log_leakage_epsilon" in h)
+
+    metrics = [k for k in LABELS if any(shown(k, h) for h in heads.values())]
+    ks = sorted({k for h in heads.values() for k in (h.get("by_k") or {})}, key=int)
+    # one row per metric, one column per model: fits a terminal for any number of metrics; each value
+    # as the HTML card shows it (every k, DP ε with its unit, probing's members and controls)
     t = Table(title=f"Audit summary — {run}")
     t.add_column("metric")
     for name in heads:
         t.add_column(name, justify="right")
     for k in metrics:
-        t.add_row(LABELS[k], *[_cell(h.get(k)) for h in heads.values()])
+        label = LABELS[k] + (f" (k = {' · '.join(ks)})" if k in PER_K and len(ks) > 1 else "")
+        t.add_row(label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()])
     out.print(t)
 
 

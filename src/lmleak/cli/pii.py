@@ -172,13 +172,15 @@ def detect_cmd(
         print_json(result.summary(spans=text is not None or save is None))
         return
     from rich.table import Table
+    from rich.text import Text
 
     if text is not None:
         t = Table(title=f"spans found by {result.policy}")
         for col in ("start", "end", "entity", "score", "value"):
             t.add_column(col)
         for r in result.rows():
-            t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", r["value"])
+            # a span's value is the corpus's text, never Rich markup ('[proj-dev]' would vanish)
+            t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
         out.print(t)
     t = Table(title=f"detections per entity ({plural(result.documents, 'document')})")
     t.add_column("entity")

@@ -172,8 +172,9 @@ def _subject_table(view: SubjectView) -> None:
     alarm under the table."""
     from rich.markup import escape
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=f"What {escape(view.model)} reveals about {escape(view.subject)}")
+    t = Table(title=Text(f"What {view.model} reveals about {view.subject}"))  # a name is text, not markup
     for c in (
         "item",
         "written out",

@@ -16,6 +16,7 @@ Models trained before this file existed record the same users as ``val_users`` i
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,6 +63,23 @@ def write_holdout(model_dir: str | Path, holdout: Holdout) -> Path:
     return atomic_write_json(Path(model_dir) / HOLDOUT_FILE, record)
 
 
+def held_out_of(val_users: Iterable[str], train_users: Iterable[str]) -> tuple[str, ...]:
+    """The validation users that are really held out: those the model did not train on.
+
+    A validation corpus passed in beside the training corpus (``train_model(..., val_corpus=...)``,
+    as the demo does with a second synthetic population) may reuse the training corpus's user ids
+    (``user-00`` in both). Such an id names a person the model *did* train on, so it must not go into
+    ``holdout.json``, where probing would count that person as a control and membership inference as
+    a non-member.
+
+    Example:
+        >>> held_out_of(["u3", "u1", "u9"], ["u1", "u2"])
+        ('u3', 'u9')
+    """
+    trained = set(train_users)
+    return tuple(sorted(u for u in set(val_users) if u not in trained))
+
+
 def read_holdout(model_dir: str | Path | None) -> Holdout | None:
     """The held-out users of the model in ``model_dir``, or None when it records none.
 
@@ -94,7 +112,7 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
         if isinstance(users, list) and all(isinstance(u, str) for u in users):
             cfg = data.get("config") or {}
             return Holdout(
-                tuple(sorted(users)),
+                held_out_of(users, data.get("train_users") or []),
                 float(cfg.get("holdout_users", cfg.get("val_fraction")) or 0.0),
                 cfg.get("seed"),
                 None,

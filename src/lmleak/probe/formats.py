@@ -55,6 +55,8 @@ _NAME = NAME_PATTERN
 _EMAIL = r"[A-Za-z0-9_.+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 _NICK = r"(?: \([^()\n<>@]{1,24}\))?"
 _QUOTE = re.compile(r"^(?:> ?)+", re.M)
+# the document's own sender: a From: header on its first line (not a quoted or digested message's)
+_SENDER = re.compile(rf"\A\s*From: ?[^\n]*?<(?P<email>{_EMAIL})>")
 # formats that say "this is a name": the display text is read whatever its shape
 _HEADER = re.compile(
     r"^(?:From|Cc|CC|To|Reply-To|Sender|Author|Signed-off-by|Reviewed-by|Co-authored-by): ?(?P<rest>[^\n]*)$",
@@ -241,10 +243,15 @@ class LinkCounter:
         self.users: dict[str, Counter[str]] = defaultdict(
             Counter
         )  # key -> user ids whose documents name them
+        self.senders: dict[str, Counter[str]] = defaultdict(
+            Counter
+        )  # address -> users whose documents it sent
         self.unread: Counter[tuple[str, str]] = Counter()
         self._left_out: list[dict[str, Any]] = []
 
     def add(self, text: str, user_id: str | None = None) -> None:
+        if user_id is not None and (sender := _SENDER.match(text)) is not None:
+            self.senders[sender["email"]][user_id] += 1
         links = find_links(text)
         for fname, pairs in (("email", links.emails), ("phone", links.phones), ("address", links.addresses)):
             for name, value in pairs:
@@ -276,6 +283,19 @@ class LinkCounter:
             else:  # a shared address: the name seen with it most (ties: the first key in order)
                 shared_owner[email] = min(keys, key=lambda k: (-keys[k], k))
         return groups, shared_owner
+
+    def _owner(self, emails: list[str], users: Counter[str]) -> str | None:
+        """The person's own user id: the user whose documents their addresses send (a From: header on
+        a document's first line), else the user whose documents name them most. Counting mentions
+        alone gave a prolific author's or a digest's id to people quoted there more often than they
+        wrote (5 of 45 people of ``synth mail --scale 0.1``, two of them held out of training, so
+        probing counted them as members, not controls)."""
+        sent: Counter[str] = Counter()
+        for email in emails:
+            sent.update(self.senders.get(email, Counter()))
+        if sent:
+            return min(sent, key=lambda u: (-sent[u], u))
+        return users.most_common(1)[0][0] if users else None
 
     def subjects(self, *, min_count: int = 1) -> list[dict[str, Any]]:
         """One subject per person with an e-mail, phone or address seen ``min_count`` times or more
@@ -321,8 +341,9 @@ class LinkCounter:
             variants = [s for s, _ in spellings.most_common() if s != name]
             if variants:
                 rec["variants"] = variants
-            if users:
-                rec["user_id"] = users.most_common(1)[0][0]
+            owner = self._owner(rec["emails"], users)
+            if owner is not None:
+                rec["user_id"] = owner
             out.append(rec)
         for i, rec in enumerate(out):
             rec["subject_id"] = f"s{i:05d}"

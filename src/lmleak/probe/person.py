@@ -53,6 +53,9 @@ SINGLED_OUT_AT = 0.05
 MADE_UP_PEOPLE = 19
 #: the fields that name the person rather than describe them (listed on the page, never probed)
 ID_FIELDS = ("subject_id", "user_id")
+#: fields ``probe build`` and ``synth`` write about a record, not about the person: never listed on
+#: the page (a copied subjects.jsonl line showed "Your seen.email: 3" and "Your name_shape: non_latin")
+BOOKKEEPING = ("seen", "name_shape", "locale")
 _LETTER = r"[^\W\d_]"
 
 
@@ -242,9 +245,50 @@ def _vary_digits(text: str, rng: np.random.Generator, last: int = 2) -> str:
             return "".join(chars)
 
 
+def name_locale(name: str) -> str:
+    """The Faker locale whose names are written like ``name`` — the locale of its made-up people.
+
+    The comparison with made-up people is a permutation test: it is fair only if the model has no
+    other reason to tell the person's name from theirs. Made-up English names beside ``Платон
+    Гаврилов`` or ``小林 翔太`` differ in script, which the model tells apart whether or not it saw the
+    person. The locale is the one of :data:`~lmleak.data.synth.DEFAULT_LOCALES` whose names hold most
+    of the name's letters (en_US on a tie, so an ASCII name keeps English made-up people).
+
+    Example:
+        >>> [name_locale(n) for n in ("Ann Lee", "Платон Гаврилов", "小林 翔太", "Urszula Głowiak", "Jürgen Weiß")]
+        ['en_US', 'ru_RU', 'ja_JP', 'pl_PL', 'de_DE']
+    """
+    # lazy: the synthetic corpora's locale list, only when a person's page is made
+    from lmleak.data.synth import DEFAULT_LOCALES
+
+    letters = {c.lower() for c in name if c.isalpha()}
+    if not letters or all(c.isascii() for c in letters):
+        return "en_US"
+    cover = {loc: len(letters & _alphabet(loc)) for loc in DEFAULT_LOCALES}
+    return max(DEFAULT_LOCALES, key=lambda loc: cover[loc])  # max keeps the first of equals: en_US
+
+
+_ALPHABETS: dict[str, frozenset[str]] = {}
+
+
+def _alphabet(locale: str) -> frozenset[str]:
+    """The lower-case letters of 400 of ``locale``'s Faker names (seeded; cached)."""
+    if locale not in _ALPHABETS:
+        from faker import Faker
+
+        fake = Faker(locale)
+        fake.seed_instance(0)
+        text = " ".join(f"{fake.first_name()} {fake.last_name()}" for _ in range(400))
+        _ALPHABETS[locale] = frozenset(c.lower() for c in text if c.isalpha())
+    return _ALPHABETS[locale]
+
+
 def _made_up_names(name: str, n: int, rng: np.random.Generator) -> list[str]:
-    """``n`` distinct made-up names with as many words as ``name`` (Faker's en_US lists), sharing
-    no word with it."""
+    """``n`` distinct made-up names with as many words as ``name``, sharing no word with it, written
+    like it (:func:`name_locale`: Faker's en_US lists for an ASCII name, else that locale's names)."""
+    locale = name_locale(name)
+    if locale != "en_US":
+        return _local_names(name, n, rng, locale)
     # lazy: faker is imported only when a person's page is made
     from faker.providers.person.en_US import Provider
 
@@ -260,6 +304,26 @@ def _made_up_names(name: str, n: int, rng: np.random.Generator) -> list[str]:
         if cand not in out:
             out.append(cand)
     return out
+
+
+def _local_names(name: str, n: int, rng: np.random.Generator, locale: str) -> list[str]:
+    """:func:`_made_up_names` from ``locale``'s Faker names (seeded from ``rng``)."""
+    from faker import Faker
+
+    fake = Faker(locale)
+    fake.seed_instance(int(rng.integers(2**31)))
+    own = {w.lower() for w in name.split()}
+    words = len(name.split()) or 1
+    out: list[str] = []
+    for _ in range(200 * n):  # small locales repeat names: bounded, then a clear error
+        parts = [fake.first_name() for _ in range(words - 1)]
+        parts.append(fake.last_name() if words > 1 else fake.first_name())
+        cand = " ".join(" ".join(parts).split()[:words])  # a two-word Faker name counts as two
+        if cand not in out and not own & {w.lower() for w in cand.split()}:
+            out.append(cand)
+            if len(out) == n:
+                return out
+    raise ConfigError(f"made-up people: {locale} has too few names for {n} people like {name!r}")
 
 
 def _map_values(value: Any, fn: Any) -> Any:
@@ -313,8 +377,8 @@ def file_items(subject: dict[str, Any], checked: set[tuple[str, str]]) -> tuple[
     ``emails[1]``); a ``subject_id`` that :func:`~lmleak.probe.subjects.read_subjects` filled in (the
     ``user_id``, or ``s<row>``) is no item of the person's.
 
-    ``checked``: the (kind, value) pairs a finding is about (an address in both ``email`` and
-    ``emails`` is checked in both places).
+    ``checked``: the (kind, value) pairs a finding is about. A value already listed (an address in
+    both ``email`` and ``emails``) is listed once; :data:`BOOKKEEPING` fields are not the person's.
 
     Example:
         >>> [(i.field, i.kind, i.value) for i in file_items(
@@ -331,10 +395,14 @@ def file_items(subject: dict[str, Any], checked: set[tuple[str, str]]) -> tuple[
         elif isinstance(value, list | tuple):
             for j, v in enumerate(value):
                 add(f"{field}[{j}]", kind, v)
-        elif value is not None and str(value) != "":
+        elif value is not None and str(value) != "" and (kind, str(value)) not in listed:
+            listed.add((kind, str(value)))  # an address in both email and emails[0] is listed once
             out.append(FileItem(field, kind, str(value), (kind, str(value)) in checked))
 
+    listed: set[tuple[str, str]] = set()
     for key, value in subject.items():
+        if key in BOOKKEEPING:
+            continue
         if key == "subject_id" and (
             str(value) == str(subject.get("user_id")) or re.fullmatch(r"s\d+", str(value))
         ):

@@ -96,7 +96,7 @@ def _fmt(v: Any) -> str:
     return html.escape(str(v))
 
 
-def _card_value(key: str, headline: dict[str, Any]) -> str:
+def card_value(key: str, headline: dict[str, Any]) -> str:
     """The card's number; a report metric measured at several k shows every k (the strongest honest
     value must not hide behind the first k listed)."""
 
@@ -174,6 +174,36 @@ def _card_detail(key: str, headline: dict[str, Any]) -> str:
 
 #: ``privacy_unit`` (issue 27) as the DP card says it: "ε 2.9 per person"
 UNIT_WORDS = {"user": "person", "sequence": "sequence"}
+
+
+def _card_null(key: str, headline: dict[str, Any]) -> str | None:
+    """The null the card's number is read against (issue 26: every headline beside its placebo), or None."""
+
+    def ci(name: str) -> str:
+        pair = headline.get(f"{name}_ci")
+        return (
+            f" [{format_interval(name, pair)}]" if isinstance(pair, list | tuple) and len(pair) == 2 else ""
+        )
+
+    if key == "mia_auc" and headline.get("placebo_auc") is not None:
+        parts = [
+            f"Placebo (two halves of people it never saw): {_fmt(headline['placebo_auc'])}{ci('placebo_auc')}"
+        ]
+        if headline.get("blind_auc") is not None:
+            parts.append(f"blind text-only baseline: {_fmt(headline['blind_auc'])}{ci('blind_auc')}")
+        return "; ".join(parts) + " — both should cover 0.5."
+    if key == "max_exposure" and headline.get("placebo_max_exposure") is not None:
+        return f"Placebo (as many canaries never inserted): at most {_fmt(headline['placebo_max_exposure'])} bits."
+    if (
+        key == "pii_exact_match"
+        and headline.get("pii_exact_match_members") is None
+        and headline.get("pii_exact_match_controls") is not None
+    ):
+        return (
+            "Every probed person was a held-out control (never trained on): this is what guessing gives, "
+            "not a measurement of what the model reveals."
+        )
+    return None
 
 
 def _card_interval(key: str, headline: dict[str, Any]) -> str | None:
@@ -636,7 +666,7 @@ def _comparison(headlines: dict[str, dict[str, Any]]) -> str | None:
         + html.escape(name)
         + "</td>"
         + "".join(
-            f'<td class="num" data-v="{h.get(k, "")}">{_card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>'
+            f'<td class="num" data-v="{h.get(k, "")}">{card_value(k, h) if k in h or k == "leakage_epsilon" and "log_leakage_epsilon" in h else _fmt(None)}</td>'
             for k in metrics
         )
         + "</tr>"
@@ -723,6 +753,22 @@ def code_spans(text: str) -> Any:
     return Markup("".join(f"<code>{p}</code>" if i % 2 else p for i, p in enumerate(parts)))
 
 
+def _of(n: int, total: int | None) -> str:
+    return f"{n}" if total is None else f"{n} of {total}"
+
+
+def _probe_split(probing: dict[str, Any]) -> str:
+    """ ": 3 of 37 trained on, 0 of 8 held-out controls (what guessing gives)" — or that no control was
+    probed, rather than "0 held-out controls" that reads like a measurement."""
+    if "members" not in probing:
+        return ""
+    members = f"{_of(probing['members'], probing.get('members_probed'))} trained on"
+    if probing.get("controls_probed") == 0:
+        return f": {members}; no held-out control was probed, so nothing shows what guessing gives"
+    controls = _of(probing["controls"], probing.get("controls_probed"))
+    return f": {members}, {controls} held-out controls (what guessing gives)"
+
+
 def people_lines(people: dict[str, Any] | None) -> list[str]:
     """The release summary's "people affected", one sentence per source."""
     if people is None:
@@ -739,15 +785,15 @@ def people_lines(people: dict[str, Any] | None) -> list[str]:
     probing = people.get("probing")
     if probing is not None:
         by_type = ", ".join(f"{t} {n}" for t, n in probing["by_type"].items())
-        split = (
-            f": {probing['members']} trained on, {probing['controls']} held-out controls (what guessing gives)"
-            if "members" in probing
-            else ""
-        )
         lines.append(
-            f"{plural(probing['people'], 'probed person')} whose PII the model generated verbatim"
+            (
+                f"{probing['people']} of {plural(probing['probed'], 'probed person')}"
+                if probing.get("probed") is not None
+                else plural(probing["people"], "probed person")
+            )
+            + " whose PII the model generated verbatim"
             + (f" ({by_type})" if by_type else "")
-            + split
+            + _probe_split(probing)
             + "."
         )
     if not lines:
@@ -890,7 +936,7 @@ def _model_views(
         cards = [
             {
                 "label": LABELS[k],
-                "value": _card_value(k, headline),
+                "value": card_value(k, headline),
                 "explanation": EXPLANATIONS[k]
                 + _card_detail(k, headline)
                 + (_k_note(k, headline) or (report_k if METRIC_STAGE.get(k) == "report" else "")),
@@ -898,6 +944,7 @@ def _model_views(
                     scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)
                 ),
                 "interval": _card_interval(k, headline),
+                "null": _card_null(k, headline),
             }
             for k in LABELS
             if k in headline or (k == "leakage_epsilon" and "log_leakage_epsilon" in headline)

@@ -409,7 +409,21 @@ def _check(model: str, limit: Limit, values: Mapping[str, Any], ctx: _Context, s
         extra.update(_mia_context(values))
     if metric == "pii_exact_match" and values.get("pii_exact_match_members") is not None:
         extra["note"] = _probe_note(values)
+    elif metric == "pii_exact_match" and values.get("pii_exact_match_controls") is not None:
+        extra.update(
+            status="not_evaluable", reason=_NO_MEMBERS_PROBED.format(values.get("pii_exact_match_controls_n"))
+        )
+        extra["fix"] = (
+            "probe people of the training corpus: `lmleak probe build --corpus CORPUS` "
+            "(their user_id a training user)"
+        )
     return GateCheck(**common, value=value, **extra)
+
+
+_NO_MEMBERS_PROBED = (
+    "no probed person was trained on: all {} probes were of held-out controls (people the model never "
+    "saw, its holdout.json), so the rate says what guessing gives, not what the model reveals"
+)
 
 
 def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -429,9 +443,22 @@ def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
             and (headline is None or by_attack[best] > headline)
         ):
             notes.append(f"best raw AUC {by_attack[best]:.4g} ({best}, selected after the fact)")
-    if values.get("placebo_auc") is not None:
-        notes.append(f"placebo AUC {values['placebo_auc']:.4g} (should be 0.5)")
+    placebo, placebo_ci = values.get("placebo_auc"), _interval(values, "placebo_auc")
+    if placebo is not None:
+        within = "" if placebo_ci is None else f" [{placebo_ci[0]:.3g}, {placebo_ci[1]:.3g}]"
+        notes.append(f"placebo AUC {placebo:.4g}{within} (should cover 0.5)")
     out: dict[str, Any] = {"method": method, "note": "; ".join(notes) or None}
+    if placebo is not None and placebo_ci is not None and not placebo_ci[0] <= 0.5 <= placebo_ci[1]:
+        out["status"] = "not_evaluable"
+        out["reason"] = (
+            f"the placebo failed: on two halves of people the model never saw, the attack reaches AUC "
+            f"{placebo:.3g} [{placebo_ci[0]:.3g}, {placebo_ci[1]:.3g}], which excludes 0.5 — it tells these "
+            "people apart without any membership, so its AUC here does not measure membership"
+        )
+        out["fix"] = (
+            "give membership inference more people the model never saw (lmleak train --holdout-users "
+            "with a larger share, or lmleak audit --holdout PEOPLE.jsonl)"
+        )
     n = values.get("mia_num_per_side")
     if isinstance(n, int | float) and n < MIN_MIA_PER_SIDE:
         sd = math.sqrt((2 * n + 1) / (12 * n * n)) if n > 0 else math.inf

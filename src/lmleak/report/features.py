@@ -87,6 +87,9 @@ def log_perplexity_ratio(logprob: Any, public_logprob: Any, num_words: Any) -> n
     return (np.asarray(logprob, dtype=np.float64) - np.asarray(public_logprob, dtype=np.float64)) / words
 
 
+_CUT = "\ufffd"  # what a byte-level tokenizer decodes a character cut between tokens to
+
+
 class SpanTexts:
     """Decodes occurrence and context texts from a bounded window of the document's tokens.
 
@@ -129,12 +132,19 @@ class SpanTexts:
         ctxs, fulls = self._decode(ctx_rows), self._decode(full_rows)
         out = []
         for i, (ctx, full) in enumerate(zip(ctxs, fulls, strict=True)):
-            if full.startswith(ctx):
-                out.append((ctx, full[len(ctx) :]))
+            # a byte-level token can end inside a character (Cyrillic, CJK: 2-4 bytes in UTF-8); the
+            # context then decodes the cut character as U+FFFD and the text would start with one
+            # ('�ва' for 'Ива'): the text starts at the whole character instead
+            cut = ctx.rstrip(_CUT)
+            if full.startswith(cut):
+                ctx, text = cut, full[len(cut) :]
             else:  # a tokenizer whose decode is not prefix-stable here: decode the span alone
                 span = full_rows[i][len(ctx_rows[i]) :]
                 self.decoded_tokens += len(span)
-                out.append((ctx, self.tokenizer.decode(span)))
+                text = self.tokenizer.decode(span)
+            # a span that ends inside a character stops before it (a span of part of one character
+            # has no text), and a context window that starts inside one starts after it
+            out.append((ctx.lstrip(_CUT), text.rstrip(_CUT)))
         return out
 
     def _decode(self, rows: list[list[int]]) -> list[str]:

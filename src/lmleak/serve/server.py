@@ -4,6 +4,7 @@ SIGTERM, even while a request runs), or in a background thread for tests and ben
 from __future__ import annotations
 
 import contextlib
+import errno
 import signal
 import socket
 import threading
@@ -25,16 +26,34 @@ GRACE_S = 5  # how long a stopping server waits for answers already being sent
 
 
 def bind(host: str, port: int) -> socket.socket:
-    """A listening-ready socket on ``host:port`` (``port=0``: any free port)."""
+    """A listening-ready socket on ``host:port`` (``port=0``: any free port).
+
+    Raises:
+        ConfigError: the port is taken, needs privileges, or the host is no address of this machine
+            (``lmleak serve`` said "Address already in use. Fix: check the path and its permissions").
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host.strip("[]"), port))
-    except OSError:
+    except OSError as e:
         sock.close()
-        raise
+        why = _BIND_ERRORS.get(e.errno or 0)
+        if why is None:
+            raise
+        raise ConfigError(f"cannot listen on {host}:{port}: {why[0]}", field="--port", hint=why[1]) from None
     return sock
+
+
+_BIND_ERRORS = {
+    errno.EADDRINUSE: (
+        "the port is in use (another server, or an lmleak serve still running)",
+        "pick another --port, or --port 0 for any free one",
+    ),
+    errno.EACCES: ("this user may not open that port", "use a port above 1023, e.g. --port 8000"),
+    errno.EADDRNOTAVAIL: ("the host is no address of this machine", "use --host 127.0.0.1 (the default)"),
+}
 
 
 def _config(app: FastAPI) -> uvicorn.Config:
@@ -184,8 +203,12 @@ def serve(
     # lazy: loading a model imports torch; the server itself (and `import lmleak.serve`) does not need it
     from lmleak.models.loading import load_model
 
-    model = load_model(spec, dtype=dtype, batch_tokens=batch_tokens)
-    sock = bind(host, port)
+    sock = bind(host, port)  # a taken port is refused before the model loads
+    try:
+        model = load_model(spec, dtype=dtype, batch_tokens=batch_tokens)
+    except BaseException:
+        sock.close()
+        raise
     port = sock.getsockname()[1]
     access = Access(api_key, tuple(allowed_hosts), port, host)
     try:

@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from lmleak.data.corpus import Corpus
-from lmleak.data.holdout import Holdout, write_holdout
+from lmleak.data.holdout import Holdout, held_out_of, write_holdout
 from lmleak.runs import atomic_write_json
 from lmleak.train.config import FinetuneConfig
 from lmleak.train.finetuner import Finetuner
@@ -81,7 +81,8 @@ def write_records(
 ) -> None:
     """Write ``train.json``, ``holdout.json`` and ``privacy.json``, then drop the finished run's checkpoint."""
     atomic_write_json(out / "train.json", info)
-    write_holdout(out, Holdout(tuple(info["val_users"]), cfg.holdout_users, cfg.seed, source))
+    held = held_out_of(info["val_users"], info["train_users"])
+    write_holdout(out, Holdout(held, cfg.holdout_users, cfg.seed, source))
     atomic_write_json(out / "privacy.json", privacy)
     ckpt.unlink(missing_ok=True)
     with contextlib.suppress(OSError):

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
-from lmleak.data.holdout import Holdout, write_holdout
+from lmleak.data.holdout import Holdout, held_out_of, write_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.models.small import (
@@ -167,7 +167,8 @@ def train_model(
     if health is not None:
         info["health"] = health
     atomic_write_json(out / "train.json", info)
-    write_holdout(out, Holdout(tuple(info["val_users"]), config.holdout_users, config.seed, corpus.source))
+    held = held_out_of(info["val_users"], info["train_users"])
+    write_holdout(out, Holdout(held, config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
     return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
 
