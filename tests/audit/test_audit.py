@@ -152,15 +152,15 @@ def test_the_report_renders_in_a_headless_browser(audit_dir, tmp_path):
 def test_the_sequence_table_names_each_rows_k_and_the_cards_name_the_headline_k(tmp_path):
     import pandas as pd
 
-    from lmleak.render.html import _report_k, _sequence_table
+    from lmleak.render.tables import report_k, sequence_table
 
     seqs = pd.DataFrame({"k": [1, 3, 3], "length_tokens": [2, 4, 3], "users_in_d": [2, 1, 1]})
-    table, note = _sequence_table(seqs, "seq-1", show_text=False, limit=10)
+    table, note = sequence_table(seqs, "seq-1", show_text=False, limit=10)
     assert '<th class="">k</th>' in table
     assert note == "3 sequences (k = 1: 1, k = 3: 2)"
     (tmp_path / "summary.json").write_text(json.dumps({"k": 1, "ks": [1, 3], "unique_sequences": 0}))
-    assert _report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."
-    assert _report_k(tmp_path / "missing") == ""
+    assert report_k(tmp_path) == " Counted at k = 1; the table below lists k = 3 too."
+    assert report_k(tmp_path / "missing") == ""
 
 
 def test_a_stage_the_models_access_cannot_support_is_skipped_without_leaving_the_run_incomplete(tmp_path):

@@ -143,7 +143,7 @@ def test_the_people_affected_line_says_out_of_how_many_and_when_no_control_was_p
     (old,) = people_lines({"probing": {"people": 1, "by_type": {"email": 1}, "members": 1, "controls": 0}})
     assert (
         old
-        == "1 probed people whose PII the model generated verbatim (email 1): 1 trained on, 0 held-out controls (what guessing gives)."
+        == "1 probed person whose PII the model generated verbatim (email 1): 1 trained on, 0 held-out controls (what guessing gives)."
     )
 
 

@@ -167,7 +167,7 @@ def test_a_negative_margin_inside_the_noise_is_not_a_significant_violation():
 
 
 def test_the_html_greys_out_margins_whose_interval_contains_zero():
-    from lmleak.render.html import _margin_colour, _margin_error_bars
+    from lmleak.render.plots import _margin_colour, _margin_error_bars
 
     res = margins_table({"K+": {"valid": 100, "correct": 3}, "K-": {"valid": 100, "correct": 4}})
     assert _margin_colour(res["margins"][0]) == "#b8bcc6"
@@ -198,7 +198,7 @@ def test_margins_from_csv_is_margins_table_of_read_counts(tmp_path):
 def test_every_margins_result_says_its_intervals_assume_independence_and_cover_one_comparison(tmp_path):
     import json
 
-    from lmleak.render.html import _margins_plot
+    from lmleak.render.plots import _margins_plot
 
     res = margins_table(read_counts(_csv(tmp_path)))
     note = res["multiplicity_note"]

@@ -1,0 +1,100 @@
+"""The report's cards: value, detail, null and interval (lmleak.render.cards)."""
+
+from __future__ import annotations
+
+
+def test_the_dp_audit_card_states_the_claim_and_the_measurement_as_its_own_sentence():
+    from lmleak.render.cards import card_detail
+
+    detail = card_detail("epsilon_lower_bound", {"dp_epsilon": 6.594, "epsilon_lower_bound": 0.0})
+    assert detail == " Claimed ε ≤ 6.59; measured ≥ 0."
+    violated = card_detail("epsilon_lower_bound", {"dp_epsilon": 0.5, "epsilon_lower_bound": 1.2})
+    assert violated.endswith("measured ≥ 1.2. The claim is violated.")
+
+
+def test_the_cards_show_intervals_members_vs_controls_the_privacy_unit_and_the_gamma_behind_a_bound():
+    from lmleak.render.cards import card_detail, card_interval, card_value
+
+    h = {
+        "pii_exact_match": 0.252,
+        "pii_exact_match_members": 0.281,
+        "pii_exact_match_members_n": 320,
+        "pii_exact_match_controls": 0.0,
+        "pii_exact_match_controls_n": 44,
+        "pii_exact_match_fisher_p": 8e-6,
+        "mia_auc": 0.679,
+        "mia_auc_ci": [0.641, 0.717],
+        "dp_epsilon": 2.9,
+        "privacy_unit": "user",
+        "confidentiality_epsilon": 0.81,
+        "confidentiality_gamma": 0.005316,
+        "confidentiality_gamma_basis": "95% Clopper-Pearson upper bound of gamma (562 secrets)",
+        "confidentiality_delta2_assumed": True,
+    }
+    assert card_value("pii_exact_match", h) == "members 28.1% · controls 0.0%"  # not the pooled 25.2 %
+    assert "Pooled: 0.252" in card_detail("pii_exact_match", h) and "Fisher p = 8e-06" in card_detail(
+        "pii_exact_match", h
+    )
+    assert (
+        card_interval("mia_auc", h) == "95% interval [0.641, 0.717]"
+        and card_interval("dp_epsilon", h) is None
+    )
+    assert card_value("dp_epsilon", h) == "2.9 per person"
+    assert card_value("dp_epsilon", {**h, "privacy_unit": "sequence"}) == "2.9 per sequence"
+    assert card_value("dp_epsilon", {"dp_epsilon": 2.9}) == "2.9"  # no unit recorded: the number alone
+    # a sequence-level model: the card says what it gives its largest user, by group privacy (k·ε)
+    seq = {
+        **h,
+        "privacy_unit": "sequence",
+        "largest_user_sequences": 17,
+        "group_privacy_epsilon_largest_user": 17 * 2.9,
+    }
+    assert "the largest user, with 17 sequences, is protected at ε = 49.3" in card_detail("dp_epsilon", seq)
+    assert "group-privacy" not in card_detail("dp_epsilon", h)  # per person already
+    old = {
+        "dp_epsilon": 2.9,
+        "privacy_unit": "one training sequence (a chunk of one document)",
+    }  # before issue 27
+    assert card_value("dp_epsilon", old) == "2.9" and "a chunk of one document" in card_detail(
+        "dp_epsilon", old
+    )
+    detail = card_detail("confidentiality_epsilon", h)
+    assert (
+        "γ = 0.005316 (95% Clopper-Pearson upper bound of gamma (562 secrets))" in detail
+        and "0 is assumed" in detail
+    )
+
+
+def test_the_membership_card_names_the_headline_attack_and_how_it_was_chosen():
+    from lmleak.render.cards import card_detail
+
+    assert card_detail("mia_auc", {"mia_method": "reference"}) == (
+        " Headline attack: reference (every attack: the table under Plots)."
+    )
+    chosen = card_detail("mia_auc", {"mia_method": "min_k", "headline_selection": "split-half"})
+    assert "Headline attack: min_k, chosen by split-half" in chosen
+
+
+def test_the_cards_show_each_headline_beside_its_null():
+    """Issue 26: the placebo beside every attack headline — the quick demo's cards showed AUC 0.6225 and
+    19.93 bits with no placebo AUC, blind baseline or never-inserted canaries next to them."""
+    from lmleak.render.cards import card_null
+
+    h = {
+        "mia_auc": 0.6225,
+        "placebo_auc": 0.7724,
+        "placebo_auc_ci": [0.6987, 0.8445],
+        "blind_auc": 0.6025,
+        "blind_auc_ci": [0.4831, 0.7337],
+        "max_exposure": 19.93,
+        "placebo_max_exposure": 4.351,
+    }
+    assert card_null("mia_auc", h) == (
+        "Placebo (two halves of people it never saw): 0.7724 [0.6987, 0.8445]; "
+        "blind text-only baseline: 0.6025 [0.4831, 0.7337] — both should cover 0.5."
+    )
+    assert card_null("max_exposure", h) == "Placebo (as many canaries never inserted): at most 4.351 bits."
+    assert card_null("mia_auc", {"mia_auc": 0.6}) is None and card_null("max_exposure", {}) is None
+    controls_only = {"pii_exact_match": 0.0, "pii_exact_match_controls": 0.0}
+    assert "held-out control" in (card_null("pii_exact_match", controls_only) or "")
+    assert card_null("pii_exact_match", {**controls_only, "pii_exact_match_members": 0.1}) is None
