@@ -67,6 +67,8 @@ def wilson_interval(correct: int, valid: int, *, z: float = Z95) -> tuple[float,
         [0.2553, 0.3662]
         >>> [round(x, 4) for x in wilson_interval(0, 10)]
         [0.0, 0.2775]
+        >>> wilson_interval(0, 7)[0], wilson_interval(3, 3)[1]  # exactly, not 5.6e-17 from rounding
+        (0.0, 1.0)
         >>> wilson_interval(0, 0) is None
         True
     """
@@ -78,7 +80,10 @@ def wilson_interval(correct: int, valid: int, *, z: float = Z95) -> tuple[float,
     z2 = z * z
     centre = (p + z2 / (2 * valid)) / (1 + z2 / valid)
     half = z * math.sqrt(p * (1 - p) / valid + z2 / (4 * valid * valid)) / (1 + z2 / valid)
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0 (or n) successes centre - half (or centre + half) is exactly 0 (1); rounding left 5.6e-17
+    lo = 0.0 if correct == 0 else max(0.0, centre - half)
+    hi = 1.0 if correct == valid else min(1.0, centre + half)
+    return lo, hi
 
 
 def clopper_pearson_interval(

@@ -140,6 +140,10 @@ def test_the_people_affected_line_says_out_of_how_many_and_when_no_control_was_p
         {"probing": {**base, "people": 6, "members": 6, "members_probed": 37, "controls_probed": 8}}
     )
     assert line.endswith(": 6 of 37 trained on, 0 of 8 held-out controls (what guessing gives).")
+    (few,) = people_lines({"probing": {**base, "members_probed": 8, "controls_probed": 1}})
+    assert few.endswith(
+        ": 0 of 8 trained on, 0 of 1 held-out control (what guessing gives)."
+    )  # one, not "controls"
     (old,) = people_lines({"probing": {"people": 1, "by_type": {"email": 1}, "members": 1, "controls": 0}})
     assert (
         old

@@ -134,8 +134,9 @@ def _probe_split(probing: dict[str, Any]) -> str:
     members = f"{_of(probing['members'], probing.get('members_probed'))} trained on"
     if probing.get("controls_probed") == 0:
         return f": {members}; no held-out control was probed, so nothing shows what guessing gives"
-    controls = _of(probing["controls"], probing.get("controls_probed"))
-    return f": {members}, {controls} held-out controls (what guessing gives)"
+    n, of = probing["controls"], probing.get("controls_probed")
+    controls = plural(n, "held-out control") if of is None else f"{n} of {plural(of, 'held-out control')}"
+    return f": {members}, {controls} (what guessing gives)"
 
 
 def people_lines(people: dict[str, Any] | None) -> list[str]:
