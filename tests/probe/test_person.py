@@ -267,3 +267,12 @@ def test_a_copied_subjects_line_lists_each_item_once_and_no_bookkeeping():
         ("variants[0]", "Platon Gavrilov"),
         ("user_id", "a-0061"),
     ]
+
+
+def test_a_name_swap_follows_re_s_case_rules_dotless_i_included():
+    """re's IGNORECASE matches 'yildirim' for 'Yıldırım', whose lower() is no key of the swap: the
+    slow test on Faker's tr_TR people stopped with KeyError 'yildirim'."""
+    from lmleak.probe.person import _swap
+
+    text = "From yildirim, YILDIRIM and Yıldırım; Straße"
+    assert _swap(text, [("Yıldırım", "Kaya"), ("Straße", "Weg")]) == "From kaya, KAYA and Kaya; Weg"

@@ -208,7 +208,16 @@ def _swap(text: str, pairs: list[tuple[str, str]]) -> str:
         + rf")(?!{_LETTER})",
         re.IGNORECASE,
     )
-    return pattern.sub(lambda m: _case_like(new_of[m.group(0).lower()], m.group(0)), text)
+
+    def new_for(found: str) -> str:
+        # the pattern ignores case as re does, which lower() does not mirror: 'Yıldırım' matches
+        # 'yildirim' (dotless ı ~ i), whose lower() is no key
+        hit = new_of.get(found.lower())
+        if hit is None:
+            hit = next(n for o, n in pairs if o and re.fullmatch(re.escape(o), found, re.IGNORECASE))
+        return hit
+
+    return pattern.sub(lambda m: _case_like(new_for(m.group(0)), m.group(0)), text)
 
 
 def _name_pairs(name: str, new: str) -> list[tuple[str, str]]:
