@@ -4,11 +4,12 @@ are SmolLM2's own (checked against its tokenizer when the model is installed).""
 from __future__ import annotations
 
 import json
+from importlib import resources
 
 import pytest
 
 from lmleak.errors import ConfigError
-from lmleak.train.vocab import extract_merges, public_tokenizer, shipped_merges, write_merges
+from lmleak.train.vocab import MERGES_FILE, extract_merges, public_tokenizer, shipped_merges, write_merges
 
 
 def test_every_size_round_trips_text_and_keeps_lmleaks_special_tokens():
@@ -30,6 +31,14 @@ def test_every_size_round_trips_text_and_keeps_lmleaks_special_tokens():
     assert len(small.encode(text)) > len(large.encode(text))  # more merges, fewer tokens
     with pytest.raises(ConfigError, match="vocab_size"):
         public_tokenizer(100)
+
+
+def test_the_shipped_file_is_read_whole_merges_of_hashes_included(tmp_path):
+    """'# #' is a merge, not a comment: reading it as one dropped 7 merges and shifted the rest."""
+    merges = shipped_merges()
+    assert ("#", "#") in merges and ("##", "##") in merges
+    lines = (resources.files("lmleak.train") / "data" / MERGES_FILE).read_text(encoding="utf-8").splitlines()
+    assert len(merges) == len(lines) - 1  # all but the header
 
 
 def test_merges_are_extracted_in_order_without_digits(tmp_path):

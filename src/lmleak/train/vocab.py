@@ -56,7 +56,8 @@ def write_merges(merges: list[tuple[str, str]], path: str | Path) -> Path:
 def shipped_merges() -> list[tuple[str, str]]:
     """The merges shipped with lmleak, in order."""
     text = resources.files("lmleak.train").joinpath("data", MERGES_FILE).read_text(encoding="utf-8")
-    lines = [line for line in text.splitlines() if line and not line.startswith("#")]
+    # only the first line is a header: '# #' and '## ##' are merges (SmolLM2's 461st and 978th)
+    lines = [line for line in text.splitlines()[1:] if line]
     return [(a, b) for a, b in (line.split(" ", 1) for line in lines)]
 
 
