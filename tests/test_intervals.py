@@ -137,7 +137,7 @@ def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monke
     """The group-pair win matrix (and, above its size limit, ranking every replicate) gives the
     same replicates as ranking the resampled texts directly: ties, uneven groups, 1-text groups."""
     import lmleak.intervals as iv
-    from lmleak.intervals import stratified_group_bootstrap
+    from lmleak.intervals import few_groups_widened, stratified_group_bootstrap
 
     monkeypatch.setattr(iv, "_MAX_WIN_CELLS", max_cells)
     rng = np.random.default_rng(7)
@@ -145,13 +145,16 @@ def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monke
     y = np.r_[np.ones(70), np.zeros(60)]
     g = np.r_[np.arange(70) // 3, 100 + rng.integers(0, 25, size=60)]  # uneven groups
     by_auc = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
-    by_stat = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    raw = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    by_stat = few_groups_widened(
+        auc_mann_whitney(s, y.astype(bool)), raw, 24, len(set(g[70:]))
+    )  # 70 // 3 + 1
     assert by_auc == pytest.approx(by_stat, abs=1e-12)
     g[69] = 100  # a group with a member and non-members: it is resampled whole, as its first item's class
     mixed = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
-    assert mixed == stratified_group_bootstrap(
-        lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4
-    )
+    raw = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    _, pos, neg, _, _ = iv._class_groups(y.astype(bool), g)
+    assert mixed == few_groups_widened(auc_mann_whitney(s, y.astype(bool)), raw, pos.size, neg.size)
 
 
 def test_every_stratified_replicate_keeps_each_classs_number_of_groups():
@@ -253,3 +256,33 @@ def test_the_boundary_rule_restores_coverage_where_the_bootstrap_alone_has_none(
         blo, bhi = group_bootstrap(lambda i, h=hits: h[i].mean(), users, n_boot=100, seed=t)
         bootstrap_covered += blo <= 0.02 <= bhi
     assert covered / trials >= 0.9 and bootstrap_covered / trials < 0.7
+
+
+def test_the_auc_interval_covers_chance_95_times_in_100_with_few_users_a_side(monkeypatch):
+    """A null score with strong user effects (each user's texts share an offset), 6 users a side: the
+    percentile cluster bootstrap alone covered 0.5 in 181 of 200 runs (the demo's placebo AUCs
+    scattered past their intervals); widened for few groups 189 of 200; at 30 a side the widening
+    is small (factor 1.04). The first runs are checked against the slow stratified bootstrap."""
+    import lmleak.intervals as iv
+    from lmleak.intervals import few_groups_widened, stratified_group_bootstrap
+
+    rng = np.random.default_rng(1)
+    data = []
+    for _ in range(200):
+        users = np.repeat(np.arange(12), 7)
+        s = rng.normal(size=12)[users] + rng.normal(size=users.size)
+        data.append((s, (users < 6).astype(int), users))
+    widened = [grouped_bootstrap_auc(s, y, u, n_boot=400, seed=k) for k, (s, y, u) in enumerate(data)]
+    for k, (s, y, u) in enumerate(data[:5]):  # the oracle: rank every resampled text, then widen
+        raw = stratified_group_bootstrap(
+            lambda i, s=s, y=y: auc_mann_whitney(s[i], y[i]), y, u, n_boot=400, seed=k
+        )
+        assert widened[k] == pytest.approx(few_groups_widened(auc_mann_whitney(s, y.astype(bool)), raw, 6, 6))
+    monkeypatch.setattr(iv, "few_groups_widened", lambda est, ci, *a, **k: ci)
+    raw_all = [grouped_bootstrap_auc(s, y, u, n_boot=400, seed=k) for k, (s, y, u) in enumerate(data)]
+    covered_raw = sum(lo <= 0.5 <= hi for lo, hi in raw_all)
+    covered = sum(lo <= 0.5 <= hi for lo, hi in widened)
+    assert covered_raw < covered and covered_raw / 200 < 0.92  # the bootstrap alone is too narrow here
+    assert 0.92 <= covered / 200 <= 0.99
+    lo, hi = few_groups_widened(0.6, (0.5, 0.7), 30, 30)
+    assert 0.1 < 0.6 - lo < 0.105 and hi - 0.6 == pytest.approx(0.6 - lo)

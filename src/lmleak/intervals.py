@@ -17,6 +17,13 @@ kinds of interval live here:
 Intervals are percentile intervals of ``n_boot`` replicates drawn with a seeded generator, so a run
 is reproducible. None is returned where the data cannot give an interval (no trials, one class).
 
+**An AUC over few people is widened.** With 6 users a side the percentile interval of a null AUC
+covered 0.5 in 88 % of simulated runs, not 95 %: the bootstrap's variance of G resampled groups is
+(G − 1)/G of the true one and its quantiles are the normal's where few groups call for Student's t.
+:func:`few_groups_widened` scales each end's distance from the AUC by ``sqrt(G/(G−1)) · t(G⁺+G⁻−2)/z``
+(G the smaller class's groups: 1.25 at 6 a side, 1.04 at 30), which brought the simulated coverage
+to 93–95 %; :func:`grouped_bootstrap_auc` and :func:`unit_bootstrap_auc` apply it.
+
 **At the boundary a bootstrap claims certainty it does not have.** Resampling 23 users none of
 whom leaked gives 0 in every replicate, so the percentile interval is the point [0, 0]; the same
 for a sample where every user succeeded, or where every user has the same rate (one user). Three
@@ -54,6 +61,9 @@ Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile
 
 #: What a summary's ``intervals`` key says about a grouped bootstrap (merged with the unit and count).
 BOOTSTRAP_METHOD = "percentile cluster bootstrap (groups resampled with replacement)"
+
+#: What an AUC's interval adds to it (:func:`few_groups_widened`).
+FEW_GROUPS_RULE = "AUC intervals widened for few groups: each end's distance x sqrt(G/(G-1)) t(G+ + G- - 2)/z"
 
 
 def wilson_interval(correct: int, valid: int, *, z: float = Z95) -> tuple[float, float] | None:
@@ -133,6 +143,53 @@ def _percentile(replicates: np.ndarray, level: float) -> tuple[float, float] | N
     alpha = 1.0 - level
     lo, hi = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
     return float(lo), float(hi)
+
+
+def few_groups_widened(
+    estimate: float,
+    interval: tuple[float, float] | None,
+    n_pos: int,
+    n_neg: int,
+    *,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """A two-class cluster bootstrap's AUC interval widened for few groups: each end's distance from
+    ``estimate`` times ``sqrt(G / (G - 1)) · t(df) / z`` with ``G = min(n_pos, n_neg)`` groups and
+    ``df = n_pos + n_neg - 2``, never narrower than ``interval``, clipped to [0, 1]; (0, 1) with one
+    group on a side.
+
+    The bootstrap's variance of a mean of G resampled groups is (G − 1)/G of the unbiased one, and
+    a percentile interval uses the normal's quantile where few groups call for Student's t; with 6
+    users a side (the demo's placebo) a 95 % interval covered 0.5 in 88 % of null simulations
+    (strong user effects, 7 texts each), widened 93 %; at 30 a side both 95 %
+    (``tests/test_intervals.py``). The factor tends to 1 as the groups grow (1.73 at 3 a side,
+    1.25 at 6, 1.11 at 12, 1.04 at 30).
+
+    Example:
+        >>> [round(x, 3) for x in few_groups_widened(0.6, (0.45, 0.75), 6, 6)]
+        [0.413, 0.787]
+        >>> few_groups_widened(0.6, (0.45, 0.75), 1, 6)
+        (0.0, 1.0)
+    """
+    if interval is None:
+        return None
+    g = min(n_pos, n_neg)
+    if g < 2:
+        return 0.0, 1.0  # one person on a side: their scores say nothing of the class
+    from scipy.stats import t  # scipy is a core dependency; imported here to keep import light
+
+    q = (1.0 + level) / 2
+    factor = math.sqrt(g / (g - 1)) * float(t.ppf(q, n_pos + n_neg - 2)) / _normal_quantile(q)
+    lo, hi = interval
+    lo = min(lo, estimate - factor * (estimate - lo))
+    hi = max(hi, estimate + factor * (hi - estimate))
+    return max(0.0, lo), min(1.0, hi)
+
+
+def _normal_quantile(q: float) -> float:
+    from scipy.stats import norm
+
+    return float(norm.ppf(q))
 
 
 def group_bootstrap(
@@ -232,7 +289,8 @@ def grouped_bootstrap_auc(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[float, float] | None:
-    """Percentile interval of the AUC, resampling groups (users) within each class.
+    """Percentile interval of the AUC, resampling groups (users) within each class, widened for few
+    groups (:func:`few_groups_widened`).
 
     A group is assigned to the class of its first item; groups are resampled with replacement
     separately among the positive and the negative groups, so each replicate keeps both classes and
@@ -255,10 +313,12 @@ def grouped_bootstrap_auc(
         return None
     codes, pos_groups, neg_groups, _, _ = split
     mixed = np.bincount(codes, weights=y) % np.bincount(codes) != 0  # a group with items of both classes
+    estimate = auc_mann_whitney(s, y)
     if mixed.any() or pos_groups.size * neg_groups.size > _MAX_WIN_CELLS:  # or a too large win matrix
-        return stratified_group_bootstrap(
+        raw = stratified_group_bootstrap(
             lambda idx: auc_mann_whitney(s[idx], y[idx]), y, groups, n_boot=n_boot, level=level, seed=seed
         )
+        return few_groups_widened(estimate, raw, pos_groups.size, neg_groups.size, level=level)
     # AUC of a replicate = sum over drawn (positive, negative) group pairs of their wins / pairs:
     # one (P x N) matrix of wins per group pair, then a weighted sum per replicate
     wins = _group_pair_wins(s, y, codes, pos_groups, neg_groups)
@@ -266,7 +326,9 @@ def grouped_bootstrap_auc(
     counts_p, counts_n = _draw_counts(pos_groups.size, neg_groups.size, n_boot, seed)
     num = ((counts_p @ wins) * counts_n).sum(axis=1)
     den = (counts_p @ sizes[pos_groups]) * (counts_n @ sizes[neg_groups])
-    return _percentile(num / den, level)
+    return few_groups_widened(
+        estimate, _percentile(num / den, level), pos_groups.size, neg_groups.size, level=level
+    )
 
 
 #: Above this many (positive group, negative group) cells the AUC bootstrap ranks every replicate instead.
@@ -396,7 +458,9 @@ def unit_bootstrap_auc(
         q = np.sort(neg[rng.choice(neg.size, neg.size)])
         below, upto = np.searchsorted(q, p, side="left"), np.searchsorted(q, p, side="right")
         out[b] = float((below + 0.5 * (upto - below)).sum()) / (p.size * q.size)
-    return _percentile(out, level)
+    return few_groups_widened(
+        auc_mann_whitney(s, y), _percentile(out, level), pos.size, neg.size, level=level
+    )
 
 
 def interval_record(

@@ -83,7 +83,7 @@ def metrics_with_intervals(
     Example:
         >>> m = metrics_with_intervals([3.0, 2.0, float("nan"), 1.0, 0.0], [1, 1, 1, 0, 0], list("aabcd"), n_boot=200)
         >>> m["auc"], [round(x, 3) for x in m["auc_ci"]], m["auc_ci_rule"], m["num_excluded"], m["num_groups"]
-        (1.0, [0.025, 1.0], 'clopper-pearson: 1 of 1 group pair', 1, 3)
+        (1.0, [0.0, 1.0], 'clopper-pearson: 1 of 1 group pair', 1, 3)
     """
     s = np.asarray(scores, dtype=np.float64)
     y = np.asarray(labels).astype(np.int64)

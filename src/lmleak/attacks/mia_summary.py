@@ -15,7 +15,7 @@ from lmleak.attacks.blind import BlindResult, blind_warning
 from lmleak.attacks.mia_methods import METHODS, MethodOptions, method_scenarios
 from lmleak.attacks.mia_stats import N_BOOT
 from lmleak.attacks.roc import RocCurve
-from lmleak.intervals import BOOTSTRAP_METHOD, interval_record
+from lmleak.intervals import BOOTSTRAP_METHOD, FEW_GROUPS_RULE, interval_record
 from lmleak.scenarios import scenario_record
 from lmleak.words import plural
 
@@ -106,7 +106,7 @@ def membership_summary(
         **_blind_keys(res, individual),
         "sets": res.sets,
         "intervals": interval_record(
-            method=BOOTSTRAP_METHOD + ", within each class",
+            method=BOOTSTRAP_METHOD + ", within each class; " + FEW_GROUPS_RULE,
             unit="user" if res.sets.get("grouping") == "user" else "text cluster",
             n_units=len(set(res.groups)),
             n_boot=res.n_boot,
