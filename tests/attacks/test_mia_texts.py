@@ -89,3 +89,46 @@ def test_every_name_that_moved_still_imports_from_membership():
     ):  # fmt: skip
         for name in names:
             assert getattr(membership, name) is getattr(mod, name), name
+
+
+def test_two_files_that_name_each_texts_user_group_the_texts_by_person(tmp_path):
+    """With member / non-member files the per-user MIA score of users.parquet was always empty: the
+    files' user ids were never read. Now both files naming every line's user_id give the groups."""
+    from lmleak.attacks.mia_texts import read_texts_and_users
+
+    (tmp_path / "m.jsonl").write_text('{"text": "a", "user_id": "u1"}\n{"text": "b", "user_id": "u1"}\n')
+    (tmp_path / "n.jsonl").write_text('{"text": "c", "user_id": 9}\n')
+    got = membership_texts("fake", members=tmp_path / "m.jsonl", non_members=tmp_path / "n.jsonl")
+    assert (got.members, got.non_members, got.groups) == (["a", "b"], ["c"], (["u1", "u1"], ["9"]))
+    (tmp_path / "n.txt").write_text("c\n")  # one side without ids: texts are grouped by shared PII
+    assert (
+        membership_texts("fake", members=tmp_path / "m.jsonl", non_members=tmp_path / "n.txt").groups is None
+    )
+    (tmp_path / "part.jsonl").write_text(
+        '{"text": "a", "user_id": "u1"}\n{"text": "b"}\n{"text": "c", "user_id": ""}\n'
+    )
+    with pytest.raises(DataFileError, match="user_id on 1 of 3 lines") as e:
+        read_texts_and_users(tmp_path / "part.jsonl")
+    assert e.value.line == 2 and e.value.field == "user_id"
+
+
+def test_an_audit_over_two_files_with_user_ids_scores_each_person(tmp_path):
+    """The scores table carries each text's user when the files name them (users.parquet averages them)."""
+    import pandas as pd
+
+    from lmleak.attacks.membership import run_membership
+    from lmleak.attacks.mia_texts import read_texts_and_users
+    from lmleak.models.fake import FakeLM
+
+    mem_rows = [(f"m{i % 4}", f"member text number {i} about topic {i % 3}") for i in range(12)]
+    non_rows = [(f"n{i % 4}", f"another text number {i} on subject {i % 5}") for i in range(12)]
+    for name, rows in (("m.jsonl", mem_rows), ("n.jsonl", non_rows)):
+        (tmp_path / name).write_text("".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in rows))
+    mem, mu = read_texts_and_users(tmp_path / "m.jsonl")
+    non, nu = read_texts_and_users(tmp_path / "n.jsonl")
+    assert mu is not None and nu is not None
+    lm = FakeLM.from_texts([t for _, t in mem_rows], order=3)
+    run_membership(lm, mem, non, tmp_path / "run", groups=(mu, nu), n_boot=50, blind=False)
+    scores = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
+    owner = dict((t, u) for u, t in mem_rows + non_rows)
+    assert list(scores["user_id"]) == [owner[t] for t in scores["text"]]

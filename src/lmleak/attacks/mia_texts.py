@@ -128,6 +128,45 @@ class MembershipTexts:
     groups: tuple[list[str], list[str]] | None = None  # each side's users, aligned with the texts
 
 
+def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list[str], list[str] | None]:
+    """:func:`read_texts` and, when every line of a JSONL file names its ``user_id``, each text's
+    user (else None): a membership run over two files then groups texts by person, as a split by
+    ``holdout.json`` does, and the audit's users.parquet gets a score per person.
+
+    Raises:
+        DataFileError: a bad text (:func:`read_texts`), or ``user_id`` on some lines but not all.
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> f = pathlib.Path(tempfile.mkdtemp()) / "m.jsonl"
+        >>> _ = f.write_text('{"text": "a", "user_id": "u1"}\\n{"text": "b", "user_id": 7}\\n')
+        >>> read_texts_and_users(f)
+        (['a', 'b'], ['u1', '7'])
+    """
+    texts = read_texts(path, field=field)
+    p = Path(path)
+    first = next((ln for ln in read_side_file(p, hint="").splitlines() if ln.strip()), "")
+    if not (p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")):
+        return texts, None
+    users: list[str | None] = []
+    for _, obj in iter_jsonl(p, hint='write {"text": "...", "user_id": "..."} per line'):
+        uid = obj.get("user_id")
+        users.append(None if uid is None or (isinstance(uid, str) and not uid.strip()) else str(uid))
+    named = [i for i, u in enumerate(users) if u is not None]
+    if not named:
+        return texts, None
+    if len(named) < len(users):
+        line = next(i for i, u in enumerate(users) if u is None) + 1
+        raise DataFileError(
+            f"user_id on {len(named)} of {len(users)} lines",
+            path=p,
+            line=line,
+            field="user_id",
+            hint="give every line its user_id (texts are then grouped by person), or none",
+        )
+    return texts, [u for u in users if u is not None]
+
+
 def membership_texts(
     model: str | Path,
     *,
@@ -144,7 +183,10 @@ def membership_texts(
         DataFileError: a bad line in a file (:func:`read_texts`).
     """
     if members is not None and non_members is not None:
-        return MembershipTexts(read_texts(members, field=field), read_texts(non_members, field=field))
+        mem, mem_users = read_texts_and_users(members, field=field)
+        non, non_users = read_texts_and_users(non_members, field=field)
+        both = (mem_users, non_users) if mem_users is not None and non_users is not None else None
+        return MembershipTexts(mem, non, groups=both)
     holdout = read_holdout(model)
     if corpus is None or holdout is None or not holdout.users:
         raise ConfigError(

@@ -40,6 +40,7 @@ from lmleak.attacks.exposure import run_exposure
 from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
 from lmleak.attacks.membership import read_texts, run_membership
 from lmleak.attacks.mia_methods import MethodOptions
+from lmleak.attacks.mia_texts import read_texts_and_users
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
@@ -232,9 +233,10 @@ class Auditor:
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
             ref = recorded_base(model_path)
         if spec.members and spec.non_members:
-            mem = read_texts(self.cfg.resolve(spec.members) or "")
-            non = read_texts(self.cfg.resolve(spec.non_members) or "")
-            source, groups = None, None
+            mem, mem_users = read_texts_and_users(self.cfg.resolve(spec.members) or "")
+            non, non_users = read_texts_and_users(self.cfg.resolve(spec.non_members) or "")
+            source = None  # both files name their users: texts grouped by person, a score per person
+            groups = (mem_users, non_users) if mem_users is not None and non_users is not None else None
         else:  # people the model never saw: a corpus of them (non_members alone), or its held-out users
             holdout = read_holdout(model_path)
             c, never_seen = self.cfg.corpus, None
@@ -270,7 +272,7 @@ class Auditor:
             n_boot=spec.n_boot,
             reference=load_model(self.cfg.resolve(ref)) if ref else None,
             source=source,
-            groups=groups,  # users when split by holdout; None: texts grouped by shared PII (issue 26)
+            groups=groups,  # users (held-out split, or files naming user_id); None: grouped by shared PII
             **self._membership_options(),
         )
 
