@@ -54,3 +54,18 @@ def test_epsilon_grows_with_steps_and_sample_rate_and_falls_with_noise():
     assert epsilon_opacus(1.0, 0.01, 1000, 1e-5, "rdp") > base
     assert epsilon_opacus(1.0, 0.02, 500, 1e-5, "rdp") > base
     assert epsilon_opacus(2.0, 0.01, 500, 1e-5, "rdp") < base
+
+
+def test_full_batches_give_their_epsilon_without_numpys_divide_by_zero_warning():
+    """At q = 1 Opacus' PRV takes log(1 - q) = -inf and handles it, but numpy printed 'divide by zero
+    encountered in log' into every DP run with full batches (and 46 warnings into the test log)."""
+    import warnings
+
+    from lmleak.train.accounting import epsilon_opacus, gaussian_epsilon, noise_for_epsilon
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        eps = epsilon_opacus(2.0, 1.0, 10, 1e-5, "prv")
+        sigma = noise_for_epsilon(8.0, 1e-5, 1.0, 2)
+    assert eps == pytest.approx(gaussian_epsilon(2.0, 10, 1e-5), rel=1e-2)  # q = 1: no amplification
+    assert sigma > 0

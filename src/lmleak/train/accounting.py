@@ -17,6 +17,8 @@ from __future__ import annotations
 import math
 from typing import Any, Literal
 
+import numpy as np
+
 from lmleak.errors import check_number
 
 
@@ -46,7 +48,8 @@ def epsilon_opacus(
     _check_inputs(noise_multiplier, sample_rate, steps, delta)
     acc = PRVAccountant() if accountant == "prv" else RDPAccountant()
     acc.history = [(noise_multiplier, sample_rate, steps)]
-    return float(acc.get_epsilon(delta))
+    with np.errstate(divide="ignore"):  # PRV takes log(1 - q) = -inf at q = 1 (full batches) and handles it
+        return float(acc.get_epsilon(delta))
 
 
 def epsilon_dp_accounting(
@@ -184,15 +187,16 @@ def noise_for_epsilon(
     if sampler == "poisson":
         from opacus.accountants.utils import get_noise_multiplier
 
-        return float(
-            get_noise_multiplier(
-                target_epsilon=target_epsilon,
-                target_delta=delta,
-                sample_rate=sample_rate,
-                epochs=epochs,
-                accountant=accountant,
+        with np.errstate(divide="ignore"):  # as in epsilon_opacus: log(1 - q) at q = 1
+            return float(
+                get_noise_multiplier(
+                    target_epsilon=target_epsilon,
+                    target_delta=delta,
+                    sample_rate=sample_rate,
+                    epochs=epochs,
+                    accountant=accountant,
+                )
             )
-        )
     lo, hi = 1e-3, 1.0
     while gaussian_epsilon(hi, epochs, delta) > target_epsilon:
         lo, hi = hi, hi * 2
