@@ -29,6 +29,7 @@ import warnings
 from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
 from lmleak.errors import ConfigError
@@ -370,7 +371,8 @@ class DPStrategy:
     def epsilon(self) -> float:
         if not self.accounted_steps():
             return 0.0
-        return float(self.engine.accountant.get_epsilon(delta=self.config.target_delta))
+        with np.errstate(divide="ignore"):  # PRV's log(1 - q) at q = 1 (accounting.epsilon_opacus)
+            return float(self.engine.accountant.get_epsilon(delta=self.config.target_delta))
 
     def clipping(self) -> str:
         if self.private is not None:

@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 
@@ -115,4 +116,7 @@ class PrivateStep:
 
     def epsilon(self, delta: float) -> float:
         """The accountant's ε at ``delta`` (0 before any step)."""
-        return float(self.accountant.get_epsilon(delta=delta)) if self.accounted_steps() else 0.0
+        if not self.accounted_steps():
+            return 0.0
+        with np.errstate(divide="ignore"):  # PRV's log(1 - q) at q = 1 (accounting.epsilon_opacus)
+            return float(self.accountant.get_epsilon(delta=delta))
