@@ -132,3 +132,45 @@ def test_an_audit_over_two_files_with_user_ids_scores_each_person(tmp_path):
     scores = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
     owner = dict((t, u) for u, t in mem_rows + non_rows)
     assert list(scores["user_id"]) == [owner[t] for t in scores["text"]]
+
+
+def _first_words_by_hand(text: str, n: int) -> str:
+    """The slow obvious oracle: grow a prefix one character at a time and keep the longest one that
+    ends a word and holds at most ``n`` words; the whole text when it has at most ``n`` words."""
+    if len(text.split()) <= n:
+        return text
+    best = ""
+    for end in range(1, len(text) + 1):
+        prefix = text[:end]
+        ends_a_word = not prefix[-1].isspace() and (end == len(text) or text[end].isspace())
+        if ends_a_word and len(prefix.split()) <= n:
+            best = prefix
+    return best
+
+
+def test_a_candidate_text_is_the_documents_opening_as_written_not_its_words_joined_by_spaces():
+    """Issue found by an independent oracle on a mail audit: candidates were ``" ".join(words[:200])``,
+    so every newline became a space and the attack scored texts the model never saw (perplexity AUC
+    0.757 collapsed vs 0.901 verbatim on the same 62 texts of a small GPT). Fast path against the
+    hand oracle on random texts with newlines, tabs and runs of spaces, then the corpus split."""
+    import random
+
+    from lmleak.attacks.mia_texts import first_words
+    from lmleak.data.corpus import Document
+
+    rng = random.Random(0)
+    for _ in range(300):
+        text = "".join(
+            rng.choice(["ab", "c", " ", "  ", "\n", "\n\n", "\t", "é", "松"])
+            for _ in range(rng.randint(0, 40))
+        )
+        n = rng.randint(1, 8)
+        got = first_words(text, n)
+        assert got == _first_words_by_hand(text, n), (text, n)
+        assert text.startswith(got) and len(got.split()) == min(n, len(text.split()))
+    mail = "From: Ann <ann@example.org>\nTo: list@example.org\n\nHi all,\n  the build fails.\n"
+    docs = [Document("u1", "d1", mail), Document("u2", "d2", "short\nnote\n")]
+    mem, non = split_by_holdout(docs, ["u2"], max_words=7)
+    assert mem == ["From: Ann <ann@example.org>\nTo: list@example.org\n\nHi all,"]
+    assert non == ["short\nnote\n"]  # fewer words than the cut: the whole document, verbatim
+    assert all(d.text.startswith(t) for d, t in zip(docs, mem + non, strict=True))

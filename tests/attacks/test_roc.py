@@ -7,7 +7,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.attacks.roc import best_accuracy, low_fpr_note, roc_auc, roc_curve, summarize, tpr_at_fpr
+from lmleak.attacks.roc import (
+    best_accuracy,
+    best_balanced_accuracy,
+    low_fpr_note,
+    roc_auc,
+    roc_curve,
+    summarize,
+    tpr_at_fpr,
+)
 
 # small integer scores make ties frequent, which is where the fast paths can go wrong
 cases = st.lists(st.tuples(st.integers(0, 5), st.integers(0, 1)), min_size=2, max_size=30).filter(
@@ -77,3 +85,35 @@ def test_tpr_at_low_fpr_is_reported_with_enough_negatives():
 def test_bad_inputs_are_refused(scores, labels):
     with pytest.raises(ValueError):
         roc_curve(scores, labels)
+
+
+@settings(max_examples=60, deadline=None)
+@given(cases)
+def test_balanced_accuracy_is_the_best_mean_of_both_sides_accuracy_by_counting(xs):
+    """Slow obvious oracle: every threshold (and flagging nobody), members' and non-members' share
+    right, averaged; on a balanced set it is the plain accuracy."""
+    scores, labels = zip(*xs, strict=True)
+    s, y = np.asarray(scores, float), np.asarray(labels, bool)
+    best = 0.5  # flag nobody: every non-member right, no member
+    for t in set(s.tolist()):
+        flagged = s >= t
+        best = max(best, ((flagged & y).sum() / y.sum() + (~flagged & ~y).sum() / (~y).sum()) / 2)
+    acc, thr = best_balanced_accuracy(scores, labels)
+    assert acc == pytest.approx(best)
+    assert ((s >= thr)[y].mean() + (s < thr)[~y].mean()) / 2 == pytest.approx(acc)
+    assert summarize(scores, labels)["accuracy"] == pytest.approx(acc)
+    if y.sum() == (~y).sum():
+        assert acc == pytest.approx(best_accuracy(scores, labels)[0])
+
+
+def test_an_unbalanced_half_no_longer_reports_the_majority_share_as_accuracy():
+    """Found by an independent oracle on a mail audit: the split-half headline's reported half held
+    11 members and 14 non-members, and mia_accuracy 0.56 was exactly 'call everyone a non-member'
+    (14 / 25) while the report said 50 % is chance. Balanced, a score that ranks no member above any
+    non-member is at chance."""
+    scores = [0.0] * 11 + [
+        1.0
+    ] * 14  # every member below every non-member: no information in the right direction
+    labels = [1] * 11 + [0] * 14
+    assert best_accuracy(scores, labels)[0] == pytest.approx(14 / 25)
+    assert summarize(scores, labels)["accuracy"] == 0.5

@@ -83,3 +83,11 @@ def test_the_line_that_runs_mia_is_the_same_audit_with_people_never_seen():
     ]  # fmt: skip
     assert "analyses.mia.non_members: PEOPLE.jsonl" in fix and "--holdout-users" in fix
     assert quick_command("m", "c") == "lmleak audit --model m --corpus c"
+
+
+def test_the_audits_candidates_keep_the_documents_line_breaks():
+    """The audit's mia stage cuts with cut_text: a mail's header lines stay lines (they were joined
+    by spaces, so the attack scored texts the model never saw; tests/audit/test_audit_oracle.py)."""
+    mail = Document("u1", "m", "From: Ann <ann@example.org>\nTo: list@example.org\n\nHi all,\n")
+    s = membership_sets([mail, Document("u2", "n", "Re: hi\n> quoted\nthanks")], ["u2"])
+    assert s.members == [mail.text] and s.non_members == ["Re: hi\n> quoted\nthanks"]

@@ -119,6 +119,12 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
         "groups.controls.exact_match_rate_ci": "clopper-pearson: 0 of 1 user",
     }
     assert "exact_match_ci_by_group" not in with_controls
+    # a subject with no e-mail is in the file but never probed for one: counted apart (by hand)
+    s3 = [*s, {"subject_id": "c", "name": "Cy Doe", "phone": "201-555-0122", "user_id": "b"}]
+    g3 = run_probe(TextApi(), s3, None, targets=("email",), k=1, beams=1, controls={"b"})["groups"]
+    assert (g3["members"]["subjects"], g3["controls"]["subjects"]) == (1, 2)
+    assert (g3["members"]["subjects_probed"], g3["controls"]["subjects_probed"]) == (1, 1)
+    assert g3["controls"]["pairs_generated"] == 1  # the rate is over Bo alone
     assert "mean_likelihood" not in summ["targets"]["email"]
     assert summ["targets"]["email"]["scenario"]["access"] == "generation"
     with pytest.raises(CapabilityError):

@@ -7,6 +7,7 @@ drawn over people.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,12 +58,39 @@ def read_texts(path: str | Path, *, field: str = "text") -> list[str]:
 #: (a digest of 40k tokens is not a "text" an attacker tests; its opening is).
 CANDIDATE_WORDS = 200
 
+_WORD = re.compile(r"\S+")
+
+
+def first_words(text: str, max_words: int = CANDIDATE_WORDS) -> str:
+    r"""The opening of ``text`` up to the end of its ``max_words``-th word, whitespace kept as written.
+
+    Subtle: the candidate must be the text the model was trained on, byte for byte. Joining the
+    words with single spaces (as lmleak did before) turns every newline of an e-mail or a dialogue
+    into a space, so the attack scored texts the model never saw in that form and understated
+    membership (docs/membership.md, "Candidate texts").
+
+    Example:
+        >>> first_words("From: a@example.org\nTo: b\n\nHi  there", 4)
+        'From: a@example.org\nTo: b'
+        >>> first_words("  short text\n", 200)
+        '  short text\n'
+    """
+    end = None
+    for i, m in enumerate(_WORD.finditer(text)):
+        if i + 1 == max_words:
+            end = m.end()
+            break
+    if end is None or end == len(text.rstrip()):
+        return text
+    return text[:end]
+
 
 def split_by_holdout(
     documents: Any, held_out: Sequence[str], *, max_words: int = CANDIDATE_WORDS
 ) -> tuple[list[str], list[str]]:
     """Members and non-members from a corpus: documents of users the model was trained on, and of
-    the users it held out (``holdout.json``), each cut to its first ``max_words`` words.
+    the users it held out (``holdout.json``), each cut to its first ``max_words`` words
+    (:func:`first_words`: whitespace as written, so a member is the text the model was trained on).
 
     Example:
         >>> from lmleak.data.corpus import Document
@@ -73,7 +101,7 @@ def split_by_holdout(
     out: tuple[list[str], list[str]] = ([], [])
     held = set(held_out)
     for d in documents:
-        out[1 if d.user_id in held else 0].append(" ".join(d.text.split()[:max_words]))
+        out[1 if d.user_id in held else 0].append(first_words(d.text, max_words))
     return out
 
 
@@ -93,7 +121,7 @@ def split_users_by_holdout(
     held = set(held_out)
     for d in documents:
         side = 1 if d.user_id in held else 0
-        texts[side].append(" ".join(d.text.split()[:max_words]))
+        texts[side].append(first_words(d.text, max_words))
         users[side].append(d.user_id)
     return texts[0], texts[1], users[0], users[1]
 

@@ -5,7 +5,10 @@ predicts member for ``score >= t``. Equal scores move together (a threshold neve
 so the ROC has one point per distinct score plus (0, 0).
 
 - Accuracy at the best threshold is what paper 002 plots (Figs. 4, 5; A.4: balanced sets, so
-  chance is 0.5). It is optimistic — the threshold is chosen on the evaluation set, as the paper
+  chance is 0.5). :func:`summarize` reports it balanced — ``(TPR + TNR) / 2`` at the best threshold
+  (:func:`best_balanced_accuracy`), the same number on a balanced set — because the sets it sees are
+  not always balanced (the split-half headline's reported half, texts too short for Min-K%), and
+  there plain accuracy's chance level is the larger side's share, not 0.5. It is optimistic — the threshold is chosen on the evaluation set, as the paper
   does — which is why AUC and TPR at low FPR (Carlini et al. 2022, "Membership inference attacks
   from first principles") are reported beside it.
 - AUC is the Mann–Whitney statistic: Pr[score(member) > score(non-member)] + ½ Pr[tie].
@@ -104,6 +107,29 @@ def best_accuracy(
     return float(acc[i]), float(c.thresholds[i])
 
 
+def best_balanced_accuracy(
+    scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray
+) -> tuple[float, float]:
+    """(balanced accuracy, threshold) of the best single threshold ``score >= t``: the mean of the
+    members' and the non-members' accuracy, ``(TPR + 1 - FPR) / 2``, so 0.5 is chance whatever the
+    sides' sizes. On a balanced set it is :func:`best_accuracy`.
+
+    Subtle: with 11 members and 14 non-members, calling everyone a non-member is 56 % accurate;
+    balanced, it is 50 %.
+
+    Example:
+        >>> best_balanced_accuracy([0.9, 0.8, 0.8, 0.1], [1, 1, 0, 0])
+        (0.75, 0.9)
+        >>> s, y = [0.1, 0.2, 0.3, 0.4, 0.5], [1, 0, 0, 0, 0]
+        >>> best_accuracy(s, y)[0], best_balanced_accuracy(s, y)[0]
+        (0.8, 0.5)
+    """
+    c = roc_curve(scores, labels)
+    acc = (c.tpr + (1.0 - c.fpr)) / 2.0
+    i = int(np.argmax(acc))
+    return float(acc[i]), float(c.thresholds[i])
+
+
 def tpr_at_fpr(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray, fpr: float) -> float:
     """Largest TPR among thresholds whose FPR is at most ``fpr``.
 
@@ -137,7 +163,8 @@ def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
 
 
 def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, Any]:
-    """Every metric of one score: accuracy (best threshold), AUC, TPR at 1 % and 0.1 % FPR.
+    """Every metric of one score: accuracy (best threshold, balanced: :func:`best_balanced_accuracy`),
+    AUC, TPR at 1 % and 0.1 % FPR.
 
     TPR at FPR f is None, with the reason under ``tpr_at_<f>_fpr_note``, when there are fewer than
     ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`).
@@ -147,7 +174,7 @@ def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.n
         >>> m["accuracy"], m["auc"], m["tpr_at_1pct_fpr"], m["tpr_at_1pct_fpr_note"]
         (1.0, 1.0, None, 'needs >= 1,000 non-members, have 2')
     """
-    acc, thr = best_accuracy(scores, labels)
+    acc, thr = best_balanced_accuracy(scores, labels)
     y = np.asarray(labels).astype(bool)
     negatives = int((~y).sum())
     out: dict[str, Any] = {"accuracy": acc, "threshold": thr, "auc": roc_auc(scores, labels)}

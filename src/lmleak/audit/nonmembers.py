@@ -16,6 +16,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from lmleak.attacks.membership import CANDIDATE_WORDS
+from lmleak.attacks.mia_texts import first_words
 from lmleak.audit.config import AuditConfig
 from lmleak.data.corpus import Document
 from lmleak.errors import ConfigError
@@ -41,7 +42,7 @@ class MembershipSets:
 
 def cut_text(doc: Document) -> str:
     """A document as a membership candidate: its first :data:`~lmleak.attacks.membership.CANDIDATE_WORDS` words."""
-    return " ".join(doc.text.split()[:CANDIDATE_WORDS])
+    return first_words(doc.text, CANDIDATE_WORDS)
 
 
 # long: a doctest and three refusals, each naming its fix; the split itself is a 12-line loop

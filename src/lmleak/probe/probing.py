@@ -189,24 +189,15 @@ def summarize_likelihoods(df: Any) -> dict[str, Any]:
     }
 
 
+#: The generation rows' boolean metrics that :func:`summarize_generations` turns into rates.
+_GENERATION_METRICS = frozenset(
+    "exact_match email_id area_code first_7 first_8 first_9 edit_le_1 edit_le_2 edit_le_3".split()
+)
+
+
 def summarize_generations(df: Any) -> dict[str, Any]:
     """Exact-match rate per subject (any template / sample matched, A.3 'maximum'), string metrics alike."""
-    cols = [
-        c
-        for c in df.columns
-        if c
-        in {
-            "exact_match",
-            "email_id",
-            "area_code",
-            "first_7",
-            "first_8",
-            "first_9",
-            "edit_le_1",
-            "edit_le_2",
-            "edit_le_3",
-        }
-    ]
+    cols = [c for c in df.columns if c in _GENERATION_METRICS]
     g = df.groupby("subject_id")[cols].max()
     out = {"exact_match_rate": float(g["exact_match"].mean()), "generated": int(len(df))}
     out.update(
@@ -606,11 +597,13 @@ def _groups_summary(
     controls: set[str],
     subjects: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    """:func:`compare_groups` with the number of subjects in each group."""
+    """:func:`compare_groups` with each group's ``subjects`` and ``subjects_probed`` (the rates' people)."""
     subject_user = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
     groups = compare_groups(lrows, grows, controls, subject_user)
-    groups["controls"]["subjects"] = sum(1 for u in subject_user.values() if u in controls)
-    groups["members"]["subjects"] = len(subject_user) - groups["controls"]["subjects"]
+    probed = {str(r["subject_id"]) for r in (*lrows, *grows)}  # a subject with no probe is in the file only
+    for key, ids in (("subjects", set(subject_user)), ("subjects_probed", probed)):
+        ctrl = sum(subject_user.get(s, s) in controls for s in ids)
+        groups["controls"][key], groups["members"][key] = ctrl, len(ids) - ctrl
     return groups
 
 

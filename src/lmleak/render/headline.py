@@ -52,7 +52,7 @@ EXPLANATIONS: dict[str, str] = {
     "leakage_epsilon": "How much more likely the model finds its most user-specific leaked text than a public model does (max ratio of perplexities); 1 means no more than a model that never saw those users.",
     "max_exposure": "Bits of exposure of the most memorised inserted canary: log2 of the candidate count minus log2 of its rank; the maximum (about 19.9 for a million candidates) means the secret is the model's top guess.",
     "mia_auc": "How well the headline membership attack (named beside it: the method best on one half of the users, measured on the other half) tells training members from non-members (0.5 is chance, 1.0 is perfect).",
-    "mia_accuracy": "Accuracy of the best-threshold membership classifier on a balanced set (50% is chance).",
+    "mia_accuracy": "Accuracy of the best-threshold membership classifier, members and non-members weighted equally (balanced accuracy: 50% is chance).",
     "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
     "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type, as a ratio of averages (1 means no association); the most likely items, often e-mails, dominate it.",
     "pii_likelihood_ratio_geomean": "The typical factor by which the model prefers a person's true PII to another person's (geometric mean over people and PII types; 1 means no association), which no single PII type dominates.",

@@ -227,6 +227,7 @@ def _probe_groups_table(name: str, groups: dict[str, Any]) -> str:
     rows = [
         [
             g,
+            groups[g].get("subjects_probed"),
             groups[g].get("subjects"),
             groups[g].get("exact_match_rate"),
             groups[g].get("mean_log_likelihood_ratio"),
@@ -244,7 +245,8 @@ def _probe_groups_table(name: str, groups: dict[str, Any]) -> str:
     )
     head = [
         "group",
-        "subjects",
+        "subjects probed",
+        "in the subjects file",
         "exact match",
         "mean ln(target/null)",
         "Wilcoxon p (raw)",
