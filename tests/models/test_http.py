@@ -123,6 +123,20 @@ def test_prompt_logprobs_scores_and_top_k_match_in_process(local, server, tmp_pa
     assert np.isnan(nl).sum() == nl.shape[1] - 20  # only the top 20 are known
 
 
+def test_server_tokenizer_decodes_many_rows_once_each_as_the_local_one(local, server, tmp_path):
+    """The report's span texts go through ``decode_many``: one /detokenize per distinct row (not one
+    per row, one after another), and the same texts as the in-process tokenizer."""
+    model, _ = local
+    m = _http(server, "prompt_logprobs", tmp_path, "concurrency=3")
+    assert m.tokenizer_source == "server /tokenize"
+    seqs = _seqs(model)
+    rows = [seqs[0][:4], seqs[1], [], seqs[0][:4], seqs[2][2:], seqs[1]]
+    sent = m.client.counters.requests
+    got = m.tokenizer.decode_many(rows)
+    assert got == [model.tokenizer.decode(r) if r else "" for r in rows]
+    assert m.client.counters.requests - sent == 3  # 3 distinct non-empty rows
+
+
 def test_membership_through_http_equals_in_process_and_exposure_is_refused(local, server, tmp_path):
     """Membership runs unchanged on a prompt_logprobs API (same numbers as in-process); canary exposure
     (its trie walk reads whole next-token distributions, which an API never returns) is refused with a
