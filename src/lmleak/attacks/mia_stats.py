@@ -304,7 +304,8 @@ def group_level_metrics(
     out: dict[str, Any] = {
         "num_excluded": int((~np.isfinite(s)).sum()),
         "num_groups": len({str(x) for x in groups}),
-        **summarize(gs, gy),
+        # its negatives are groups: "needs >= 1,000 non-members, have 1" read as one non-member text
+        **summarize(gs, gy, unit=f"non-member groups of {group_size} texts"),
     }
 
     def regrouped(metric: Any) -> tuple[float, float] | None:

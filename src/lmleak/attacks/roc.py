@@ -123,8 +123,8 @@ def tpr_at_fpr(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.
 MIN_NEGATIVES_FACTOR = 10
 
 
-def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
-    """Why TPR at ``fpr`` is not reported (None when there are enough negatives).
+def low_fpr_note(num_negatives: int, fpr: float, *, unit: str = "non-members") -> str | None:
+    """Why TPR at ``fpr`` is not reported (None when there are enough negatives, counted in ``unit``).
 
     Example:
         >>> low_fpr_note(300, 0.001)
@@ -133,14 +133,17 @@ def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
         True
     """
     need = math.ceil(MIN_NEGATIVES_FACTOR / fpr - 1e-9)
-    return None if num_negatives >= need else f"needs >= {need:,} non-members, have {num_negatives:,}"
+    return None if num_negatives >= need else f"needs >= {need:,} {unit}, have {num_negatives:,}"
 
 
-def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, Any]:
+def summarize(
+    scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray, *, unit: str = "non-members"
+) -> dict[str, Any]:
     """Every metric of one score: accuracy (best threshold), AUC, TPR at 1 % and 0.1 % FPR.
 
     TPR at FPR f is None, with the reason under ``tpr_at_<f>_fpr_note``, when there are fewer than
-    ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`).
+    ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`), counted in ``unit`` (a group attack's
+    negatives are its non-member groups).
 
     Example:
         >>> m = summarize([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0])
@@ -152,7 +155,7 @@ def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.n
     negatives = int((~y).sum())
     out: dict[str, Any] = {"accuracy": acc, "threshold": thr, "auc": roc_auc(scores, labels)}
     for name, f in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0.1pct_fpr", 0.001)):
-        note = low_fpr_note(negatives, f)
+        note = low_fpr_note(negatives, f, unit=unit)
         out[name] = None if note else tpr_at_fpr(scores, labels, f)
         out[f"{name}_note"] = note
     out.update({"num_members": int(y.sum()), "num_non_members": negatives})
