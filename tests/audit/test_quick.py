@@ -251,6 +251,12 @@ def test_without_held_out_people_mia_is_listed_as_not_run_with_the_line_that_run
             ConfigError,
             "field '--holdout': 1 person of .* is a user the model was trained on",
         ),
+        (  # a model behind an API has no holdout.json: the message says why u2 counts as trained on
+            "holdout-in-corpus-no-holdout-json",
+            ConfigError,
+            r"\(u2\): they write in .*c.jsonl and the model records no held-out users.* audit a corpus "
+            "without their documents",
+        ),
         ("holdout-not-in-corpus", ConfigError, "field '--corpus': none of the 1 user the model held out"),
         ("holdout-json-broken", DataFileError, "holdout.json: field 'held_out_users'"),
         ("all-held-out", ConfigError, "every user of .* is held out"),
@@ -275,6 +281,10 @@ def test_model_corpus_and_holdout_problems_are_refused_before_anything_is_writte
     elif case == "holdout-trained-on":
         options["holdout"] = tmp_path / "people.jsonl"
         options["holdout"].write_text(json.dumps({"user_id": "u1", "text": "x"}) + "\n")
+    elif case == "holdout-in-corpus-no-holdout-json":
+        model = _model(tmp_path / "api-like")
+        options["holdout"] = tmp_path / "people.jsonl"
+        options["holdout"].write_text(json.dumps({"user_id": "u2", "text": "c d"}) + "\n")
     elif case == "holdout-not-in-corpus":
         model = _model(tmp_path / "other", ("u9",))
     elif case == "holdout-json-broken":
