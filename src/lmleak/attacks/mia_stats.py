@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.roc import roc_auc, summarize, tpr_at_fpr
+from lmleak.attacks.roc import low_fpr_note, roc_auc, summarize, tpr_at_fpr
 from lmleak.intervals import (
     boundary_auc_interval,
     boundary_proportion_interval,
@@ -304,9 +304,13 @@ def group_level_metrics(
     out: dict[str, Any] = {
         "num_excluded": int((~np.isfinite(s)).sum()),
         "num_groups": len({str(x) for x in groups}),
-        # its negatives are groups: "needs >= 1,000 non-members, have 1" read as one non-member text
-        **summarize(gs, gy, unit=f"non-member groups of {group_size} texts"),
+        **summarize(gs, gy),
     }
+    for name, f in FPRS:  # its negatives are groups: "non-members, have 1" read as one non-member text
+        if out[f"{name}_note"]:
+            out[f"{name}_note"] = low_fpr_note(
+                out["num_non_members"], f, unit=f"non-member groups of {group_size} texts"
+            )
 
     def regrouped(metric: Any) -> tuple[float, float] | None:
         boot_rng = np.random.default_rng(seed + 2)

@@ -136,14 +136,11 @@ def low_fpr_note(num_negatives: int, fpr: float, *, unit: str = "non-members") -
     return None if num_negatives >= need else f"needs >= {need:,} {unit}, have {num_negatives:,}"
 
 
-def summarize(
-    scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray, *, unit: str = "non-members"
-) -> dict[str, Any]:
+def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, Any]:
     """Every metric of one score: accuracy (best threshold), AUC, TPR at 1 % and 0.1 % FPR.
 
     TPR at FPR f is None, with the reason under ``tpr_at_<f>_fpr_note``, when there are fewer than
-    ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`), counted in ``unit`` (a group attack's
-    negatives are its non-member groups).
+    ``10 / f`` negatives (:data:`MIN_NEGATIVES_FACTOR`).
 
     Example:
         >>> m = summarize([3.0, 2.0, 1.0, 0.0], [1, 1, 0, 0])
@@ -155,7 +152,7 @@ def summarize(
     negatives = int((~y).sum())
     out: dict[str, Any] = {"accuracy": acc, "threshold": thr, "auc": roc_auc(scores, labels)}
     for name, f in (("tpr_at_1pct_fpr", 0.01), ("tpr_at_0.1pct_fpr", 0.001)):
-        note = low_fpr_note(negatives, f, unit=unit)
+        note = low_fpr_note(negatives, f)
         out[name] = None if note else tpr_at_fpr(scores, labels, f)
         out[f"{name}_note"] = note
     out.update({"num_members": int(y.sum()), "num_non_members": negatives})
