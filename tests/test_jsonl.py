@@ -35,3 +35,12 @@ def test_a_bad_line_is_reported_with_file_and_line(tmp_path, content, line, reas
 def test_a_missing_file_names_the_file_and_the_hint(tmp_path):
     with pytest.raises(DataFileError, match=r"nope\.jsonl: file not found\. Fix: give canaries"):
         read_jsonl(tmp_path / "nope.jsonl", hint="give canaries")
+
+
+def test_a_byte_order_mark_on_the_first_line_is_dropped(tmp_path):
+    p = tmp_path / "members.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"text": "a"}\n{"text": "b"}\n')
+    assert list(iter_jsonl(p)) == [(1, {"text": "a"}), (2, {"text": "b"})]
+    p.write_bytes(b'{"text": "a"}\n\xef\xbb\xbf{"text": "b"}\n')  # only at the file's start
+    with pytest.raises(DataFileError, match=":2: not valid JSON"):
+        list(iter_jsonl(p))

@@ -48,7 +48,8 @@ def iter_jsonl(path: str | Path, *, hint: str = HINT) -> Iterator[tuple[int, dic
     with fh:
         for n, raw in enumerate(fh, start=1):
             try:
-                line = raw.decode("utf-8")
+                # the first line may start with a byte-order mark, which the corpus loader accepts too
+                line = raw.decode("utf-8-sig" if n == 1 else "utf-8")
             except UnicodeDecodeError as e:
                 raise DataFileError(
                     f"not UTF-8 text (byte {e.start})", path=p, line=n, hint="save the file as UTF-8"

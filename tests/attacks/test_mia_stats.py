@@ -124,6 +124,8 @@ def test_groups_are_disjoint_and_counted_as_they_are():
     # a null score's group AUC spreads like 50 groups a side: a 95 % interval about ±0.11 wide
     assert 0.12 < m["auc_ci"][1] - m["auc_ci"][0] < 0.35
     assert group_level_metrics(s, y, g, 20, limit=10, seed=0, n_boot=50)["num_members"] == 10
+    # TPR at low FPR needs 1,000 / 10,000 negatives, which here are the 50 non-member groups
+    assert m["tpr_at_1pct_fpr_note"] == "needs >= 1,000 non-member groups of 20 texts, have 50"
 
 
 def test_a_perfect_attack_and_a_tpr_of_zero_get_exact_intervals_over_the_groups_not_points():

@@ -112,6 +112,18 @@ def test_two_files_that_name_each_texts_user_group_the_texts_by_person(tmp_path)
     assert e.value.line == 2 and e.value.field == "user_id"
 
 
+@pytest.mark.parametrize("bad", ["7.0", "true", '["u1"]', '{"id": 1}'])
+def test_a_user_id_that_is_no_string_or_integer_is_refused_naming_the_line(tmp_path, bad):
+    """str() made 7.0 and 7 two people (two groups of the cluster bootstrap) and a list a "person"."""
+    from lmleak.attacks.mia_texts import read_texts_and_users
+
+    p = tmp_path / "n.jsonl"
+    p.write_text(f'{{"text": "a", "user_id": 7}}\n{{"text": "b", "user_id": {bad}}}\n')
+    with pytest.raises(DataFileError, match="expected a string") as e:
+        read_texts_and_users(p)
+    assert (e.value.line, e.value.field) == (2, "user_id")
+
+
 def test_an_audit_over_two_files_with_user_ids_scores_each_person(tmp_path):
     """The scores table carries each text's user when the files name them (users.parquet averages them)."""
     import pandas as pd

@@ -129,6 +129,19 @@ def test_subjects_are_built_from_the_corpus_and_read_back_by_the_probe(tmp_path,
     assert [s["name"] for s in plan.subjects] == [s["name"] for s in subjects]
 
 
+def test_the_probe_note_says_how_many_people_the_chosen_level_probes(tmp_path, mail):
+    """``level: null`` is triplet whenever anyone has two items, and triplet skips the people with
+    one: the note said "the level they have" while most of the people it listed were not probed."""
+    plan = quick.plan_quick_audit(str(_model(tmp_path / "model")), mail, Q(out=tmp_path / "run"))
+    items = [sum(1 for k in ("phone", "email", "address") if s.get(k)) for s in plan.subjects]
+    two, total = sum(1 for n in items if n >= 2), len(plan.subjects)
+    assert 0 < two < total  # the mail corpus has both kinds of people
+    note = plan.notes["probe"]
+    assert f"level null: triplet, which probes {two} of the {total}" in note
+    assert f"the other {total - two} have too few items" in note
+    assert f"`level: twin` under analyses.probe asks by the name alone and probes {total}" in note
+
+
 def test_a_corpus_without_linked_pii_leaves_probing_out_and_says_how_to_run_it(tmp_path):
     corpus = tmp_path / "c.jsonl"
     corpus.write_text(
@@ -238,6 +251,12 @@ def test_without_held_out_people_mia_is_listed_as_not_run_with_the_line_that_run
             ConfigError,
             "field '--holdout': 1 person of .* is a user the model was trained on",
         ),
+        (  # a model behind an API has no holdout.json: the message says why u2 counts as trained on
+            "holdout-in-corpus-no-holdout-json",
+            ConfigError,
+            r"\(u2\): they write in .*c.jsonl and the model records no held-out users.* audit a corpus "
+            "without their documents",
+        ),
         ("holdout-not-in-corpus", ConfigError, "field '--corpus': none of the 1 user the model held out"),
         ("holdout-json-broken", DataFileError, "holdout.json: field 'held_out_users'"),
         ("all-held-out", ConfigError, "every user of .* is held out"),
@@ -262,6 +281,10 @@ def test_model_corpus_and_holdout_problems_are_refused_before_anything_is_writte
     elif case == "holdout-trained-on":
         options["holdout"] = tmp_path / "people.jsonl"
         options["holdout"].write_text(json.dumps({"user_id": "u1", "text": "x"}) + "\n")
+    elif case == "holdout-in-corpus-no-holdout-json":
+        model = _model(tmp_path / "api-like")
+        options["holdout"] = tmp_path / "people.jsonl"
+        options["holdout"].write_text(json.dumps({"user_id": "u2", "text": "c d"}) + "\n")
     elif case == "holdout-not-in-corpus":
         model = _model(tmp_path / "other", ("u9",))
     elif case == "holdout-json-broken":

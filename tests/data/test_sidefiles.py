@@ -21,3 +21,16 @@ def test_text_or_an_error_naming_the_file(tmp_path):
         read_side_file(bad, hint="h")
     with pytest.raises(DataFileError, match="file not found"):
         read_side_file(tmp_path, hint="h")  # a folder is not a side file
+
+
+def test_a_byte_order_mark_is_dropped_as_the_corpus_loader_drops_it(tmp_path):
+    """Notepad saves "UTF-8 with BOM": a side file saved so kept U+FEFF in its first line (a JSON
+    side file was refused as 'Unexpected UTF-8 BOM') while the corpus loaded."""
+    from lmleak.data.loaders import load_corpus
+
+    p = tmp_path / "me.json"
+    p.write_bytes(b"\xef\xbb\xbf" + '{"name": "田中 明美"}\n'.encode())
+    assert read_side_file(p, hint="h") == '{"name": "田中 明美"}\n'
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_bytes(b"\xef\xbb\xbf" + b'{"user_id": "u1", "text": "hello"}\n')
+    assert [d.text for d in load_corpus(corpus)] == ["hello"]  # the loader this matches

@@ -3,6 +3,7 @@ fake transport for the error paths (429, 500, truncated JSON, wrong model name, 
 
 from __future__ import annotations
 
+import io
 import json
 import stat
 
@@ -121,6 +122,28 @@ def test_prompt_logprobs_scores_and_top_k_match_in_process(local, server, tmp_pa
     top = np.argsort(-model.next_logprobs(prefixes[:1])[0], kind="stable")[:20]
     np.testing.assert_allclose(nl[0, top], model.next_logprobs(prefixes[:1])[0, top], atol=1e-5)
     assert np.isnan(nl).sum() == nl.shape[1] - 20  # only the top 20 are known
+
+
+def test_server_tokenizer_decodes_many_rows_once_each_as_the_local_one(local, server, tmp_path, monkeypatch):
+    """The report's span texts go through ``decode_many``: one /detokenize per distinct row (not one
+    per row, one after another), and the same texts as the in-process tokenizer."""
+    model, _ = local
+    m = _http(server, "prompt_logprobs", tmp_path, "concurrency=3")
+    assert m.tokenizer_source == "server /tokenize"
+    seqs = _seqs(model)
+    rows = [seqs[0][:4], seqs[1], [], seqs[0][:4], seqs[2][2:], seqs[1]]
+    sent = m.client.counters.requests
+    got = m.tokenizer.decode_many(rows)
+    assert got == [model.tokenizer.decode(r) if r else "" for r in rows]
+    assert m.client.counters.requests - sent == 3  # 3 distinct non-empty rows
+    lines = io.StringIO()
+    monkeypatch.setattr("lmleak.models.http_tokenizer.MANY_DECODES", 3)
+    monkeypatch.setattr("lmleak.progress._ENABLED", True)
+    monkeypatch.setattr("lmleak.progress._stream", lines)
+    m.tokenizer.decode_many(rows)
+    m.tokenizer.decode_many(rows)  # said once
+    assert lines.getvalue().count("decoding 3 spans through the server's /detokenize") == 1
+    assert "tokenizer=DIR" in lines.getvalue()
 
 
 def test_membership_through_http_equals_in_process_and_exposure_is_refused(local, server, tmp_path):

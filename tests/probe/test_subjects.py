@@ -108,3 +108,14 @@ def test_every_address_is_kept_and_the_first_stands_in_for_a_missing_email(tmp_p
     ann, bo = read_subjects(p)
     assert ann["email"] == "a@example.org" and ann["emails"] == ["a@example.org", "ann@example.com"]
     assert bo["email"] == "bo@example.org"  # an explicit email is kept as written
+
+
+def test_a_subject_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """me.json saved as "UTF-8 with BOM" (Notepad) was refused with 'Unexpected UTF-8 BOM' and the
+    fix 'one JSON object per line', which it already was."""
+    me = {"name": "田中 明美", "emails": ["tanaka37@example.net", "akemi.t@example.net"]}
+    for text in (json.dumps(me, ensure_ascii=False), json.dumps(me, ensure_ascii=False, indent=2)):
+        p = tmp_path / "me.json"
+        p.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert read_subjects(p)[0]["name"] == "田中 明美"
+        assert read_subjects(p)[0]["emails"] == me["emails"]

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.roc import roc_auc, summarize, tpr_at_fpr
+from lmleak.attacks.roc import low_fpr_note, roc_auc, summarize, tpr_at_fpr
 from lmleak.intervals import (
     boundary_auc_interval,
     boundary_proportion_interval,
@@ -306,6 +306,11 @@ def group_level_metrics(
         "num_groups": len({str(x) for x in groups}),
         **summarize(gs, gy),
     }
+    for name, f in FPRS:  # its negatives are groups: "non-members, have 1" read as one non-member text
+        if out[f"{name}_note"]:
+            out[f"{name}_note"] = low_fpr_note(
+                out["num_non_members"], f, unit=f"non-member groups of {group_size} texts"
+            )
 
     def regrouped(metric: Any) -> tuple[float, float] | None:
         boot_rng = np.random.default_rng(seed + 2)

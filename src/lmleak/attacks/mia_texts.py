@@ -162,7 +162,8 @@ def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list
     ``holdout.json`` does, and the audit's users.parquet gets a score per person.
 
     Raises:
-        DataFileError: a bad text (:func:`read_texts`), or ``user_id`` on some lines but not all.
+        DataFileError: a bad text (:func:`read_texts`), ``user_id`` on some lines but not all, or a
+            ``user_id`` that is neither a string nor an integer (a float, a boolean, a list).
 
     Example:
         >>> import tempfile, pathlib
@@ -177,8 +178,17 @@ def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list
     if not (p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")):
         return texts, None
     users: list[str | None] = []
-    for _, obj in iter_jsonl(p, hint='write {"text": "...", "user_id": "..."} per line'):
+    for i, obj in iter_jsonl(p, hint='write {"text": "...", "user_id": "..."} per line'):
         uid = obj.get("user_id")
+        # a string or an integer names one person; 7.0 and 7 (or true, a list) would be two groups
+        if uid is not None and (isinstance(uid, bool) or not isinstance(uid, str | int)):
+            raise DataFileError(
+                f"expected a string, got {type(uid).__name__}",
+                path=p,
+                line=i,
+                field="user_id",
+                hint='quote the value: "user_id": "u17"',
+            )
         users.append(None if uid is None or (isinstance(uid, str) and not uid.strip()) else str(uid))
     named = [i for i, u in enumerate(users) if u is not None]
     if not named:

@@ -149,8 +149,8 @@ def tpr_at_fpr(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.
 MIN_NEGATIVES_FACTOR = 10
 
 
-def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
-    """Why TPR at ``fpr`` is not reported (None when there are enough negatives).
+def low_fpr_note(num_negatives: int, fpr: float, *, unit: str = "non-members") -> str | None:
+    """Why TPR at ``fpr`` is not reported (None when there are enough negatives, counted in ``unit``).
 
     Example:
         >>> low_fpr_note(300, 0.001)
@@ -159,7 +159,7 @@ def low_fpr_note(num_negatives: int, fpr: float) -> str | None:
         True
     """
     need = math.ceil(MIN_NEGATIVES_FACTOR / fpr - 1e-9)
-    return None if num_negatives >= need else f"needs >= {need:,} non-members, have {num_negatives:,}"
+    return None if num_negatives >= need else f"needs >= {need:,} {unit}, have {num_negatives:,}"
 
 
 def summarize(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.ndarray) -> dict[str, Any]:

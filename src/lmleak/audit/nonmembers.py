@@ -71,7 +71,7 @@ def membership_sets(
         >>> membership_sets(docs, [], [Document("u3", "d", "s t")])
         Traceback (most recent call last):
         ...
-        lmleak.errors.ConfigError: field 'analyses.mia.non_members': 1 person of the non-members file is a user the model was trained on (u3). Fix: non-members must be people the model never saw: drop them (or rename their user ids if they are other people)
+        lmleak.errors.ConfigError: field 'analyses.mia.non_members': 1 person of the non-members file is a user the model was trained on (u3): they write in the corpus and the model records no held-out users, so every user of the corpus counts as trained on. Fix: non-members must be people the model never saw: drop them (or rename their user ids if they are other people); if the model never saw them, audit a corpus without their documents (the one it was trained on)
 
     ``trained_on``: the corpus the model's ``holdout.json`` records, named when no held-out user is
     in ``corpus``.
@@ -100,12 +100,21 @@ def membership_sets(
         both = sorted(set(non_users) & trained)
         if both:
             people = "person" if len(both) == 1 else "people"
+            # what lmleak knows is that they write in the corpus and are not held out; a model behind
+            # an API records no held-out users, so a corpus that still holds them reads as "trained on"
+            why = (
+                "the model records no held-out users, so every user of the corpus counts as trained on"
+                if not held
+                else "the model's holdout.json does not hold them out"
+            )
             raise ConfigError(
                 f"{len(both)} {people} of {never_seen_name} {'is a user' if len(both) == 1 else 'are users'} "
-                f"the model was trained on ({', '.join(both[:3])}{', ...' if len(both) > 3 else ''})",
+                f"the model was trained on ({', '.join(both[:3])}{', ...' if len(both) > 3 else ''}): "
+                f"they write in {corpus_name} and {why}",
                 field=field,
                 hint="non-members must be people the model never saw: drop them (or rename their user ids "
-                "if they are other people)",
+                "if they are other people); if the model never saw them, audit a corpus without their "
+                "documents (the one it was trained on)",
             )
     if not non:
         raise ConfigError(

@@ -201,7 +201,7 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
             f"{plural(found, 'person')} linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
             f"{counts['triplets']} with two, {counts['quadruplets']} with three)"
             + (f"; a seeded sample of {MAX_SUBJECTS} is probed" if found > MAX_SUBJECTS else "")
-            + f"; {controls} of them held out (the controls); level null: the level they have; templates: "
+            + f"; {controls} of them held out (the controls); {_level_note(subjects)}; templates: "
             + (
                 "mined from the corpus"
                 if templates == "mined"
@@ -249,6 +249,26 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
         redact=redact,
     )
     return QuickPlan(cfg, config_text(cfg, notes, command, run), run, subjects, subjects_path, notes)
+
+
+def _level_note(subjects: list[dict[str, Any]]) -> str:
+    """What ``level: null`` probes: the level it resolves to and how many subjects that level can
+    ask about. Triplet (the paper's, chosen whenever anyone has two items) skips the people with one
+    item; "43 people linked ... level null: the level they have" hid that 28 of them were not probed
+    (the release summary then counted "0 of 15 probed people")."""
+    # lazy: lmleak.probe.commands imports the model loaders; the level rule lives there
+    from lmleak.probe.commands import choose_level, eligible_by_level
+
+    level, _ = choose_level(subjects, None)
+    eligible = eligible_by_level(subjects)
+    probed, total = eligible.get(level, 0), len(subjects)
+    note = f"level null: {level}, which probes {probed} of the {total}"
+    if probed < total and eligible.get("twin", 0) > probed:
+        note += (
+            f" (the other {total - probed} have too few items for it; "
+            f"`level: twin` under analyses.probe asks by the name alone and probes {eligible['twin']})"
+        )
+    return note
 
 
 def config_for(model: str, corpus: str | Path, options: QuickOptions = QuickOptions()) -> AuditConfig:

@@ -20,7 +20,8 @@ def read_side_file(path: str | Path, *, hint: str) -> str:
     if not p.is_file():
         raise DataFileError("file not found", path=p, hint=hint)
     try:
-        return p.read_text(encoding="utf-8")
+        # a byte-order mark (Notepad's "UTF-8 with BOM") is not text: the corpus loader drops it too
+        return p.read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as e:
         raise DataFileError(
             f"not UTF-8 text (byte {e.start})", path=p, hint="save the file as UTF-8"
