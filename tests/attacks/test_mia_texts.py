@@ -186,3 +186,12 @@ def test_a_candidate_text_is_the_documents_opening_as_written_not_its_words_join
     assert mem == ["From: Ann <ann@example.org>\nTo: list@example.org\n\nHi all,"]
     assert non == ["short\nnote\n"]  # fewer words than the cut: the whole document, verbatim
     assert all(d.text.startswith(t) for d, t in zip(docs, mem + non, strict=True))
+
+
+def test_a_person_in_both_member_files_is_refused_naming_them(tmp_path):
+    """Found by a hostile-user pass: the same user_id in --members and --non-members was accepted."""
+    (tmp_path / "m.jsonl").write_text('{"text": "a", "user_id": "u1"}\n{"text": "b", "user_id": "u2"}\n')
+    (tmp_path / "n.jsonl").write_text('{"text": "c", "user_id": "u2"}\n')
+    with pytest.raises(DataFileError, match=r"1 user in both m.jsonl and this file \(u2\)") as e:
+        membership_texts("fake", members=tmp_path / "m.jsonl", non_members=tmp_path / "n.jsonl")
+    assert e.value.field == "user_id" and str(tmp_path / "n.jsonl") in str(e.value)

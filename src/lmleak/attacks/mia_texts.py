@@ -205,6 +205,36 @@ def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list
     return texts, [u for u in users if u is not None]
 
 
+def user_groups(
+    members: str | Path, mem_users: list[str] | None, non_members: str | Path, non_users: list[str] | None
+) -> tuple[list[str], list[str]] | None:
+    """Both sides' users when both files name them (else None), refusing a person on both sides: a
+    member is someone the model trained on, a non-member someone it never saw.
+
+    Raises:
+        DataFileError: a user id in both files (the first few named).
+
+    Example:
+        >>> user_groups("m.jsonl", ["a", "b"], "n.jsonl", ["c"])
+        (['a', 'b'], ['c'])
+        >>> user_groups("m.jsonl", ["a", "b"], "n.jsonl", None) is None
+        True
+    """
+    if mem_users is None or non_users is None:
+        return None
+    both = sorted(set(mem_users) & set(non_users))
+    if both:
+        shown = ", ".join(both[:3]) + (", ..." if len(both) > 3 else "")
+        raise DataFileError(
+            f"{plural(len(both), 'user')} in both {Path(members).name} and this file ({shown})",
+            path=non_members,
+            field="user_id",
+            hint="a member is a person the model trained on and a non-member one it never saw: keep each "
+            "person on one side",
+        )
+    return mem_users, non_users
+
+
 def membership_texts(
     model: str | Path,
     *,
@@ -223,8 +253,7 @@ def membership_texts(
     if members is not None and non_members is not None:
         mem, mem_users = read_texts_and_users(members, field=field)
         non, non_users = read_texts_and_users(non_members, field=field)
-        both = (mem_users, non_users) if mem_users is not None and non_users is not None else None
-        return MembershipTexts(mem, non, groups=both)
+        return MembershipTexts(mem, non, groups=user_groups(members, mem_users, non_members, non_users))
     holdout = read_holdout(model)
     if corpus is None or holdout is None or not holdout.users:
         raise ConfigError(

@@ -40,7 +40,7 @@ from lmleak.attacks.exposure import run_exposure
 from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
 from lmleak.attacks.membership import read_texts, run_membership
 from lmleak.attacks.mia_methods import MethodOptions
-from lmleak.attacks.mia_texts import read_texts_and_users
+from lmleak.attacks.mia_texts import read_texts_and_users, user_groups
 from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
@@ -233,10 +233,14 @@ class Auditor:
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
             ref = recorded_base(model_path)
         if spec.members and spec.non_members:
-            mem, mem_users = read_texts_and_users(self.cfg.resolve(spec.members) or "")
-            non, non_users = read_texts_and_users(self.cfg.resolve(spec.non_members) or "")
+            mem_path, non_path = (
+                self.cfg.resolve(spec.members) or "",
+                self.cfg.resolve(spec.non_members) or "",
+            )
+            mem, mem_users = read_texts_and_users(mem_path)
+            non, non_users = read_texts_and_users(non_path)
             source = None  # both files name their users: texts grouped by person, a score per person
-            groups = (mem_users, non_users) if mem_users is not None and non_users is not None else None
+            groups = user_groups(mem_path, mem_users, non_path, non_users)
         else:  # people the model never saw: a corpus of them (non_members alone), or its held-out users
             holdout = read_holdout(model_path)
             c, never_seen = self.cfg.corpus, None
