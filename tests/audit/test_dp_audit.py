@@ -116,22 +116,19 @@ def test_with_report_runs_the_audit_then_renders_its_run_and_adds_the_reports_pa
     assert summary == {"epsilon_lower_bound": 0.5, "report": str(tmp_path / "run" / "report.html")}
 
 
+def _tiny_plain_gpt(epochs: int) -> TrainConfig:
+    """The small plain GPT the one-run audits retrain (1 layer, width 32, 20 % of users held out)."""
+    return TrainConfig(
+        mode="nodp", epochs=epochs, batch_size=8, lr=5e-3, seq_len=32, n_embd=32, n_layer=1, n_head=2,
+        vocab_size=300, holdout_users=0.2,
+    )  # fmt: skip
+
+
 def test_a_placebo_run_trains_on_no_canary_and_certifies_nothing_where_the_real_run_does(tmp_path):
     # issue 26 item 3: the same audit with and without the canaries in training; only the
     # training data differs (same canaries, coin flips, tokenizer, recipe, seed)
     paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
-    cfg = TrainConfig(
-        mode="nodp",
-        epochs=8,
-        batch_size=8,
-        lr=5e-3,
-        seq_len=32,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        vocab_size=300,
-        holdout_users=0.2,
-    )
+    cfg = _tiny_plain_gpt(epochs=8)
     runs = {}
     for placebo in (True, False):
         out = tmp_path / f"run-{placebo}"
@@ -223,18 +220,7 @@ def test_a_user_level_audit_of_a_plain_model_certifies_over_users_and_its_placeb
     # issue 27 item 5: canary *users* (3 documents each, the same secret), included with
     # probability 1/2 as a whole; one trained model, the bound over the 32 users
     paths = synthesize(tmp_path / "data", users=6, dialogs_per_user=2, seed=0)
-    cfg = TrainConfig(
-        mode="nodp",
-        epochs=4,
-        batch_size=8,
-        lr=5e-3,
-        seq_len=32,
-        n_embd=32,
-        n_layer=1,
-        n_head=2,
-        vocab_size=300,
-        holdout_users=0.2,
-    )
+    cfg = _tiny_plain_gpt(epochs=4)
     runs = {}
     for placebo in (True, False):
         out = tmp_path / f"run-{placebo}"
