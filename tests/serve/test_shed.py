@@ -179,6 +179,18 @@ def test_requests_over_the_inflight_cap_get_429_while_health_answers(model):
         assert ok.status_code == 200
 
 
+def test_a_caller_without_the_key_is_refused_before_it_can_take_a_slot(model):
+    key = "k-" + "x" * 30
+    with serving(model, name="tiny", api_key=key, limits=ServeLimits(max_inflight=1)) as st:
+        stranger = _stall(st)  # no key: 401 from its headers, its stalled body holds nothing
+        assert stranger.recv(4096).startswith(b"HTTP/1.1 401")
+        assert st.app.state.load.inflight == 0
+        auth = {"Authorization": f"Bearer {key}"}
+        ok = httpx.post(st.url + "/completions", json={"prompt": "hello", "max_tokens": 1}, headers=auth)
+        assert ok.status_code == 200
+        stranger.close()
+
+
 def test_the_body_of_a_refused_upload_is_read_and_dropped_and_the_connection_serves_again(model):
     with serving(model, name="tiny", limits=ServeLimits(max_inflight=1)) as st:
         stalled = _stall(st)
@@ -221,6 +233,31 @@ def test_lmleak_s_own_client_retries_the_429_and_gets_its_answer(model):
 def test_the_load_limits_refuse_nonsense(kw):
     with pytest.raises(ConfigError):
         ServeLimits(**kw)
+
+
+def test_lmleak_serve_takes_the_load_options_and_refuses_nonsense_before_the_model_loads(
+    tmp_path, monkeypatch
+):
+    from typer.testing import CliRunner
+
+    import lmleak.serve.server as server_mod
+    from lmleak.cli.main import app
+
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(json.dumps({"text": "my name is ada"}) + "\n")
+    ran = []
+    monkeypatch.setattr(server_mod, "run_foreground", lambda a, sock: (ran.append(a), sock.close()))
+    base = ["serve", f"fake:{corpus}", "--tier", "text", "--port", "0"]
+    load = ["--read-timeout", "7.5", "--max-connections", "9", "--max-inflight", "3"]
+    r = CliRunner().invoke(app, [*base, *load])
+    assert r.exit_code == 0, r.output
+    limits = ran[0].state.served.limits
+    assert (limits.read_timeout_s, limits.max_connections, limits.max_inflight) == (7.5, 9, 3)
+    assert "read timeout 7.5 s, 9 connections, 3 requests in progress" in " ".join(r.output.split())
+    for option, value in (("--read-timeout", "0"), ("--max-connections", "0"), ("--max-inflight", "-1")):
+        bad = CliRunner().invoke(app, [*base, option, value])
+        assert bad.exit_code == 2 and option in bad.output, bad.output
+    assert len(ran) == 1
 
 
 # ---------------------------------------------------------------------------------------- slow
