@@ -219,6 +219,23 @@ def test_lmleak_s_own_client_retries_the_429_and_gets_its_answer(model):
         assert [int(t) for t in got[0].ranks] == [int(t) for t in want[0].ranks]
 
 
+def test_a_stopping_server_does_not_wait_for_uploads_still_arriving(model):
+    from lmleak.serve.server import GRACE_S
+
+    cm = serving(model, name="tiny")
+    st = cm.__enter__()
+    stalled = [_stall(st) for _ in range(3)]
+    _until(lambda: st.app.state.load.inflight == 3, "the stalled uploads")
+    t0 = time.monotonic()
+    cm.__exit__(None, None, None)
+    took = time.monotonic() - t0
+    assert not st.thread.is_alive()
+    assert took < GRACE_S  # uvicorn's graceful wait (for answers being sent) was not spent on them
+    assert all(_read_all(s) == b"" for s in stalled)  # closed, nothing sent: there was no request yet
+    for s in stalled:
+        s.close()
+
+
 @pytest.mark.parametrize(
     "kw",
     [

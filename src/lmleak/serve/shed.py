@@ -4,13 +4,16 @@ A socket costs the server nothing until it sends; a stalled upload held forever 
 body (up to ``--max-body``) for as long as the client wants — 300 of them took the server from 420
 to 733 MB and ``/health`` to 5.8 s (issue 33). So, below the routes:
 
-- **a read deadline** (``--read-timeout``, 30 s): from a connection's first byte — or the first byte
-  of its next request — the request's headers and its whole body must arrive within the deadline,
-  else the server answers 408 (``request_timeout``) and closes the connection; a connection that
-  never sends a byte is closed at the deadline too. The model's own time is not counted (the
-  request's ``--deadline`` covers it);
+- **a read deadline** (``--read-timeout``, 30 s): from the moment a connection opens — or, on a
+  kept-alive one, from the first byte of its next request — the request's headers and its whole
+  body must arrive within the deadline, else the server answers 408 (``request_timeout``) and
+  closes the connection; a connection that never sends a byte is closed at the deadline too. The
+  model's own time is not counted (the request's ``--deadline`` covers it), nor is a kept-alive
+  connection's idle time (uvicorn closes it after 5 s);
 - **a cap on open connections** (``--max-connections``, 512): one more is answered 429
-  (``too_many_connections``, ``Retry-After: 1``) at once, before a byte of it is read, and closed;
+  (``too_many_connections``, ``Retry-After: 1``) at once, before a byte of it is read, and closed
+  (even ``/health``: the server is full). A client that had already sent its request may see the
+  connection reset instead of the 429; lmleak's client retries either;
 - **a cap on requests in progress** (``--max-inflight``, 64: reading their body, waiting for the
   model, or running): one more is answered 429 (``server_busy``, ``Retry-After: 1``) as soon as its
   headers arrive, before its body is read; the rest of its body is read and dropped, not kept.
