@@ -1,4 +1,5 @@
-"""A 38 MB prompt against ``lmleak serve``: refused at once, the server's memory untouched.
+"""A 38 MB prompt against ``lmleak serve``: refused at once, the server's memory untouched; and 300
+stalled uploads: shed, ``/health`` fast, memory bounded and handed back.
 
 Prints ``oversized_request_seconds: X`` — the wall time from sending a 38 MB ``/v1/completions``
 body (pre-encoded: the client's own JSON encoding is not counted) to receiving the refusal, min over
