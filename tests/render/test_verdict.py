@@ -176,13 +176,27 @@ def test_the_release_profile_states_every_limit_with_a_rationale_and_needs_no_ca
     limits = profile_limits("release")
     assert all(lim.rationale for lim in limits)
     assert {lim.option for lim in limits if not lim.required} >= {"max_exposure", "max_leakage_epsilon"}
+    # issue 32: the leak limit is an excess over the held-out null, the bare counts are gone
+    required = {lim.option: lim.value for lim in limits if lim.required}
+    assert required == {"max_pii_people_excess": 0.05, "max_mia_auc": 0.6}
+    options = {lim.option for lim in limits}
+    assert "max_pii_exact_match_excess" in options
+    assert not options & {"max_pii_unique", "max_pii_exact_match", "max_unique"}
     # a model trained without canaries, with no public model and no probing: passes on what ran
     s = _audit(
         m={
             "headline": {
                 "mia_auc": 0.52,
+                "mia_auc_ci": [0.46, 0.58],
                 "mia_num_per_side": 200,
-                "by_k": {"1": {"unique_sequences": 4, "pii_unique_sequences": 0}},
+                "by_k": {
+                    "1": {
+                        "unique_sequences": 4,
+                        "pii_unique_sequences": 0,
+                        "pii_people_excess": 0.0,
+                        "pii_people_excess_ci": [-0.02, 0.03],
+                    }
+                },
             },
             "stages": {"report": "r", "mia": "x"},
             "not_run": [
@@ -198,6 +212,7 @@ def test_the_release_profile_states_every_limit_with_a_rationale_and_needs_no_ca
     v = verdict_of(s, _headlines(s), limits, profile="release")
     statuses = {c.metric: c.verdict for c in v.checks}
     assert statuses["max_exposure"] == "not_evaluable" and statuses["mia_auc"] == "pass"
+    assert statuses["pii_people_excess (k=1)"] == "pass"
     assert v.passed and v.to_dict()["profile"] == "release"
     exposure = next(r for r in verdict_rows(v) if r["limit"].startswith("Highest canary exposure"))
     assert exposure["result"] == "Not evaluable (optional)" and "no canaries" in exposure["why"]
@@ -229,7 +244,7 @@ def test_a_check_passes_exactly_at_its_limit_and_the_rows_are_what_the_html_and_
         "interval": "—",
         "result": "Fail",
         "status": "fail",
-        "why": "",
+        "why": "no 95 % interval recorded: decided on the value alone",  # issue 32: says how it was decided
         "rationale": "",
     }
 
