@@ -98,11 +98,17 @@ def n_to_settle(n: float, value: float, interval: Sequence[float], limit: float)
         >>> n_to_settle(40, 0.6, (0.5, 0.7), 0.6)
         inf
     """
+    factor = _factor(value, interval, limit)
+    return math.inf if math.isinf(factor) else math.ceil(round(n * factor, 6))
+
+
+def _factor(value: float, interval: Sequence[float], limit: float) -> float:
+    """``(h / |value - limit|)^2``: how many times the sample would settle it (inf on the limit)."""
     effect = abs(value - limit)
     if effect == 0 or not math.isfinite(effect):
         return math.inf
     h = (interval[1] - value) if limit > value else (value - interval[0])
-    return math.ceil(round(n * (max(h, 0.0) / effect) ** 2, 6))
+    return (max(h, 0.0) / effect) ** 2
 
 
 def _n_words(x: float) -> str:
@@ -128,7 +134,7 @@ def power_line(
         'no sample size settles it: the value is the limit (never at this effect)'
     """
     lo, hi = interval
-    scale = n_to_settle(1.0, value, (lo, hi), limit)
+    scale = _factor(value, (lo, hi), limit)
     if math.isinf(scale):
         return "no sample size settles it: the value is the limit (never at this effect)"
     if metric in COUNTS:
