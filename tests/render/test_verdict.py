@@ -483,7 +483,7 @@ def test_the_release_profile_decides_the_excess_over_the_null_per_k_on_fake_summ
     assert rows["mia_auc"].verdict == "pass"
     assert v.status == "fail" and v.model_status("m") == "fail"
     cells = {r["limit"]: r for r in verdict_rows(v)}
-    k3_cells = cells["People whose PII leaks, beyond the held-out null (share) (k=3) ≤ 0.05"]
+    k3_cells = cells["People with leaked PII beyond the null (share) (k=3) ≤ 0.05"]
     assert k3_cells["result"] == "Inconclusive (blocks)" and "7,200 trained-on people" in k3_cells["why"]
     assert k3_cells["rationale"].startswith("The share of trained-on people")
     settled = json.loads(json.dumps(NULLED))

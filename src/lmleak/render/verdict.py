@@ -76,7 +76,7 @@ LIMIT_LABELS: dict[str, str] = {
     "max_exposure": "Highest canary exposure (bits)",
     "mia_auc": "Membership inference AUC",
     "pii_exact_match": "PII exact-match rate",
-    "pii_people_excess": "People whose PII leaks, beyond the held-out null (share)",
+    "pii_people_excess": "People with leaked PII beyond the null (share)",
     "pii_exact_match_excess": "PII exact-match rate, members − held-out controls",
     "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
     "extracted": "Extracted training samples",
