@@ -308,7 +308,6 @@ _COMMENTS = {
     "gate": "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it",
     "gate.profile": "shipped limits, each with its rationale (docs/verdict.md)",
     "gate.allow_not_evaluable": "true: a limit whose analysis did not run does not fail",
-    "gate.allow_inconclusive": "true: a limit whose 95 % interval straddles it does not fail",
 }
 
 
