@@ -154,3 +154,16 @@ def test_the_html_verdict_card_shows_inconclusive_with_the_power_line(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     page = render_report(tmp_path).read_text()
     assert 'data-status="pass">Pass</span>' in page and "Inconclusive (allowed)" in page
+
+
+def test_a_report_cards_interval_names_its_k_at_every_k():
+    from lmleak.render.cards import card_interval
+
+    h = {
+        "unique_sequences_ci": [0, 5],  # the first k's, at the top level
+        "by_k": {"1": {"unique_sequences_ci": [0, 5]}, "3": {"unique_sequences_ci": [21, 61]}},
+    }
+    assert card_interval("unique_sequences", h) == "95% intervals: k = 1 [0, 5] · k = 3 [21, 61]"
+    one = {"unique_sequences_ci": [0, 5], "by_k": {"1": {"unique_sequences_ci": [0, 5]}}}
+    assert card_interval("unique_sequences", one) == "95% interval [0, 5]"  # one k: the card says "At k = 1"
+    assert card_interval("unique_sequences", {"by_k": {"1": {}, "3": {}}}) is None

@@ -208,15 +208,32 @@ def _leak_null(headline: dict[str, Any]) -> str | None:
     )
 
 
-def card_interval(key: str, headline: dict[str, Any]) -> str | None:
-    """The card's 95 % interval (``<key>_ci`` of the stage), or None."""
-    ci = headline.get(f"{key}_ci")
+def _ci_text(key: str, ci: Any) -> str | None:
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return None
     try:
-        return f"95% interval [{format_interval(key, ci)}]"
+        return f"[{format_interval(key, ci)}]"
     except (TypeError, ValueError):
         return None
+
+
+def card_interval(key: str, headline: dict[str, Any]) -> str | None:
+    """The card's 95 % interval (``<key>_ci`` of the stage), or None; a report metric at several k
+    gets each k's interval, named by its k (issue 32: the first k's interval alone read as every k's).
+
+    Example:
+        >>> h = {"pii_unique_sequences_ci": [0, 3.5], "by_k": {"1": {"pii_unique_sequences_ci": [0, 3.5]},
+        ...      "3": {"pii_unique_sequences_ci": [0, 5]}}}
+        >>> card_interval("pii_unique_sequences", h)
+        '95% intervals: k = 1 [0, 3.5] · k = 3 [0, 5]'
+    """
+    by_k = headline.get("by_k") or {}
+    if key in PER_K and len(by_k) > 1:
+        parts = [(k, _ci_text(key, by_k[k].get(f"{key}_ci"))) for k in sorted(by_k, key=int)]
+        shown = [f"k = {k} {ci}" for k, ci in parts if ci]
+        return f"95% intervals: {' · '.join(shown)}" if shown else None
+    ci = _ci_text(key, headline.get(f"{key}_ci"))
+    return None if ci is None else f"95% interval {ci}"
 
 
 def describe_scenario(scenario: dict[str, Any] | None) -> str | None:
