@@ -137,7 +137,7 @@ def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monke
     """The group-pair win matrix (and, above its size limit, ranking every replicate) gives the
     same replicates as ranking the resampled texts directly: ties, uneven groups, 1-text groups."""
     import lmleak.intervals as iv
-    from lmleak.intervals import few_groups_widened, stratified_group_bootstrap
+    from lmleak.intervals import few_groups_auc_interval, stratified_replicates
 
     monkeypatch.setattr(iv, "_MAX_WIN_CELLS", max_cells)
     rng = np.random.default_rng(7)
@@ -145,16 +145,16 @@ def test_grouped_bootstrap_auc_is_the_stratified_bootstrap_of_the_rank_auc(monke
     y = np.r_[np.ones(70), np.zeros(60)]
     g = np.r_[np.arange(70) // 3, 100 + rng.integers(0, 25, size=60)]  # uneven groups
     by_auc = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
-    raw = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
-    by_stat = few_groups_widened(
+    raw = stratified_replicates(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    by_stat = few_groups_auc_interval(
         auc_mann_whitney(s, y.astype(bool)), raw, 24, len(set(g[70:]))
     )  # 70 // 3 + 1
     assert by_auc == pytest.approx(by_stat, abs=1e-12)
     g[69] = 100  # a group with a member and non-members: it is resampled whole, as its first item's class
     mixed = grouped_bootstrap_auc(s, y, g, n_boot=300, seed=4)
-    raw = stratified_group_bootstrap(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
+    raw = stratified_replicates(lambda i: auc_mann_whitney(s[i], y[i]), y, g, n_boot=300, seed=4)
     _, pos, neg, _, _ = iv._class_groups(y.astype(bool), g)
-    assert mixed == few_groups_widened(auc_mann_whitney(s, y.astype(bool)), raw, pos.size, neg.size)
+    assert mixed == few_groups_auc_interval(auc_mann_whitney(s, y.astype(bool)), raw, pos.size, neg.size)
 
 
 def test_every_stratified_replicate_keeps_each_classs_number_of_groups():
@@ -188,13 +188,15 @@ def test_a_share_with_no_hits_gets_the_exact_interval_over_its_users_not_a_point
     # one user, half the items hit: the bootstrap would say [0.5, 0.5]
     (lo, hi), rule = cluster_proportion_interval([True, False], ["a", "a"])
     assert lo < 0.01 and hi > 0.99 and rule == "clopper-pearson: 0.5 of 1 user"
-    # variation between users: the bootstrap's own interval, no rule
+    # variation between users: the bootstrap's interval joined with the design-effect one, no rule
+    from lmleak.intervals import design_effect_interval
+
     h = [True, False, False, True, False, False]
     g = ["a", "b", "c", "d", "e", "f"]
     ci, rule = cluster_proportion_interval(h, g, n_boot=300, seed=2)
-    assert rule is None and ci == group_bootstrap(
-        lambda i: np.asarray(h, float)[i].mean(), g, n_boot=300, seed=2
-    )
+    boot = group_bootstrap(lambda i: np.asarray(h, float)[i].mean(), g, n_boot=300, seed=2)
+    deff = design_effect_interval(np.asarray(h, float), np.ones(6))
+    assert rule is None and ci == (min(boot[0], deff[0]), max(boot[1], deff[1]))
     assert cluster_proportion_interval([], []) == (None, None)
 
 
@@ -235,9 +237,38 @@ def test_a_count_of_no_leaks_gets_the_most_users_that_could_leak_not_zero():
         assert lo == 0.0 and hi == pytest.approx(users * (1 - 0.025 ** (1 / users)), rel=1e-12)
         assert "0 of" in rule and "one leak each" in rule
     assert count_interval([0] * 10**6)[0][1] == pytest.approx(-np.log(0.025), rel=1e-4)  # Poisson's 3.69
+    # 2 of 6 users leaked (3 and 1): the hull of the bootstrap and 6 CP(2 of 6) x [1, 3] (the t
+    # interval of the mean, 2 +- 12.7, clipped to the range)
     counts = [0, 3, 0, 1, 0, 0]
-    assert count_interval(counts, n_boot=300) == (bootstrap_sum_interval(counts, n_boot=300), None)
+    ref = binomtest(2, 6).proportion_ci(confidence_level=0.95, method="exact")
+    boot = bootstrap_sum_interval(counts, n_boot=300)
+    ci, rule = count_interval(counts, n_boot=300)
+    assert ci == pytest.approx((min(boot[0], 6 * ref.low * 1), max(boot[1], 6 * ref.high * 3)))
+    assert rule == "2 of 6 users: clopper-pearson leakers x leaks per leaker"
+    (lo, hi), _ = count_interval([0] * 9 + [4], n_boot=300)  # one leaker of 10: 10 CP(1 of 10) x 4
+    ref = binomtest(1, 10).proportion_ci(confidence_level=0.95, method="exact")
+    assert hi == pytest.approx(max(10 * ref.high * 4, bootstrap_sum_interval([0] * 9 + [4], n_boot=300)[1]))
+    # many leakers: the bootstrap is the wider one and stands alone
+    many = [1, 2] * 200 + [0] * 400
+    assert count_interval(many, n_boot=300) == (bootstrap_sum_interval(many, n_boot=300), None)
     assert count_interval([]) == (None, None)
+
+
+def test_a_count_of_no_leaks_charges_the_users_that_could_leak_their_capacity():
+    """0 of 200 users leaked: m = 200 CP_up(0 of 200) = 3.655 users could, each with at most its
+    capacity of leaks; the bound is the 3 largest capacities and 0.655 of the fourth (by hand)."""
+    from lmleak.intervals import count_interval
+
+    cap = np.r_[np.full(196, 2.0), 50.0, 40.0, 30.0, 20.0]
+    m = 200 * (1 - 0.025 ** (1 / 200))
+    (lo, hi), rule = count_interval(np.zeros(200), capacity=cap)
+    assert lo == 0.0 and hi == pytest.approx(50 + 40 + 30 + (m - 3) * 20, rel=1e-12)
+    assert rule.startswith("0 of 200 users: the 3.66 users") and rule.endswith("(their capacity)")
+    assert count_interval(np.zeros(3), capacity=np.zeros(3))[0] == (0.0, 0.0)  # nothing could leak
+    # capacity 1 each is the one-leak-each rule
+    assert count_interval(np.zeros(40), capacity=np.ones(40))[0][1] == pytest.approx(count_interval(np.zeros(40))[0][1])
+    with pytest.raises(ValueError):
+        count_interval([0, 0], capacity=[1])
 
 
 def test_the_boundary_rule_restores_coverage_where_the_bootstrap_alone_has_none():
@@ -264,7 +295,7 @@ def test_the_auc_interval_covers_chance_95_times_in_100_with_few_users_a_side(mo
     scattered past their intervals); widened for few groups 189 of 200; at 30 a side the widening
     is small (factor 1.04). The first runs are checked against the slow stratified bootstrap."""
     import lmleak.intervals as iv
-    from lmleak.intervals import few_groups_widened, stratified_group_bootstrap
+    from lmleak.intervals import few_groups_auc_interval, few_groups_widened, stratified_replicates
 
     rng = np.random.default_rng(1)
     data = []
@@ -274,11 +305,11 @@ def test_the_auc_interval_covers_chance_95_times_in_100_with_few_users_a_side(mo
         data.append((s, (users < 6).astype(int), users))
     widened = [grouped_bootstrap_auc(s, y, u, n_boot=400, seed=k) for k, (s, y, u) in enumerate(data)]
     for k, (s, y, u) in enumerate(data[:5]):  # the oracle: rank every resampled text, then widen
-        raw = stratified_group_bootstrap(
-            lambda i, s=s, y=y: auc_mann_whitney(s[i], y[i]), y, u, n_boot=400, seed=k
-        )
-        assert widened[k] == pytest.approx(few_groups_widened(auc_mann_whitney(s, y.astype(bool)), raw, 6, 6))
-    monkeypatch.setattr(iv, "few_groups_widened", lambda est, ci, *a, **k: ci)
+        raw = stratified_replicates(lambda i, s=s, y=y: auc_mann_whitney(s[i], y[i]), y, u, n_boot=400, seed=k)
+        est = auc_mann_whitney(s, y.astype(bool))
+        assert widened[k] == pytest.approx(few_groups_auc_interval(est, raw, 6, 6))
+        assert widened[k][0] <= few_groups_widened(est, iv._percentile(raw, 0.95), 6, 6)[0]
+    monkeypatch.setattr(iv, "few_groups_auc_interval", lambda est, reps, *a, **k: iv._percentile(reps, 0.95))
     raw_all = [grouped_bootstrap_auc(s, y, u, n_boot=400, seed=k) for k, (s, y, u) in enumerate(data)]
     covered_raw = sum(lo <= 0.5 <= hi for lo, hi in raw_all)
     covered = sum(lo <= 0.5 <= hi for lo, hi in widened)
