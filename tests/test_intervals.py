@@ -266,7 +266,9 @@ def test_a_count_of_no_leaks_charges_the_users_that_could_leak_their_capacity():
     assert rule.startswith("0 of 200 users: the 3.66 users") and rule.endswith("(their capacity)")
     assert count_interval(np.zeros(3), capacity=np.zeros(3))[0] == (0.0, 0.0)  # nothing could leak
     # capacity 1 each is the one-leak-each rule
-    assert count_interval(np.zeros(40), capacity=np.ones(40))[0][1] == pytest.approx(count_interval(np.zeros(40))[0][1])
+    assert count_interval(np.zeros(40), capacity=np.ones(40))[0][1] == pytest.approx(
+        count_interval(np.zeros(40))[0][1]
+    )
     with pytest.raises(ValueError):
         count_interval([0, 0], capacity=[1])
 
@@ -305,7 +307,9 @@ def test_the_auc_interval_covers_chance_95_times_in_100_with_few_users_a_side(mo
         data.append((s, (users < 6).astype(int), users))
     widened = [grouped_bootstrap_auc(s, y, u, n_boot=400, seed=k) for k, (s, y, u) in enumerate(data)]
     for k, (s, y, u) in enumerate(data[:5]):  # the oracle: rank every resampled text, then widen
-        raw = stratified_replicates(lambda i, s=s, y=y: auc_mann_whitney(s[i], y[i]), y, u, n_boot=400, seed=k)
+        raw = stratified_replicates(
+            lambda i, s=s, y=y: auc_mann_whitney(s[i], y[i]), y, u, n_boot=400, seed=k
+        )
         est = auc_mann_whitney(s, y.astype(bool))
         assert widened[k] == pytest.approx(few_groups_auc_interval(est, raw, 6, 6))
         assert widened[k][0] <= few_groups_widened(est, iv._percentile(raw, 0.95), 6, 6)[0]

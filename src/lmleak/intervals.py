@@ -755,16 +755,39 @@ def cluster_proportion_interval(
         return None, None
     boot = group_bootstrap(lambda idx: float(h[idx].mean()), groups, n_boot=n_boot, level=level, seed=seed)
     codes, n_groups = _group_index(groups)
-    hits_g, items_g = np.bincount(codes, weights=h, minlength=n_groups), np.bincount(codes, minlength=n_groups)
+    hits_g, items_g = (
+        np.bincount(codes, weights=h, minlength=n_groups),
+        np.bincount(codes, minlength=n_groups),
+    )
     shares = hits_g / items_g
     if shares.max() - shares.min() > 1e-12:
-        return _hull(boot, design_effect_interval(hits_g, items_g, level=level)), None
+        deff = design_effect_interval(hits_g, items_g, level=level)  # None only without variation
+        return (boot if deff is None else _hull(boot, deff)), None
     successes = float(shares.sum())
     if abs(successes - round(successes)) < 1e-9:
         successes = float(round(successes))
     cp = units_clopper_pearson(successes, n_groups, level=level)
     assert cp is not None  # n_groups >= 1
     return _hull(boot, cp), f"clopper-pearson: {successes:g} of {_plural_units(n_groups, unit)}"
+
+
+def _zero_count_interval(
+    n: int, cap: np.ndarray | None, unit: str, level: float
+) -> tuple[tuple[float, float], str]:
+    """:func:`count_interval` of a total of 0 over ``n`` units: the leaks the m = n · CP_up(0 of n)
+    units with the largest capacities could hold (one each without capacities), and its rule."""
+    cp = clopper_pearson_interval(0, n, level=level)  # every replicate would sum to 0: no draws
+    assert cp is not None  # n >= 1
+    m = n * cp[1]
+    says = (
+        f"0 of {_plural_units(n, unit)}: the {m:.3g} {unit}s that could leak (clopper-pearson upper bound), "
+    )
+    if cap is None:
+        return (0.0, m), says + "one leak each"
+    top = np.sort(cap)[::-1]
+    whole = int(m)
+    upper = float(top[:whole].sum() + (m - whole) * (top[whole] if whole < top.size else 0.0))
+    return (0.0, upper), says + "each with as many leaks as the most any of these could hold (their capacity)"
 
 
 #: Above this many leaking units a count's interval is its bootstrap's alone (:func:`count_interval`).
@@ -789,8 +812,7 @@ def count_interval(
       the leakers' mean leaks clipped to their fewest and most (the one value when k = 1). With few
       leaking units the bootstrap of a sum is too narrow (it cannot draw more leakers than a
       Poisson of k gives): at 3-30 expected leakers of 5-10 leaks each it covered 0.90-0.95, the
-      hull 0.98-1 (geometric cluster sizes, mean 10: 0.89-0.99). Above :data:`FEW_LEAKERS`
-      leaking units the bootstrap stands alone (0.945 at 30 expected leakers).
+      hull 0.98-1 (geometric sizes, mean 10: 0.89-0.99); above :data:`FEW_LEAKERS` the bootstrap alone.
     - **None leaked** (0 of U): ``[0, the most leaks m = U · CP_up(0 of U) leaking units could
       have]``: the sum of the ⌊m⌋ largest ``capacity`` values plus the fraction of the next. When
       no unit leaked, the mean share of leaking units is below CP_up with the stated confidence
@@ -798,9 +820,7 @@ def count_interval(
       it could hold: a user's unique sequences at a looser criterion), so the expected count is at
       most ``max Σ p_u c_u`` over ``Σ p_u ≤ m``: the m largest capacities. The old rule, one leak
       per leaking unit, covered 0.33-0.64 when leaking users leak 5-10 sequences each.
-      ``capacity`` None: one event per unit (said so in the rule).
-
-    (None, None) without units.
+      ``capacity`` None: one event per unit (said so in the rule). (None, None) without units.
 
     Example:
         >>> ci, rule = count_interval([0] * 200)
@@ -829,16 +849,7 @@ def count_interval(
         assert boot is not None and cp is not None  # v.size >= 1
         low, high = _mean_bounds(leakers, level)
         ci = _hull(boot, (v.size * cp[0] * low, v.size * cp[1] * high))
-        return ci, (None if ci == boot else f"{leakers.size} of {units}: clopper-pearson leakers x leaks per leaker")
-    cp = clopper_pearson_interval(0, v.size, level=level)  # every replicate would sum to 0: no draws
-    assert cp is not None  # v.size >= 1
-    m = v.size * cp[1]
-    if cap is None:
-        return (0.0, m), f"0 of {units}: the {m:.3g} {unit}s that could leak (clopper-pearson upper bound), one leak each"
-    top = np.sort(cap)[::-1]
-    whole = int(m)
-    upper = float(top[:whole].sum() + (m - whole) * (top[whole] if whole < top.size else 0.0))
-    return (0.0, upper), (
-        f"0 of {units}: the {m:.3g} {unit}s that could leak (clopper-pearson upper bound), "
-        "each with as many leaks as the most any of these could hold (their capacity)"
-    )
+        return ci, (
+            None if ci == boot else f"{leakers.size} of {units}: clopper-pearson leakers x leaks per leaker"
+        )
+    return _zero_count_interval(v.size, cap, unit, level)

@@ -137,7 +137,10 @@ def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
     # 2 of 4 users leaked 3 and 1: widened to leakers x leaks per leaker, and says so; 1 and 1: the
     # bootstrap's [0, 4] already holds 4 CP(2 of 4) x 1
     assert set(out["intervals_at_boundary"]) == {"unique_sequences_ci"}
-    assert out["intervals_at_boundary"]["unique_sequences_ci"] == "2 of 4 users: clopper-pearson leakers x leaks per leaker"
+    assert (
+        out["intervals_at_boundary"]["unique_sequences_ci"]
+        == "2 of 4 users: clopper-pearson leakers x leaks per leaker"
+    )
 
 
 def test_a_count_of_no_leaks_is_not_certain_zero_but_the_users_who_could_leak():
@@ -170,7 +173,12 @@ def test_a_count_of_no_leaks_is_not_certain_zero_but_the_users_who_could_leak():
     none = count_intervals(nothing, {**m, "unique_sequences": 0}, ["a", "b", "c", "d"], t=1.0, min_tokens=5)
     assert none["unique_sequences_ci"] == pytest.approx([0.0, m_users])
     runs = count_intervals(
-        nothing, {**m, "unique_sequences": 0}, ["a", "b", "c", "d"], t=1.0, min_tokens=5, doc_tokens=[9, 4, 20, 1]
+        nothing,
+        {**m, "unique_sequences": 0},
+        ["a", "b", "c", "d"],
+        t=1.0,
+        min_tokens=5,
+        doc_tokens=[9, 4, 20, 1],
     )  # capacities 5, 2, 10, 1: 10 + 5 + 0.41 x 2
     assert runs["unique_sequences_ci"] == pytest.approx([0.0, 15 + (m_users - 2) * 2])
     assert out["unique_sequences_ci"][1] >= 2  # two leaks: the bootstrap's own

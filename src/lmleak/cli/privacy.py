@@ -16,6 +16,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("confidentiality")(confidentiality)
 
 
+# long: one typer option per input of the guarantees (epsilon, delta, gamma, group, dedup, delta2, quantile)
 def confidentiality(
     epsilon: Annotated[
         float, typer.Option(help="DP epsilon of the (private part of) training.", parser=NON_NEGATIVE)
@@ -46,7 +47,10 @@ def confidentiality(
     ] = None,
     delta2_secrets: Annotated[
         int | None,
-        typer.Option(help="Secrets the conservative policy's misses were counted on (with --delta2-misses).", parser=COUNT),
+        typer.Option(
+            help="Secrets the conservative policy's misses were counted on (with --delta2-misses).",
+            parser=COUNT,
+        ),
     ] = None,
     quantile: Annotated[
         float,

@@ -219,13 +219,11 @@ def count_intervals(
     so a prolific user's many leaks move together. ``users``: every user of the corpus (the ledger's
     user of each document; repeats are collapsed). A count that is None (no public model, no PII
     policy) gets a None interval; so does every count of rows without ``user_ids``. A count of 0 gets
-    ``[0, the leaks the U x CP upper(0 of U) users with the most capacity could hold]`` instead of the
-    bootstrap's certain [0, 0], and a count over few leaking users is widened to leakers x leaks per
-    leaker (:func:`~lmleak.intervals.count_interval`); ``intervals_at_boundary`` names each with its
-    rule. A user's capacity bounds its leaks of that kind: its unique sequences (this k) for the
-    curated count, those of ``min_tokens`` or more for the PII count, and for all unique sequences
-    ceil(n/2) per document of n tokens (``doc_tokens``, parallel to ``users``: maximal runs are
-    separated by a miss); without ``doc_tokens``, one each.
+    the leaks the U x CP upper(0 of U) users with the most capacity could hold, a count over few
+    leakers leakers x leaks per leaker (:func:`~lmleak.intervals.count_interval`), each named with
+    its rule in ``intervals_at_boundary``. A user's capacity bounds its leaks: its unique sequences
+    (this k) for the curated count, those of ``min_tokens``+ tokens for PII, ceil(n/2) runs per
+    document of n tokens for all (``doc_tokens``, parallel to ``users``; without it, one each).
 
     Example:
         >>> import pandas as pd
@@ -240,8 +238,7 @@ def count_intervals(
     import numpy as np
 
     keys = ("unique_sequences", "curated_unique_sequences", "pii_unique_sequences_total")
-    out: dict[str, Any] = {f"{k}_ci": None for k in keys}
-    out["intervals_at_boundary"] = {}
+    out: dict[str, Any] = {**{f"{k}_ci": None for k in keys}, "intervals_at_boundary": {}}
     if "user_ids" not in seqs.columns or not len(users):
         return out
     unique = seqs[seqs["users_in_d"].to_numpy() == 1]
@@ -253,19 +250,15 @@ def count_intervals(
     types = unique["pii_types"] if "pii_types" in unique else [None] * len(unique)
     long_enough = [int(n) >= min_tokens for n in unique["length_tokens"]]
     pii = [bool(ty) and ok for ty, ok in zip(types, long_enough, strict=True)]
-    capacity = {
-        "unique_sequences": _run_capacity(users, doc_tokens, everyone),
-        "curated_unique_sequences": _per_user(owner, [True] * len(unique), everyone),
-        "pii_unique_sequences_total": _per_user(owner, long_enough, everyone),
-    }
-    for key, mask in (
-        ("unique_sequences", [True] * len(unique)),
-        ("curated_unique_sequences", curated),
-        ("pii_unique_sequences_total", pii),
+    every = [True] * len(unique)
+    for key, mask, capacity in (
+        ("unique_sequences", every, _run_capacity(users, doc_tokens, everyone)),
+        ("curated_unique_sequences", curated, _per_user(owner, every, everyone)),
+        ("pii_unique_sequences_total", pii, _per_user(owner, long_enough, everyone)),
     ):
         if metrics.get(key) is None:
             continue
-        ci, rule = count_interval(_per_user(owner, mask, everyone), capacity=capacity[key], n_boot=n_boot)
+        ci, rule = count_interval(_per_user(owner, mask, everyone), capacity=capacity, n_boot=n_boot)
         out[f"{key}_ci"] = None if ci is None else [ci[0], ci[1]]
         if rule is not None:
             out["intervals_at_boundary"][f"{key}_ci"] = rule

@@ -373,14 +373,7 @@ def confidentiality_report(
     ``delta2_misses`` of ``delta2_secrets`` (π_c's misses, measured): δ₂ is their 95 % upper
     bound (:func:`delta2_upper_bound`), which a given ``delta2`` must not contradict;
     ``theorem8_delta2_assumed`` says δ₂ was neither given nor measured (0 assumed)."""
-    basis = None
-    if (delta2_misses is None) != (delta2_secrets is None):
-        raise ValueError("give both delta2_misses and delta2_secrets (pi_c's misses of how many secrets)")
-    if delta2_misses is not None and delta2_secrets is not None:
-        if delta2 is not None:
-            raise ValueError("give delta2 or delta2_misses/delta2_secrets, not both")
-        delta2 = delta2_upper_bound(delta2_misses, delta2_secrets)
-        basis = f"95% Clopper-Pearson upper bound ({delta2_misses} misses of {delta2_secrets} secrets)"
+    delta2, basis = _measured_delta2(delta2, delta2_misses, delta2_secrets)
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
     g_eps, g_delta, missed = group_tail_confidentiality(epsilon, delta, unique_secrets, gamma, quantile)
     out: dict[str, Any] = {
@@ -415,6 +408,20 @@ def confidentiality_report(
     )  # fmt: skip
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out
+
+
+def _measured_delta2(
+    delta2: float | None, misses: int | None, secrets: int | None
+) -> tuple[float | None, str | None]:
+    """δ₂ and how it was obtained: given, or the upper bound of ``misses`` of ``secrets``."""
+    if (misses is None) != (secrets is None):
+        raise ValueError("give both delta2_misses and delta2_secrets (pi_c's misses of how many secrets)")
+    if misses is None or secrets is None:
+        return delta2, None
+    if delta2 is not None:
+        raise ValueError("give delta2 or delta2_misses/delta2_secrets, not both")
+    basis = f"95% Clopper-Pearson upper bound ({misses} misses of {secrets} secrets)"
+    return delta2_upper_bound(misses, secrets), basis
 
 
 _EXP_SAFE = 700.0  # math.exp overflows a float64 just above 709

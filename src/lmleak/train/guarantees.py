@@ -64,8 +64,13 @@ def confidentiality_notes(report: dict[str, Any]) -> list[str]:
         f"{which}, each secret missed independently with probability gamma; the chance that more are "
         f"missed ({report['group_missed_tail']:.3g}) is added to delta"
     ]
-    if not report.get("theorem8_delta2_assumed") and report.get("theorem8_delta2_basis") not in (None, "given"):
-        notes.append(f"Theorem 8.3's delta2 = {report['theorem8_delta2']:.3g}: {report['theorem8_delta2_basis']}")
+    if not report.get("theorem8_delta2_assumed") and report.get("theorem8_delta2_basis") not in (
+        None,
+        "given",
+    ):
+        notes.append(
+            f"Theorem 8.3's delta2 = {report['theorem8_delta2']:.3g}: {report['theorem8_delta2_basis']}"
+        )
     if report.get("theorem8_delta2_assumed"):
         notes.append(
             "Theorem 8.3 assumes delta2 = 0: the conservative policy pi_c catches every secret pi misses. "
