@@ -42,9 +42,11 @@ from lmleak.pii.policies import get_policy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json
 from lmleak.train import dp
+from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
 from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
 from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.sentences import sentence_spans
 from lmleak.train.units import Units, resolve_privacy_unit
 from lmleak.train.vocab import public_tokenizer
 
@@ -427,9 +429,6 @@ def conservative_delta2(corpus: Corpus, secrets: Sequence[Secret]) -> dict[str, 
     flagged sentence goes to D_pri, under DP) are its misses; ``delta2_upper95`` is their one-sided
     95 % Clopper–Pearson upper bound (:func:`~lmleak.train.confidentiality.delta2_upper_bound`;
     0 misses of 696: 4.3e-3), which the audit adds to the Bayesian δ."""
-    from lmleak.train.confidentiality import delta2_upper_bound
-    from lmleak.train.sentences import sentence_spans
-
     row = evaluate_policy(corpus, secrets, get_policy("conservative"), splitter=sentence_spans)["ALL"]
     n = int(row["support"])
     caught = row.get("sentence_recall")
