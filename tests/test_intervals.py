@@ -323,6 +323,57 @@ def test_the_auc_interval_covers_chance_95_times_in_100_with_few_users_a_side(mo
     assert 0.1 < 0.6 - lo < 0.105 and hi - 0.6 == pytest.approx(0.6 - lo)
 
 
+def test_the_auc_interval_near_1_is_joined_with_the_logit_interval_by_hand():
+    """Estimate 0.95, 6 a side, replicates with sd 0.03: logit(0.95) = 2.944, half-width on the logit
+    scale sqrt(6/5) t(10) 0.03 / (0.95 x 0.05) = 1.542, so the lower end is expit(1.402) = 0.8025,
+    well below the widened percentile interval's."""
+    import math
+
+    from scipy.stats import t
+
+    from lmleak.intervals import few_groups_auc_interval, few_groups_widened
+
+    reps = 0.95 + 0.03 * np.array([-1.0, 1.0] * 500)  # sd 0.03 (ddof 1: 0.030015)
+    sd = reps.std(ddof=1)
+    half = math.sqrt(6 / 5) * t.ppf(0.975, 10) * sd / (0.95 * 0.05)
+    lo_by_hand = 1 / (1 + math.exp(-(math.log(0.95 / 0.05) - half)))
+    assert lo_by_hand == pytest.approx(0.8025, abs=1e-3)
+    lo, hi = few_groups_auc_interval(0.95, reps, 6, 6)
+    widened = few_groups_widened(0.95, (0.92, 0.98), 6, 6)
+    assert lo == pytest.approx(lo_by_hand, rel=1e-12) and lo < widened[0]
+    assert hi == pytest.approx(max(widened[1], 1 / (1 + math.exp(-(math.log(19) + half)))))
+    # at 0 or 1 (no logit) and with one group a side, the widened interval stands
+    assert few_groups_auc_interval(1.0, np.ones(10), 6, 6) == few_groups_widened(1.0, (1.0, 1.0), 6, 6)
+    assert few_groups_auc_interval(0.7, reps, 1, 6) == (0.0, 1.0)
+    assert few_groups_auc_interval(0.7, None, 6, 6) is None
+
+
+def test_the_design_effect_interval_by_hand():
+    """8 hits of 27 probes over 9 users (3 each): p = 8/27, the ratio estimator's cluster variance
+    v = 9/8 x sum (h - p m)^2 / 27^2, n_eff = p(1-p)/v = 15.2, Clopper-Pearson at t(8)'s level."""
+    from scipy.stats import beta, norm, t
+
+    from lmleak.intervals import design_effect_interval
+
+    h, m = np.array([1, 0, 2, 0, 1, 3, 0, 1, 0.0]), np.full(9, 3.0)
+    p = 8 / 27
+    v = 9 / 8 * sum((hg - p * 3) ** 2 for hg in h) / 27**2
+    n_eff = p * (1 - p) / v
+    assert n_eff == pytest.approx(15.2, abs=1e-9)
+    alpha = 2 * norm.sf(t.ppf(0.975, 8))
+    ref = (
+        beta.ppf(alpha / 2, p * n_eff, n_eff - p * n_eff + 1),
+        beta.ppf(1 - alpha / 2, p * n_eff + 1, n_eff - p * n_eff),
+    )
+    assert design_effect_interval(h, m) == pytest.approx(ref, rel=1e-12)
+    # independent trials (one per user): n_eff = N (G - 1) / G, close to the exact interval of 7 of 30
+    lo, hi = design_effect_interval(np.r_[np.ones(7), np.zeros(23)], np.ones(30))
+    exact = binomtest(7, 30).proportion_ci(confidence_level=0.95, method="exact")
+    assert abs(lo - exact.low) < 0.01 and abs(hi - exact.high) < 0.02
+    assert design_effect_interval([0, 0, 0], [2, 2, 2]) is None  # no variation: the boundary rule's case
+    assert design_effect_interval([1], [2]) is None  # one group
+
+
 # --- coverage, measured (issue 32 item 4): one slow simulation per interval, fixed seeds ---
 
 
