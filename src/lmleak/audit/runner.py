@@ -672,12 +672,22 @@ class Auditor:
             out["confidentiality_gamma"] = bound["gamma_used"]
             out["confidentiality_gamma_basis"] = bound["gamma_basis"]
             out["gamma_source"] = priv.get("gamma_source")
-            if priv.get("mode") == "crt":  # Theorem 8.3 adds δ₂, π_c's miss rate, which no run measures
+            delta2 = priv.get(
+                "delta2_upper95"
+            )  # Theorem 8.3 adds δ₂, π_c's miss rate (trained with --secrets)
+            if delta2 is not None and bound["delta"] is not None:
+                out["confidentiality_delta"] = min(1.0, bound["delta"] + float(delta2))
+                out["confidentiality_delta2"], out["confidentiality_delta2_assumed"] = float(delta2), False
+                out["confidentiality_note"] = (
+                    f"Theorem 8.3 adds delta2 = {float(delta2):.3g} to delta: the 95% upper bound of the "
+                    f"conservative policy's misses ({priv.get('delta2_misses')} of {priv.get('delta2_support')} secrets)"
+                )
+            else:
                 out["confidentiality_delta2_assumed"] = True
                 out["confidentiality_note"] = (
                     "Theorem 8.3 adds delta2 (the conservative policy's miss rate) to delta; it is not measured "
                     "and 0 is assumed: measure it with `lmleak pii evaluate --policy conservative --secrets ...` "
-                    "(1 - sentence_recall)"
+                    "(1 - sentence_recall), or train with --secrets"
                 )
         return out
 

@@ -180,7 +180,12 @@ def analyse(
             part, t=config.t, p=config.p, has_public=public_model is not None, min_tokens=config.min_tokens
         )
         m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
-        m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
+        m.update(
+            count_intervals(
+                part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens,
+                doc_tokens=ledger.offsets[1:] - ledger.offsets[:-1],
+            )
+        )  # fmt: skip
         by_k[str(k)] = m
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
@@ -206,6 +211,7 @@ def count_intervals(
     t: float,
     min_tokens: int,
     n_boot: int = N_BOOT,
+    doc_tokens: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """``unique_sequences_ci``, ``curated_unique_sequences_ci`` and ``pii_unique_sequences_total_ci``
     for one k's rows: each count is a sum over users of the user's own leaks (a unique sequence has
@@ -213,8 +219,11 @@ def count_intervals(
     so a prolific user's many leaks move together. ``users``: every user of the corpus (the ledger's
     user of each document; repeats are collapsed). A count that is None (no public model, no PII
     policy) gets a None interval; so does every count of rows without ``user_ids``. A count of 0 gets
-    ``[0, U x CP upper(0 of U)]`` instead of the bootstrap's certain [0, 0]
-    (:func:`~lmleak.intervals.count_interval`), and ``intervals_at_boundary`` names it with its rule.
+    the leaks the U x CP upper(0 of U) users with the most capacity could hold, a count over few
+    leakers leakers x leaks per leaker (:func:`~lmleak.intervals.count_interval`), each named with
+    its rule in ``intervals_at_boundary``. A user's capacity bounds its leaks: its unique sequences
+    (this k) for the curated count, those of ``min_tokens``+ tokens for PII, ceil(n/2) runs per
+    document of n tokens for all (``doc_tokens``, parallel to ``users``; without it, one each).
 
     Example:
         >>> import pandas as pd
@@ -229,34 +238,55 @@ def count_intervals(
     import numpy as np
 
     keys = ("unique_sequences", "curated_unique_sequences", "pii_unique_sequences_total")
-    out: dict[str, Any] = {f"{k}_ci": None for k in keys}
-    out["intervals_at_boundary"] = {}
-    everyone = sorted(set(users))
-    if "user_ids" not in seqs.columns or not everyone:
+    out: dict[str, Any] = {**{f"{k}_ci": None for k in keys}, "intervals_at_boundary": {}}
+    if "user_ids" not in seqs.columns or not len(users):
         return out
     unique = seqs[seqs["users_in_d"].to_numpy() == 1]
     owner = [str(us[0]) for us in unique["user_ids"]]
+    everyone = sorted({str(u) for u in users} | set(owner))
     ratio = unique["perplexity_ratio"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         curated = ~np.isnan(ratio) & (ratio >= t)
     types = unique["pii_types"] if "pii_types" in unique else [None] * len(unique)
-    pii = [bool(ty) and int(n) >= min_tokens for ty, n in zip(types, unique["length_tokens"], strict=True)]
-    for key, mask in (
-        ("unique_sequences", [True] * len(unique)),
-        ("curated_unique_sequences", curated),
-        ("pii_unique_sequences_total", pii),
+    long_enough = [int(n) >= min_tokens for n in unique["length_tokens"]]
+    pii = [bool(ty) and ok for ty, ok in zip(types, long_enough, strict=True)]
+    every = [True] * len(unique)
+    for key, mask, capacity in (
+        ("unique_sequences", every, _run_capacity(users, doc_tokens, everyone)),
+        ("curated_unique_sequences", curated, _per_user(owner, every, everyone)),
+        ("pii_unique_sequences_total", pii, _per_user(owner, long_enough, everyone)),
     ):
         if metrics.get(key) is None:
             continue
-        per_user = dict.fromkeys(everyone, 0)
-        for u, keep in zip(owner, mask, strict=True):
-            if keep:
-                per_user[u] = per_user.get(u, 0) + 1
-        ci, rule = count_interval(list(per_user.values()), n_boot=n_boot)
+        ci, rule = count_interval(_per_user(owner, mask, everyone), capacity=capacity, n_boot=n_boot)
         out[f"{key}_ci"] = None if ci is None else [ci[0], ci[1]]
         if rule is not None:
             out["intervals_at_boundary"][f"{key}_ci"] = rule
     return out
+
+
+def _per_user(owner: Sequence[str], keep: Sequence[bool], everyone: Sequence[str]) -> list[int]:
+    """How many of the kept rows each of ``everyone`` owns (0 for a user with none)."""
+    per_user = dict.fromkeys(everyone, 0)
+    for u, k in zip(owner, keep, strict=True):
+        if k:
+            per_user[u] = per_user.get(u, 0) + 1
+    return [per_user[u] for u in everyone]
+
+
+def _run_capacity(
+    users: Sequence[str], doc_tokens: Sequence[int] | None, everyone: Sequence[str]
+) -> list[int] | None:
+    """The most maximal runs each user's documents could hold, ceil(n/2) per document of n tokens
+    (runs are separated by at least one miss); None without ``doc_tokens``."""
+    if doc_tokens is None:
+        return None
+    if len(doc_tokens) != len(users):
+        raise ValueError("doc_tokens must give one length per document of users")
+    most = dict.fromkeys(everyone, 0)
+    for u, n in zip(users, doc_tokens, strict=True):
+        most[str(u)] += (int(n) + 1) // 2
+    return [most[u] for u in everyone]
 
 
 def public_context(config: ReportConfig, ledger: Ledger) -> int:
