@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,15 @@ from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
+    PII_VALUES,
     PUBLIC_CONTEXT_TOKENS,
     PUBLIC_OCCURRENCES,
     redact_sequences,
     sequence_features,
 )
-from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, headline_pii, metrics_for_k, top_k_accuracy
+from lmleak.report.null import HEADLINE_PII_TYPES, headline_pii_mask, null_metrics, owner_counts
+from lmleak.report.owners import owner_columns
 from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
@@ -83,6 +86,9 @@ class ReportConfig:
         pii_policy: the PII policy (:func:`lmleak.pii.policies.get_policy`) whose detections make a
             unique sequence "leaked PII"; None: no PII columns.
         min_tokens: unique PII sequences shorter than this are counted apart, not headlined.
+        headline_pii_types: the PII kinds the leaked-PII headline counts (default: the
+            person-identifying ones, :data:`~lmleak.report.null.HEADLINE_PII_TYPES`); the others
+            (dates, bare numbers) are counted by type and shown, not headlined.
     """
 
     ks: tuple[int, ...] = DEFAULT_KS
@@ -98,6 +104,7 @@ class ReportConfig:
     public_occurrences: int = PUBLIC_OCCURRENCES
     pii_policy: str | None = "regex"
     min_tokens: int = MIN_TOKENS
+    headline_pii_types: tuple[str, ...] = HEADLINE_PII_TYPES
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,6 +122,14 @@ class ReportConfig:
             check_number(self.public_context_tokens, "public_context_tokens", ge=0, integer=True)
         check_number(self.shard_size, "shard_size", ge=1, integer=True)
         check_number(self.min_tokens, "min_tokens", ge=1, integer=True)
+        if isinstance(self.headline_pii_types, str) or not all(
+            isinstance(t, str) and t for t in self.headline_pii_types
+        ):
+            raise ConfigError(
+                f"headline_pii_types must be a list of PII kinds, got {self.headline_pii_types!r}",
+                field="headline_pii_types",
+                hint="e.g. [EMAIL, PHONE, PERSON, ADDRESS]",
+            )
 
 
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
@@ -144,9 +159,13 @@ def analyse(
     *,
     public_model: Any | None = None,
     max_top1_perplexity: float | None = None,
+    held_out: Collection[str] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """S, features and metrics for every k of ``config`` from a ledger (no model call except the
-    public model's scoring). Returns ``(sequences, occurrences, metrics_by_k)``."""
+    public model's scoring). Returns ``(sequences, occurrences, metrics_by_k)``.
+
+    ``held_out``: the users the model never saw (their documents in the ledger are the null of the
+    leaked-PII headline, :mod:`lmleak.report.null`)."""
     import pandas as pd
 
     for k in config.ks:
@@ -173,6 +192,7 @@ def analyse(
         public_occurrences=config.public_occurrences,
         pii_detector=detector,
     )
+    _owner_columns(seqs, ledger, tokenizer, config)
     by_k: dict[str, Any] = {}
     for k in config.ks:
         part = seqs[seqs["k"] == k]
@@ -181,12 +201,60 @@ def analyse(
         )
         m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
         m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
+        if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
+            m.update(_null_keys(part, ledger.user_ids, held_out, config, has_public=public_model is not None))
         by_k[str(k)] = m
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
     # the p filter of §5 as a column, so a reviewer can keep only these rows
     seqs["kept_by_p"] = True if config.p is None else seqs["users_in_s"].to_numpy() < config.p
     return seqs, occ, by_k
+
+
+def _owner_columns(seqs: Any, ledger: Ledger, tokenizer: Any, config: ReportConfig) -> None:
+    """Add ``users_with_text``, ``pii_owner`` and ``pii_headline`` to the features table (in place;
+    :mod:`lmleak.report.owners`), and drop the PII values it read them from."""
+    with_text, owner = owner_columns(seqs, ledger, tokenizer)
+    seqs["users_with_text"] = pd_int(with_text)
+    seqs["pii_owner"] = owner
+    seqs["pii_headline"] = headline_pii_mask(
+        seqs["users_in_d"].to_numpy(),
+        seqs["pii_types"] if "pii_types" in seqs.columns else [None] * len(seqs),
+        seqs["length_tokens"].to_numpy(),
+        min_tokens=config.min_tokens,
+        headline_types=config.headline_pii_types,
+        users_with_text=with_text,
+    )
+    if PII_VALUES in seqs.columns:
+        seqs.drop(columns=[PII_VALUES], inplace=True)
+
+
+def pd_int(values: Sequence[int | None]) -> Any:
+    """A nullable integer column (null where a value is None)."""
+    import pandas as pd
+
+    return pd.array(values, dtype="Int64")
+
+
+def _null_keys(
+    part: Any, users: Sequence[str], held_out: Collection[str], config: ReportConfig, *, has_public: bool
+) -> dict[str, Any]:
+    """One k's members-vs-null keys (:func:`lmleak.report.null.null_metrics`) and the members'
+    headline leaks by whose PII they hold (``pii_owner_counts``)."""
+    import numpy as np
+
+    headline = part["pii_headline"].to_numpy(dtype=bool)
+    owners = [str(us[0]) if len(us) else "" for us in part["user_ids"]]
+    curated = None
+    if has_public:
+        ratio = part["perplexity_ratio"].to_numpy(dtype=np.float64)
+        with np.errstate(invalid="ignore"):
+            curated = ~np.isnan(ratio) & (ratio >= config.t)
+    out = null_metrics(owners, headline, users, held_out, curated=curated, n_boot=N_BOOT)
+    held = set(map(str, held_out))
+    members = np.array([o not in held for o in owners], dtype=bool)
+    out["pii_owner_counts"] = owner_counts(list(part["pii_owner"]), headline, members)
+    return out
 
 
 #: Bootstrap replicates of the leak counts' intervals.
@@ -239,8 +307,7 @@ def count_intervals(
     ratio = unique["perplexity_ratio"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         curated = ~np.isnan(ratio) & (ratio >= t)
-    types = unique["pii_types"] if "pii_types" in unique else [None] * len(unique)
-    pii = [bool(ty) and int(n) >= min_tokens for ty, n in zip(types, unique["length_tokens"], strict=True)]
+    pii = headline_pii(unique, min_tokens) if len(unique) else np.zeros(0, dtype=bool)
     for key, mask in (
         ("unique_sequences", [True] * len(unique)),
         ("curated_unique_sequences", curated),
@@ -297,6 +364,8 @@ def run_report(
     anonymization: str = "identity",
     leave_out_folds: int | None = None,
     redactor: Redactor | None = None,
+    held_out: Collection[str] | None = None,
+    never_seen: Corpus | None = None,
 ) -> dict[str, Any]:
     """Run the whole report; returns the summary (also written to ``out_dir/summary.json``).
 
@@ -315,7 +384,13 @@ def run_report(
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
         redactor: with ``config.redact``, the run's key (an audit hashes every stage under one key);
             None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
+        held_out: the users of ``corpus`` the model never saw, the null of the leaked-PII headline
+            (:mod:`lmleak.report.null`); None: those of ``model_dir``'s ``holdout.json``, if any.
+        never_seen: documents of people the model never saw (``lmleak audit --holdout``), run
+            through the report beside ``corpus`` as held-out people; their user ids must not be
+            ``corpus``'s.
     """
+    corpus, held = _with_null(corpus, model_dir, held_out, never_seen)
 
     options: dict[str, Any] = dict(
         public_model=public_model,
@@ -323,6 +398,7 @@ def run_report(
         leave_out_overrides=leave_out_overrides,
         anonymization=anonymization,
         leave_out_folds=leave_out_folds,
+        held_out=held,
     )
     if not config.redact:
         with open_run(out_dir) as out:  # locked, marked incomplete until done
@@ -338,6 +414,36 @@ def run_report(
     with open_run(out, redacted=True), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
         os.chmod(scratch, 0o700)
         return _run_report(model, corpus, out, Path(scratch), config, redactor=redactor, **options)
+
+
+def _with_null(
+    corpus: Corpus,
+    model_dir: str | Path | None,
+    held_out: Collection[str] | None,
+    never_seen: Corpus | None,
+) -> tuple[Corpus, tuple[str, ...]]:
+    """The corpus the report runs over (``never_seen``'s documents appended) and its held-out users:
+    ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
+    user of ``never_seen``."""
+    from lmleak.data.holdout import read_holdout
+
+    if held_out is None and model_dir is not None:
+        recorded = read_holdout(model_dir)
+        held_out = () if recorded is None else recorded.users
+    users = set(corpus.users)
+    held = {str(u) for u in held_out or () if str(u) in users}
+    if never_seen is not None and len(never_seen):
+        clash = sorted(users & set(never_seen.users))
+        if clash:
+            raise ConfigError(
+                f"the corpus of people the model never saw ({never_seen.source}) shares user ids with "
+                f"the audited corpus: {', '.join(clash[:5])}",
+                field="holdout",
+                hint="give people the model never saw under their own user ids",
+            )
+        corpus = Corpus([*corpus.documents, *never_seen.documents], source=corpus.source)
+        held |= set(never_seen.users)
+    return corpus, tuple(sorted(held))
 
 
 def _refuse_redacted_into(out: Path, config: ReportConfig) -> None:
@@ -421,6 +527,7 @@ def _run_report(
     anonymization: str,
     leave_out_folds: int | None,
     redactor: Redactor | None = None,
+    held_out: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
     temporary folder for a redacted run) and the tables and summary under ``out``."""
@@ -441,10 +548,11 @@ def _run_report(
         leave_out_folds=leave_out_folds,
     )
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
-        seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
+        seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub, held_out=held_out)
 
     public_info = _write_tables(out, seqs, occ, public_info, redactor)
     summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
+    summary["held_out_users"] = len(held_out)
     write_summary(out, summary, model=model, corpus=corpus)
     return summary
 
@@ -488,6 +596,26 @@ _HEAD_KEYS = (
     "pii_users",
     "pii_users_by_type",
 )
+#: The leaked-PII headline against its null (:mod:`lmleak.report.null`), repeated at the top level
+#: when the first k has them (no PII policy: absent).
+_NULL_KEYS = (
+    "pii_unique_sequences_all_types",
+    "pii_unique_sequences_members",
+    "pii_unique_sequences_members_ci",
+    "null_pii_unique_sequences",
+    "null_pii_unique_sequences_ci",
+    "pii_people_members",
+    "pii_people_members_n",
+    "pii_people_null",
+    "pii_people_null_n",
+    "pii_people_excess",
+    "pii_people_excess_ci",
+    "pii_people_excess_reason",
+    "pii_people_excess_fix",
+    "null_kind",
+    "null_note",
+    "pii_owner_counts",
+)
 
 
 def _summary(
@@ -506,6 +634,8 @@ def _summary(
         "k": int(config.ks[0]),
         "ks": [int(k) for k in config.ks],
         **{key: head[key] for key in _HEAD_KEYS},
+        **{key: head[key] for key in _NULL_KEYS if key in head},
+        "headline_pii_types": list(config.headline_pii_types),
         "min_tokens": config.min_tokens,
         "pii_policy": config.pii_policy,
         "public_context_tokens": public_context(config, ledger),
@@ -546,9 +676,12 @@ def report_from_ledger(
     *,
     index: CorpusIndex | None = None,
     public_model: Any | None = None,
+    held_out: Collection[str] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The analysis of :func:`run_report` on an in-memory ledger (tests, studies)."""
-    return analyse(ledger, index or build_index(ledger), tokenizer, config, public_model=public_model)
+    return analyse(
+        ledger, index or build_index(ledger), tokenizer, config, public_model=public_model, held_out=held_out
+    )
 
 
 def as_int_list(values: Sequence[int] | None, default: Sequence[int] = DEFAULT_KS) -> tuple[int, ...]:
