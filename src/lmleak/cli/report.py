@@ -124,6 +124,8 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
             f"[bold]leaked PII[/] (user-unique sequences of >= {plural(summary.get('min_tokens'), 'token')} holding PII, "
             f"k={summary['k']}, policy {summary['pii_policy']}): {listed}"
         )
+    for line in _null_lines(summary):
+        out.print(line, highlight=False)
     t = Table(title=title)
     t.add_column("k", justify="right")
     for col in (
@@ -160,6 +162,35 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
             f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
             f"context, at most {summary.get('public_occurrences')} occurrences per sequence"
         )
+
+
+def _null_lines(summary: dict[str, Any]) -> list[str]:
+    """Per k, the leaked-PII headline against its null (issue 32), one line each."""
+    from rich.markup import escape
+
+    lines = []
+    for k, m in (summary.get("by_k") or {}).items():
+        kind = m.get("null_kind")
+        if kind is None and m.get("pii_people_excess_reason") is None:
+            continue
+        if kind is None:
+            lines.append(f"[yellow]no null[/] (k={k}): {escape(str(m['pii_people_excess_reason']))}; "
+                         f"to get one: {escape(str(m.get('pii_people_excess_fix')))}")  # fmt: skip
+            continue
+        ex, ci = m.get("pii_people_excess"), m.get("pii_people_excess_ci")
+        excess = "-" if ex is None else f"{ex:+.1%}" + ("" if ci is None else f" [{ci[0]:+.1%}, {ci[1]:+.1%}]")
+        null = (
+            f"held-out people {m.get('null_pii_unique_sequences')} sequences, {m.get('pii_people_null')} of "
+            f"{plural(m.get('pii_people_null_n'), 'person')}"
+            if kind == "held_out"
+            else "the public model (curated count)"
+        )
+        lines.append(
+            f"[bold]leaked PII vs null[/] (k={k}): trained-on people {m.get('pii_unique_sequences_members')} "
+            f"sequences, {m.get('pii_people_members')} of {plural(m.get('pii_people_members_n'), 'person')}; "
+            f"null: {null}; people affected beyond the null {excess}"
+        )
+    return lines
 
 
 def _print_table(df: Any, title: str) -> None:

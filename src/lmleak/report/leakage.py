@@ -40,7 +40,14 @@ from lmleak.report.features import (
     redact_sequences,
     sequence_features,
 )
-from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, headline_pii, metrics_for_k, top_k_accuracy
+from lmleak.report.metrics import (
+    DEFAULT_KS,
+    corpus_perplexity,
+    headline_pii,
+    metrics_for_k,
+    pii_people,
+    top_k_accuracy,
+)
 from lmleak.report.null import HEADLINE_PII_TYPES, headline_pii_mask, null_metrics, owner_counts
 from lmleak.report.owners import owner_columns
 from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
@@ -254,6 +261,10 @@ def _null_keys(
     held = set(map(str, held_out))
     members = np.array([o not in held for o in owners], dtype=bool)
     out["pii_owner_counts"] = owner_counts(list(part["pii_owner"]), headline, members)
+    types = [ty if h and m else [] for ty, h, m in zip(part["pii_types"], headline, members, strict=True)]
+    _, out["pii_people_members_by_type"] = pii_people(
+        part["users_in_d"].to_numpy(), part["user_ids"], types, part["length_tokens"].to_numpy(), config.min_tokens
+    )
     return out
 
 
@@ -615,6 +626,7 @@ _NULL_KEYS = (
     "null_kind",
     "null_note",
     "pii_owner_counts",
+    "pii_people_members_by_type",
 )
 
 
