@@ -178,7 +178,9 @@ def _null_lines(summary: dict[str, Any]) -> list[str]:
                          f"to get one: {escape(str(m.get('pii_people_excess_fix')))}")  # fmt: skip
             continue
         ex, ci = m.get("pii_people_excess"), m.get("pii_people_excess_ci")
-        excess = "-" if ex is None else f"{ex:+.1%}" + ("" if ci is None else f" [{ci[0]:+.1%}, {ci[1]:+.1%}]")
+        excess = (
+            "-" if ex is None else f"{ex:+.1%}" + ("" if ci is None else f" [{ci[0]:+.1%}, {ci[1]:+.1%}]")
+        )
         null = (
             f"held-out people {m.get('null_pii_unique_sequences')} sequences, {m.get('pii_people_null')} of "
             f"{plural(m.get('pii_people_null_n'), 'person')}"

@@ -182,7 +182,9 @@ def pii_null_line(headline: dict[str, Any]) -> str | None:
         elif kind == "public_model":
             line = f"{at}trained-on people {h.get('pii_unique_sequences_members')} curated (null: the public model)"
         else:
-            parts.append(f"{at}no null — {h.get('pii_people_excess_reason')}; to get one: {h.get('pii_people_excess_fix')}")
+            parts.append(
+                f"{at}no null — {h.get('pii_people_excess_reason')}; to get one: {h.get('pii_people_excess_fix')}"
+            )
             continue
         ex, ci = h.get("pii_people_excess"), h.get("pii_people_excess_ci")
         if ex is not None:

@@ -144,9 +144,12 @@ def leaked_pii_line(leaked: dict[str, Any]) -> str:
     (issue 32), or everyone for a report from before the null.
 
     Example:
-        >>> leaked_pii_line({"people": 2, "by_type": {"EMAIL": 2}, "k": 1, "min_tokens": 5, "members_n": 8,
-        ...     "held_out": 1, "held_out_n": 2, "null_kind": "held_out", "owners": {"own": 1, "third_party": 2}})
-        '2 of 8 trained-on people whose PII the model reproduces verbatim in text only they wrote (EMAIL 2; 1 sequence holds the writer\'s own PII, 2 a third party\'s); 1 of 2 held-out people, what the model generalises — leakage report at k = 1, sequences of at least 5 tokens.'
+        >>> print(leaked_pii_line({"people": 2, "by_type": {"EMAIL": 2}, "k": 1, "min_tokens": 5,
+        ...     "members_n": 8, "held_out": 1, "held_out_n": 2, "null_kind": "held_out",
+        ...     "owners": {"own": 1, "third_party": 2}}))  # doctest: +NORMALIZE_WHITESPACE
+        2 of 8 trained-on people whose PII the model reproduces verbatim in text only they wrote
+        (EMAIL 2; 1 sequence holds the writer's own PII, 2 a third party's); 1 of 2 held-out people,
+        what the model generalises — leakage report at k = 1, sequences of at least 5 tokens.
     """
     by_type = ", ".join(f"{t} {n}" for t, n in sorted(leaked["by_type"].items(), key=lambda kv: -kv[1]))
     owners = leaked.get("owners") or {}
@@ -165,7 +168,9 @@ def leaked_pii_line(leaked: dict[str, Any]) -> str:
             + tail
         )
     who = f"{leaked['people']} of {plural(leaked.get('members_n'), 'trained-on person')}"
-    line = f"{who} whose PII the model reproduces verbatim in text only they wrote" + (f" ({detail})" if detail else "")
+    line = f"{who} whose PII the model reproduces verbatim in text only they wrote" + (
+        f" ({detail})" if detail else ""
+    )
     kind = leaked.get("null_kind")
     if kind == "held_out":
         line += f"; {leaked.get('held_out')} of {plural(leaked.get('held_out_n'), 'held-out person')}, what the model generalises"

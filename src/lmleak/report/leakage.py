@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.holdout import read_holdout
 from lmleak.errors import ConfigError, check_number
 from lmleak.intervals import count_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
@@ -34,7 +35,6 @@ from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.features import (
-    PII_VALUES,
     PUBLIC_CONTEXT_TOKENS,
     PUBLIC_OCCURRENCES,
     redact_sequences,
@@ -45,11 +45,10 @@ from lmleak.report.metrics import (
     corpus_perplexity,
     headline_pii,
     metrics_for_k,
-    pii_people,
     top_k_accuracy,
 )
-from lmleak.report.null import HEADLINE_PII_TYPES, headline_pii_mask, null_metrics, owner_counts
-from lmleak.report.owners import owner_columns
+from lmleak.report.null import HEADLINE_PII_TYPES, null_keys
+from lmleak.report.owners import add_owner_columns
 from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
@@ -199,18 +198,14 @@ def analyse(
         public_occurrences=config.public_occurrences,
         pii_detector=detector,
     )
-    _owner_columns(seqs, ledger, tokenizer, config)
-    by_k: dict[str, Any] = {}
-    for k in config.ks:
-        part = seqs[seqs["k"] == k]
-        m = metrics_for_k(
-            part, t=config.t, p=config.p, has_public=public_model is not None, min_tokens=config.min_tokens
-        )
-        m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
-        m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
-        if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
-            m.update(_null_keys(part, ledger.user_ids, held_out, config, has_public=public_model is not None))
-        by_k[str(k)] = m
+    add_owner_columns(
+        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_pii_types
+    )
+    has_public = public_model is not None
+    by_k = {
+        str(k): _metrics_of_k(seqs[seqs["k"] == k], k, ledger, config, held_out, has_public)
+        for k in config.ks
+    }
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
     # the p filter of §5 as a column, so a reviewer can keep only these rows
@@ -218,54 +213,21 @@ def analyse(
     return seqs, occ, by_k
 
 
-def _owner_columns(seqs: Any, ledger: Ledger, tokenizer: Any, config: ReportConfig) -> None:
-    """Add ``users_with_text``, ``pii_owner`` and ``pii_headline`` to the features table (in place;
-    :mod:`lmleak.report.owners`), and drop the PII values it read them from."""
-    with_text, owner = owner_columns(seqs, ledger, tokenizer)
-    seqs["users_with_text"] = pd_int(with_text)
-    seqs["pii_owner"] = owner
-    seqs["pii_headline"] = headline_pii_mask(
-        seqs["users_in_d"].to_numpy(),
-        seqs["pii_types"] if "pii_types" in seqs.columns else [None] * len(seqs),
-        seqs["length_tokens"].to_numpy(),
-        min_tokens=config.min_tokens,
-        headline_types=config.headline_pii_types,
-        users_with_text=with_text,
-    )
-    if PII_VALUES in seqs.columns:
-        seqs.drop(columns=[PII_VALUES], inplace=True)
-
-
-def pd_int(values: Sequence[int | None]) -> Any:
-    """A nullable integer column (null where a value is None)."""
-    import pandas as pd
-
-    return pd.array(values, dtype="Int64")
-
-
-def _null_keys(
-    part: Any, users: Sequence[str], held_out: Collection[str], config: ReportConfig, *, has_public: bool
+def _metrics_of_k(
+    part: Any, k: int, ledger: Ledger, config: ReportConfig, held_out: Collection[str], has_public: bool
 ) -> dict[str, Any]:
-    """One k's members-vs-null keys (:func:`lmleak.report.null.null_metrics`) and the members'
-    headline leaks by whose PII they hold (``pii_owner_counts``)."""
-    import numpy as np
-
-    headline = part["pii_headline"].to_numpy(dtype=bool)
-    owners = [str(us[0]) if len(us) else "" for us in part["user_ids"]]
-    curated = None
-    if has_public:
-        ratio = part["perplexity_ratio"].to_numpy(dtype=np.float64)
-        with np.errstate(invalid="ignore"):
-            curated = ~np.isnan(ratio) & (ratio >= config.t)
-    out = null_metrics(owners, headline, users, held_out, curated=curated, n_boot=N_BOOT)
-    held = set(map(str, held_out))
-    members = np.array([o not in held for o in owners], dtype=bool)
-    out["pii_owner_counts"] = owner_counts(list(part["pii_owner"]), headline, members)
-    types = [ty if h and m else [] for ty, h, m in zip(part["pii_types"], headline, members, strict=True)]
-    _, out["pii_people_members_by_type"] = pii_people(
-        part["users_in_d"].to_numpy(), part["user_ids"], types, part["length_tokens"].to_numpy(), config.min_tokens
-    )
-    return out
+    """One k's metrics: §5's, the leak counts' intervals, and the leaked-PII null (:mod:`lmleak.report.null`)."""
+    m = metrics_for_k(part, t=config.t, p=config.p, has_public=has_public, min_tokens=config.min_tokens)
+    m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
+    m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
+    if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
+        curated = part["perplexity_ratio"].to_numpy(dtype=float) >= config.t if has_public else None
+        m.update(
+            null_keys(
+                part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_pii_types
+            )
+        )
+    return m
 
 
 #: Bootstrap replicates of the leak counts' intervals.
@@ -363,6 +325,7 @@ def unique_owners(seqs: Any) -> list[str]:
     return sorted({u for us in rows["user_ids"] for u in us})
 
 
+# long: the docstring documents each of its 13 arguments; the body only routes a redacted run
 def run_report(
     model: Any,
     corpus: Corpus,
@@ -436,8 +399,6 @@ def _with_null(
     """The corpus the report runs over (``never_seen``'s documents appended) and its held-out users:
     ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
     user of ``never_seen``."""
-    from lmleak.data.holdout import read_holdout
-
     if held_out is None and model_dir is not None:
         recorded = read_holdout(model_dir)
         held_out = () if recorded is None else recorded.users

@@ -230,7 +230,8 @@ def headline_pii(seqs: Any, min_tokens: int, headline_types: Any = None) -> np.n
     """The rows of one k's features that are headline leaked PII: the ``pii_headline`` column the
     report writes, else :func:`lmleak.report.null.headline_pii_mask` of the rows (default kinds)."""
     if "pii_headline" in seqs.columns:
-        return seqs["pii_headline"].to_numpy(dtype=bool)
+        flags: np.ndarray = seqs["pii_headline"].to_numpy(dtype=bool)
+        return flags
     types = seqs["pii_types"] if "pii_types" in seqs else [None] * len(seqs)
     return headline_pii_mask(
         seqs["users_in_d"].to_numpy(),
@@ -242,6 +243,7 @@ def headline_pii(seqs: Any, min_tokens: int, headline_types: Any = None) -> np.n
     )
 
 
+# long: one dict literal of the §5 metrics, each computed by a function above
 def metrics_for_k(
     seqs: Any,
     *,

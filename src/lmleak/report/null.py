@@ -84,7 +84,13 @@ def headline_pii_mask(
     out = np.zeros(n, dtype=bool)
     for i, (u, ty, length, nt) in enumerate(zip(users_in_d, pii_types, length_tokens, texts, strict=True)):
         text_unique = nt is None or (isinstance(nt, float) and nt != nt) or int(nt) <= 1
-        out[i] = int(u) == 1 and ty is not None and bool(keep & set(ty)) and int(length) >= min_tokens and text_unique
+        out[i] = (
+            int(u) == 1
+            and ty is not None
+            and bool(keep & set(ty))
+            and int(length) >= min_tokens
+            and text_unique
+        )
     return out
 
 
@@ -96,6 +102,7 @@ def _per_user_counts(owners: Sequence[str], mask: np.ndarray, users: Sequence[st
     return list(counts.values())
 
 
+# long: the docstring's example is the hand-checked case; the body is the three nulls' branches
 def null_metrics(
     owners: Sequence[str],
     headline: np.ndarray,
@@ -122,7 +129,7 @@ def null_metrics(
         >>> m["pii_people_members"], m["pii_people_members_n"], m["pii_people_null"], m["pii_people_null_n"]
         (2, 4, 1, 2)
         >>> m["pii_people_excess"], [round(x, 4) for x in m["pii_people_excess_ci"]]
-        (0.0, [-0.5649, 0.5649])
+        (0.0, [-0.5356, 0.5356])
         >>> null_metrics(["a"], np.array([True]), ["a", "b"], set())["pii_people_excess_reason"] == NO_NULL_REASON
         True
     """
@@ -149,21 +156,7 @@ def null_metrics(
     }
     x1, n1 = out["pii_people_members"], out["pii_people_members_n"]
     if kind == "held_out":
-        null_counts = _per_user_counts(owners, headline, held)
-        x2, n2 = int(sum(1 for c in null_counts if c > 0)), len(held)
-        out.update(
-            null_pii_unique_sequences=int(sum(null_counts)),
-            null_pii_unique_sequences_ci=_ci(null_counts, n_boot),
-            pii_people_null=x2,
-            pii_people_null_n=n2,
-        )
-        ci = newcombe_difference_interval(x1, n1, x2, n2) if n1 else None
-        if ci is not None:
-            out["pii_people_excess"] = x1 / n1 - x2 / n2
-            out["pii_people_excess_ci"] = [ci[0], ci[1]]
-        else:
-            out["pii_people_excess_reason"] = "every person in the corpus was held out: no member to compare"
-            out["pii_people_excess_fix"] = "audit against a corpus holding the people the model was trained on"
+        out.update(_against_held_out(x1, n1, _per_user_counts(owners, headline, held), n_boot))
     elif kind == "public_model":
         out["pii_people_null"] = 0
         out["null_note"] = PUBLIC_NULL_NOTE
@@ -177,12 +170,61 @@ def null_metrics(
     return out
 
 
+def _against_held_out(x1: int, n1: int, null_counts: list[int], n_boot: int) -> dict[str, Any]:
+    """The null's keys from the held-out people's counts, and the excess of ``x1`` of ``n1`` members."""
+    x2, n2 = int(sum(1 for c in null_counts if c > 0)), len(null_counts)
+    out: dict[str, Any] = {
+        "null_pii_unique_sequences": int(sum(null_counts)),
+        "null_pii_unique_sequences_ci": _ci(null_counts, n_boot),
+        "pii_people_null": x2,
+        "pii_people_null_n": n2,
+    }
+    ci = newcombe_difference_interval(x1, n1, x2, n2) if n1 else None
+    if ci is not None:
+        out["pii_people_excess"] = x1 / n1 - x2 / n2
+        out["pii_people_excess_ci"] = [ci[0], ci[1]]
+    else:
+        out["pii_people_excess_reason"] = "every person in the corpus was held out: no member to compare"
+        out["pii_people_excess_fix"] = "audit against a corpus holding the people the model was trained on"
+    return out
+
+
+def null_keys(
+    part: Any,
+    users: Sequence[str],
+    held_out: Collection[str],
+    *,
+    curated: np.ndarray | None,
+    headline_types: Collection[str],
+    n_boot: int = 1000,
+) -> dict[str, Any]:
+    """One k's keys from its features rows (``pii_headline``, ``user_ids``, ``pii_owner``,
+    ``pii_types``): :func:`null_metrics`, the members' headline leaks by whose PII they hold
+    (``pii_owner_counts``) and the members affected by headline kind (``pii_people_members_by_type``)."""
+    headline = part["pii_headline"].to_numpy(dtype=bool)
+    owners = [str(us[0]) if len(us) else "" for us in part["user_ids"]]
+    out = null_metrics(owners, headline, users, held_out, curated=curated, n_boot=n_boot)
+    held = set(map(str, held_out))
+    members = np.array([o not in held for o in owners], dtype=bool)
+    out["pii_owner_counts"] = owner_counts(list(part["pii_owner"]), headline, members)
+    kinds = set(headline_types)
+    by_type: dict[str, set[str]] = {}
+    for owner, types, h, m in zip(owners, part["pii_types"], headline, members, strict=True):
+        for t in types if h and m else ():
+            if t in kinds:
+                by_type.setdefault(str(t), set()).add(owner)
+    out["pii_people_members_by_type"] = {t: len(us) for t, us in sorted(by_type.items())}
+    return out
+
+
 def _ci(per_user: list[int], n_boot: int) -> list[float] | None:
     ci, _ = count_interval(per_user, n_boot=n_boot)
     return None if ci is None else [ci[0], ci[1]]
 
 
-def owner_counts(pii_owner: Sequence[str | None], headline: np.ndarray, members: np.ndarray) -> dict[str, int]:
+def owner_counts(
+    pii_owner: Sequence[str | None], headline: np.ndarray, members: np.ndarray
+) -> dict[str, int]:
     """The members' headline leaked-PII sequences by whose value they hold (:mod:`lmleak.report.owners`).
 
     Example:

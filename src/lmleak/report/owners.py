@@ -27,12 +27,14 @@ regular expressions over those users' documents.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from lmleak.data.names import name_key
 from lmleak.probe.formats import find_links
+from lmleak.report.features import PII_VALUES
+from lmleak.report.null import headline_pii_mask
 
 #: ``pii_owner`` values.
 OWN, THIRD_PARTY, UNKNOWN = "own", "third_party", "unknown"
@@ -153,7 +155,9 @@ def owner_of_values(values: Sequence[tuple[str, str]] | None, identity: Identity
     return THIRD_PARTY if known and checkable else UNKNOWN
 
 
-def users_with_text(needles: Iterable[str], doc_texts: Sequence[str], doc_users: Sequence[str]) -> dict[str, int]:
+def users_with_text(
+    needles: Iterable[str], doc_texts: Sequence[str], doc_users: Sequence[str]
+) -> dict[str, int]:
     """For each text, the number of users whose documents contain it verbatim (a scan of each
     user's documents per text: the slow obvious count, run for the PII candidates only).
 
@@ -174,7 +178,9 @@ def users_with_text(needles: Iterable[str], doc_texts: Sequence[str], doc_users:
 
 def decoded_documents(ledger: Any, tokenizer: Any) -> list[str]:
     """Every ledger document decoded from its token ids (the text sequences are decoded from)."""
-    rows = [ledger.token_ids[ledger.offsets[d] : ledger.offsets[d + 1]].tolist() for d in range(ledger.num_docs)]
+    rows = [
+        ledger.token_ids[ledger.offsets[d] : ledger.offsets[d + 1]].tolist() for d in range(ledger.num_docs)
+    ]
     many = getattr(tokenizer, "decode_many", None)
     if many is not None:
         return list(many(rows))
@@ -184,8 +190,6 @@ def decoded_documents(ledger: Any, tokenizer: Any) -> list[str]:
 def owner_columns(seqs: Any, ledger: Any, tokenizer: Any) -> tuple[list[int | None], list[str | None]]:
     """``users_with_text`` and ``pii_owner`` of every row of the features table: set for the
     user-unique rows holding PII (the headline's candidates), None for the others."""
-    from lmleak.report.features import PII_VALUES
-
     n = len(seqs)
     if n == 0 or PII_VALUES not in seqs.columns:
         return [None] * n, [None] * n
@@ -211,3 +215,25 @@ def owner_columns(seqs: Any, ledger: Any, tokenizer: Any) -> tuple[list[int | No
         n_text[i] = counts.get(str(seqs["text"].iat[i]), 0)
         owner[i] = owner_of_values(seqs[PII_VALUES].iat[i], ident.get(str(seqs["user_ids"].iat[i][0])))
     return n_text, owner
+
+
+def add_owner_columns(
+    seqs: Any, ledger: Any, tokenizer: Any, *, min_tokens: int, headline_types: Collection[str]
+) -> None:
+    """Add ``users_with_text``, ``pii_owner`` and ``pii_headline`` (:func:`~lmleak.report.null.headline_pii_mask`)
+    to the features table in place, and drop the PII values they were read from."""
+    import pandas as pd
+
+    with_text, owner = owner_columns(seqs, ledger, tokenizer)
+    seqs["users_with_text"] = pd.array(with_text, dtype="Int64")
+    seqs["pii_owner"] = pd.Series(owner, index=seqs.index, dtype=object)
+    seqs["pii_headline"] = headline_pii_mask(
+        seqs["users_in_d"].to_numpy(),
+        seqs["pii_types"] if "pii_types" in seqs.columns else [None] * len(seqs),
+        seqs["length_tokens"].to_numpy(),
+        min_tokens=min_tokens,
+        headline_types=headline_types,
+        users_with_text=with_text,
+    )
+    if PII_VALUES in seqs.columns:
+        seqs.drop(columns=[PII_VALUES], inplace=True)

@@ -101,7 +101,9 @@ def report_leaks(report_dir: Path) -> tuple[Any, dict[str, Any]]:
     types = (
         seqs["pii_types"] if "pii_types" in seqs.columns else pd.Series([None] * len(seqs), index=seqs.index)
     )
-    if "pii_headline" in seqs.columns:  # the report's headline rule (person-identifying kinds, unique as text)
+    if (
+        "pii_headline" in seqs.columns
+    ):  # the report's headline rule (person-identifying kinds, unique as text)
         pii = [bool(x) for x in seqs["pii_headline"]]
     else:  # a report written before the headline kinds: every kind
         pii = [
