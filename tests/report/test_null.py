@@ -150,3 +150,29 @@ def test_a_public_model_without_held_out_people_is_the_null_of_the_curated_count
     assert s["null_kind"] == "public_model" and s["pii_people_null"] == 0
     assert s["pii_unique_sequences_members"] <= s["pii_unique_sequences_total"]
     assert s["pii_people_members_n"] == 6 and s["null_pii_unique_sequences"] is None
+
+
+def test_lmleak_report_on_a_model_folder_with_holdout_json_gives_the_same_keys(tmp_path):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+    from lmleak.data.holdout import read_holdout
+    from lmleak.data.synth import customersim
+
+    paths = customersim.synthesize(tmp_path / "syn", users=6, dialogs_per_user=2, seed=1)
+    model = tmp_path / "gpt"
+    res = CliRunner().invoke(app, ["-q", "train", "--corpus", str(paths["corpus"]), "--out", str(model),
+                                   "--epochs", "1", "--batch-size", "8", "--vocab-size", "300",
+                                   "--holdout-users", "0.34"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    held = read_holdout(model).users
+    assert held
+    res = CliRunner().invoke(app, ["report", "--model", str(model), "--corpus", str(paths["corpus"]),
+                                   "--out", str(tmp_path / "run"), "--k", "1", "3", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    for m in (s, s["by_k"]["1"], s["by_k"]["3"]):
+        assert m["null_kind"] == "held_out" and m["pii_people_null_n"] == len(held)
+        assert m["pii_people_members_n"] == 6 - len(held)
+        for key in ("null_pii_unique_sequences_ci", "pii_people_excess", "pii_people_excess_ci"):
+            assert m[key] is not None, key

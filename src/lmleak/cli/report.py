@@ -120,9 +120,11 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     pii = summary.get("pii_unique_sequences") or {}
     if summary.get("pii_policy"):
         listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
+        headlined = summary.get("pii_unique_sequences_total")
         out.print(
             f"[bold]leaked PII[/] (user-unique sequences of >= {plural(summary.get('min_tokens'), 'token')} holding PII, "
-            f"k={summary['k']}, policy {summary['pii_policy']}): {listed}"
+            f"k={summary['k']}, policy {summary['pii_policy']}): {headlined} headlined (person-identifying kinds, "
+            f"unique as text too); by kind, every kind: {listed}"
         )
     for line in _null_lines(summary):
         out.print(line, highlight=False)

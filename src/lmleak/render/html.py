@@ -155,8 +155,9 @@ def leaked_pii_line(leaked: dict[str, Any]) -> str:
     owners = leaked.get("owners") or {}
     whose = ""
     if owners.get("own") or owners.get("third_party"):
+        own = owners.get("own", 0)
         whose = (
-            f"{plural(owners.get('own', 0), 'sequence')} holds the writer's own PII, "
+            f"{plural(own, 'sequence')} {'holds' if own == 1 else 'hold'} the writer's own PII, "
             f"{owners.get('third_party', 0)} a third party's"
         )
     detail = "; ".join(x for x in (by_type, whose) if x)
