@@ -26,6 +26,7 @@ each identical (context, text) pair once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -215,7 +216,28 @@ def _pii_spans(detector: Any, before: str, text: str, after: str) -> list[tuple[
     lo = len(before)
     hi = lo + len(text)
     full = before + text + after
-    return [(s.entity, full[s.start : s.end]) for s in detector.detect(full) if s.start < hi and s.end > lo]
+    return [
+        (s.entity, full[s.start : s.end])
+        for s in detector.detect(full)
+        if s.start < hi and s.end > lo and not _in_message_id(full, s.start)
+    ]
+
+
+#: A mail header line whose ``<local@domain>`` values are message ids, not anyone's address.
+_MESSAGE_ID_LINE = re.compile(r"[ \t>]*(?:Message-ID|In-Reply-To|References|X-Message-ID):", re.IGNORECASE)
+
+
+def _in_message_id(text: str, start: int) -> bool:
+    """Whether the span at ``start`` sits on a ``Message-ID:`` / ``In-Reply-To:`` / ``References:``
+    header line: an e-mail-shaped message id (``<7abf30b051ae@lists.example.org>``) names a message.
+
+    Example:
+        >>> t = "Message-ID: <7abf@lists.example.org>" + chr(10) + "From: a@example.org"
+        >>> _in_message_id(t, t.index("7abf")), _in_message_id(t, t.index("a@ex"))
+        (True, False)
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    return _MESSAGE_ID_LINE.match(text, line_start) is not None
 
 
 def _pii_column(
