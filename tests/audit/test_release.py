@@ -63,6 +63,9 @@ def test_the_audit_lists_what_did_not_run_in_the_terminal_the_html_and_gate_json
     assert analyses["canary exposure"]["metrics"] == ["max_exposure"]
     assert "leakage_epsilon" in analyses["leakage ε and curated unique sequences"]["metrics"]
     assert "ran on nothing" in analyses["PII probing"]["reason"]
+    # no held-out people and no public model: the leaked-PII excess has no null, and says what gives one
+    no_null = analyses["leaked PII against its null"]
+    assert no_null["metrics"] == ["pii_people_excess"] and "--holdout-users" in no_null["fix"]
     # the HTML
     page = (run / "report.html").read_text()
     assert page.index('id="release"') < page.index('id="headline"')  # the page opens with it

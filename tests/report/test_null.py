@@ -152,6 +152,7 @@ def test_a_public_model_without_held_out_people_is_the_null_of_the_curated_count
     assert s["pii_people_members_n"] == 6 and s["null_pii_unique_sequences"] is None
 
 
+@pytest.mark.slow
 def test_lmleak_report_on_a_model_folder_with_holdout_json_gives_the_same_keys(tmp_path):
     from typer.testing import CliRunner
 
@@ -162,7 +163,8 @@ def test_lmleak_report_on_a_model_folder_with_holdout_json_gives_the_same_keys(t
     paths = customersim.synthesize(tmp_path / "syn", users=6, dialogs_per_user=2, seed=1)
     model = tmp_path / "gpt"
     res = CliRunner().invoke(app, ["-q", "train", "--corpus", str(paths["corpus"]), "--out", str(model),
-                                   "--epochs", "1", "--batch-size", "8", "--vocab-size", "300",
+                                   "--epochs", "1", "--batch-size", "8", "--vocab-size", "300", "--layers", "1",
+                                   "--width", "32", "--seq-len", "64",
                                    "--holdout-users", "0.34"])  # fmt: skip
     assert res.exit_code == 0, res.output
     held = read_holdout(model).users
@@ -176,3 +178,22 @@ def test_lmleak_report_on_a_model_folder_with_holdout_json_gives_the_same_keys(t
         assert m["pii_people_members_n"] == 6 - len(held)
         for key in ("null_pii_unique_sequences_ci", "pii_people_excess", "pii_people_excess_ci"):
             assert m[key] is not None, key
+
+
+def test_lmleak_report_takes_the_headline_kinds_and_says_there_is_no_null_and_how_to_get_one(tmp_path):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+    from lmleak.data.synth import customersim
+
+    corpus = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=1)["corpus"]
+    res = CliRunner().invoke(app, ["report", "--model", f"fake:{corpus}", "--corpus", str(corpus), "--k", "1",
+                                   "--out", str(tmp_path / "run"), "--headline-pii-types", "date, phone"],
+                             env={"COLUMNS": "300"})  # fmt: skip
+    assert res.exit_code == 0, res.output
+    s = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert s["headline_pii_types"] == ["DATE", "PHONE"] and s["null_kind"] is None
+    assert "no null (k=1)" in res.output and "lmleak train --holdout-users 0.1" in res.output
+    res = CliRunner().invoke(app, ["report", "--model", f"fake:{corpus}", "--corpus", str(corpus),
+                                   "--out", str(tmp_path / "run2"), "--headline-pii-types", " , "])  # fmt: skip
+    assert res.exit_code == 2 and "--headline-pii-types" in res.output

@@ -121,6 +121,15 @@ def _ran_on_little(
                     ["leakage_epsilon", "curated_unique_sequences"],
                 )
             )
+        if summary.get("pii_policy") is not None and "null_kind" in summary and summary["null_kind"] is None:
+            out.append(
+                _entry(
+                    "leaked PII against its null",
+                    summary.get("pii_people_excess_reason") or "no null",
+                    summary.get("pii_people_excess_fix"),
+                    ["pii_people_excess"],
+                )
+            )
         if summary.get("pii_policy") is None:
             out.append(
                 _entry(

@@ -290,6 +290,14 @@ MinTokensOpt = Annotated[
         parser=COUNT,
     ),
 ]
+HeadlinePiiTypesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--headline-pii-types",
+        help="PII kinds the leaked-PII headline counts, comma-separated (default: the person-identifying "
+        "ones: EMAIL, PHONE, PERSON, ADDRESS, ids; dates and bare numbers are counted, not headlined).",
+    ),
+]
 LeaveOutFoldsOpt = Annotated[
     int | None,
     typer.Option(
@@ -326,7 +334,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(report_app, name="report")
 
 
-# long: its signature declares the 24 options of `lmleak report`, one line each; the body is short
+# long: its signature declares the 25 options of `lmleak report`, one line each; the body is short
 def report(
     ctx: typer.Context,
     model: ReportModelOpt = None,
@@ -345,6 +353,7 @@ def report(
     public_occurrences: PublicOccurrencesOpt = 8,
     pii_policy: PiiPolicyOpt = "regex",
     min_tokens: MinTokensOpt = 5,
+    headline_pii_types: HeadlinePiiTypesOpt = None,
     leave_out_folds: LeaveOutFoldsOpt = None,
     public_scope: PublicScopeOpt = "unique",
     engine: EngineOpt = "local",
@@ -378,6 +387,7 @@ def report(
         index_cache=None if index_cache is None else str(index_cache),
         public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
         pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
+        **({} if headline_pii_types is None else {"headline_pii_types": _kinds(headline_pii_types)}),
     )  # fmt: skip
     result = leakage_report_from_files(
         model, corpus, out_dir, cfg,
@@ -389,6 +399,21 @@ def report(
         print_json(result.summary)
     elif not quiet_:
         _print_summary(result.summary, f"Leakage report — {out_dir}")
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    """``--headline-pii-types EMAIL,PHONE`` as a tuple; refused when it names no kind.
+
+    Example:
+        >>> _kinds("EMAIL, phone")
+        ('EMAIL', 'PHONE')
+    """
+    kinds = tuple(t.strip().upper() for t in text.split(",") if t.strip())
+    if not kinds:
+        raise ConfigError(
+            "name at least one PII kind", field="--headline-pii-types", hint="e.g. EMAIL,PHONE,PERSON"
+        )
+    return kinds
 
 
 def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:
