@@ -112,33 +112,7 @@ def _ran_on_little(
         return []
     out = []
     if stage == "report":
-        if summary.get("public_model") is None:
-            out.append(
-                _entry(
-                    "leakage ε and curated unique sequences",
-                    "no public model: leakage ε compares the model with a model that never saw the data",
-                    PUBLIC_MODEL_FIX,
-                    ["leakage_epsilon", "curated_unique_sequences"],
-                )
-            )
-        if summary.get("pii_policy") is not None and "null_kind" in summary and summary["null_kind"] is None:
-            out.append(
-                _entry(
-                    "leaked PII against its null",
-                    summary.get("pii_people_excess_reason") or "no null",
-                    summary.get("pii_people_excess_fix"),
-                    ["pii_people_excess"],
-                )
-            )
-        if summary.get("pii_policy") is None:
-            out.append(
-                _entry(
-                    "leaked PII",
-                    "no PII policy: analyses.report.pii_policy is null",
-                    "set `analyses.report.pii_policy: regex`",
-                    ["pii_unique_sequences"],
-                )
-            )
+        out.extend(_report_on_little(summary))
     elif stage == "mia":
         n = summary.get("num_per_side")
         if isinstance(n, int) and n < MIN_MIA_PER_SIDE:
@@ -167,6 +141,40 @@ def _ran_on_little(
                 "the canaries file holds no canary",
                 STAGE_FIX["exposure"],
                 ["max_exposure"],
+            )
+        )
+    return out
+
+
+def _report_on_little(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The leakage report's parts that measured nothing: no public model, no null for leaked PII,
+    no PII policy."""
+    out = []
+    if summary.get("public_model") is None:
+        out.append(
+            _entry(
+                "leakage ε and curated unique sequences",
+                "no public model: leakage ε compares the model with a model that never saw the data",
+                PUBLIC_MODEL_FIX,
+                ["leakage_epsilon", "curated_unique_sequences"],
+            )
+        )
+    if summary.get("pii_policy") is not None and "null_kind" in summary and summary["null_kind"] is None:
+        out.append(
+            _entry(
+                "leaked PII against its null",
+                summary.get("pii_people_excess_reason") or "no null",
+                summary.get("pii_people_excess_fix"),
+                ["pii_people_excess"],
+            )
+        )
+    if summary.get("pii_policy") is None:
+        out.append(
+            _entry(
+                "leaked PII",
+                "no PII policy: analyses.report.pii_policy is null",
+                "set `analyses.report.pii_policy: regex`",
+                ["pii_unique_sequences"],
             )
         )
     return out

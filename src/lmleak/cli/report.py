@@ -371,6 +371,7 @@ def report(
     from lmleak.report.engine import LedgerEngine, leakage_report_from_files
     from lmleak.report.leakage import ReportConfig, as_int_list
     from lmleak.report.metrics import default_ks
+    from lmleak.report.null import HEADLINE_PII_TYPES
 
     _require(model=model, corpus=corpus, out_dir=out_dir)
     quiet(quiet_ or json_out)
@@ -387,7 +388,7 @@ def report(
         index_cache=None if index_cache is None else str(index_cache),
         public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
         pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
-        **({} if headline_pii_types is None else {"headline_pii_types": _kinds(headline_pii_types)}),
+        headline_pii_types=HEADLINE_PII_TYPES if headline_pii_types is None else _kinds(headline_pii_types),
     )  # fmt: skip
     result = leakage_report_from_files(
         model, corpus, out_dir, cfg,
