@@ -319,6 +319,10 @@ def _summary(
         held = table["held_out"].fillna(False).to_numpy(dtype=bool)
         out["users_held_out"] = int(held.sum())
         out["users_at_risk_held_out"] = int((at_risk & held).sum())
+        # a held-out person "at risk" is the null (what the model generalises), not a leak: the
+        # trained-on people at risk, and how many trained-on people there are (issue 32)
+        out["users_at_risk_members"] = int((at_risk & ~held).sum())
+        out["users_members"] = int((~held).sum())
     out["mia_score_method"] = None if attack is None else MIA_METHOD.format(attack)
     out["mia_user_auc"], out["mia_user_auc_ci"] = _user_auc(table, mia_member_of)
     return out
