@@ -18,7 +18,15 @@ def test_the_cli_prints_the_bound():
         app, ["dp-audit", "bound", "--m", "1000", "--r", "10", "--v", "10", "--confidence", "0.95"]
     )
     assert res.exit_code == 0, res.output
-    assert res.output.strip() == "epsilon_lower_bound: 1.05187"
+    lines = res.output.strip().splitlines()
+    assert lines[0] == "epsilon_lower_bound: 1.05187"
+    assert " ".join(lines[1:]).startswith("epsilon_lower_bound_fdp: not given at δ = 0")
+    res = CliRunner().invoke(
+        app, ["dp-audit", "bound", "--m", "1000", "--r", "1000", "--v", "900", "--delta", "1e-5", "--json"]
+    )
+    both = json.loads(res.output)  # issue 35: both bounds from the same guesses, 2.02 and 3.78
+    assert round(both["epsilon_lower_bound"], 2) == 2.02 and round(both["epsilon_lower_bound_fdp"], 2) == 3.78
+    assert "Gaussian" in both["fdp_assumption"]
     res = CliRunner().invoke(
         app, ["dp-audit", "bound", "--m", "1000", "--r", "100", "--v", "80", "--delta", "1e-5", "--json"]
     )
@@ -94,7 +102,9 @@ def test_dp_audit_run_the_audit_config_and_the_library_share_their_defaults():
 def test_plan_prints_the_largest_certifiable_epsilon_per_precision_and_the_canaries_for_a_target():
     from lmleak.attacks.dp_audit import canaries_needed, max_certifiable_epsilon
 
-    args = ["dp-audit", "plan", "--m", "1000", "--precision", "1", "--precision", "0.9"]
+    res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "1000", "--json"])
+    assert json.loads(res.output)["r"] == 500  # by default as dp-audit run guesses: half the canaries
+    args = ["dp-audit", "plan", "--m", "1000", "--r", "1000", "--precision", "1", "--precision", "0.9"]
     res = CliRunner().invoke(app, [*args, "--target-epsilon", "4", "--json"])
     assert res.exit_code == 0, res.output
     plan = json.loads(res.output)
@@ -110,7 +120,7 @@ def test_plan_prints_the_largest_certifiable_epsilon_per_precision_and_the_canar
     text = " ".join(res.output.split())
     assert "1000 of 1000 │ 5.809 │ 166" in text and "900 of 1000 │ 2.021 │ unreachable" in text
     res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100"])
-    assert res.exit_code == 0 and "60 of 100" in res.output  # the default precisions, down to 0.6
+    assert res.exit_code == 0 and "30 of 50" in res.output  # the default precisions, down to 0.6, of m/2
     res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100", "--precision", "1.2"])
     assert res.exit_code == 2 and "precision" in res.output
 

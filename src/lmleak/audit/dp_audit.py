@@ -23,6 +23,7 @@ from lmleak.attacks.dp_audit import (
     make_canaries,
     score_canaries,
 )
+from lmleak.attacks.fdp_audit import gdp_epsilon
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
@@ -264,6 +265,12 @@ def _summary(
         "dp_epsilon": claimed,
         "dp_delta": claim["delta"],
         "epsilon_lower_bound": eps,
+        # the f-DP bound from the same guesses, under its Gaussian trade-off assumption (stated)
+        "epsilon_lower_bound_fdp": record.get("epsilon_lower_bound_fdp"),
+        "mu_lower_bound": record.get("mu_lower_bound"),
+        "fdp_assumption": record.get("fdp_assumption"),
+        "fdp_note": record.get("fdp_note"),
+        "canary_design": record.get("canary_design", "random"),
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
         "claim_beyond_reach": bool(
             claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
@@ -340,10 +347,17 @@ def claim_check(claimed: float | None, claimed_delta: float | None, record: dict
         at_claim = epsilon_lower_bound(
             int(record["m"]), int(record["r"]), int(record["v"]), delta, float(record["confidence"])
         )
+    mu = record.get("mu_lower_bound")
+    fdp_at_claim = gdp_epsilon(float(mu), delta) if mu is not None and delta > 0 else None
     return {
         "claimed_delta": delta,
         "epsilon_lower_bound_at_claimed_delta": at_claim,
         "claim_violated": bool(claimed is not None and at_claim > float(claimed)),
+        # under the Gaussian trade-off assumption only (None at δ = 0, where it is not given)
+        "epsilon_lower_bound_fdp_at_claimed_delta": fdp_at_claim,
+        "claim_violated_fdp": None
+        if fdp_at_claim is None or claimed is None
+        else bool(fdp_at_claim > float(claimed)),
     }
 
 
