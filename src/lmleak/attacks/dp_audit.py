@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.fdp_audit import FDP_PAPER, GDP_ASSUMPTION, fdp_bound
+from lmleak.data.canaries import CRAFTED_PREFIX, check_design, craft_secret
 from lmleak.errors import ConfigError, check_number
 from lmleak.models.base import Capability, require
 from lmleak.words import plural
@@ -202,6 +203,7 @@ def max_certifiable_epsilon(
     return epsilon_lower_bound(m, r, correct_at_precision(r, precision), delta, confidence)
 
 
+# long: the docstring explains the rounding zone that its scan handles; the body is short
 def canaries_needed(
     target_epsilon: float,
     precision: float = 1.0,
@@ -261,21 +263,26 @@ def canaries_needed(
             return None
         hi = min(2 * hi, max_m)
     top = min(2 * hi, max_m)
-    ms = np.arange(1, top + 1)
-    rs = np.floor(np.round(guess_share * ms, 9)).astype(np.int64)
-    q = 1.0 / (1.0 + math.exp(-target_epsilon))
-    vs = np.minimum(rs, np.ceil(np.round(precision * rs, 9)).astype(np.int64))
+    last = _last_tail_failure(top, guess_share, precision, target_epsilon, confidence)
+    if delta > 0:  # the δ term only above the last m the tail alone fails, from the top down
+        for m in range(top, last, -1):
+            if fails(m):
+                return m + 1
+    return last + 1
+
+
+def _last_tail_failure(
+    top: int, guess_share: float, precision: float, epsilon: float, confidence: float
+) -> int:
+    """The largest ``m <= top`` whose δ = 0 tail (every m at once) does not certify ``epsilon``; 0 if none."""
     from scipy.stats import binom
 
-    # the δ = 0 tail of every m at once; the δ term only above the last m the tail alone fails,
-    # from the top down to the first m it fails (one scan over i per m: the slow part)
+    ms = np.arange(1, top + 1)
+    rs = np.floor(np.round(guess_share * ms, 9)).astype(np.int64)
+    vs = np.minimum(rs, np.ceil(np.round(precision * rs, 9)).astype(np.int64))
+    q = 1.0 / (1.0 + math.exp(-epsilon))
     tail_fails = np.flatnonzero(binom.sf(vs - 1, rs, q) >= 1.0 - confidence)
-    last = int(tail_fails.max()) if tail_fails.size else -1
-    if delta > 0:
-        for j in range(top - 1, last, -1):
-            if fails(int(ms[j])):
-                return int(ms[j]) + 1
-    return int(ms[last]) + 1 if last >= 0 else 1
+    return int(ms[tail_fails.max()]) if tail_fails.size else 0
 
 
 def default_guesses(m: int) -> int:
@@ -383,6 +390,8 @@ def count_correct(
 # ---------------------------------------------------------------------------------------- the run
 
 
+#: The prefix of the random design's canaries.
+DEFAULT_PREFIX = "My ID is: "
 #: The privacy units a one-run audit can bound: one training sequence, or one person.
 PRIVACY_UNITS = ("sequence", "user")
 #: Documents per canary user of a user-level audit when none is given.
@@ -401,18 +410,30 @@ class DPAuditConfig:
     ``privacy_unit``: what one canary is, and so what the bound is about. ``sequence``: a canary is
     one document (one training sequence) of its own user. ``user``: a canary is a *user* with
     ``canary_documents`` documents carrying the same secret, included or left out as a whole
-    (issue 27 item 5); the bound is then over people."""
+    (issue 27 item 5); the bound is then over people.
+
+    ``canary_design``: ``random`` (digits) or ``crafted`` (Panda et al. 2025: the same draws as
+    rune secrets behind a designed prefix, new tokens of the vocabulary; :mod:`lmleak.data.canaries`)."""
 
     m: int = 256
     r: int | None = None
     delta: float | None = None
     confidence: float = 0.95
-    prefix: str = "My ID is: "
+    prefix: str = DEFAULT_PREFIX
     digits: int = 6
     seed: int = 0
     placebo: bool = False
     privacy_unit: str = "sequence"
     canary_documents: int = CANARY_DOCUMENTS
+    canary_design: str = "random"
+
+    @property
+    def canary_prefix(self) -> str:
+        """The prefix the canaries get: :data:`~lmleak.data.canaries.CRAFTED_PREFIX` for crafted
+        canaries unless another ``prefix`` than the default was asked for."""
+        if self.canary_design == "crafted" and self.prefix == DEFAULT_PREFIX:
+            return CRAFTED_PREFIX
+        return self.prefix
 
     @property
     def documents_per_canary(self) -> int:
@@ -421,6 +442,7 @@ class DPAuditConfig:
 
     def __post_init__(self) -> None:
         """Every rule the bound needs, checked before any canary is drawn or model trained."""
+        check_design(self.canary_design)
         if self.privacy_unit not in PRIVACY_UNITS:
             raise ConfigError(
                 f"unknown privacy unit {self.privacy_unit!r}",
@@ -447,18 +469,24 @@ class DPAuditConfig:
 
 
 def make_canaries(
-    m: int, *, prefix: str = "My ID is: ", digits: int = 6, seed: int = 0
+    m: int, *, prefix: str = DEFAULT_PREFIX, digits: int = 6, seed: int = 0, design: str = "random"
 ) -> list[dict[str, Any]]:
     """``m`` canaries with distinct random secrets, each included with probability 1/2 (seeded).
 
     Each is ``{"canary_id", "user_id", "prefix", "secret", "text", "included"}``; the user id is the
-    canary's own (one canary, one privacy unit).
+    canary's own (one canary, one privacy unit). ``design="crafted"`` maps each digit of the same
+    draws to its rune (:func:`lmleak.data.canaries.craft_secret`): the same coin flips, the same
+    number of candidates, rare tokens instead of digits.
 
     Example:
         >>> c = make_canaries(3, seed=1)
         >>> [x["text"].startswith("My ID is: ") and len(x["secret"]) == 6 for x in c]
         [True, True, True]
+        >>> k = make_canaries(3, prefix=CRAFTED_PREFIX, seed=1, design="crafted")
+        >>> [x["included"] for x in k] == [x["included"] for x in c], k[0]["secret"] == craft_secret(c[0]["secret"])
+        (True, True)
     """
+    check_design(design)
     if m < 1 or digits < 1 or 10**digits < m:
         raise ConfigError(f"cannot draw {m} distinct {digits}-digit secrets", field="m")
     rng = random.Random(seed)
@@ -466,6 +494,8 @@ def make_canaries(
     out = []
     for i, s in enumerate(secrets):
         secret = str(s).zfill(digits)
+        if design == "crafted":
+            secret = craft_secret(secret)
         out.append(
             {
                 "canary_id": i,

@@ -75,7 +75,7 @@ def print_fdp(eps: float | None, mu: float | None, note: str | None) -> None:
         return
     out.print(
         f"epsilon_lower_bound_fdp: {eps:.6g} (mu-GDP refuted up to mu = {mu:.4g}; assumes a Gaussian "
-        "trade-off, as DP-SGD has: Mahloujifar, Melis & Chaudhuri 2024)"
+        "trade-off, which DP-SGD's is close to: Mahloujifar, Melis & Chaudhuri 2024)"
     )
 
 
@@ -159,7 +159,7 @@ def print_plan(plan: Any) -> None:
     out.print(t)
 
 
-# long: the Typer signature declares 27 options; the body only builds the configs, runs, prints
+# long: the Typer signature declares 28 options; the body only builds the configs, runs, prints
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
@@ -243,6 +243,14 @@ def run(
             "--canary-documents", help="--privacy-unit user: documents per canary user.", parser=COUNT
         ),
     ] = 4,
+    canary_design: Annotated[
+        str,
+        typer.Option(
+            "--canary-design",
+            help="random ('My ID is: <6 digits>') or crafted (Panda et al. 2025: the same draws as "
+            "new-token rune secrets behind a designed prefix).",
+        ),
+    ] = "random",
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -265,6 +273,7 @@ def run(
         placebo=placebo,
         privacy_unit=privacy_unit,
         canary_documents=canary_documents,
+        canary_design=canary_design,
     )
     cfg = TrainConfig(
         mode=mode,  # type: ignore[arg-type]
