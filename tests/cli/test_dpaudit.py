@@ -186,3 +186,23 @@ def test_run_privacy_unit_user_trains_dp_at_the_user_level_and_bounds_per_person
     assert privacy["privacy_unit"] == summary["training_privacy_unit"] == summary["privacy_unit"] == "user"
     assert summary["canary_documents"] == 2 and summary["dp_epsilon"] == privacy["epsilon"]
     assert "per person" in summary["statement"]
+
+
+def test_run_names_a_crafted_design_and_refuses_an_unknown_one(tmp_path, capsys):
+    summary = {
+        "epsilon_lower_bound": 0.5,
+        "epsilon_lower_bound_fdp": 1.2,
+        "mu_lower_bound": 0.4,
+        "fdp_note": None,
+        "statement": "no DP claim (ε = ∞); measured ≥ 0.5",
+        "dp_audit": {"v": 9, "r": 10, "m": 20, "num_included": 11, "delta": 1e-5, "canary_design": "crafted"},
+        "claim_violated": False,
+        "report": "r/report.html",
+    }
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "epsilon_lower_bound_fdp: 1.2 (mu-GDP refuted up to mu = 0.4; assumes a Gaussian trade-off" in text
+    assert "about 20 canaries (crafted: rune secrets, new tokens)" in text
+    args = ["dp-audit", "run", "--corpus", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "run")]
+    res = CliRunner().invoke(app, [*args, "--canary-design", "fancy"])
+    assert res.exit_code == 2 and "canary design" in res.output and not (tmp_path / "run").exists()

@@ -682,6 +682,8 @@ def exposure_of_model(
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
+    if canary_design is not None:  # a file of another design exits before the model is loaded
+        canary_design_of(read_canaries(canaries), canaries, canary_design)
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")

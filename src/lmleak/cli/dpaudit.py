@@ -320,6 +320,8 @@ def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
         if a.get("privacy_unit") != "user"
         else f"{plural(a['m'], 'canary user')} ({plural(a['canary_documents'], 'document')} each)"
     )
+    if a.get("canary_design") == "crafted":
+        canaries += " (crafted: rune secrets, new tokens)"
     out.print(
         f"{summary['statement']}: {a['v']} of {plural(a['r'], 'guess')} right about {canaries} "
         f"({a['num_included']} included), delta {a['delta']:g}"
