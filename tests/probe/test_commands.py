@@ -45,7 +45,12 @@ def test_probe_files_equals_run_probe_on_the_loaded_model_and_reports_progress(s
     want = run_probe(load_model(spec), read_subjects(paths["subjects"])[:3], tmp_path / "b",
                      targets=("email", "phone"), k=2, beams=1, seed=4, figures=False)  # fmt: skip
     assert got == want and got["subjects"] == 3
-    assert said == [f"probing 3 subjects of {load_model(spec).name}"]  # no holdout.json: no controls
+    assert said == [  # no holdout.json: no controls, and nobody is called a member (issue 32)
+        f"probing 3 subjects of {load_model(spec).name}",
+        "no held-out people (holdout.json): the membership of all 3 people is unknown; made-up people "
+        "are probed the same way as the null",
+    ]
+    assert got["people"]["membership_unknown"] == 3 and got["made_up_controls"]["people"] == 3
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["targets"].keys() == {"email", "phone"}
 
 

@@ -185,8 +185,12 @@ def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[d
 
 
 def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) -> dict[str, Any]:
-    """Probed people whose PII the model generated verbatim (any template), by target type; members
-    and controls apart when ``user_of`` maps subject ids to users (``controls``: users held out).
+    """Probed *people* whose PII the model generated verbatim (any template), by target type; members
+    and controls apart. People are counted by user id, not by subject row (issue 32: "248 probed
+    people" were 248 rows of 228 users): the probe stage writes each row's person (``user_id``, empty
+    for a third party found only in other people's documents) and ``membership`` (member, control,
+    unknown) into ``generations.parquet``; a run written before that is read through ``user_of``
+    (subject id -> user id) and ``controls`` (the users held out), as then.
 
     Example:
         >>> import pandas as pd
@@ -196,22 +200,55 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
         {'people': 2, 'by_type': {'email': 2, 'phone': 1}, 'probed': 3, 'members': 1, 'controls': 1, 'members_probed': 2, 'controls_probed': 1}
 
     ``probed`` (and ``members_probed``, ``controls_probed``): how many people each count is out of —
-    "0 trained on, 0 held-out controls" read the same whether 2 or no controls were probed.
+    "0 trained on, 0 held-out controls" read the same whether 2 or no controls were probed. With the
+    stage's columns: ``unknown`` / ``unknown_probed`` (people whose membership is unknown: third
+    parties, or everyone when the model records no held-out people — then no member or control count
+    is given at all), ``third_parties_probed`` and ``subject_rows_probed``.
     """
-    hits = generations[generations["exact_match"].fillna(False).astype(bool)]
-    people = {str(s) for s in hits["subject_id"]}
-    probed = {str(s) for s in generations["subject_id"]}
-    by_type = {str(t): int(part["subject_id"].nunique()) for t, part in hits.groupby("target_type")}
+    g = generations
+    if "membership" in g.columns:
+        return _probe_people_by_column(g)
+    person = [user_of.get(str(s), str(s)) for s in g["subject_id"]]
+    g = g.assign(person=person)
+    hits = g[g["exact_match"].fillna(False).astype(bool)]
+    people = set(hits["person"])
+    probed = set(g["person"])
+    by_type = {str(t): int(part["person"].nunique()) for t, part in hits.groupby("target_type")}
     out: dict[str, Any] = {
         "people": len(people),
         "by_type": dict(sorted(by_type.items())),
         "probed": len(probed),
     }
-    if user_of and probed <= set(user_of):
-        held_out = sum(1 for s in people if user_of[s] in controls)
-        held_out_probed = sum(1 for s in probed if user_of[s] in controls)
+    if user_of and {str(s) for s in g["subject_id"]} <= set(user_of):
+        held_out = sum(1 for u in people if u in controls)
+        held_out_probed = sum(1 for u in probed if u in controls)
         out.update(members=len(people) - held_out, controls=held_out)
         out.update(members_probed=len(probed) - held_out_probed, controls_probed=held_out_probed)
+    return out
+
+
+def _probe_people_by_column(g: Any) -> dict[str, Any]:
+    """:func:`probe_people` from the probe stage's ``user_id`` and ``membership`` columns."""
+    third = g["user_id"].isna()
+    g = g.assign(person=g["user_id"].where(~third, "third-party:" + g["subject_id"].astype(str)))
+    hits = g[g["exact_match"].fillna(False).astype(bool)]
+    by_type = {str(t): int(part["person"].nunique()) for t, part in hits.groupby("target_type")}
+    status = g.groupby("person")["membership"].first()
+    hit_people = set(hits["person"])
+    out: dict[str, Any] = {
+        "people": len(hit_people),
+        "by_type": dict(sorted(by_type.items())),
+        "probed": int(len(status)),
+    }
+    known = bool((status != "unknown").any())
+    for name, label in (("members", "member"), ("controls", "control"), ("unknown", "unknown")):
+        if name != "unknown" and not known:
+            continue  # no held-out people: nobody is a member or a control, and no line may say so
+        who = set(status[status == label].index)
+        out[name], out[f"{name}_probed"] = len(who & hit_people), len(who)
+    out["third_parties_probed"] = int(g.loc[third, "person"].nunique())
+    out["subject_rows_probed"] = int(g["subject_id"].nunique())
+    out["membership"] = "held_out" if known else "unknown"
     return out
 
 

@@ -86,6 +86,10 @@ def _table(summary: dict) -> None:
             f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
             f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}"
         )
+    from lmleak.probe.people import probe_lines  # issue 32: people, the excess and the nulls
+
+    for line in probe_lines(summary):
+        out.print(line, markup=False, highlight=False)
 
 
 #: The subject file's fields, shown under ``lmleak probe --help`` (docs/probing.md has the worked example).

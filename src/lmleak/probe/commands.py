@@ -14,6 +14,7 @@ from typing import Any
 from lmleak.errors import InputError
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.loading import load_model
+from lmleak.probe.people import people_counts
 from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
 from lmleak.probe.probing import DEFAULT_TARGETS, run_probe
 from lmleak.probe.softprompt import run_softprompt
@@ -184,9 +185,22 @@ def probe_files(
     m = load_model(model)
     controls = control_users(model)
     progress(f"probing {plural(len(subj), 'subject')} of {m.name}")
+    people = people_counts(subj, {str(s["subject_id"]) for s in subj}, controls)
     if controls:
         progress(
-            f"controls: {plural(count_controls(subj, controls), 'subject')} whose user the model never saw (holdout.json), reported beside the members"
+            f"controls: {plural(people['controls'], 'person')} the model never saw (holdout.json, "
+            f"{plural(count_controls(subj, controls), 'subject')}), reported beside the "
+            f"{plural(people['members'], 'member')}"
+            + (
+                f"; {plural(people['third_parties'], 'third party')}: membership unknown"
+                if people["third_parties"]
+                else ""
+            )
+        )
+    else:
+        progress(
+            f"no held-out people (holdout.json): the membership of all {plural(people['people_probed'], 'person')} "
+            "is unknown; made-up people are probed the same way as the null"
         )
     with ray_session(engine):  # one Ray start-up for every pass of the run
         return run_probe(

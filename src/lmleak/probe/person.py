@@ -55,7 +55,7 @@ MADE_UP_PEOPLE = 19
 ID_FIELDS = ("subject_id", "user_id")
 #: fields ``probe build`` and ``synth`` write about a record, not about the person: never listed on
 #: the page (a copied subjects.jsonl line showed "Your seen.email: 3" and "Your name_shape: non_latin")
-BOOKKEEPING = ("seen", "name_shape", "locale")
+BOOKKEEPING = ("seen", "name_shape", "locale", "third_party", "found_in")
 _LETTER = r"[^\W\d_]"
 
 
@@ -468,7 +468,7 @@ def subject_answers(model: Any, subject: dict[str, Any], *, templates: int = 5, 
     with tempfile.TemporaryDirectory() as td:
         run_probe(  # no figures: the folder is thrown away
             model, [subject], td, targets=targets, level=level, k=templates, beams=beams,
-            likelihood=False, figures=False,
+            likelihood=False, figures=False, made_up=False,  # the page has its own made-up people
         )  # fmt: skip
         path = Path(td) / "generations.parquet"
         rows = pd.read_parquet(path) if path.exists() else None
