@@ -50,6 +50,15 @@ PATTERNS = (
 _ROW_FIELDS = ("third_party", "found_in", "seen", "variants", "nickname", "user_id", "subject_id")
 
 
+def _made_up_nickname(nickname: str, name: str) -> str:
+    """A nickname of the made-up name like the person's: initials for initials (``GK``), else the
+    first name (a template that writes ``{nickname}`` must have one to ask about the made-up person)."""
+    words = name.split()
+    if nickname.isupper() and len(nickname) <= 4:
+        return "".join(w[0] for w in words).upper()
+    return words[0] if words else nickname
+
+
 def _made_up_email(email: str, original: str, taken: set[str], rng: np.random.Generator) -> str:
     """The made-up person's address: the swapped local part at :data:`MADE_UP_DOMAIN`, never a real
     one (a local part the name swap left unchanged gets two digits)."""
@@ -84,6 +93,8 @@ def made_up_subjects(subjects: list[dict[str, Any]], *, seed: int = 0) -> list[d
         person = made_up_people({**form, "subject_id": "me"}, 1, seed=seed + i)[0]
         person["subject_id"] = f"made-up-{i:05d}"
         person["made_up"] = True
+        if s.get("nickname"):
+            person["nickname"] = _made_up_nickname(str(s["nickname"]), str(person["name"]))
         new_of: dict[str, str] = {}  # the same address of the person gets the same made-up one
         for key in ("email", "emails"):
             old, new = s.get(key), person.get(key)

@@ -514,7 +514,7 @@ def _people_and_nulls(
             overall_metrics(made_lrows, made_grows),
             lrows,
             made_lrows,
-            len(fake),
+            len({str(r["subject_id"]) for r in (*made_lrows, *made_grows)}),  # the made-up people probed
         )
     if grows:
         summary.update(exact_match_excess(grows, who, made_up_rows=made_grows))
