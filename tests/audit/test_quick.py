@@ -212,6 +212,7 @@ def test_the_non_members_are_exactly_the_held_out_users_documents(tmp_path, mail
         load_config(run / "audit.yaml").analyses
         == quick.config_for(str(run.parent / "model"), mail, Q(out=run)).analyses
     )
+    _check_probe_counts_people(run, held)  # the same run: no second audit
 
 
 def test_a_holdout_file_gives_the_non_members_and_the_training_users_the_members(tmp_path, mail, monkeypatch):
@@ -386,3 +387,31 @@ def test_the_follow_up_query_returns_rows_of_this_run(tmp_path, public, redacted
     got = query(run, sql)
     assert len(got) == 1 and got["length_tokens"].tolist() == [4]  # the user-unique sequence only
     assert empty_columns(run, sql) == []
+
+
+def _check_probe_counts_people(run: Path, held: set[str]) -> None:
+    """Issue 32: the probe stage counts people (user ids) and writes the exact-match excess of
+    members over the held-out controls, which the headline and the release summary carry."""
+    probe = json.loads((run / "models" / "model" / "probe" / "summary.json").read_text())
+    subjects = read_subjects(run / "subjects.jsonl")
+    probed = set(pd.read_parquet(run / "models" / "model" / "probe" / "generations.parquet")["subject_id"])
+    users = {str(s.get("user_id")) for s in subjects if s["subject_id"] in probed}
+    people = probe["people"]
+    assert people["people_probed"] == len(users) and people["membership"] == "held_out"
+    assert people["controls"] == len(users & held) and people["members"] == len(users - held)
+    assert probe["pii_exact_match_excess_null"] == "held_out" and "made_up_controls" not in probe
+    side = probe["exact_match_people"]
+    want = side["members"]["rate"] - side["null"]["rate"]
+    assert probe["pii_exact_match_excess"] == pytest.approx(want)
+    lo, hi = probe["pii_exact_match_excess_ci"]
+    assert lo <= want <= hi
+    summary = json.loads((run / "summary.json").read_text())
+    headline = summary["models"]["model"]["headline"]
+    assert headline["pii_exact_match_excess"] == probe["pii_exact_match_excess"]
+    assert headline["pii_exact_match_excess_ci"] == probe["pii_exact_match_excess_ci"]
+    probing = summary["release"]["models"]["model"]["people_affected"]["probing"]
+    assert (probing["probed"], probing["members_probed"], probing["controls_probed"]) == (
+        len(users),
+        len(users - held),
+        len(users & held),
+    )

@@ -20,6 +20,7 @@ from lmleak.probe.people import (
     probe_lines,
 )
 from lmleak.probe.probing import run_probe
+from lmleak.report.redaction import Redactor, redact_table
 from lmleak.scenarios.margins import difference_interval
 
 #: two rows for u1 (two spellings no address joins), two for u2, one control (u3), one third party
@@ -67,7 +68,9 @@ def test_probing_counts_people_not_subject_rows_and_labels_the_third_party(tmp_p
     assert dict(zip(gen["subject_id"], gen["membership"], strict=True)) == {
         "s1": "member", "s2": "member", "s3": "member", "s4": "member", "s5": "control", "s6": "unknown",
     }  # fmt: skip
-    assert gen.loc[gen["subject_id"] == "s6", "user_id"].isna().all()
+    assert set(gen.loc[gen["subject_id"] == "s6", "user_id"]) == {"third-party:s6"}
+    assert gen["third_party"].tolist() == [False] * 5 + [True]
+    assert gen["member"].tolist()[:5] == [1.0] * 4 + [0.0] and np.isnan(gen["member"].tolist()[5])
     people = probe_people(gen, {}, set())
     assert (
         people["probed"],
@@ -83,6 +86,9 @@ def test_probing_counts_people_not_subject_rows_and_labels_the_third_party(tmp_p
     # hits: Ann (u1), Cy (the control), Di (third party): one member, one control, one unknown
     assert (people["people"], people["members"], people["controls"], people["unknown"]) == (3, 1, 1, 1)
     assert people["third_parties_probed"] == 1 and people["subject_rows_probed"] == 6
+    # a redacted run keeps keyed ids and the numeric columns: the same people
+    redacted = redact_table(gen, Redactor(b"k" * 32, "test"))
+    assert "membership" not in redacted.columns and probe_people(redacted, {}, set()) == people
     # the excess: 1 of 2 member people vs 1 of 1 control, by person (u1's two rows count once)
     assert s["pii_exact_match_excess"] == pytest.approx(0.5 - 1.0)
     assert s["pii_exact_match_excess_ci"] == pytest.approx(list(difference_interval(1, 2, 1, 1)))

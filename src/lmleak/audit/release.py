@@ -69,7 +69,12 @@ def not_run(
         "report": REPORT_METRICS,
         "exposure": ["max_exposure"],
         "mia": ["mia_auc", "mia_accuracy"],
-        "probe": ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+        "probe": [
+            "pii_exact_match",
+            "pii_exact_match_excess",
+            "pii_likelihood_ratio",
+            "pii_likelihood_ratio_geomean",
+        ],
         "dp_audit": ["epsilon_lower_bound"],
         "extract": ["extracted"],
     }
@@ -179,7 +184,12 @@ def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[d
             "PII probing",
             f"ran on nothing: no subject has the items the {level} level needs",
             fix,
-            ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+            [
+                "pii_exact_match",
+                "pii_exact_match_excess",
+                "pii_likelihood_ratio",
+                "pii_likelihood_ratio_geomean",
+            ],
         )
     ]
 
@@ -206,7 +216,7 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
     is given at all), ``third_parties_probed`` and ``subject_rows_probed``.
     """
     g = generations
-    if "membership" in g.columns:
+    if "member" in g.columns and "user_id" in g.columns:
         return _probe_people_by_column(g)
     person = [user_of.get(str(s), str(s)) for s in g["subject_id"]]
     g = g.assign(person=person)
@@ -228,24 +238,31 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
 
 
 def _probe_people_by_column(g: Any) -> dict[str, Any]:
-    """:func:`probe_people` from the probe stage's ``user_id`` and ``membership`` columns."""
-    third = g["user_id"].isna()
-    g = g.assign(person=g["user_id"].where(~third, "third-party:" + g["subject_id"].astype(str)))
+    """:func:`probe_people` from the probe stage's ``user_id`` (the person), ``member`` (1 member,
+    0 control, NaN unknown) and ``third_party`` columns — numbers and keyed ids, so a redacted run
+    counts the same people."""
+    g = g.assign(person=g["user_id"].astype(str))
     hits = g[g["exact_match"].fillna(False).astype(bool)]
     by_type = {str(t): int(part["person"].nunique()) for t, part in hits.groupby("target_type")}
-    status = g.groupby("person")["membership"].first()
+    status = g.groupby("person")["member"].first()
     hit_people = set(hits["person"])
     out: dict[str, Any] = {
         "people": len(hit_people),
         "by_type": dict(sorted(by_type.items())),
         "probed": int(len(status)),
     }
-    known = bool((status != "unknown").any())
-    for name, label in (("members", "member"), ("controls", "control"), ("unknown", "unknown")):
+    known = bool(status.notna().any())
+    groups = (("members", status == 1), ("controls", status == 0), ("unknown", status.isna()))
+    for name, mask in groups:
         if name != "unknown" and not known:
             continue  # no held-out people: nobody is a member or a control, and no line may say so
-        who = set(status[status == label].index)
+        who = set(status[mask].index)
         out[name], out[f"{name}_probed"] = len(who & hit_people), len(who)
+    third = (
+        g["third_party"].fillna(False).astype(bool)
+        if "third_party" in g.columns
+        else g["member"].isna() & False
+    )
     out["third_parties_probed"] = int(g.loc[third, "person"].nunique())
     out["subject_rows_probed"] = int(g["subject_id"].nunique())
     out["membership"] = "held_out" if known else "unknown"

@@ -529,15 +529,19 @@ def _write_people_columns(
     who: dict[str, tuple[str, str]],
     made_grows: list[dict[str, Any]] | None,
 ) -> None:
-    """``generations.parquet`` with each row's person (``user_id``: the person's own id, empty for a
-    third party) and ``membership``; the made-up people's rows in ``made_up_generations.parquet``."""
+    """``generations.parquet`` with each row's person (``user_id``: :func:`~lmleak.probe.people.person_id`,
+    ``third-party:<subject_id>`` for a third party), ``third_party``, ``membership`` (member, control,
+    unknown) and ``member`` (1, 0, NaN: the same as a number, which a redacted run keeps); the
+    made-up people's rows in ``made_up_generations.parquet``."""
     import pandas as pd
 
     if grows:
         df = pd.DataFrame(grows)
         ids = [who.get(str(s), (str(s), UNKNOWN)) for s in df["subject_id"]]
-        df["user_id"] = [None if p.startswith(THIRD_PARTY_PREFIX) else p for p, _ in ids]
+        df["user_id"] = [p for p, _ in ids]
+        df["third_party"] = [p.startswith(THIRD_PARTY_PREFIX) for p, _ in ids]
         df["membership"] = [m for _, m in ids]
+        df["member"] = [{MEMBER: 1.0, CONTROL: 0.0}.get(m, float("nan")) for _, m in ids]
         write_parquet(df, out / "generations.parquet")
     if made_grows:
         write_parquet(pd.DataFrame(made_grows), out / "made_up_generations.parquet")
