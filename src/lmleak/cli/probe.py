@@ -98,7 +98,8 @@ SUBJECT_FILE_HELP = (
     "Fields: name (required: every question starts from it); phone; email; emails (a list: more "
     "addresses of the same person); address; university; relations (an object, relation -> name, "
     'e.g. {"father": "Sam Lee"}); subject_id and user_id (optional ids: user_id is the person\'s id '
-    "in the training corpus). Leave out what you do not want checked.\n\n"
+    "in the training corpus; `probe build` writes third_party and found_in for a person found only in "
+    "other people's documents, whose membership is then unknown). Leave out what you do not want checked.\n\n"
     'Example me.json: {"name": "Ann Lee", "phone": "(555) 555-0100", "email": "ann.lee@example.org", '
     '"relations": {"father": "Sam Lee"}}\n\n'
     "A page for the person: lmleak probe --model M --subject me.json --html me.html"

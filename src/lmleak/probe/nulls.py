@@ -8,7 +8,7 @@ the name, whether or not the model ever saw the person. Two nulls say what the n
 any knowledge of the person:
 
 - :func:`made_up_subjects`: one made-up person per probed subject, of the same form — a Faker name
-  of the locale and shape the name is written in (:func:`lmleak.probe.person.made_up_people`), the
+  of the locale and shape the name is written in (:func:`lmleak.probe.madeup.made_up_people`), the
   name swapped for theirs inside every item (``ann.lee6@…`` becomes ``kim.roe6@…``), e-mails at
   ``example.org``, the last four digits of a phone and every digit of an address drawn anew. They
   are probed exactly as the people are (same templates, level, beams); their exact-match rate and
@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.intervals import wilson_interval
+from lmleak.probe.madeup import _vary_digits, made_up_people
 from lmleak.probe.metrics import mann_whitney_greater_p
 from lmleak.words import plural
 
@@ -82,9 +83,6 @@ def made_up_subjects(subjects: list[dict[str, Any]], *, seed: int = 0) -> list[d
         >>> p["email"] == f"{first}.{last}@example.org", p["phone"][:10], p["subject_id"], "user_id" in p
         (True, '(201) 555-', 'made-up-00000', False)
     """
-    # lazy: lmleak.probe.person imports probing, which imports this module
-    from lmleak.probe.person import _vary_digits, made_up_people
-
     real = {a for s in subjects for a in _addresses(s)}
     rng = np.random.default_rng([seed, 32])
     out = []

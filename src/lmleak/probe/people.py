@@ -225,8 +225,7 @@ def exact_match_by_shape(
     """
     import pandas as pd
 
-    shape_of: dict[str, str] = {}
-    group_of: dict[str, str] = {}
+    shape_of, group_of = {}, {}
     names = {MEMBER: "members", CONTROL: "controls", UNKNOWN: "unknown"}
     for x in subjects:
         sid = str(x.get("subject_id", x.get("user_id", "")))
@@ -338,36 +337,46 @@ def probe_lines(summary: dict[str, Any]) -> list[str]:
         people probed: 3 (4 subject rows): 1 member, 1 held-out control, 1 third party, 1 of unknown membership
         exact match, members - held-out controls: 50.0% [-27.0%, 90.0%] (1 of 2 people vs 0 of 2)
     """
-    out: list[str] = []
-    p = summary.get("people")
-    if p:
-        if p.get("membership") == "unknown":
-            split = (
-                f"membership unknown for all {p['people_probed']} (no held-out people: none is a 'member')"
-            )
-        else:
-            parts = [
+    out = _people_line(summary.get("people"))
+    out += _excess_line(summary)
+    return out + _null_lines(summary.get("made_up_controls"), summary.get("name_guess_baseline"))
+
+
+def _people_line(p: dict[str, Any] | None) -> list[str]:
+    if not p:
+        return []
+    if p.get("membership") == "unknown":
+        split = f"membership unknown for all {p['people_probed']} (no held-out people: none is a 'member')"
+    else:
+        split = ", ".join(
+            [
                 f"{p['members']} member{'s' * (p['members'] != 1)}",
                 f"{p['controls']} held-out control{'s' * (p['controls'] != 1)}",
                 f"{p['third_parties']} third part{'y' if p['third_parties'] == 1 else 'ies'}",
                 f"{p['membership_unknown']} of unknown membership",
             ]
-            split = ", ".join(parts)
-        out.append(f"people probed: {p['people_probed']} ({p['subject_rows']} subject rows): {split}")
-    null = summary.get("pii_exact_match_excess_null")
-    if summary.get("pii_exact_match_excess") is not None:
-        lo, hi = summary["pii_exact_match_excess_ci"] or (None, None)
-        side = summary.get("exact_match_people") or {}
-        m, c = side.get("members") or {}, side.get("null") or {}
-        against = "held-out controls" if null == "held_out" else "made-up people"
-        who = "members" if null == "held_out" else "probed people"
-        out.append(
-            f"exact match, {who} - {against}: {_pct(summary['pii_exact_match_excess'])} [{_pct(lo)}, {_pct(hi)}] "
-            f"({m.get('people_hit')} of {m.get('people')} people vs {c.get('people_hit')} of {c.get('people')})"
         )
-    elif summary.get("pii_exact_match_excess_reason"):
-        out.append(f"exact match excess: not measured ({summary['pii_exact_match_excess_reason']})")
-    made = summary.get("made_up_controls")
+    return [f"people probed: {p['people_probed']} ({p['subject_rows']} subject rows): {split}"]
+
+
+def _excess_line(summary: dict[str, Any]) -> list[str]:
+    null = summary.get("pii_exact_match_excess_null")
+    if summary.get("pii_exact_match_excess") is None:
+        why = summary.get("pii_exact_match_excess_reason")
+        return [f"exact match excess: not measured ({why})"] if why else []
+    lo, hi = summary["pii_exact_match_excess_ci"] or (None, None)
+    side = summary.get("exact_match_people") or {}
+    m, c = side.get("members") or {}, side.get("null") or {}
+    against = "held-out controls" if null == "held_out" else "made-up people"
+    who = "members" if null == "held_out" else "probed people"
+    return [
+        f"exact match, {who} - {against}: {_pct(summary['pii_exact_match_excess'])} [{_pct(lo)}, {_pct(hi)}] "
+        f"({m.get('people_hit')} of {m.get('people')} people vs {c.get('people_hit')} of {c.get('people')})"
+    ]
+
+
+def _null_lines(made: dict[str, Any] | None, guess: dict[str, Any] | None) -> list[str]:
+    out = []
     if made:
         ratio, null_ratio = made.get("probed_pii_likelihood_ratio"), made.get("pii_likelihood_ratio")
         line = (
@@ -379,7 +388,6 @@ def probe_lines(summary: dict[str, Any]) -> list[str]:
             if made.get("log_ratio_mann_whitney_p") is not None:
                 line += f" (probed > made-up: Mann-Whitney p = {made['log_ratio_mann_whitney_p']:.3g})"
         out.append(line)
-    guess = summary.get("name_guess_baseline")
     if guess and guess.get("people"):
         out.append(
             f"guess from the name: {guess['guessable']} of {guess['people']} e-mail addresses "
