@@ -14,6 +14,7 @@ from lmleak.models.fake import FakeLM
 from lmleak.probe.nulls import MADE_UP_DOMAIN, made_up_subjects, name_guess_baseline, name_guesses
 from lmleak.probe.people import probe_lines
 from lmleak.probe.probing import run_probe
+from lmleak.render.headline import headline_from_summary
 
 PEOPLE = [
     ("Ann Lee", "ann.lee@example.org"),
@@ -125,6 +126,9 @@ def test_a_model_that_only_guesses_from_the_name_shows_no_excess_over_made_up_pe
     assert made["people"] == 8 and made["pii_exact_match"] == 1.0
     assert made["pii_likelihood_ratio"] == pytest.approx(np.exp(14), rel=1e-6)
     assert made["likelihood_ratio_over_made_up"] == pytest.approx(1.0)
+    headline = headline_from_summary(s)  # the ratio is read beside the made-up people's
+    assert headline["pii_likelihood_ratio_made_up"] == made["pii_likelihood_ratio"]
+    assert headline["pii_exact_match_excess"] == 0.0 and headline["pii_exact_match_excess_null"] == "made_up"
     assert made["log_ratio_mann_whitney_p"] > 0.4
     assert s["pii_exact_match_excess_null"] == "made_up" and s["pii_exact_match_excess"] == 0.0
     lo, hi = s["pii_exact_match_excess_ci"]

@@ -516,6 +516,8 @@ def _people_and_nulls(
             made_lrows,
             len({str(r["subject_id"]) for r in (*made_lrows, *made_grows)}),  # the made-up people probed
         )
+        for key in ("pii_likelihood_ratio", "pii_exact_match"):  # beside the headline's own, never alone
+            summary[f"{key}_made_up"] = summary["made_up_controls"][key]
     if grows:
         summary.update(exact_match_excess(grows, who, made_up_rows=made_grows))
         if "email" in targets:

@@ -98,6 +98,8 @@ CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
     "privacy_unit": ("privacy_unit",),
     "mia_best_raw_method": ("mia_best_raw_method",),
     "pii_exact_match_excess_null": ("pii_exact_match_excess_null",),
+    "pii_likelihood_ratio_made_up": ("pii_likelihood_ratio_made_up",),
+    "pii_exact_match_made_up": ("pii_exact_match_made_up",),
     "people_probed": ("people_probed",),
 }
 
