@@ -150,3 +150,12 @@ def test_probe_files_warns_when_its_level_probes_nothing(synth, tmp_path):
     assert got["level"] == "triplet" and all(not t.get("prompts") for t in got["targets"].values())
     auto = probe_files(spec, pairs, tmp_path / "b", warn=warned.append, k=1, beams=1, figures=False)
     assert auto["level"] == "twin" and any(t.get("prompts") for t in auto["targets"].values())
+
+
+def test_probe_files_made_up_false_leaves_the_null_out_and_says_why(synth, tmp_path):
+    """``probe run --no-made-up`` on a model with no held-out people: no null, so no excess."""
+    paths, spec = synth
+    got = probe_files(spec, paths["subjects"], tmp_path / "a", targets="phone", limit=2, k=1, beams=1,
+                      figures=False, made_up=False)  # fmt: skip
+    assert "made_up_controls" not in got and got["pii_exact_match_excess"] is None
+    assert "no made-up people were probed" in got["pii_exact_match_excess_reason"]

@@ -151,6 +151,9 @@ def test_the_excess_counts_each_person_once_against_a_by_hand_tally():
         and "no held-out control" in alone["pii_exact_match_excess_reason"]
     )
     assert people_counts(SUBJECTS, {"s1", "s2"}, {"u3"})["people_probed"] == 1
+    blind = exact_match_excess(grows, membership_of(SUBJECTS, None))  # no held-out people, no made-up
+    assert blind["pii_exact_match_excess"] is None
+    assert blind["pii_exact_match_excess_reason"].startswith("every probed person's membership is unknown")
 
 
 @pytest.mark.parametrize("n_people", [5, 12, 30])

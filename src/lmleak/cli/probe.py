@@ -262,6 +262,14 @@ def run_cmd(
         bool | None,
         typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
     ] = None,
+    made_up: Annotated[
+        bool | None,
+        typer.Option(
+            "--made-up/--no-made-up",
+            help="Probe one made-up person per subject the same way, as the null (default: when no "
+            "held-out control is probed, e.g. a pretrained model).",
+        ),
+    ] = None,
     seed: SeedOpt = 0,
     max_new: Annotated[
         str,
@@ -311,6 +319,7 @@ def run_cmd(
             generate=not no_generate,
             likelihood=likelihood,
             seed=seed,
+            made_up=made_up,
         ),
         redact=redact,
         key_file=redact_key_file,

@@ -185,11 +185,14 @@ def exact_match_excess(
         "exact_match_people": {"members": _side(members), "null": _side(controls)},
     }
     if not members or not controls:
-        out["pii_exact_match_excess_reason"] = (
-            "no member was probed"
-            if not members
-            else "no held-out control was probed and no made-up people were probed"
-        )
+        unknown = any(st == UNKNOWN for _, st in people.values())
+        if not members and unknown and made_up_rows is None:
+            why = "every probed person's membership is unknown (no held-out people) and no made-up people were probed"
+        elif not members:
+            why = "no member was probed"
+        else:
+            why = "no held-out control was probed and no made-up people were probed"
+        out["pii_exact_match_excess_reason"] = why
         return out
     ci = difference_interval(sum(members), len(members), sum(controls), len(controls))
     out["pii_exact_match_excess"] = sum(members) / len(members) - sum(controls) / len(controls)
