@@ -116,7 +116,7 @@ def test_the_written_config_reads_back_as_the_config_that_runs(tmp_path, mail):
     assert f"lmleak audit {plan.run / 'audit.yaml'}" in plan.text
     assert "8 users held out of training (holdout.json)" in " ".join(plan.text.split())
     planted = len((mail.parent / "subjects.jsonl").read_text().splitlines())  # the people synth wrote
-    assert f"{planted} people linked to their PII" in " ".join(plan.text.split())
+    assert f"{planted} subjects linked to their PII" in " ".join(plan.text.split())
 
 
 def test_subjects_are_built_from_the_corpus_and_read_back_by_the_probe(tmp_path, mail):
@@ -140,6 +140,32 @@ def test_the_probe_note_says_how_many_people_the_chosen_level_probes(tmp_path, m
     assert f"level null: triplet, which probes {two} of the {total}" in note
     assert f"the other {total - two} have too few items" in note
     assert f"`level: twin` under analyses.probe asks by the name alone and probes {total}" in note
+
+
+def test_the_probe_note_counts_people_by_user_id_and_labels_third_parties(tmp_path):
+    """Issue 32: four subject rows are three people — Ann (u1) writes under two names, Maya is only
+    quoted in Ann's messages (a third party: never u1's membership) — and Bo (u2) is held out."""
+    docs = [
+        ("u1", "From: Ann Lee <ann@example.org>\n\nOn Mon, Maya Lo <maya@example.org> wrote:\n> it fails"),
+        ("u1", "From: Annie Lee-Smith <annie@example.net>\n\nfixed"),
+        ("u2", "From: Bo Kim <bo@example.org>\n\nthanks"),
+    ]
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text("".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in docs))
+    plan = quick.plan_quick_audit(str(_model(tmp_path / "model", ("u2",))), corpus, Q(out=tmp_path / "run"))
+    note = plan.notes["probe"]
+    assert note.startswith("4 subjects linked to their PII")
+    assert (
+        "3 people by user id, 1 of them held out (the controls), 1 third party found only in other "
+        "people's documents (membership unknown)"
+    ) in note
+    maya = next(s for s in plan.subjects if s["name"] == "Maya Lo")
+    assert maya["third_party"] and "user_id" not in maya and maya["found_in"] == "u1"
+    # no held-out people: nobody is called a member
+    bare = quick.plan_quick_audit(str(_model(tmp_path / "bare")), corpus, Q(out=tmp_path / "run2"))
+    assert "so every probed person's membership is unknown: made-up people and a guess from the name" in (
+        " ".join(bare.notes["probe"].split())
+    )
 
 
 def test_a_corpus_without_linked_pii_leaves_probing_out_and_says_how_to_run_it(tmp_path):
@@ -186,6 +212,7 @@ def test_the_non_members_are_exactly_the_held_out_users_documents(tmp_path, mail
         load_config(run / "audit.yaml").analyses
         == quick.config_for(str(run.parent / "model"), mail, Q(out=run)).analyses
     )
+    _check_probe_counts_people(run, held)  # the same run: no second audit
 
 
 def test_a_holdout_file_gives_the_non_members_and_the_training_users_the_members(tmp_path, mail, monkeypatch):
@@ -360,3 +387,31 @@ def test_the_follow_up_query_returns_rows_of_this_run(tmp_path, public, redacted
     got = query(run, sql)
     assert len(got) == 1 and got["length_tokens"].tolist() == [4]  # the user-unique sequence only
     assert empty_columns(run, sql) == []
+
+
+def _check_probe_counts_people(run: Path, held: set[str]) -> None:
+    """Issue 32: the probe stage counts people (user ids) and writes the exact-match excess of
+    members over the held-out controls, which the headline and the release summary carry."""
+    probe = json.loads((run / "models" / "model" / "probe" / "summary.json").read_text())
+    subjects = read_subjects(run / "subjects.jsonl")
+    probed = set(pd.read_parquet(run / "models" / "model" / "probe" / "generations.parquet")["subject_id"])
+    users = {str(s.get("user_id")) for s in subjects if s["subject_id"] in probed}
+    people = probe["people"]
+    assert people["people_probed"] == len(users) and people["membership"] == "held_out"
+    assert people["controls"] == len(users & held) and people["members"] == len(users - held)
+    assert probe["pii_exact_match_excess_null"] == "held_out" and "made_up_controls" not in probe
+    side = probe["exact_match_people"]
+    want = side["members"]["rate"] - side["null"]["rate"]
+    assert probe["pii_exact_match_excess"] == pytest.approx(want)
+    lo, hi = probe["pii_exact_match_excess_ci"]
+    assert lo <= want <= hi
+    summary = json.loads((run / "summary.json").read_text())
+    headline = summary["models"]["model"]["headline"]
+    assert headline["pii_exact_match_excess"] == probe["pii_exact_match_excess"]
+    assert headline["pii_exact_match_excess_ci"] == probe["pii_exact_match_excess_ci"]
+    probing = summary["release"]["models"]["model"]["people_affected"]["probing"]
+    assert (probing["probed"], probing["members_probed"], probing["controls_probed"]) == (
+        len(users),
+        len(users - held),
+        len(users & held),
+    )

@@ -45,7 +45,12 @@ def test_probe_files_equals_run_probe_on_the_loaded_model_and_reports_progress(s
     want = run_probe(load_model(spec), read_subjects(paths["subjects"])[:3], tmp_path / "b",
                      targets=("email", "phone"), k=2, beams=1, seed=4, figures=False)  # fmt: skip
     assert got == want and got["subjects"] == 3
-    assert said == [f"probing 3 subjects of {load_model(spec).name}"]  # no holdout.json: no controls
+    assert said == [  # no holdout.json: no controls, and nobody is called a member (issue 32)
+        f"probing 3 subjects of {load_model(spec).name}",
+        "no held-out people (holdout.json): the membership of all 3 people is unknown; made-up people "
+        "are probed the same way as the null",
+    ]
+    assert got["people"]["membership_unknown"] == 3 and got["made_up_controls"]["people"] == 3
     assert json.loads((tmp_path / "a" / "summary.json").read_text())["targets"].keys() == {"email", "phone"}
 
 
@@ -145,3 +150,12 @@ def test_probe_files_warns_when_its_level_probes_nothing(synth, tmp_path):
     assert got["level"] == "triplet" and all(not t.get("prompts") for t in got["targets"].values())
     auto = probe_files(spec, pairs, tmp_path / "b", warn=warned.append, k=1, beams=1, figures=False)
     assert auto["level"] == "twin" and any(t.get("prompts") for t in auto["targets"].values())
+
+
+def test_probe_files_made_up_false_leaves_the_null_out_and_says_why(synth, tmp_path):
+    """``probe run --no-made-up`` on a model with no held-out people: no null, so no excess."""
+    paths, spec = synth
+    got = probe_files(spec, paths["subjects"], tmp_path / "a", targets="phone", limit=2, k=1, beams=1,
+                      figures=False, made_up=False)  # fmt: skip
+    assert "made_up_controls" not in got and got["pii_exact_match_excess"] is None
+    assert "no made-up people were probed" in got["pii_exact_match_excess_reason"]

@@ -151,11 +151,19 @@ def test_generation_budget_override_reaches_the_model(tmp_path):
         {"subject_id": "b", "name": "Bo Kim", "phone": "(201) 555-0111", "email": "bo@example.org"},
     ]
     summ = run_probe(Recorder(), s, None, targets=("phone", "email"), k=1, beams=1)
-    assert seen == [MAX_NEW_TOKENS["phone"]] * 2 + [MAX_NEW_TOKENS["email"]] * 2
+    # no controls: the made-up people (issue 32) are asked the same way, with the same budgets
+    assert seen == ([MAX_NEW_TOKENS["phone"]] * 2 + [MAX_NEW_TOKENS["email"]] * 2) * 2
     assert summ["max_new_tokens"] == {"phone": 12, "email": 20}
     seen.clear()
     summ = run_probe(
-        Recorder(), s, None, targets=("phone", "email"), k=1, beams=1, budgets=parse_budgets("phone=16")
+        Recorder(),
+        s,
+        None,
+        targets=("phone", "email"),
+        k=1,
+        beams=1,
+        budgets=parse_budgets("phone=16"),
+        made_up=False,
     )
     assert seen == [16, 16, 20, 20] and summ["max_new_tokens"] == {"phone": 16, "email": 20}
     assert summ["targets"]["phone"]["exact_match_rate"] == 0.5

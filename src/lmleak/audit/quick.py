@@ -41,6 +41,7 @@ from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.probe.builder import build_subjects
 from lmleak.probe.mining import mine_templates
+from lmleak.probe.people import people_counts
 from lmleak.probe.subjects import read_subjects
 from lmleak.runs import atomic_write_text, secure_dir
 from lmleak.words import plural
@@ -196,12 +197,11 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
         templates: int | str = "mined" if any(mined.values()) else 5
         subjects_path = run.parent / f"{run.name}-{SUBJECTS_FILE}" if redact else run / SUBJECTS_FILE
         probe = {"subjects": str(subjects_path) if redact else SUBJECTS_FILE, "templates": templates}
-        controls = sum(1 for s in subjects if str(s.get("user_id")) in held)
         notes["probe"] = (
-            f"{plural(found, 'person')} linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
+            f"{plural(found, 'subject')} linked to their PII in the corpus by its formats ({counts['twins']} with one item, "
             f"{counts['triplets']} with two, {counts['quadruplets']} with three)"
             + (f"; a seeded sample of {MAX_SUBJECTS} is probed" if found > MAX_SUBJECTS else "")
-            + f"; {controls} of them held out (the controls); {_level_note(subjects)}; templates: "
+            + f"; {_people_note(subjects, held)}; {_level_note(subjects)}; templates: "
             + (
                 "mined from the corpus"
                 if templates == "mined"
@@ -249,6 +249,25 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
         redact=redact,
     )
     return QuickPlan(cfg, config_text(cfg, notes, command, run), run, subjects, subjects_path, notes)
+
+
+def _people_note(subjects: list[dict[str, Any]], held: set[str]) -> str:
+    """Who the subjects are, by person (issue 32: rows are not people, and a third party found in
+    someone else's documents is no member): the people by user id, the held-out ones (the
+    controls), the third parties; with no held-out people, that every membership is unknown."""
+    p = people_counts(subjects, {str(s["subject_id"]) for s in subjects}, held)
+    third = (
+        f", {plural(p['third_parties'], 'third party')} found only in other people's documents (membership unknown)"
+        if p["third_parties"]
+        else ""
+    )
+    if not held:
+        return (
+            f"{plural(p['people_probed'], 'person')} by user id{third}; the model records no held-out people, "
+            "so every probed person's membership is unknown: made-up people and a guess from the name are "
+            "the null"
+        )
+    return f"{plural(p['people_probed'], 'person')} by user id, {p['controls']} of them held out (the controls){third}"
 
 
 def _level_note(subjects: list[dict[str, Any]]) -> str:

@@ -70,7 +70,12 @@ def not_run(
         "report": REPORT_METRICS,
         "exposure": ["max_exposure"],
         "mia": ["mia_auc", "mia_accuracy"],
-        "probe": ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+        "probe": [
+            "pii_exact_match",
+            "pii_exact_match_excess",
+            "pii_likelihood_ratio",
+            "pii_likelihood_ratio_geomean",
+        ],
         "dp_audit": ["epsilon_lower_bound"],
         "extract": ["extracted"],
     }
@@ -197,14 +202,23 @@ def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[d
             "PII probing",
             f"ran on nothing: no subject has the items the {level} level needs",
             fix,
-            ["pii_exact_match", "pii_likelihood_ratio", "pii_likelihood_ratio_geomean"],
+            [
+                "pii_exact_match",
+                "pii_exact_match_excess",
+                "pii_likelihood_ratio",
+                "pii_likelihood_ratio_geomean",
+            ],
         )
     ]
 
 
 def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) -> dict[str, Any]:
-    """Probed people whose PII the model generated verbatim (any template), by target type; members
-    and controls apart when ``user_of`` maps subject ids to users (``controls``: users held out).
+    """Probed *people* whose PII the model generated verbatim (any template), by target type; members
+    and controls apart. People are counted by user id, not by subject row (issue 32: "248 probed
+    people" were 248 rows of 228 users): the probe stage writes each row's person (``user_id``, empty
+    for a third party found only in other people's documents) and ``membership`` (member, control,
+    unknown) into ``generations.parquet``; a run written before that is read through ``user_of``
+    (subject id -> user id) and ``controls`` (the users held out), as then.
 
     Example:
         >>> import pandas as pd
@@ -214,20 +228,28 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
         {'people': 2, 'by_type': {'email': 2, 'phone': 1}, 'probed': 3, 'members': 1, 'controls': 1, 'members_probed': 2, 'controls_probed': 1}
 
     ``probed`` (and ``members_probed``, ``controls_probed``): how many people each count is out of —
-    "0 trained on, 0 held-out controls" read the same whether 2 or no controls were probed.
+    "0 trained on, 0 held-out controls" read the same whether 2 or no controls were probed. With the
+    stage's columns: ``unknown`` / ``unknown_probed`` (people whose membership is unknown: third
+    parties, or everyone when the model records no held-out people — then no member or control count
+    is given at all), ``third_parties_probed`` and ``subject_rows_probed``.
     """
-    hits = generations[generations["exact_match"].fillna(False).astype(bool)]
-    people = {str(s) for s in hits["subject_id"]}
-    probed = {str(s) for s in generations["subject_id"]}
-    by_type = {str(t): int(part["subject_id"].nunique()) for t, part in hits.groupby("target_type")}
+    g = generations
+    if "member" in g.columns and "user_id" in g.columns:
+        return _probe_people_by_column(g)
+    person = [user_of.get(str(s), str(s)) for s in g["subject_id"]]
+    g = g.assign(person=person)
+    hits = g[g["exact_match"].fillna(False).astype(bool)]
+    people = set(hits["person"])
+    probed = set(g["person"])
+    by_type = {str(t): int(part["person"].nunique()) for t, part in hits.groupby("target_type")}
     out: dict[str, Any] = {
         "people": len(people),
         "by_type": dict(sorted(by_type.items())),
         "probed": len(probed),
     }
-    if user_of and probed <= set(user_of):
-        held_out = sum(1 for s in people if user_of[s] in controls)
-        held_out_probed = sum(1 for s in probed if user_of[s] in controls)
+    if user_of and {str(s) for s in g["subject_id"]} <= set(user_of):
+        held_out = sum(1 for u in people if u in controls)
+        held_out_probed = sum(1 for u in probed if u in controls)
         out.update(members=len(people) - held_out, controls=held_out)
         out.update(members_probed=len(probed) - held_out_probed, controls_probed=held_out_probed)
     return out
@@ -272,6 +294,38 @@ def leaked_pii_people(report: dict[str, Any]) -> dict[str, Any]:
     for key in ("pii_people_excess_reason", "pii_people_excess_fix"):
         if report.get(key) is not None:
             out[key.removeprefix("pii_people_excess_")] = report[key]
+    return out
+
+
+def _probe_people_by_column(g: Any) -> dict[str, Any]:
+    """:func:`probe_people` from the probe stage's ``user_id`` (the person), ``member`` (1 member,
+    0 control, NaN unknown) and ``third_party`` columns — numbers and keyed ids, so a redacted run
+    counts the same people."""
+    g = g.assign(person=g["user_id"].astype(str))
+    hits = g[g["exact_match"].fillna(False).astype(bool)]
+    by_type = {str(t): int(part["person"].nunique()) for t, part in hits.groupby("target_type")}
+    status = g.groupby("person")["member"].first()
+    hit_people = set(hits["person"])
+    out: dict[str, Any] = {
+        "people": len(hit_people),
+        "by_type": dict(sorted(by_type.items())),
+        "probed": int(len(status)),
+    }
+    known = bool(status.notna().any())
+    groups = (("members", status == 1), ("controls", status == 0), ("unknown", status.isna()))
+    for name, mask in groups:
+        if name != "unknown" and not known:
+            continue  # no held-out people: nobody is a member or a control, and no line may say so
+        who = set(status[mask].index)
+        out[name], out[f"{name}_probed"] = len(who & hit_people), len(who)
+    third = (
+        g["third_party"].fillna(False).astype(bool)
+        if "third_party" in g.columns
+        else g["member"].isna() & False
+    )
+    out["third_parties_probed"] = int(g.loc[third, "person"].nunique())
+    out["subject_rows_probed"] = int(g["subject_id"].nunique())
+    out["membership"] = "held_out" if known else "unknown"
     return out
 
 

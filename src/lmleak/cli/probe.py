@@ -86,6 +86,10 @@ def _table(summary: dict) -> None:
             f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
             f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}"
         )
+    from lmleak.probe.people import probe_lines  # issue 32: people, the excess and the nulls
+
+    for line in probe_lines(summary):
+        out.print(line, markup=False, highlight=False)
 
 
 #: The subject file's fields, shown under ``lmleak probe --help`` (docs/probing.md has the worked example).
@@ -94,7 +98,8 @@ SUBJECT_FILE_HELP = (
     "Fields: name (required: every question starts from it); phone; email; emails (a list: more "
     "addresses of the same person); address; university; relations (an object, relation -> name, "
     'e.g. {"father": "Sam Lee"}); subject_id and user_id (optional ids: user_id is the person\'s id '
-    "in the training corpus). Leave out what you do not want checked.\n\n"
+    "in the training corpus; `probe build` writes third_party and found_in for a person found only in "
+    "other people's documents, whose membership is then unknown). Leave out what you do not want checked.\n\n"
     'Example me.json: {"name": "Ann Lee", "phone": "(555) 555-0100", "email": "ann.lee@example.org", '
     '"relations": {"father": "Sam Lee"}}\n\n'
     "A page for the person: lmleak probe --model M --subject me.json --html me.html"
@@ -257,6 +262,14 @@ def run_cmd(
         bool | None,
         typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
     ] = None,
+    made_up: Annotated[
+        bool | None,
+        typer.Option(
+            "--made-up/--no-made-up",
+            help="Probe one made-up person per subject the same way, as the null (default: when no "
+            "held-out control is probed, e.g. a pretrained model).",
+        ),
+    ] = None,
     seed: SeedOpt = 0,
     max_new: Annotated[
         str,
@@ -306,6 +319,7 @@ def run_cmd(
             generate=not no_generate,
             likelihood=likelihood,
             seed=seed,
+            made_up=made_up,
         ),
         redact=redact,
         key_file=redact_key_file,

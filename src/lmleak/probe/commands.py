@@ -14,6 +14,7 @@ from typing import Any
 from lmleak.errors import InputError
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.loading import load_model
+from lmleak.probe.people import people_counts
 from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
 from lmleak.probe.probing import DEFAULT_TARGETS, run_probe
 from lmleak.probe.softprompt import run_softprompt
@@ -151,6 +152,28 @@ def probe_person_file(
     return person_report(load_model(model), subj, templates=templates, beams=beams, made_up=made_up)
 
 
+def _say_controls(subj: list[dict[str, Any]], controls: set[str], progress: Callable[[str], None]) -> None:
+    """The progress line on who is probed against whom: the held-out people (by person), or that
+    without them every membership is unknown and made-up people are the null (issue 32)."""
+    people = people_counts(subj, {str(s["subject_id"]) for s in subj}, controls)
+    if controls:
+        progress(
+            f"controls: {plural(people['controls'], 'person')} the model never saw (holdout.json, "
+            f"{plural(count_controls(subj, controls), 'subject')}), reported beside the "
+            f"{plural(people['members'], 'member')}"
+            + (
+                f"; {plural(people['third_parties'], 'third party')}: membership unknown"
+                if people["third_parties"]
+                else ""
+            )
+        )
+    else:
+        progress(
+            f"no held-out people (holdout.json): the membership of all {plural(people['people_probed'], 'person')} "
+            "is unknown; made-up people are probed the same way as the null"
+        )
+
+
 def probe_files(
     model: str,
     subjects: str | Path,
@@ -184,10 +207,7 @@ def probe_files(
     m = load_model(model)
     controls = control_users(model)
     progress(f"probing {plural(len(subj), 'subject')} of {m.name}")
-    if controls:
-        progress(
-            f"controls: {plural(count_controls(subj, controls), 'subject')} whose user the model never saw (holdout.json), reported beside the members"
-        )
+    _say_controls(subj, controls, progress)
     with ray_session(engine):  # one Ray start-up for every pass of the run
         return run_probe(
             m,

@@ -284,18 +284,26 @@ class LinkCounter:
                 shared_owner[email] = min(keys, key=lambda k: (-keys[k], k))
         return groups, shared_owner
 
-    def _owner(self, emails: list[str], users: Counter[str]) -> str | None:
-        """The person's own user id: the user whose documents their addresses send (a From: header on
-        a document's first line), else the user whose documents name them most. Counting mentions
-        alone gave a prolific author's or a digest's id to people quoted there more often than they
-        wrote (5 of 45 people of ``synth mail --scale 0.1``, two of them held out of training, so
-        probing counted them as members, not controls)."""
+    def _owner(self, emails: list[str], users: Counter[str]) -> tuple[str | None, bool]:
+        """The person's own user id and whether they are a third party: the user whose documents
+        their addresses send (a From: header on a document's first line). Counting mentions alone
+        gave a prolific author's or a digest's id to people quoted there more often than they wrote
+        (5 of 45 people of ``synth mail --scale 0.1``, two of them held out of training, so probing
+        counted them as members, not controls).
+
+        In a corpus that records senders, a person who sends none of its documents is a *third
+        party* (issue 32: quoted, cc'd, signed in someone else's message): no user id of their own
+        (``(None, True)``); the user whose documents name them most is kept as ``found_in``, never as
+        theirs — their membership is unknown. A corpus with no From: header at all (tickets, notes)
+        has no writer to tell apart: the user whose documents name them most (``(user, False)``)."""
         sent: Counter[str] = Counter()
         for email in emails:
             sent.update(self.senders.get(email, Counter()))
         if sent:
-            return min(sent, key=lambda u: (-sent[u], u))
-        return users.most_common(1)[0][0] if users else None
+            return min(sent, key=lambda u: (-sent[u], u)), False
+        if self.senders:
+            return None, True
+        return (users.most_common(1)[0][0] if users else None), False
 
     def subjects(self, *, min_count: int = 1) -> list[dict[str, Any]]:
         """One subject per person with an e-mail, phone or address seen ``min_count`` times or more
@@ -341,9 +349,13 @@ class LinkCounter:
             variants = [s for s, _ in spellings.most_common() if s != name]
             if variants:
                 rec["variants"] = variants
-            owner = self._owner(rec["emails"], users)
+            owner, third_party = self._owner(rec["emails"], users)
             if owner is not None:
                 rec["user_id"] = owner
+            if third_party:
+                rec["third_party"] = True
+                if users:
+                    rec["found_in"] = min(users, key=lambda u: (-users[u], u))
             out.append(rec)
         for i, rec in enumerate(out):
             rec["subject_id"] = f"s{i:05d}"

@@ -8,8 +8,6 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.data.names import NAME_SHAPES, name_shape
-from lmleak.intervals import BOOTSTRAP_METHOD, interval_record, wilson_interval
 from lmleak.models.base import Capability, scoring_convention
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.figures import write_figures
@@ -18,9 +16,21 @@ from lmleak.probe.metrics import (
     fisher_greater_p,
     gamma_curve,
     gamma_lt_k,
-    hit_rate_interval_and_rule,
     mann_whitney_greater_p,
     wilcoxon_p,
+)
+from lmleak.probe.nulls import made_up_subjects, made_up_summary, name_guess_baseline
+from lmleak.probe.people import (
+    CONTROL,
+    MEMBER,
+    THIRD_PARTY_PREFIX,
+    UNKNOWN,
+    add_group_intervals,
+    exact_match_by_shape,
+    exact_match_excess,
+    exact_match_intervals,
+    membership_of,
+    people_counts,
 )
 from lmleak.probe.templates import Probe, build_probes, max_new_tokens
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
@@ -253,7 +263,11 @@ def overall_metrics(lrows: list[dict[str, Any]], grows: list[dict[str, Any]]) ->
 
 
 def compare_groups(
-    lrows: list[dict[str, Any]], grows: list[dict[str, Any]], controls: set[str], subject_user: dict[str, str]
+    lrows: list[dict[str, Any]],
+    grows: list[dict[str, Any]],
+    controls: set[str],
+    subject_user: dict[str, str],
+    unknown: Collection[str] = (),
 ) -> dict[str, Any]:
     """Members vs controls, side by side (issue 14): controls are subjects whose user the model never
     saw (``holdout.json``). Per (subject, target type) pair, maximum over templates as in A.3:
@@ -265,9 +279,13 @@ def compare_groups(
     - the Wilcoxon target-vs-null test within each group (raw likelihoods, and log beside it).
 
     A pooled test can hide a strong member effect under controls that show none; these do not.
+    Subjects in ``unknown`` (third parties without a user id of their own, issue 32) are in neither.
     """
+    unknown = set(unknown)
 
     def group_of(sid: str) -> str:
+        if sid in unknown:
+            return "unknown"
         return "controls" if subject_user.get(sid, sid) in controls else "members"
 
     out: dict[str, Any] = {"members": {}, "controls": {}, "tests": {}}
@@ -401,6 +419,7 @@ def run_probe(
     controls: Collection[str] | None = None,
     engine: ShardEngine | None = None,
     model_spec: Any = None,
+    made_up: bool | None = None,
 ) -> dict[str, Any]:
     """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
 
@@ -411,25 +430,31 @@ def run_probe(
     likelihood and generation passes over Ray actors (each loads ``model_spec``, or receives
     ``model`` pickled when it is None); the rows are the local engine's (same shards, same order).
     It needs ``out_dir`` (the shards live in ``out_dir/passes``).
+
+    Issue 32: the probed people are counted by person, not by subject row (``people``,
+    :func:`lmleak.probe.people.people_counts`; a third party is never a member); without controls
+    every person's membership is ``unknown``. ``made_up`` (None: when no held-out control is probed)
+    probes one made-up person per subject the same way (``made_up_controls``,
+    :mod:`lmleak.probe.nulls`); ``pii_exact_match_excess`` is members' exact-match rate over
+    people minus the controls' (else the made-up people's), with its interval; e-mail probes get the
+    guess-from-the-name baseline (``name_guess_baseline``).
     """
     if engine is not None and engine.kind == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
     caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
     if likelihood is None:
         likelihood = Capability.SCORE in caps
-    lrows, grows, per_type = _probe_targets(
-        model,
-        subjects,
-        targets,
-        level=level,
-        k=k,
-        templates=templates,
-        likelihood=likelihood,
-        generate=generate,
-        passes=None if out_dir is None else Path(out_dir) / "passes",
-        pass_opts={"seed": seed, "engine": engine, "model_spec": model_spec},
-        gen_opts={"beams": beams, "samples": samples, "budgets": budgets},
-    )
+    opts: dict[str, Any] = {
+        "level": level,
+        "k": k,
+        "templates": templates,
+        "likelihood": likelihood,
+        "generate": generate,
+        "pass_opts": {"seed": seed, "engine": engine, "model_spec": model_spec},
+        "gen_opts": {"beams": beams, "samples": samples, "budgets": budgets},
+    }
+    passes = None if out_dir is None else Path(out_dir) / "passes"
+    lrows, grows, per_type = _probe_targets(model, subjects, targets, passes=passes, **opts)
     summary: dict[str, Any] = {
         "attack": "propile",
         "model": getattr(model, "name", str(model)),
@@ -447,12 +472,81 @@ def run_probe(
     summary.update(exact_match_intervals(grows, subjects, controls))
     if controls:
         summary["groups"] = _groups_summary(lrows, grows, set(controls), subjects)
-        _add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
+        add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
     if grows:  # issue 28: a pooled rate can hide the names the model leaks (or the probe misses)
         summary["by_shape"] = exact_match_by_shape(grows, subjects, set(controls or ()))
-    if out_dir is not None:
+    made_rows = _people_and_nulls(
+        summary, model, subjects, (lrows, grows), controls, made_up, targets, opts, passes
+    )
+    if out_dir is not None:  # generations first: the summary is written last
+        _write_people_columns(secure_dir(out_dir), grows, membership_of(subjects, controls), made_rows)
         _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures, model=model)
     return summary
+
+
+def _people_and_nulls(
+    summary: dict[str, Any],
+    model: Any,
+    subjects: list[dict[str, Any]],
+    rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+    controls: Collection[str] | None,
+    made_up: bool | None,
+    targets: tuple[str, ...],
+    opts: dict[str, Any],
+    passes: Path | None,
+) -> list[dict[str, Any]] | None:
+    """Issue 32 into ``summary``: the people counts, the made-up people's pass (when asked, or by
+    default when no control was probed), the exact-match excess and the name-guess baseline.
+    Returns the made-up people's generation rows (None without that pass)."""
+    lrows, grows = rows
+    who = membership_of(subjects, controls)
+    people = people_counts(subjects, {str(r["subject_id"]) for r in (*lrows, *grows)}, controls)
+    summary["people"] = people
+    summary["people_probed"] = people["people_probed"]
+    made_lrows: list[dict[str, Any]] = []
+    made_grows: list[dict[str, Any]] | None = None
+    if (made_up is None and people["controls"] == 0 and (lrows or grows)) or made_up:
+        fake = made_up_subjects(subjects, seed=int(opts["pass_opts"]["seed"]))
+        where = None if passes is None else passes / "made-up"
+        made_lrows, made_grows, _ = _probe_targets(model, fake, targets, passes=where, **opts)
+        summary["made_up_controls"] = made_up_summary(
+            overall_metrics(lrows, grows),
+            overall_metrics(made_lrows, made_grows),
+            lrows,
+            made_lrows,
+            len({str(r["subject_id"]) for r in (*made_lrows, *made_grows)}),  # the made-up people probed
+        )
+        for key in ("pii_likelihood_ratio", "pii_exact_match"):  # beside the headline's own, never alone
+            summary[f"{key}_made_up"] = summary["made_up_controls"][key]
+    if grows:
+        summary.update(exact_match_excess(grows, who, made_up_rows=made_grows))
+        if "email" in targets:
+            summary["name_guess_baseline"] = name_guess_baseline(subjects, grows)
+    return made_grows
+
+
+def _write_people_columns(
+    out: Path,
+    grows: list[dict[str, Any]],
+    who: dict[str, tuple[str, str]],
+    made_grows: list[dict[str, Any]] | None,
+) -> None:
+    """``generations.parquet`` with each row's person (``user_id``: :func:`~lmleak.probe.people.person_id`,
+    ``third-party:<subject_id>`` for a third party), ``third_party``, ``membership`` (member, control,
+    unknown) and ``member`` (1, 0, NaN: the same as a number, which a redacted run keeps); the
+    made-up people's rows in ``made_up_generations.parquet``."""
+    import pandas as pd
+
+    if grows:
+        df = pd.DataFrame(grows)
+        ids = [who.get(str(s), (str(s), UNKNOWN)) for s in df["subject_id"]]
+        df["user_id"] = [p for p, _ in ids]
+        df["third_party"] = [p.startswith(THIRD_PARTY_PREFIX) for p, _ in ids]
+        df["membership"] = [m for _, m in ids]
+        df["member"] = [{MEMBER: 1.0, CONTROL: 0.0}.get(m, float("nan")) for _, m in ids]
+        write_parquet(df, out / "generations.parquet")
+    if made_grows:
+        write_parquet(pd.DataFrame(made_grows), out / "made_up_generations.parquet")
 
 
 def _probe_targets(
@@ -538,59 +632,6 @@ def _generation_pass(
     return rows
 
 
-N_BOOT = 1000
-
-
-def exact_match_intervals(
-    grows: list[dict[str, Any]], subjects: list[dict[str, Any]], controls: Collection[str] | None = None
-) -> dict[str, Any]:
-    """``pii_exact_match_ci`` (and, with ``controls``, the members' and controls' intervals under
-    ``exact_match_ci_by_group``) with the ``intervals`` record: a cluster bootstrap over the subjects'
-    users of the share of (subject, target type) pairs reproduced exactly, the unit of
-    ``pii_exact_match``; a share with no hits (or only hits) gets the exact interval over its users
-    instead of the bootstrap's point, and the record lists it under ``at_boundary``
-    (:func:`lmleak.intervals.cluster_proportion_interval`). Nothing without generations.
-    """
-    import pandas as pd
-
-    if not grows:
-        return {}
-    user_of = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
-    pairs = (
-        pd.DataFrame(grows)
-        .groupby(["target_type", "subject_id"])["exact_match"]
-        .max()
-        .astype(bool)
-        .reset_index()
-    )
-    users = [user_of.get(str(s), str(s)) for s in pairs["subject_id"]]
-    hits = pairs["exact_match"].to_numpy()
-    ci, rule = hit_rate_interval_and_rule(hits, users, n_boot=N_BOOT)
-    at_boundary = {} if rule is None else {"pii_exact_match_ci": rule}
-    out: dict[str, Any] = {"pii_exact_match_ci": ci}
-    if controls:
-        ctrl = set(controls)
-        in_ctrl = np.array([u in ctrl for u in users], dtype=bool)
-        out["exact_match_ci_by_group"] = {}
-        for name, mask in (("members", ~in_ctrl), ("controls", in_ctrl)):
-            kept = [u for u, keep in zip(users, mask, strict=True) if keep]
-            ci, rule = hit_rate_interval_and_rule(hits[mask], kept, n_boot=N_BOOT)
-            out["exact_match_ci_by_group"][name] = ci
-            if rule is not None:
-                at_boundary[f"groups.{name}.exact_match_rate_ci"] = rule
-    out["intervals"] = interval_record(
-        method=BOOTSTRAP_METHOD, unit="user", n_units=len(set(users)), n_boot=N_BOOT, at_boundary=at_boundary
-    )
-    return out
-
-
-def _add_group_intervals(groups: dict[str, Any], cis: dict[str, Any]) -> None:
-    """Each group's ``exact_match_rate_ci`` beside its ``exact_match_rate``."""
-    for name, ci in cis.items():
-        if name in groups and "exact_match_rate" in groups[name]:
-            groups[name]["exact_match_rate_ci"] = ci
-
-
 def _groups_summary(
     lrows: list[dict[str, Any]],
     grows: list[dict[str, Any]],
@@ -598,74 +639,17 @@ def _groups_summary(
     subjects: list[dict[str, Any]],
 ) -> dict[str, Any]:
     """:func:`compare_groups` with each group's ``subjects`` and ``subjects_probed`` (the rates' people)."""
-    subject_user = {str(x.get("subject_id")): str(x.get("user_id", x.get("subject_id"))) for x in subjects}
-    groups = compare_groups(lrows, grows, controls, subject_user)
+    who = membership_of(subjects, controls)
+    subject_user = {sid: pid for sid, (pid, _) in who.items()}
+    unknown = {sid for sid, (_, st) in who.items() if st == UNKNOWN}
+    groups = compare_groups(lrows, grows, controls, subject_user, unknown)
     probed = {str(r["subject_id"]) for r in (*lrows, *grows)}  # a subject with no probe is in the file only
-    for key, ids in (("subjects", set(subject_user)), ("subjects_probed", probed)):
-        ctrl = sum(subject_user.get(s, s) in controls for s in ids)
-        groups["controls"][key], groups["members"][key] = ctrl, len(ids) - ctrl
+    for key, ids in (("subjects", set(who)), ("subjects_probed", probed)):
+        for name, st in (("members", MEMBER), ("controls", CONTROL)):
+            rows = [s for s in ids if who.get(s, (s, UNKNOWN))[1] == st]
+            groups[name][key] = len(rows)
+            groups[name]["people" if key == "subjects" else "people_probed"] = len({who[s][0] for s in rows})
     return groups
-
-
-def exact_match_by_shape(
-    grows: list[dict[str, Any]], subjects: list[dict[str, Any]], controls: set[str]
-) -> dict[str, Any]:
-    """Exact match per name shape of the probed people (issue 28), members and controls apart.
-
-    A (subject, target type) pair is a hit when any template (and any of a person's addresses)
-    reproduced it, as in :func:`compare_groups`; its shape is the subject's ``name_shape`` (else the
-    shape of its name, :func:`lmleak.data.names.name_shape`). Per shape and group: the pairs,
-    the hits, the rate and its Wilson 95 % interval (``exact_match_rate_ci``); with controls, the
-    one-sided Fisher p that members' rate is higher. ``intervals`` says how the intervals were made.
-
-    Example:
-        >>> rows = [{"subject_id": "a", "target_type": "email", "exact_match": True},
-        ...         {"subject_id": "b", "target_type": "email", "exact_match": False}]
-        >>> subs = [{"subject_id": "a", "name": "Ann Lee"}, {"subject_id": "b", "name": "zephyr", "user_id": "u9"}]
-        >>> out = exact_match_by_shape(rows, subs, {"u9"})
-        >>> out["ascii"]["members"]["exact_match_rate"], out["handle"]["controls"]["exact_match_hits"]
-        (1.0, 0)
-    """
-    import pandas as pd
-
-    shape_of: dict[str, str] = {}
-    user_of: dict[str, str] = {}
-    for x in subjects:
-        sid = str(x.get("subject_id", x.get("user_id", "")))
-        nick = x.get("nickname")
-        shape_of[sid] = x.get("name_shape") or name_shape(f"{x['name']} ({nick})" if nick else str(x["name"]))
-        user_of[sid] = str(x.get("user_id", sid))
-    pairs = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max().astype(bool)
-    tally: dict[str, dict[str, list[int]]] = {}
-    for (_, sid), hit in pairs.items():
-        group = "controls" if user_of.get(str(sid), str(sid)) in controls else "members"
-        shape = shape_of.get(str(sid)) or "unknown"
-        counts = tally.setdefault(shape, {"members": [0, 0], "controls": [0, 0]})[group]
-        counts[0] += 1
-        counts[1] += int(hit)
-    out: dict[str, Any] = {}
-    for shape in (*NAME_SHAPES, "unknown"):
-        if shape not in tally:
-            continue
-        entry: dict[str, Any] = {"subjects": sum(1 for s in shape_of.values() if s == shape)}
-        for group, (n, k) in tally[shape].items():
-            if group == "controls" and not controls:
-                continue
-            ci = wilson_interval(k, n)
-            entry[group] = {
-                "pairs_generated": n,
-                "exact_match_hits": k,
-                "exact_match_rate": k / n if n else None,
-                "exact_match_rate_ci": None if ci is None else [ci[0], ci[1]],
-            }
-        if controls:
-            (mn, mk), (cn, ck) = tally[shape]["members"], tally[shape]["controls"]
-            entry["exact_match_fisher_p"] = fisher_greater_p(mk, mn, ck, cn)
-        out[shape] = entry
-    out["intervals"] = interval_record(
-        method="wilson", unit="(subject, target type) pair", n_units=len(pairs)
-    )
-    return out
 
 
 def _write_probe_run(
@@ -688,6 +672,4 @@ def _write_probe_run(
         if figures:
             write_figures(pd.DataFrame(lrows), out)
         write_parquet(gamma_frame(per_type), out / "gamma_curve.parquet")
-    if grows:
-        write_parquet(pd.DataFrame(grows), out / "generations.parquet")
     write_summary(out, summary, model=model)

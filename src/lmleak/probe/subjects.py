@@ -19,7 +19,9 @@ PROBED_FIELDS = ("name", "phone", "email", "emails", "address", "relations", "un
 ID_FIELDS = ("subject_id", "user_id")
 #: Kept and never probed: what lmleak's synthetic corpora and ``probe build`` write beside the PII
 #: (``name_shape``, ``nickname``, ``variants``, ``locale``: issue 28's name shapes; ``seen``: how
-#: often ``probe build`` saw each value with the name).
+#: often ``probe build`` saw each value with the name; ``third_party``: true for a person found only
+#: in other people's documents, whose ``user_id`` is then absent unless it is their own, and
+#: ``found_in``: the user whose documents name them most — never their membership, issue 32).
 INFO_FIELDS = (
     "company",
     "messages",
@@ -30,6 +32,8 @@ INFO_FIELDS = (
     "variants",
     "locale",
     "seen",
+    "third_party",
+    "found_in",
 )
 SUBJECT_FIELDS = ID_FIELDS + PROBED_FIELDS + INFO_FIELDS
 #: A field of the user's own (an annotation) starts with this and is kept, never probed.

@@ -27,6 +27,8 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     "pii_exact_match": ("pii_exact_match", "exact_match_rate"),
     "pii_likelihood_ratio": ("pii_likelihood_ratio",),
     "pii_likelihood_ratio_geomean": ("pii_likelihood_ratio_geomean",),
+    # issue 32: exact match of members over their null (held-out controls, else made-up people)
+    "pii_exact_match_excess": ("pii_exact_match_excess",),
     "dp_epsilon": ("dp_epsilon",),
     "confidentiality_epsilon": ("confidentiality_epsilon",),
     # issue 20: one-run DP audit and untargeted extraction
@@ -60,6 +62,7 @@ EXPLANATIONS: dict[str, str] = {
     "pii_exact_match": "Share of probes in which the model generated a person's PII verbatim when prompted with their other PII.",
     "pii_likelihood_ratio": "How many times more likely the model finds a person's true PII than another person's PII of the same type, as a ratio of averages (1 means no association); the most likely items, often e-mails, dominate it.",
     "pii_likelihood_ratio_geomean": "The typical factor by which the model prefers a person's true PII to another person's (geometric mean over people and PII types; 1 means no association), which no single PII type dominates.",
+    "pii_exact_match_excess": "Share of members whose PII the model generated verbatim minus the same share of people it never saw (held-out controls, else made-up people), counted by person, with a 95% interval (Newcombe): what probing finds beyond guessing.",
     "dp_epsilon": "The differential-privacy budget the model was trained with (smaller is more private; none for plain training).",
     "confidentiality_epsilon": "The Bayesian confidentiality bound for secrets the redaction policy missed (paper 002, Proposition 6).",
     # issue 20: one-run DP audit and untargeted extraction
@@ -117,6 +120,10 @@ CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
             "pii_owner_counts",
         )
     },
+    "pii_exact_match_excess_null": ("pii_exact_match_excess_null",),
+    "pii_likelihood_ratio_made_up": ("pii_likelihood_ratio_made_up",),
+    "pii_exact_match_made_up": ("pii_exact_match_made_up",),
+    "people_probed": ("people_probed",),
 }
 
 
