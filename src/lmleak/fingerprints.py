@@ -256,18 +256,20 @@ def folder_manifest(path: str | Path) -> list[dict[str, Any]]:
         [('u1/a.txt', 3, 'ba7816bf')]
     """
     root = Path(path)
-    out = []
+    out: list[dict[str, Any]] = []
     for folder, dirs, names in os.walk(root):
         dirs.sort()
         for name in sorted(names):
             f = Path(folder) / name
+            if not f.exists():
+                continue  # a link to nothing: no text to read (the loader reads none either)
             st = f.stat()
             if not stat.S_ISREG(st.st_mode):
                 continue  # a socket or a fifo holds no corpus text
             out.append(
                 {"path": f.relative_to(root).as_posix(), "size": st.st_size, "sha256": _file_sha256(f, st)}
             )
-    out.sort(key=lambda r: r["path"])
+    out.sort(key=lambda r: str(r["path"]))
     return out
 
 

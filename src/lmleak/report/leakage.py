@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmleak.data.corpus import Corpus
+from lmleak.data.corpus import Corpus, Document
 from lmleak.errors import ConfigError, check_number
 from lmleak.intervals import count_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
@@ -421,7 +421,6 @@ def _leave_out(
     back to the plain ids the analysis looks up."""
     if redactor is None:
         return train_leave_out(corpus, owners, out, **options)
-    from lmleak.data.corpus import Document
 
     def key(u: str) -> str:
         return redactor.hash(u, kind="user_id")

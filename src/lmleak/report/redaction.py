@@ -47,6 +47,8 @@ from typing import Any
 
 from lmleak import progress
 from lmleak.errors import ConfigError
+from lmleak.ledger.ledger import Ledger, encode_long, model_access, score_documents
+from lmleak.models.base import scoring_convention
 from lmleak.runs import atomic_write_json, open_run, owner_only, read_summary, secure_dir, write_parquet
 
 #: The environment variable holding the redaction key.
@@ -388,22 +390,19 @@ def sigkill_at(point: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def memory_ledger(model: Any, documents: Any, *, k: int | None, shard_size: int = 256) -> Any:
+def memory_ledger(model: Any, documents: Any, *, k: int | None, shard_size: int = 256) -> Ledger:
     """The ledger of ``model`` over ``documents`` computed in memory, never written: a redacted run's
     ledger (every document's token ids and plain ids) exists only in this process, so nothing
     decodable is left on disk whatever kills it. The same numbers as the on-disk pass
     (:func:`~lmleak.ledger.ledger.build_ledger`), scored ``shard_size`` documents at a time."""
-    from lmleak.ledger.ledger import Ledger, encode_long, model_access, score_documents
-    from lmleak.models.base import scoring_convention
-    from lmleak.progress import track
-
     access, k_avail = model_access(model)
     if access == "top_k":
         k_avail = k
     docs = list(documents)
-    ids, stats = [], []
+    ids: list[Any] = []
+    stats: list[Any] = []
     starts = range(0, len(docs), max(1, shard_size))
-    for start in track(starts, total=len(starts), description="ledger (in memory)", unit="shards"):
+    for start in progress.track(starts, total=len(starts), description="ledger (in memory)", unit="shards"):
         batch = [encode_long(model.tokenizer, d.text) for d in docs[start : start + shard_size]]
         stats += score_documents(model, batch, k=k_avail)
         ids += batch
