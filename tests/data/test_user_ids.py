@@ -189,3 +189,28 @@ def test_dp_training_accounts_over_two_people_not_six(six, tmp_path):
         app, ["--user-ids", "strict", *args[:4], "--out", str(tmp_path / "s"), *args[6:], *small]
     )
     assert r.exit_code == 2 and not (tmp_path / "s" / "privacy.json").exists()
+
+
+def test_a_redacted_command_says_the_merge_without_the_ids(six, tmp_path):
+    """A redacted run's console output names no plain id: the merge line gives the counts only."""
+    r = CliRunner().invoke(
+        app,
+        [
+            "report",
+            "--model",
+            f"fake:{six}",
+            "--corpus",
+            str(six),
+            "--out",
+            str(tmp_path / "run"),
+            "--redact",
+        ],
+        env={"LMLEAK_REDACT_KEY": "k" * 40},
+    )
+    assert r.exit_code == 0, r.output
+    line = next(ln for ln in r.output.splitlines() if "merged after normalisation" in ln)
+    assert "6 spellings of 2 user ids" in line and "not shown in a redacted run" in line
+    assert "alice" not in r.output.lower() and "jos" not in r.output.lower()
+    from lmleak.data import user_ids
+
+    assert user_ids._hidden is False  # only for that command

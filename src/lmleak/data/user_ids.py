@@ -23,7 +23,8 @@ wrote ``Alice``.
 What happens to spellings that collide is a :data:`POLICIES` choice, set once per process
 (``lmleak --user-ids strict``, ``LMLEAK_USER_IDS=strict``, or :func:`use_user_id_policy`):
 
-- ``merge`` (the default): the spellings are one user, and one line on stderr names them;
+- ``merge`` (the default): the spellings are one user, and one line on stderr names them (a redacted
+  command's line gives only the counts: its console output names no id);
 - ``strict``: the second spelling is refused (:class:`~lmleak.errors.CorpusError` or
   :class:`~lmleak.errors.DataFileError`, exit 2) naming both spellings and where they were read.
 
@@ -41,6 +42,8 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from lmleak.runs import current_run
+
 #: What to do when two spellings normalise to one id.
 POLICIES = ("merge", "strict")
 #: The environment variable that sets the policy when no option does.
@@ -52,6 +55,14 @@ SHOWN_GROUPS = 4
 
 _POLICY: contextvars.ContextVar[str | None] = contextvars.ContextVar("lmleak_user_ids", default=None)
 _said: set[str] = set()  # merge lines already printed by this process (a corpus is read many times)
+_hidden = False  # a redacted command: merge lines give counts, not ids (hide_user_ids)
+
+
+def hide_user_ids(hidden: bool = True) -> None:
+    """Merge lines name no id from now on in this process (a ``--redact`` command: its console output
+    holds no plain id); they still say how many spellings of how many ids were merged."""
+    global _hidden
+    _hidden = hidden
 
 
 def normalise_user_id(user_id: str) -> str:
@@ -147,7 +158,7 @@ class UserIds:
         """How many spellings were folded into another one (4 for six spellings of two people)."""
         return sum(len(v) - 1 for v in self.spellings.values())
 
-    def merge_line(self) -> str | None:
+    def merge_line(self, *, hidden: bool = False) -> str | None:
         """The one line that names the merged spellings (None when nothing was merged).
 
         Example:
@@ -159,21 +170,28 @@ class UserIds:
         groups = self.merged
         if not groups:
             return None
+        total = sum(len(v) for v in groups.values())
+        ids = "user id" if len(groups) == 1 else "user ids"
+        if hidden:
+            return (
+                f"{total} spellings of {len(groups)} {ids} were merged after normalisation ({NORMALISATION}); "
+                "the ids are not shown in a redacted run. Pass `lmleak --user-ids strict` to refuse them instead"
+            )
         parts = [
             f"{', '.join(shown(s) for s in spellings)} -> {shown(key)}"
             for key, spellings in list(groups.items())[:SHOWN_GROUPS]
         ]
         more = f"; and {len(groups) - SHOWN_GROUPS} more" if len(groups) > SHOWN_GROUPS else ""
-        total = sum(len(v) for v in groups.values())
-        ids = "user id" if len(groups) == 1 else "user ids"
         return (
             f"{self.source}: {total} spellings of {len(groups)} {ids} were merged after normalisation "
             f"({NORMALISATION}): {'; '.join(parts)}{more}. Pass `lmleak --user-ids strict` to refuse them instead"
         )
 
     def say_merges(self) -> None:
-        """Print :meth:`merge_line` on stderr, once per process for the same line."""
-        line = self.merge_line()
+        """Print :meth:`merge_line` on stderr, once per process for the same line; without the ids
+        in a redacted command or while a redacted run is being written."""
+        run = current_run()
+        line = self.merge_line(hidden=_hidden or (run is not None and run[1]))
         if line is not None and line not in _said:
             _said.add(line)
             print(f"[lmleak] {line}", file=sys.stderr, flush=True)
