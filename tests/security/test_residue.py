@@ -143,3 +143,15 @@ def test_the_scratch_is_owner_only_inside_the_run_and_a_stale_one_is_removed_fir
         assert stat.S_IMODE((scratch / "f").stat().st_mode) == 0o600
     assert not (run / SCRATCH_DIR).exists()
     assert remove_stale_scratch(run) is False
+
+
+def test_any_command_that_opens_the_run_next_removes_a_stale_scratch(tmp_path, capsys):
+    """Not only a redacted resume: an unredacted run into the folder removes it too (it holds the lock)."""
+    from lmleak.runs import open_run
+
+    run = tmp_path / "run"
+    (run / SCRATCH_DIR / "run").mkdir(parents=True)
+    (run / SCRATCH_DIR / "run" / "texts.jsonl").write_text('{"text": "alice@example.org"}')
+    with open_run(run):
+        assert not (run / SCRATCH_DIR).exists()
+    assert "removed the private scratch of an earlier redacted run" in capsys.readouterr().err

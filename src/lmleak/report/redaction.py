@@ -49,12 +49,18 @@ from lmleak import progress
 from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import Ledger, encode_long, model_access, score_documents
 from lmleak.models.base import scoring_convention
-from lmleak.runs import atomic_write_json, open_run, owner_only, read_summary, secure_dir, write_parquet
+from lmleak.runs import (
+    SCRATCH_DIR,
+    atomic_write_json,
+    open_run,
+    owner_only,
+    read_summary,
+    secure_dir,
+    write_parquet,
+)
 
 #: The environment variable holding the redaction key.
 KEY_ENV = "LMLEAK_REDACT_KEY"
-#: Where a redacted run keeps its unredacted work while it runs: inside the run, owner-only.
-SCRATCH_DIR = ".redacted-scratch"
 #: Tests only: the named points at which the process SIGKILLs itself (:func:`sigkill_at`).
 SIGKILL_ENV = "LMLEAK_TEST_SIGKILL_AT"
 #: Shortest key accepted (bytes): a short passphrase would let anyone with the run brute-force it.
