@@ -233,3 +233,21 @@ def test_a_redacted_stage_summary_keeps_the_provenance_hashes_and_drops_the_path
     assert out["model"]["fingerprint"] == "ab" * 32 and out["corpus"]["sha256"] == "ef" * 32
     assert out["model"]["files"][0]["head_tail_sha256"] == "cd" * 32 and out["model"]["dtype"] == "float32"
     assert out["model"]["spec"] is None and out["corpus"]["path"] is None  # paths are not kept
+
+
+def test_a_redacted_copy_without_paths_is_said_not_re_checked_and_not_refused(tmp_path):
+    """A redacted stage's summary keeps the hashes and drops the paths: the gate cannot re-hash, says
+    so in one line, and does not refuse (the old gate skipped it without a word)."""
+    prov = {
+        "model": {"spec": None, "hash": "fast", "fingerprint": "ab", "path": None},
+        "corpus": {"path": None, "hash": "manifest", "sha256": "cd", "files": 3, "manifest": None},
+    }
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"unique_sequences": 1, "redacted": True, "provenance": prov})
+    )
+    said = []
+    assert refuse_changed_inputs(tmp_path, echo=said.append) == []
+    assert said == [
+        "not re-checked: model model: recorded without its path (a redacted run keeps none), so not re-checked",
+        "not re-checked: corpus: recorded without its path (a redacted run keeps none), so not re-checked",
+    ]

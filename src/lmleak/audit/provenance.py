@@ -97,7 +97,9 @@ def corpus_changes(rec: dict[str, Any]) -> list[str]:
         return [f"{path}: unknown hash kind {kind!r} (known: {', '.join(map(str, CORPUS_HASHES[1:]))})"]
     if kind == "missing":
         return [f"{path} did not exist when the run was written: the run measured no corpus file"]
-    if not rec.get("sha256") or not rec.get("path"):
+    if rec.get("sha256") and not rec.get("path"):
+        return []  # a redacted copy keeps the hash, not the path: said by unverified_inputs
+    if not rec.get("sha256"):
         note = f" ({rec['note']})" if rec.get("note") else ""
         return [f"{path} was not fingerprinted{note}: the gate cannot tell which corpus the run measured"]
     if kind == "manifest":
@@ -174,6 +176,29 @@ def unchecked_provenance(summary: dict[str, Any]) -> list[str]:
     return out
 
 
+def unverified_inputs(summary: dict[str, Any]) -> list[str]:
+    """Fingerprinted inputs the gate cannot re-check because their record keeps no path (a redacted
+    stage's summary drops paths): said in one line each, not refused — the hashes are in the run for
+    whoever holds the files.
+
+    Example:
+        >>> unverified_inputs({"provenance": {"corpus": {"path": None, "size": 3, "sha256": "ab"}}})
+        ['corpus: recorded without its path (a redacted run keeps none), so not re-checked']
+    """
+    prov = summary.get("provenance")
+    if not isinstance(prov, dict):
+        return []
+    out = [
+        f"model {name}: recorded without its path (a redacted run keeps none), so not re-checked"
+        for name, rec in _recorded_models(summary).items()
+        if rec.get("hash") in ("fast", "full") and not rec.get("path")
+    ]
+    corpus = prov.get("corpus")
+    if isinstance(corpus, dict) and corpus.get("sha256") and not corpus.get("path"):
+        out.append("corpus: recorded without its path (a redacted run keeps none), so not re-checked")
+    return out
+
+
 def changed_inputs(run_dir: str | Path) -> list[str]:
     """One line per model or corpus file that no longer matches the run's ``provenance``, and per
     thing that cannot be checked (:func:`unchecked_provenance`, :func:`corpus_changes`).
@@ -217,6 +242,9 @@ def refuse_changed_inputs(
             f"{' | '.join(changes)}; "
             "re-run the audit on the current files, or pass --allow-changed to gate the old results anyway"
         )
+    say = echo or (lambda s: None)
     for change in changes:
-        (echo or (lambda s: None))(f"changed since the run (allowed by --allow-changed): {change}")
+        say(f"changed since the run (allowed by --allow-changed): {change}")
+    for note in unverified_inputs(read_summary(run_dir)):
+        say(f"not re-checked: {note}")
     return changes
