@@ -155,3 +155,25 @@ def test_any_command_that_opens_the_run_next_removes_a_stale_scratch(tmp_path, c
     with open_run(run):
         assert not (run / SCRATCH_DIR).exists()
     assert "removed the private scratch of an earlier redacted run" in capsys.readouterr().err
+
+
+def test_the_in_memory_ledger_equals_the_ledger_written_to_disk(corpus, tmp_path):
+    """The redacted run's ledger (never written) against the on-disk pass of an unredacted run: the
+    same documents, ids, token ids, ranks and log-probabilities, for a batch size that splits the
+    corpus unevenly."""
+    import numpy as np
+
+    from lmleak.data.loaders import load_corpus
+    from lmleak.ledger.ledger import build_ledger
+    from lmleak.models.loading import load_model
+    from lmleak.report.redaction import memory_ledger
+
+    root, corpus_path, secrets, ids = corpus
+    model, docs = load_model(f"fake:{corpus_path}"), load_corpus(corpus_path)
+    disk = build_ledger(model, docs, tmp_path / "run", shard_size=5, k=3)
+    mem = memory_ledger(model, docs, k=3, shard_size=7)
+    assert (mem.doc_ids, mem.user_ids, mem.k_available) == (disk.doc_ids, disk.user_ids, disk.k_available)
+    for name in ("offsets", "token_ids", "ranks", "logprobs", "top1_logprobs"):
+        a, b = getattr(mem, name), getattr(disk, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True), name
+    assert mem.meta["num_tokens"] == disk.meta["num_tokens"] and mem.meta["overlap"] == disk.meta["overlap"]
