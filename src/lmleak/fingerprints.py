@@ -22,7 +22,10 @@ keeps its size is not seen. The **full** fingerprint (``lmleak --full-hash``, or
 
 A model behind an HTTP API has no files here: its record comes from the model object's own
 ``provenance()`` (server, model id, a hash of its answers to a fixed probe; see
-:mod:`lmleak.models.http`). The corpus is always hashed whole (``sha256``, with its ``size``).
+:mod:`lmleak.models.http`). The corpus is always hashed whole: a file's ``sha256`` with its
+``size``, a folder's manifest of every file's relative path, size and SHA-256
+with the manifest's digest (``hash: "manifest"``; issue 33: a folder was "not hashed" before, and
+an edited document passed the gate).
 
 Results are remembered per (path, size, modification time) within a process, so a run that writes
 several summaries hashes each file once.
@@ -34,6 +37,8 @@ import contextlib
 import contextvars
 import hashlib
 import json
+import os
+import stat
 import struct
 import threading
 from collections.abc import Iterator
@@ -63,6 +68,9 @@ DESCRIPTION_FILES = (
 SOURCE_ATTR = "lmleak_source"
 #: Longest safetensors header read (the format's own limit is 100 MB).
 MAX_HEADER_BYTES = 100_000_000
+#: Files of a corpus folder listed in its provenance record (beyond: only the digest, so that a
+#: summary stays small; the gate then says that the folder changed, not which file).
+MANIFEST_MAX_FILES = 20_000
 
 _FULL: contextvars.ContextVar[bool] = contextvars.ContextVar("lmleak_full_hash", default=False)
 _memo: dict[tuple[str, int, int, str], dict[str, Any]] = {}
@@ -222,24 +230,93 @@ def _digest(files: list[dict[str, Any]], full: bool) -> str:
     return hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
 
 
-def corpus_record(corpus: Any) -> dict[str, Any] | None:
-    """``{path, size, sha256}`` of a corpus: a path, or an object with ``source`` (a loaded
-    :class:`~lmleak.data.corpus.Corpus`); None when it names no file (a corpus built in memory)."""
-    source = getattr(corpus, "source", corpus)
-    if not isinstance(source, str | Path) or not str(source):
-        return None
-    p = Path(source)
-    if not p.is_file():
-        return {"path": str(p), "size": None, "sha256": None, "note": "not a file: not hashed"}
-    st = p.stat()
+def _file_sha256(p: Path, st: os.stat_result) -> str:
+    """:func:`sha256_file`, remembered per (path, size, modification time) within the process."""
     key = (str(p.resolve()), st.st_size, st.st_mtime_ns, "corpus")
     with _memo_lock:
         cached = _memo.get(key)
     if cached is None:
-        cached = {"path": str(p.resolve()), "size": st.st_size, "sha256": sha256_file(p)}
+        cached = {"sha256": sha256_file(p)}
         with _memo_lock:
-            _memo[key] = dict(cached)
-    return dict(cached)
+            _memo[key] = cached
+    return str(cached["sha256"])
+
+
+def folder_manifest(path: str | Path) -> list[dict[str, Any]]:
+    """Every file under the folder ``path`` (sub-folders too, hidden files too; links to folders are
+    not followed): ``{"path": relative POSIX path, "size", "sha256"}``, sorted by path. Each file is
+    read once (and not again within the process while its size and modification time stay).
+
+    Example:
+        >>> import tempfile, pathlib
+        >>> d = pathlib.Path(tempfile.mkdtemp())
+        >>> (d / "u1").mkdir()
+        >>> _ = (d / "u1" / "a.txt").write_text("abc")
+        >>> [(f["path"], f["size"], f["sha256"][:8]) for f in folder_manifest(d)]
+        [('u1/a.txt', 3, 'ba7816bf')]
+    """
+    root = Path(path)
+    out: list[dict[str, Any]] = []
+    for folder, dirs, names in os.walk(root):
+        dirs.sort()
+        for name in sorted(names):
+            f = Path(folder) / name
+            if not f.exists():
+                continue  # a link to nothing: no text to read (the loader reads none either)
+            st = f.stat()
+            if not stat.S_ISREG(st.st_mode):
+                continue  # a socket or a fifo holds no corpus text
+            out.append(
+                {"path": f.relative_to(root).as_posix(), "size": st.st_size, "sha256": _file_sha256(f, st)}
+            )
+    out.sort(key=lambda r: str(r["path"]))
+    return out
+
+
+def manifest_digest(manifest: list[dict[str, Any]]) -> str:
+    """The SHA-256 of a folder manifest's ``[path, size, sha256]`` rows (its ``sha256`` in provenance)."""
+    rows = [[f["path"], f["size"], f["sha256"]] for f in manifest]
+    return hashlib.sha256(json.dumps(rows, ensure_ascii=False).encode()).hexdigest()
+
+
+def corpus_record(corpus: Any) -> dict[str, Any] | None:
+    """The fingerprint of a corpus: a path, or an object with ``source`` (a loaded
+    :class:`~lmleak.data.corpus.Corpus`); None when it names no file (a corpus built in memory).
+
+    A file: ``{path, size, sha256}`` (no ``hash`` key: the record as it always was). A folder (``<user>/*.txt``, a saved dataset):
+    ``{path, hash: "manifest", files, size, sha256, manifest}``, ``manifest`` listing every file
+    (:func:`folder_manifest`; left out beyond :data:`MANIFEST_MAX_FILES`, the digest kept) and
+    ``sha256`` its digest (:func:`manifest_digest`). A path that is neither: ``hash: "missing"``.
+    """
+    source = getattr(corpus, "source", corpus)
+    if not isinstance(source, str | Path) or not str(source):
+        return None
+    p = Path(source)
+    if p.is_dir():
+        manifest = folder_manifest(p)
+        rec: dict[str, Any] = {
+            "path": str(p.resolve()),
+            "hash": "manifest",
+            "files": len(manifest),
+            "size": sum(f["size"] for f in manifest),
+            "sha256": manifest_digest(manifest),
+        }
+        if len(manifest) <= MANIFEST_MAX_FILES:
+            rec["manifest"] = manifest
+        else:
+            rec["manifest"] = None
+            rec["note"] = f"{len(manifest):,} files: the list is not kept, only its digest"
+        return rec
+    if not p.is_file():
+        return {
+            "path": str(p),
+            "hash": "missing",
+            "size": None,
+            "sha256": None,
+            "note": "no such file or folder",
+        }
+    st = p.stat()
+    return {"path": str(p.resolve()), "size": st.st_size, "sha256": _file_sha256(p, st)}
 
 
 def _inner(model: Any) -> Any:

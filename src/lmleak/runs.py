@@ -29,6 +29,7 @@ import inspect
 import json
 import math
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 SCHEMA_VERSION = 1
 INCOMPLETE = ".incomplete"
 LOCK = ".lock"
+#: Where a redacted run keeps its unredacted work while it runs (lmleak.report.redaction.private_scratch).
+SCRATCH_DIR = ".redacted-scratch"
 #: Files a study adds to a finished run after its summary (``lmleak report hardening``): newer than
 #: the summary by design, so they do not make the run inconsistent.
 ADDENDA = frozenset({"hardening.parquet"})
@@ -122,6 +125,7 @@ def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
             yield run
         return
     fd = _lock(run)
+    _remove_stale_scratch(run)
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     atomic_write_json(
@@ -146,6 +150,21 @@ def open_run(path: str | Path, *, redacted: bool = False) -> Iterator[Path]:
         os.close(fd)
         if not finished and created:
             _remove_if_untouched(run)
+
+
+def _remove_stale_scratch(run: Path) -> None:
+    """Delete the private scratch a redacted run killed with SIGKILL left here (:data:`SCRATCH_DIR`):
+    whichever command opens the run next — its resume, another redacted run, an unredacted one —
+    finds and removes it first, saying so in one line (issue 33). The caller holds the run's lock,
+    so no live writer is using it."""
+    stale = run / SCRATCH_DIR
+    if stale.exists():
+        shutil.rmtree(stale, ignore_errors=True)
+        print(
+            f"[lmleak] {stale}: removed the private scratch of an earlier redacted run that did not finish",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 @contextlib.contextmanager

@@ -11,9 +11,13 @@ from lmleak.data.corpus import Corpus, Document
 from lmleak.models.fake import FakeLM
 from lmleak.report.leakage import ReportConfig, run_report
 
+#: Provenance of a model behind an API: nothing to re-hash, so the gate checks the limits only (a
+#: summary without provenance is refused, issue 33).
+API = {"provenance": {"model": {"backend": "http", "hash": "probe"}}}
+
 
 def _summary(tmp_path, **headline):
-    (tmp_path / "summary.json").write_text(json.dumps({"models": {"m": {"headline": headline}}}))
+    (tmp_path / "summary.json").write_text(json.dumps({**API, "models": {"m": {"headline": headline}}}))
     return tmp_path
 
 
@@ -28,10 +32,11 @@ def test_a_bound_below_the_claim_passes_and_the_floor_checks_the_audits_power_on
     (tmp_path / "summary.json").write_text(
         json.dumps(
             {
+                **API,
                 "models": {
                     "dp": {"headline": {"dp_epsilon": 3.0, "epsilon_lower_bound": 0.4}},
                     "plain": {"headline": {"epsilon_lower_bound": 0.7}},
-                }
+                },
             }
         )
     )
@@ -88,7 +93,7 @@ def test_run_gate_holds_every_check_and_fails_when_one_does(tmp_path):
     from lmleak.audit.gate import GateResult, run_gate
 
     (tmp_path / "summary.json").write_text(
-        json.dumps({"models": {"m": {"headline": {"mia_auc": 0.7, "max_exposure": 3.0}}}})
+        json.dumps({**API, "models": {"m": {"headline": {"mia_auc": 0.7, "max_exposure": 3.0}}}})
     )
     limits = {"max_exposure": 4.0, "mia_auc": 0.6}
     r = run_gate(tmp_path, limits)

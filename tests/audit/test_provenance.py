@@ -98,12 +98,96 @@ def test_the_full_hash_sees_a_change_in_the_middle_of_a_large_weight_file(files,
     assert "changed extra.bin" in changed_inputs(full)[0]
 
 
-def test_a_run_without_provenance_and_an_api_model_have_nothing_to_check(tmp_path):
-    (tmp_path / "summary.json").write_text(json.dumps({"unique_sequences": 1}))
-    assert changed_inputs(tmp_path) == []
+def test_an_api_model_has_nothing_to_check_and_a_run_without_provenance_is_refused(tmp_path):
     api = {"backend": "http", "hash": "probe", "fingerprint": "abc", "server": "http://127.0.0.1:9/v1"}
     (tmp_path / "summary.json").write_text(json.dumps({"provenance": {"models": {"api": api}}}))
     assert changed_inputs(tmp_path) == []
+    # issue 33: a summary with no provenance passed the gate unchecked; now it is refused
+    (tmp_path / "summary.json").write_text(json.dumps({"unique_sequences": 1}))
+    assert changed_inputs(tmp_path)[0].startswith("provenance: the summary records none")
+    res = _cli("gate", tmp_path, "--max-unique", 5)
+    assert res.exit_code == 2 and "provenance: the summary records none" in " ".join(res.output.split())
+    res = _cli("gate", tmp_path, "--max-unique", 5, "--allow-changed")
+    assert res.exit_code == 0 and "allowed by --allow-changed" in res.output
+
+
+@pytest.mark.parametrize(
+    "prov, expected",
+    [
+        ({"model": {"spec": "/m", "hash": "md5", "fingerprint": "x"}}, "model /m: unknown hash kind 'md5'"),
+        ({"corpus": {"path": "/c", "hash": "crc32", "sha256": "x"}}, "corpus: /c: unknown hash kind 'crc32'"),
+        (
+            {"corpus": {"path": "/c", "size": None, "sha256": None, "note": "not a file: not hashed"}},
+            "corpus: /c was not fingerprinted (not a file: not hashed)",
+        ),
+        ({"lmleak_version": "0.1"}, "provenance: it records neither a model nor a corpus"),
+        (
+            {"model": {"spec": "/m", "hash": None, "path": "/m"}},
+            "model /m: /m was recorded without a fingerprint",
+        ),
+    ],
+)
+def test_provenance_that_fingerprints_nothing_or_an_unknown_kind_is_refused(tmp_path, prov, expected):
+    (tmp_path / "summary.json").write_text(json.dumps({"unique_sequences": 1, "provenance": prov}))
+    assert any(line.startswith(expected) for line in changed_inputs(tmp_path)), changed_inputs(tmp_path)
+    with pytest.raises(RunError, match="cannot show that it did"):
+        refuse_changed_inputs(tmp_path)
+
+
+def _folder_corpus(root):
+    for i, text in enumerate(TEXTS):
+        (root / f"u{i}").mkdir(parents=True)
+        (root / f"u{i}" / "doc.txt").write_text(text)
+    return root
+
+
+def test_an_edited_corpus_folder_and_a_new_user_folder_fail_the_gate_one_line_per_change(files, tmp_path):
+    model, _ = files
+    corpus = _folder_corpus(tmp_path / "corpus")
+    run = tmp_path / "run"
+    res = _cli("report", "--model", model, "--corpus", corpus, "--out", run, "--json")
+    assert res.exit_code == 0, res.output
+    rec = json.loads((run / "summary.json").read_text())["provenance"]["corpus"]
+    assert rec["hash"] == "manifest" and rec["files"] == 3 and len(rec["sha256"]) == 64
+    assert [f["path"] for f in rec["manifest"]] == ["u0/doc.txt", "u1/doc.txt", "u2/doc.txt"]
+    assert _cli("gate", run, "--max-unique", 1000).exit_code == 0
+    (corpus / "u1" / "doc.txt").write_text(TEXTS[1] + " and one more line")
+    (corpus / "u9").mkdir()
+    (corpus / "u9" / "new.txt").write_text("a new person")
+    changes = changed_inputs(run)
+    assert len(changes) == 2
+    assert changes[0] == f"corpus: {corpus.resolve()}/u9/new.txt added"
+    assert changes[1].startswith(f"corpus: {corpus.resolve()}/u1/doc.txt changed (size 28 -> 46, sha256 ")
+    res = _cli("gate", run, "--max-unique", 1000)
+    assert res.exit_code == 2 and "u1/doc.txt changed" in " ".join(res.output.split())
+    res = _cli("gate", run, "--max-unique", 1000, "--allow-changed")
+    lines = [ln for ln in res.output.splitlines() if "allowed by --allow-changed" in ln]
+    assert res.exit_code == 0 and len(lines) == 2, res.output
+
+
+def test_the_folder_manifest_hashes_each_file_once_and_matches_the_obvious_digest(tmp_path, monkeypatch):
+    import hashlib
+
+    from lmleak import fingerprints
+
+    root = tmp_path / "many"
+    for i in range(300):
+        (root / f"user-{i % 30:02d}").mkdir(parents=True, exist_ok=True)
+        (root / f"user-{i % 30:02d}" / f"{i:03d}.txt").write_text(f"document {i} " * (1 + i % 7))
+    calls = []
+    real = fingerprints.sha256_file
+    monkeypatch.setattr(fingerprints, "sha256_file", lambda p: calls.append(p) or real(p))
+    rec = fingerprints.corpus_record(root)
+    assert rec["files"] == 300 and len(calls) == 300  # linear: each file read once
+    assert fingerprints.corpus_record(root) == rec and len(calls) == 300  # and not again in the process
+    # the slow obvious digest: walk, read each file whole, hash the sorted rows
+    rows = sorted(
+        [f.relative_to(root).as_posix(), f.stat().st_size, hashlib.sha256(f.read_bytes()).hexdigest()]
+        for f in root.rglob("*")
+        if f.is_file()
+    )
+    assert rec["sha256"] == hashlib.sha256(json.dumps(rows).encode()).hexdigest()
+    assert rec["size"] == sum(r[1] for r in rows)
 
 
 def test_an_audit_records_every_models_fingerprint_and_the_gate_checks_them(files, tmp_path):
@@ -149,3 +233,21 @@ def test_a_redacted_stage_summary_keeps_the_provenance_hashes_and_drops_the_path
     assert out["model"]["fingerprint"] == "ab" * 32 and out["corpus"]["sha256"] == "ef" * 32
     assert out["model"]["files"][0]["head_tail_sha256"] == "cd" * 32 and out["model"]["dtype"] == "float32"
     assert out["model"]["spec"] is None and out["corpus"]["path"] is None  # paths are not kept
+
+
+def test_a_redacted_copy_without_paths_is_said_not_re_checked_and_not_refused(tmp_path):
+    """A redacted stage's summary keeps the hashes and drops the paths: the gate cannot re-hash, says
+    so in one line, and does not refuse (the old gate skipped it without a word)."""
+    prov = {
+        "model": {"spec": None, "hash": "fast", "fingerprint": "ab", "path": None},
+        "corpus": {"path": None, "hash": "manifest", "sha256": "cd", "files": 3, "manifest": None},
+    }
+    (tmp_path / "summary.json").write_text(
+        json.dumps({"unique_sequences": 1, "redacted": True, "provenance": prov})
+    )
+    said = []
+    assert refuse_changed_inputs(tmp_path, echo=said.append) == []
+    assert said == [
+        "not re-checked: model model: recorded without its path (a redacted run keeps none), so not re-checked",
+        "not re-checked: corpus: recorded without its path (a redacted run keeps none), so not re-checked",
+    ]

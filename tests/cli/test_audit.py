@@ -11,9 +11,13 @@ from typer.testing import CliRunner
 from lmleak.cli.main import app
 from lmleak.runs import write_parquet
 
+#: Provenance of a model behind an API: nothing to re-hash, so the gate checks the limits only (a
+#: summary without provenance is refused, issue 33).
+API = {"provenance": {"model": {"backend": "http", "hash": "probe"}}}
+
 
 def _summary(tmp_path, **headline):
-    (tmp_path / "summary.json").write_text(json.dumps({"models": {"m": {"headline": headline}}}))
+    (tmp_path / "summary.json").write_text(json.dumps({**API, "models": {"m": {"headline": headline}}}))
     return tmp_path
 
 
@@ -128,7 +132,7 @@ def test_query_prints_training_text_as_text_never_as_markup(tmp_path):
         pd.DataFrame({"text": texts, "pii_types": [["EMAIL", "PERSON"], [], []]}),
         tmp_path / "sequences.parquet",
     )
-    (tmp_path / "summary.json").write_text(json.dumps({"models": {}}))
+    (tmp_path / "summary.json").write_text(json.dumps({**API, "models": {}}))
     r = CliRunner().invoke(
         app, ["query", str(tmp_path), "SELECT text, pii_types FROM sequences"], env={"COLUMNS": "200"}
     )

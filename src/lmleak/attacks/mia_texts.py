@@ -16,6 +16,7 @@ from typing import Any
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
+from lmleak.data.user_ids import Collision, canonical_ids
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.words import plural
@@ -178,7 +179,9 @@ def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list
     if not (p.suffix in {".jsonl", ".json"} or first.lstrip().startswith("{")):
         return texts, None
     users: list[str | None] = []
+    lines: list[int] = []
     for i, obj in iter_jsonl(p, hint='write {"text": "...", "user_id": "..."} per line'):
+        lines.append(i)
         uid = obj.get("user_id")
         # a string or an integer names one person; 7.0 and 7 (or true, a list) would be two groups
         if uid is not None and (isinstance(uid, bool) or not isinstance(uid, str | int)):
@@ -202,7 +205,27 @@ def read_texts_and_users(path: str | Path, *, field: str = "text") -> tuple[list
             field="user_id",
             hint="give every line its user_id (texts are then grouped by person), or none",
         )
-    return texts, [u for u in users if u is not None]
+    return texts, _canonical_users([u for u in users if u is not None], lines, p)
+
+
+def _canonical_users(users: list[str], lines: list[int], path: Path) -> list[str]:
+    """The canonical ids of a file's users (:mod:`lmleak.data.user_ids`): ``Alice`` and ``alice `` are one
+    person; two spellings under ``--user-ids strict``, or an id of only invisible characters: DataFileError."""
+    try:
+        ids = canonical_ids(users, source=str(path), where=list(lines))
+    except Collision as e:
+        line = e.second_at if isinstance(e.second_at, int) else None
+        raise DataFileError(str(e), path=path, line=line, field="user_id", hint=Collision.HINT) from None
+    empty = next((i for i, u in enumerate(ids) if not u), None)
+    if empty is not None:
+        raise DataFileError(
+            "user id is empty (only spaces or invisible format characters)",
+            path=path,
+            line=lines[empty],
+            field="user_id",
+            hint="give every line its user_id, or none",
+        )
+    return ids
 
 
 def user_groups(

@@ -71,7 +71,8 @@ def check_gate(run_dir: str | Path, limits: Mapping[str, float]) -> list[GateChe
     Example:
         >>> import tempfile, json, pathlib
         >>> d = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4}))
+        >>> api = {"model": {"hash": "probe"}}  # provenance: a model behind an API, nothing to re-hash
+        >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4, "provenance": api}))
         >>> [c.verdict for c in check_gate(d, {"unique_sequences": 3, "max_exposure": 10})]
         ['fail', 'not_evaluable']
     """
@@ -96,7 +97,8 @@ def run_gate(
     Example:
         >>> import tempfile, json, pathlib
         >>> d = pathlib.Path(tempfile.mkdtemp())
-        >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4}))
+        >>> api = {"model": {"hash": "probe"}}  # provenance: a model behind an API, nothing to re-hash
+        >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4, "provenance": api}))
         >>> r = run_gate(d, {"unique_sequences": 5})
         >>> r.passed, r.status, r.to_dict()["checks"][0]["value"]
         (True, 'pass', 4.0)

@@ -782,7 +782,7 @@ def run_audit(
     ):  # locked, marked incomplete until done
         if redactor is None:
             return auditor()
-        with private_scratch() as scratch:
+        with private_scratch(auditor.run) as scratch:  # inside the run, owner-only (issue 33)
             auditor._scratch = scratch
             try:
                 return auditor()

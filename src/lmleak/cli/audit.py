@@ -16,6 +16,7 @@ from lmleak.cli.common import (
     QuietOpt,
     SeedOpt,
     err,
+    hide_ids_when_redacted,
     out,
     print_json,
     quiet,
@@ -299,6 +300,7 @@ def audit(
             "--redact",
             help="Every stage writes only numbers, labels and keyed-hash ids: no text, secrets, token ids "
             "or plain ids anywhere in the run (same as `redact: true` in the config).",
+            callback=hide_ids_when_redacted,
         ),
     ] = False,
     redact_key_file: Annotated[

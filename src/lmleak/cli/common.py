@@ -103,6 +103,20 @@ ModelOpt = Annotated[
         "--model", "-m", help="Model: lmleak or HF folder, .gguf, smollm2-135m, fake:<corpus.jsonl>, ..."
     ),
 ]
+
+
+def hide_ids_when_redacted(ctx: typer.Context, redact: bool) -> bool:
+    """The callback of every ``--redact``: until the command ends, console lines name no user id
+    (:func:`lmleak.data.user_ids.hide_user_ids`; the merge line of spellings gives counts only)."""
+    if redact:
+        # lazy: lmleak.data pulls in the loaders, only for a redacted command
+        from lmleak.data.user_ids import hide_user_ids
+
+        hide_user_ids()
+        ctx.call_on_close(lambda: hide_user_ids(False))
+    return redact
+
+
 # --redact on every command that writes a run (lmleak.report.redaction.write_run; report and audit
 # have their own --redact with the same key handling)
 RedactRunOpt = Annotated[
@@ -111,6 +125,7 @@ RedactRunOpt = Annotated[
         "--redact",
         help="Write the run redacted: no text, secrets, prompts, generations or plain ids; only "
         "numeric tables, fixed labels and keyed ids (docs/security.md#redacted-runs).",
+        callback=hide_ids_when_redacted,
     ),
 ]
 RedactKeyFileOpt = Annotated[

@@ -195,6 +195,27 @@ FullHashOpt = Annotated[
 ]
 
 
+def _user_ids_policy(value: str | None) -> str | None:
+    """``--user-ids``: ``merge`` or ``strict`` (issue 33), any case."""
+    if value is None:
+        return None
+    if value.strip().lower() not in ("merge", "strict"):
+        raise typer.BadParameter(f"--user-ids must be merge or strict, got {value!r}")
+    return value.strip().lower()
+
+
+UserIdsOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--user-ids",
+        help="Spellings of one user id after normalisation (case, spaces, NFKC, zero-width characters): "
+        "merge them into one person and say so (the default), or strict: refuse them (exit 2). "
+        "Also LMLEAK_USER_IDS.",
+        callback=_user_ids_policy,
+    ),
+]
+
+
 # long: its signature declares the global options of `lmleak`, one per line; the body is short
 def _root(
     ctx: typer.Context,
@@ -240,6 +261,7 @@ def _root(
     ] = None,
     cache_dir: CacheDirOpt = None,
     full_hash: FullHashOpt = False,
+    user_ids: UserIdsOpt = None,
 ) -> None:
     """Privacy auditing of language models."""
     owner_only()
@@ -259,6 +281,10 @@ def _root(
         from lmleak.fingerprints import use_full_hash
 
         ctx.with_resource(use_full_hash())
+    if user_ids is not None:
+        from lmleak.data.user_ids import use_user_id_policy
+
+        ctx.with_resource(use_user_id_policy(user_ids))
 
 
 def build_app() -> typer.Typer:

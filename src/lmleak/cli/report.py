@@ -30,6 +30,7 @@ from lmleak.cli.common import (
     QuietOpt,
     RayAddressOpt,
     RedactKeyFileOpt,
+    hide_ids_when_redacted,
     info,
     out,
     print_json,
@@ -246,7 +247,11 @@ POpt = Annotated[
 ]
 RedactOpt = Annotated[
     bool,
-    typer.Option("--redact", help="No text, token ids or plain ids in the run; the ledger is not kept."),
+    typer.Option(
+        "--redact",
+        help="No text, token ids or plain ids in the run; the ledger is not kept.",
+        callback=hide_ids_when_redacted,
+    ),
 ]
 ApiTopKOpt = Annotated[
     int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.", parser=COUNT)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from lmleak.data.user_ids import NORMALISATION
 from lmleak.errors import CorpusError
 from lmleak.words import plural
 
@@ -58,9 +60,17 @@ class Corpus:
         ['d1', 'd3']
     """
 
-    def __init__(self, documents: Iterable[Document], *, source: str | None = None) -> None:
+    def __init__(
+        self,
+        documents: Iterable[Document],
+        *,
+        source: str | None = None,
+        user_id_merges: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
         self.documents: list[Document] = list(documents)
         self.source = source
+        #: canonical user id -> the spellings the loader merged into it (:mod:`lmleak.data.user_ids`)
+        self.user_id_merges: dict[str, list[str]] = {k: list(v) for k, v in (user_id_merges or {}).items()}
         seen: dict[str, int] = {}
         for i, doc in enumerate(self.documents):
             if doc.doc_id in seen:
@@ -104,12 +114,38 @@ class Corpus:
     def select_users(self, users: Iterable[str]) -> Corpus:
         """The sub-corpus of the given users' documents (order kept)."""
         keep = set(users)
-        return Corpus([d for d in self.documents if d.user_id in keep], source=self.source)
+        return self._subset([d for d in self.documents if d.user_id in keep])
 
     def without_users(self, users: Iterable[str]) -> Corpus:
         """The sub-corpus without the given users' documents (order kept)."""
         drop = set(users)
-        return Corpus([d for d in self.documents if d.user_id not in drop], source=self.source)
+        return self._subset([d for d in self.documents if d.user_id not in drop])
+
+    def _subset(self, documents: list[Document]) -> Corpus:
+        """A sub-corpus keeping the source and the merges of the users it keeps."""
+        kept = {d.user_id for d in documents}
+        merges = {u: s for u, s in self.user_id_merges.items() if u in kept}
+        return Corpus(documents, source=self.source, user_id_merges=merges)
+
+    @property
+    def extra_spellings(self) -> int:
+        """How many user id spellings the loader folded into another user (privacy.json's
+        ``user_ids_merged``): 4 for ``alice, Alice, alice_, \u200balice`` and ``josé`` in NFC and NFD."""
+        return sum(len(v) - 1 for v in self.user_id_merges.values())
+
+    def people_record(self) -> dict[str, Any]:
+        """What ``privacy.json`` says about the people counted: ``num_users`` after merging the
+        spellings of one id, ``user_ids_merged`` (spellings folded into another) and how ids compare.
+
+        Example:
+            >>> Corpus([Document("alice", "d1", "hi")], user_id_merges={"alice": ["alice", "Alice"]}).people_record()
+            {'num_users': 1, 'user_ids_merged': 1, 'user_id_normalisation': 'format characters removed, NFKC, case-folded, trimmed'}
+        """
+        return {
+            "num_users": len(self.users),
+            "user_ids_merged": self.extra_spellings,
+            "user_id_normalisation": NORMALISATION,
+        }
 
     def texts(self) -> list[str]:
         return [d.text for d in self.documents]

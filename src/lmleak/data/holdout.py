@@ -10,7 +10,8 @@ File format (JSON)::
     {"held_out_users": ["u-3", "u-9"], "fraction": 0.1, "seed": 0, "corpus": "corpus.jsonl"}
 
 Models trained before this file existed record the same users as ``val_users`` in ``train.json``;
-:func:`read_holdout` reads those too.
+:func:`read_holdout` reads those too. Ids are read canonical (:mod:`lmleak.data.user_ids`), so they
+join a corpus whose loader normalised its ids.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmleak.data.user_ids import Collision, canonical_ids
 from lmleak.errors import DataFileError
 from lmleak.runs import atomic_write_json
 
@@ -103,21 +105,37 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
                 hint="retrain the model with `lmleak train`, which writes this file",
             )
         return Holdout(
-            tuple(sorted(users)), float(data.get("fraction") or 0.0), data.get("seed"), data.get("corpus")
+            _canonical(users, p, "held_out_users"),
+            float(data.get("fraction") or 0.0),
+            data.get("seed"),
+            data.get("corpus"),
         )
     t = d / "train.json"
     if t.is_file():
         data = _read_json(t)
         users = data.get("val_users")
+        trained = data.get("train_users") or []
         if isinstance(users, list) and all(isinstance(u, str) for u in users):
             cfg = data.get("config") or {}
+            ok = isinstance(trained, list) and all(isinstance(u, str) for u in trained)
             return Holdout(
-                held_out_of(users, data.get("train_users") or []),
+                held_out_of(
+                    _canonical(users, t, "val_users"), _canonical(trained, t, "train_users") if ok else []
+                ),
                 float(cfg.get("holdout_users", cfg.get("val_fraction")) or 0.0),
                 cfg.get("seed"),
                 None,
             )
     return None
+
+
+def _canonical(users: list[str], path: Path, key: str) -> tuple[str, ...]:
+    """The canonical ids of a list of users (:mod:`lmleak.data.user_ids`), sorted and distinct; two
+    spellings of one id under ``--user-ids strict``: DataFileError."""
+    try:
+        return tuple(sorted(set(canonical_ids(users, source=f"{path} ({key})"))))
+    except Collision as e:
+        raise DataFileError(str(e), path=path, field=key, hint=Collision.HINT) from None
 
 
 def _read_json(p: Path) -> dict:

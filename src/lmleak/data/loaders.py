@@ -7,6 +7,10 @@ non-string field, empty text, undecodable bytes, invalid JSON or a duplicate ``d
 never silently dropped. A missing ``doc_id`` column is allowed: ids are derived stably from the
 user and text (:func:`~lmleak.data.corpus.stable_doc_id`).
 
+User ids are canonical (:func:`~lmleak.data.user_ids.normalise_user_id`: format characters
+removed, NFKC, case-folded, trimmed): spellings of one id are one user, named in one line on stderr,
+or refused under ``lmleak --user-ids strict`` with the lines of both spellings.
+
 :func:`iter_documents` streams JSONL, CSV and Parquet without loading the whole file, so passes
 over huge corpora keep memory flat; :func:`load_corpus` materialises a :class:`Corpus`.
 """
@@ -21,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document, stable_doc_id
+from lmleak.data.user_ids import Collision, UserIds
 from lmleak.errors import CorpusError
 
 FORMATS = ("jsonl", "csv", "parquet", "folder", "hf")
@@ -38,11 +43,16 @@ _BOMS = (
 
 @dataclass
 class LoadReport:
-    """What a load skipped (only with ``skip_bad_rows=True``): ``(line, reason)`` per row."""
+    """What a load skipped (only with ``skip_bad_rows=True``): ``(line, reason)`` per row; and the
+    spellings of user ids it met (``user_ids``: which were merged into one user)."""
 
     path: str
     skipped: list[tuple[int, str]] = field(default_factory=list)
     loaded: int = 0
+    user_ids: UserIds = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.user_ids = UserIds(self.path)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +97,7 @@ class _Validator:
         self.path, self.fields, self.skip, self.report = path, fields, skip, report
         self.seen: dict[str, int] = {}
         self.ordinals: dict[str, int] = {}
+        self.user_ids = report.user_ids
 
     def bad(self, line: int, reason: str, field_name: str | None, hint: str) -> None:
         if self.skip:
@@ -95,18 +106,37 @@ class _Validator:
         raise CorpusError(reason, path=self.path, line=line, field=field_name, hint=hint)
 
     def row(self, line: int, row: Any) -> Document | None:
-        """The row as a Document, or None for a bad row that is skipped (else CorpusError)."""
+        """The row as a Document (its user id canonical: :mod:`lmleak.data.user_ids`), or None for a
+        bad row that is skipped (else CorpusError)."""
         problem = self._fields_problem(row)
-        doc_id = None
+        doc_id = user = None
         if problem is None:
-            doc_id, problem = self._doc_id(line, row)
-        if problem is not None or doc_id is None:
+            user, problem = self._user(line, row[self.fields.user])
+        if problem is None and user is not None:
+            doc_id, problem = self._doc_id(line, row, user)
+        if problem is not None or doc_id is None or user is None:
             assert problem is not None
             self.bad(line, *problem)
             return None
         self.seen[doc_id] = line
         self.report.loaded += 1
-        return Document(row[self.fields.user], doc_id, row[self.fields.text])
+        return Document(user, doc_id, row[self.fields.text])
+
+    def _user(self, line: int, spelling: str) -> tuple[str | None, _Problem | None]:
+        """The canonical user id of a row (a second spelling under ``--user-ids strict``: CorpusError)."""
+        try:
+            user = self.user_ids.canonical(spelling, where=line)
+        except Collision as e:
+            raise CorpusError(
+                str(e), path=self.path, line=line, field=self.fields.user, hint=Collision.HINT
+            ) from None
+        if not user:
+            return None, (
+                "user id is empty (only spaces or invisible format characters)",
+                self.fields.user,
+                "give every row its user's id",
+            )
+        return user, None
 
     def _fields_problem(self, row: Any) -> _Problem | None:
         """What is wrong with the row's shape, user and text (reason, field, hint), or None."""
@@ -146,10 +176,11 @@ class _Validator:
             )
         return None
 
-    def _doc_id(self, line: int, row: dict[str, Any]) -> tuple[str | None, _Problem | None]:
-        """The row's doc id (given, or derived from user, text and ordinal) and what is wrong with it."""
+    def _doc_id(self, line: int, row: dict[str, Any], user: str) -> tuple[str | None, _Problem | None]:
+        """The row's doc id (given, or derived from the canonical user, text and ordinal) and what is
+        wrong with it."""
         f = self.fields
-        user, text = row[f.user], row[f.text]
+        text = row[f.text]
         doc_id = row.get(f.doc)
         if doc_id is None or (isinstance(doc_id, float) and doc_id != doc_id):  # absent or NaN
             ordinal = self.ordinals.get(user, 0)
@@ -407,6 +438,7 @@ def iter_documents(
     rep = report if report is not None else LoadReport(str(p))
     v = _Validator(p, Fields(text_field, user_field, doc_field), skip_bad_rows, rep)
     yield from _READERS[fmt](p, v)
+    rep.user_ids.say_merges()  # one line naming the spellings merged into one user (issue 33)
 
 
 def load_corpus_with_report(path: str | Path, **options: Any) -> tuple[Corpus, LoadReport]:
@@ -419,7 +451,7 @@ def load_corpus_with_report(path: str | Path, **options: Any) -> tuple[Corpus, L
             path=path,
             hint="the corpus needs at least one valid row",
         )
-    return Corpus(docs, source=str(path)), report
+    return Corpus(docs, source=str(path), user_id_merges=report.user_ids.merged), report
 
 
 def load_corpus(

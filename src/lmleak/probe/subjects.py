@@ -8,6 +8,7 @@ from typing import Any
 
 from lmleak.data.holdout import read_holdout
 from lmleak.data.sidefiles import read_side_file
+from lmleak.data.user_ids import Collision, canonical_ids, normalise_user_id
 from lmleak.errors import DataFileError, did_you_mean
 from lmleak.runs import atomic_write_text
 
@@ -84,12 +85,36 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
                 )
             rows.append(row)
             lines.append(i)
+    if not rows:
+        raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
+    _canonical_users(rows, lines, p)
     for i, row in enumerate(rows, 1):
         _check_subject(row, i, p, lines[i - 1])
         _check_emails(row, p, lines[i - 1])
-    if not rows:
-        raise DataFileError("no subjects in the file", path=p, hint="one JSON object per line")
     return rows
+
+
+def _canonical_users(rows: list[dict[str, Any]], lines: list[int], path: Path) -> None:
+    """Replace each subject's ``user_id`` by its canonical id (:mod:`lmleak.data.user_ids`), so that it
+    joins the corpus and ``holdout.json``; two spellings under ``--user-ids strict``: DataFileError."""
+    named = [(row, line) for row, line in zip(rows, lines, strict=True) if row.get("user_id") is not None]
+    try:
+        ids = canonical_ids(
+            [str(r["user_id"]) for r, _ in named], source=str(path), where=[ln for _, ln in named]
+        )
+    except Collision as e:
+        line = e.second_at if isinstance(e.second_at, int) else None
+        raise DataFileError(str(e), path=path, line=line, field="user_id", hint=Collision.HINT) from None
+    for (row, line), uid in zip(named, ids, strict=True):
+        if not uid:
+            raise DataFileError(
+                "user id is empty (only spaces or invisible format characters)",
+                path=path,
+                line=line,
+                field="user_id",
+                hint="give the subject's user id, or leave the field out",
+            )
+        row["user_id"] = uid
 
 
 def _check_subject(row: Any, i: int, path: Path, line: int) -> None:
@@ -162,4 +187,7 @@ def count_controls(subjects: list[dict[str, Any]], controls: set[str]) -> int:
         >>> count_controls([{"subject_id": "s1", "user_id": "u1"}, {"subject_id": "u2"}], {"u2"})
         1
     """
-    return sum(1 for x in subjects if str(x.get("user_id", x.get("subject_id"))) in controls)
+    canonical = {normalise_user_id(u) for u in controls}
+    return sum(
+        1 for x in subjects if normalise_user_id(str(x.get("user_id", x.get("subject_id")))) in canonical
+    )

@@ -17,14 +17,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmleak.data.corpus import Corpus
+from lmleak.data.corpus import Corpus, Document
 from lmleak.data.holdout import read_holdout
 from lmleak.errors import ConfigError, check_number
 from lmleak.intervals import count_interval, interval_record
@@ -54,8 +52,11 @@ from lmleak.report.redaction import (
     LEDGER_NOTE,
     Redactor,
     is_inside,
+    memory_ledger,
+    private_scratch,
     redact_table,
     redactor_from,
+    sigkill_at,
     unredacted_leftovers,
 )
 from lmleak.report.sequences import occurrences
@@ -412,12 +413,12 @@ def run_report(
     if redactor is None:
         redactor = redactor_from(config.redact_key_file, run_dir=out)
     _refuse_redacted_into(out, config)
-    # the ledger (token ids) and a leave-out model (trained on the corpus) exist only in a private
-    # folder outside the run, deleted however the report ends; the run is opened (created, locked,
-    # marked incomplete) only now, after every refusal
-    with open_run(out, redacted=True), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
-        os.chmod(scratch, 0o700)
-        return _run_report(model, corpus, out, Path(scratch), config, redactor=redactor, **options)
+    # the ledger (token ids) exists only in memory; a leave-out model (trained on the corpus) only in
+    # the run's private scratch, deleted however the report ends (after a SIGKILL, by the resume or the
+    # next run: issue 33); the run is opened (created, locked, marked incomplete) only now, after
+    # every refusal
+    with open_run(out, redacted=True), private_scratch(out) as scratch:
+        return _run_report(model, corpus, out, scratch, config, redactor=redactor, **options)
 
 
 def _with_null(
@@ -477,6 +478,7 @@ def _public_model(
     model_dir: str | Path | None,
     leave_out_overrides: dict[str, Any] | None,
     leave_out_folds: int | None,
+    redactor: Redactor | None = None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """The public model of the leakage epsilon (a spec, ``leave-out``, ``base``, a loaded model or
     None), loaded or trained, and what the summary records about it."""
@@ -485,14 +487,17 @@ def _public_model(
     if isinstance(pub, str | Path) and str(pub) == LEAVE_OUT:
         seqs0, _, _ = analyse(ledger, index, model.tokenizer, config)
         owners = unique_owners(seqs0)
-        pub, public_info = train_leave_out(
+        pub, public_info = _leave_out(
             corpus,
             owners,
             work / "leave-out-model",
+            redactor,
             model_dir=model_dir,
             overrides=leave_out_overrides,
             folds=leave_out_folds,
         )
+        if redactor is not None:
+            sigkill_at("redacted-leave-out")
     elif (
         isinstance(pub, str | Path) and str(pub) == BASE
     ):  # the fine-tuned model's own base (paper 001's setting)
@@ -516,6 +521,29 @@ def _public_model(
     return pub, public_info
 
 
+def _leave_out(
+    corpus: Corpus, owners: list[str], out: Path, redactor: Redactor | None, **options: Any
+) -> tuple[Any, dict[str, Any]]:
+    """:func:`train_leave_out`; in a redacted run on the corpus with keyed user and doc ids, so that the
+    model's records in the scratch (``train.json``, ``holdout.json``) name nobody, the folds mapped
+    back to the plain ids the analysis looks up."""
+    if redactor is None:
+        return train_leave_out(corpus, owners, out, **options)
+
+    def key(u: str) -> str:
+        return redactor.hash(u, kind="user_id")
+
+    keyed = Corpus(
+        [Document(key(d.user_id), redactor.hash(d.doc_id, kind="doc_id"), d.text) for d in corpus],
+        source=corpus.source,
+    )
+    pub, info = train_leave_out(keyed, [key(u) for u in owners], out, **options)
+    if isinstance(pub, FoldedPublic):
+        plain = {key(u): u for u in corpus.users}
+        pub.fold_of = {plain[k]: f for k, f in pub.fold_of.items()}
+    return pub, info
+
+
 def _run_report(
     model: Any,
     corpus: Corpus,
@@ -534,7 +562,11 @@ def _run_report(
     """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
     temporary folder for a redacted run) and the tables and summary under ``out``."""
 
-    ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
+    if redactor is None:
+        ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
+    else:  # a redacted run writes no token ids anywhere, not even to its scratch
+        ledger = memory_ledger(model, corpus, k=max(config.ks), shard_size=config.shard_size)
+        sigkill_at("redacted-ledger")
     with stage("report: corpus index"):
         index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
     pub, public_info = _public_model(
@@ -548,11 +580,14 @@ def _run_report(
         model_dir=model_dir,
         leave_out_overrides=leave_out_overrides,
         leave_out_folds=leave_out_folds,
+        redactor=redactor,
     )
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
         seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub, held_out=held_out)
 
     public_info = _write_tables(out, seqs, occ, public_info, redactor)
+    if redactor is not None:
+        sigkill_at("redacted-tables")
     summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
     summary["held_out_users"] = len(held_out)
     write_summary(out, summary, model=model, corpus=corpus)

@@ -5,14 +5,18 @@ not see the data — lengths, counts, context lengths, perplexities — and noth
 the text:
 
 - **No token ids.** The ledger (one row of token ids, ranks and log-probabilities per document) is
-  built in a private (0700) temporary folder under ``$TMPDIR``, outside the run, and deleted when
-  the report ends, also on an error or Ctrl-C (only a SIGKILL leaves it behind); a redacted
-  run cannot re-derive S for another k or resume a pass — that needs an unredacted run. No column
-  of ``occurrences.parquet`` or ``sequences.parquet`` holds token ids (offsets and lengths stay).
+  computed in memory and never written (:func:`memory_ledger`), so nothing decodable is left on
+  disk even by a SIGKILL; a redacted run cannot re-derive S for another k or resume a pass — that
+  needs an unredacted run. No column of ``occurrences.parquet`` or ``sequences.parquet`` holds
+  token ids (offsets and lengths stay).
 - **No text.** ``text``, ``contexts`` and every other text column are dropped: the tables keep
   numeric columns, the PII type labels and keyed ids, nothing else (a whitelist, so a new text
-  column is dropped until someone decides otherwise). A leave-out public model, trained on the
-  corpus, lives in the temporary folder too.
+  column is dropped until someone decides otherwise).
+- **No residue (issue 33).** What a redacted run must write unredacted while it runs — a leave-out
+  public model (trained on the corpus, its records naming users by keyed ids), a standalone
+  command's or an audit stage's own run — lives in ``RUN/.redacted-scratch`` (:func:`private_scratch`:
+  0700, files 0600, inside the run and never under ``$TMPDIR``), deleted when the run ends, also on
+  an error or Ctrl-C; after a SIGKILL the resume or the next run into the folder deletes it first.
 - **Keyed ids.** ``user_id``, ``doc_id`` and ``sequence_id`` are replaced by HMAC-SHA256 under a key
   kept outside the run: the ``LMLEAK_REDACT_KEY`` environment variable, a key file the user names,
   or, with neither, 32 random bytes used once and discarded (ids then join within the run only).
@@ -22,7 +26,7 @@ the text:
 
 The standalone commands that write a run — ``exposure``, ``mia``, ``probe run``, ``extract``,
 ``dp-audit run`` — take the same ``--redact`` / ``--redact-key-file`` (:func:`write_run`): the
-command runs into a private folder outside the run and only its Parquet tables and JSON summaries
+command runs into the run's private scratch folder and only its Parquet tables and JSON summaries
 come into the run, through the same whitelists (:func:`redact_stage_dir`), as an audit's stages do.
 """
 
@@ -34,18 +38,31 @@ import os
 import re
 import secrets
 import shutil
-import tempfile
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak import progress
 from lmleak.errors import ConfigError
-from lmleak.runs import atomic_write_json, open_run, read_summary, secure_dir, write_parquet
+from lmleak.ledger.ledger import Ledger, encode_long, model_access, score_documents
+from lmleak.models.base import scoring_convention
+from lmleak.runs import (
+    SCRATCH_DIR,
+    atomic_write_json,
+    open_run,
+    owner_only,
+    read_summary,
+    secure_dir,
+    write_parquet,
+)
 
 #: The environment variable holding the redaction key.
 KEY_ENV = "LMLEAK_REDACT_KEY"
+#: Tests only: the named points at which the process SIGKILLs itself (:func:`sigkill_at`).
+SIGKILL_ENV = "LMLEAK_TEST_SIGKILL_AT"
 #: Shortest key accepted (bytes): a short passphrase would let anyone with the run brute-force it.
 MIN_KEY_BYTES = 16
 #: Identifier columns replaced by their keyed hash (a probe subject is a user of the corpus).
@@ -338,14 +355,86 @@ def redact_stage_dir(src: str | Path, dst: str | Path, redactor: Redactor) -> li
 
 
 @contextmanager
-def private_scratch() -> Iterator[Path]:
-    """A private (0700) temporary folder outside the run, deleted however the block ends."""
-    path = Path(tempfile.mkdtemp(prefix="lmleak-redacted-"))
+def private_scratch(run_dir: str | Path) -> Iterator[Path]:
+    """A private folder for a redacted run's unredacted work: ``run_dir/.redacted-scratch``, owner-only
+    (0700, its files 0600), deleted however the block ends; call it inside :func:`~lmleak.runs.open_run`
+    on ``run_dir`` (the run's lock keeps a second writer out of it).
+
+    Inside the run, not under ``$TMPDIR`` (issue 33): a SIGKILL that skips every ``finally`` leaves the
+    scratch where the next run or the resume into the same folder finds it and deletes it first
+    (:func:`remove_stale_scratch`) — a temporary folder of another path would stay forever.
+
+    Example:
+        >>> import tempfile, pathlib, stat
+        >>> run = pathlib.Path(tempfile.mkdtemp())
+        >>> with private_scratch(run) as scratch:
+        ...     stat.S_IMODE(scratch.stat().st_mode) == 0o700, scratch.parent == run
+        (True, True)
+        >>> (run / SCRATCH_DIR).exists()
+        False
+    """
+    owner_only()  # files created inside are 0600 whoever calls (the CLI sets this too)
+    remove_stale_scratch(run_dir)
+    path = Path(run_dir) / SCRATCH_DIR
+    path.mkdir(mode=0o700, parents=True)
     try:
         os.chmod(path, 0o700)
+        sigkill_at("redacted-scratch")
         yield path
     finally:
         shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale_scratch(run_dir: str | Path) -> bool:
+    """Delete the scratch folder a killed redacted run left in ``run_dir`` (say so in one line); True
+    when there was one."""
+    path = Path(run_dir) / SCRATCH_DIR
+    if not path.exists():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    progress.log(f"{path}: removed the private scratch of an earlier redacted run that did not finish")
+    return True
+
+
+def sigkill_at(point: str) -> None:
+    """Kill this process with SIGKILL at a named point when ``$LMLEAK_TEST_SIGKILL_AT`` names it (a
+    comma-separated list): the tests' deterministic stand-in for a power cut or the OOM killer, which
+    skip every ``finally``. Points: ``redacted-scratch``, ``redacted-ledger``, ``redacted-leave-out``,
+    ``redacted-tables``, ``redacted-produced``."""
+    if point in os.environ.get(SIGKILL_ENV, "").split(","):
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def memory_ledger(model: Any, documents: Any, *, k: int | None, shard_size: int = 256) -> Ledger:
+    """The ledger of ``model`` over ``documents`` computed in memory, never written: a redacted run's
+    ledger (every document's token ids and plain ids) exists only in this process, so nothing
+    decodable is left on disk whatever kills it. The same numbers as the on-disk pass
+    (:func:`~lmleak.ledger.ledger.build_ledger`), scored ``shard_size`` documents at a time."""
+    access, k_avail = model_access(model)
+    if access == "top_k":
+        k_avail = k
+    docs = list(documents)
+    ids: list[Any] = []
+    stats: list[Any] = []
+    starts = range(0, len(docs), max(1, shard_size))
+    for start in progress.track(starts, total=len(starts), description="ledger (in memory)", unit="shards"):
+        batch = [encode_long(model.tokenizer, d.text) for d in docs[start : start + shard_size]]
+        stats += score_documents(model, batch, k=k_avail)
+        ids += batch
+    ledger = Ledger.from_stats(
+        [d.doc_id for d in docs], [d.user_id for d in docs], ids, stats, k_available=k_avail
+    )
+    ledger.meta = {
+        "model": getattr(model, "name", type(model).__name__),
+        "access": access,
+        "k_available": k_avail,
+        "max_length": getattr(model, "max_length", None),
+        "overlap": getattr(model, "overlap", None),
+        "num_docs": ledger.num_docs,
+        "num_tokens": ledger.num_tokens,
+        **scoring_convention(model),
+    }
+    return ledger
 
 
 def unredacted_leftovers(run_dir: str | Path) -> list[str]:
@@ -379,7 +468,7 @@ def write_run(
     Unredacted, ``produce(out_dir)`` runs as is and its result is returned. Redacted, the key is read
     first (:func:`redactor_from`: a key file outside the run, ``$LMLEAK_REDACT_KEY``, or random and
     discarded) and a run folder holding unredacted results is refused, both before any work; then
-    ``produce`` writes into a private folder outside the run, :func:`redact_stage_dir` copies its
+    ``produce`` writes into the run's private scratch (:func:`private_scratch`), :func:`redact_stage_dir` copies its
     Parquet tables and JSON summaries into ``out_dir`` through the whitelists (texts, secrets,
     prompts, generations, figures, models and shards stay behind and are deleted), ``summary.json``
     gains ``redaction`` (the key's source, never the key), and that redacted summary is returned: a
@@ -408,11 +497,11 @@ def write_run(
             field="--redact",
             hint="give a new, empty run directory for a redacted run",
         )
-    with private_scratch() as scratch:
+    with open_run(out, redacted=True), private_scratch(out) as scratch:
         work = scratch / "run"
         produce(work)
-        with open_run(out):
-            redact_stage_dir(work, out, redactor)
-            summary = {**read_summary(out), "redaction": redactor.describe()}
-            atomic_write_json(out / "summary.json", summary)
+        sigkill_at("redacted-produced")
+        redact_stage_dir(work, out, redactor)
+        summary = {**read_summary(out), "redaction": redactor.describe()}
+        atomic_write_json(out / "summary.json", summary)
     return summary

@@ -120,6 +120,7 @@ def privacy_record(
         inherited_tokenizer_source(base_dir) if base_dir.is_dir() else f"pretrained:{base['name']}"
     )
     privacy["base"] = base["spec"]
+    privacy.update(train_corpus.people_record())  # people after merging spellings (issue 33)
     if cfg.mode in ("crt", "sdp"):
         privacy.update(policy_gamma(cfg, train_corpus))  # type: ignore[arg-type]
     if split_stats:

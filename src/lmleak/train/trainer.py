@@ -217,6 +217,7 @@ def _privacy_record(
     """``privacy.json``: the strategy's accounting, the tokenizer's source, gamma and the CRT split."""
     privacy: dict[str, Any] = strategy.privacy()
     privacy["tokenizer_source"] = tokenizer_source
+    privacy.update(train_corpus.people_record())  # people after merging spellings (issue 33)
     if config.mode in ("crt", "sdp"):
         privacy.update(policy_gamma(config, train_corpus))
     if split_stats:
