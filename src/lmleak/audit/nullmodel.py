@@ -24,6 +24,7 @@ from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.holdout import Holdout, write_holdout
+from lmleak.train.config import TrainConfig
 
 #: the prefix given to the other people's user ids (no audited id starts with it)
 OTHER_PREFIX = "other-"
@@ -65,7 +66,7 @@ def null_model(
     Returns:
         ``out_dir``.
     """
-    from lmleak.train.config import TrainConfig
+    # lazy: training loads torch, and the verdict helpers below need none of it
     from lmleak.train.trainer import train_model
 
     cfg = replace(config or TrainConfig(), holdout_users=0.0)
@@ -78,6 +79,7 @@ def null_model(
 def held_out_people(corpus: Corpus, fraction: float, seed: int) -> tuple[str, ...]:
     """The users ``lmleak train --holdout-users FRACTION --seed SEED`` holds out of ``corpus``
     (the same draw), sorted: a null model's claimed held-out people without training the real model."""
+    # lazy: the trainer module loads torch
     from lmleak.train.trainer import split_users
 
     _, held = split_users(corpus, fraction, seed)
@@ -87,6 +89,7 @@ def held_out_people(corpus: Corpus, fraction: float, seed: int) -> tuple[str, ..
 def release_status(run: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """The release profile's verdict of a one-model run: its status (``pass``, ``fail``,
     ``inconclusive``, ``not_evaluable``) and the gate's rows (``lmleak gate RUN --profile release``)."""
+    # lazy: the gate reads the render layer, which a training-only caller never needs
     from lmleak.audit.gate import gate_run
 
     verdict = gate_run(run, {}, profile="release")
@@ -101,6 +104,7 @@ def release_status(run: str | Path) -> tuple[str, list[dict[str, Any]]]:
 
 def audit_release(model: str | Path, corpus: str | Path, run: str | Path) -> tuple[str, list[dict[str, Any]]]:
     """``lmleak audit --model MODEL --corpus CORPUS --out RUN``, then :func:`release_status` of the run."""
+    # lazy: the quick audit imports every stage (models, attacks, render)
     from lmleak.audit.quick import QuickOptions, quick_audit
 
     quick_audit(str(model), corpus, QuickOptions(out=run), force=True)

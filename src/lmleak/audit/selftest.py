@@ -48,13 +48,17 @@ from lmleak import intervals
 from lmleak.attacks import dp_audit as dp
 from lmleak.attacks import mia_methods as mia
 from lmleak.attacks.exposure import measure_exposure
+from lmleak.audit import nullmodel
 from lmleak.data.corpus import Document
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.mail import synthesize
 from lmleak.ledger.ledger import build_ledger
 from lmleak.models.base import count_words
 from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.models.torch_causal import TorchCausalLM
 from lmleak.scenarios import margins
+from lmleak.train.config import TrainConfig
 
 #: The corpus of the tiny model's tokenizer and of the ledger check (documents of three users).
 CORPUS = (
@@ -350,18 +354,13 @@ def _newcombe_checks() -> list[Check]:
 
 def _null_model_checks(work: Path) -> list[Check]:
     """A model trained only on other people, audited against a corpus: the release verdict is not Fail."""
-    from lmleak.audit.nullmodel import audit_release, held_out_people, null_model
-    from lmleak.data.loaders import load_corpus
-    from lmleak.data.synth.mail import synthesize
-    from lmleak.train.config import TrainConfig
-
     root = work / "null-model"
     audited = synthesize(root / "audited", scale=NULL_SCALE, seed=5)["corpus"]
     other = synthesize(root / "other", scale=NULL_SCALE, seed=7)["corpus"]
-    held = held_out_people(load_corpus(audited), 0.3, 0)
+    held = nullmodel.held_out_people(load_corpus(audited), 0.3, 0)
     cfg = TrainConfig(epochs=2, seq_len=64, n_embd=32, n_head=2, vocab_size=1000)
-    null_model(load_corpus(other), root / "model", held, audited_corpus=str(audited), config=cfg)
-    status, rows = audit_release(root / "model", audited, root / "run")
+    nullmodel.null_model(load_corpus(other), root / "model", held, audited_corpus=str(audited), config=cfg)
+    status, rows = nullmodel.audit_release(root / "model", audited, root / "run")
     failed = [str(r["metric"]) for r in rows if r["status"] == "fail"]
     got = status + (f" ({', '.join(failed)})" if failed else "")
     return [
