@@ -1,4 +1,5 @@
-"""A 38 MB prompt against ``lmleak serve``: refused at once, the server's memory untouched.
+"""A 38 MB prompt against ``lmleak serve``: refused at once, the server's memory untouched; and 300
+stalled uploads: shed, ``/health`` fast, memory bounded and handed back.
 
 Prints ``oversized_request_seconds: X`` — the wall time from sending a 38 MB ``/v1/completions``
 body (pre-encoded: the client's own JSON encoding is not counted) to receiving the refusal, min over
@@ -20,7 +21,16 @@ Exits 1 if any oversized or unbounded request is not refused.
 Model: a small GPT-2 (2 layers, width 64, random weights) with a byte-level BPE tokenizer; 1 torch
 thread in the server.
 
-Usage: ``python benchmarks/bench_serve.py [--mb 38] [--rounds 3]``
+Slow clients (a third ``lmleak serve`` with default limits): ``--slow N`` sockets (300) each send
+headers declaring a body of ``--slow-kb`` + 40 KB and ~``--slow-kb`` KB of it (1,000: ~1 MB, under
+the 1 MiB limit), then stall. While they hold, ``/health`` is asked 5 times on fresh connections
+and the server's ``VmRSS`` is sampled every 50 ms: ``slow_clients_peak_rss_mb`` (goal < 600) and
+``health_latency_under_slow_clients_s`` (the slowest of the 5; goal < 1). Beside them: how many
+uploads were answered 429 at once, how many the server held and closed at its read deadline (408),
+and the RSS after the sockets closed. The phase is bounded (each socket 5 s per send, the whole
+phase ``--slow-hold`` s of holding).
+
+Usage: ``python benchmarks/bench_serve.py [--mb 38] [--rounds 3] [--slow 300] [--slow-only]``
 """
 
 from __future__ import annotations
@@ -31,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -79,6 +90,15 @@ def _start(model_dir: Path, *extra: str) -> tuple[subprocess.Popen[bytes], str]:
         time.sleep(0.2)
 
 
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL after 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def _post(base: str, body: bytes) -> tuple[float, int, dict[str, Any]]:
     import httpx
 
@@ -109,6 +129,101 @@ def _model(tmp: Path) -> Path:
     return save_small_model(module, tok, tmp / "model")
 
 
+class _Sampler:
+    """The peak ``VmRSS`` of a process, sampled every 50 ms in a thread until :meth:`stop`."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid, self.peak, self._done = pid, 0.0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.is_set():
+            self.peak = max(self.peak, _mib(self.pid, "VmRSS"))
+            self._done.wait(0.05)
+
+    def stop(self) -> float:
+        self._done.set()
+        self._thread.join(timeout=5)
+        return max(self.peak, _mib(self.pid, "VmRSS"))
+
+
+def _stall(port: int, kb: int) -> socket.socket:
+    """One upload that sends ~``kb`` KB of a declared ``kb`` + 40 KB body and stops (its socket)."""
+    sent = b'{"prompt": "' + b"a" * (kb * 1000 - 12)
+    head = (
+        f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(sent) + 40_000}\r\n\r\n"
+    ).encode()
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    try:
+        s.sendall(head + sent)
+    except OSError:  # refused and closed by the server, or it stopped reading: it is still a stalled client
+        pass
+    return s
+
+
+def _answer(s: socket.socket) -> str:
+    """What a stalled upload got: the status of the server's answer, ``closed``, or ``open``."""
+    s.settimeout(0.01)
+    try:
+        data = s.recv(64)
+    except TimeoutError:
+        return "open"
+    except OSError:
+        return "closed"
+    return data.split(b" ", 2)[1].decode() if data.startswith(b"HTTP/1.1 ") else "closed"
+
+
+def _health(base: str) -> float:
+    import httpx
+
+    t0 = time.perf_counter()
+    r = httpx.get(base + "/health", timeout=30)
+    elapsed = time.perf_counter() - t0
+    if r.status_code != 200:
+        raise RuntimeError(f"/health under slow clients got HTTP {r.status_code}")
+    return elapsed
+
+
+# long: one measured sequence (start, stall, probe, release) with its prints
+def slow_clients(model_dir: Path, n: int, kb: int, hold_s: float) -> tuple[float, float]:
+    """``(peak RSS MiB, slowest /health s)`` of a server under ``n`` stalled uploads (prints the rest)."""
+    proc, base = _start(model_dir)
+    port = int(base.rsplit(":", 1)[1])
+    try:
+        rss0 = _mib(proc.pid, "VmRSS")
+        sampler = _Sampler(proc.pid)
+        t0 = time.monotonic()
+        socks = [_stall(port, kb) for _ in range(n)]
+        opened = time.monotonic() - t0
+        health = [_health(base) for _ in range(5)]
+        early = [_answer(s) for s in socks]
+        time.sleep(max(0.0, hold_s - (time.monotonic() - t0)))
+        late = [_answer(s) if e == "open" else e for s, e in zip(socks, early, strict=True)]
+        peak = sampler.stop()
+        for s in socks:
+            s.close()
+        time.sleep(2)
+        rss_after = _mib(proc.pid, "VmRSS")
+        after_close = _health(base)
+    finally:
+        _stop(proc)
+
+    def counts(xs: list[str]) -> str:
+        return ", ".join(f"{k}: {xs.count(k)}" for k in sorted(set(xs)))
+
+    print(
+        f"slow clients: {n} uploads of ~{kb:,} KB each, opened in {opened:.1f} s; answered at once: "
+        f"{counts(early)}; after {hold_s:g} s: {counts(late)}"
+    )
+    print(
+        f"server RSS: {rss0:.0f} MiB before, peak {peak:.0f} MiB under them, {rss_after:.0f} MiB 2 s after "
+        f"they closed; /health under them: {', '.join(f'{h:.3f}' for h in health)} s; after: {after_close:.3f} s"
+    )
+    return peak, max(health)
+
+
 # long: a benchmark script is one sequence of measurements and prints
 def main() -> int:
     import argparse
@@ -119,10 +234,18 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mb", type=float, default=38.0, help="prompt size in MB")
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--slow", type=int, default=300, help="stalled uploads (0: skip)")
+    ap.add_argument("--slow-kb", type=int, default=1000, help="KB each stalled upload sends")
+    ap.add_argument("--slow-hold", type=float, default=40.0, help="seconds the stalled uploads are held")
+    ap.add_argument("--slow-only", action="store_true", help="only the slow-client measurement")
     args = ap.parse_args()
+    if not 0 <= args.slow <= 2000 or not 1 <= args.slow_kb <= 4000 or not 0 <= args.slow_hold <= 300:
+        ap.error("--slow 0..2000, --slow-kb 1..4000, --slow-hold 0..300")
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-serve-"))
     model_dir = _model(tmp)
+    if args.slow_only:
+        return _slow_lines(model_dir, args)
     n_chars = int(args.mb * 1_000_000)
     prompt = ("lorem ipsum dolor sit amet " * (n_chars // 27 + 1))[:n_chars]
     body = json.dumps({"model": "bench", "prompt": prompt, "max_tokens": 1}).encode()
@@ -190,10 +313,7 @@ def main() -> int:
         for proc, _ in servers.values():
             proc.terminate()
         for proc, _ in servers.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            _stop(proc)
     stopped = {k: p.returncode for k, (p, _) in servers.items()}
 
     med = {k: sorted(v)[len(v) // 2] for k, v in times.items()}
@@ -222,6 +342,18 @@ def main() -> int:
     if failures:
         print("FAILED: " + "; ".join(failures), file=sys.stderr)
         return 1
+    return _slow_lines(model_dir, args) if args.slow else 0
+
+
+def _slow_lines(model_dir: Path, args: Any) -> int:
+    try:
+        peak, health = slow_clients(model_dir, args.slow, args.slow_kb, args.slow_hold)
+    except (OSError, RuntimeError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(f"slow_clients_peak_rss_mb: {peak:.0f}")
+    print(f"health_latency_under_slow_clients_s: {health:.3f}")
+    print(f"goal (< 600 MB, /health < 1 s): {'met' if peak < 600 and health < 1 else 'missed'}")
     return 0
 
 

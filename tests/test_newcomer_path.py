@@ -113,9 +113,11 @@ def test_the_readme_block_run_verbatim_prints_the_verdict_it_shows(tmp_path):
                     got[(model, _limit(limit))] == result
                 )  # no public model, canaries or extraction: never measured
             else:
-                assert got[(model, _limit(limit))] in ("Pass", "Fail"), (limit, got[(model, _limit(limit))])
-    verdict = re.search(r"^(\S+): verdict (PASS|FAIL|NOT EVALUABLE)$", shown, re.M)
-    assert verdict and re.search(rf"^{verdict.group(1)}: verdict (PASS|FAIL|NOT EVALUABLE)$", audit_out, re.M)
+                decided = ("Pass", "Fail", "Inconclusive (blocks)")  # issue 32: decided on the interval
+                assert got[(model, _limit(limit))] in decided, (limit, got[(model, _limit(limit))])
+    words = "PASS|FAIL|INCONCLUSIVE|NOT EVALUABLE"
+    verdict = re.search(rf"^(\S+): verdict ({words})$", shown, re.M)
+    assert verdict and re.search(rf"^{verdict.group(1)}: verdict ({words})$", audit_out, re.M)
     assert ("gate passed" in gate_out) == ("verdict PASS" in audit_out)
     # the audit names the report and the two commands to run next: the README's
     assert re.search(r"^report: .*audit-run/report\.html", audit_out, re.M)

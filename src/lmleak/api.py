@@ -54,7 +54,7 @@ from lmleak.probe.probing import DEFAULT_TARGETS
 from lmleak.probe.probing import run_probe as _run_probe
 from lmleak.probe.subjects import read_subjects
 from lmleak.render.headline import collect_headlines
-from lmleak.render.verdict import Verdict, gate_section, limits_from_config, verdict_of
+from lmleak.render.verdict import Verdict, configured_verdict, gate_section, limits_from_config
 from lmleak.report.leakage import ReportConfig
 from lmleak.report.leakage import run_report as _run_report
 from lmleak.runs import read_summary
@@ -204,7 +204,7 @@ class AuditResult(RunResult):
             the stage's own ``summary.json`` and Parquet tables are.
         verdict: the release verdict under the limits of the config's ``gate:`` section (a
             :class:`~lmleak.render.verdict.Verdict`: ``.passed``, one check per limit and model, each
-            pass / fail / not evaluable) — the table ``report.html`` opens with and ``lmleak gate RUN``
+            pass / fail / inconclusive / not evaluable, decided on its 95 % interval) — the table ``report.html`` opens with and ``lmleak gate RUN``
             exits by; None when the config sets no limits.
     """
 
@@ -219,12 +219,8 @@ class AuditResult(RunResult):
         run = Path(run_dir)
         summary = read_summary(run)
         models: Mapping[str, Any] = summary.get("models") or {}
-        limits, allow, profile = limits_from_config(gate_section(summary))
-        verdict = (
-            verdict_of(summary, collect_headlines(run), limits, allow_not_evaluable=allow, profile=profile)
-            if limits
-            else None
-        )
+        limited = bool(limits_from_config(gate_section(summary))[0])
+        verdict = configured_verdict(summary, collect_headlines(run)) if limited else None
         return cls(
             summary,
             run,

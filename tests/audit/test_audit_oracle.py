@@ -231,6 +231,6 @@ def test_every_interval_holds_its_number_and_the_page_prints_the_summary(audit):
         f"Unique leaked sequences {h['by_k']['1']['unique_sequences']} · {h['by_k']['3']['unique_sequences']}",
         f"Membership inference AUC {g(h['mia_auc'])} 95% interval [{g(h['mia_auc_ci'][0])}, {g(h['mia_auc_ci'][1])}]",
         f"Membership inference accuracy {g(h['mia_accuracy'])}",
-        f"People at risk (leaked PII or probing hit) {h['users_at_risk']}",
+        f"People at risk (leaked PII at the first k, or probing hit) {h['users_at_risk']}",
     ):
         assert want in text

@@ -117,3 +117,85 @@ def test_run_gate_holds_every_check_and_fails_when_one_does(tmp_path):
     ]
     ok = run_gate(tmp_path, {"mia_auc": 0.8})
     assert ok.passed and ok.failed == [] and ok.to_dict()["passed"] is True
+
+
+# --- issue 32: decided on the interval; --allow-inconclusive --------------------------------------
+
+
+def _gate(*args):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+
+    return CliRunner().invoke(app, ["gate", *map(str, args)], env={"COLUMNS": "200"})
+
+
+STRADDLES = {"mia_auc": 0.55, "mia_auc_ci": [0.40, 0.70], "mia_num_per_side": 40, "mia_method": "perplexity"}
+
+
+def test_an_inconclusive_limit_fails_the_gate_unless_allow_inconclusive_and_the_json_says_which(tmp_path):
+    run = _summary(tmp_path, **STRADDLES)
+    r = _gate(run, "--max-mia-auc", "0.6", "--json")
+    got = json.loads(r.stdout)
+    assert r.exit_code == 1 and got["passed"] is False and got["status"] == "inconclusive"
+    assert got["allow_inconclusive"] is False and got["allow_not_evaluable"] is False
+    (check,) = got["checks"]
+    assert check["status"] == "inconclusive" and check["passed"] is False and check["interval"] == [0.4, 0.7]
+    assert "about 360 texts a side (now 40)" in check["power"]
+    r = _gate(run, "--max-mia-auc", "0.6", "--allow-inconclusive", "--json")
+    got = json.loads(r.stdout)
+    assert r.exit_code == 0 and got["passed"] is True and got["status"] == "pass"
+    assert got["allow_inconclusive"] is True and got["checks"][0]["status"] == "inconclusive"
+    # the terminal: the table's result and the power line in the reasons below it
+    text = _gate(run, "--max-mia-auc", "0.6")
+    (row,) = [line for line in text.output.splitlines() if "Membership inference AUC" in line and "│" in line]
+    assert [c.strip() for c in row.split("│")[1:-1]][-1] == "Inconclusive (blocks)"
+    flat = " ".join(text.output.split())
+    assert "about 360 texts a side (now 40) would settle it" in flat
+    assert "gate failed: 1 check(s) (1 inconclusive: --allow-inconclusive passes those)" in flat
+    # a limit the interval settles: pass and fail exit as before
+    assert _gate(run, "--max-mia-auc", "0.7").exit_code == 0
+    assert (
+        _gate(_summary(tmp_path, mia_auc=0.7, mia_auc_ci=[0.62, 0.78]), "--max-mia-auc", "0.6").exit_code == 1
+    )
+
+
+def test_the_gate_config_key_allow_inconclusive_and_the_api_take_the_same_decision(tmp_path):
+    from lmleak.audit.gate import gate_run, run_gate
+
+    for allow in (False, True):
+        d = tmp_path / str(allow)
+        d.mkdir()
+        summary = {
+            "models": {"m": {"headline": STRADDLES}},
+            "config": {"gate": {"max_mia_auc": 0.6, "allow_inconclusive": allow}},
+        }
+        (d / "summary.json").write_text(json.dumps(summary))
+        assert _gate(d).exit_code == (0 if allow else 1)
+        assert gate_run(d, {}).passed is allow and gate_run(d, {}).allow_inconclusive is allow
+    run = tmp_path / "False"
+    assert gate_run(run, {}, allow_inconclusive=True).passed  # the flag allows what the config does not
+    assert run_gate(run, {"max_mia_auc": 0.6}).status == "inconclusive"
+    assert run_gate(run, {"max_mia_auc": 0.6}, allow_inconclusive=True).passed
+
+
+def test_the_new_limits_are_gate_options_and_audit_config_keys(tmp_path):
+    from lmleak.audit.config import parse_config
+    from lmleak.errors import ConfigError
+
+    headline = {
+        "pii_exact_match_excess": 0.2,
+        "pii_exact_match_excess_ci": [0.1, 0.3],
+        "by_k": {"1": {"pii_people_excess": 0.01, "pii_people_excess_ci": [-0.01, 0.03]}},
+    }
+    run = _summary(tmp_path, **headline)
+    r = _gate(run, "--max-pii-people-excess", "0.05", "--max-pii-exact-match-excess", "0.05", "--json")
+    got = {c["metric"]: c["status"] for c in json.loads(r.stdout)["checks"]}
+    assert got == {"pii_people_excess (k=1)": "pass", "pii_exact_match_excess": "fail"} and r.exit_code == 1
+    base = {"corpus": {"path": "c.jsonl"}, "models": [{"name": "m", "path": "fake:c.jsonl"}]}
+    cfg = parse_config(
+        {**base, "gate": {"profile": "release", "max_pii_people_excess": 0.1, "allow_inconclusive": True}}
+    )
+    assert cfg.gate.max_pii_people_excess == 0.1 and cfg.gate.allow_inconclusive is True
+    with pytest.raises(ConfigError, match="gate.max_pii_people_excess"):
+        parse_config({**base, "gate": {"max_pii_people_excess": -0.1}})

@@ -46,7 +46,9 @@ def test_the_audit_lists_what_did_not_run_in_the_terminal_the_html_and_gate_json
     run = d / "run"
     # the terminal opens with the release summary
     text = re.sub(r"\s+", " ", output)
-    assert "Release summary" in text and "memorizer: verdict FAIL" in text
+    # issue 32: 52 leaked PII sequences, but no held-out people and no public model, so no null: the
+    # release profile's leak limit is not evaluable (it failed on the bare count before)
+    assert "Release summary" in text and "memorizer: verdict NOT EVALUABLE" in text
     for words in (
         "not run: canary exposure: no canaries",
         "not run: leakage ε and curated unique sequences: no public model",
@@ -77,7 +79,10 @@ def test_the_audit_lists_what_did_not_run_in_the_terminal_the_html_and_gate_json
         and "canaries.jsonl" in checks["max_exposure"]["fix"]
     )
     assert checks["leakage_epsilon (k=1)"]["reason"].startswith("no public model")
-    assert "ran on nothing" in checks["pii_exact_match"]["reason"]
+    excess = checks["pii_people_excess (k=1)"]
+    assert excess["status"] == "not_evaluable" and excess["required"] and "no null" in excess["reason"]
+    assert "holdout" in excess["fix"] and json.loads(r.stdout)["status"] == "not_evaluable"
+    assert "ran on nothing" in checks["pii_exact_match_excess"]["reason"]
     for c in checks.values():
         assert c["status"] != "not_evaluable" or c["reason"], c
 

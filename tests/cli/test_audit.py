@@ -66,7 +66,8 @@ def test_the_gate_json_lists_every_check_and_the_verdict(tmp_path):
     ]
     text = CliRunner().invoke(app, ["gate", str(run), "--max-mia-auc", "0.8"], env={"COLUMNS": "200"})
     assert text.exit_code == 0 and "gate passed" in text.output
-    (row,) = [line for line in text.output.splitlines() if "Membership inference AUC" in line]
+    (row,) = [line for line in text.output.splitlines() if "Membership inference AUC" in line and "│" in line]
+    assert "decided on the value alone" in text.output  # issue 32: a value with no interval says so
     assert [c.strip() for c in row.split("│")[1:-1]] == [
         "m",
         "Membership inference AUC ≤ 0.8",

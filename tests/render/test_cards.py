@@ -98,3 +98,72 @@ def test_the_cards_show_each_headline_beside_its_null():
     controls_only = {"pii_exact_match": 0.0, "pii_exact_match_controls": 0.0}
     assert "held-out control" in (card_null("pii_exact_match", controls_only) or "")
     assert card_null("pii_exact_match", {**controls_only, "pii_exact_match_members": 0.1}) is None
+
+
+def test_every_report_card_states_its_k_and_people_at_risk_says_it_counts_one_k_only():
+    """Issue 32: "People at risk 0" stood beside "Leaked PII 0 · 11" with no note that it counts k = 1."""
+    from lmleak.render.cards import LABELS, k_note
+
+    two = {"by_k": {"3": {}, "1": {}}}
+    assert k_note("pii_unique_sequences", two) == " Values at k = 1 · 3 (the tab attack's top-k)."
+    assert k_note("unique_sequences", {"by_k": {"1": {}}}) == " At k = 1 (the tab attack's top-k)."
+    risk = k_note("users_at_risk", two, first_k=1)
+    assert risk.startswith(" Leaked PII counted at k = 1 only") and "shows k = 3 too" in risk
+    assert k_note("users_at_risk", {"by_k": {"1": {}}}, first_k=None) == (
+        " Leaked PII counted at k = 1 only (the leakage report's first k)."
+    )
+    assert k_note("users_at_risk", {}) == "" and k_note("mia_auc", two) == ""
+    assert "first k" in LABELS["users_at_risk"]
+
+
+def test_the_leaked_pii_card_shows_the_held_out_null_beside_the_count_at_every_k():
+    from lmleak.render.cards import card_null
+
+    per_k = {
+        "by_k": {
+            "1": {"null_pii_unique_sequences": 2, "null_pii_unique_sequences_ci": [0, 5]},
+            "3": {"null_pii_unique_sequences": 42, "null_pii_unique_sequences_ci": [25, 61]},
+        }
+    }
+    assert card_null("pii_unique_sequences", per_k) == (
+        "Null (held-out people's documents, never trained on): 2 [0, 5] · 42 [25, 61] — what a model "
+        "predicts without having seen them."
+    )
+    first_only = {"null_pii_unique_sequences": 2, "by_k": {"1": {}, "3": {}}}  # no per-k null: once
+    assert "never trained on): 2 — " in card_null("pii_unique_sequences", first_only)
+    assert card_null("pii_unique_sequences", {"pii_unique_sequences": 3}) is None
+
+
+def test_the_html_verdict_card_shows_inconclusive_with_the_power_line(tmp_path):
+    import json
+
+    from lmleak.render.html import render_report
+
+    headline = {"mia_auc": 0.55, "mia_auc_ci": [0.4, 0.7], "mia_num_per_side": 40, "mia_method": "perplexity"}
+    summary = {
+        "models": {"m": {"headline": headline, "stages": {"mia": "x"}}},
+        "config": {"gate": {"max_mia_auc": 0.6}},
+    }
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    page = render_report(tmp_path).read_text()
+    assert '<span class="badge inconclusive" data-status="inconclusive">Inconclusive</span>' in page
+    assert '<tr data-status="inconclusive">' in page and "Inconclusive (blocks)" in page
+    assert "about 360 texts a side (now 40) would settle it" in page
+    assert "--allow-inconclusive" in page
+    summary["config"]["gate"]["allow_inconclusive"] = True
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    page = render_report(tmp_path).read_text()
+    assert 'data-status="pass">Pass</span>' in page and "Inconclusive (allowed)" in page
+
+
+def test_a_report_cards_interval_names_its_k_at_every_k():
+    from lmleak.render.cards import card_interval
+
+    h = {
+        "unique_sequences_ci": [0, 5],  # the first k's, at the top level
+        "by_k": {"1": {"unique_sequences_ci": [0, 5]}, "3": {"unique_sequences_ci": [21, 61]}},
+    }
+    assert card_interval("unique_sequences", h) == "95% intervals: k = 1 [0, 5] · k = 3 [21, 61]"
+    one = {"unique_sequences_ci": [0, 5], "by_k": {"1": {"unique_sequences_ci": [0, 5]}}}
+    assert card_interval("unique_sequences", one) == "95% interval [0, 5]"  # one k: the card says "At k = 1"
+    assert card_interval("unique_sequences", {"by_k": {"1": {}, "3": {}}}) is None

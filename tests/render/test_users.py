@@ -90,7 +90,9 @@ def test_the_report_shows_the_section_keyed_ids_noted_and_none_without_users_par
     assert "keyed hashes under the run's redaction key" in view.note
     page = render_report(tmp_path / "a").read_text()
     assert 'id="people-at-risk"' in page and "<code>bo</code>" in page
-    assert re.search(r'People at risk \(leaked PII or probing hit\)</div><div class="v">2</div>', page)
+    assert re.search(
+        r'People at risk \(leaked PII at the first k, or probing hit\)</div><div class="v">2</div>', page
+    )
     (tmp_path / "a" / "models" / "m" / "users.parquet").unlink()
     assert people_at_risk(tmp_path / "a", summary) == []
     assert 'id="people-at-risk"' not in render_report(tmp_path / "a").read_text()

@@ -176,13 +176,27 @@ def test_the_release_profile_states_every_limit_with_a_rationale_and_needs_no_ca
     limits = profile_limits("release")
     assert all(lim.rationale for lim in limits)
     assert {lim.option for lim in limits if not lim.required} >= {"max_exposure", "max_leakage_epsilon"}
+    # issue 32: the leak limit is an excess over the held-out null, the bare counts are gone
+    required = {lim.option: lim.value for lim in limits if lim.required}
+    assert required == {"max_pii_people_excess": 0.05, "max_mia_auc": 0.6}
+    options = {lim.option for lim in limits}
+    assert "max_pii_exact_match_excess" in options
+    assert not options & {"max_pii_unique", "max_pii_exact_match", "max_unique"}
     # a model trained without canaries, with no public model and no probing: passes on what ran
     s = _audit(
         m={
             "headline": {
                 "mia_auc": 0.52,
+                "mia_auc_ci": [0.46, 0.58],
                 "mia_num_per_side": 200,
-                "by_k": {"1": {"unique_sequences": 4, "pii_unique_sequences": 0}},
+                "by_k": {
+                    "1": {
+                        "unique_sequences": 4,
+                        "pii_unique_sequences": 0,
+                        "pii_people_excess": 0.0,
+                        "pii_people_excess_ci": [-0.02, 0.03],
+                    }
+                },
             },
             "stages": {"report": "r", "mia": "x"},
             "not_run": [
@@ -198,6 +212,7 @@ def test_the_release_profile_states_every_limit_with_a_rationale_and_needs_no_ca
     v = verdict_of(s, _headlines(s), limits, profile="release")
     statuses = {c.metric: c.verdict for c in v.checks}
     assert statuses["max_exposure"] == "not_evaluable" and statuses["mia_auc"] == "pass"
+    assert statuses["pii_people_excess (k=1)"] == "pass"
     assert v.passed and v.to_dict()["profile"] == "release"
     exposure = next(r for r in verdict_rows(v) if r["limit"].startswith("Highest canary exposure"))
     assert exposure["result"] == "Not evaluable (optional)" and "no canaries" in exposure["why"]
@@ -229,7 +244,7 @@ def test_a_check_passes_exactly_at_its_limit_and_the_rows_are_what_the_html_and_
         "interval": "—",
         "result": "Fail",
         "status": "fail",
-        "why": "",
+        "why": "no 95 % interval recorded: decided on the value alone",  # issue 32: says how it was decided
         "rationale": "",
     }
 
@@ -343,3 +358,196 @@ def test_one_models_verdict_in_chromium_follows_the_gate_exit_under_each_kind_of
     badges, rows = _dom_verdict(page)
     assert got == exit_code and (exit_code == 0) == (badges == {"m": "pass"})
     assert rows == [c["status"] for c in checks]
+
+
+# --- issue 32: every limit decided on its 95 % interval ------------------------------------------
+
+
+def _mia(auc, ci, n=40):
+    h = {"mia_auc": auc, "mia_auc_ci": list(ci), "mia_method": "perplexity", "mia_num_per_side": n}
+    return _audit(m={"headline": h, "stages": {"mia": "x"}})
+
+
+@pytest.mark.parametrize(
+    "auc, ci, status",
+    [
+        (0.48, (0.08, 0.82), "inconclusive"),  # the issue's null audit "passed" on its point estimate
+        (0.65, (0.55, 0.75), "inconclusive"),  # "failed" on its point estimate
+        (0.52, (0.45, 0.59), "pass"),
+        (0.52, (0.45, 0.60), "pass"),  # the limit itself holds
+        (0.70, (0.61, 0.79), "fail"),
+    ],
+)
+def test_the_membership_limit_is_decided_on_its_interval(auc, ci, status):
+    (row,) = _verdict(_mia(auc, ci), {"max_mia_auc": 0.6}).checks
+    assert row.verdict == status and row.to_dict()["status"] == status
+    assert (row.power is not None) == (status == "inconclusive")
+
+
+def test_an_inconclusive_row_has_a_power_line_and_blocks_the_verdict_unless_allowed():
+    s = _mia(0.55, (0.40, 0.70))
+    v = _verdict(s, {"max_mia_auc": 0.6})
+    (row,) = v.checks
+    assert row.power.startswith("at this effect (0.55 against 0.6) about 360 texts a side (now 40)")
+    assert not v.passed and v.failed == [row] and v.status == "inconclusive"
+    assert v.model_status("m") == "inconclusive"
+    (cells,) = verdict_rows(v)
+    assert cells["result"] == "Inconclusive (blocks)" and cells["status"] == "inconclusive"
+    assert "about 360 texts a side" in cells["why"] and cells["interval"] == "[0.4, 0.7]"
+    assert "INCONCLUSIVE" in row.describe() and "about 360 texts a side" in row.describe()
+    allowed = _verdict(s, {"max_mia_auc": 0.6}, allow_inconclusive=True)
+    assert allowed.passed and allowed.status == "pass" and allowed.model_status("m") == "pass"
+    assert verdict_rows(allowed)[0]["result"] == "Inconclusive (allowed)"
+    # an optional limit that ran and did not settle blocks as well: it was measured, not skipped
+    assert GateCheck("m", "mia_auc", 0.6, 0.55, interval=(0.4, 0.7), required=False).blocks()
+
+
+def test_the_json_status_is_the_first_of_fail_inconclusive_not_evaluable_that_blocks():
+    def status(**headline):
+        s = _audit(m={"headline": headline, "stages": {"mia": "x", "exposure": "x"}})
+        return _verdict(s, {"max_mia_auc": 0.6, "max_exposure": 10}).to_dict()
+
+    both = {"mia_auc": 0.55, "mia_auc_ci": [0.4, 0.7], "mia_num_per_side": 40}
+    got = status(**both)  # inconclusive AUC, exposure not measured
+    assert got["status"] == "inconclusive" and got["passed"] is False
+    assert got["allow_inconclusive"] is False and got["allow_not_evaluable"] is False
+    assert [c["status"] for c in got["checks"]] == ["inconclusive", "not_evaluable"]
+    assert status(**both, max_exposure=12.0)["status"] == "fail"
+    assert status(mia_auc=0.5, mia_auc_ci=[0.4, 0.59], mia_num_per_side=40)["status"] == "not_evaluable"
+    assert (
+        status(mia_auc=0.5, mia_auc_ci=[0.4, 0.59], mia_num_per_side=40, max_exposure=2.0)["status"] == "pass"
+    )
+
+
+def test_a_floor_is_decided_on_its_interval_mirrored_and_a_bound_without_one_on_its_value():
+    assert GateCheck("m", "x", 1.0, 1.2, direction="min", interval=(1.05, 1.4)).verdict == "pass"
+    assert GateCheck("m", "x", 1.0, 0.8, direction="min", interval=(0.6, 0.95)).verdict == "fail"
+    assert GateCheck("m", "x", 1.0, 1.1, direction="min", interval=(0.9, 1.3)).verdict == "inconclusive"
+    s = _audit(plain={"headline": {"epsilon_lower_bound": 0.7}, "stages": {"dp_audit": "x"}})
+    (floor,) = _verdict(s, {"min_epsilon_lower_bound": 0.5}).checks
+    assert floor.verdict == "pass" and "one-sided 95 % lower bound" in floor.note
+    claim = _audit(dp={"headline": {"dp_epsilon": 1.0, "epsilon_lower_bound": 1.7}})
+    (row,) = _verdict(claim, {}).checks
+    assert row.verdict == "fail" and "one-sided 95 % lower bound" in row.note
+
+
+def test_a_count_limit_of_zero_cannot_pass_on_its_interval_and_says_a_larger_sample_will_not_help():
+    h = {"by_k": {"1": {"pii_unique_sequences": 0, "pii_unique_sequences_ci": [0.0, 3.69]}}}
+    (row,) = _verdict(_audit(m={"headline": h, "stages": {"report": "r"}}), {"max_pii_unique": 0}).checks
+    assert row.verdict == "inconclusive" and "never at this effect" in row.power
+    h = {"by_k": {"1": {"pii_unique_sequences": 2, "pii_unique_sequences_ci": [0.0, 5.0]}}}
+    (row,) = _verdict(_audit(m={"headline": h, "stages": {"report": "r"}}), {"max_pii_unique": 3}).checks
+    assert row.verdict == "inconclusive" and "max_pii_people_excess" in row.power
+
+
+def _release(headline, **extra):
+    s = _audit(m={"headline": headline, "stages": {"report": "r", "mia": "x", "probe": "p"}, **extra})
+    return verdict_of(s, _headlines(s), profile_limits("release"), profile="release")
+
+
+#: a fake headline with the report's and the probe's null keys (docs: /work/wt/CONTRACT.md)
+NULLED = {
+    "mia_auc": 0.51,
+    "mia_auc_ci": [0.45, 0.57],
+    "mia_num_per_side": 300,
+    "mia_method": "perplexity",
+    "pii_people_members": 12,
+    "pii_people_members_n": 200,
+    "pii_people_null": 3,
+    "pii_people_null_n": 50,
+    "null_kind": "held_out",
+    "pii_exact_match_excess": 0.2,
+    "pii_exact_match_excess_ci": [0.12, 0.28],
+    "pii_exact_match_members": 0.25,
+    "pii_exact_match_members_n": 120,
+    "pii_exact_match_controls": 0.05,
+    "pii_exact_match_controls_n": 40,
+    "by_k": {
+        "1": {"unique_sequences": 5, "pii_people_excess": 0.0, "pii_people_excess_ci": [-0.05, 0.04]},
+        "3": {"unique_sequences": 40, "pii_people_excess": 0.04, "pii_people_excess_ci": [-0.02, 0.10]},
+    },
+}
+
+
+def test_the_release_profile_decides_the_excess_over_the_null_per_k_on_fake_summaries():
+    v = _release(NULLED)
+    rows = {c.metric: c for c in v.checks}
+    assert rows["pii_people_excess (k=1)"].verdict == "pass"
+    k3 = rows["pii_people_excess (k=3)"]
+    assert k3.verdict == "inconclusive"
+    # 0.06 toward the limit at an effect of 0.01: 36 times as many people in both groups
+    assert "about 7,200 trained-on people and 1,800 held-out people (now 200 and 50)" in k3.power
+    assert "trained-on people 12 of 200 (6.0%)" in k3.note and "held-out people" in k3.note
+    assert rows["pii_exact_match_excess"].verdict == "fail"  # optional, measured and beyond: blocks
+    assert "members 25.0% (n = 120), held-out controls 5.0% (n = 40)" in rows["pii_exact_match_excess"].note
+    assert rows["mia_auc"].verdict == "pass"
+    assert v.status == "fail" and v.model_status("m") == "fail"
+    cells = {r["limit"]: r for r in verdict_rows(v)}
+    k3_cells = cells["People with leaked PII beyond the null (share) (k=3) ≤ 0.05"]
+    assert k3_cells["result"] == "Inconclusive (blocks)" and "7,200 trained-on people" in k3_cells["why"]
+    assert k3_cells["rationale"].startswith("The share of trained-on people")
+    settled = json.loads(json.dumps(NULLED))
+    settled["by_k"]["3"].update(pii_people_excess=0.01, pii_people_excess_ci=[-0.02, 0.045])
+    settled.update(pii_exact_match_excess=0.01, pii_exact_match_excess_ci=[-0.03, 0.04])
+    assert _release(settled).passed
+
+
+def test_an_excess_with_no_null_is_not_evaluable_with_the_stages_reason_and_fix_never_fail():
+    no_null = json.loads(json.dumps(NULLED))
+    for k in no_null["by_k"].values():
+        k["pii_people_excess"] = None
+        k.pop("pii_people_excess_ci")
+    no_null.update(
+        pii_people_excess=None,
+        pii_people_excess_reason="no held-out people and no public model: nothing to compare the leaks with",
+        pii_people_excess_fix="set `public_model: leave-out` in the audit config",
+        pii_exact_match_excess=0.0,
+        pii_exact_match_excess_ci=[-0.02, 0.03],
+    )
+    v = _release(no_null)
+    for k in ("1", "3"):
+        row = next(c for c in v.checks if c.metric == f"pii_people_excess (k={k})")
+        assert row.verdict == "not_evaluable" and row.reason.startswith("no held-out people")
+        assert row.fix == "set `public_model: leave-out` in the audit config"
+    assert v.status == "not_evaluable" and not v.passed
+    # with no reason recorded (an older run), the verdict says what would give a null
+    no_null.pop("pii_people_excess_reason")
+    row = next(c for c in _release(no_null).checks if c.metric == "pii_people_excess (k=1)")
+    assert row.verdict == "not_evaluable" and "no null" in row.reason and "holdout" in row.fix
+
+
+def test_leakage_epsilon_with_nothing_to_bound_states_it_and_without_a_public_model_is_not_evaluable():
+    """The DP demo model: 0 user-unique sequences and no public model showed "Pass —"."""
+    h = {"by_k": {"1": {"unique_sequences": 0}}}
+    (row,) = _verdict(
+        _audit(m={"headline": h, "stages": {"report": "r"}}), {"max_leakage_epsilon": 10}
+    ).checks
+    assert row.verdict == "pass" and row.shown == "0 sequences to bound"
+    assert (
+        verdict_rows(
+            _verdict(_audit(m={"headline": h, "stages": {"report": "r"}}), {"max_leakage_epsilon": 10})
+        )[0]["value"]
+        == "0 sequences to bound"
+    )
+    no_public = [
+        {
+            "analysis": "leakage ε",
+            "reason": "no public model: leakage ε compares ...",
+            "fix": "set `public_model:`",
+            "metrics": ["leakage_epsilon", "curated_unique_sequences"],
+        }
+    ]
+    s = _audit(m={"headline": h, "stages": {"report": "r"}, "not_run": no_public})
+    (row,) = _verdict(s, {"max_leakage_epsilon": 10}).checks
+    assert (
+        row.verdict == "not_evaluable"
+        and row.reason.startswith("no public model")
+        and "public_model" in row.fix
+    )
+    # a single report stage's summary records public_model: null
+    single = {"public_model": None, "by_k": {"1": {"unique_sequences": 0}}}
+    (row,) = verdict_of(single, {"run": h}, resolve_limits({"max_leakage_epsilon": 10})).checks
+    assert row.verdict == "not_evaluable"
+    # no row passes with "—" as its value
+    for c in _release(NULLED).checks + _verdict(s, {"max_leakage_epsilon": 10}).checks:
+        assert c.verdict != "pass" or c.value is not None or c.shown, c

@@ -3,10 +3,13 @@ field and never quoting the value."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from lmleak.serve.errors import APIError
 from lmleak.serve.fields import (
+    bad_text,
     boolean,
     defaults_only,
     integer,
@@ -77,3 +80,58 @@ def test_kind_of_names_json_kinds():
         "an array",
         "an object",
     ]
+
+
+def _bad_text_oracle(body, path=None):
+    """The obvious walk: every string (and key), depth first in order, checked char by char."""
+    if isinstance(body, str):
+        bad = [i for i, c in enumerate(body) if 0xD800 <= ord(c) <= 0xDFFF]
+        return (path, "value", bad[0]) if bad else None
+    if isinstance(body, dict):
+        for k in body:
+            bad = [i for i, c in enumerate(k) if 0xD800 <= ord(c) <= 0xDFFF]
+            if bad:
+                return (path, "key", bad[0])
+        for k, v in body.items():
+            found = _bad_text_oracle(v, f"{path}.{k}" if path else k)
+            if found:
+                return found
+    if isinstance(body, list):
+        for i, v in enumerate(body):
+            found = _bad_text_oracle(v, f"{path or ''}[{i}]")
+            if found:
+                return found
+    return None
+
+
+def test_bad_text_names_the_first_field_a_lone_surrogate_is_in_as_the_obvious_walk_does():
+    import random
+
+    rng = random.Random(7)
+    alphabet = ["a", "é", "日", "\U0001f600", "\ud800", "\udfff", "\udc80", " "]
+
+    def leaf():
+        return "".join(rng.choice(alphabet) if rng.random() < 0.15 else "x" for _ in range(rng.randint(0, 6)))
+
+    def tree(depth):
+        r = rng.random()
+        if depth == 0 or r < 0.3:
+            return rng.choice([leaf(), 1, None, True, 2.5])
+        if r < 0.65:
+            return [tree(depth - 1) for _ in range(rng.randint(0, 3))]
+        return {leaf() if rng.random() < 0.2 else f"k{i}": tree(depth - 1) for i in range(rng.randint(0, 3))}
+
+    found = 0
+    for _ in range(400):
+        body = {"prompt": tree(4), "messages": tree(3)}
+        assert bad_text(body) == _bad_text_oracle(body), body
+        found += bad_text(body) is not None
+    assert 50 < found < 350  # both outcomes were exercised
+    assert (
+        bad_text(json.loads(r'{"messages": [{"content": "ok \ud83d\ude00"}]}')) is None
+    )  # JSON joins a pair
+    assert bad_text({"messages": [{"role": "user", "content": "ok \ud83d"}]}) == (
+        "messages[0].content",
+        "value",
+        3,
+    )

@@ -84,3 +84,42 @@ def test_max_tokens_is_capped_by_the_limit(model):
     assert "--max-tokens" in err["message"]
     ok = c.post("/v1/completions", json={"prompt": "hi", "max_tokens": 8, "logprobs": 0, "temperature": 0})
     assert ok.status_code == 200 and ok.json()["usage"]["completion_tokens"] <= 8
+
+
+BAD_TEXT = [  # (raw body, the field named): escaped and raw surrogates, bytes that are not UTF-8
+    (b'{"prompt": "hi \\ud800 there", "max_tokens": 1}', "prompt"),
+    (b'{"prompt": "hi \xed\xa0\x80", "max_tokens": 1}', "prompt"),  # a surrogate encoded as UTF-8
+    (b'{"prompt": "hi \xff", "max_tokens": 1}', "prompt"),
+    (b'{"prompt": "caf\xc3", "max_tokens": 1}', "prompt"),  # a sequence cut short
+    (b'{"prompt": ["ok", "\\udc80"], "max_tokens": 1}', "prompt[1]"),
+    (b'{"prompt": "hi", "stop": ["ok", "\\ud800"], "max_tokens": 1}', "stop[1]"),
+    (b'{"model": "\\ud800", "prompt": "hi"}', "model"),
+    (b'{"messages": [{"role": "user", "content": "\\ud83d"}], "max_tokens": 1}', "messages[0].content"),
+    (
+        b'{"messages": [{"role": "user", "content": [{"type": "text", "text": "\\udfff"}]}]}',
+        "messages[0].content[0].text",
+    ),
+    (b'{"\\ud800": 1, "prompt": "hi"}', None),
+]
+
+
+@pytest.mark.parametrize("raw,field", BAD_TEXT)
+@pytest.mark.parametrize("route", ["/v1/completions", "/v1/chat/completions", "/tokenize"])
+def test_text_that_is_not_unicode_is_400_naming_the_field_never_500(model, raw, field, route):
+    c = client(model)
+    r = c.post(route, content=raw, headers={"content-type": "application/json"})
+    err = openai_error(r, 400, param=field, code="invalid_text")
+    assert "\n" not in err["message"] and "lone surrogate" in err["message"]
+    assert err["message"].startswith(f"{field} is not valid text" if field else "a key is not valid text")
+
+
+def test_valid_non_ascii_text_and_surrogate_pairs_still_pass(model):
+    c = client(model)
+    for raw in (b'{"prompt": "caf\xc3\xa9 \\ud83d\\ude00", "max_tokens": 1}', '{"prompt": "日本"}'.encode()):
+        r = c.post("/v1/completions", content=raw, headers={"content-type": "application/json"})
+        assert r.status_code == 200, r.text
+    utf16 = json.dumps({"prompt": "hi", "max_tokens": 1}).encode("utf-16")  # JSON's detected encodings stay
+    assert (
+        c.post("/v1/completions", content=utf16, headers={"content-type": "application/json"}).status_code
+        == 200
+    )

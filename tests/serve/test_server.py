@@ -199,3 +199,32 @@ def test_lmleaks_own_http_client_sends_the_key_from_its_environment(model, tmp_p
         monkeypatch.setenv("LMLEAK_API_KEY", "wrong")
         with pytest.raises(ModelError, match="401"):
             _ = HTTPModel(f"{st.url}?cache=off#tiny").tier
+
+
+def test_bad_text_through_the_openai_client_and_a_raw_socket_is_400_naming_the_field(server):
+    import socket
+
+    from openai.types import Completion
+
+    c = openai_client(server)
+    with pytest.raises(UnicodeEncodeError):  # the client itself cannot encode a lone surrogate ...
+        c.completions.create(model="tiny", prompt="hi \ud800", max_tokens=1)
+    with pytest.raises(openai.BadRequestError) as e:  # ... but sends pre-encoded bytes as they are
+        c.post("/completions", body=b'{"model": "tiny", "prompt": ["ok", "hi \\ud800"]}', cast_to=Completion)
+    assert e.value.status_code == 400 and e.value.param == "prompt[1]" and e.value.code == "invalid_text"
+    body = b'{"model": "tiny", "messages": [{"role": "user", "content": "caf\xff"}]}'
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(head.encode() + body)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    status_line, _, rest = raw.partition(b"\r\n")
+    answer = rest.partition(b"\r\n\r\n")[2]
+    assert status_line == b"HTTP/1.1 400 Bad Request" and answer.count(b"\n") == 0
+    err = json.loads(answer)["error"]
+    assert err["param"] == "messages[0].content" and err["code"] == "invalid_text"
+    assert c.completions.create(model="tiny", prompt="hi", max_tokens=1).choices  # the server is fine

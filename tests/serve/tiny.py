@@ -72,7 +72,9 @@ def openai_error(r: Any, status: int, *, param: str | None = None, code: str | N
     assert err["type"] == (
         "server_error"
         if status >= 500
-        else {401: "authentication_error", 404: "not_found_error"}.get(status, "invalid_request_error")
+        else {401: "authentication_error", 404: "not_found_error", 429: "rate_limit_error"}.get(
+            status, "invalid_request_error"
+        )
     )
     if param is not None:
         assert err["param"] == param, err

@@ -98,9 +98,11 @@ render:
 gate:                           # the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it
   profile: release              # shipped limits, each with its rationale (docs/audit.md); null: none
   max_mia_auc: null             # any limit of `lmleak gate` (max_unique, max_pii_unique, max_leakage_epsilon,
-                                # max_exposure, max_mia_auc, max_pii_exact_match, min_epsilon_lower_bound,
-                                # max_extracted) sets or overrides one
+                                # max_exposure, max_mia_auc, max_pii_exact_match, max_pii_people_excess,
+                                # max_pii_exact_match_excess, min_epsilon_lower_bound, max_extracted) sets
+                                # or overrides one; each is decided on its 95 % interval
   allow_not_evaluable: false    # true: a limit whose analysis did not run is listed but does not fail
+  allow_inconclusive: false     # true: a limit whose interval straddles it is listed but does not fail
 """
 
 
@@ -256,9 +258,12 @@ class GateSpec:
     max_exposure: float | None = None
     max_mia_auc: float | None = None
     max_pii_exact_match: float | None = None
+    max_pii_people_excess: float | None = None
+    max_pii_exact_match_excess: float | None = None
     min_epsilon_lower_bound: float | None = None
     max_extracted: int | None = None
     allow_not_evaluable: bool = False
+    allow_inconclusive: bool = False
 
 
 @dataclass(frozen=True, slots=True)

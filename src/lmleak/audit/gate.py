@@ -3,10 +3,13 @@
 ``lmleak gate RUN --max-unique N --max-leakage-epsilon X --max-exposure B --max-mia-auc A`` exits 0
 when every given limit holds for every audited model, 1 otherwise. The table it prints is the
 verdict of :mod:`lmleak.render.verdict` — the same function computes the verdict card that opens
-the HTML report — with one of Pass / Fail / Not evaluable per limit. A limit on a metric the run did
-not measure is *not evaluable*, with the reason and the line that would measure it, and fails the
-gate (a gate must not pass because a stage was skipped) unless ``--allow-not-evaluable`` is given or
-a profile marks that limit as applying only where its analysis exists.
+the HTML report — with one of Pass / Fail / Inconclusive / Not evaluable per limit, each decided on
+its 95 % interval (:mod:`lmleak.render.decision`): an interval that straddles its limit is
+*inconclusive*, with the sample size that would settle it, and fails the gate unless
+``--allow-inconclusive`` is given. A limit on a metric the run did not measure is *not evaluable*,
+with the reason and the line that would measure it, and fails the gate (a gate must not pass because
+a stage was skipped) unless ``--allow-not-evaluable`` is given or a profile marks that limit as
+applying only where its analysis exists.
 
 Limits come from the options, ``--profile release`` (each limit with its rationale:
 :data:`~lmleak.render.verdict.PROFILES`), or, with neither, the ``gate:`` section of the audit config
@@ -36,6 +39,7 @@ from lmleak.render.verdict import (
     GateCheck,
     Limit,
     Verdict,
+    configured_verdict,
     gate_section,
     limits_from_config,
     resolve_limits,
@@ -82,8 +86,10 @@ def run_gate(
     profile: str | None = None,
     allow_changed: bool = False,
     echo: Callable[[str], None] | None = None,
+    allow_inconclusive: bool = False,
 ) -> GateResult:
     """:func:`check_gate` as one result (``lmleak gate``), under ``profile``'s limits as well;
+    an inconclusive limit fails it unless ``allow_inconclusive``;
     refused when the run's model or corpus files changed since it was written
     (:mod:`lmleak.audit.provenance`; ``allow_changed`` overrides and says each change through ``echo``).
 
@@ -92,8 +98,11 @@ def run_gate(
         >>> d = pathlib.Path(tempfile.mkdtemp())
         >>> _ = (d / "summary.json").write_text(json.dumps({"unique_sequences": 4}))
         >>> r = run_gate(d, {"unique_sequences": 5})
-        >>> r.passed, r.to_dict()["checks"][0]["value"]
-        (True, 4.0)
+        >>> r.passed, r.status, r.to_dict()["checks"][0]["value"]
+        (True, 'pass', 4.0)
+        >>> _ = (d / "summary.json").write_text(json.dumps({"mia_auc": 0.55, "mia_auc_ci": [0.4, 0.7]}))
+        >>> [run_gate(d, {"mia_auc": 0.6}, allow_inconclusive=a).status for a in (False, True)]
+        ['inconclusive', 'pass']
     """
     check_run(run_dir)
     chosen = _as_limits(limits)
@@ -105,6 +114,7 @@ def run_gate(
         chosen,
         allow_not_evaluable=allow_not_evaluable,
         profile=profile,
+        allow_inconclusive=allow_inconclusive,
     )
     refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
     return verdict
@@ -118,9 +128,11 @@ def gate_run(
     allow_not_evaluable: bool = False,
     allow_changed: bool = False,
     echo: Callable[[str], None] | None = None,
+    allow_inconclusive: bool = False,
 ) -> GateResult:
     """``lmleak gate``: the verdict under the given options and profile, or — with neither — under
-    the ``gate:`` section of the audit config that wrote the run (its ``allow_not_evaluable`` too).
+    the ``gate:`` section of the audit config that wrote the run (its ``allow_not_evaluable`` and
+    ``allow_inconclusive`` too).
 
     Raises:
         ConfigError: no limit anywhere (exit 2: a gate without limits would pass everything).
@@ -135,10 +147,10 @@ def gate_run(
             profile=profile,
             allow_changed=allow_changed,
             echo=echo,
+            allow_inconclusive=allow_inconclusive,
         )
     summary: dict[str, Any] = read_summary(run_dir)
-    limits, allow, cfg_profile = limits_from_config(gate_section(summary))
-    if not limits:
+    if not limits_from_config(gate_section(summary))[0]:
         raise ConfigError(
             "no limits given",
             field="limits",
@@ -146,12 +158,11 @@ def gate_run(
             + ", ".join("--" + o.replace("_", "-") for o in LIMIT_OPTIONS)
             + ", or add a `gate:` section to the audit config",
         )
-    verdict = verdict_of(
+    verdict = configured_verdict(
         summary,
         collect_headlines(run_dir),
-        limits,
-        allow_not_evaluable=allow or allow_not_evaluable,
-        profile=cfg_profile,
+        allow_not_evaluable=allow_not_evaluable,
+        allow_inconclusive=allow_inconclusive,
     )
     refuse_changed_inputs(run_dir, allow_changed=allow_changed, echo=echo)
     return verdict

@@ -30,7 +30,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("render")(render_cmd)
 
 
-# long: the Typer signature declares 11 options; the body only gathers them, calls gate_run and prints
+# long: the Typer signature declares 14 options; the body only gathers them, calls gate_run and prints
 def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
     max_unique: Annotated[
@@ -55,6 +55,20 @@ def gate(
     max_pii_exact_match: Annotated[
         float | None,
         typer.Option(help="Largest PII probing exact-match rate allowed (0-1).", parser=PROBABILITY),
+    ] = None,
+    max_pii_people_excess: Annotated[
+        float | None,
+        typer.Option(
+            help="Largest share of trained-on people whose PII leaks beyond the held-out people's share (0-1), every k.",
+            parser=PROBABILITY,
+        ),
+    ] = None,
+    max_pii_exact_match_excess: Annotated[
+        float | None,
+        typer.Option(
+            help="Largest PII exact-match rate of members minus held-out controls allowed (0-1).",
+            parser=PROBABILITY,
+        ),
     ] = None,
     min_epsilon_lower_bound: Annotated[
         float | None,
@@ -82,6 +96,13 @@ def gate(
             help="Pass limits whose analysis did not run or had too little data (listed, not counted as failures).",
         ),
     ] = False,
+    allow_inconclusive: Annotated[
+        bool,
+        typer.Option(
+            "--allow-inconclusive",
+            help="Pass limits whose 95% interval straddles them (listed with the sample size that would settle them, not counted as failures).",
+        ),
+    ] = False,
     allow_changed: Annotated[
         bool,
         typer.Option(
@@ -96,7 +117,8 @@ def gate(
     Example: lmleak gate runs/audit --profile release
 
     Without limits or --profile, the limits of the audit config's `gate:` section apply. Prints the
-    same verdict table the HTML report opens with: Pass / Fail / Not evaluable per limit.
+    same verdict table the HTML report opens with: Pass / Fail / Inconclusive / Not evaluable per
+    limit, each decided on its 95 % interval.
     """
     from lmleak.audit.gate import gate_run
 
@@ -107,6 +129,8 @@ def gate(
         "max_mia_auc": max_mia_auc,
         "max_pii_unique": max_pii_unique,
         "max_pii_exact_match": max_pii_exact_match,
+        "max_pii_people_excess": max_pii_people_excess,
+        "max_pii_exact_match_excess": max_pii_exact_match_excess,
         "min_epsilon_lower_bound": min_epsilon_lower_bound,
         "max_extracted": max_extracted,
     }
@@ -117,6 +141,7 @@ def gate(
         allow_not_evaluable=allow_not_evaluable,
         allow_changed=allow_changed,
         echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True),
+        allow_inconclusive=allow_inconclusive,
     )
     _print_gate(result, json_out)
     raise typer.Exit(0 if result.passed else 1)
@@ -128,14 +153,20 @@ def _print_gate(result: Any, json_out: bool) -> None:
         print_json(result.to_dict())
         return
     print_verdict(result)
-    out.print(
-        "[bold green]gate passed[/]"
-        if result.passed
-        else f"[bold red]gate failed[/]: {len(result.failed)} check(s)"
-    )
+    if result.passed:
+        out.print("[bold green]gate passed[/]")
+        return
+    inconclusive = sum(c.verdict == "inconclusive" for c in result.failed)
+    tail = f" ({inconclusive} inconclusive: --allow-inconclusive passes those)" if inconclusive else ""
+    out.print(f"[bold red]gate failed[/]: {len(result.failed)} check(s){tail}")
 
 
-_RESULT_STYLE = {"pass": "green", "fail": "bold red", "not_evaluable": "yellow"}
+_RESULT_STYLE = {
+    "pass": "green",
+    "fail": "bold red",
+    "inconclusive": "bold yellow",
+    "not_evaluable": "yellow",
+}
 
 
 def print_verdict(verdict: Any, title: str = "Verdict") -> None:
@@ -394,13 +425,11 @@ def _finish_audit(run: Path, json_out: bool) -> None:
 def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
     """The run's summary and its verdict under the audit config's ``gate:`` limits."""
     from lmleak.render.headline import collect_headlines
-    from lmleak.render.verdict import gate_section, limits_from_config, verdict_of
+    from lmleak.render.verdict import configured_verdict
     from lmleak.runs import read_summary
 
     summary = read_summary(run)
-    limits, allow, profile = limits_from_config(gate_section(summary))
-    verdict = verdict_of(summary, collect_headlines(run), limits, allow_not_evaluable=allow, profile=profile)
-    return summary, verdict
+    return summary, configured_verdict(summary, collect_headlines(run))
 
 
 def print_release(summary: dict[str, Any], verdict: Any) -> None:
@@ -413,10 +442,16 @@ def print_release(summary: dict[str, Any], verdict: Any) -> None:
     out.rule("[bold]Release summary[/]")
     for name, rel in releases.items():
         status = verdict.model_status(name)
-        style = {"pass": "bold green", "fail": "bold red", "not_evaluable": "bold yellow"}.get(status, "bold")
+        style = {
+            "pass": "bold green",
+            "fail": "bold red",
+            "inconclusive": "bold yellow",
+            "not_evaluable": "bold yellow",
+        }.get(status, "bold")
         words = {
             "pass": "PASS",
             "fail": "FAIL",
+            "inconclusive": "INCONCLUSIVE",
             "not_evaluable": "NOT EVALUABLE",
             "no_limits": "no limits set",
         }

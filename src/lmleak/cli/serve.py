@@ -95,6 +95,26 @@ def serve_cmd(
             "--deadline", help="Seconds a request may take, waiting included (503 after).", parser=POSITIVE
         ),
     ] = 300.0,
+    read_timeout: Annotated[
+        float,
+        typer.Option(
+            "--read-timeout",
+            help="Seconds a request's headers and body may take to arrive (408 and closed after).",
+            parser=POSITIVE,
+        ),
+    ] = 30.0,
+    max_connections: Annotated[
+        int,
+        typer.Option("--max-connections", help="Most open connections (429 beyond, at once).", parser=COUNT),
+    ] = 512,
+    max_inflight: Annotated[
+        int,
+        typer.Option(
+            "--max-inflight",
+            help="Most requests in progress, body reading included (429 beyond; /health is never refused).",
+            parser=COUNT,
+        ),
+    ] = 64,
 ) -> None:
     """Serve MODEL with an OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /tokenize).
 
@@ -113,6 +133,9 @@ def serve_cmd(
         max_prompts=max_prompts,
         deadline_s=deadline,
         max_tokens=max_tokens,
+        read_timeout_s=read_timeout,
+        max_connections=max_connections,
+        max_inflight=max_inflight,
     )
     serve(
         model,

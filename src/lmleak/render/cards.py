@@ -31,7 +31,7 @@ LABELS = {
     # issue 20: one-run DP audit and untargeted extraction
     "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
     "extracted": "Extracted training samples (verified)",
-    "users_at_risk": "People at risk (leaked PII or probing hit)",  # issue 27: users.parquet
+    "users_at_risk": "People at risk (leaked PII at the first k, or probing hit)",  # issue 27: users.parquet
 }
 
 
@@ -72,10 +72,29 @@ def card_value(key: str, headline: dict[str, Any]) -> str:
     return one(headline)
 
 
-def k_note(key: str, headline: dict[str, Any]) -> str:
+def k_note(key: str, headline: dict[str, Any], first_k: int | None = None) -> str:
+    """The k a card's number is at (issue 32: every card states its k): every k of a report metric,
+    and for people at risk the one k its leaked PII is counted at (``first_k``: the leakage report's
+    headline k; else the smallest k measured).
+
+    Example:
+        >>> h = {"by_k": {"1": {}, "3": {}}, "users_at_risk": 0}
+        >>> k_note("pii_unique_sequences", h)
+        " Values at k = 1 · 3 (the tab attack's top-k)."
+        >>> k_note("users_at_risk", h, 1)
+        " Leaked PII counted at k = 1 only (the leakage report's first k; the Leaked PII card shows k = 3 too)."
+    """
     by_k = headline.get("by_k") or {}
-    if key in PER_K and len(by_k) > 1:
-        return f" Values at k = {' · '.join(sorted(by_k, key=int))} (the tab attack's top-k)."
+    ks = sorted(by_k, key=int)
+    if key in PER_K and len(ks) > 1:
+        return f" Values at k = {' · '.join(ks)} (the tab attack's top-k)."
+    if key in PER_K and ks:
+        return f" At k = {ks[0]} (the tab attack's top-k)."
+    if key == "users_at_risk" and (first_k is not None or ks):
+        k = str(first_k) if first_k is not None else ks[0]
+        others = [x for x in ks if x != k]
+        tail = f"; the Leaked PII card shows k = {', '.join(others)} too" if others else ""
+        return f" Leaked PII counted at k = {k} only (the leakage report's first k{tail})."
     return ""
 
 
@@ -145,6 +164,8 @@ def card_null(key: str, headline: dict[str, Any]) -> str | None:
         if headline.get("blind_auc") is not None:
             parts.append(f"blind text-only baseline: {format_value(headline['blind_auc'])}{ci('blind_auc')}")
         return "; ".join(parts) + " — both should cover 0.5."
+    if key == "pii_unique_sequences":
+        return _leak_null(headline)
     if key == "max_exposure" and headline.get("placebo_max_exposure") is not None:
         return f"Placebo (as many canaries never inserted): at most {format_value(headline['placebo_max_exposure'])} bits."
     if (
@@ -159,15 +180,60 @@ def card_null(key: str, headline: dict[str, Any]) -> str | None:
     return None
 
 
-def card_interval(key: str, headline: dict[str, Any]) -> str | None:
-    """The card's 95 % interval (``<key>_ci`` of the stage), or None."""
-    ci = headline.get(f"{key}_ci")
+def _leak_null(headline: dict[str, Any]) -> str | None:
+    """Leaked PII's null (issue 32): the same count over held-out people's documents, every k.
+
+    Example:
+        >>> _leak_null({"null_pii_unique_sequences": 2, "null_pii_unique_sequences_ci": [0, 5]})
+        "Null (held-out people's documents, never trained on): 2 [0, 5] — what a model predicts without having seen them."
+    """
+    by_k = headline.get("by_k") or {}
+    rows = [by_k[k] for k in sorted(by_k, key=int)]
+    if not any("null_pii_unique_sequences" in r for r in rows):
+        rows = [headline]  # no per-k null: the first k's, once
+    shown = []
+    for row in rows:
+        if row.get("null_pii_unique_sequences") is None:
+            continue
+        pair = row.get("null_pii_unique_sequences_ci")
+        ci = (
+            f" [{format_interval('null', pair)}]" if isinstance(pair, list | tuple) and len(pair) == 2 else ""
+        )
+        shown.append(f"{format_value(row['null_pii_unique_sequences'])}{ci}")
+    if not shown:
+        return None
+    return (
+        f"Null (held-out people's documents, never trained on): {' · '.join(shown)} — what a model "
+        "predicts without having seen them."
+    )
+
+
+def _ci_text(key: str, ci: Any) -> str | None:
     if not isinstance(ci, list | tuple) or len(ci) != 2:
         return None
     try:
-        return f"95% interval [{format_interval(key, ci)}]"
+        return f"[{format_interval(key, ci)}]"
     except (TypeError, ValueError):
         return None
+
+
+def card_interval(key: str, headline: dict[str, Any]) -> str | None:
+    """The card's 95 % interval (``<key>_ci`` of the stage), or None; a report metric at several k
+    gets each k's interval, named by its k (issue 32: the first k's interval alone read as every k's).
+
+    Example:
+        >>> h = {"pii_unique_sequences_ci": [0, 3.5], "by_k": {"1": {"pii_unique_sequences_ci": [0, 3.5]},
+        ...      "3": {"pii_unique_sequences_ci": [0, 5]}}}
+        >>> card_interval("pii_unique_sequences", h)
+        '95% intervals: k = 1 [0, 3.5] · k = 3 [0, 5]'
+    """
+    by_k = headline.get("by_k") or {}
+    if key in PER_K and len(by_k) > 1:
+        parts = [(k, _ci_text(key, by_k[k].get(f"{key}_ci"))) for k in sorted(by_k, key=int)]
+        shown = [f"k = {k} {ci}" for k, ci in parts if ci]
+        return f"95% intervals: {' · '.join(shown)}" if shown else None
+    ci = _ci_text(key, headline.get(f"{key}_ci"))
+    return None if ci is None else f"95% interval {ci}"
 
 
 def describe_scenario(scenario: dict[str, Any] | None) -> str | None:

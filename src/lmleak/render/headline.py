@@ -133,6 +133,7 @@ PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
     "leakage_epsilon": "leakage_epsilon",
     "log_leakage_epsilon": "log_leakage_epsilon",
     "pii_unique_sequences": "pii_unique_sequences_total",
+    "pii_people_excess": "pii_people_excess",
 }
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak._version import __version__
-from lmleak.errors import ConfigError
+from lmleak.errors import ConfigError, RunError
 from lmleak.render.cards import (
     LABELS,
     card_detail,
@@ -41,8 +41,7 @@ from lmleak.render.verdict import (
     STATUS_WORDS,
     Limit,
     Verdict,
-    gate_section,
-    limits_from_config,
+    configured_verdict,
     verdict_of,
     verdict_rows,
 )
@@ -179,6 +178,7 @@ def render_report(
     max_rows: int = 2000,
     limits: tuple[Limit, ...] | None = None,
     allow_not_evaluable: bool = False,
+    allow_inconclusive: bool = False,
 ) -> Path:
     """Write ``report.html`` for a run directory and return its path (owner-only permissions).
 
@@ -194,13 +194,16 @@ def render_report(
     stage_dirs = _stage_dirs(run, summary)
     _refuse_text_of_redacted(run, summary, stage_dirs, show_text)
     views = _model_views(summary, headlines, stage_dirs, show_text, max_rows)
-    cfg_limits, cfg_allow, profile = limits_from_config(gate_section(summary))
-    verdict = verdict_of(
-        summary,
-        headlines,
-        cfg_limits if limits is None else limits,
-        allow_not_evaluable=cfg_allow if limits is None else allow_not_evaluable,
-        profile=profile if limits is None else None,
+    verdict = (
+        configured_verdict(summary, headlines)
+        if limits is None
+        else verdict_of(
+            summary,
+            headlines,
+            limits,
+            allow_not_evaluable=allow_not_evaluable,
+            allow_inconclusive=allow_inconclusive,
+        )
     )
     env = Environment(
         loader=PackageLoader("lmleak.render", "templates"), autoescape=select_autoescape(["html", "j2"])
@@ -215,6 +218,7 @@ def render_report(
         verdict_passed=verdict.passed if verdict.checks else None,
         verdict_profile=verdict.profile,
         verdict_allow=verdict.allow_not_evaluable,
+        verdict_allow_inconclusive=verdict.allow_inconclusive,
         comparison=comparison_table(headlines),
         plots=plots_of(stage_dirs, run, show_text),
         scenarios=scenarios_table(summary),
@@ -303,13 +307,14 @@ def _model_views(
     for i, (name, headline) in enumerate(headlines.items(), start=1):
         scen = (models_meta.get(name) or {}).get("scenarios") or {}
         k_line = report_k(stage_dirs.get(name, {}).get("report"))
+        first_k = _first_k(stage_dirs.get(name, {}).get("report"))
         cards = [
             {
                 "label": LABELS[k],
                 "value": card_value(k, headline),
                 "explanation": EXPLANATIONS[k]
                 + card_detail(k, headline)
-                + (k_note(k, headline) or (k_line if METRIC_STAGE.get(k) == "report" else "")),
+                + (k_note(k, headline, first_k) or (k_line if METRIC_STAGE.get(k) == "report" else "")),
                 "scenario": describe_scenario(
                     scen.get(METRIC_STAGE.get(k, ""), summary.get("scenario") if name == "run" else None)
                 ),
@@ -327,6 +332,15 @@ def _model_views(
         skipped = tuple((models_meta.get(name) or {}).get("skipped") or {})
         views.append(ModelView(name, cards, seq_html, note, skipped))
     return views
+
+
+def _first_k(report_dir: Path | None) -> int | None:
+    """The leakage report's headline k (its summary's ``k``), which people at risk are counted at."""
+    try:
+        k = read_summary(report_dir).get("k") if report_dir is not None else None
+    except RunError:
+        return None
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
 
 
 def render_run(run_dir: str | Path, out_path: str | Path | None = None, *, show_text: bool = False) -> Path:

@@ -3,51 +3,71 @@
 One function computes it (:func:`verdict_of`); ``lmleak gate`` prints it and exits by it, and the HTML
 report opens with it, so the two cannot disagree. Each row is a limit for one model (and one k of the
 tab attack) with the measured value, its 95 % interval where the stage wrote one (``X_ci``), and one
-of three results:
+of four results, decided on the interval (:mod:`lmleak.render.decision`, issue 32):
 
-- **pass** / **fail**: the value is within / beyond the limit (the limit itself passes);
+- **pass** / **fail**: the whole interval is within / beyond the limit (a value without an interval:
+  the value is, and the row's note says why that is sound or that no interval was recorded);
+- **inconclusive**: the interval straddles the limit; the row's power line says how many people
+  (texts, probes) would settle it at the observed effect. An inconclusive row fails the verdict
+  unless ``allow_inconclusive`` is set;
 - **not evaluable**: the analysis did not run for this model (skipped, not configured, or run on
-  nothing: no eligible probing subject, no canary), or had too little data (an MIA with fewer than
-  :data:`MIN_MIA_PER_SIDE` texts a side). The row says why and the one line that would run it. A
+  nothing: no eligible probing subject, no canary, no null), or had too little data (an MIA with fewer
+  than :data:`MIN_MIA_PER_SIDE` texts a side). The row says why and the one line that would run it. A
   not-evaluable row fails the verdict unless ``allow_not_evaluable`` is set, or the limit comes from a
-  profile that marks it as applying only when its analysis exists (``required=False``).
+  profile that marks it as applying only where its analysis exists (``required=False``).
 
 Where the limits come from (:func:`resolve_limits`): ``--max-…`` options and ``--profile`` on the
-command line; without them, the ``gate:`` section of the audit config that wrote the run.
+command line; without them, the ``gate:`` section of the audit config that wrote the run
+(:func:`configured_verdict`).
 
-Special cases, each stated in the row's ``reason``: leakage ε of a model with no user-unique
-sequence passes (there is nothing to bound: the maximum over an empty set); an infinite leakage ε
-(a public model that gives a leaked text probability 0) is +∞ and fails every limit; the membership
-limit checks the headline attack (``mia_auc``), names it (``method``) and states the best raw AUC of
-any method beside it as selected after the fact. Wherever a run measured a DP audit's lower bound
-for a model that claims ε, the claim is checked too, at the claimed δ.
+Special cases, each stated in the row: leakage ε of a model with no user-unique sequence passes with
+the value "0 sequences to bound" (the maximum over an empty set), and is not evaluable when the run
+had no public model; an infinite leakage ε (a public model that gives a leaked text probability 0) is
++∞ and fails every limit; the membership limit checks the headline attack (``mia_auc``), names it
+(``method``) and states the best raw AUC of any method beside it as selected after the fact; a limit
+on an excess over a null (``pii_people_excess``) with no null is not evaluable with the stage's
+``<metric>_reason`` and ``<metric>_fix``. Wherever a run measured a DP audit's lower bound for a model
+that claims ε, the claim is checked too, at the claimed δ.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from lmleak.errors import ConfigError, did_you_mean
+from lmleak.render.decision import decide, no_interval_note, power_line
 from lmleak.render.headline import PER_K
+from lmleak.render.limits import (
+    LIMIT_OPTIONS,
+    PROFILES,
+    Limit,
+    gate_section,
+    limits_from_config,
+    profile_limits,
+    resolve_limits,
+)
 from lmleak.words import plural
 
 #: An MIA AUC from fewer texts than this on either side is "not evaluable" (too little data).
 MIN_MIA_PER_SIDE = 10
 
-#: limit option (``--max-unique`` without the dashes, the ``gate:`` key) -> (headline metric, direction)
-LIMIT_OPTIONS: dict[str, tuple[str, str]] = {
-    "max_unique": ("unique_sequences", "max"),
-    "max_pii_unique": ("pii_unique_sequences", "max"),
-    "max_leakage_epsilon": ("leakage_epsilon", "max"),
-    "max_exposure": ("max_exposure", "max"),
-    "max_mia_auc": ("mia_auc", "max"),
-    "max_pii_exact_match": ("pii_exact_match", "max"),
-    "min_epsilon_lower_bound": ("epsilon_lower_bound", "min"),
-    "max_extracted": ("extracted", "max"),
-}
+__all__ = [
+    "LIMIT_OPTIONS",
+    "PROFILES",
+    "GateCheck",
+    "Limit",
+    "Verdict",
+    "configured_verdict",
+    "gate_section",
+    "limits_from_config",
+    "profile_limits",
+    "resolve_limits",
+    "verdict_checks",
+    "verdict_of",
+    "verdict_rows",
+]
 
 LIMIT_LABELS: dict[str, str] = {
     "unique_sequences": "Unique leaked sequences",
@@ -56,6 +76,8 @@ LIMIT_LABELS: dict[str, str] = {
     "max_exposure": "Highest canary exposure (bits)",
     "mia_auc": "Membership inference AUC",
     "pii_exact_match": "PII exact-match rate",
+    "pii_people_excess": "People with leaked PII beyond the null (share)",
+    "pii_exact_match_excess": "PII exact-match rate, members − held-out controls",
     "epsilon_lower_bound": "Measured ε lower bound (DP audit)",
     "extracted": "Extracted training samples",
     "epsilon_lower_bound <= claimed dp_epsilon": "DP claim vs measured ε lower bound",
@@ -71,6 +93,8 @@ METRIC_STAGE: dict[str, str] = {
     "mia_auc": "mia",
     "mia_accuracy": "mia",
     "pii_exact_match": "probe",
+    "pii_exact_match_excess": "probe",
+    "pii_people_excess": "report",
     "pii_likelihood_ratio": "probe",
     "pii_likelihood_ratio_geomean": "probe",
     "epsilon_lower_bound": "dp_audit",
@@ -92,150 +116,16 @@ STAGE_FIX: dict[str, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Limit:
-    """One limit: ``option`` (a key of :data:`LIMIT_OPTIONS`) at ``value``. A profile's limit may be
-    ``required=False``: it applies only where its analysis ran, and is otherwise listed as not
-    evaluable without failing the verdict; ``rationale`` says why the value."""
-
-    option: str
-    value: float
-    required: bool = True
-    rationale: str | None = None
-
-    @property
-    def metric(self) -> str:
-        return LIMIT_OPTIONS[self.option][0]
-
-    @property
-    def direction(self) -> str:
-        return LIMIT_OPTIONS[self.option][1]
-
-
-#: Shipped profiles (``lmleak gate --profile NAME``, ``gate: {profile: NAME}``): each limit with why.
-PROFILES: dict[str, tuple[Limit, ...]] = {
-    "release": (
-        Limit(
-            "max_pii_unique",
-            0,
-            rationale="No PII-bearing text that only one person wrote may come back verbatim: each such "
-            "sequence is that person's data leaking (paper 001 §5). Needs the leakage report.",
-        ),
-        Limit(
-            "max_mia_auc",
-            0.6,
-            rationale="An attacker holding the model's scores should tell a training person's text from a "
-            "held-out person's barely better than chance (0.5); 0.6 leaves room for the noise of a "
-            "few hundred texts a side. Needs membership inference (held-out users or member files).",
-        ),
-        Limit(
-            "max_pii_exact_match",
-            0.05,
-            required=False,
-            rationale="Prompted with a person's name and other PII, the model completes at most 5 % of "
-            "their PII verbatim (paper 003). Applies when PII probing ran on eligible subjects.",
-        ),
-        Limit(
-            "max_leakage_epsilon",
-            10.0,
-            required=False,
-            rationale="No user-unique leaked text is more than 10 times likelier (per word) under the model "
-            "than under a public model that never saw it (paper 001 Eq. 2). Applies when a public model "
-            "is configured; a model with no user-unique sequence passes.",
-        ),
-        Limit(
-            "max_exposure",
-            10.0,
-            required=False,
-            rationale="A canary inserted into the training data ranks no better than the top 1/1024 of "
-            "its candidates (exposure 10 bits; Carlini et al. 2019). Applies only to models trained with "
-            "canaries; otherwise not evaluable, without failing the verdict.",
-        ),
-        Limit(
-            "max_extracted",
-            0,
-            required=False,
-            rationale="Untargeted sampling reproduces no training text verbatim (Carlini et al. 2021). "
-            "Applies when the extraction stage ran.",
-        ),
-    ),
-}
-
-
-def profile_limits(name: str) -> tuple[Limit, ...]:
-    """The limits of a shipped profile.
-
-    Raises:
-        ConfigError: an unknown profile name.
-
-    Example:
-        >>> [(lim.option, lim.value, lim.required) for lim in profile_limits("release")][:2]
-        [('max_pii_unique', 0, True), ('max_mia_auc', 0.6, True)]
-    """
-    if name not in PROFILES:
-        raise ConfigError(
-            f"unknown gate profile {name!r}." + did_you_mean(name, list(PROFILES)),
-            field="profile",
-            hint=f"use one of {', '.join(PROFILES)}",
-        )
-    return PROFILES[name]
-
-
-def resolve_limits(options: Mapping[str, float | None], profile: str | None = None) -> tuple[Limit, ...]:
-    """A profile's limits, then every option given (an option replaces the profile's limit of the
-    same name, and is required).
-
-    Example:
-        >>> [(lim.option, lim.value) for lim in resolve_limits({"max_mia_auc": 0.7, "max_unique": None})]
-        [('max_mia_auc', 0.7)]
-        >>> [lim.value for lim in resolve_limits({"max_mia_auc": 0.7}, "release") if lim.option == "max_mia_auc"]
-        [0.7]
-    """
-    given = {k: v for k, v in options.items() if v is not None}
-    unknown = sorted(set(given) - set(LIMIT_OPTIONS))
-    if unknown:
-        raise ConfigError(
-            f"unknown limit {unknown[0]!r}." + did_you_mean(unknown[0], list(LIMIT_OPTIONS)),
-            field="gate",
-            hint=f"limits: {', '.join(LIMIT_OPTIONS)}",
-        )
-    base = [lim for lim in (profile_limits(profile) if profile else ()) if lim.option not in given]
-    return tuple(base) + tuple(Limit(k, float(v)) for k, v in given.items())
-
-
-def gate_section(summary: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``gate:`` section of the audit config recorded in a run's ``summary.json`` (None when the run
-    is no audit or its config has none; a single stage's ``config`` is that stage's own).
-
-    Example:
-        >>> gate_section({"config": {"gate": {"max_unique": 0}}}), gate_section({"config": "x"})
-        ({'max_unique': 0}, None)
-    """
-    config = summary.get("config")
-    gate = config.get("gate") if isinstance(config, Mapping) else None
-    return gate if isinstance(gate, Mapping) else None
-
-
-def limits_from_config(gate: Mapping[str, Any] | None) -> tuple[tuple[Limit, ...], bool, str | None]:
-    """``(limits, allow_not_evaluable, profile)`` of an audit config's ``gate:`` section (as written
-    into the run's ``summary.json``); no limits when there is none."""
-    if not gate:
-        return (), False, None
-    options = {k: gate.get(k) for k in LIMIT_OPTIONS}
-    return (
-        resolve_limits(options, gate.get("profile")),
-        bool(gate.get("allow_not_evaluable")),
-        gate.get("profile"),
-    )
-
-
-@dataclass(frozen=True, slots=True)
 class GateCheck:
     """One row of the verdict: a limit for one model (and one k).
 
-    ``status`` None means "from the value": pass/fail when measured, not evaluable when not;
-    ``reason`` says why a row is not evaluable (or why it passes without a value), ``fix`` the one
-    line that would measure it, ``note`` anything a reader needs beside the number (the attack the
-    MIA headline is, the best raw AUC selected after the fact)."""
+    ``status`` None means "from the value": decided on the interval when there is one (pass, fail,
+    inconclusive: :func:`~lmleak.render.decision.decide`), on the value when not, not evaluable
+    without a value; ``reason`` says why a row is not evaluable (or why it passes without a number),
+    ``fix`` the one line that would measure it, ``note`` anything a reader needs beside the number (the
+    attack the MIA headline is, how a value without an interval is decided), ``power`` how many people
+    would settle an inconclusive row, ``shown`` the value cell when there is no number to show
+    ("0 sequences to bound")."""
 
     model: str
     metric: str
@@ -250,30 +140,37 @@ class GateCheck:
     method: str | None = None
     required: bool = True
     rationale: str | None = None
+    power: str | None = None
+    shown: str | None = None
 
     @property
     def verdict(self) -> str:
-        """``pass``, ``fail`` or ``not_evaluable``."""
+        """``pass``, ``fail``, ``inconclusive`` or ``not_evaluable``."""
         if self.status is not None:
             return self.status
         if self.value is None:
             return "not_evaluable"
-        ok = self.value >= self.limit if self.direction == "min" else self.value <= self.limit
-        return "pass" if ok else "fail"
+        return decide(self.value, self.interval, self.limit, self.direction)
 
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
 
-    def blocks(self, allow_not_evaluable: bool = False) -> bool:
-        """Whether this row fails the verdict: a failed limit, or a required one not evaluable."""
-        if self.verdict == "fail":
+    def blocks(self, allow_not_evaluable: bool = False, allow_inconclusive: bool = False) -> bool:
+        """Whether this row fails the verdict: a failed limit, an inconclusive one (unless allowed:
+        whether required or not, the analysis ran and did not settle it), or a required one not
+        evaluable (unless allowed)."""
+        verdict = self.verdict
+        if verdict == "fail":
             return True
-        return self.verdict == "not_evaluable" and self.required and not allow_not_evaluable
+        if verdict == "inconclusive":
+            return not allow_inconclusive
+        return verdict == "not_evaluable" and self.required and not allow_not_evaluable
 
     def to_dict(self) -> dict[str, Any]:
-        """The check in ``lmleak gate --json``: ``model, metric, limit, value, passed`` and ``status``,
-        ``direction``, ``interval``, ``reason``, ``fix``, ``note``, ``method``, ``required``, ``rationale``."""
+        """The check in ``lmleak gate --json``: ``model, metric, limit, value, passed`` and ``status``
+        (pass / fail / inconclusive / not_evaluable), ``direction``, ``interval``, ``reason``, ``fix``,
+        ``note``, ``power``, ``shown``, ``method``, ``required``, ``rationale``."""
         return {
             "model": self.model,
             "metric": self.metric,
@@ -286,6 +183,8 @@ class GateCheck:
             "reason": self.reason,
             "fix": self.fix,
             "note": self.note,
+            "power": self.power,
+            "shown": self.shown,
             "method": self.method,
             "required": self.required,
             "rationale": self.rationale,
@@ -300,10 +199,10 @@ class GateCheck:
             return f"{self.model}: {what} was not measured ({kind} {self.limit:g}){tail}: {self.reason}" + (
                 f"; to measure it: {self.fix}" if self.fix else ""
             )
-        value = "—" if self.value is None else format_value(self.metric, self.value)
+        value = self.shown or ("—" if self.value is None else format_value(self.metric, self.value))
         ci = "" if self.interval is None else f" [95% {format_interval(self.metric, self.interval)}]"
-        verdict = "ok" if self.passed else "FAILED"
-        why = f" — {self.reason}" if self.reason else ""
+        verdict = {"pass": "ok", "inconclusive": "INCONCLUSIVE"}.get(self.verdict, "FAILED")
+        why = "".join(f" — {x}" for x in (self.reason, self.power) if x)
         return f"{self.model}: {what} = {value}{ci} ({kind} {self.limit:g}) {verdict}{why}"
 
 
@@ -351,12 +250,19 @@ class _Context:
 
     meta: dict[str, Any] = field(default_factory=dict)  # summary["models"][name] (empty: one stage's run)
     release: dict[str, Any] = field(default_factory=dict)  # summary["release"]["models"][name]
+    top: dict[str, Any] = field(default_factory=dict)  # the model's whole headline (per-k rows read it too)
+    public_model: bool | None = None  # whether the leakage report had a public model (None: not recorded)
 
     def unmeasured(self, metric: str, values: Mapping[str, Any]) -> tuple[str, str | None]:
         """Why ``metric`` has no value for this model (``values``: its headline, or one k of it), and
-        the one line that would measure it."""
+        the one line that would measure it: the stage's own ``<metric>_reason`` / ``_fix`` first."""
+        reason = values.get(f"{metric}_reason") or self.top.get(f"{metric}_reason")
+        if isinstance(reason, str) and reason:
+            fix = values.get(f"{metric}_fix") or self.top.get(f"{metric}_fix")
+            return reason, fix if isinstance(fix, str) else None
+        names = {metric, _MEASURED_FROM.get(metric, metric)}
         for entry in self.release.get("not_run") or ():
-            if metric in (entry.get("metrics") or ()):
+            if names & set(entry.get("metrics") or ()):
                 return str(entry["reason"]), entry.get("fix")
         stage = METRIC_STAGE.get(metric, metric)
         skipped = (self.meta.get("skipped") or {}).get(stage)
@@ -369,25 +275,41 @@ class _Context:
         return _MEASURED_ONLY_WITH.get(metric, (f"the {stage} stage ran but did not measure {metric}", None))
 
 
+#: an excess is measured from its metric: what leaves that unmeasured (the release summary's not_run) leaves it too
+_MEASURED_FROM = {"pii_exact_match_excess": "pii_exact_match", "pii_people_excess": "pii_unique_sequences"}
+
+_PUBLIC_MODEL_FIX = "set `public_model:` in the audit config (or `lmleak report --public-model`)"
+
 #: metrics a stage measures only with something more, and what (reason, fix)
 _MEASURED_ONLY_WITH: dict[str, tuple[str, str | None]] = {
     "leakage_epsilon": (
         "no public model: leakage ε compares the model with a model that never saw the data",
-        "set `public_model:` in the audit config (or `lmleak report --public-model`)",
+        _PUBLIC_MODEL_FIX,
     ),
     "curated_unique_sequences": (
         "no public model: the curated count keeps the sequences a public model finds unlikely",
-        "set `public_model:` in the audit config (or `lmleak report --public-model`)",
+        _PUBLIC_MODEL_FIX,
     ),
     "pii_unique_sequences": (
         "no PII policy ran over the leaked sequences",
         "set `analyses.report.pii_policy: regex` (or `lmleak report --pii-policy regex`)",
     ),
+    "pii_people_excess": (
+        "no null: the leakage report ran over no held-out people and with no public model, so nothing "
+        "says what a model that never saw these people reproduces",
+        "train with held-out people (`lmleak train --holdout-users`, which writes holdout.json) or set "
+        "`public_model:` in the audit config",
+    ),
+    "pii_exact_match_excess": (
+        "no held-out control was probed: the excess compares members with people the model never saw",
+        "build subjects over the model's held-out people too (`lmleak probe build --corpus CORPUS`, their "
+        "user_id in holdout.json)",
+    ),
 }
 
 
 def _check(model: str, limit: Limit, values: Mapping[str, Any], ctx: _Context, suffix: str = "") -> GateCheck:
-    """One limit on one model's values (a headline, or one k of it)."""
+    """One limit on one model's values (a headline, or one k of it), decided on its interval."""
     metric = limit.metric
     common: dict[str, Any] = {
         "model": model,
@@ -399,25 +321,81 @@ def _check(model: str, limit: Limit, values: Mapping[str, Any], ctx: _Context, s
     }
     value = _value(values, metric)
     if metric == "leakage_epsilon" and value is None and values.get("unique_sequences") == 0:
-        reason = "no user-unique sequence leaked: there is nothing to bound (the maximum over an empty set)"
-        return GateCheck(**common, value=None, status="pass", reason=reason)
+        return _nothing_to_bound(common, ctx)
     if value is None:
         reason, fix = ctx.unmeasured(metric, values)
         return GateCheck(**common, value=None, reason=reason, fix=fix)
-    extra: dict[str, Any] = {"interval": _interval(values, metric)}
+    extra: dict[str, Any] = {
+        "interval": _interval(values, metric),
+        **_metric_context(metric, values, ctx.top),
+    }
+    return _decided(GateCheck(**common, value=value, **extra), values, ctx.top)
+
+
+def _nothing_to_bound(common: dict[str, Any], ctx: _Context) -> GateCheck:
+    """Leakage ε of a model with no user-unique sequence: a pass stating "0 sequences to bound", or
+    not evaluable when the run had no public model (ε could not have been measured either way)."""
+    if ctx.public_model is False:
+        reason, fix = _MEASURED_ONLY_WITH["leakage_epsilon"]
+        return GateCheck(
+            **common, value=None, reason=reason + " (and no user-unique sequence leaked)", fix=fix
+        )
+    reason = "no user-unique sequence leaked: there is nothing to bound (the maximum over an empty set)"
+    return GateCheck(**common, value=None, status="pass", reason=reason, shown="0 sequences to bound")
+
+
+def _decided(check: GateCheck, values: Mapping[str, Any], top: Mapping[str, Any]) -> GateCheck:
+    """The check with how it was decided: a note when it has no interval, a power line when inconclusive."""
+    if check.status is not None or check.value is None:
+        return check
+    base = check.metric.split(" (k=")[0]
+    if check.interval is None:
+        note = "; ".join(x for x in (check.note, no_interval_note(base)) if x)
+        return replace(check, note=note)
+    if check.verdict == "inconclusive":
+        power = power_line(base, check.value, check.interval, check.limit, values, top)
+        return replace(check, power=power)
+    return check
+
+
+def _metric_context(metric: str, values: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    """What a row needs beside its number, per metric: the MIA's attack and placebo, probing's members
+    against controls, the null an excess is over."""
     if metric == "mia_auc":
-        extra.update(_mia_context(values))
+        return _mia_context(values)
+    if metric == "pii_people_excess":
+        return {"note": _people_excess_note({**top, **values})}
+    if metric == "pii_exact_match_excess":
+        return {"note": _probe_note(values, "members − controls")}
     if metric == "pii_exact_match" and values.get("pii_exact_match_members") is not None:
-        extra["note"] = _probe_note(values)
-    elif metric == "pii_exact_match" and values.get("pii_exact_match_controls") is not None:
-        extra.update(
-            status="not_evaluable", reason=_NO_MEMBERS_PROBED.format(values.get("pii_exact_match_controls_n"))
+        return {"note": _probe_note(values)}
+    if metric == "pii_exact_match" and values.get("pii_exact_match_controls") is not None:
+        return {
+            "status": "not_evaluable",
+            "reason": _NO_MEMBERS_PROBED.format(values.get("pii_exact_match_controls_n")),
+            "fix": "probe people of the training corpus: `lmleak probe build --corpus CORPUS` "
+            "(their user_id a training user)",
+        }
+    return {}
+
+
+def _share(k: Any, n: Any) -> str:
+    if not isinstance(k, int | float) or not isinstance(n, int | float) or n <= 0:
+        return "not recorded"
+    return f"{k:g} of {n:g} ({k / n:.1%})"
+
+
+def _people_excess_note(values: Mapping[str, Any]) -> str:
+    """The excess's two shares and its null: "trained-on people 12 of 200 (6.0%); held-out ..."."""
+    members = (
+        f"trained-on people {_share(values.get('pii_people_members'), values.get('pii_people_members_n'))}"
+    )
+    if values.get("null_kind") == "public_model":
+        return (
+            f"{members}; null: the curated count against a public model (the null share is 0 by construction)"
         )
-        extra["fix"] = (
-            "probe people of the training corpus: `lmleak probe build --corpus CORPUS` "
-            "(their user_id a training user)"
-        )
-    return GateCheck(**common, value=value, **extra)
+    null = _share(values.get("pii_people_null"), values.get("pii_people_null_n"))
+    return f"{members}; held-out people (never trained on, the null) {null}"
 
 
 _NO_MEMBERS_PROBED = (
@@ -471,14 +449,14 @@ def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _probe_note(values: Mapping[str, Any]) -> str:
+def _probe_note(values: Mapping[str, Any], what: str = "pooled rate") -> str:
     m, c = values.get("pii_exact_match_members"), values.get("pii_exact_match_controls")
-    parts = [f"members {m:.1%} (n = {values.get('pii_exact_match_members_n')})"]
+    parts = [] if m is None else [f"members {m:.1%} (n = {values.get('pii_exact_match_members_n')})"]
     if c is not None:
         parts.append(f"held-out controls {c:.1%} (n = {values.get('pii_exact_match_controls_n')})")
     if values.get("pii_exact_match_fisher_p") is not None:
         parts.append(f"Fisher p {values['pii_exact_match_fisher_p']:.2g}")
-    return "pooled rate; " + ", ".join(parts)
+    return "; ".join([what, ", ".join(parts)]) if parts else what
 
 
 def _claim_check(model: str, headline: Mapping[str, Any]) -> GateCheck | None:
@@ -487,13 +465,24 @@ def _claim_check(model: str, headline: Mapping[str, Any]) -> GateCheck | None:
     if bound is None or headline.get("dp_epsilon") is None:
         return None
     delta = headline.get("claimed_delta")
-    return GateCheck(
+    check = GateCheck(
         model,
         "epsilon_lower_bound <= claimed dp_epsilon",
         float(headline["dp_epsilon"]),
         float(bound),
         note=None if delta is None else f"bound at the claimed δ = {delta:g}",
     )
+    return _decided(check, headline, headline)
+
+
+def _public_model(summary: Mapping[str, Any], release: Mapping[str, Any]) -> bool | None:
+    """Whether the model's leakage report had a public model: False when the release summary lists
+    leakage ε as not run, or a single report stage recorded ``public_model: null``; None when unknown."""
+    if any("leakage_epsilon" in (e.get("metrics") or ()) for e in release.get("not_run") or ()):
+        return False
+    if not isinstance(summary.get("models"), dict) and "public_model" in summary:
+        return summary["public_model"] is not None
+    return None
 
 
 def verdict_checks(
@@ -505,7 +494,10 @@ def verdict_checks(
     releases = (summary.get("release") or {}).get("models") or {}
     checks: list[GateCheck] = []
     for model, headline in headlines.items():
-        ctx = _Context(dict((models or {}).get(model) or {}), dict(releases.get(model) or {}))
+        release = dict(releases.get(model) or {})
+        ctx = _Context(
+            dict((models or {}).get(model) or {}), release, dict(headline), _public_model(summary, release)
+        )
         claim = _claim_check(model, headline)
         if claim is not None:
             checks.append(claim)
@@ -537,39 +529,46 @@ def verdict_checks(
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """Every check of a release gate. It passes when no check fails and every required limit was
-    evaluable (or ``allow_not_evaluable``)."""
+    """Every check of a release gate. It passes when no check fails, none is inconclusive (or
+    ``allow_inconclusive``), and every required limit was evaluable (or ``allow_not_evaluable``)."""
 
     checks: tuple[GateCheck, ...]
     allow_not_evaluable: bool = False
     profile: str | None = None
+    allow_inconclusive: bool = False
 
     @property
     def failed(self) -> list[GateCheck]:
-        """The checks that fail the verdict."""
-        return [c for c in self.checks if c.blocks(self.allow_not_evaluable)]
+        """The checks that fail the verdict (failed, inconclusive or not evaluable, unless allowed)."""
+        return [c for c in self.checks if c.blocks(self.allow_not_evaluable, self.allow_inconclusive)]
 
     @property
     def passed(self) -> bool:
         return not self.failed
 
+    def _status(self, rows: Sequence[GateCheck]) -> str:
+        blocking = {c.verdict for c in rows if c.blocks(self.allow_not_evaluable, self.allow_inconclusive)}
+        return next((s for s in ("fail", "inconclusive", "not_evaluable") if s in blocking), "pass")
+
+    @property
+    def status(self) -> str:
+        """``pass``; else the first of ``fail`` (a limit failed), ``inconclusive`` (an interval
+        straddles its limit) and ``not_evaluable`` (a required limit was not measured) that blocks."""
+        return self._status(self.checks)
+
     def model_status(self, model: str) -> str:
-        """``pass``, ``fail`` (a limit failed), ``not_evaluable`` (none failed, a required one was not
-        evaluable) or ``no_limits`` for one model."""
+        """:attr:`status` for one model, or ``no_limits``."""
         rows = [c for c in self.checks if c.model == model]
-        if not rows:
-            return "no_limits"
-        if any(c.verdict == "fail" for c in rows):
-            return "fail"
-        if any(c.blocks(self.allow_not_evaluable) for c in rows):
-            return "not_evaluable"
-        return "pass"
+        return self._status(rows) if rows else "no_limits"
 
     def to_dict(self) -> dict[str, Any]:
-        """``lmleak gate --json``: ``passed``, ``allow_not_evaluable``, ``profile`` and ``checks``."""
+        """``lmleak gate --json``: ``passed``, ``status``, ``allow_not_evaluable``, ``allow_inconclusive``,
+        ``profile`` and ``checks``."""
         return {
             "passed": self.passed,
+            "status": self.status,
             "allow_not_evaluable": self.allow_not_evaluable,
+            "allow_inconclusive": self.allow_inconclusive,
             "profile": self.profile,
             "checks": [c.to_dict() for c in self.checks],
         }
@@ -582,14 +581,38 @@ def verdict_of(
     *,
     allow_not_evaluable: bool = False,
     profile: str | None = None,
+    allow_inconclusive: bool = False,
 ) -> Verdict:
     """The verdict table of a run (its ``summary.json`` and headlines) under ``limits``."""
-    return Verdict(tuple(verdict_checks(summary, headlines, limits)), allow_not_evaluable, profile)
+    checks = tuple(verdict_checks(summary, headlines, limits))
+    return Verdict(checks, allow_not_evaluable, profile, allow_inconclusive)
+
+
+def configured_verdict(
+    summary: Mapping[str, Any],
+    headlines: Mapping[str, Mapping[str, Any]],
+    *,
+    allow_not_evaluable: bool = False,
+    allow_inconclusive: bool = False,
+) -> Verdict:
+    """The verdict under the ``gate:`` section of the audit config that wrote the run (its limits,
+    profile, ``allow_not_evaluable`` and ``allow_inconclusive``; either allowance given here as well)."""
+    gate = gate_section(summary)
+    limits, allow, profile = limits_from_config(gate)
+    return verdict_of(
+        summary,
+        headlines,
+        limits,
+        allow_not_evaluable=allow or allow_not_evaluable,
+        profile=profile,
+        allow_inconclusive=bool((gate or {}).get("allow_inconclusive")) or allow_inconclusive,
+    )
 
 
 STATUS_WORDS = {
     "pass": "Pass",
     "fail": "Fail",
+    "inconclusive": "Inconclusive",
     "not_evaluable": "Not evaluable",
     "no_limits": "No limits set",
 }
@@ -609,12 +632,14 @@ def verdict_rows(verdict: Verdict) -> list[dict[str, str]]:
                 result += " (blocks)"
             else:
                 result += " (optional)" if not c.required else " (allowed)"
-        why = [x for x in (c.reason, c.note, f"to measure it: {c.fix}" if c.fix else None) if x]
+        elif c.verdict == "inconclusive":
+            result += " (allowed)" if verdict.allow_inconclusive else " (blocks)"
+        why = [x for x in (c.reason, c.power, c.note, f"to measure it: {c.fix}" if c.fix else None) if x]
         rows.append(
             {
                 "model": c.model,
                 "limit": f"{label}{' [' + c.method + ']' if c.method else ''} {kind} {c.limit:g}",
-                "value": "—" if c.value is None else format_value(c.metric, c.value),
+                "value": c.shown or ("—" if c.value is None else format_value(c.metric, c.value)),
                 "interval": "—" if c.interval is None else f"[{format_interval(c.metric, c.interval)}]",
                 "result": result,
                 "status": c.verdict,

@@ -13,10 +13,12 @@ limit, prompts held to the context before they are tokenised, capped ``n`` / ``l
 ``max_tokens`` (:mod:`~lmleak.serve.limits`); every field checked, with OpenAI-shaped 4xx errors
 (:mod:`~lmleak.serve.errors`, :mod:`~lmleak.serve.fields`); one model thread with a deadline per
 request and a clean stop on the first Ctrl-C / SIGTERM (:mod:`~lmleak.serve.worker`,
-:mod:`~lmleak.serve.server`); ``stream: true`` as server-sent events (:mod:`~lmleak.serve.stream`).
+:mod:`~lmleak.serve.server`); a read deadline on headers and body, caps on open connections and on
+requests in progress, memory handed back after aborted uploads (:mod:`~lmleak.serve.shed`);
+``stream: true`` as server-sent events (:mod:`~lmleak.serve.stream`).
 
 The modules, bottom up: ``errors`` → ``fields`` → ``limits`` → ``guard`` | ``tiers`` | ``scoring``
-| ``worker`` → ``decode`` → ``prompts`` → ``served`` → ``sampling`` → ``completions`` | ``chat`` →
+| ``worker`` | ``shed`` → ``decode`` → ``prompts`` → ``served`` → ``sampling`` → ``completions`` | ``chat`` →
 ``stream`` → ``app`` → ``server``.
 """
 

@@ -27,6 +27,7 @@ from lmleak.serve.errors import APIError, error_response
 from lmleak.serve.guard import Access, Guard
 from lmleak.serve.limits import ServeLimits, read_json
 from lmleak.serve.served import Served
+from lmleak.serve.shed import Load, Shed
 from lmleak.serve.stream import chat_events, completion_events, sse_response
 from lmleak.serve.tiers import check_tier
 
@@ -67,6 +68,8 @@ def build_app(
     limits = limits or ServeLimits()
     served = Served(model, tier, name or model.name, limits)
     app = FastAPI(title=f"lmleak serve: {served.name}", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.load = Load(limits.max_inflight)
+    app.add_middleware(Shed, load=app.state.load)  # inside the Guard: a refused caller takes no slot
     app.add_middleware(Guard, access=access or Access(), max_body_bytes=limits.max_body_bytes)
     app.state.served = served
     app.state.stop = served.worker.stop
@@ -87,8 +90,8 @@ def _routes(app: FastAPI, served: Served) -> None:
     limits = served.limits
 
     @app.get("/health")
-    def health() -> dict[str, str]:
-        return {"status": "ok"}
+    async def health() -> Response:  # on the event loop: it never waits for a worker thread
+        return _json({"status": "ok"})
 
     @app.get("/v1/models")
     def models() -> dict[str, Any]:

@@ -6,7 +6,8 @@ hold the very data an audit protects); ``param`` names the request field (``max_
 ``messages[0].content``) or is ``null``; ``code`` is a short machine-readable reason
 (``context_length_exceeded``, ``invalid_api_key`` …) as the OpenAI API uses it; ``type`` follows the
 status (``invalid_request_error`` for 400/413/415, ``authentication_error`` for 401,
-``not_found_error`` for 404, ``server_error`` for 5xx), as llama.cpp's server names them.
+``not_found_error`` for 404, ``rate_limit_error`` for 429, ``server_error`` for 5xx), as llama.cpp's
+server names them.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ TYPES = {
     401: "authentication_error",
     404: "not_found_error",
     405: "invalid_request_error",
+    408: "invalid_request_error",
     413: "invalid_request_error",
     415: "invalid_request_error",
+    429: "rate_limit_error",
     500: "server_error",
     503: "server_error",
 }

@@ -146,3 +146,42 @@ def stream_options(body: Mapping[str, Any], streaming: bool) -> bool:
     if not isinstance(value, dict):
         _wrong_type("stream_options", "an object", value)
     return boolean(value, "include_usage")
+
+
+def _bad_at(s: str) -> int | None:
+    """The index of the first character of ``s`` UTF-8 cannot encode (a lone surrogate), or None."""
+    if s.isascii():
+        return None
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return int(e.start)
+    return None
+
+
+def bad_text(body: Any) -> tuple[str | None, str, int] | None:
+    """The first string of a parsed JSON body (or key) that is not valid Unicode text: ``(field, what,
+    character)``, or None. A lone surrogate (``"\\ud800"``) or a byte that is not UTF-8 (read with
+    ``surrogateescape``, so it is one) cannot be tokenised or encoded back. ``field`` names the place
+    as the refusals do (``messages[0].content``; None for a key of the body itself).
+
+    >>> bad_text({"prompt": ["ok", "a\\udc80"]}), bad_text({"stop": ["x"], "n": 1})
+    (('prompt[1]', 'value', 1), None)
+    """
+    stack: list[tuple[str | None, Any]] = [(None, body)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            at = _bad_at(value)
+            if at is not None:
+                return path, "value", at
+        elif isinstance(value, dict):
+            items = list(value.items())
+            for key, _ in items:
+                at = _bad_at(key)
+                if at is not None:
+                    return path, "key", at
+            stack.extend((f"{path}.{k}" if path else k, v) for k, v in reversed(items))
+        elif isinstance(value, list):
+            stack.extend((f"{path or ''}[{i}]", v) for i, v in reversed(list(enumerate(value))))
+    return None

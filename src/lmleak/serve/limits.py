@@ -8,7 +8,9 @@
 - ``n`` (and beam width) at most ``max_n``, log-probabilities at most ``max_logprobs`` per position
   (5 on the ``echo`` tier, :mod:`lmleak.serve.tiers`), at most ``max_prompts`` prompts per request,
   ``max_tokens`` at most the context (:func:`max_new_tokens`);
-- every request ends within ``deadline_s`` seconds (503 after it; :mod:`lmleak.serve.worker`).
+- every request ends within ``deadline_s`` seconds (503 after it; :mod:`lmleak.serve.worker`);
+- its headers and body arrive within ``read_timeout_s`` (408 after it), at most ``max_connections``
+  are open and ``max_inflight`` in progress (429 beyond; :mod:`lmleak.serve.shed`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from starlette.requests import Request
 
 from lmleak.errors import ConfigError
 from lmleak.serve.errors import APIError, refuse
+from lmleak.serve.fields import bad_text
 
 MIB = 1 << 20
 MIN_MAX_TOKENS = 256  # a model with a shorter context still generates this many, sliding its window
@@ -32,7 +35,8 @@ PARSE_INLINE_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, o
 @dataclass(frozen=True)
 class ServeLimits:
     """The per-request bounds (``lmleak serve --max-body --max-n --max-logprobs --max-prompts
-    --deadline --max-tokens``)."""
+    --deadline --max-tokens``) and the server's load bounds (``--read-timeout --max-connections
+    --max-inflight``)."""
 
     max_body_bytes: int = MIB
     max_n: int = 128  # the OpenAI API's own maximum for n
@@ -40,10 +44,15 @@ class ServeLimits:
     max_prompts: int = 256
     deadline_s: float = 300.0  # lmleak's HTTP client waits 300 s for an answer
     max_tokens: int | None = None  # None: the model's context (see max_new_tokens)
+    read_timeout_s: float = 30.0  # headers and body of one request (408 after)
+    max_connections: int = 512  # open sockets (429 beyond, before a byte is read)
+    max_inflight: int = 64  # requests in progress (429 beyond; at most this many bodies held)
 
     def __post_init__(self) -> None:
         for field, value in (
             ("--max-body", self.max_body_bytes),
+            ("--max-connections", self.max_connections),
+            ("--max-inflight", self.max_inflight),
             ("--max-n", self.max_n),
             ("--max-logprobs", self.max_logprobs),
             ("--max-prompts", self.max_prompts),
@@ -51,14 +60,16 @@ class ServeLimits:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{field} must be a positive integer", field=field, hint="e.g. the default")
-        if not (
-            isinstance(self.deadline_s, (int, float))
-            and math.isfinite(self.deadline_s)
-            and self.deadline_s > 0
+        for field, seconds, example in (
+            ("--deadline", self.deadline_s, "300"),
+            ("--read-timeout", self.read_timeout_s, "30"),
         ):
-            raise ConfigError(
-                "--deadline must be a positive number of seconds", field="--deadline", hint="e.g. 300"
-            )
+            if isinstance(seconds, bool) or not (
+                isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0
+            ):
+                raise ConfigError(
+                    f"{field} must be a positive number of seconds", field=field, hint=f"e.g. {example}"
+                )
 
 
 def max_new_tokens(limits: ServeLimits, context: int) -> int:
@@ -97,13 +108,29 @@ async def read_body(request: Request, limit: int) -> bytes:
 
 
 def parse_object(raw: bytes) -> dict[str, Any]:
-    """A JSON object from ``raw`` (400 when it is not valid JSON or not an object)."""
+    """A JSON object from ``raw`` (400 when it is not valid JSON or not an object, and 400 naming the
+    field when a string in it is not valid Unicode: a lone surrogate, or a byte that is not UTF-8)."""
     try:
-        body = json.loads(raw)
+        encoding = json.detect_encoding(raw)
+        # a byte that is not UTF-8 becomes a lone surrogate, found below with the field it is in
+        body = json.loads(
+            raw.decode(encoding, "surrogateescape" if encoding.startswith("utf-8") else "strict")
+        )
     except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         refuse(400, "the request body is not valid JSON", code="invalid_json")
     if not isinstance(body, dict):
         refuse(400, "the request body must be a JSON object", code="invalid_json")
+    bad = bad_text(body)
+    if bad is not None:
+        field, what, at = bad
+        where = f"a key of {field}" if what == "key" and field else "a key" if what == "key" else field
+        refuse(
+            400,
+            f"{where} is not valid text: a lone surrogate or a byte that is not UTF-8 at character {at}; "
+            "send text as UTF-8 (escapes \\uD800-\\uDFFF only as pairs)",
+            param=field,
+            code="invalid_text",
+        )
     return body
 
 

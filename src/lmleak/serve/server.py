@@ -20,6 +20,7 @@ from lmleak.errors import ConfigError
 from lmleak.serve.app import build_app
 from lmleak.serve.guard import Access
 from lmleak.serve.limits import ServeLimits
+from lmleak.serve.shed import shedding_protocol
 from lmleak.serve.tiers import TIERS
 
 GRACE_S = 5  # how long a stopping server waits for answers already being sent
@@ -57,8 +58,11 @@ _BIND_ERRORS = {
 
 
 def _config(app: FastAPI) -> uvicorn.Config:
+    served = getattr(app.state, "served", None)
+    limits = served.limits if served is not None else ServeLimits()
     return uvicorn.Config(
         app,
+        http=shedding_protocol(limits.read_timeout_s, limits.max_connections),
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -227,7 +231,8 @@ def serve(
         )
         echo(
             f"limits: body {limits.max_body_bytes:,} bytes, n <= {limits.max_n}, logprobs <= {limits.max_logprobs}, "
-            f"{limits.max_prompts} prompts per request, deadline {limits.deadline_s:g} s; "
-            f"Host: {', '.join(access.hosts())}; Ctrl-C stops"
+            f"{limits.max_prompts} prompts per request, deadline {limits.deadline_s:g} s, "
+            f"read timeout {limits.read_timeout_s:g} s, {limits.max_connections} connections, "
+            f"{limits.max_inflight} requests in progress; Host: {', '.join(access.hosts())}; Ctrl-C stops"
         )
     run_foreground(app, sock)
