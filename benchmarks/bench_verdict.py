@@ -50,14 +50,15 @@ def _row(c: dict) -> str:
 
 
 def _status(rows: list[dict]) -> str:
-    """The model's status from the gate's rows (the rule, recomputed: the benchmark's oracle)."""
+    """The model's status from the gate's rows, by docs/verdict.md's rule recomputed (the benchmark's
+    oracle): any Fail row fails; else any Inconclusive row (optional limits too: the analysis ran and
+    did not settle it); else a required limit not evaluable; else Pass."""
     statuses = [r["status"] for r in rows]
     if "fail" in statuses:
         return "fail"
-    blocking = [r for r in rows if r["status"] != "pass" and r.get("required", True)]
-    if any(r["status"] == "inconclusive" for r in blocking):
+    if "inconclusive" in statuses:
         return "inconclusive"
-    if blocking:
+    if any(r["status"] == "not_evaluable" and r.get("required", True) for r in rows):
         return "not_evaluable"
     return "pass"
 
