@@ -130,8 +130,10 @@ def test_bound_from_counts_is_the_bound_with_its_inputs_in_the_json_order():
     from dataclasses import asdict
 
     from lmleak.attacks.dp_audit import bound_from_counts
+    from lmleak.attacks.fdp_audit import GDP_ASSUMPTION, fdp_bound
 
     b = bound_from_counts(1000, 100, 80, 1e-5, 0.9)
+    f = fdp_bound(1000, 100, 80, 1e-5, 0.9)
     assert asdict(b) == {
         "m": 1000,
         "r": 100,
@@ -139,8 +141,13 @@ def test_bound_from_counts_is_the_bound_with_its_inputs_in_the_json_order():
         "delta": 1e-5,
         "confidence": 0.9,
         "epsilon_lower_bound": epsilon_lower_bound(1000, 100, 80, 1e-5, 0.9),
+        "epsilon_lower_bound_fdp": f.epsilon_lower_bound_fdp,
+        "mu_lower_bound": f.mu_lower_bound,
+        "fdp_assumption": GDP_ASSUMPTION,
+        "fdp_note": None,
     }
-    assert list(asdict(b)) == ["m", "r", "v", "delta", "confidence", "epsilon_lower_bound"]
+    # the existing keys first, in their order; the f-DP bound beside them
+    assert list(asdict(b))[:6] == ["m", "r", "v", "delta", "confidence", "epsilon_lower_bound"]
     with pytest.raises(ConfigError):
         bound_from_counts(10, 20, 1)
 
@@ -242,7 +249,8 @@ def test_a_plan_tabulates_each_precision_and_the_canaries_for_a_target():
     assert (plan.m, plan.r, plan.delta, plan.target_epsilon) == (500, 400, 1e-5, 1.5)
     assert [row["v"] for row in plan.rows] == [400, 360]
     assert plan.rows[1]["max_epsilon"] == epsilon_lower_bound(500, 400, 360, 1e-5, 0.95)
-    assert plan.rows[0]["canaries_needed"] == canaries_needed(1.5, 1.0, 1e-5)
+    # the same share of the canaries guessed as the plan's r / m
+    assert plan.rows[0]["canaries_needed"] == canaries_needed(1.5, 1.0, 1e-5, guess_share=0.8)
     assert "canaries_needed" not in plan_audit(10).rows[0]
     with pytest.raises(ConfigError):
         plan_audit(10, r=20)
@@ -264,3 +272,38 @@ def test_under_the_null_the_bound_is_positive_no_more_often_than_the_confidence_
         positive += rec["epsilon_lower_bound"] > 0
     sd = math.sqrt(exact_rate * (1 - exact_rate) / runs)
     assert abs(positive / runs - exact_rate) < 4 * sd
+
+
+# ---------------------------------------------------- the plan guesses as the run does (issue 32, item 4)
+
+
+@pytest.mark.parametrize("m", [7, 64, 256, 1000])
+def test_plan_and_run_use_the_same_number_of_guesses(m):
+    from lmleak.attacks.dp_audit import DPAuditConfig, default_guesses
+
+    assert DPAuditConfig(m=m).r is None  # the run's default: audit_scores guesses default_guesses(m)
+    included = np.arange(m) % 2 == 0
+    perfect = included.astype(float)  # every guess right
+    rec = audit_scores(perfect, included, m=m, delta=1e-5)
+    plan = plan_audit(m, precisions=[1.0], delta=1e-5)
+    assert plan.r == rec["r"] == default_guesses(m) == m // 2
+    assert plan.rows[0]["max_epsilon"] == rec["max_certifiable_epsilon"] == rec["epsilon_lower_bound"]
+
+
+def test_the_issues_plan_number_five_point_one_at_one_thousand_canaries():
+    # issue 32: the plan said 5.809 (all 1,000 guessed) while the run, guessing 500, can reach 5.114
+    assert plan_audit(1000, precisions=[1.0]).rows[0]["max_epsilon"] == pytest.approx(5.114, abs=1e-3)
+    assert plan_audit(1000, r=1000, precisions=[1.0]).rows[0]["max_epsilon"] == pytest.approx(5.809, abs=1e-3)
+
+
+@pytest.mark.parametrize(("target", "p"), [(1.0, 1.0), (2.0, 0.95), (0.5, 0.8)])
+def test_canaries_needed_with_half_guessed_is_where_a_scan_certifies_from_then_on(target, p):
+    found = canaries_needed(target, p, guess_share=0.5)
+    assert found is not None
+    ok = [
+        m
+        for m in range(1, 3 * found + 1)
+        if epsilon_lower_bound(m, m // 2, correct_at_precision(m // 2, p)) >= target
+    ]
+    assert ok[-(2 * found + 1) :] == list(range(found, 3 * found + 1)) and found - 1 not in ok
+    assert plan_audit(found, precisions=[p], target_epsilon=target).rows[0]["canaries_needed"] == found

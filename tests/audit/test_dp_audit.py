@@ -261,6 +261,9 @@ def test_the_claim_is_judged_at_the_claimed_delta_not_at_a_smaller_audit_delta()
         "claimed_delta": 0.0,
         "epsilon_lower_bound_at_claimed_delta": at_zero,
         "claim_violated": True,
+        # no μ̂ in this record, and the f-DP bound is not given at δ = 0 anyway
+        "epsilon_lower_bound_fdp_at_claimed_delta": None,
+        "claim_violated_fdp": None,
     }
     assert claim_check(None, 1e-3, record)["claim_violated"] is False  # no claim, nothing to violate
 

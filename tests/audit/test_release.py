@@ -14,6 +14,7 @@ from lmleak.audit.config import parse_config
 from lmleak.audit.release import not_run, probe_people
 from lmleak.cli.main import app
 from lmleak.data.synth.customersim import synthesize
+from lmleak.report.null import HEADLINE_PII_TYPES
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +65,9 @@ def test_the_audit_lists_what_did_not_run_in_the_terminal_the_html_and_gate_json
     assert analyses["canary exposure"]["metrics"] == ["max_exposure"]
     assert "leakage_epsilon" in analyses["leakage ε and curated unique sequences"]["metrics"]
     assert "ran on nothing" in analyses["PII probing"]["reason"]
+    # no held-out people and no public model: the leaked-PII excess has no null, and says what gives one
+    no_null = analyses["leaked PII against its null"]
+    assert no_null["metrics"] == ["pii_people_excess"] and "--holdout-users" in no_null["fix"]
     # the HTML
     page = (run / "report.html").read_text()
     assert page.index('id="release"') < page.index('id="headline"')  # the page opens with it
@@ -97,14 +101,20 @@ def test_people_affected_count_the_owners_of_leaked_pii_and_the_probed_people_by
     seqs = pd.read_parquet(run / "models" / "memorizer" / "report" / "sequences.parquet")
     min_tokens = summary["config"]["analyses"]["report"]["min_tokens"]
     rows = seqs[(seqs["users_in_d"] == 1) & (seqs["length_tokens"] >= min_tokens)]
-    rows = rows[[t is not None and len(t) > 0 for t in rows["pii_types"]]]
+    # the headline rule by hand: a person-identifying kind, and unique as text too
+    rows = rows[[t is not None and bool(set(t) & set(HEADLINE_PII_TYPES)) for t in rows["pii_types"]]]
+    rows = rows[[pd.isna(n) or n <= 1 for n in rows["users_with_text"]]]
     owners = {u for us in rows["user_ids"] for u in us}  # the oracle: a set of owners, by hand
-    assert people["people"] == len(owners) > 0
+    # no held-out user (a fake model with no holdout.json): everyone is a member, and there is no null
+    assert people["people"] == len(owners) > 0 and people["members_n"] == 6 and people["null_kind"] is None
+    assert people["held_out"] is None and "--holdout-users" in people["fix"]
     by_type = {}
     for types, users in zip(rows["pii_types"], rows["user_ids"], strict=True):
-        for t in types:
+        for t in set(types) & set(HEADLINE_PII_TYPES):
             by_type.setdefault(t, set()).update(users)
     assert people["by_type"] == {t: len(u) for t, u in sorted(by_type.items())}
+    owned = rows["pii_owner"].value_counts().to_dict()
+    assert people["owners"] == {o: owned.get(o, 0) for o in ("own", "third_party", "unknown")}
 
 
 def test_probe_people_split_members_from_controls():
@@ -186,3 +196,65 @@ def test_the_release_summary_says_1_person_and_2_people():
     assert "1 person whose PII the model reproduces" in one and "1 probed person whose PII" in one
     assert "2 people whose PII the model reproduces" in two and "2 probed people whose PII" in two
     assert "1 people" not in one and "at least 5 tokens" in one
+
+
+def test_people_affected_count_trained_on_people_apart_from_held_out_ones():
+    from lmleak.audit.release import leaked_pii_people
+    from lmleak.render.html import people_lines
+
+    report = {
+        "pii_users": 5, "pii_users_by_type": {"EMAIL": 5}, "k": 1, "min_tokens": 5, "null_kind": "held_out",
+        "pii_people_members": 3, "pii_people_members_n": 17, "pii_people_members_by_type": {"EMAIL": 3},
+        "pii_people_null": 2, "pii_people_null_n": 4, "pii_people_excess": 3 / 17 - 0.5,
+        "pii_people_excess_ci": [-0.7, 0.1], "pii_owner_counts": {"own": 1, "third_party": 4, "unknown": 0},
+    }  # fmt: skip
+    people = leaked_pii_people(report)
+    assert people["people"] == 3 and people["held_out"] == 2  # the held-out owners are not leaks
+    (line,) = people_lines({"leaked_pii": people})
+    assert line.startswith("3 of 17 trained-on people whose PII the model reproduces")
+    assert "2 of 4 held-out people, what the model generalises" in line
+    assert "1 sequence holds the writer's own PII, 4 a third party's" in line
+    no_null = leaked_pii_people({**report, "null_kind": None, "pii_people_null": None,
+                                 "pii_people_excess_fix": "lmleak train --holdout-users 0.1"})  # fmt: skip
+    (line,) = people_lines({"leaked_pii": no_null})
+    assert "no null" in line and "lmleak train --holdout-users 0.1" in line
+    # a report from before the null: everyone, as before
+    old = leaked_pii_people({"pii_users": 5, "pii_users_by_type": {}, "k": 1, "min_tokens": 5})
+    assert people_lines({"leaked_pii": old})[0].startswith("5 people whose PII")
+
+
+def test_an_audit_with_people_the_model_never_saw_shows_the_null_in_the_summary_terminal_and_html(tmp_path):
+    d = tmp_path
+    paths = synthesize(d / "data", users=6, dialogs_per_user=2, seed=5)
+    rows = [json.loads(x) for x in paths["corpus"].read_text().splitlines()]
+    users = sorted({r["user_id"] for r in rows})
+    held = set(users[:2])
+    (d / "members.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["user_id"] not in held))
+    (d / "people.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r["user_id"] in held))
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "members.jsonl"},
+        "models": [{"name": "memorizer", "path": f"fake:{d / 'members.jsonl'}"}],
+        "analyses": {
+            "report": {"k": [1, 3]},
+            "mia": {"non_members": "people.jsonl", "n_boot": 50},
+            "membership": {"methods": ["perplexity"], "blind": False},
+        },
+    }
+    (d / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    r = CliRunner().invoke(app, ["audit", str(d / "audit.yaml")], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    summary = json.loads((d / "run" / "summary.json").read_text())
+    headline = summary["models"]["memorizer"]["headline"]
+    for k in ("1", "3"):
+        assert headline["by_k"][k]["null_kind"] == "held_out"
+        assert (
+            headline["by_k"][k]["pii_people_null_n"] == 2
+            and "null_pii_unique_sequences" in headline["by_k"][k]
+        )
+    leaked = summary["release"]["models"]["memorizer"]["people_affected"]["leaked_pii"]
+    assert leaked["members_n"] == 4 and leaked["held_out_n"] == 2
+    text = re.sub(r"\s+", " ", r.output)
+    assert "of 4 trained-on people" in text and "of 2 held-out people, what the model generalises" in text
+    page = (d / "run" / "report.html").read_text()
+    assert "held-out people" in page and "k = 3: trained-on people" in page

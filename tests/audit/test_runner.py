@@ -148,3 +148,24 @@ def test_the_confidentiality_bound_of_a_crt_model_uses_the_recorded_upper_bound_
         assert p["privacy_unit"] == "user"
         got.append(p["confidentiality_epsilon"])
     assert round(got[0], 2) == 0.81 and round(got[1], 2) == 1.09
+
+
+def test_a_crt_models_measured_delta2_goes_into_the_confidentiality_delta(tmp_path):
+    """Issue 32: Theorem 8.3's delta2 is the 95 % upper bound of pi_c's misses (0 of 696: 4.3e-3),
+    recorded by training with --secrets, and added to gamma x delta instead of being assumed 0."""
+    import json
+
+    from scipy.stats import beta
+
+    auditor = _auditor(tmp_path, {})
+    model = tmp_path / "crt"
+    model.mkdir()
+    upper, delta2 = float(beta.ppf(0.95, 1, 562)), 1 - 0.05 ** (1 / 696)
+    privacy = {"mode": "crt", "epsilon": 5.46, "delta": 1e-5, "gamma": 0.0, "gamma_source": "measured",
+               "gamma_support": 562, "gamma_upper95": upper, "delta2_misses": 0, "delta2_support": 696,
+               "delta2_upper95": delta2}  # fmt: skip
+    (model / "privacy.json").write_text(json.dumps(privacy))
+    p = auditor._privacy(str(model))
+    assert p["confidentiality_delta"] == pytest.approx(upper * 1e-5 + delta2, rel=1e-12)
+    assert p["confidentiality_delta2"] == pytest.approx(4.3e-3, abs=1e-4)
+    assert p["confidentiality_delta2_assumed"] is False and "0 of 696 secrets" in p["confidentiality_note"]

@@ -18,7 +18,15 @@ def test_the_cli_prints_the_bound():
         app, ["dp-audit", "bound", "--m", "1000", "--r", "10", "--v", "10", "--confidence", "0.95"]
     )
     assert res.exit_code == 0, res.output
-    assert res.output.strip() == "epsilon_lower_bound: 1.05187"
+    lines = res.output.strip().splitlines()
+    assert lines[0] == "epsilon_lower_bound: 1.05187"
+    assert " ".join(lines[1:]).startswith("epsilon_lower_bound_fdp: not given at δ = 0")
+    res = CliRunner().invoke(
+        app, ["dp-audit", "bound", "--m", "1000", "--r", "1000", "--v", "900", "--delta", "1e-5", "--json"]
+    )
+    both = json.loads(res.output)  # issue 35: both bounds from the same guesses, 2.02 and 3.78
+    assert round(both["epsilon_lower_bound"], 2) == 2.02 and round(both["epsilon_lower_bound_fdp"], 2) == 3.78
+    assert "Gaussian" in both["fdp_assumption"]
     res = CliRunner().invoke(
         app, ["dp-audit", "bound", "--m", "1000", "--r", "100", "--v", "80", "--delta", "1e-5", "--json"]
     )
@@ -94,7 +102,9 @@ def test_dp_audit_run_the_audit_config_and_the_library_share_their_defaults():
 def test_plan_prints_the_largest_certifiable_epsilon_per_precision_and_the_canaries_for_a_target():
     from lmleak.attacks.dp_audit import canaries_needed, max_certifiable_epsilon
 
-    args = ["dp-audit", "plan", "--m", "1000", "--precision", "1", "--precision", "0.9"]
+    res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "1000", "--json"])
+    assert json.loads(res.output)["r"] == 500  # by default as dp-audit run guesses: half the canaries
+    args = ["dp-audit", "plan", "--m", "1000", "--r", "1000", "--precision", "1", "--precision", "0.9"]
     res = CliRunner().invoke(app, [*args, "--target-epsilon", "4", "--json"])
     assert res.exit_code == 0, res.output
     plan = json.loads(res.output)
@@ -110,7 +120,7 @@ def test_plan_prints_the_largest_certifiable_epsilon_per_precision_and_the_canar
     text = " ".join(res.output.split())
     assert "1000 of 1000 │ 5.809 │ 166" in text and "900 of 1000 │ 2.021 │ unreachable" in text
     res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100"])
-    assert res.exit_code == 0 and "60 of 100" in res.output  # the default precisions, down to 0.6
+    assert res.exit_code == 0 and "30 of 50" in res.output  # the default precisions, down to 0.6, of m/2
     res = CliRunner().invoke(app, ["dp-audit", "plan", "--m", "100", "--precision", "1.2"])
     assert res.exit_code == 2 and "precision" in res.output
 
@@ -176,3 +186,23 @@ def test_run_privacy_unit_user_trains_dp_at_the_user_level_and_bounds_per_person
     assert privacy["privacy_unit"] == summary["training_privacy_unit"] == summary["privacy_unit"] == "user"
     assert summary["canary_documents"] == 2 and summary["dp_epsilon"] == privacy["epsilon"]
     assert "per person" in summary["statement"]
+
+
+def test_run_names_a_crafted_design_and_refuses_an_unknown_one(tmp_path, capsys):
+    summary = {
+        "epsilon_lower_bound": 0.5,
+        "epsilon_lower_bound_fdp": 1.2,
+        "mu_lower_bound": 0.4,
+        "fdp_note": None,
+        "statement": "no DP claim (ε = ∞); measured ≥ 0.5",
+        "dp_audit": {"v": 9, "r": 10, "m": 20, "num_included": 11, "delta": 1e-5, "canary_design": "crafted"},
+        "claim_violated": False,
+        "report": "r/report.html",
+    }
+    print_dp_audit(summary, "r")
+    text = " ".join(capsys.readouterr().out.split())
+    assert "epsilon_lower_bound_fdp: 1.2 (mu-GDP refuted up to mu = 0.4; assumes a Gaussian trade-off" in text
+    assert "about 20 canaries (crafted: rune secrets, new tokens)" in text
+    args = ["dp-audit", "run", "--corpus", str(tmp_path / "none.jsonl"), "--out", str(tmp_path / "run")]
+    res = CliRunner().invoke(app, [*args, "--canary-design", "fancy"])
+    assert res.exit_code == 2 and "canary design" in res.output and not (tmp_path / "run").exists()

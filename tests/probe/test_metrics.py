@@ -92,16 +92,22 @@ def test_phone_metrics_look_at_one_number_at_a_time(generated, expected):
 # ------------------------------------------------------------ intervals of exact match (issue 26 item 4)
 
 
-def test_with_one_pair_per_user_the_hit_rate_interval_is_the_plain_bootstrap():
+def test_with_one_pair_per_user_the_hit_rate_interval_is_the_plain_bootstrap_joined_with_clopper_pearson():
+    """Issue 32: the share's interval is the hull of the cluster bootstrap and Clopper-Pearson at the
+    design-effect sample size; with one pair per user n_eff = N (G - 1) / G = 29, at t(29)'s level."""
     import numpy as np
+    from scipy.stats import beta, norm, t
 
     from lmleak.probe.metrics import hit_rate_interval
 
     hits = np.array([True] * 7 + [False] * 23)
     users = [f"u{i}" for i in range(30)]
     rng = np.random.default_rng(0)  # the plain bootstrap of the mean, by hand, with the same draws
-    boot = [hits[rng.integers(0, 30, size=30)].mean() for _ in range(1000)]
-    assert hit_rate_interval(hits, users) == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
+    boot = np.quantile([hits[rng.integers(0, 30, size=30)].mean() for _ in range(1000)], [0.025, 0.975])
+    alpha = 2 * norm.sf(t.ppf(0.975, 29))
+    x = 7 / 30 * 29
+    cp = (beta.ppf(alpha / 2, x, 29 - x + 1), beta.ppf(1 - alpha / 2, x + 1, 29 - x))
+    assert hit_rate_interval(hits, users) == pytest.approx([min(boot[0], cp[0]), max(boot[1], cp[1])])
     lo, hi = hit_rate_interval(hits, users)
     assert lo < 7 / 30 < hi
 

@@ -119,19 +119,24 @@ def test_every_report_card_states_its_k_and_people_at_risk_says_it_counts_one_k_
 def test_the_leaked_pii_card_shows_the_held_out_null_beside_the_count_at_every_k():
     from lmleak.render.cards import card_null
 
-    per_k = {
-        "by_k": {
-            "1": {"null_pii_unique_sequences": 2, "null_pii_unique_sequences_ci": [0, 5]},
-            "3": {"null_pii_unique_sequences": 42, "null_pii_unique_sequences_ci": [25, 61]},
-        }
-    }
+    def k(members, null, ci, excess, excess_ci):
+        return {"null_kind": "held_out", "pii_unique_sequences_members": members, "null_pii_unique_sequences": null,
+                "null_pii_unique_sequences_ci": ci, "pii_people_excess": excess, "pii_people_excess_ci": excess_ci}  # fmt: skip
+
+    per_k = {"by_k": {"1": k(3, 2, [0, 5], 0.05, [-0.2, 0.3]), "3": k(71, 42, [25, 61], 0.1, [-0.1, 0.35])}}
     assert card_null("pii_unique_sequences", per_k) == (
-        "Null (held-out people's documents, never trained on): 2 [0, 5] · 42 [25, 61] — what a model "
-        "predicts without having seen them."
+        "Null: k = 1: trained-on people 3, held-out people 2 [0, 5]; people affected beyond the null +5.0% "
+        "[-20.0%, +30.0%]; k = 3: trained-on people 71, held-out people 42 [25, 61]; people affected beyond "
+        "the null +10.0% [-10.0%, +35.0%]."
     )
-    first_only = {"null_pii_unique_sequences": 2, "by_k": {"1": {}, "3": {}}}  # no per-k null: once
-    assert "never trained on): 2 — " in card_null("pii_unique_sequences", first_only)
-    assert card_null("pii_unique_sequences", {"pii_unique_sequences": 3}) is None
+    no_null = {"by_k": {"1": {"null_kind": None, "pii_people_excess_reason": "no held-out people",
+                              "pii_people_excess_fix": "lmleak train --holdout-users 0.1"}}}  # fmt: skip
+    assert card_null("pii_unique_sequences", no_null) == (
+        "Null: k = 1: no null — no held-out people; to get one: lmleak train --holdout-users 0.1."
+    )
+    assert (
+        card_null("pii_unique_sequences", {"pii_unique_sequences": 3}) is None
+    )  # a report from before the null
 
 
 def test_the_html_verdict_card_shows_inconclusive_with_the_power_line(tmp_path):

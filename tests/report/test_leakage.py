@@ -83,7 +83,7 @@ def test_a_redacted_report_writes_no_text_and_records_its_key_source(corpus, mod
 def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(corpus, model, tmp_path):
     import numpy as np
 
-    from lmleak.intervals import bootstrap_sum_interval
+    from lmleak.intervals import bootstrap_sum_interval, count_interval
 
     s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,), pii_policy="regex"))
     seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
@@ -91,7 +91,10 @@ def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(c
     # the unique sequences per user, counted from the written table (u1, u2, u3 in order)
     per_user = [sum(1 for us in unique["user_ids"] if list(us) == [u]) for u in ("u1", "u2", "u3")]
     assert sum(per_user) == s["unique_sequences"] > 0
-    assert s["unique_sequences_ci"] == list(bootstrap_sum_interval(per_user, n_boot=1000))
+    # 3 users, every one of them a leaker at most: the bootstrap joined with leakers x leaks per leaker
+    assert s["unique_sequences_ci"] == list(count_interval(per_user, n_boot=1000)[0])
+    boot_ci = bootstrap_sum_interval(per_user, n_boot=1000)
+    assert s["unique_sequences_ci"][0] <= boot_ci[0] and s["unique_sequences_ci"][1] >= boot_ci[1]
     assert s["unique_sequences_ci"][0] <= s["unique_sequences"] <= s["unique_sequences_ci"][1]
     assert s["by_k"]["1"]["unique_sequences_ci"] == s["unique_sequences_ci"]
     assert s["curated_unique_sequences_ci"] is None  # no public model: no curated count, no interval
@@ -100,11 +103,11 @@ def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(c
     assert s["intervals"]["at_boundary"] == s["by_k"]["1"]["intervals_at_boundary"]  # the headline k's
     rng = np.random.default_rng(0)  # and the sum bootstrap itself, one draw per user, by hand
     boot = [np.array(per_user)[rng.integers(0, 3, size=3)].sum() for _ in range(1000)]
-    assert s["unique_sequences_ci"] == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
+    assert list(boot_ci) == pytest.approx(np.quantile(boot, [0.025, 0.975]).tolist())
 
 
 def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
-    from lmleak.intervals import bootstrap_sum_interval
+    from lmleak.intervals import count_interval
     from lmleak.report.leakage import count_intervals
 
     rows = pd.DataFrame(
@@ -120,9 +123,9 @@ def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
     users = ["a", "b", "c", "d", "a"]  # one entry per document: a wrote two
     out = count_intervals(rows, m, users, t=1.0, min_tokens=5)
     # a: 3 unique, 1 curated (3.0), 1 PII (the PHONE one is short); b: 1, 1, 1; c, d: nothing
-    assert out["unique_sequences_ci"] == list(bootstrap_sum_interval([3, 1, 0, 0]))
-    assert out["curated_unique_sequences_ci"] == list(bootstrap_sum_interval([1, 1, 0, 0]))
-    assert out["pii_unique_sequences_total_ci"] == list(bootstrap_sum_interval([1, 1, 0, 0]))
+    assert out["unique_sequences_ci"] == list(count_interval([3, 1, 0, 0])[0])
+    assert out["curated_unique_sequences_ci"] == list(count_interval([1, 1, 0, 0])[0])
+    assert out["pii_unique_sequences_total_ci"] == list(count_interval([1, 1, 0, 0])[0])
     unknown = count_intervals(rows, {**m, "pii_unique_sequences_total": None}, users, t=1.0, min_tokens=5)
     assert unknown["pii_unique_sequences_total_ci"] is None  # no PII policy: no count, no interval
     assert count_intervals(rows.drop(columns=["user_ids"]), m, users, t=1.0, min_tokens=5) == {
@@ -131,11 +134,19 @@ def test_count_intervals_sum_each_users_own_leaks_and_count_users_without_any():
         "pii_unique_sequences_total_ci": None,
         "intervals_at_boundary": {},
     }
-    assert out["intervals_at_boundary"] == {}  # every count above 0: the bootstrap's own intervals
+    # 2 of 4 users leaked 3 and 1: widened to leakers x leaks per leaker, and says so; 1 and 1: the
+    # bootstrap's [0, 4] already holds 4 CP(2 of 4) x 1
+    assert set(out["intervals_at_boundary"]) == {"unique_sequences_ci"}
+    assert (
+        out["intervals_at_boundary"]["unique_sequences_ci"]
+        == "2 of 4 users: clopper-pearson leakers x leaks per leaker"
+    )
 
 
 def test_a_count_of_no_leaks_is_not_certain_zero_but_the_users_who_could_leak():
-    """0 curated leaks over 4 users: [0, 4 x CP upper(0 of 4)], not the bootstrap's [0, 0]."""
+    """0 curated leaks over 4 users: not the bootstrap's [0, 0] but the leaks the m = 4 x CP upper(0
+    of 4) = 2.41 users with the most capacity could hold: a and b hold one unique sequence each, c
+    and d none, so 1 + 1 + 0.41 x 0 = 2 (curated and PII sequences are unique sequences)."""
     from scipy.stats import binomtest
 
     from lmleak.report.leakage import count_intervals
@@ -151,12 +162,28 @@ def test_a_count_of_no_leaks_is_not_certain_zero_but_the_users_who_could_leak():
     )
     m = {"unique_sequences": 2, "curated_unique_sequences": 0, "pii_unique_sequences_total": 0}
     out = count_intervals(rows, m, ["a", "b", "c", "d"], t=1.0, min_tokens=5)
-    upper = 4 * binomtest(0, 4).proportion_ci(confidence_level=0.95, method="exact").high
-    assert out["curated_unique_sequences_ci"] == pytest.approx([0.0, upper], abs=1e-12)
-    assert out["pii_unique_sequences_total_ci"] == pytest.approx([0.0, 4 * (1 - 0.025**0.25)], abs=1e-12)
+    m_users = 4 * binomtest(0, 4).proportion_ci(confidence_level=0.95, method="exact").high
+    assert 2 < m_users < 3
+    assert out["curated_unique_sequences_ci"] == pytest.approx([0.0, 2.0], abs=1e-12)
+    assert out["pii_unique_sequences_total_ci"] == pytest.approx([0.0, 2.0], abs=1e-12)
+    short = count_intervals(rows.assign(length_tokens=[9, 2]), m, ["a", "b", "c", "d"], t=1.0, min_tokens=5)
+    assert short["pii_unique_sequences_total_ci"] == pytest.approx([0.0, 1.0])  # b's one is too short
+    # without a per-user bound the old rule, one leak each, and with doc_tokens runs of ceil(n/2)
+    nothing = rows.iloc[:0]  # no sequence at all
+    none = count_intervals(nothing, {**m, "unique_sequences": 0}, ["a", "b", "c", "d"], t=1.0, min_tokens=5)
+    assert none["unique_sequences_ci"] == pytest.approx([0.0, m_users])
+    runs = count_intervals(
+        nothing,
+        {**m, "unique_sequences": 0},
+        ["a", "b", "c", "d"],
+        t=1.0,
+        min_tokens=5,
+        doc_tokens=[9, 4, 20, 1],
+    )  # capacities 5, 2, 10, 1: 10 + 5 + 0.41 x 2
+    assert runs["unique_sequences_ci"] == pytest.approx([0.0, 15 + (m_users - 2) * 2])
     assert out["unique_sequences_ci"][1] >= 2  # two leaks: the bootstrap's own
     assert set(out["intervals_at_boundary"]) == {
         "curated_unique_sequences_ci",
         "pii_unique_sequences_total_ci",
     }
-    assert "0 of 4 users, one leak each" in out["intervals_at_boundary"]["curated_unique_sequences_ci"]
+    assert out["intervals_at_boundary"]["curated_unique_sequences_ci"].endswith("(their capacity)")

@@ -94,3 +94,25 @@ def test_without_a_pii_policy_leaked_pii_is_unknown_not_zero():
     seqs["pii_types"] = [["EMAIL"], [], None]
     m = metrics_for_k(seqs, t=1.0, p=None, min_tokens=5)
     assert m["pii_unique_sequences"] == {"EMAIL": 1} and m["pii_unique_sequences_total"] == 1
+
+
+def test_a_message_id_is_not_an_email_address_but_a_from_address_on_the_next_line_is():
+    docs = [
+        ("u1", "Message-ID: <7abf30b051ae@lists.example.org>\nFrom: ann@example.org"),
+        ("u2", "nothing here"),
+    ]
+    tok = CharTokenizer()
+    ids, stats = [], []
+    for _, text in docs:
+        ranks = np.full(len(text), 50, np.int32)
+        for sub in ("7abf30b051ae@lists", "ann@example.org"):
+            if sub in text:
+                a = text.index(sub)
+                ranks[a : a + len(sub)] = 1
+        ids.append(tok.encode(text))
+        stats.append(TokenStats(ranks, np.full(len(text), -1.0, np.float32), np.zeros(len(text), np.float32)))
+    ledger = Ledger.from_stats(["d0", "d1"], [u for u, _ in docs], ids, stats)
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), min_tokens=5))
+    types = dict(zip(seqs["text"], seqs["pii_types"], strict=True))
+    assert list(types["7abf30b051ae@lists"]) == [] and list(types["ann@example.org"]) == ["EMAIL"]
+    assert by_k["1"]["pii_unique_sequences_total"] == 1

@@ -102,6 +102,7 @@ def test_users_parquet_against_a_hand_count(tmp_path):
     assert "perplexity" in summary["mia_score_method"]
     assert (summary["users_total"], summary["users_at_risk"]) == (5, 4)
     assert (summary["users_held_out"], summary["users_at_risk_held_out"]) == (1, 1)
+    assert (summary["users_members"], summary["users_at_risk_members"]) == (4, 3)  # carol is the null
     assert (summary["users_with_leaked_pii"], summary["users_with_probe_hits"]) == (2, 2)
     lo, hi = summary["users_at_risk_ci"]
     assert 0 <= lo <= 4 <= hi <= 5 and summary["intervals"]["unit"] == "user"

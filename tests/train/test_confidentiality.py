@@ -47,7 +47,9 @@ def test_theorem_8_adds_the_conservative_policys_miss_rate_to_delta():
     assert g.bayesian_delta == pytest.approx(0.1 * 1e-5 + 1e-3) and not g.delta2_assumed
     # 10 secrets at gamma 0.1: P(<= 2 missed) = 0.9298 < 0.95 <= P(<= 3 missed) = 0.9872, so 3 are charged
     assert g.group_missed == 3
-    assert g.group_epsilon == pytest.approx(6.0) and g.group_delta == pytest.approx(3 * math.exp(6.0) * 1e-5)
+    tail = 1 - sum(math.comb(10, k) * 0.1**k * 0.9 ** (10 - k) for k in range(4))  # P(> 3 missed)
+    assert g.group_epsilon == pytest.approx(6.0)
+    assert g.group_delta == pytest.approx(3 * math.exp(6.0) * 1e-5 + tail)
 
 
 def _binomial_quantile_by_hand(m, gamma, q):
@@ -71,10 +73,55 @@ def test_the_group_bound_charges_a_stated_quantile_of_missed_secrets_never_round
     r = confidentiality_report(1.0, 1e-6, 0.1, unique_secrets=5)
     assert 1 - 0.9**5 == pytest.approx(0.40951)
     assert r["group_missed"] == 2 and r["group_epsilon"] == 2.0  # P(<=1) = 0.9185, P(<=2) = 0.9914
-    assert r["group_delta"] == pytest.approx(2 * math.exp(2.0) * 1e-6)
+    tail = 1 - sum(math.comb(5, k) * 0.1**k * 0.9 ** (5 - k) for k in range(3))  # P(> 2 missed) = 0.00856
+    assert r["group_missed_tail"] == pytest.approx(tail) and tail == pytest.approx(0.00856, abs=1e-5)
+    assert r["group_delta"] == pytest.approx(2 * math.exp(2.0) * 1e-6 + tail)
     assert r["theorem8_group_epsilon"] == r["group_epsilon"]
     worst = confidentiality_report(1.0, 1e-6, 0.1, unique_secrets=5, quantile=1.0)
     assert worst["group_epsilon"] == 5.0 and worst["group_quantile"] == 1.0
+    assert worst["group_missed_tail"] == 0.0  # every secret charged: nothing is left in the tail
+
+
+def test_the_group_delta_holds_the_tail_the_quantile_leaves_out():
+    """Issue 32: at eps 2, delta 1e-5, gamma 0.1 and 5 secrets the 95 % quantile charges 2 missed
+    secrets and printed (4, 0.0011); 3 or more are missed in 0.86 % of runs, which go into delta."""
+    from lmleak.train.confidentiality import group_tail_confidentiality
+
+    eps, dlt, k = group_tail_confidentiality(2.0, 1e-5, 5, 0.1)
+    assert (eps, k) == (4.0, 2)
+    assert 2 * math.exp(4.0) * 1e-5 == pytest.approx(0.0011, abs=1e-4)  # the old, tail-less delta
+    assert dlt == pytest.approx(0.0097, abs=1e-4)
+    r = confidentiality_report(2.0, 1e-5, 0.1, unique_secrets=5, occurrences=9)
+    assert r["group_delta"] == pytest.approx(dlt) and r["theorem8_group_delta"] == pytest.approx(dlt)
+    assert r["dedup_group_delta"] == pytest.approx(dlt) and r["group_delta_without_dedup"] > dlt
+    # a simulation of Prop. 5 over the random misses: the bound's delta covers the runs past k
+    import numpy as np
+
+    missed = np.random.default_rng(0).binomial(5, 0.1, size=200_000)
+    assert (missed > 2).mean() == pytest.approx(dlt - 2 * math.exp(4.0) * 1e-5, abs=1e-3)
+
+
+def test_delta2_is_estimated_like_gamma_an_upper_bound_of_the_conservative_policys_misses():
+    from lmleak.train.confidentiality import delta2_upper_bound
+
+    assert delta2_upper_bound(0, 696) == pytest.approx(1 - 0.05 ** (1 / 696), rel=1e-9)  # 4.3e-3
+    assert delta2_upper_bound(0, 696) == pytest.approx(4.3e-3, abs=1e-4)
+    r = confidentiality_report(2.0, 1e-5, 0.1, delta2_misses=0, delta2_secrets=696)
+    assert r["theorem8_delta2"] == pytest.approx(delta2_upper_bound(0, 696))
+    assert r["theorem8_bayesian_delta"] == pytest.approx(1e-6 + delta2_upper_bound(0, 696))
+    assert r["theorem8_delta2_assumed"] is False and "0 misses of 696" in r["theorem8_delta2_basis"]
+    assert confidentiality_report(2.0, 1e-5, 0.1)["theorem8_delta2_basis"] == "assumed 0"
+    with pytest.raises(ValueError):
+        confidentiality_report(2.0, 1e-5, 0.1, delta2_misses=0)
+    with pytest.raises(ValueError):
+        confidentiality_report(2.0, 1e-5, 0.1, delta2=0.01, delta2_misses=0, delta2_secrets=5)
+
+
+def test_a_delta_of_one_or_more_prints_no_protection():
+    from lmleak.train.confidentiality import delta_text
+
+    assert delta_text(3.1e147) == delta_text(1.0) == delta_text(float("inf")) == "no protection"
+    assert delta_text(0.0097) == "0.0097" and delta_text(1e-5) == "1e-05"
 
 
 def test_the_group_bound_never_falls_when_the_group_or_the_miss_rate_grows():

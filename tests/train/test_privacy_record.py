@@ -66,6 +66,10 @@ def test_crt_measures_gamma_against_the_secrets_and_learns_its_tokenizer_on_d_pu
     assert priv["gamma_nominal"] is None and priv["gamma_upper95"] == pytest.approx(
         clopper_pearson_upper(1, 4)
     )
+    # Theorem 8.3's delta2: the secrets whose sentence the conservative policy does not flag, bounded
+    assert priv["delta2_policy"] == "conservative" and priv["delta2_support"] == 4
+    assert priv["delta2_upper95"] == pytest.approx(clopper_pearson_upper(priv["delta2_misses"], 4))
+    assert priv["delta2"] == priv["delta2_misses"] / 4
     assert priv["tokenizer_source"] == "public"
     split = priv["split"]
     assert 0 < split["public_sentence_share"] < 1 and split["private_reasons"]

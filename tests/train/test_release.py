@@ -55,6 +55,16 @@ def test_every_dp_number_carries_its_unit_and_delta():
     )
 
 
+def test_a_group_delta_above_one_prints_no_protection_never_the_number():
+    """Issue 32: a person with 49 sequences at a sequence-level epsilon of 7 had delta = 3.1e147 printed."""
+    g_eps, g_delta = group_privacy(7.0, 1e-5, 49)
+    assert g_delta > 1e140
+    seq = {"mode": "dp", "epsilon": 7.0, "delta": 1e-5, "privacy_unit": "sequence", "largest_user_sequences": 49,
+           "group_privacy_epsilon_largest_user": g_eps, "group_privacy_delta_largest_user": g_delta}  # fmt: skip
+    line = epsilon_statement(seq)
+    assert "delta = no protection" in line and f"{g_delta:.3g}" not in line and "e+" not in line
+
+
 def test_a_collapsed_perplexity_warns_against_its_reference():
     assert perplexity_warning(61.0, reference=30.0, reference_name="the base") is not None
     assert perplexity_warning(59.0, reference=30.0, reference_name="the base") is None  # 1.97x: no collapse

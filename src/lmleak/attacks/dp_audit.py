@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.fdp_audit import FDP_PAPER, GDP_ASSUMPTION, fdp_bound
+from lmleak.data.canaries import CRAFTED_PREFIX, check_design, craft_secret
 from lmleak.errors import ConfigError, check_number
 from lmleak.models.base import Capability, require
 from lmleak.words import plural
@@ -126,17 +128,31 @@ class EpsilonBound:
     delta: float
     confidence: float
     epsilon_lower_bound: float
+    #: the f-DP bound from the same counts (None at δ = 0: ``fdp_note`` says why)
+    epsilon_lower_bound_fdp: float | None = None
+    mu_lower_bound: float | None = None
+    fdp_assumption: str = GDP_ASSUMPTION
+    fdp_note: str | None = None
 
 
 def bound_from_counts(m: int, r: int, v: int, delta: float = 0.0, confidence: float = 0.95) -> EpsilonBound:
-    """:func:`epsilon_lower_bound` for ``v`` correct of ``r`` guesses about ``m`` canaries, with its inputs.
+    """:func:`epsilon_lower_bound` for ``v`` correct of ``r`` guesses about ``m`` canaries, with its
+    inputs, and beside it the f-DP bound from the same counts (:func:`lmleak.attacks.fdp_audit.fdp_bound`,
+    which assumes a Gaussian trade-off and is not given at δ = 0).
 
     Example:
         >>> b = bound_from_counts(1000, 10, 10)
-        >>> (b.m, b.r, b.v, round(b.epsilon_lower_bound, 4))
-        (1000, 10, 10, 1.0519)
+        >>> (b.m, b.r, b.v, round(b.epsilon_lower_bound, 4), b.epsilon_lower_bound_fdp)
+        (1000, 10, 10, 1.0519, None)
+        >>> b = bound_from_counts(1000, 1000, 900, 1e-5)
+        >>> round(b.epsilon_lower_bound, 2), round(b.epsilon_lower_bound_fdp, 2)
+        (2.02, 3.78)
     """
-    return EpsilonBound(m, r, v, delta, confidence, epsilon_lower_bound(m, r, v, delta, confidence))
+    eps = epsilon_lower_bound(m, r, v, delta, confidence)
+    f = fdp_bound(m, r, v, delta, confidence)
+    return EpsilonBound(
+        m, r, v, delta, confidence, eps, f.epsilon_lower_bound_fdp, f.mu_lower_bound, fdp_note=f.reason
+    )
 
 
 # ------------------------------------------------------------------------------ planning an audit
@@ -187,6 +203,7 @@ def max_certifiable_epsilon(
     return epsilon_lower_bound(m, r, correct_at_precision(r, precision), delta, confidence)
 
 
+# long: the docstring explains the rounding zone that its scan handles; the body is short
 def canaries_needed(
     target_epsilon: float,
     precision: float = 1.0,
@@ -194,10 +211,12 @@ def canaries_needed(
     confidence: float = 0.95,
     *,
     max_m: int = MAX_PLAN_CANARIES,
+    guess_share: float = 1.0,
 ) -> int | None:
-    """The fewest canaries ``m`` from which on every audit that guesses all its canaries with a
-    share ``precision`` right certifies ``ε >= target_epsilon`` (the :func:`p_value` of the target
-    falls below ``1 - confidence``). None when no audit of at most ``max_m`` canaries can: in
+    """The fewest canaries ``m`` from which on every audit that guesses ``floor(guess_share · m)``
+    of its canaries (default all of them; ``dp-audit run`` guesses half, :func:`default_guesses`)
+    with a share ``precision`` right certifies ``ε >= target_epsilon`` (the :func:`p_value` of the
+    target falls below ``1 - confidence``). None when no audit of at most ``max_m`` canaries can: in
     particular when ``precision <= e^ε / (e^ε + 1)``, the accuracy of ε-DP randomised response,
     which no number of guesses beats.
 
@@ -217,6 +236,8 @@ def canaries_needed(
         71
         >>> canaries_needed(2.0, precision=0.85) is None  # 0.85 < e^2/(1+e^2) = 0.881
         True
+        >>> canaries_needed(1.0, guess_share=0.5)  # half guessed, as dp-audit run does: twice the canaries
+        20
     """
     if not target_epsilon > 0 or math.isinf(target_epsilon):
         raise ConfigError(
@@ -224,28 +245,55 @@ def canaries_needed(
         )
     correct_at_precision(1, precision)  # checks the precision
     _check(1, 0, 0, delta)
+    if not 0.0 < guess_share <= 1.0:
+        raise ConfigError(f"guess_share must lie in (0, 1], got {guess_share}", field="r")
     if precision <= 1.0 / (1.0 + math.exp(-target_epsilon)):
         return None
+
+    def guesses(m: int) -> int:
+        return math.floor(round(guess_share * m, 9))
+
+    def fails(m: int) -> bool:
+        r = guesses(m)
+        return p_value(m, r, correct_at_precision(r, precision), target_epsilon, delta) >= 1.0 - confidence
+
     hi = 1
-    while p_value(hi, hi, correct_at_precision(hi, precision), target_epsilon, delta) >= 1.0 - confidence:
+    while fails(hi):
         if hi >= max_m:
             return None
         hi = min(2 * hi, max_m)
     top = min(2 * hi, max_m)
-    ms = np.arange(1, top + 1)
-    q = 1.0 / (1.0 + math.exp(-target_epsilon))
-    vs = np.minimum(ms, np.ceil(np.round(precision * ms, 9)).astype(np.int64))
+    last = _last_tail_failure(top, guess_share, precision, target_epsilon, confidence)
+    if delta > 0:  # the δ term only above the last m the tail alone fails, from the top down
+        for m in range(top, last, -1):
+            if fails(m):
+                return m + 1
+    return last + 1
+
+
+def _last_tail_failure(
+    top: int, guess_share: float, precision: float, epsilon: float, confidence: float
+) -> int:
+    """The largest ``m <= top`` whose δ = 0 tail (every m at once) does not certify ``epsilon``; 0 if none."""
     from scipy.stats import binom
 
-    # the δ = 0 tail of every m at once; the δ term only above the last m the tail alone fails,
-    # from the top down to the first m it fails (one scan over i per m: the slow part)
-    tail_fails = np.flatnonzero(binom.sf(vs - 1, ms, q) >= 1.0 - confidence)
-    last = int(tail_fails.max()) if tail_fails.size else -1
-    if delta > 0:
-        for j in range(top - 1, last, -1):
-            if p_value(int(ms[j]), int(ms[j]), int(vs[j]), target_epsilon, delta) >= 1.0 - confidence:
-                return int(ms[j]) + 1
-    return int(ms[last]) + 1 if last >= 0 else 1
+    ms = np.arange(1, top + 1)
+    rs = np.floor(np.round(guess_share * ms, 9)).astype(np.int64)
+    vs = np.minimum(rs, np.ceil(np.round(precision * rs, 9)).astype(np.int64))
+    q = 1.0 / (1.0 + math.exp(-epsilon))
+    tail_fails = np.flatnonzero(binom.sf(vs - 1, rs, q) >= 1.0 - confidence)
+    return int(ms[tail_fails.max()]) if tail_fails.size else 0
+
+
+def default_guesses(m: int) -> int:
+    """The guesses ``dp-audit run`` makes about ``m`` canaries when ``--r`` is not given: ``m // 2``
+    (the quarter most likely "in", the quarter least likely "out"); ``dp-audit plan`` uses the same.
+
+    Example:
+        >>> default_guesses(1000), default_guesses(7)
+        (500, 3)
+    """
+    return m // 2
 
 
 @dataclass(frozen=True)
@@ -271,15 +319,20 @@ def plan_audit(
     target_epsilon: float | None = None,
 ) -> AuditPlan:
     """Size a one-run audit before training: each row gives a precision, the correct guesses it
-    means of ``r`` (default ``m``), ``max_epsilon`` (:func:`max_certifiable_epsilon`) and, with a
-    target, ``canaries_needed`` (:func:`canaries_needed`, all canaries guessed).
+    means of ``r``, ``max_epsilon`` (:func:`max_certifiable_epsilon`) and, with a target,
+    ``canaries_needed`` (:func:`canaries_needed` with the same share ``r / m`` of canaries guessed).
+
+    ``r`` defaults to what ``dp-audit run`` guesses, :func:`default_guesses` (half the canaries), so
+    that a plan and a run with the same ``m`` agree; ``r = m`` plans an audit that guesses all.
 
     Example:
         >>> plan = plan_audit(1000, precisions=[1.0, 0.9], target_epsilon=4.0)
-        >>> [(row["v"], round(row["max_epsilon"], 2), row["canaries_needed"]) for row in plan.rows]
-        [(1000, 5.81, 166), (900, 2.02, None)]
+        >>> plan.r, [(row["v"], round(row["max_epsilon"], 2), row["canaries_needed"]) for row in plan.rows]
+        (500, [(500, 5.11, 332), (450, 1.95, None)])
+        >>> plan_audit(1000, r=1000, precisions=[1.0], target_epsilon=4.0).rows[0]["canaries_needed"]
+        166
     """
-    r = m if r is None else r
+    r = default_guesses(m) if r is None else r
     _check(m, r, 0, delta)
     if not precisions:
         raise ConfigError("no precision to plan for", field="precision", hint="e.g. --precision 0.9")
@@ -292,7 +345,7 @@ def plan_audit(
             "max_epsilon": epsilon_lower_bound(m, r, v, delta, confidence),
         }
         if target_epsilon is not None:
-            row["canaries_needed"] = canaries_needed(target_epsilon, p, delta, confidence)
+            row["canaries_needed"] = canaries_needed(target_epsilon, p, delta, confidence, guess_share=r / m)
         rows.append(row)
     return AuditPlan(m, r, delta, confidence, tuple(rows), target_epsilon)
 
@@ -337,6 +390,8 @@ def count_correct(
 # ---------------------------------------------------------------------------------------- the run
 
 
+#: The prefix of the random design's canaries.
+DEFAULT_PREFIX = "My ID is: "
 #: The privacy units a one-run audit can bound: one training sequence, or one person.
 PRIVACY_UNITS = ("sequence", "user")
 #: Documents per canary user of a user-level audit when none is given.
@@ -355,18 +410,30 @@ class DPAuditConfig:
     ``privacy_unit``: what one canary is, and so what the bound is about. ``sequence``: a canary is
     one document (one training sequence) of its own user. ``user``: a canary is a *user* with
     ``canary_documents`` documents carrying the same secret, included or left out as a whole
-    (issue 27 item 5); the bound is then over people."""
+    (issue 27 item 5); the bound is then over people.
+
+    ``canary_design``: ``random`` (digits) or ``crafted`` (Panda et al. 2025: the same draws as
+    rune secrets behind a designed prefix, new tokens of the vocabulary; :mod:`lmleak.data.canaries`)."""
 
     m: int = 256
     r: int | None = None
     delta: float | None = None
     confidence: float = 0.95
-    prefix: str = "My ID is: "
+    prefix: str = DEFAULT_PREFIX
     digits: int = 6
     seed: int = 0
     placebo: bool = False
     privacy_unit: str = "sequence"
     canary_documents: int = CANARY_DOCUMENTS
+    canary_design: str = "random"
+
+    @property
+    def canary_prefix(self) -> str:
+        """The prefix the canaries get: :data:`~lmleak.data.canaries.CRAFTED_PREFIX` for crafted
+        canaries unless another ``prefix`` than the default was asked for."""
+        if self.canary_design == "crafted" and self.prefix == DEFAULT_PREFIX:
+            return CRAFTED_PREFIX
+        return self.prefix
 
     @property
     def documents_per_canary(self) -> int:
@@ -375,6 +442,7 @@ class DPAuditConfig:
 
     def __post_init__(self) -> None:
         """Every rule the bound needs, checked before any canary is drawn or model trained."""
+        check_design(self.canary_design)
         if self.privacy_unit not in PRIVACY_UNITS:
             raise ConfigError(
                 f"unknown privacy unit {self.privacy_unit!r}",
@@ -401,18 +469,24 @@ class DPAuditConfig:
 
 
 def make_canaries(
-    m: int, *, prefix: str = "My ID is: ", digits: int = 6, seed: int = 0
+    m: int, *, prefix: str = DEFAULT_PREFIX, digits: int = 6, seed: int = 0, design: str = "random"
 ) -> list[dict[str, Any]]:
     """``m`` canaries with distinct random secrets, each included with probability 1/2 (seeded).
 
     Each is ``{"canary_id", "user_id", "prefix", "secret", "text", "included"}``; the user id is the
-    canary's own (one canary, one privacy unit).
+    canary's own (one canary, one privacy unit). ``design="crafted"`` maps each digit of the same
+    draws to its rune (:func:`lmleak.data.canaries.craft_secret`): the same coin flips, the same
+    number of candidates, rare tokens instead of digits.
 
     Example:
         >>> c = make_canaries(3, seed=1)
         >>> [x["text"].startswith("My ID is: ") and len(x["secret"]) == 6 for x in c]
         [True, True, True]
+        >>> k = make_canaries(3, prefix=CRAFTED_PREFIX, seed=1, design="crafted")
+        >>> [x["included"] for x in k] == [x["included"] for x in c], k[0]["secret"] == craft_secret(c[0]["secret"])
+        (True, True)
     """
+    check_design(design)
     if m < 1 or digits < 1 or 10**digits < m:
         raise ConfigError(f"cannot draw {m} distinct {digits}-digit secrets", field="m")
     rng = random.Random(seed)
@@ -420,6 +494,8 @@ def make_canaries(
     out = []
     for i, s in enumerate(secrets):
         secret = str(s).zfill(digits)
+        if design == "crafted":
+            secret = craft_secret(secret)
         out.append(
             {
                 "canary_id": i,
@@ -503,10 +579,11 @@ def audit_scores(
         (0, 3)
     """
     m = len(scores) if m is None else m
-    r = m // 2 if r is None else r
+    r = default_guesses(m) if r is None else r
     guesses = guess_membership(scores, r)
     r_made, v = count_correct(guesses, included)
     eps = epsilon_lower_bound(m, r_made, v, delta, confidence)
+    fdp = fdp_bound(m, r_made, v, delta, confidence)
     return {
         "m": m,
         "r": r_made,
@@ -517,8 +594,28 @@ def audit_scores(
         "epsilon_lower_bound": eps,
         "max_certifiable_epsilon": epsilon_lower_bound(m, r_made, r_made, delta, confidence),
         "theorem": "Steinke, Nasr & Jagielski 2023, Theorem 3",
+        **fdp_record(fdp),
         "null": null_record(guesses, included),
         "guesses": guesses,
+    }
+
+
+def fdp_record(fdp: Any) -> dict[str, Any]:
+    """The f-DP bound's keys of a ``dp_audit`` record: ``epsilon_lower_bound_fdp`` (None at δ = 0,
+    with ``fdp_note`` saying why), ``mu_lower_bound``, ``fdp_assumption`` and ``fdp_theorem``.
+
+    Example:
+        >>> from lmleak.attacks.fdp_audit import fdp_bound
+        >>> rec = fdp_record(fdp_bound(1000, 1000, 900, 0.0))
+        >>> rec["epsilon_lower_bound_fdp"], rec["fdp_note"].startswith("not given at δ = 0")
+        (None, True)
+    """
+    return {
+        "epsilon_lower_bound_fdp": fdp.epsilon_lower_bound_fdp,
+        "mu_lower_bound": fdp.mu_lower_bound,
+        "fdp_assumption": GDP_ASSUMPTION,
+        "fdp_theorem": FDP_PAPER,
+        "fdp_note": fdp.reason,
     }
 
 

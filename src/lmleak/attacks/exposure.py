@@ -36,7 +36,8 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, exact_ranks
+from lmleak.attacks.trie import DIGITS, CanaryFormat, CandidateSpace, SearchStats, exact_ranks
+from lmleak.data.canaries import CANARY_DESIGNS, check_design, crafted_alphabet
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.intervals import BOOTSTRAP_METHOD, group_bootstrap, interval_record
 from lmleak.jsonl import iter_jsonl
@@ -367,6 +368,15 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
         alpha = obj.get("alphabet")  # synth mail's hex tokens carry their own alphabet
         if alpha is not None and (not isinstance(alpha, str) or not alpha):
             raise DataFileError("must be a non-empty string", path=p, line=i, field="alphabet")
+        design = obj.get("canary_design", "random")  # written by `synth ... --canary-design`
+        if design not in CANARY_DESIGNS:
+            raise DataFileError(
+                f"unknown canary design {design!r}",
+                path=p,
+                line=i,
+                field="canary_design",
+                hint=" or ".join(CANARY_DESIGNS),
+            )
         out.append(
             {
                 "prefix": prefix,
@@ -374,6 +384,8 @@ def read_canaries(path: str | Path) -> list[dict[str, Any]]:
                 "repeats": rep,
                 "user_id": obj.get("user_id"),
                 "alphabet": alpha,
+                "canary_design": design,
+                "line": i,
             }
         )
     if not out:
@@ -500,6 +512,7 @@ def run_exposure(
     seed: int = 0,
     placebos: int | None = None,
     corpus_texts: Iterable[str] | None = None,
+    canary_design: str | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Canary exposure into a run directory: ``exposure.parquet``, ``placebo_exposure.parquet`` and
     ``summary.json``.
@@ -508,11 +521,18 @@ def run_exposure(
     none), drawn by :func:`draw_placebos` (never a secret that follows the prefix in
     ``corpus_texts``) and ranked in the same searches as the canaries.
 
+    ``canary_design`` (``random`` or ``crafted``, :mod:`lmleak.data.canaries`): the design the
+    canaries were drawn with, checked against what ``canaries.jsonl`` records (None: as recorded);
+    the summary's ``canary_design``.
+
     Returns the summary and the per-canary results (for printing; placebos not among them).
     """
     import time
 
     records = read_canaries(canaries)
+    design = canary_design_of(records, canaries, canary_design)
+    if design == "crafted" and alphabet is None:  # a crafted file without its alphabet: the runes
+        alphabet = crafted_alphabet(DIGITS)
     require(model, Capability.SCORE, attack="canary exposure")  # before any work, the placebos' too
     placebo_records = (
         []
@@ -537,6 +557,7 @@ def run_exposure(
     table = exposure_table(results)
     run = secure_dir(out_dir)
     summary = _exposure_summary(model, canaries, results, table, stats, seconds)
+    summary["canary_design"] = design
     if placebo_results:
         placebo_table = exposure_table(placebo_results)
         table["placebo_p_value"] = placebo_p_values(table["exposure_bits"], placebo_table["exposure_bits"])
@@ -549,6 +570,34 @@ def run_exposure(
     write_parquet(table, run / "exposure.parquet")
     write_summary(run, summary, model=model)
     return summary, results
+
+
+def canary_design_of(records: Sequence[dict[str, Any]], path: str | Path, expected: str | None = None) -> str:
+    """The design of the canaries read from ``path`` (``mixed`` when they differ); with ``expected``
+    every canary must have that design, or a DataFileError names the first line that does not.
+
+    Example:
+        >>> canary_design_of([{"canary_design": "crafted", "line": 1}], "c.jsonl")
+        'crafted'
+        >>> canary_design_of([{"canary_design": "random", "line": 3}], "c.jsonl", "crafted")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.DataFileError: c.jsonl:3: field 'canary_design': the canary is of the random design, not crafted. Fix: give the canaries.jsonl that `synth ... --canary-design crafted` wrote, or leave --canary-design out
+    """
+    if expected is not None:
+        check_design(expected)
+        for r in records:
+            if r.get("canary_design", "random") != expected:
+                raise DataFileError(
+                    f"the canary is of the {r.get('canary_design', 'random')} design, not {expected}",
+                    path=Path(path),
+                    line=r.get("line"),
+                    field="canary_design",
+                    hint=f"give the canaries.jsonl that `synth ... --canary-design {expected}` wrote, "
+                    "or leave --canary-design out",
+                )
+    designs = {r.get("canary_design", "random") for r in records}
+    return designs.pop() if len(designs) == 1 else "mixed"
 
 
 def placebo_p_values(exposures: Any, placebo_exposures: Any) -> np.ndarray:
@@ -612,6 +661,7 @@ def exposure_of_model(
     seed: int = 0,
     echo: Callable[[str], None] | None = None,
     placebos: int | None = None,
+    canary_design: str | None = None,
 ) -> ExposureRun:
     """Load the model spec ``model`` and run :func:`run_exposure` on it (the work of ``lmleak exposure``).
 
@@ -627,10 +677,13 @@ def exposure_of_model(
         echo: called with a progress message once the model is loaded.
         placebos: never-inserted secrets per format ranked beside the canaries (None: as many as
             the format's canaries; 0: none), see :func:`draw_placebos`.
+        canary_design: the canaries' design, checked against the file (None: as it records).
 
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
+    if canary_design is not None:  # a file of another design exits before the model is loaded
+        canary_design_of(read_canaries(canaries), canaries, canary_design)
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")
@@ -644,6 +697,7 @@ def exposure_of_model(
         max_candidates=max_candidates,
         seed=seed,
         placebos=placebos,
+        canary_design=canary_design,
     )
     return ExposureRun(lm.name, summary, results)
 

@@ -131,6 +131,9 @@ class ReportSpec:
     public_occurrences: int = 8
     pii_policy: str | None = "regex"
     min_tokens: int = 5
+    # the PII kinds the leaked-PII headline counts (None: the person-identifying ones,
+    # lmleak.report.null.HEADLINE_PII_TYPES; dates and bare numbers are counted, not headlined)
+    headline_pii_types: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

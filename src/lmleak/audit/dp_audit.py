@@ -23,6 +23,8 @@ from lmleak.attacks.dp_audit import (
     make_canaries,
     score_canaries,
 )
+from lmleak.attacks.fdp_audit import gdp_epsilon
+from lmleak.data.canaries import CRAFTED_ALPHABET, crafted_characters_in, crafted_tokens
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
@@ -61,7 +63,11 @@ def run_dp_audit(
     """
     audit = audit or DPAuditConfig()
     base = load_corpus(corpus_path)  # every input and setting is checked before the run folder exists
-    canaries = make_canaries(audit.m, prefix=audit.prefix, digits=audit.digits, seed=audit.seed)
+    canaries = make_canaries(
+        audit.m, prefix=audit.canary_prefix, digits=audit.digits, seed=audit.seed, design=audit.canary_design
+    )
+    if audit.canary_design == "crafted":
+        _check_crafted_is_new(base, corpus_path)
     run = secure_dir(out_dir)
     result, num_train_documents = _train_with_canaries(
         base, str(corpus_path), run, train_config, audit, canaries, progress=progress
@@ -146,8 +152,12 @@ def _train_with_canaries(
     if train_config.tokenizer_from is None:
         kind: Any = train_config.tokenizer or ("bpe" if train_config.arch == "gpt" else "word")
         tokenizer = build_tokenizer(
-            [*base.texts(), audit.prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
+            [*base.texts(), audit.canary_prefix + "0123456789"], kind=kind, vocab_size=train_config.vocab_size
         )
+        if (
+            audit.canary_design == "crafted"
+        ):  # new tokens (Panda et al.): one per rune, whatever the coin flips
+            tokenizer.add_tokens(crafted_tokens())
         # the corpus's own text, without canaries: outside the DP guarantee for the corpus's users
         # (as resolve_tokenizer warns), but independent of the canaries, which is what the audit tests
         tok_source = "private:corpus-without-canaries"
@@ -177,7 +187,10 @@ def _record(rec: dict[str, Any], audit: DPAuditConfig, included: Sequence[bool])
         "num_trained_canaries": 0 if audit.placebo else int(sum(included)),
         "score": "logprob(secret | prefix)",
         "seed": audit.seed,
-        "canary_format": f"{audit.prefix}<{audit.digits} digits>",
+        "canary_design": audit.canary_design,
+        "canary_format": f"{audit.canary_prefix}<{audit.digits} digits>"
+        if audit.canary_design == "random"
+        else f"{audit.canary_prefix}<{audit.digits} of {CRAFTED_ALPHABET[:10]}>",
         "config": asdict(audit),
     }
 
@@ -264,6 +277,12 @@ def _summary(
         "dp_epsilon": claimed,
         "dp_delta": claim["delta"],
         "epsilon_lower_bound": eps,
+        # the f-DP bound from the same guesses, under its Gaussian trade-off assumption (stated)
+        "epsilon_lower_bound_fdp": record.get("epsilon_lower_bound_fdp"),
+        "mu_lower_bound": record.get("mu_lower_bound"),
+        "fdp_assumption": record.get("fdp_assumption"),
+        "fdp_note": record.get("fdp_note"),
+        "canary_design": record.get("canary_design", "random"),
         "max_certifiable_epsilon": record["max_certifiable_epsilon"],
         "claim_beyond_reach": bool(
             claimed is not None and float(claimed) >= record["max_certifiable_epsilon"]
@@ -340,11 +359,30 @@ def claim_check(claimed: float | None, claimed_delta: float | None, record: dict
         at_claim = epsilon_lower_bound(
             int(record["m"]), int(record["r"]), int(record["v"]), delta, float(record["confidence"])
         )
+    mu = record.get("mu_lower_bound")
+    fdp_at_claim = gdp_epsilon(float(mu), delta) if mu is not None and delta > 0 else None
     return {
         "claimed_delta": delta,
         "epsilon_lower_bound_at_claimed_delta": at_claim,
         "claim_violated": bool(claimed is not None and at_claim > float(claimed)),
+        # under the Gaussian trade-off assumption only (None at δ = 0, where it is not given)
+        "epsilon_lower_bound_fdp_at_claimed_delta": fdp_at_claim,
+        "claim_violated_fdp": None
+        if fdp_at_claim is None or claimed is None
+        else bool(fdp_at_claim > float(claimed)),
     }
+
+
+def _check_crafted_is_new(base: Corpus, corpus_path: str | Path) -> None:
+    """Crafted canaries are new tokens only in a corpus that never uses their characters."""
+    seen = crafted_characters_in(base.texts())
+    if seen:
+        raise ConfigError(
+            f"{corpus_path}: the corpus already uses {''.join(sorted(seen))}, characters of the crafted "
+            "canaries, so they would not be new tokens",
+            field="canary_design",
+            hint="use --canary-design random for this corpus",
+        )
 
 
 def _check_one_sequence(

@@ -2,8 +2,9 @@
 
 For each audited model, ``summary.json`` gets ``release.models[name]`` with
 
-- ``people_affected``: the distinct people whose PII leaked — from the leakage report, the users who
-  own a user-unique leaked sequence holding PII (``pii_users``, by PII type); from PII probing, the
+- ``people_affected``: the distinct people whose PII leaked — from the leakage report, the trained-on
+  users who own a headline leaked-PII sequence, beside the held-out people who do (the null, never
+  counted as leaks; :func:`leaked_pii_people`); from PII probing, the
   probed people whose PII the model generated verbatim (members and held-out controls apart, where
   the subjects file says whose is whose);
 - ``not_run``: every analysis that did not run, or ran on nothing, with ``reason`` and ``fix`` (the
@@ -111,24 +112,7 @@ def _ran_on_little(
         return []
     out = []
     if stage == "report":
-        if summary.get("public_model") is None:
-            out.append(
-                _entry(
-                    "leakage ε and curated unique sequences",
-                    "no public model: leakage ε compares the model with a model that never saw the data",
-                    PUBLIC_MODEL_FIX,
-                    ["leakage_epsilon", "curated_unique_sequences"],
-                )
-            )
-        if summary.get("pii_policy") is None:
-            out.append(
-                _entry(
-                    "leaked PII",
-                    "no PII policy: analyses.report.pii_policy is null",
-                    "set `analyses.report.pii_policy: regex`",
-                    ["pii_unique_sequences"],
-                )
-            )
+        out.extend(_report_on_little(summary))
     elif stage == "mia":
         n = summary.get("num_per_side")
         if isinstance(n, int) and n < MIN_MIA_PER_SIDE:
@@ -157,6 +141,40 @@ def _ran_on_little(
                 "the canaries file holds no canary",
                 STAGE_FIX["exposure"],
                 ["max_exposure"],
+            )
+        )
+    return out
+
+
+def _report_on_little(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The leakage report's parts that measured nothing: no public model, no null for leaked PII,
+    no PII policy."""
+    out = []
+    if summary.get("public_model") is None:
+        out.append(
+            _entry(
+                "leakage ε and curated unique sequences",
+                "no public model: leakage ε compares the model with a model that never saw the data",
+                PUBLIC_MODEL_FIX,
+                ["leakage_epsilon", "curated_unique_sequences"],
+            )
+        )
+    if summary.get("pii_policy") is not None and "null_kind" in summary and summary["null_kind"] is None:
+        out.append(
+            _entry(
+                "leaked PII against its null",
+                summary.get("pii_people_excess_reason") or "no null",
+                summary.get("pii_people_excess_fix"),
+                ["pii_people_excess"],
+            )
+        )
+    if summary.get("pii_policy") is None:
+        out.append(
+            _entry(
+                "leaked PII",
+                "no PII policy: analyses.report.pii_policy is null",
+                "set `analyses.report.pii_policy: regex`",
+                ["pii_unique_sequences"],
             )
         )
     return out
@@ -215,6 +233,48 @@ def probe_people(generations: Any, user_of: dict[str, str], controls: set[str]) 
     return out
 
 
+def leaked_pii_people(report: dict[str, Any]) -> dict[str, Any]:
+    """``people_affected.leaked_pii`` from a leakage report's summary: the trained-on people who own
+    a headline leaked-PII sequence (``people``, ``by_type``) out of ``members_n``, beside the
+    held-out people who do (``held_out`` of ``held_out_n``: what the model generalises, never
+    counted as leaks), the excess share with its interval, and the members' leaks by whose PII
+    they hold. A report from before the null (no ``null_kind`` key) counts everyone, as it did.
+
+    Example:
+        >>> r = {"pii_users": 3, "pii_users_by_type": {"EMAIL": 3}, "k": 1, "min_tokens": 5,
+        ...      "null_kind": "held_out", "pii_people_members": 2, "pii_people_members_n": 8,
+        ...      "pii_people_members_by_type": {"EMAIL": 2}, "pii_people_null": 1, "pii_people_null_n": 2,
+        ...      "pii_people_excess": -0.25, "pii_people_excess_ci": [-0.7, 0.2],
+        ...      "pii_owner_counts": {"own": 1, "third_party": 2, "unknown": 0}}
+        >>> p = leaked_pii_people(r)
+        >>> p["people"], p["members_n"], p["held_out"], p["held_out_n"], p["by_type"]
+        (2, 8, 1, 2, {'EMAIL': 2})
+    """
+    out: dict[str, Any] = {
+        "people": report["pii_users"],
+        "by_type": report.get("pii_users_by_type") or {},
+        "k": report.get("k"),
+        "min_tokens": report.get("min_tokens"),
+    }
+    if "null_kind" not in report:
+        return out
+    out.update(
+        people=report.get("pii_people_members"),
+        by_type=report.get("pii_people_members_by_type") or {},
+        members_n=report.get("pii_people_members_n"),
+        held_out=report.get("pii_people_null"),
+        held_out_n=report.get("pii_people_null_n"),
+        null_kind=report.get("null_kind"),
+        excess=report.get("pii_people_excess"),
+        excess_ci=report.get("pii_people_excess_ci"),
+        owners=report.get("pii_owner_counts") or {},
+    )
+    for key in ("pii_people_excess_reason", "pii_people_excess_fix"):
+        if report.get(key) is not None:
+            out[key.removeprefix("pii_people_excess_")] = report[key]
+    return out
+
+
 def people_affected(
     run: Path, model: dict[str, Any], user_of: dict[str, str], controls: set[str]
 ) -> dict[str, Any]:
@@ -222,12 +282,7 @@ def people_affected(
     out: dict[str, Any] = {}
     report = _stage_summary(run, model, "report")
     if report is not None and report.get("pii_users") is not None:
-        out["leaked_pii"] = {
-            "people": report["pii_users"],
-            "by_type": report.get("pii_users_by_type") or {},
-            "k": report.get("k"),
-            "min_tokens": report.get("min_tokens"),
-        }
+        out["leaked_pii"] = leaked_pii_people(report)
     rel = (model.get("stages") or {}).get("probe")
     gen = None if rel is None else run / rel / "generations.parquet"
     if gen is not None and gen.exists():

@@ -62,6 +62,7 @@ from lmleak.probe.templates import load_template_budgets, load_templates
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
 from lmleak.report.leakage import ReportConfig, run_report
+from lmleak.report.null import HEADLINE_PII_TYPES
 from lmleak.report.redaction import (
     Redactor,
     private_scratch,
@@ -203,8 +204,24 @@ class Auditor:
             public_occurrences=spec.public_occurrences,
             pii_policy=spec.pii_policy,
             min_tokens=spec.min_tokens,
+            headline_pii_types=tuple(spec.headline_pii_types or HEADLINE_PII_TYPES),
             redact=self.redactor is not None,
         )
+        # the null of leaked PII: the model's held-out users (holdout.json, read by run_report from
+        # the model folder), else the people it never saw (analyses.mia.non_members alone, --holdout)
+        holdout = read_holdout(model_path) if Path(model_path).is_dir() else None
+        mia = self.cfg.analyses.mia
+        never_seen = None
+        if (holdout is None or not set(holdout.users) & set(self.corpus().users)) and (
+            mia is not None and mia.non_members and not mia.members
+        ):
+            c = self.cfg.corpus
+            never_seen = load_corpus(
+                self.cfg.resolve(mia.non_members),
+                text_field=c.text_field,
+                user_field=c.user_field,
+                doc_field=c.doc_field,
+            )
         run_report(
             model,
             self.corpus(),
@@ -214,6 +231,7 @@ class Auditor:
             model_dir=model_path if Path(model_path).is_dir() else None,
             anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
             redactor=self.redactor,
+            never_seen=never_seen,
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -672,12 +690,22 @@ class Auditor:
             out["confidentiality_gamma"] = bound["gamma_used"]
             out["confidentiality_gamma_basis"] = bound["gamma_basis"]
             out["gamma_source"] = priv.get("gamma_source")
-            if priv.get("mode") == "crt":  # Theorem 8.3 adds δ₂, π_c's miss rate, which no run measures
+            delta2 = priv.get(
+                "delta2_upper95"
+            )  # Theorem 8.3 adds δ₂, π_c's miss rate (trained with --secrets)
+            if delta2 is not None and bound["delta"] is not None:
+                out["confidentiality_delta"] = min(1.0, bound["delta"] + float(delta2))
+                out["confidentiality_delta2"], out["confidentiality_delta2_assumed"] = float(delta2), False
+                out["confidentiality_note"] = (
+                    f"Theorem 8.3 adds delta2 = {float(delta2):.3g} to delta: the 95% upper bound of the "
+                    f"conservative policy's misses ({priv.get('delta2_misses')} of {priv.get('delta2_support')} secrets)"
+                )
+            else:
                 out["confidentiality_delta2_assumed"] = True
                 out["confidentiality_note"] = (
                     "Theorem 8.3 adds delta2 (the conservative policy's miss rate) to delta; it is not measured "
                     "and 0 is assumed: measure it with `lmleak pii evaluate --policy conservative --secrets ...` "
-                    "(1 - sentence_recall)"
+                    "(1 - sentence_recall), or train with --secrets"
                 )
         return out
 

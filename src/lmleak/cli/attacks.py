@@ -109,6 +109,14 @@ def exposure_cmd(
             parser=COUNT0,
         ),
     ] = None,
+    canary_design: Annotated[
+        str | None,
+        typer.Option(
+            "--canary-design",
+            help="random or crafted: the design the canaries were drawn with, checked against the file "
+            "(default: as canaries.jsonl records it); recorded in the summary.",
+        ),
+    ] = None,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
@@ -135,6 +143,7 @@ def exposure_cmd(
             seed=seed,
             echo=info,
             placebos=placebos,
+            canary_design=canary_design,
         ),
         redact=redact,
         key_file=redact_key_file,

@@ -47,6 +47,17 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(corpus, name="corpus")
 
 
+#: ``--canary-design`` of both synthesisers (lmleak.data.canaries)
+CanaryDesignOpt = Annotated[
+    str,
+    typer.Option(
+        "--canary-design",
+        help="random (the format above) or crafted (Panda et al. 2025: the same draws as rune "
+        "secrets, rare tokens, behind the designed prefix 'Canary ᛝ key: ').",
+    ),
+]
+
+
 def customersim(
     out_dir: Annotated[
         Path,
@@ -61,6 +72,7 @@ def customersim(
     canary_repeats: Annotated[
         int, typer.Option(help="Copies of each canary in its user's documents.", parser=COUNT)
     ] = 1,
+    canary_design: CanaryDesignOpt = "random",
     locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
@@ -78,6 +90,7 @@ def customersim(
         canaries=canaries,
         canary_repeats=canary_repeats,
         locales=_locales(locales),
+        canary_design=canary_design,
     ).to_dict()
     if json_out:
         print_json(summary)
@@ -87,7 +100,7 @@ def customersim(
     t = Table(title=f"CustomerSim corpus in {out_dir}")
     t.add_column("what")
     t.add_column("count", justify="right")
-    for k in ("documents", "users", "words", "canaries", "canary_repeats"):
+    for k in ("documents", "users", "words", "canaries", "canary_repeats", "canary_design"):
         t.add_row(k, str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():
         t.add_row(f"PII spans: {k}", str(v))
@@ -113,6 +126,7 @@ def mail(
     canary_repeats: Annotated[
         int, typer.Option(help="Copies of each canary, each a message of its own.", parser=COUNT)
     ] = 1,
+    canary_design: CanaryDesignOpt = "random",
     locales: LocalesOpt = _DEFAULT_LOCALES,
     json_out: JsonOpt = False,
 ) -> None:
@@ -132,6 +146,7 @@ def mail(
         canaries=canaries,
         canary_repeats=canary_repeats,
         locales=_locales(locales),
+        canary_design=canary_design,
     ).to_dict()
     if json_out:
         print_json(summary)
@@ -155,6 +170,7 @@ def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
         "longest_document_words",
         "canaries",
         "canary_repeats",
+        "canary_design",
     ):
         t.add_row(k.replace("_", " "), str(summary[k]))
     for k, v in summary["secrets_per_entity"].items():

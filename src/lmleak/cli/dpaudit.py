@@ -65,6 +65,18 @@ def bound(
         print_json(asdict(bound))
         return
     out.print(f"epsilon_lower_bound: {bound.epsilon_lower_bound:.6g}")
+    print_fdp(bound.epsilon_lower_bound_fdp, bound.mu_lower_bound, bound.fdp_note)
+
+
+def print_fdp(eps: float | None, mu: float | None, note: str | None) -> None:
+    """The f-DP line: the bound and μ̂ under its Gaussian assumption, or why it is not given."""
+    if eps is None:
+        out.print(f"epsilon_lower_bound_fdp: {note or 'not given'}")
+        return
+    out.print(
+        f"epsilon_lower_bound_fdp: {eps:.6g} (mu-GDP refuted up to mu = {mu:.4g}; assumes a Gaussian "
+        "trade-off, which DP-SGD's is close to: Mahloujifar, Melis & Chaudhuri 2024)"
+    )
 
 
 def plan(
@@ -79,7 +91,10 @@ def plan(
             parser=PROBABILITY,
         ),
     ] = None,
-    r: Annotated[int | None, typer.Option("--r", help="Guesses made (default: all m).", parser=COUNT)] = None,
+    r: Annotated[
+        int | None,
+        typer.Option("--r", help="Guesses made (default m/2, as dp-audit run guesses).", parser=COUNT),
+    ] = None,
     delta: Annotated[
         float,
         typer.Option(
@@ -133,7 +148,8 @@ def print_plan(plan: Any) -> None:
     for col in ("precision", "right", "max epsilon"):
         t.add_column(col, justify="right")
     if plan.target_epsilon is not None:
-        t.add_column(f"m for epsilon {plan.target_epsilon:g} (all guessed)", justify="right")
+        guessed = "all guessed" if plan.r == plan.m else f"{plan.r / plan.m:.0%} guessed"
+        t.add_column(f"m for epsilon {plan.target_epsilon:g} ({guessed})", justify="right")
     for row in plan.rows:
         cells = [f"{row['precision']:.3g}", f"{row['v']} of {plan.r}", f"{row['max_epsilon']:.4g}"]
         if plan.target_epsilon is not None:
@@ -143,7 +159,7 @@ def print_plan(plan: Any) -> None:
     out.print(t)
 
 
-# long: the Typer signature declares 27 options; the body only builds the configs, runs, prints
+# long: the Typer signature declares 28 options; the body only builds the configs, runs, prints
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
@@ -227,6 +243,14 @@ def run(
             "--canary-documents", help="--privacy-unit user: documents per canary user.", parser=COUNT
         ),
     ] = 4,
+    canary_design: Annotated[
+        str,
+        typer.Option(
+            "--canary-design",
+            help="random ('My ID is: <6 digits>') or crafted (Panda et al. 2025: the same draws as "
+            "new-token rune secrets behind a designed prefix).",
+        ),
+    ] = "random",
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -249,6 +273,7 @@ def run(
         placebo=placebo,
         privacy_unit=privacy_unit,
         canary_documents=canary_documents,
+        canary_design=canary_design,
     )
     cfg = TrainConfig(
         mode=mode,  # type: ignore[arg-type]
@@ -288,11 +313,15 @@ def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
     """The epsilon lower bound, the guesses behind it, and whether the DP claim is violated."""
     a = summary["dp_audit"]
     out.print(f"epsilon_lower_bound: {summary['epsilon_lower_bound']:.6g}")
+    if "epsilon_lower_bound_fdp" in summary:  # absent from summaries written before it existed
+        print_fdp(summary["epsilon_lower_bound_fdp"], summary.get("mu_lower_bound"), summary.get("fdp_note"))
     canaries = (
         plural(a["m"], "canary")
         if a.get("privacy_unit") != "user"
         else f"{plural(a['m'], 'canary user')} ({plural(a['canary_documents'], 'document')} each)"
     )
+    if a.get("canary_design") == "crafted":
+        canaries += " (crafted: rune secrets, new tokens)"
     out.print(
         f"{summary['statement']}: {a['v']} of {plural(a['r'], 'guess')} right about {canaries} "
         f"({a['num_included']} included), delta {a['delta']:g}"

@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import COUNT, NON_NEGATIVE, PROBABILITY, JsonOpt, number, out, print_json
+from lmleak.cli.common import COUNT, COUNT0, NON_NEGATIVE, PROBABILITY, JsonOpt, number, out, print_json
+from lmleak.train.confidentiality import delta_text
 from lmleak.train.guarantees import confidentiality_guarantees
 
 
@@ -15,6 +16,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("confidentiality")(confidentiality)
 
 
+# long: one typer option per input of the guarantees (epsilon, delta, gamma, group, dedup, delta2, quantile)
 def confidentiality(
     epsilon: Annotated[
         float, typer.Option(help="DP epsilon of the (private part of) training.", parser=NON_NEGATIVE)
@@ -36,6 +38,20 @@ def confidentiality(
             parser=PROBABILITY,
         ),
     ] = None,
+    delta2_misses: Annotated[
+        int | None,
+        typer.Option(
+            help="Secrets the conservative policy missed (with --delta2-secrets): delta2 is their 95% upper bound.",
+            parser=COUNT0,
+        ),
+    ] = None,
+    delta2_secrets: Annotated[
+        int | None,
+        typer.Option(
+            help="Secrets the conservative policy's misses were counted on (with --delta2-misses).",
+            parser=COUNT,
+        ),
+    ] = None,
     quantile: Annotated[
         float,
         typer.Option(
@@ -55,7 +71,8 @@ def confidentiality(
     """
     report = confidentiality_guarantees(epsilon, delta, gamma, unique_secrets=unique_secrets,
                                         occurrences=occurrences, delta2=delta2, quantile=quantile,
-                                        plot=plot)  # fmt: skip
+                                        plot=plot, delta2_misses=delta2_misses,
+                                        delta2_secrets=delta2_secrets)  # fmt: skip
     if json_out:
         print_json(report)
         return
@@ -101,7 +118,7 @@ def _print_table(
         )
     rows.append(("CRT Bayesian (Thm. 8.3)", "theorem8_bayesian_epsilon", "theorem8_bayesian_delta"))
     for label, eps_key, delta_key in rows:
-        t.add_row(label, f"{report[eps_key]:g}", f"{report[delta_key]:g}")
+        t.add_row(label, f"{report[eps_key]:g}", delta_text(report[delta_key], 4))
     out.print(t)
     for note in report.get("notes", []):
         out.print(f"[dim]note: {note}[/]")

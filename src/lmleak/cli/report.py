@@ -120,10 +120,14 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
     pii = summary.get("pii_unique_sequences") or {}
     if summary.get("pii_policy"):
         listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
+        headlined = summary.get("pii_unique_sequences_total")
         out.print(
             f"[bold]leaked PII[/] (user-unique sequences of >= {plural(summary.get('min_tokens'), 'token')} holding PII, "
-            f"k={summary['k']}, policy {summary['pii_policy']}): {listed}"
+            f"k={summary['k']}, policy {summary['pii_policy']}): {headlined} headlined (person-identifying kinds, "
+            f"unique as text too); by kind, every kind: {listed}"
         )
+    for line in _null_lines(summary):
+        out.print(line, highlight=False)
     t = Table(title=title)
     t.add_column("k", justify="right")
     for col in (
@@ -160,6 +164,37 @@ def _print_summary(summary: dict[str, Any], title: str) -> None:
             f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
             f"context, at most {summary.get('public_occurrences')} occurrences per sequence"
         )
+
+
+def _null_lines(summary: dict[str, Any]) -> list[str]:
+    """Per k, the leaked-PII headline against its null (issue 32), one line each."""
+    from rich.markup import escape
+
+    lines = []
+    for k, m in (summary.get("by_k") or {}).items():
+        kind = m.get("null_kind")
+        if kind is None and m.get("pii_people_excess_reason") is None:
+            continue
+        if kind is None:
+            lines.append(f"[yellow]no null[/] (k={k}): {escape(str(m['pii_people_excess_reason']))}; "
+                         f"to get one: {escape(str(m.get('pii_people_excess_fix')))}")  # fmt: skip
+            continue
+        ex, ci = m.get("pii_people_excess"), m.get("pii_people_excess_ci")
+        excess = (
+            "-" if ex is None else f"{ex:+.1%}" + ("" if ci is None else f" [{ci[0]:+.1%}, {ci[1]:+.1%}]")
+        )
+        null = (
+            f"held-out people {m.get('null_pii_unique_sequences')} sequences, {m.get('pii_people_null')} of "
+            f"{plural(m.get('pii_people_null_n'), 'person')}"
+            if kind == "held_out"
+            else "the public model (curated count)"
+        )
+        lines.append(
+            f"[bold]leaked PII vs null[/] (k={k}): trained-on people {m.get('pii_unique_sequences_members')} "
+            f"sequences, {m.get('pii_people_members')} of {plural(m.get('pii_people_members_n'), 'person')}; "
+            f"null: {null}; people affected beyond the null {excess}"
+        )
+    return lines
 
 
 def _print_table(df: Any, title: str) -> None:
@@ -255,6 +290,14 @@ MinTokensOpt = Annotated[
         parser=COUNT,
     ),
 ]
+HeadlinePiiTypesOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--headline-pii-types",
+        help="PII kinds the leaked-PII headline counts, comma-separated (default: the person-identifying "
+        "ones: EMAIL, PHONE, PERSON, ADDRESS, ids; dates and bare numbers are counted, not headlined).",
+    ),
+]
 LeaveOutFoldsOpt = Annotated[
     int | None,
     typer.Option(
@@ -291,7 +334,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(report_app, name="report")
 
 
-# long: its signature declares the 24 options of `lmleak report`, one line each; the body is short
+# long: its signature declares the 25 options of `lmleak report`, one line each; the body is short
 def report(
     ctx: typer.Context,
     model: ReportModelOpt = None,
@@ -310,6 +353,7 @@ def report(
     public_occurrences: PublicOccurrencesOpt = 8,
     pii_policy: PiiPolicyOpt = "regex",
     min_tokens: MinTokensOpt = 5,
+    headline_pii_types: HeadlinePiiTypesOpt = None,
     leave_out_folds: LeaveOutFoldsOpt = None,
     public_scope: PublicScopeOpt = "unique",
     engine: EngineOpt = "local",
@@ -327,6 +371,7 @@ def report(
     from lmleak.report.engine import LedgerEngine, leakage_report_from_files
     from lmleak.report.leakage import ReportConfig, as_int_list
     from lmleak.report.metrics import default_ks
+    from lmleak.report.null import HEADLINE_PII_TYPES
 
     _require(model=model, corpus=corpus, out_dir=out_dir)
     quiet(quiet_ or json_out)
@@ -343,6 +388,7 @@ def report(
         index_cache=None if index_cache is None else str(index_cache),
         public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
         pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
+        headline_pii_types=HEADLINE_PII_TYPES if headline_pii_types is None else _kinds(headline_pii_types),
     )  # fmt: skip
     result = leakage_report_from_files(
         model, corpus, out_dir, cfg,
@@ -354,6 +400,21 @@ def report(
         print_json(result.summary)
     elif not quiet_:
         _print_summary(result.summary, f"Leakage report — {out_dir}")
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    """``--headline-pii-types EMAIL,PHONE`` as a tuple; refused when it names no kind.
+
+    Example:
+        >>> _kinds("EMAIL, phone")
+        ('EMAIL', 'PHONE')
+    """
+    kinds = tuple(t.strip().upper() for t in text.split(",") if t.strip())
+    if not kinds:
+        raise ConfigError(
+            "name at least one PII kind", field="--headline-pii-types", hint="e.g. EMAIL,PHONE,PERSON"
+        )
+    return kinds
 
 
 def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:

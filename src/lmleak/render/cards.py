@@ -165,7 +165,7 @@ def card_null(key: str, headline: dict[str, Any]) -> str | None:
             parts.append(f"blind text-only baseline: {format_value(headline['blind_auc'])}{ci('blind_auc')}")
         return "; ".join(parts) + " — both should cover 0.5."
     if key == "pii_unique_sequences":
-        return _leak_null(headline)
+        return pii_null_line(headline)
     if key == "max_exposure" and headline.get("placebo_max_exposure") is not None:
         return f"Placebo (as many canaries never inserted): at most {format_value(headline['placebo_max_exposure'])} bits."
     if (
@@ -180,32 +180,37 @@ def card_null(key: str, headline: dict[str, Any]) -> str | None:
     return None
 
 
-def _leak_null(headline: dict[str, Any]) -> str | None:
-    """Leaked PII's null (issue 32): the same count over held-out people's documents, every k.
-
-    Example:
-        >>> _leak_null({"null_pii_unique_sequences": 2, "null_pii_unique_sequences_ci": [0, 5]})
-        "Null (held-out people's documents, never trained on): 2 [0, 5] — what a model predicts without having seen them."
-    """
-    by_k = headline.get("by_k") or {}
-    rows = [by_k[k] for k in sorted(by_k, key=int)]
-    if not any("null_pii_unique_sequences" in r for r in rows):
-        rows = [headline]  # no per-k null: the first k's, once
-    shown = []
-    for row in rows:
-        if row.get("null_pii_unique_sequences") is None:
+def pii_null_line(headline: dict[str, Any]) -> str | None:
+    """The leaked-PII card's null (issue 32): per k, the trained-on people's count against the
+    held-out people's, and the excess share of people affected; or why there is no null."""
+    by_k = headline.get("by_k") or {"": headline}
+    parts = []
+    for k in sorted(by_k, key=lambda x: int(x) if x else 0):
+        h = by_k[k]
+        at = f"k = {k}: " if k else ""
+        kind = h.get("null_kind")
+        if kind is None and h.get("pii_people_excess_reason") is None:
+            continue  # a report from before the null (or no PII policy)
+        if kind == "held_out":
+            null_ci = h.get("null_pii_unique_sequences_ci")
+            ci_text = f" [{null_ci[0]:.3g}, {null_ci[1]:.3g}]" if isinstance(null_ci, list | tuple) else ""
+            line = (
+                f"{at}trained-on people {h.get('pii_unique_sequences_members')}, held-out people "
+                f"{h.get('null_pii_unique_sequences')}{ci_text}"
+            )
+        elif kind == "public_model":
+            line = f"{at}trained-on people {h.get('pii_unique_sequences_members')} curated (null: the public model)"
+        else:
+            parts.append(
+                f"{at}no null — {h.get('pii_people_excess_reason')}; to get one: {h.get('pii_people_excess_fix')}"
+            )
             continue
-        pair = row.get("null_pii_unique_sequences_ci")
-        ci = (
-            f" [{format_interval('null', pair)}]" if isinstance(pair, list | tuple) and len(pair) == 2 else ""
-        )
-        shown.append(f"{format_value(row['null_pii_unique_sequences'])}{ci}")
-    if not shown:
-        return None
-    return (
-        f"Null (held-out people's documents, never trained on): {' · '.join(shown)} — what a model "
-        "predicts without having seen them."
-    )
+        ex, ci = h.get("pii_people_excess"), h.get("pii_people_excess_ci")
+        if ex is not None:
+            tail = f" [{ci[0]:+.1%}, {ci[1]:+.1%}]" if isinstance(ci, list | tuple) else ""
+            line += f"; people affected beyond the null {ex:+.1%}{tail}"
+        parts.append(line)
+    return ("Null: " + "; ".join(parts) + ".") if parts else None
 
 
 def _ci_text(key: str, ci: Any) -> str | None:

@@ -42,6 +42,10 @@ HEADLINE_KEYS: dict[str, tuple[str, ...]] = {
     # issue 27: risk per person (users.parquet)
     "users_at_risk": ("users_at_risk",),
     "users_total": ("users_total",),
+    # issue 32: the leaked-PII headline against its null (members vs held-out people)
+    "pii_people_excess": ("pii_people_excess",),
+    "pii_unique_sequences_members": ("pii_unique_sequences_members",),
+    "null_pii_unique_sequences": ("null_pii_unique_sequences",),
 }
 
 EXPLANATIONS: dict[str, str] = {
@@ -77,6 +81,10 @@ EXPLANATIONS: dict[str, str] = {
     "blind_auc_ci": "The 95% interval of the blind baseline's AUC (resampling users).",
     "tpr_at_fpr": "Share of members the headline attack flags while flagging at most 1% of non-members (needs at least 1,000 non-members; measured on the reporting half of the users).",
     "tpr_at_fpr_ci": "The 95% interval of the TPR at 1% FPR (resampling users).",
+    # issue 32
+    "pii_people_excess": "Share of trained-on people with leaked PII minus the share of held-out people (never trained on) with it: what the model reveals about the people it trained on beyond what it generalises (template text, common values). With a public model and no held-out people, the share of people with leaked PII the public model finds unlikely.",
+    "pii_unique_sequences_members": "Leaked PII sequences (text only one person wrote, holding person-identifying PII) whose writer the model was trained on.",
+    "null_pii_unique_sequences": "The same count over the documents of held-out people the model never saw: what it reproduces without having seen them (the null).",
 }
 
 
@@ -94,6 +102,21 @@ CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
     "claimed_delta": ("claimed_delta",),
     "privacy_unit": ("privacy_unit",),
     "mia_best_raw_method": ("mia_best_raw_method",),
+    # issue 32: what the leaked-PII excess is read against
+    **{
+        key: (key,)
+        for key in (
+            "pii_people_members",
+            "pii_people_members_n",
+            "pii_people_null",
+            "pii_people_null_n",
+            "pii_people_excess_reason",
+            "pii_people_excess_fix",
+            "null_kind",
+            "null_note",
+            "pii_owner_counts",
+        )
+    },
 }
 
 
@@ -134,7 +157,22 @@ PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
     "log_leakage_epsilon": "log_leakage_epsilon",
     "pii_unique_sequences": "pii_unique_sequences_total",
     "pii_people_excess": "pii_people_excess",
+    "pii_unique_sequences_members": "pii_unique_sequences_members",
+    "null_pii_unique_sequences": "null_pii_unique_sequences",
 }
+#: One k's companions of :data:`PER_K` a verdict reads (no card of their own): the people counts and
+#: what the excess is read against (issue 32).
+PER_K_CONTEXT: tuple[str, ...] = (
+    "pii_people_members",
+    "pii_people_members_n",
+    "pii_people_null",
+    "pii_people_null_n",
+    "pii_people_excess_reason",
+    "pii_people_excess_fix",
+    "null_kind",
+    "null_note",
+    "pii_owner_counts",
+)
 
 
 def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +207,8 @@ def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
 def _per_k(values: dict[str, Any]) -> dict[str, Any]:
     """One k's report metrics under their headline names, each with its interval when it has one."""
     out: dict[str, Any] = {}
-    for m, key in {**PER_K, "leakage_epsilon_infinite": "leakage_epsilon_infinite"}.items():
+    extra = {"leakage_epsilon_infinite": "leakage_epsilon_infinite", **{c: c for c in PER_K_CONTEXT}}
+    for m, key in {**PER_K, **extra}.items():
         if values.get(key) is not None:
             out[m] = values[key]
             if values.get(f"{key}_ci") is not None:

@@ -138,6 +138,49 @@ def _probe_split(probing: dict[str, Any]) -> str:
     return f": {members}, {controls} (what guessing gives)"
 
 
+def leaked_pii_line(leaked: dict[str, Any]) -> str:
+    """The leakage report's "people affected" sentence: trained-on people against held-out people
+    (issue 32), or everyone for a report from before the null.
+
+    Example:
+        >>> print(leaked_pii_line({"people": 2, "by_type": {"EMAIL": 2}, "k": 1, "min_tokens": 5,
+        ...     "members_n": 8, "held_out": 1, "held_out_n": 2, "null_kind": "held_out",
+        ...     "owners": {"own": 1, "third_party": 2}}))  # doctest: +NORMALIZE_WHITESPACE
+        2 of 8 trained-on people whose PII the model reproduces verbatim in text only they wrote
+        (EMAIL 2; 1 sequence holds the writer's own PII, 2 a third party's); 1 of 2 held-out people,
+        what the model generalises — leakage report at k = 1, sequences of at least 5 tokens.
+    """
+    by_type = ", ".join(f"{t} {n}" for t, n in sorted(leaked["by_type"].items(), key=lambda kv: -kv[1]))
+    owners = leaked.get("owners") or {}
+    whose = ""
+    if owners.get("own") or owners.get("third_party"):
+        own = owners.get("own", 0)
+        whose = (
+            f"{plural(own, 'sequence')} {'holds' if own == 1 else 'hold'} the writer's own PII, "
+            f"{owners.get('third_party', 0)} a third party's"
+        )
+    detail = "; ".join(x for x in (by_type, whose) if x)
+    tail = f" — leakage report at k = {leaked.get('k')}, sequences of at least {plural(leaked.get('min_tokens'), 'token')}."
+    if "null_kind" not in leaked:
+        return (
+            f"{plural(leaked['people'], 'person')} whose PII the model reproduces verbatim in text only they wrote"
+            + (f" ({detail})" if detail else "")
+            + tail
+        )
+    who = f"{leaked['people']} of {plural(leaked.get('members_n'), 'trained-on person')}"
+    line = f"{who} whose PII the model reproduces verbatim in text only they wrote" + (
+        f" ({detail})" if detail else ""
+    )
+    kind = leaked.get("null_kind")
+    if kind == "held_out":
+        line += f"; {leaked.get('held_out')} of {plural(leaked.get('held_out_n'), 'held-out person')}, what the model generalises"
+    elif kind == "public_model":
+        line += " (counted where the public model finds the text unlikely: the public model is the null)"
+    else:
+        line += f"; no null, so this cannot be told from what any model would generate: {leaked.get('fix')}"
+    return line + tail
+
+
 def people_lines(people: dict[str, Any] | None) -> list[str]:
     """The release summary's "people affected", one sentence per source."""
     if people is None:
@@ -145,12 +188,7 @@ def people_lines(people: dict[str, Any] | None) -> list[str]:
     lines = []
     leaked = people.get("leaked_pii")
     if leaked is not None:
-        by_type = ", ".join(f"{t} {n}" for t, n in sorted(leaked["by_type"].items(), key=lambda kv: -kv[1]))
-        lines.append(
-            f"{plural(leaked['people'], 'person')} whose PII the model reproduces verbatim in text only they wrote"
-            + (f" ({by_type})" if by_type else "")
-            + f" — leakage report at k = {leaked.get('k')}, sequences of at least {plural(leaked.get('min_tokens'), 'token')}."
-        )
+        lines.append(leaked_pii_line(leaked))
     probing = people.get("probing")
     if probing is not None:
         by_type = ", ".join(f"{t} {n}" for t, n in probing["by_type"].items())

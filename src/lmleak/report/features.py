@@ -26,6 +26,7 @@ each identical (context, text) pair once.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +45,9 @@ SEQUENCE_COLUMNS = [
     "logprob", "public_logprob", "log_perplexity_ratio", "pii_types", "user_ids",
 ]  # fmt: skip
 
+#: The column of the features table holding each unique sequence's detected ``(entity, value)`` PII
+#: pairs: read by the report (whose PII it is, :mod:`lmleak.report.owners`), never written.
+PII_VALUES = "pii_values"
 #: Tokens of the audited model's tokenisation before a sequence that the public model sees (and that
 #: a displayed context holds). Bounded so the report's cost after the ledger is linear in the corpus;
 #: 128 tokens is the half-window of the small GPTs' 256-token ledger windows — every ledger token was
@@ -203,16 +207,45 @@ def _score_public(public_model: Any, owners: np.ndarray, contexts: list[str], te
 def _pii_types(detector: Any, before: str, text: str, after: str) -> list[str]:
     """Entity types of the PII spans detected in ``before + text + after`` that overlap ``text``:
     a sequence holding only part of an e-mail address (its domain follows the sequence) counts."""
+    return sorted({entity for entity, _ in _pii_spans(detector, before, text, after)})
+
+
+def _pii_spans(detector: Any, before: str, text: str, after: str) -> list[tuple[str, str]]:
+    """``(entity, value)`` of each PII span detected in ``before + text + after`` that overlaps
+    ``text``; the value is the whole span (the address a sequence holds part of)."""
     lo = len(before)
     hi = lo + len(text)
-    return sorted({s.entity for s in detector.detect(before + text + after) if s.start < hi and s.end > lo})
+    full = before + text + after
+    return [
+        (s.entity, full[s.start : s.end])
+        for s in detector.detect(full)
+        if s.start < hi and s.end > lo and not _in_message_id(full, s.start)
+    ]
+
+
+#: A mail header line whose ``<local@domain>`` values are message ids, not anyone's address.
+_MESSAGE_ID_LINE = re.compile(r"[ \t>]*(?:Message-ID|In-Reply-To|References|X-Message-ID):", re.IGNORECASE)
+
+
+def _in_message_id(text: str, start: int) -> bool:
+    """Whether the span at ``start`` sits on a ``Message-ID:`` / ``In-Reply-To:`` / ``References:``
+    header line: an e-mail-shaped message id (``<7abf30b051ae@lists.example.org>``) names a message.
+
+    Example:
+        >>> t = "Message-ID: <7abf@lists.example.org>" + chr(10) + "From: a@example.org"
+        >>> _in_message_id(t, t.index("7abf")), _in_message_id(t, t.index("a@ex"))
+        (True, False)
+    """
+    line_start = text.rfind("\n", 0, start) + 1
+    return _MESSAGE_ID_LINE.match(text, line_start) is not None
 
 
 def _pii_column(
     texts: SpanTexts, detector: Any, seqs: Any, doc_arr: np.ndarray, starts: np.ndarray, ends: np.ndarray
-) -> list[list[str] | None]:
+) -> tuple[list[list[str] | None], list[list[tuple[str, str]] | None]]:
     """``pii_types`` of each user-unique sequence (None for the others), detected at its first
-    occurrence in a window of :data:`PII_WINDOW_TOKENS` tokens on either side."""
+    occurrence in a window of :data:`PII_WINDOW_TOKENS` tokens on either side; and the ``(entity,
+    value)`` pairs of those spans (``pii_values``, which the report reads and does not write)."""
     rows = np.nonzero(seqs["unique"].to_numpy())[0]
     firsts = seqs["first_occurrence"].to_numpy()[rows]
     sids = seqs["sequence_id"].to_numpy()[rows]
@@ -225,13 +258,15 @@ def _pii_column(
     with_before = texts.many(doc_arr[occ_idx], starts[occ_idx], ends[occ_idx], window=PII_WINDOW_TOKENS)
     with_after = texts.many(doc_arr[occ_idx], ends[occ_idx], after_end, window=0)
     found = {
-        sid: _pii_types(detector, before, text, after)
+        sid: _pii_spans(detector, before, text, after)
         for sid, (before, text), (_, after) in zip(want, with_before, with_after, strict=True)
     }
     out: list[list[str] | None] = [None] * len(seqs)
+    values: list[list[tuple[str, str]] | None] = [None] * len(seqs)
     for row, sid in zip(rows, sids, strict=True):
-        out[int(row)] = found[str(sid)]
-    return out
+        out[int(row)] = sorted({entity for entity, _ in found[str(sid)]})
+        values[int(row)] = found[str(sid)]
+    return out, values
 
 
 # long: the docstring documents every argument; the body is 25 lines of calls to the helpers below
@@ -300,9 +335,10 @@ def sequence_features(
     seqs["min_context_length"] = [int(np.min(x)) for x in seqs["context_lengths"]]
     seqs["unique"] = seqs["users_in_d"] == 1
     seqs["pii_types"] = None
+    seqs[PII_VALUES] = None
     if pii_detector is not None:
-        seqs["pii_types"] = _pii_column(texts, pii_detector, seqs, a.doc, a.starts, a.ends)
-    return seqs[SEQUENCE_COLUMNS].reset_index(drop=True), occ
+        seqs["pii_types"], seqs[PII_VALUES] = _pii_column(texts, pii_detector, seqs, a.doc, a.starts, a.ends)
+    return seqs[[*SEQUENCE_COLUMNS, PII_VALUES]].reset_index(drop=True), occ
 
 
 @dataclass(frozen=True)

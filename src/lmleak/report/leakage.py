@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus
+from lmleak.data.holdout import read_holdout
 from lmleak.errors import ConfigError, check_number
 from lmleak.intervals import count_interval, interval_record
 from lmleak.ledger.index import CorpusIndex
@@ -39,7 +40,15 @@ from lmleak.report.features import (
     redact_sequences,
     sequence_features,
 )
-from lmleak.report.metrics import DEFAULT_KS, corpus_perplexity, metrics_for_k, top_k_accuracy
+from lmleak.report.metrics import (
+    DEFAULT_KS,
+    corpus_perplexity,
+    headline_pii,
+    metrics_for_k,
+    top_k_accuracy,
+)
+from lmleak.report.null import HEADLINE_PII_TYPES, null_keys
+from lmleak.report.owners import add_owner_columns
 from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
     LEDGER_NOTE,
@@ -83,6 +92,9 @@ class ReportConfig:
         pii_policy: the PII policy (:func:`lmleak.pii.policies.get_policy`) whose detections make a
             unique sequence "leaked PII"; None: no PII columns.
         min_tokens: unique PII sequences shorter than this are counted apart, not headlined.
+        headline_pii_types: the PII kinds the leaked-PII headline counts (default: the
+            person-identifying ones, :data:`~lmleak.report.null.HEADLINE_PII_TYPES`); the others
+            (dates, bare numbers) are counted by type and shown, not headlined.
     """
 
     ks: tuple[int, ...] = DEFAULT_KS
@@ -98,6 +110,7 @@ class ReportConfig:
     public_occurrences: int = PUBLIC_OCCURRENCES
     pii_policy: str | None = "regex"
     min_tokens: int = MIN_TOKENS
+    headline_pii_types: tuple[str, ...] = HEADLINE_PII_TYPES
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -115,6 +128,14 @@ class ReportConfig:
             check_number(self.public_context_tokens, "public_context_tokens", ge=0, integer=True)
         check_number(self.shard_size, "shard_size", ge=1, integer=True)
         check_number(self.min_tokens, "min_tokens", ge=1, integer=True)
+        if isinstance(self.headline_pii_types, str) or not all(
+            isinstance(t, str) and t for t in self.headline_pii_types
+        ):
+            raise ConfigError(
+                f"headline_pii_types must be a list of PII kinds, got {self.headline_pii_types!r}",
+                field="headline_pii_types",
+                hint="e.g. [EMAIL, PHONE, PERSON, ADDRESS]",
+            )
 
 
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
@@ -144,9 +165,13 @@ def analyse(
     *,
     public_model: Any | None = None,
     max_top1_perplexity: float | None = None,
+    held_out: Collection[str] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """S, features and metrics for every k of ``config`` from a ledger (no model call except the
-    public model's scoring). Returns ``(sequences, occurrences, metrics_by_k)``."""
+    public model's scoring). Returns ``(sequences, occurrences, metrics_by_k)``.
+
+    ``held_out``: the users the model never saw (their documents in the ledger are the null of the
+    leaked-PII headline, :mod:`lmleak.report.null`)."""
     import pandas as pd
 
     for k in config.ks:
@@ -173,20 +198,41 @@ def analyse(
         public_occurrences=config.public_occurrences,
         pii_detector=detector,
     )
-    by_k: dict[str, Any] = {}
-    for k in config.ks:
-        part = seqs[seqs["k"] == k]
-        m = metrics_for_k(
-            part, t=config.t, p=config.p, has_public=public_model is not None, min_tokens=config.min_tokens
-        )
-        m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
-        m.update(count_intervals(part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens))
-        by_k[str(k)] = m
+    add_owner_columns(
+        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_pii_types
+    )
+    has_public = public_model is not None
+    by_k = {
+        str(k): _metrics_of_k(seqs[seqs["k"] == k], k, ledger, config, held_out, has_public)
+        for k in config.ks
+    }
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
     # the p filter of §5 as a column, so a reviewer can keep only these rows
     seqs["kept_by_p"] = True if config.p is None else seqs["users_in_s"].to_numpy() < config.p
     return seqs, occ, by_k
+
+
+def _metrics_of_k(
+    part: Any, k: int, ledger: Ledger, config: ReportConfig, held_out: Collection[str], has_public: bool
+) -> dict[str, Any]:
+    """One k's metrics: §5's, the leak counts' intervals, and the leaked-PII null (:mod:`lmleak.report.null`)."""
+    m = metrics_for_k(part, t=config.t, p=config.p, has_public=has_public, min_tokens=config.min_tokens)
+    m["top_k_accuracy"] = top_k_accuracy(ledger.ranks, k)
+    m.update(
+        count_intervals(
+            part, m, ledger.user_ids, t=config.t, min_tokens=config.min_tokens,
+            doc_tokens=ledger.offsets[1:] - ledger.offsets[:-1],
+        )
+    )  # fmt: skip
+    if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
+        curated = part["perplexity_ratio"].to_numpy(dtype=float) >= config.t if has_public else None
+        m.update(
+            null_keys(
+                part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_pii_types
+            )
+        )
+    return m
 
 
 #: Bootstrap replicates of the leak counts' intervals.
@@ -206,6 +252,7 @@ def count_intervals(
     t: float,
     min_tokens: int,
     n_boot: int = N_BOOT,
+    doc_tokens: Sequence[int] | None = None,
 ) -> dict[str, Any]:
     """``unique_sequences_ci``, ``curated_unique_sequences_ci`` and ``pii_unique_sequences_total_ci``
     for one k's rows: each count is a sum over users of the user's own leaks (a unique sequence has
@@ -213,8 +260,11 @@ def count_intervals(
     so a prolific user's many leaks move together. ``users``: every user of the corpus (the ledger's
     user of each document; repeats are collapsed). A count that is None (no public model, no PII
     policy) gets a None interval; so does every count of rows without ``user_ids``. A count of 0 gets
-    ``[0, U x CP upper(0 of U)]`` instead of the bootstrap's certain [0, 0]
-    (:func:`~lmleak.intervals.count_interval`), and ``intervals_at_boundary`` names it with its rule.
+    the leaks the U x CP upper(0 of U) users with the most capacity could hold, a count over few
+    leakers leakers x leaks per leaker (:func:`~lmleak.intervals.count_interval`), each named with
+    its rule in ``intervals_at_boundary``. A user's capacity bounds its leaks: its unique sequences
+    (this k) for the curated count, those of ``min_tokens``+ tokens for PII, ceil(n/2) runs per
+    document of n tokens for all (``doc_tokens``, parallel to ``users``; without it, one each).
 
     Example:
         >>> import pandas as pd
@@ -229,34 +279,54 @@ def count_intervals(
     import numpy as np
 
     keys = ("unique_sequences", "curated_unique_sequences", "pii_unique_sequences_total")
-    out: dict[str, Any] = {f"{k}_ci": None for k in keys}
-    out["intervals_at_boundary"] = {}
-    everyone = sorted(set(users))
-    if "user_ids" not in seqs.columns or not everyone:
+    out: dict[str, Any] = {**{f"{k}_ci": None for k in keys}, "intervals_at_boundary": {}}
+    if "user_ids" not in seqs.columns or not len(users):
         return out
     unique = seqs[seqs["users_in_d"].to_numpy() == 1]
     owner = [str(us[0]) for us in unique["user_ids"]]
+    everyone = sorted({str(u) for u in users} | set(owner))
     ratio = unique["perplexity_ratio"].to_numpy(dtype=np.float64)
     with np.errstate(invalid="ignore"):
         curated = ~np.isnan(ratio) & (ratio >= t)
-    types = unique["pii_types"] if "pii_types" in unique else [None] * len(unique)
-    pii = [bool(ty) and int(n) >= min_tokens for ty, n in zip(types, unique["length_tokens"], strict=True)]
-    for key, mask in (
-        ("unique_sequences", [True] * len(unique)),
-        ("curated_unique_sequences", curated),
-        ("pii_unique_sequences_total", pii),
+    long_enough = [int(n) >= min_tokens for n in unique["length_tokens"]]
+    pii = headline_pii(unique, min_tokens) if len(unique) else np.zeros(0, dtype=bool)
+    every = [True] * len(unique)
+    for key, mask, capacity in (
+        ("unique_sequences", every, _run_capacity(users, doc_tokens, everyone)),
+        ("curated_unique_sequences", curated, _per_user(owner, every, everyone)),
+        ("pii_unique_sequences_total", pii, _per_user(owner, long_enough, everyone)),
     ):
         if metrics.get(key) is None:
             continue
-        per_user = dict.fromkeys(everyone, 0)
-        for u, keep in zip(owner, mask, strict=True):
-            if keep:
-                per_user[u] = per_user.get(u, 0) + 1
-        ci, rule = count_interval(list(per_user.values()), n_boot=n_boot)
+        ci, rule = count_interval(_per_user(owner, mask, everyone), capacity=capacity, n_boot=n_boot)
         out[f"{key}_ci"] = None if ci is None else [ci[0], ci[1]]
         if rule is not None:
             out["intervals_at_boundary"][f"{key}_ci"] = rule
     return out
+
+
+def _per_user(owner: Sequence[str], keep: Sequence[bool], everyone: Sequence[str]) -> list[int]:
+    """How many of the kept rows each of ``everyone`` owns (0 for a user with none)."""
+    per_user = dict.fromkeys(everyone, 0)
+    for u, k in zip(owner, keep, strict=True):
+        if k:
+            per_user[u] = per_user.get(u, 0) + 1
+    return [per_user[u] for u in everyone]
+
+
+def _run_capacity(
+    users: Sequence[str], doc_tokens: Sequence[int] | None, everyone: Sequence[str]
+) -> list[int] | None:
+    """The most maximal runs each user's documents could hold, ceil(n/2) per document of n tokens
+    (runs are separated by at least one miss); None without ``doc_tokens``."""
+    if doc_tokens is None:
+        return None
+    if len(doc_tokens) != len(users):
+        raise ValueError("doc_tokens must give one length per document of users")
+    most = dict.fromkeys(everyone, 0)
+    for u, n in zip(users, doc_tokens, strict=True):
+        most[str(u)] += (int(n) + 1) // 2
+    return [most[u] for u in everyone]
 
 
 def public_context(config: ReportConfig, ledger: Ledger) -> int:
@@ -285,6 +355,7 @@ def unique_owners(seqs: Any) -> list[str]:
     return sorted({u for us in rows["user_ids"] for u in us})
 
 
+# long: the docstring documents each of its 13 arguments; the body only routes a redacted run
 def run_report(
     model: Any,
     corpus: Corpus,
@@ -297,6 +368,8 @@ def run_report(
     anonymization: str = "identity",
     leave_out_folds: int | None = None,
     redactor: Redactor | None = None,
+    held_out: Collection[str] | None = None,
+    never_seen: Corpus | None = None,
 ) -> dict[str, Any]:
     """Run the whole report; returns the summary (also written to ``out_dir/summary.json``).
 
@@ -315,7 +388,13 @@ def run_report(
         anonymization: the KART A factor of the training data (``"identity"`` when unknown).
         redactor: with ``config.redact``, the run's key (an audit hashes every stage under one key);
             None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
+        held_out: the users of ``corpus`` the model never saw, the null of the leaked-PII headline
+            (:mod:`lmleak.report.null`); None: those of ``model_dir``'s ``holdout.json``, if any.
+        never_seen: documents of people the model never saw (``lmleak audit --holdout``), run
+            through the report beside ``corpus`` as held-out people; their user ids must not be
+            ``corpus``'s.
     """
+    corpus, held = _with_null(corpus, model_dir, held_out, never_seen)
 
     options: dict[str, Any] = dict(
         public_model=public_model,
@@ -323,6 +402,7 @@ def run_report(
         leave_out_overrides=leave_out_overrides,
         anonymization=anonymization,
         leave_out_folds=leave_out_folds,
+        held_out=held,
     )
     if not config.redact:
         with open_run(out_dir) as out:  # locked, marked incomplete until done
@@ -338,6 +418,34 @@ def run_report(
     with open_run(out, redacted=True), tempfile.TemporaryDirectory(prefix="lmleak-redacted-") as scratch:
         os.chmod(scratch, 0o700)
         return _run_report(model, corpus, out, Path(scratch), config, redactor=redactor, **options)
+
+
+def _with_null(
+    corpus: Corpus,
+    model_dir: str | Path | None,
+    held_out: Collection[str] | None,
+    never_seen: Corpus | None,
+) -> tuple[Corpus, tuple[str, ...]]:
+    """The corpus the report runs over (``never_seen``'s documents appended) and its held-out users:
+    ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
+    user of ``never_seen``."""
+    if held_out is None and model_dir is not None:
+        recorded = read_holdout(model_dir)
+        held_out = () if recorded is None else recorded.users
+    users = set(corpus.users)
+    held = {str(u) for u in held_out or () if str(u) in users}
+    if never_seen is not None and len(never_seen):
+        clash = sorted(users & set(never_seen.users))
+        if clash:
+            raise ConfigError(
+                f"the corpus of people the model never saw ({never_seen.source}) shares user ids with "
+                f"the audited corpus: {', '.join(clash[:5])}",
+                field="holdout",
+                hint="give people the model never saw under their own user ids",
+            )
+        corpus = Corpus([*corpus.documents, *never_seen.documents], source=corpus.source)
+        held |= set(never_seen.users)
+    return corpus, tuple(sorted(held))
 
 
 def _refuse_redacted_into(out: Path, config: ReportConfig) -> None:
@@ -421,6 +529,7 @@ def _run_report(
     anonymization: str,
     leave_out_folds: int | None,
     redactor: Redactor | None = None,
+    held_out: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """:func:`run_report` with the ledger and leave-out model under ``work`` (``out``, or a
     temporary folder for a redacted run) and the tables and summary under ``out``."""
@@ -441,10 +550,11 @@ def _run_report(
         leave_out_folds=leave_out_folds,
     )
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
-        seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub)
+        seqs, occ, by_k = analyse(ledger, index, model.tokenizer, config, public_model=pub, held_out=held_out)
 
     public_info = _write_tables(out, seqs, occ, public_info, redactor)
     summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
+    summary["held_out_users"] = len(held_out)
     write_summary(out, summary, model=model, corpus=corpus)
     return summary
 
@@ -488,6 +598,27 @@ _HEAD_KEYS = (
     "pii_users",
     "pii_users_by_type",
 )
+#: The leaked-PII headline against its null (:mod:`lmleak.report.null`), repeated at the top level
+#: when the first k has them (no PII policy: absent).
+_NULL_KEYS = (
+    "pii_unique_sequences_all_types",
+    "pii_unique_sequences_members",
+    "pii_unique_sequences_members_ci",
+    "null_pii_unique_sequences",
+    "null_pii_unique_sequences_ci",
+    "pii_people_members",
+    "pii_people_members_n",
+    "pii_people_null",
+    "pii_people_null_n",
+    "pii_people_excess",
+    "pii_people_excess_ci",
+    "pii_people_excess_reason",
+    "pii_people_excess_fix",
+    "null_kind",
+    "null_note",
+    "pii_owner_counts",
+    "pii_people_members_by_type",
+)
 
 
 def _summary(
@@ -506,6 +637,8 @@ def _summary(
         "k": int(config.ks[0]),
         "ks": [int(k) for k in config.ks],
         **{key: head[key] for key in _HEAD_KEYS},
+        **{key: head[key] for key in _NULL_KEYS if key in head},
+        "headline_pii_types": list(config.headline_pii_types),
         "min_tokens": config.min_tokens,
         "pii_policy": config.pii_policy,
         "public_context_tokens": public_context(config, ledger),
@@ -546,9 +679,12 @@ def report_from_ledger(
     *,
     index: CorpusIndex | None = None,
     public_model: Any | None = None,
+    held_out: Collection[str] = (),
 ) -> tuple[Any, Any, dict[str, Any]]:
     """The analysis of :func:`run_report` on an in-memory ledger (tests, studies)."""
-    return analyse(ledger, index or build_index(ledger), tokenizer, config, public_model=public_model)
+    return analyse(
+        ledger, index or build_index(ledger), tokenizer, config, public_model=public_model, held_out=held_out
+    )
 
 
 def as_int_list(values: Sequence[int] | None, default: Sequence[int] = DEFAULT_KS) -> tuple[int, ...]:

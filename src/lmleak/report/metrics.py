@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.report.null import HEADLINE_PII_TYPES, headline_pii_mask
+
 #: The tab attack's top-k values when none are given, one default for ``lmleak report --k``, the
 #: audit config's ``report.k`` and :class:`~lmleak.report.leakage.ReportConfig`: top-1 (text
 #: auto-completion) and top-3 (predictive keyboards), the two the paper names (001 §5). The first
@@ -224,11 +226,39 @@ def top_k_accuracy(ranks: Any, k: int) -> float | None:
     return float((r <= k).mean()) if r.size else None
 
 
+def headline_pii(seqs: Any, min_tokens: int, headline_types: Any = None) -> np.ndarray:
+    """The rows of one k's features that are headline leaked PII: the ``pii_headline`` column the
+    report writes, else :func:`lmleak.report.null.headline_pii_mask` of the rows (default kinds)."""
+    if "pii_headline" in seqs.columns:
+        flags: np.ndarray = seqs["pii_headline"].to_numpy(dtype=bool)
+        return flags
+    types = seqs["pii_types"] if "pii_types" in seqs else [None] * len(seqs)
+    return headline_pii_mask(
+        seqs["users_in_d"].to_numpy(),
+        types,
+        seqs["length_tokens"].to_numpy(),
+        min_tokens=min_tokens,
+        headline_types=HEADLINE_PII_TYPES if headline_types is None else headline_types,
+        users_with_text=seqs["users_with_text"] if "users_with_text" in seqs.columns else None,
+    )
+
+
+# long: one dict literal of the §5 metrics, each computed by a function above
 def metrics_for_k(
-    seqs: Any, *, t: float, p: int | None, has_public: bool = False, min_tokens: int = 1
+    seqs: Any,
+    *,
+    t: float,
+    p: int | None,
+    has_public: bool = False,
+    min_tokens: int = 1,
+    headline_types: Any = None,
 ) -> dict[str, Any]:
     """The §5 metrics of one k's feature rows (``has_public``: a public model scored them, so
-    the curated count is 0 rather than unknown when there is no unique sequence)."""
+    the curated count is 0 rather than unknown when there is no unique sequence).
+
+    ``pii_unique_sequences_total`` and ``pii_users`` count the headline leaked PII only
+    (:func:`headline_pii`: person-identifying kinds, unique as text too); ``pii_unique_sequences``
+    (by type) and ``pii_unique_sequences_all_types`` count every kind."""
     users_d = seqs["users_in_d"].to_numpy()
     ratio = seqs["perplexity_ratio"].to_numpy(dtype=np.float64)
     log_ratio = (
@@ -250,6 +280,7 @@ def metrics_for_k(
     unknown = bool(len(unique)) and all(
         ty is None for u, ty in zip(users_d, pii_types, strict=True) if int(u) == 1
     )
+    headline = headline_pii(seqs, min_tokens, headline_types) if len(seqs) else np.zeros(0, dtype=bool)
     return {
         "num_sequences": int(len(seqs)),
         "num_occurrences": int(seqs["count_in_s"].sum()) if len(seqs) else 0,
@@ -262,7 +293,8 @@ def metrics_for_k(
         "log_ratio_p50": p50,
         "log_ratio_p95": p95,
         "pii_unique_sequences": None if unknown else head,
-        "pii_unique_sequences_total": None
+        "pii_unique_sequences_total": None if unknown else int(headline.sum()),
+        "pii_unique_sequences_all_types": None
         if unknown
         else int(
             sum(
@@ -277,19 +309,21 @@ def metrics_for_k(
         "unique_users": int(len({u for us in unique["user_ids"] for u in us}))
         if "user_ids" in seqs.columns
         else None,
-        **_pii_people_keys(seqs, pii_types, unknown, min_tokens),
+        **_pii_people_keys(seqs, pii_types, unknown, min_tokens, headline),
     }
 
 
-def _pii_people_keys(seqs: Any, pii_types: Any, unknown: bool, min_tokens: int) -> dict[str, Any]:
-    """``pii_users`` and ``pii_users_by_type`` (:func:`pii_people`); None when no PII policy ran or
-    the rows carry no user ids."""
+def _pii_people_keys(
+    seqs: Any, pii_types: Any, unknown: bool, min_tokens: int, headline: np.ndarray
+) -> dict[str, Any]:
+    """``pii_users`` and ``pii_users_by_type`` (:func:`pii_people` over the headline rows); None
+    when no PII policy ran or the rows carry no user ids."""
     if unknown or "user_ids" not in seqs.columns:
         return {"pii_users": None, "pii_users_by_type": None}
     users, by_type = pii_people(
         seqs["users_in_d"].to_numpy(),
         seqs["user_ids"],
-        pii_types,
+        [ty if h else [] for ty, h in zip(pii_types, headline, strict=True)],
         seqs["length_tokens"].to_numpy(),
         min_tokens,
     )

@@ -70,6 +70,15 @@ SAFE_OBJECT_COLUMNS = (
 #: attacks, methods, scenarios and notes the code writes (never a value read from the data).
 SAFE_JSON_STRING_KEYS = frozenset(
     {
+        # issue 32/35: what the leaked-PII null is, why there is none, the canaries' design, the f-DP notes
+        "null_kind",
+        "null_note",
+        "pii_people_excess_reason",
+        "pii_people_excess_fix",
+        "canary_design",
+        "fdp_assumption",
+        "fdp_note",
+        "fdp_theorem",
         "attack",
         "mia_attack",
         "mia_methods",

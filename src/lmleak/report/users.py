@@ -7,8 +7,9 @@ joins what the audit's stages already wrote — it runs no model — into one ro
   documents, at the leakage report's headline k (``occurrences.parquet`` joined to
   ``sequences.parquet`` on ``k, sequence_id``); their sum over users is the report's
   ``unique_sequences``;
-- ``pii_sequences``: those holding PII by the report's policy and at least its ``min_tokens`` long
-  (the report's headline rule); their sum is the report's ``pii_unique_sequences_total``;
+- ``pii_sequences``: those that are the report's headline leaked PII (``sequences.parquet``'s
+  ``pii_headline``: a person-identifying kind, at least ``min_tokens`` long, unique as text too);
+  their sum is the report's ``pii_unique_sequences_total``;
 - ``probe_targets`` / ``probe_hits``: the (subject, PII type) pairs of the user's probe subjects
   and those whose PII the model generated exactly (``generations.parquet``; a subject is mapped
   to its ``user_id``, else its ``subject_id`` is the user, as the probe stage does);
@@ -100,10 +101,15 @@ def report_leaks(report_dir: Path) -> tuple[Any, dict[str, Any]]:
     types = (
         seqs["pii_types"] if "pii_types" in seqs.columns else pd.Series([None] * len(seqs), index=seqs.index)
     )
-    pii = [
-        ty is not None and len(ty) > 0 and int(n) >= min_tokens
-        for ty, n in zip(types, seqs["length_tokens"], strict=True)
-    ]
+    if (
+        "pii_headline" in seqs.columns
+    ):  # the report's headline rule (person-identifying kinds, unique as text)
+        pii = [bool(x) for x in seqs["pii_headline"]]
+    else:  # a report written before the headline kinds: every kind
+        pii = [
+            ty is not None and len(ty) > 0 and int(n) >= min_tokens
+            for ty, n in zip(types, seqs["length_tokens"], strict=True)
+        ]
     flags = pd.DataFrame(
         {"sequence_id": seqs["sequence_id"].to_numpy(), "pii": pii, "pii_types": list(types)}
     )
@@ -313,6 +319,10 @@ def _summary(
         held = table["held_out"].fillna(False).to_numpy(dtype=bool)
         out["users_held_out"] = int(held.sum())
         out["users_at_risk_held_out"] = int((at_risk & held).sum())
+        # a held-out person "at risk" is the null (what the model generalises), not a leak: the
+        # trained-on people at risk, and how many trained-on people there are (issue 32)
+        out["users_at_risk_members"] = int((at_risk & ~held).sum())
+        out["users_members"] = int((~held).sum())
     out["mia_score_method"] = None if attack is None else MIA_METHOD.format(attack)
     out["mia_user_auc"], out["mia_user_auc_ci"] = _user_auc(table, mia_member_of)
     return out

@@ -22,9 +22,17 @@ Which γ and which group size, so that no number runs backwards:
 - a group of m secrets is charged for the number of them the policy misses at a stated quantile of
   Binomial(m, γ) (95 % by default, 1.0 for the worst case m), never ``round(γ·m)``: with 5 secrets at
   γ = 0.1 a secret of the group is missed 41 % of the time, yet banker's rounding gave 0
-  (:func:`missed_secrets`);
-- Theorem 8's δ₂ (the conservative policy π_c's miss rate) is either given or reported as the
+  (:func:`missed_secrets`); and the chance that *more* are missed goes into δ
+  (:func:`group_tail_confidentiality`): at ε = 2, δ = 1e-5 that group is (4, 0.0097), not the
+  (4, 0.0011) of the quantile alone — the 0.86 % of runs in which 3 or more are missed are
+  protected by nothing the bound states;
+- Theorem 8.3's δ₂ (1 − recall of the conservative policy π_c on μ) is measured like γ: the
+  one-sided 95 % Clopper–Pearson upper bound of π_c's misses (:func:`delta2_upper_bound`; 0 misses
+  of 696 secrets: 4.3e-3), never the point estimate 0; given none, it is reported as the
   assumption δ₂ = 0 (``theorem8_delta2_assumed``), never silently 0.
+
+A δ of 1 or more is no guarantee at all (any two distributions are (ε, 1)-indistinguishable):
+:func:`delta_text` prints it as "no protection", never as 3.1e147.
 """
 
 from __future__ import annotations
@@ -142,6 +150,85 @@ def missed_secrets(unique: int, gamma: float, quantile: float = 0.95) -> int:
     return unique
 
 
+def missed_tail(unique: int, gamma: float, missed: int) -> float:
+    """P(Binomial(unique, γ) > missed): the chance that a policy with miss rate γ misses more of a
+    group's ``unique`` secrets than the ``missed`` a group bound charges (0 when missed >= unique).
+
+    Example (5 secrets at γ = 0.1: P(> 2 missed) = 1 − 0.99144):
+        >>> round(missed_tail(5, 0.1, 2), 5), missed_tail(5, 0.1, 5), missed_tail(5, 0.0, 0)
+        (0.00856, 0.0, 0.0)
+    """
+    if missed >= unique or gamma == 0.0:
+        return 0.0
+    cdf = sum(
+        math.exp(
+            math.lgamma(unique + 1) - math.lgamma(k + 1) - math.lgamma(unique - k + 1)
+            + k * math.log(gamma) + (unique - k) * math.log1p(-gamma)
+        )
+        for k in range(missed + 1)
+    ) if gamma < 1.0 else 0.0  # fmt: skip
+    return min(1.0, max(0.0, 1.0 - cdf))
+
+
+def group_tail_confidentiality(
+    epsilon: float, delta: float, unique: int, gamma: float, quantile: float = 0.95
+) -> tuple[float, float, int]:
+    """Group confidentiality of ``unique`` secrets each missed independently with probability γ,
+    charged k̃ = :func:`missed_secrets` at ``quantile``: ``(k̃ε, k̃ e^{k̃ε} δ + P(K > k̃), k̃)``.
+
+    Paper 002 Prop. 5 (§3.2, group statement; proof in A.2) holds for a *given* number k̃ of
+    missed secrets. Here K ~ Binomial(m, γ) is random: for an event E,
+    P[A(D) ∈ E] = Σ_j P(K = j) P[A(D) ∈ E | K = j] ≤ Σ_{j ≤ k̃} P(K = j) (e^{jε} P[A(D') ∈ E] +
+    j e^{jε} δ) + P(K > k̃) ≤ e^{k̃ε} P[A(D') ∈ E] + k̃ e^{k̃ε} δ + P(K > k̃), since D' (every
+    secret masked) does not depend on which were missed. The tail is the δ a quantile leaves out;
+    ``quantile=1`` charges every secret and has none. δ is capped at 1.
+
+    Example (ε 2, δ 1e-5, γ 0.1, 5 secrets: 2 missed at the 95 % quantile):
+        >>> eps, dlt, k = group_tail_confidentiality(2.0, 1e-5, 5, 0.1)
+        >>> eps, round(dlt, 4), k
+        (4.0, 0.0097, 2)
+    """
+    k = missed_secrets(unique, gamma, quantile)
+    eps, dlt = group_confidentiality(epsilon, delta, k)
+    return eps, min(1.0, dlt + missed_tail(unique, gamma, k)), k
+
+
+def delta2_upper_bound(misses: int, secrets: int, *, level: float = 0.95) -> float | None:
+    """Theorem 8.3's δ₂ (paper 002 §3.3: π_c has recall 1 − δ₂ on μ) from ``misses`` of
+    ``secrets`` secrets that π_c did not catch: the one-sided ``level`` Clopper–Pearson upper bound,
+    as γ's (``gamma_upper95``); a finite sample never shows that π_c misses nothing. None without
+    secrets.
+
+    Example (0 misses of 696: 1 − 0.05^(1/696)):
+        >>> round(delta2_upper_bound(0, 696), 5), delta2_upper_bound(3, 3), delta2_upper_bound(0, 0)
+        (0.00429, 1.0, None)
+    """
+    if secrets < 0 or not 0 <= misses <= secrets:
+        raise ValueError(f"need 0 <= misses <= secrets, got misses={misses}, secrets={secrets}")
+    if secrets == 0:
+        return None
+    if misses == secrets:
+        return 1.0
+    from scipy.stats import beta  # scipy is a core dependency; imported here to keep import light
+
+    return float(beta.ppf(level, misses + 1, secrets - misses))
+
+
+def delta_text(delta: float | None, digits: int = 3) -> str:
+    """A δ as a guarantee prints it: ``"no protection"`` at 1 or more (any two distributions are
+    (ε, 1)-indistinguishable, so such a δ says nothing; a group δ reached 3.1e147), else the number.
+
+    Example:
+        >>> delta_text(1e-5), delta_text(0.0097), delta_text(3.1e147), delta_text(1.0), delta_text(None)
+        ('1e-05', '0.0097', 'no protection', 'no protection', '—')
+    """
+    if delta is None:
+        return "—"
+    if not delta < 1.0:  # NaN too: no bound
+        return "no protection"
+    return f"{delta:.{digits}g}"
+
+
 def per_secret_confidentiality(epsilon: float, detected: bool) -> float:
     """Proposition 5, first statement: ε̃(x) = ε(x) if π misses x, 0 if π redacts it.
 
@@ -181,7 +268,8 @@ def dedup_group_confidentiality(
 ) -> dict[str, float]:
     """Proposition 7: after Dedup, a group of ``occurrences`` secrets (``unique`` distinct values)
     costs only what its unique secrets cost; combined with Proposition 5 for the secrets the policy
-    misses (miss rate ``missed_fraction``), counted at ``quantile`` (:func:`missed_secrets`).
+    misses (miss rate ``missed_fraction``), counted at ``quantile`` with the tail beyond it in δ
+    (:func:`group_tail_confidentiality`).
 
     Example:
         >>> r = dedup_group_confidentiality(1.0, 1e-6, occurrences=20, unique=1)
@@ -191,8 +279,8 @@ def dedup_group_confidentiality(
     if unique > occurrences or unique < 0:
         raise ValueError("unique must be between 0 and occurrences")
     _check(epsilon, delta, missed_fraction)
-    with_dedup = group_confidentiality(epsilon, delta, missed_secrets(unique, missed_fraction, quantile))
-    without = group_confidentiality(epsilon, delta, missed_secrets(occurrences, missed_fraction, quantile))
+    with_dedup = group_tail_confidentiality(epsilon, delta, unique, missed_fraction, quantile)
+    without = group_tail_confidentiality(epsilon, delta, occurrences, missed_fraction, quantile)
     return {
         "epsilon": with_dedup[0],
         "delta": with_dedup[1],
@@ -209,12 +297,13 @@ class CRTGuarantees:
     per_secret_epsilon_detected: float
     per_secret_delta: float
     group_epsilon: float  # (2): γ̃ m ε for m unique secrets of which γ̃ m are missed by π
-    group_delta: float  # (2): γ̃ m e^{γ̃ m ε} δ
+    group_delta: float  # (2): γ̃ m e^{γ̃ m ε} δ + P(more than γ̃ m missed) (group_tail_confidentiality)
     bayesian_epsilon: float  # (3): log(1 + γ(e^ε − 1))
     bayesian_delta: float  # (3): γδ + δ₂, δ₂ = 1 − recall of π_c
     group_missed: int = 0  # γ̃ m: the group's secrets π misses, at the stated quantile (missed_secrets)
     delta2: float = 0.0  # δ₂ used in (3)
     delta2_assumed: bool = False  # True: δ₂ was not given, and 0 is the assumption π_c misses nothing
+    delta2_basis: str = "given"  # how δ₂ was obtained: given, an upper confidence bound, or assumed 0
 
 
 def crt_guarantees(
@@ -225,13 +314,16 @@ def crt_guarantees(
     unique_secrets: int = 1,
     delta2: float | None = None,
     quantile: float = 0.95,
+    delta2_basis: str | None = None,
 ) -> CRTGuarantees:
     """Theorem 8 of paper 002 for CRT (Algorithm 1) whose DP-SGD part is (ε, δ)-DP.
 
     Statement (2) as printed says π "detects" a γ̃ share of the unique secrets, yet its bound
     grows with that share; by Proposition 5, which its proof applies, the bound counts the secrets
     π *misses*: γ̃ m is that count, taken at ``quantile`` of Binomial(m, γ) (:func:`missed_secrets`).
-    ``delta2`` None: statement (3) is printed with δ₂ = 0 and ``delta2_assumed`` set, the
+    The group δ includes the chance that more are missed (:func:`group_tail_confidentiality`).
+    ``delta2``: π_c's miss rate, best its upper confidence bound (:func:`delta2_upper_bound`, said
+    in ``delta2_basis``); None: statement (3) is printed with δ₂ = 0 and ``delta2_assumed`` set, the
     assumption that π_c catches every secret π misses (1 − π_c's sentence recall measures it:
     ``lmleak pii evaluate --policy conservative``).
 
@@ -245,9 +337,8 @@ def crt_guarantees(
     _check(epsilon, delta, gamma)
     if delta2 is not None and not 0.0 <= delta2 <= 1.0:
         raise ValueError("delta2 must be in [0, 1]")
-    missed = missed_secrets(unique_secrets, gamma, quantile)
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
-    g_eps, g_delta = group_confidentiality(epsilon, delta, missed)
+    g_eps, g_delta, missed = group_tail_confidentiality(epsilon, delta, unique_secrets, gamma, quantile)
     return CRTGuarantees(
         per_secret_epsilon_missed=float(epsilon),
         per_secret_epsilon_detected=0.0,
@@ -259,6 +350,7 @@ def crt_guarantees(
         group_missed=missed,
         delta2=float(delta2 or 0.0),
         delta2_assumed=delta2 is None,
+        delta2_basis="assumed 0" if delta2 is None else (delta2_basis or "given"),
     )
 
 
@@ -271,14 +363,19 @@ def confidentiality_report(
     occurrences: int | None = None,
     delta2: float | None = None,
     quantile: float = 0.95,
+    delta2_misses: int | None = None,
+    delta2_secrets: int | None = None,
 ) -> dict[str, Any]:
     """Every guarantee above in one flat mapping, keys named after the result they come from.
 
     Group bounds count the secrets missed at ``quantile`` (``group_missed``, ``group_quantile``;
-    :func:`missed_secrets`); ``theorem8_delta2_assumed`` says δ₂ was not given (0 assumed)."""
+    :func:`missed_secrets`) and add the chance that more are (``group_missed_tail``) to δ.
+    ``delta2_misses`` of ``delta2_secrets`` (π_c's misses, measured): δ₂ is their 95 % upper
+    bound (:func:`delta2_upper_bound`), which a given ``delta2`` must not contradict;
+    ``theorem8_delta2_assumed`` says δ₂ was neither given nor measured (0 assumed)."""
+    delta2, basis = _measured_delta2(delta2, delta2_misses, delta2_secrets)
     b_eps, b_delta = bayesian_confidentiality(epsilon, delta, gamma)
-    missed = missed_secrets(unique_secrets, gamma, quantile)
-    g_eps, g_delta = group_confidentiality(epsilon, delta, missed)
+    g_eps, g_delta, missed = group_tail_confidentiality(epsilon, delta, unique_secrets, gamma, quantile)
     out: dict[str, Any] = {
         "epsilon": epsilon,
         "delta": delta,
@@ -291,6 +388,7 @@ def confidentiality_report(
         "unique_secrets": unique_secrets,
         "group_quantile": quantile,
         "group_missed": missed,
+        "group_missed_tail": missed_tail(unique_secrets, gamma, missed),
         "group_epsilon": g_eps,
         "group_delta": g_delta,
     }
@@ -305,10 +403,25 @@ def confidentiality_report(
             }
         )
     t8 = crt_guarantees(
-        epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2, quantile=quantile
-    )
+        epsilon, delta, gamma, unique_secrets=unique_secrets, delta2=delta2, quantile=quantile,
+        delta2_basis=basis,
+    )  # fmt: skip
     out.update({f"theorem8_{k}": v for k, v in asdict(t8).items()})
     return out
+
+
+def _measured_delta2(
+    delta2: float | None, misses: int | None, secrets: int | None
+) -> tuple[float | None, str | None]:
+    """δ₂ and how it was obtained: given, or the upper bound of ``misses`` of ``secrets``."""
+    if (misses is None) != (secrets is None):
+        raise ValueError("give both delta2_misses and delta2_secrets (pi_c's misses of how many secrets)")
+    if misses is None or secrets is None:
+        return delta2, None
+    if delta2 is not None:
+        raise ValueError("give delta2 or delta2_misses/delta2_secrets, not both")
+    basis = f"95% Clopper-Pearson upper bound ({misses} misses of {secrets} secrets)"
+    return delta2_upper_bound(misses, secrets), basis
 
 
 _EXP_SAFE = 700.0  # math.exp overflows a float64 just above 709

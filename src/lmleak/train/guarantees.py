@@ -61,13 +61,21 @@ def confidentiality_notes(report: dict[str, Any]) -> list[str]:
     )
     notes = [
         f"group bounds charge {report['group_missed']} missed secrets of {report['unique_secrets']}: "
-        f"{which}, each secret missed independently with probability gamma"
+        f"{which}, each secret missed independently with probability gamma; the chance that more are "
+        f"missed ({report['group_missed_tail']:.3g}) is added to delta"
     ]
+    if not report.get("theorem8_delta2_assumed") and report.get("theorem8_delta2_basis") not in (
+        None,
+        "given",
+    ):
+        notes.append(
+            f"Theorem 8.3's delta2 = {report['theorem8_delta2']:.3g}: {report['theorem8_delta2_basis']}"
+        )
     if report.get("theorem8_delta2_assumed"):
         notes.append(
             "Theorem 8.3 assumes delta2 = 0: the conservative policy pi_c catches every secret pi misses. "
-            "Measure it (1 - sentence_recall of `lmleak pii evaluate --policy conservative --secrets ...`) "
-            "and pass --delta2"
+            "Measure it (the misses of `lmleak pii evaluate --policy conservative --secrets ...`, 1 - "
+            "sentence_recall) and pass --delta2-misses K --delta2-secrets N (their 95% upper bound is used)"
         )
     return notes
 
@@ -82,11 +90,14 @@ def confidentiality_guarantees(
     delta2: float | None = None,
     quantile: float = 0.95,
     plot: str | Path | None = None,
+    delta2_misses: int | None = None,
+    delta2_secrets: int | None = None,
 ) -> dict[str, Any]:
     """:func:`~lmleak.train.confidentiality.confidentiality_report`, every value rounded to 4
     significant digits (1.0000000000000002e-06 is 1e-06); with ``plot``, the Fig. 6 curve is written
-    there and its path added as ``plot``. ``delta2`` None: Theorem 8.3 with the assumption δ₂ = 0,
-    stated in ``notes``; group bounds count the secrets missed at ``quantile``.
+    there and its path added as ``plot``. ``delta2`` None (and no ``delta2_misses`` of
+    ``delta2_secrets`` to bound it from): Theorem 8.3 with the assumption δ₂ = 0, stated in
+    ``notes``; group bounds count the secrets missed at ``quantile`` and the tail beyond it.
 
     Raises:
         ConfigError: a value out of range (field ``epsilon/delta/gamma``).
@@ -105,9 +116,11 @@ def confidentiality_guarantees(
             occurrences=occurrences,
             delta2=delta2,
             quantile=quantile,
+            delta2_misses=delta2_misses,
+            delta2_secrets=delta2_secrets,
         )
     except ValueError as e:
-        raise ConfigError(str(e), field="epsilon/delta/gamma/quantile") from None
+        raise ConfigError(str(e), field="epsilon/delta/gamma/quantile/delta2") from None
     rounded: dict[str, Any] = {k: significant(v) for k, v in report.items()}
     rounded["notes"] = confidentiality_notes(report)
     if plot is not None:

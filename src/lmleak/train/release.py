@@ -14,6 +14,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from lmleak.train.confidentiality import delta_text
 from lmleak.words import plural
 
 #: validation perplexity more than this many times the reference's is called a collapse
@@ -83,7 +84,7 @@ def epsilon_statement(privacy: dict[str, Any]) -> str | None:
         vacuous = " — no meaningful protection" if g_delta > 0.01 or g_eps > 10 else ""
         line += (
             f"; for the person with the most sequences ({k}) group privacy gives only "
-            f"epsilon = {_g(g_eps)}, delta = {_g(g_delta)}{vacuous} (not a user-level guarantee: "
+            f"epsilon = {_g(g_eps)}, delta = {delta_text(g_delta)}{vacuous} (not a user-level guarantee: "
             "train with --privacy-unit user for one)"
         )
     return line

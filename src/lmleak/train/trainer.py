@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,14 +37,16 @@ from lmleak.models.small import (
     new_small_gpt,
     save_small_model,
 )
-from lmleak.pii.evaluate import evaluate_policy_shapes, gamma_by_shape, load_secrets
+from lmleak.pii.evaluate import Secret, evaluate_policy, evaluate_policy_shapes, gamma_by_shape, load_secrets
 from lmleak.pii.policies import get_policy
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json
 from lmleak.train import dp
+from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
 from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
 from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.sentences import sentence_spans
 from lmleak.train.units import Units, resolve_privacy_unit
 from lmleak.train.vocab import public_tokenizer
 
@@ -416,7 +418,28 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
         },
         gamma_by_shape=gamma_by_shape(shapes),  # issue 28: the pooled γ hides a shape the policy misses
     )
+    if config.mode == "crt":
+        out.update(conservative_delta2(corpus, secrets))
     return out
+
+
+def conservative_delta2(corpus: Corpus, secrets: Sequence[Secret]) -> dict[str, Any]:
+    """Theorem 8.3's δ₂ (paper 002 §3.3: π_c has recall 1 − δ₂ on μ) measured like γ, for
+    ``privacy.json``: the secrets whose sentence CRT's conservative policy π_c does not flag (a
+    flagged sentence goes to D_pri, under DP) are its misses; ``delta2_upper95`` is their one-sided
+    95 % Clopper–Pearson upper bound (:func:`~lmleak.train.confidentiality.delta2_upper_bound`;
+    0 misses of 696: 4.3e-3), which the audit adds to the Bayesian δ."""
+    row = evaluate_policy(corpus, secrets, get_policy("conservative"), splitter=sentence_spans)["ALL"]
+    n = int(row["support"])
+    caught = row.get("sentence_recall")
+    misses = None if caught is None else n - round(caught * n)
+    return {
+        "delta2_policy": "conservative",
+        "delta2": None if misses is None or not n else misses / n,
+        "delta2_misses": misses,
+        "delta2_support": n,
+        "delta2_upper95": None if misses is None else delta2_upper_bound(misses, n),
+    }
 
 
 def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> float | None:

@@ -77,7 +77,9 @@ def test_synthesize_corpus_summarises_what_the_files_hold(tmp_path):
     )
     assert (s.canaries, s.canary_repeats) == (2, 2)
     assert list(s.to_dict()) == ["documents", "users", "words", "canaries", "canary_repeats",
-                                 "secrets_per_entity", "locales", "subjects_per_shape", "files"]  # fmt: skip
+                                 "secrets_per_entity", "locales", "subjects_per_shape", "files",
+                                 "canary_design"]  # fmt: skip
+    assert s.canary_design == "random"
     shapes = Counter(r["name_shape"] for r in read_jsonl(tmp_path / "subjects.jsonl"))
     assert s.subjects_per_shape == {k: shapes.get(k, 0) for k in NAME_SHAPES} and sum(shapes.values()) == 5
 

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lmleak.data.canaries import DIGITS, CanaryDesign, check_design
 from lmleak.data.names import name_shape
 from lmleak.data.synth import (
     DEFAULT_LOCALES,
@@ -276,12 +277,15 @@ def synthesize(
     canaries: int = 0,
     canary_repeats: int = 1,
     locales: Sequence[str] = DEFAULT_LOCALES,
+    canary_design: str = "random",
 ) -> dict[str, Path]:
     """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
 
     Returns the paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``). ``locales``:
     Faker locales of the users' names (:mod:`lmleak.data.synth.people`: every name shape);
     ``("en_US",)`` alone writes the English-only corpus of earlier versions, byte for byte.
+    ``canary_design``: ``random`` or ``crafted`` (:class:`~lmleak.data.canaries.CanaryDesign`: the
+    same draws in runes; the row carries ``canary_design`` and ``alphabet``).
 
     Example:
         >>> import tempfile, json
@@ -295,6 +299,7 @@ def synthesize(
     from lmleak.data.synth.people import PeopleDrawer
 
     _check_args(users, canaries, canary_repeats, dialogs_per_user)
+    check_design(canary_design)
     secure_dir(out_dir)  # an output folder that cannot be made fails now, not after the work
     fake = Faker("en_US")
     fake.seed_instance(seed)
@@ -309,7 +314,10 @@ def synthesize(
         for j in range(dialogs_per_user):
             by_user.setdefault(p.user_id, []).append(len(docs))
             docs.append((p, _dialogue(p, rng, j)))
-    canary_rows = _add_canaries(rng, profiles, canaries, canary_repeats, dialogs_per_user, docs, by_user)
+    design = CanaryDesign(canary_design, ("".join(d.parts) for _, d in docs))
+    canary_rows = _add_canaries(
+        rng, profiles, canaries, canary_repeats, dialogs_per_user, docs, by_user, design
+    )
     out = Path(out_dir)
     secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
     corpus_lines, secret_lines = _jsonl_lines(docs, by_user)
@@ -344,11 +352,14 @@ def _add_canaries(
     dialogs_per_user: int,
     docs: list[tuple[Profile, _Doc]],
     by_user: dict[str, list[int]],
+    design: CanaryDesign | None = None,
 ) -> list[dict[str, Any]]:
     """Append each canary's copies to ``docs`` (and its owner's ``by_user`` list); the canary rows.
 
-    One owner per canary, distinct users in a seeded order, unique secrets.
+    One owner per canary, distinct users in a seeded order, unique secrets (drawn the same way for
+    either ``design``; a crafted one maps the digits to runes).
     """
+    design = design or CanaryDesign()
     owners = rng.sample(profiles, canaries)
     secrets: set[str] = set()
     canary_rows = []
@@ -357,26 +368,26 @@ def _add_canaries(
         while secret in secrets:
             secret = f"{rng.randint(0, 999_999):06d}"
         secrets.add(secret)
+        prefix, shown = design.prefix(CANARY_PREFIX), design.secret(secret, DIGITS)
         # every copy is a document of its own (a separate training example, as Carlini et al.
         # insert canaries): copies written next to each other would let a model copy the secret
         # from its context instead of memorising it, which is not what exposure measures
         first = len(docs)
         for _ in range(canary_repeats):
             d = _Doc()
-            d.add(CANARY_PREFIX)
-            d.pii(secret, "CANARY")
+            d.add(prefix)
+            d.pii(shown, "CANARY")
             by_user[owner.user_id].append(len(docs))
             docs.append((owner, d))
-        canary_rows.append(
-            {
-                "text": CANARY_PREFIX + secret,
-                "prefix": CANARY_PREFIX,
-                "secret": secret,
-                "user_id": owner.user_id,
-                "doc_ids": [f"{owner.user_id}-d{dialogs_per_user + r}" for r in range(len(docs) - first)],
-                "repeats": canary_repeats,
-            }
-        )
+        row = {
+            "text": prefix + shown,
+            "prefix": prefix,
+            "secret": shown,
+            "user_id": owner.user_id,
+            "doc_ids": [f"{owner.user_id}-d{dialogs_per_user + r}" for r in range(len(docs) - first)],
+            "repeats": canary_repeats,
+        }
+        canary_rows.append({**row, **design.row_fields(DIGITS)})
     return canary_rows
 
 
@@ -430,6 +441,7 @@ class CustomerSimCorpus:
     locales: list[str]
     subjects_per_shape: dict[str, int]  # users per name shape (lmleak.data.names)
     files: dict[str, str]
+    canary_design: str = "random"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object, keys in the order above."""
@@ -445,6 +457,7 @@ def synthesize_corpus(
     canaries: int = 0,
     canary_repeats: int = 1,
     locales: Sequence[str] = DEFAULT_LOCALES,
+    canary_design: str = "random",
 ) -> CustomerSimCorpus:
     """:func:`synthesize`, then count what the written files hold.
 
@@ -462,6 +475,7 @@ def synthesize_corpus(
         canaries=canaries,
         canary_repeats=canary_repeats,
         locales=locales,
+        canary_design=canary_design,
     )
     docs = read_jsonl(paths["corpus"])
     entities = Counter(row["entity"] for row in read_jsonl(paths["secrets"]))
@@ -475,4 +489,5 @@ def synthesize_corpus(
         locales=list(locales),
         subjects_per_shape=subjects_per_shape(paths["subjects"]),
         files={k: str(v) for k, v in paths.items()},
+        canary_design=canary_design,
     )

@@ -34,6 +34,7 @@ trained by ``lmleak train`` (see ``docs/synth-mail.md``). ``scale`` multiplies t
 messages (and authors, by its square root), so the size grows linearly.
 """
 
+# long: the archive's writer (messages, quoting, digests, canaries of either design) and its summary share the draws of one module
 from __future__ import annotations
 
 import json
@@ -47,6 +48,7 @@ from typing import Any
 
 from faker import Faker
 
+from lmleak.data.canaries import CanaryDesign, check_design
 from lmleak.data.names import name_shape
 from lmleak.data.synth import (
     DEFAULT_LOCALES,
@@ -79,6 +81,8 @@ from lmleak.words import plural
 
 DIGEST_USER = "list-digest"
 CANARY_PREFIX = "My access token is: "
+#: The alphabet of the random design's access tokens.
+HEX = "0123456789abcdef"
 #: Tokens of the small GPT's 4k BPE per whitespace word on this corpus (measured; docs/synth-mail.md).
 TOKENS_PER_WORD = 2.07
 #: Messages at scale 1 (about 10^6 tokens with the digests).
@@ -426,6 +430,7 @@ def synthesize(
     digest_every: int = 375,
     digest_size: int = 50,
     locales: Sequence[str] = DEFAULT_LOCALES,
+    canary_design: str = "random",
 ) -> dict[str, Path]:
     """Write ``corpus.jsonl``, ``subjects.jsonl``, ``canaries.jsonl`` and ``secrets.jsonl`` to ``out_dir``.
 
@@ -440,6 +445,8 @@ def synthesize(
         locales: Faker locales of the authors' names (:mod:`lmleak.data.synth.people`: every name
             shape); ``("en_US",)`` alone writes the English-only corpus of earlier versions, byte
             for byte.
+        canary_design: ``random`` (hex tokens) or ``crafted`` (the same draws as rune secrets behind
+            :data:`~lmleak.data.canaries.CRAFTED_PREFIX`, Panda et al. 2025).
 
     Returns:
         The paths by name (``corpus``, ``subjects``, ``canaries``, ``secrets``).
@@ -451,6 +458,7 @@ def synthesize(
         [2]
     """
     _check_args(scale, canaries, canary_repeats, digest_every)
+    check_design(canary_design)
     fake = Faker("en_US")
     fake.seed_instance(seed)
     rng = random.Random(seed)
@@ -487,7 +495,8 @@ def synthesize(
         if digest_every and len(since_digest) >= digest_every:
             docs.append((DIGEST_USER, _digest(rng, i // digest_every + 1, since_digest[-digest_size:])))
             since_digest = []
-    canary_rows = _add_canaries(rng, authors, canaries, canary_repeats, docs)
+    design = CanaryDesign(canary_design, ("".join(d.parts) for _, d in docs))
+    canary_rows = _add_canaries(rng, authors, canaries, canary_repeats, docs, design)
     return _write(Path(out_dir), docs, authors, canary_rows)
 
 
@@ -551,11 +560,14 @@ def _add_canaries(
     canaries: int,
     canary_repeats: int,
     docs: list[tuple[str, _Doc]],
+    design: CanaryDesign | None = None,
 ) -> list[dict[str, Any]]:
     """Append each canary's copies to ``docs``; the canary rows.
 
-    Distinct owners among the authors, unique secrets, each copy a document of its own.
+    Distinct owners among the authors, unique secrets, each copy a document of its own (drawn the
+    same way for either ``design``; a crafted one maps the hex digits to runes).
     """
+    design = design or CanaryDesign()
     owners = rng.sample(authors, canaries)
     canary_rows = []
     used: set[str] = set()
@@ -564,22 +576,22 @@ def _add_canaries(
         while secret in used:
             secret = f"{rng.getrandbits(32):08x}"
         used.add(secret)
+        prefix, shown = design.prefix(CANARY_PREFIX), design.secret(secret, HEX)
         for _ in range(canary_repeats):
             d = _Doc()
-            d.add(CANARY_PREFIX)
-            d.pii(secret, "CANARY", owner.user_id)
+            d.add(prefix)
+            d.pii(shown, "CANARY", owner.user_id)
             docs.append((owner.user_id, d))
-        canary_rows.append(
-            {
-                "text": CANARY_PREFIX + secret,
-                "prefix": CANARY_PREFIX,
-                "secret": secret,
-                "user_id": owner.user_id,
-                "repeats": canary_repeats,
-                "doc_ids": [],
-                "alphabet": "0123456789abcdef",
-            }
-        )
+        row = {
+            "text": prefix + shown,
+            "prefix": prefix,
+            "secret": shown,
+            "user_id": owner.user_id,
+            "repeats": canary_repeats,
+            "doc_ids": [],
+            "alphabet": HEX,
+        }
+        canary_rows.append({**row, **design.row_fields(HEX)})
     return canary_rows
 
 
@@ -649,6 +661,7 @@ class MailCorpus:
     locales: list[str]
     subjects_per_shape: dict[str, int]  # people of the corpus per name shape (lmleak.data.names)
     files: dict[str, str]
+    canary_design: str = "random"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``--json`` object, keys in the order above."""
@@ -656,7 +669,11 @@ class MailCorpus:
 
 
 def summarize(
-    paths: dict[str, Path], canaries: int, canary_repeats: int, locales: Sequence[str] = DEFAULT_LOCALES
+    paths: dict[str, Path],
+    canaries: int,
+    canary_repeats: int,
+    locales: Sequence[str] = DEFAULT_LOCALES,
+    canary_design: str = "random",
 ) -> MailCorpus:
     """Sizes, repeated-line share, PII spans per entity and people per name shape of a written
     mailing-list archive."""
@@ -677,6 +694,7 @@ def summarize(
         locales=list(locales),
         subjects_per_shape=subjects_per_shape(paths["subjects"]),
         files={k: str(v) for k, v in paths.items()},
+        canary_design=canary_design,
     )
 
 
@@ -688,9 +706,16 @@ def synthesize_corpus(
     canaries: int = 0,
     canary_repeats: int = 1,
     locales: Sequence[str] = DEFAULT_LOCALES,
+    canary_design: str = "random",
 ) -> MailCorpus:
     """:func:`synthesize`, then :func:`summarize` what it wrote (``lmleak synth mail``)."""
     paths = synthesize(
-        out_dir, scale=scale, seed=seed, canaries=canaries, canary_repeats=canary_repeats, locales=locales
+        out_dir,
+        scale=scale,
+        seed=seed,
+        canaries=canaries,
+        canary_repeats=canary_repeats,
+        locales=locales,
+        canary_design=canary_design,
     )
-    return summarize(paths, canaries, canary_repeats, locales)
+    return summarize(paths, canaries, canary_repeats, locales, canary_design)
