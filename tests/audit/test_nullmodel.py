@@ -23,10 +23,11 @@ from lmleak.train.trainer import train_model
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
+    """About 3 minutes on 2 cores: two trainings of the default small GPT and two audits."""
     root = tmp_path_factory.mktemp("null-verdict")
-    audited = synthesize(root / "audited", scale=0.03, seed=5)["corpus"]
-    other = synthesize(root / "other", scale=0.03, seed=7)["corpus"]
-    cfg = TrainConfig(epochs=5, holdout_users=0.3, seed=0, n_embd=64)
+    audited = synthesize(root / "audited", scale=0.05, seed=5)["corpus"]
+    other = synthesize(root / "other", scale=0.05, seed=7)["corpus"]
+    cfg = TrainConfig(epochs=5, holdout_users=0.3, seed=0)
     train_model(load_corpus(audited), root / "leak", cfg, progress=False)
     held = read_holdout(root / "leak")
     assert held is not None and held.users
@@ -46,6 +47,7 @@ def test_the_null_model_never_saw_an_audited_person(tmp_path):
     assert [d.text for d in renamed] == [d.text for d in load_corpus(others)]
 
 
+@pytest.mark.slow
 def test_a_model_that_never_saw_the_people_is_not_failed_by_the_release_profile(pair):
     run, status, rows = pair["null"]
     failed = [r for r in rows if r["status"] == "fail"]
@@ -53,6 +55,7 @@ def test_a_model_that_never_saw_the_people_is_not_failed_by_the_release_profile(
     assert not failed
 
 
+@pytest.mark.slow
 def test_a_plain_model_trained_five_epochs_on_the_people_is_failed(pair):
     _, status, rows = pair["leak"]
     assert status == "fail", rows
@@ -62,6 +65,7 @@ def test_a_plain_model_trained_five_epochs_on_the_people_is_failed(pair):
             assert r["interval"][0] > r["limit"], r
 
 
+@pytest.mark.slow
 def test_the_held_out_null_is_counted_beside_the_members_count_per_k(pair):
     for kind in ("leak", "null"):
         run = pair[kind][0]
