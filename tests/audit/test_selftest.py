@@ -13,7 +13,14 @@ from typer.testing import CliRunner
 from lmleak.audit import selftest
 from lmleak.cli.main import app
 
-FAMILIES = ("ledger.", "exposure.", "mia.", "dp.", "wilson.", "newcombe.")
+FAMILIES = ("ledger.", "exposure.", "mia.", "dp.", "wilson.", "newcombe.", "verdict.")
+
+
+@pytest.fixture
+def no_null_audit(monkeypatch):
+    """The planted-error tests leave out the null-model audit (a few seconds of training each time;
+    the first test runs it for real)."""
+    monkeypatch.setattr(selftest, "_null_model_checks", lambda work: [])
 
 
 def test_lmleak_selftest_passes_with_one_line_per_check():
@@ -30,7 +37,7 @@ def test_lmleak_selftest_passes_with_one_line_per_check():
     assert lines[-1].startswith(f"{len(checks)} checks, all passed (")
 
 
-def test_a_planted_wrong_min_k_fails_that_check_by_name_and_exits_1(monkeypatch):
+def test_a_planted_wrong_min_k_fails_that_check_by_name_and_exits_1(monkeypatch, no_null_audit):
     from lmleak.attacks import mia_methods
 
     # the mean of the k % *highest* log-probabilities instead of the lowest
@@ -67,7 +74,9 @@ def test_planted_errors_in_the_dp_bound_and_wilson_fail_their_checks(monkeypatch
     assert "wilson.0/20" in failed and "wilson.1/29" in failed
 
 
-def test_a_check_family_that_raises_is_one_failed_check_and_the_others_still_run(monkeypatch, tmp_path):
+def test_a_check_family_that_raises_is_one_failed_check_and_the_others_still_run(
+    monkeypatch, tmp_path, no_null_audit
+):
     def broken(model, work):
         raise RuntimeError("planted")
 
@@ -94,3 +103,13 @@ def test_the_tiny_model_is_deterministic_and_the_texts_fit_min_k_whole():
 def test_compare_is_relative_above_one_and_names_the_worst_pair(got, expected, ok):
     c = selftest._compare("x", [0.5, got], [0.5, expected], 1e-4)
     assert c.ok is ok and c.got == f"{got:.6g}" and c.expected == f"{expected:.6g}"
+
+
+def test_a_planted_verdict_that_fails_every_model_fails_the_null_model_check(monkeypatch, tmp_path):
+    from lmleak.audit import nullmodel
+
+    monkeypatch.setattr(
+        nullmodel, "release_status", lambda run: ("fail", [{"metric": "planted", "status": "fail"}])
+    )
+    (check,) = selftest._null_model_checks(tmp_path)
+    assert check.name == "verdict.null_model" and not check.ok and check.got == "fail (planted)"

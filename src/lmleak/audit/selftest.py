@@ -19,7 +19,11 @@ and checks every family of lmleak's numbers against an independent computation:
   exact binomial lower bound, a Beta quantile), the δ term by hand, and the planner's canaries for
   a target ε;
 - **wilson.<case>**, **newcombe.<case>**: the 95 % intervals against the worked examples
-  published by Newcombe (1998a, Table I, method 3; 1998b, Table II, method 10).
+  published by Newcombe (1998a, Table I, method 3; 1998b, Table II, method 10);
+- **verdict.null_model**: one null-model audit (:mod:`lmleak.audit.nullmodel`): a tiny GPT trained
+  for a few seconds only on other people (``synth mail``, another seed), audited with
+  ``lmleak audit --model`` against a ``synth mail`` corpus and gated with the release profile, must
+  not be Fail: a model that never saw the audited people has nothing of theirs to leak.
 
 Every check is one :class:`Check` (name, ok, lmleak's number, the independent number); a check
 that raises is a failed check with the error as its number, and the others still run. The
@@ -44,13 +48,17 @@ from lmleak import intervals
 from lmleak.attacks import dp_audit as dp
 from lmleak.attacks import mia_methods as mia
 from lmleak.attacks.exposure import measure_exposure
+from lmleak.audit import nullmodel
 from lmleak.data.corpus import Document
+from lmleak.data.loaders import load_corpus
+from lmleak.data.synth.mail import synthesize
 from lmleak.ledger.ledger import build_ledger
 from lmleak.models.base import count_words
 from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.models.torch_causal import TorchCausalLM
 from lmleak.scenarios import margins
+from lmleak.train.config import TrainConfig
 
 #: The corpus of the tiny model's tokenizer and of the ledger check (documents of three users).
 CORPUS = (
@@ -68,6 +76,8 @@ MIA_TEXTS = (
     "my id is 907 and my phone is 555",
 )
 RECALL_PREFIX = "the weather is fine today"
+#: the size of the null-model audit's two ``synth mail`` corpora (a few seconds of training)
+NULL_SCALE = 0.02
 CANARY_PREFIX = "my id is "
 CANARY_SECRETS = ("907", "123", "555")
 #: Newcombe (1998a) Table I, method 3 (Wilson score): successes, trials, published 95 % interval.
@@ -129,6 +139,7 @@ def run_selftest(work_dir: str | Path | None = None) -> list[Check]:
         ("dp", _dp_checks),
         ("wilson", _wilson_checks),
         ("newcombe", _newcombe_checks),
+        ("verdict", lambda: _null_model_checks(Path(work_dir))),
     ]
     for name, group in groups:
         try:
@@ -335,4 +346,23 @@ def _newcombe_checks() -> list[Check]:
     return [
         _interval_check(f"newcombe.{a}/{m}-{b}/{n}", margins.difference_interval(a, m, b, n), pub)
         for a, m, b, n, pub in NEWCOMBE_EXAMPLES
+    ]
+
+
+# --------------------------------------------------------------------------------- the verdict's null
+
+
+def _null_model_checks(work: Path) -> list[Check]:
+    """A model trained only on other people, audited against a corpus: the release verdict is not Fail."""
+    root = work / "null-model"
+    audited = synthesize(root / "audited", scale=NULL_SCALE, seed=5)["corpus"]
+    other = synthesize(root / "other", scale=NULL_SCALE, seed=7)["corpus"]
+    held = nullmodel.held_out_people(load_corpus(audited), 0.3, 0)
+    cfg = TrainConfig(epochs=2, seq_len=64, n_embd=32, n_head=2, vocab_size=1000)
+    nullmodel.null_model(load_corpus(other), root / "model", held, audited_corpus=str(audited), config=cfg)
+    status, rows = nullmodel.audit_release(root / "model", audited, root / "run")
+    failed = [str(r["metric"]) for r in rows if r["status"] == "fail"]
+    got = status + (f" ({', '.join(failed)})" if failed else "")
+    return [
+        Check("verdict.null_model", status != "fail", got, "not fail (pass, inconclusive, not evaluable)")
     ]
