@@ -631,6 +631,9 @@ def exposure_of_model(
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
+    read_canaries(
+        canaries
+    )  # first: a missing or bad file exits 2 before the model loads (seconds to minutes)
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")
