@@ -15,7 +15,7 @@ import contextlib
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TextIO
 
 #: The start of a known third-party warning -> what it means, in lmleak's words.
 KNOWN: dict[str, str] = {
@@ -67,17 +67,24 @@ def restated_warnings() -> Iterator[list[str]]:
     with warnings.catch_warnings():
         shown = warnings.showwarning  # the filters stay as they are (lmleak's "ignore"s keep applying)
 
-        def show(message: Any, category: Any, filename: str, lineno: int, *rest: Any) -> None:
+        def show(
+            message: Warning | str,
+            category: type[Warning],
+            filename: str,
+            lineno: int,
+            file: TextIO | None = None,
+            line: str | None = None,
+        ) -> None:
             try:
                 ours = Path(filename).resolve().is_relative_to(_LMLEAK)
             except (OSError, ValueError):
                 ours = False
             if ours:
-                shown(message, category, filename, lineno, *rest)
+                shown(message, category, filename, lineno, file, line)
                 return
-            line = restate(str(message), filename)
-            if line not in lines:
-                lines.append(line)
+            said = restate(str(message), filename)
+            if said not in lines:
+                lines.append(said)
 
         warnings.showwarning = show
         yield lines
