@@ -343,3 +343,23 @@ def test_one_models_verdict_in_chromium_follows_the_gate_exit_under_each_kind_of
     badges, rows = _dom_verdict(page)
     assert got == exit_code and (exit_code == 0) == (badges == {"m": "pass"})
     assert rows == [c["status"] for c in checks]
+
+
+def test_an_unverified_tokenizer_is_said_on_every_row_of_its_model():
+    """Issue 33: a model behind an API whose tokenizer was not checked against /tokenize (the audit's
+    access record, or a one-stage summary's tokenizer_verified: false) gets the note on every row; a
+    verified one does not."""
+    from lmleak.render.verdict import UNVERIFIED_TOKENIZER
+
+    s = _audit(
+        api={"headline": {"by_k": {"1": {"unique_sequences": 3}}}, "stages": {"report": "x"}},
+        ok={"headline": {"by_k": {"1": {"unique_sequences": 3}}}, "stages": {"report": "x"}},
+    )
+    s["models"]["api"]["access"] = {"tier": "echo", "tokenizer_verified": False}
+    s["models"]["ok"]["access"] = {"tier": "echo", "tokenizer_verified": True}
+    rows = {c.model: c for c in _verdict(s, {"max_unique": 20}).checks}
+    assert rows["api"].note == UNVERIFIED_TOKENIZER and rows["ok"].note is None
+    assert rows["api"].verdict == "pass"  # said, not failed: the perplexity check stops a wrong one
+    one = {"tokenizer_verified": False, "unique_sequences": 3}
+    (row,) = verdict_of(one, {"run": {"unique_sequences": 3}}, resolve_limits({"max_unique": 20})).checks
+    assert row.note == UNVERIFIED_TOKENIZER

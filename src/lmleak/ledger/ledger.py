@@ -658,7 +658,7 @@ def check_better_than_uniform(ledger: Ledger, model: Any) -> None:
         name = getattr(model, "name", type(model).__name__)
         source = getattr(model, "tokenizer_source", None)
         raise ModelError(
-            f"{name}: corpus perplexity {perplexity:,.1f} is above the vocabulary size ({vocab:,} tokens, "
+            f"{name}: corpus perplexity {perplexity:,.0f} is above the vocabulary size ({vocab:,} tokens, "
             f"limit {UNIFORM_SLACK:g} x): "
             "the model predicts this corpus worse than uniform guessing, so the audit is invalid (a "
             "leaking model would look clean). The tokenizer"
