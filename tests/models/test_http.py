@@ -801,38 +801,3 @@ def test_the_text_tiers_weak_fingerprint_is_said_at_run_time(server, tmp_path, m
     lines.truncate(0)
     _http(server, "prompt_logprobs", tmp_path)
     assert "weak fingerprint" not in lines.getvalue()
-
-
-def test_a_perplexity_above_the_vocabulary_stops_an_in_process_ledger_too(tmp_path):
-    """On every backend: a model that scores each token at -3 ln V nats (perplexity V^3, worse than
-    guessing) stops the ledger as invalid, naming the perplexity, the vocabulary and the fix; the same
-    model at -ln V (uniform guessing exactly) passes."""
-    from lmleak.data.corpus import Corpus, Document
-    from lmleak.ledger.ledger import build_ledger
-    from lmleak.models.base import TokenStats
-
-    class Scorer:
-        name = "scorer"
-        capabilities = frozenset({Capability.SCORE})
-        max_length = 64
-
-        def __init__(self, nats):
-            self.nats = nats
-            self.tokenizer = _FarTokenizer()
-
-        def token_stats(self, seqs):
-            return [
-                TokenStats(
-                    np.ones(len(s), np.int32),
-                    np.full(len(s), -self.nats, np.float32),
-                    np.zeros(len(s), np.float32),
-                )
-                for s in seqs
-            ]
-
-    corpus = Corpus([Document("u", f"d{i}", t) for i, t in enumerate(TEXTS)])
-    with pytest.raises(
-        ModelError, match=r"corpus perplexity 1,000,000 is above the vocabulary size \(100 tokens"
-    ):
-        build_ledger(Scorer(3 * np.log(100)), corpus, tmp_path / "bad")
-    assert build_ledger(Scorer(np.log(100)), corpus, tmp_path / "uniform").num_docs == len(TEXTS)

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
 from dataclasses import dataclass
@@ -43,7 +42,8 @@ import numpy as np
 from lmleak import progress
 from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
-from lmleak.errors import CapabilityError, ConfigError, ModelError, RunError
+from lmleak.errors import CapabilityError, ConfigError, RunError
+from lmleak.ledger.plausibility import check_better_than_uniform
 from lmleak.models import vllm_engine, vllm_env
 from lmleak.models.base import Capability, TokenStats, require, scoring_convention
 from lmleak.models.blackbox import TopKOnly
@@ -52,11 +52,6 @@ from lmleak.runs import atomic_write_json
 from lmleak.shards import MANIFEST, read_shards, run_sharded, shard_path
 
 LEDGER_DIR = "ledger"
-#: How far above the vocabulary size a corpus perplexity may be before the audit stops as invalid
-#: (:func:`check_better_than_uniform`). An untrained model is near-uniform with noise: tiny GPTs at
-#: random initialisation measured 51.3-52.7 over 52 tokens (up to 1.02 V); another model's tokenizer
-#: of the same size gave 5,681 over 500 (11 V).
-UNIFORM_SLACK = 1.5
 META = "ledger.json"
 
 
@@ -618,54 +613,8 @@ def build_ledger(
     )
     ledger = read_ledger(run_dir)
     ledger.k_available, ledger.meta = meta["k_available"], meta
-    check_better_than_uniform(ledger, model)
+    check_better_than_uniform(ledger.logprobs, model)
     return ledger
-
-
-def vocabulary_size(model: Any) -> int | None:
-    """The most tokens ``model`` can predict among (its tokenizer's size, its output layer's, a
-    server's ``vocab_size``); None when none is known."""
-    tok = getattr(model, "tokenizer", None)
-    config = getattr(getattr(model, "module", None), "config", None)
-    card = (getattr(model, "card", None) or {}).get("lmleak") or {}
-    sizes = [
-        getattr(tok, "vocab_size", None),
-        getattr(config, "vocab_size", None),
-        card.get("vocab_size") if isinstance(card, dict) else None,
-    ]
-    known = [int(n) for n in sizes if isinstance(n, int) and not isinstance(n, bool) and n > 0]
-    return max(known) if known else None
-
-
-def check_better_than_uniform(ledger: Ledger, model: Any) -> None:
-    """Stop an audit whose model predicts its corpus worse than uniform guessing.
-
-    Guessing uniformly among V tokens has perplexity V, so a corpus perplexity above the vocabulary
-    size (by more than :data:`UNIFORM_SLACK`, an untrained model's noise) means the tokens scored are not the ones the model reads: a wrong tokenizer (another model's,
-    of the same size) or the wrong model. Its report would find no leak where there may be many.
-    Nothing is checked when the log-probabilities are unknown (a top-k-only model) or the vocabulary
-    size is.
-
-    Raises:
-        ModelError: the perplexity, the vocabulary size, why and the fix (exit 2).
-    """
-    vocab = vocabulary_size(model)
-    lp = ledger.logprobs
-    if vocab is None or lp.size == 0 or not np.isfinite(lp).all():
-        return
-    perplexity = math.exp(-float(np.asarray(lp, dtype=np.float64).mean()))
-    if perplexity > UNIFORM_SLACK * vocab:
-        name = getattr(model, "name", type(model).__name__)
-        source = getattr(model, "tokenizer_source", None)
-        raise ModelError(
-            f"{name}: corpus perplexity {perplexity:,.0f} is above the vocabulary size ({vocab:,} tokens, "
-            f"limit {UNIFORM_SLACK:g} x): "
-            "the model predicts this corpus worse than uniform guessing, so the audit is invalid (a "
-            "leaking model would look clean). The tokenizer"
-            + (f" ({source})" if source else "")
-            + " is not the model's, or the model is not the one meant; give the model's own tokenizer "
-            "folder (tokenizer=DIR for a model behind an API) or the model that was trained on the corpus"
-        )
 
 
 def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger:
