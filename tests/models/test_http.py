@@ -801,3 +801,20 @@ def test_the_text_tiers_weak_fingerprint_is_said_at_run_time(server, tmp_path, m
     lines.truncate(0)
     _http(server, "prompt_logprobs", tmp_path)
     assert "weak fingerprint" not in lines.getvalue()
+
+
+def test_membership_over_http_checks_a_local_tokenizer_on_the_texts_it_scores(
+    local, server, tmp_path, monkeypatch
+):
+    """The membership attack (which builds no ledger) checks the texts it scores too: a wrong tokenizer
+    that agrees on the probe is refused before any run folder is written."""
+    from lmleak.attacks.membership import run_membership
+    from lmleak.models.http import HTTPModel
+    from lmleak.models.small import load_small_model
+
+    tok_b = load_small_model(_other_tokenizer_model(local, tmp_path)).tokenizer
+    monkeypatch.setattr("lmleak.models.http.TOKENIZER_PROBE", "Grüße aus Köln")
+    m = HTTPModel(f"{server['prompt_logprobs'].url}?cache=off#tiny", tokenizer=tok_b)
+    with pytest.raises(ModelError, match="is not the served model's"):
+        run_membership(m, TEXTS[:3], TEXTS[3:], tmp_path / "mia")
+    assert not (tmp_path / "mia").exists()

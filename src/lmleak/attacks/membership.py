@@ -510,6 +510,9 @@ def run_membership(
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
     if group_size < 0:
         raise ConfigError("group_size must be >= 0", field="group_size")
+    check = getattr(model, "check_tokenizer_on", None)
+    if callable(check):  # a local tokenizer of a model behind an API: the server's on the texts scored
+        check(iter([*members[:4], *non_members[:4]]))
     run = secure_dir(out_dir)
     res = evaluate_membership(
         model,
