@@ -389,8 +389,9 @@ def write_summary(
     ``model`` (a loaded model or its spec) and ``corpus`` (a loaded corpus or its file), when the
     stage has them, add ``provenance`` (:func:`lmleak.fingerprints.run_provenance`) and, for a model
     that answers from a cache, ``cache: {hits, misses, fingerprint, ...}``, to ``summary`` itself (so
-    a stage that returns its summary returns what the file holds); a summary that already holds either
-    key keeps its own.
+    a stage that returns its summary returns what the file holds), and for a model behind an API
+    ``tokenizer_verified`` (whether its tokenizer was checked against the server's ``/tokenize``); a
+    summary that already holds one of these keys keeps its own.
 
     Example:
         >>> import tempfile, pathlib, json
@@ -407,6 +408,9 @@ def write_summary(
         cache = cache_record(model)
         if cache is not None:
             summary.setdefault("cache", cache)
+        verified = getattr(model, "tokenizer_verified", None)
+        if isinstance(verified, bool):  # a model behind an API read through a local tokenizer or its own
+            summary.setdefault("tokenizer_verified", verified)
     full = {"schema_version": SCHEMA_VERSION, "lmleak_version": __version__, **summary}
     return atomic_write_json(Path(run_dir) / name, full)
 

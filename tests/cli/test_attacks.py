@@ -170,3 +170,47 @@ def test_the_mia_lines_name_each_interval_a_boundary_rule_made():
     assert lines[-2] == "  intervals: 95%, bootstrap, 100 replicates over 12 users"
     assert lines[-1].strip().startswith("mia_auc_ci: clopper-pearson: 6 of 6 group pairs (a bootstrap of")
     assert not any("clopper" in x for x in _membership_lines({"intervals": {**iv, "at_boundary": {}}}))
+
+
+# ---------------------------------------------------------------------- issue 33: no silent ignore
+def _people(tmp, rows):
+    p = tmp / "people.jsonl"
+    p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return p
+
+
+def test_mia_non_members_alone_are_people_the_model_never_saw_as_in_the_audit_config(files):
+    """`lmleak mia --corpus C --non-members F` without --members: F is used (it was ignored, the
+    non-members taken from holdout.json), meaning what the audit config's non_members alone means:
+    a corpus of other people, the members being C's users (here all of them: no holdout.json)."""
+    from lmleak.audit.nonmembers import membership_sets
+    from lmleak.data.loaders import iter_documents
+
+    tmp, corpus, _, _, _ = files
+    rows = [{"user_id": f"p{i % 6}", "text": f"my address is {500 + i} elm street"} for i in range(30)]
+    people = _people(tmp, rows)
+    run = tmp / "mia-people"
+    args = ["mia", "--model", f"fake:{corpus}", "--corpus", str(corpus), "--non-members", str(people)]
+    r = runner.invoke(app, [*args, "--group-size", "0", "--out", str(run), "--quiet"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads((run / "summary.json").read_text())
+    want = membership_sets(iter_documents(corpus), (), iter_documents(people), never_seen_name=str(people))
+    assert summary["source"] == want.source and str(people) in summary["source"]
+    assert summary["sets"]["non_members"]["rows"] == 30 == len(want.non_members)
+    assert summary["sets"]["members"]["rows"] == len(want.members) == 50
+
+
+def test_mia_non_members_naming_a_training_user_or_without_a_corpus_or_members_alone_exit_2(files):
+    tmp, corpus, _, members, non = files
+    base = ["mia", "--model", f"fake:{corpus}"]
+    trained = _people(tmp, [{"user_id": "u2", "text": "my address is 9 elm street"}])
+    cases = [
+        (["--corpus", str(corpus), "--non-members", str(trained)], "is a user the model was trained on (u2)"),
+        (["--non-members", str(non)], "--non-members alone names people the model never saw"),
+        (["--corpus", str(corpus), "--members", str(members)], "--members alone would be ignored"),
+    ]
+    for extra, message in cases:
+        run = tmp / "never"
+        r = runner.invoke(app, [*base, *extra, "--out", str(run)])
+        assert r.exit_code == 2, r.output
+        assert message in " ".join(r.output.split()) and not run.exists()

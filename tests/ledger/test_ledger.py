@@ -208,7 +208,7 @@ def test_a_ledger_of_another_model_in_the_run_is_recomputed_not_reused(tmp_path)
     """The same run folder, another model (here: another FakeLM; over HTTP: another fingerprint behind
     the same URL): the old ledger is replaced by the new model's, equal to a ledger built afresh."""
     corpus = Corpus([Document(f"u{i % 2}", f"d{i}", t) for i, t in enumerate(TEXTS)])
-    old = FakeLM.from_texts(TEXTS[:1], name="m")
+    old = FakeLM.from_texts(TEXTS[:1], name="m", alpha=1.0)  # smooth: better than uniform on unseen words
     new = FakeLM.from_texts(TEXTS, name="m")
     new.fingerprint = "another-model"  # what an HTTPModel exposes: same name, another model
     build_ledger(old, corpus, tmp_path / "run")

@@ -669,3 +669,152 @@ def test_a_redacted_report_over_http_keeps_no_cache_anywhere(local, server, tmp_
     assert not (tmp_path / "run" / "http-cache").exists()
     for p in (tmp_path / "run").rglob("*"):
         assert not p.is_file() or "ada@example.org" not in p.read_text(errors="replace"), p
+
+
+# ---------------------------------------------------------------------- issue 33: the tokenizer is the model's
+OTHER_TEXTS = [  # another vocabulary: the same words by other frequencies, and more of them
+    "zebra yak walrus vole urchin tapir seal raven quail puma otter newt mole lynx koala ibis",
+    "zebra zebra yak yak walrus walrus vole vole cats cats cats cats very very very very much",
+    *TEXTS,
+]
+
+
+def _other_tokenizer_model(local, tmp_path):
+    """A model folder whose tokenizer is another one of the same vocabulary size as the served model's."""
+    from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model
+
+    model_a, _ = local
+    size = len(model_a.tokenizer.hf)
+    tok_b = build_tokenizer(OTHER_TEXTS, kind="word", vocab_size=size)
+    assert len(tok_b) == size  # the same vocabulary size: only the ids differ
+    cfg = SmallGPTConfig(n_positions=16, n_embd=32, n_layer=1, n_head=2)
+    return save_small_model(new_small_gpt(size, cfg, seed=5), tok_b, tmp_path / "b")
+
+
+def test_another_models_tokenizer_of_the_same_size_is_refused_naming_both(local, tmp_path):
+    """The reproduction: `lmleak serve A`, then `lmleak report --model 'URL?tokenizer=B#tiny'` with another
+    model's folder of the same vocabulary size: exit 2 in one line naming both tokenizers and the fix,
+    before any scoring (no run is left); A's own folder is checked and accepted."""
+    from lmleak.serve import serving
+
+    model_a, path_a = local
+    path_b = _other_tokenizer_model(local, tmp_path)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"user_id": f"u{i % 3}", "text": t}) + "\n" for i, t in enumerate(TEXTS))
+    )
+    with serving(model_a, name="tiny") as a:
+        res = _report(f"{a.url}?tokenizer={path_b}#tiny", corpus, tmp_path / "wrong")
+        assert res.exit_code == 2, res.output
+        line = next(x for x in res.output.splitlines() if "is not the served model's" in x)
+        assert (
+            f"the tokenizer {path_b}" in line and "the server's /tokenize" in line and "tokenizer=DIR" in line
+        )
+        assert "Traceback" not in res.output and not (tmp_path / "wrong" / "summary.json").exists()
+        res = _report(f"{a.url}?tokenizer={path_a}#tiny", corpus, tmp_path / "right")
+        assert res.exit_code == 0, res.output
+    summary = json.loads((tmp_path / "right" / "summary.json").read_text())
+    assert summary["tokenizer_verified"] is True
+    model = summary["provenance"]["model"]
+    assert model["tokenizer_verified"] is True and len(model["tokenizer_sha256"]) == 64
+
+
+def test_a_wrong_tokenizer_that_agrees_on_the_fixed_probe_is_caught_on_the_corpus_sample(
+    local, server, tmp_path, monkeypatch
+):
+    """A word-level tokenizer maps words it lacks to its unknown token whichever vocabulary it has, so a
+    probe of such words cannot tell two apart; the ledger pass asks /tokenize on the corpus's first
+    documents too."""
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.ledger.ledger import build_ledger
+    from lmleak.models.small import load_small_model
+
+    model_a, _ = local
+    tok_b = load_small_model(_other_tokenizer_model(local, tmp_path)).tokenizer
+    probe = "Grüße aus Köln"
+    assert tok_b.encode(probe) == model_a.tokenizer.encode(probe)  # unknown words only
+    monkeypatch.setattr("lmleak.models.http.TOKENIZER_PROBE", probe)
+    from lmleak.models.http import HTTPModel
+
+    m = HTTPModel(f"{server['prompt_logprobs'].url}?cache=off#tiny", tokenizer=tok_b)
+    assert m.tokenizer_verified is True  # the probe agreed
+    corpus = Corpus([Document("u", f"d{i}", t) for i, t in enumerate(TEXTS)])
+    with pytest.raises(ModelError, match=r"is not the served model's: on 'hello my name is ada"):
+        build_ledger(m, corpus, tmp_path / "run")
+    assert not (tmp_path / "run" / "ledger").exists()
+
+
+def test_the_fingerprint_includes_the_tokenizer(local, server, tmp_path):
+    """The same server read through its own /tokenize and through a local copy of its tokenizer: two
+    fingerprints (the ids sent differ in general; the cache of one is never the other's)."""
+    _, path_a = local
+    remote = _http(server, "prompt_logprobs", tmp_path)
+    local_tok = _http(server, "prompt_logprobs", tmp_path, f"tokenizer={path_a}")
+    again = _http(server, "prompt_logprobs", tmp_path, f"tokenizer={path_a}")
+    assert remote.fingerprint != local_tok.fingerprint == again.fingerprint
+    assert local_tok.provenance()["tokenizer_sha256"] == again.provenance()["tokenizer_sha256"]
+    assert remote.provenance()["tokenizer_sha256"] == "server /tokenize"
+
+
+class _FarTokenizer:
+    """A tokenizer of 100 ids that writes every word as an id of 60..99 (the echo fake scores id t at
+    -t/10 nats: a perplexity near e^8, far above 100)."""
+
+    bos_id = 1
+    vocab_size = 100
+
+    def encode(self, text):
+        return [60 + len(w) % 40 for w in text.split()]
+
+
+def test_without_tokenize_the_tokenizer_is_unverified_and_a_perplexity_above_the_vocabulary_stops(
+    tmp_path, monkeypatch
+):
+    """A server without /tokenize: the run says in one line that the tokenizer is unverified and records
+    tokenizer_verified: false; the corpus perplexity (~e^8 over 100 tokens) stops the ledger as invalid."""
+    from lmleak.data.corpus import Corpus, Document
+    from lmleak.ledger.ledger import build_ledger
+
+    lines = io.StringIO()
+    monkeypatch.setattr("lmleak.progress._ENABLED", True)
+    monkeypatch.setattr("lmleak.progress._stream", lines)
+    m, _ = _fake(Recorder(), tmp_path, tokenizer=_FarTokenizer())
+    assert m.tokenizer_verified is False and m.describe()["tokenizer_verified"] is False
+    assert m.provenance()["tokenizer_verified"] is False
+    assert lines.getvalue().count("is unverified (recorded as tokenizer_verified: false)") == 1
+    corpus = Corpus([Document("u", "d", "one two three four five six")])
+    with pytest.raises(
+        ModelError, match=r"corpus perplexity [\d,.]+ is above the vocabulary size \(100 tokens"
+    ):
+        build_ledger(m, corpus, tmp_path / "run")
+
+
+def test_the_text_tiers_weak_fingerprint_is_said_at_run_time(server, tmp_path, monkeypatch):
+    """A text tier is known only by 4 greedy tokens: one line says so when the model loads (it was said
+    only in docs/http.md); a scoring tier's fingerprint (16 log-probabilities) says nothing."""
+    lines = io.StringIO()
+    monkeypatch.setattr("lmleak.progress._ENABLED", True)
+    monkeypatch.setattr("lmleak.progress._stream", lines)
+    _http(server, "text", tmp_path)
+    said = [x for x in lines.getvalue().splitlines() if "weak fingerprint" in x]
+    assert len(said) == 1 and "its 4 greedy tokens after 'The capital of France is'" in said[0]
+    lines.truncate(0)
+    _http(server, "prompt_logprobs", tmp_path)
+    assert "weak fingerprint" not in lines.getvalue()
+
+
+def test_membership_over_http_checks_a_local_tokenizer_on_the_texts_it_scores(
+    local, server, tmp_path, monkeypatch
+):
+    """The membership attack (which builds no ledger) checks the texts it scores too: a wrong tokenizer
+    that agrees on the probe is refused before any run folder is written."""
+    from lmleak.attacks.membership import run_membership
+    from lmleak.models.http import HTTPModel
+    from lmleak.models.small import load_small_model
+
+    tok_b = load_small_model(_other_tokenizer_model(local, tmp_path)).tokenizer
+    monkeypatch.setattr("lmleak.models.http.TOKENIZER_PROBE", "Grüße aus Köln")
+    m = HTTPModel(f"{server['prompt_logprobs'].url}?cache=off#tiny", tokenizer=tok_b)
+    with pytest.raises(ModelError, match="is not the served model's"):
+        run_membership(m, TEXTS[:3], TEXTS[3:], tmp_path / "mia")
+    assert not (tmp_path / "mia").exists()

@@ -551,3 +551,23 @@ def test_leakage_epsilon_with_nothing_to_bound_states_it_and_without_a_public_mo
     # no row passes with "—" as its value
     for c in _release(NULLED).checks + _verdict(s, {"max_leakage_epsilon": 10}).checks:
         assert c.verdict != "pass" or c.value is not None or c.shown, c
+
+
+def test_an_unverified_tokenizer_is_said_on_every_row_of_its_model():
+    """Issue 33: a model behind an API whose tokenizer was not checked against /tokenize (the audit's
+    access record, or a one-stage summary's tokenizer_verified: false) gets the note on every row; a
+    verified one does not."""
+    from lmleak.render.verdict import UNVERIFIED_TOKENIZER
+
+    s = _audit(
+        api={"headline": {"by_k": {"1": {"unique_sequences": 3}}}, "stages": {"report": "x"}},
+        ok={"headline": {"by_k": {"1": {"unique_sequences": 3}}}, "stages": {"report": "x"}},
+    )
+    s["models"]["api"]["access"] = {"tier": "echo", "tokenizer_verified": False}
+    s["models"]["ok"]["access"] = {"tier": "echo", "tokenizer_verified": True}
+    rows = {c.model: c for c in _verdict(s, {"max_unique": 20}).checks}
+    assert rows["api"].note == UNVERIFIED_TOKENIZER and rows["ok"].note is None
+    assert rows["api"].verdict == "pass"  # said, not failed: the perplexity check stops a wrong one
+    one = {"tokenizer_verified": False, "unique_sequences": 3}
+    (row,) = verdict_of(one, {"run": {"unique_sequences": 3}}, resolve_limits({"max_unique": 20})).checks
+    assert row.note == UNVERIFIED_TOKENIZER

@@ -125,6 +125,14 @@ def _bad_corpora(root: Path) -> dict[str, tuple[Path, list[str]]]:
     )
     add("extra-field-in-row", ".csv", _csv([["u1", "d1", "hi", "surplus"]]), ":2:", "fields")
     add("duplicate-doc-id", ".jsonl", _jsonl([ROWS[0], ROWS[0]]), ":2:", "duplicate")
+    # issue 33: a duplicate key, a row nested 100,000 deep, a lone surrogate: the line and the rule
+    dup = b'{"user_id": "alice", "text": "hi there", "user_id": "bob"}\n'
+    add("duplicate-key", ".jsonl", _jsonl(ROWS[:1]) + dup, ":2:", "duplicate key 'user_id'", "keep one")
+    add(
+        "nested-100000", ".jsonl", _jsonl(ROWS[:1]) + b"[" * 100_000 + b"]" * 100_000 + b"\n", ":2:", "nested"
+    )
+    lone = b'{"user_id": "u9", "text": "half \\ud800 a character"}\n'
+    add("lone-surrogate", ".jsonl", _jsonl(ROWS[:2]) + lone, ":3:", "lone UTF-16 surrogate \\ud800")
     add("csv-no-header", ".csv", b"", "empty")
     add("unknown-extension", ".txt", b"hello\n", "extension")
     add("parquet-random", ".parquet", os.urandom(256), "Parquet")
@@ -147,6 +155,7 @@ CORPUS_CASES = [
     "blank-lines", "nul-escaped", "nul-raw", "nul-csv", "huge-user-id", "not-an-object", "text-not-string",
     "missing-text-column", "extra-field-in-row", "duplicate-doc-id", "csv-no-header", "unknown-extension",
     "parquet-random", "parquet-truncated", "parquet-footer-only", "parquet-missing-user", "parquet-int-text",
+    "duplicate-key", "nested-100000", "lone-surrogate",
 ]  # fmt: skip
 
 

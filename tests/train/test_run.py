@@ -182,3 +182,24 @@ def test_train_user_dp_trains_with_the_person_as_the_unit(tmp_path):
     assert res.privacy["tokenizer_source"].startswith("public:")  # no flag needed for DP
     with pytest.raises(ConfigError, match="documents"):
         run_module.train_user_dp(Corpus([]), tmp_path / "x", noise_multiplier=1.0)
+
+
+def test_a_third_party_warning_during_training_is_restated_among_the_summarys_warnings(
+    paths, monkeypatch, tmp_path, capsys
+):
+    """Issue 33: Opacus' UserWarning (with its site-packages path) raised while training runs is caught
+    and listed, restated, with the run's other warnings; nothing of it reaches stderr."""
+    import warnings
+
+    from lmleak.train.restated import KNOWN
+
+    def fake_training(*args, **kwargs):
+        path = "/venv/lib/python3.11/site-packages/opacus/accountants/analysis/rdp.py"
+        warnings.warn_explicit("Optimal order is the largest alpha. Please consider", UserWarning, path, 332)
+        return _result()
+
+    monkeypatch.setattr(run_module, "run_training", fake_training)
+    cfg = FinetuneConfig(base="smollm2-135m", mode="plain")
+    run = run_module.train_and_summarise(paths["train"], tmp_path / "o", cfg, progress=False)
+    assert run.summary["warnings"] == [KNOWN["Optimal order is the largest alpha"]]
+    assert "site-packages" not in capsys.readouterr().err

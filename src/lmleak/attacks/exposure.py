@@ -682,8 +682,10 @@ def exposure_of_model(
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
-    if canary_design is not None:  # a file of another design exits before the model is loaded
-        canary_design_of(read_canaries(canaries), canaries, canary_design)
+    # first: a missing or bad file, or a file of another design, exits 2 before the model loads
+    rows = read_canaries(canaries)
+    if canary_design is not None:
+        canary_design_of(rows, canaries, canary_design)
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")

@@ -528,13 +528,14 @@ def extract_from_model(
     cfg = config or ExtractConfig()
     if prefixes is not None:
         cfg = replace(cfg, prefixes=read_prefixes(prefixes))
+    data = load_corpus(corpus)  # every input file before any model loads: a bad one exits 2 at once
     lm = load_model(model)
     pub = load_model(public_model) if public_model else None
     if echo is not None:
         echo(f"sampling {plural(cfg.num_samples, 'text')} from {model} ...")
     return run_extraction(
         lm,
-        load_corpus(corpus),
+        data,
         out_dir,
         cfg,
         public_model=pub,

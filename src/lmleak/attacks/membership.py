@@ -510,6 +510,9 @@ def run_membership(
         raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
     if group_size < 0:
         raise ConfigError("group_size must be >= 0", field="group_size")
+    check = getattr(model, "check_tokenizer_on", None)
+    if callable(check):  # a local tokenizer of a model behind an API: the server's on the texts scored
+        check(iter([*members[:4], *non_members[:4]]))
     run = secure_dir(out_dir)
     res = evaluate_membership(
         model,
@@ -567,13 +570,16 @@ def membership_of_model(
     seed: int = 0,
     engine: ShardEngine | None = None,
     echo: Callable[[str], None] | None = None,
+    texts: MembershipTexts | None = None,
 ) -> dict[str, Any]:
     """The work of ``lmleak mia``: check the methods (:func:`method_options`), load the model spec
     ``model`` (and ``reference``), pick the texts (:func:`membership_texts`) and run
     :func:`run_membership` on them, in a Ray session when ``engine`` is Ray's.
 
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
-    are scored. Returns the summary written to ``summary.json``.
+    are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
+    people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
+    Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
     options = method_options(
@@ -586,8 +592,10 @@ def membership_of_model(
         field=field,
         seed=seed,
     )
+    # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
+    if texts is None:
+        texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
     lm = load_model(model)
-    texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
     if texts.source is not None:
         say(texts.source)
     ref = load_model(reference) if reference else None

@@ -17,7 +17,7 @@ from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.data.user_ids import Collision, canonical_ids
-from lmleak.errors import ConfigError, DataFileError
+from lmleak.errors import ConfigError, CorpusError, DataFileError
 from lmleak.jsonl import iter_jsonl
 from lmleak.words import plural
 
@@ -277,6 +277,8 @@ def membership_texts(
         mem, mem_users = read_texts_and_users(members, field=field)
         non, non_users = read_texts_and_users(non_members, field=field)
         return MembershipTexts(mem, non, groups=user_groups(members, mem_users, non_members, non_users))
+    if corpus is not None and not Path(corpus).exists():  # named before what the model folder lacks
+        raise CorpusError("no such file or folder", path=corpus, field="--corpus", hint="check the path")
     holdout = read_holdout(model)
     if corpus is None or holdout is None or not holdout.users:
         raise ConfigError(

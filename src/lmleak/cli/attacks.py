@@ -200,7 +200,13 @@ def mia_cmd(
         typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines)."),
     ] = None,
     non_members: Annotated[
-        Path | None, typer.Option("--non-members", help="Same-format texts that were not in training.")
+        Path | None,
+        typer.Option(
+            "--non-members",
+            help="With --members: same-format texts that were not in training. With --corpus alone: "
+            "people the model never saw (a corpus with user_id, as the audit config's non_members); the "
+            "members are the corpus's users outside holdout.json.",
+        ),
     ] = None,
     corpus: Annotated[
         Path | None,
@@ -283,6 +289,7 @@ def mia_cmd(
     quiet(quiet_ or as_json)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
+    texts = _never_seen(model, members, non_members, corpus, field)
     summary = write_run(
         out_dir,
         lambda d: membership_of_model(
@@ -306,6 +313,7 @@ def mia_cmd(
             seed=seed,
             engine=eng,
             echo=info,
+            texts=texts,
         ),
         redact=redact,
         key_file=redact_key_file,
@@ -314,6 +322,52 @@ def mia_cmd(
         print_json(summary)
         return
     print_membership(summary, out_dir)
+
+
+def _never_seen(
+    model: str, members: Path | None, non_members: Path | None, corpus: Path | None, field: str
+) -> Any:
+    """The two sides of ``lmleak mia --corpus C --non-members F`` (no ``--members``): F means what the
+    audit config's ``non_members`` alone means, people the model never saw (a corpus of them, each row
+    with its ``user_id``), and the members are C's users outside the model's ``holdout.json`` (all of
+    them without one); a person of F who writes in C and is not held out is refused. None when both
+    files or neither are given (:func:`~lmleak.attacks.mia_texts.membership_texts` reads those).
+
+    Raises:
+        ConfigError: ``--non-members`` without ``--corpus``, or ``--members`` without ``--non-members``
+            (either would otherwise be ignored).
+    """
+    if members is not None and non_members is None:
+        raise ConfigError(
+            "--members alone would be ignored (the non-members would come from holdout.json)",
+            field="--members",
+            hint="give --non-members too (two files), or leave --members out to split --corpus by holdout.json",
+        )
+    if non_members is None or members is not None:
+        return None
+    if corpus is None:
+        raise ConfigError(
+            "--non-members alone names people the model never saw; the members come from the training corpus",
+            field="--non-members",
+            hint="give --corpus C (the corpus the model was trained on), or --members too (two files)",
+        )
+    from lmleak.attacks.mia_texts import MembershipTexts  # lazy: numpy
+    from lmleak.audit.nonmembers import membership_sets
+    from lmleak.data.holdout import read_holdout
+    from lmleak.data.loaders import iter_documents
+
+    holdout = read_holdout(model)
+    sets = membership_sets(
+        iter_documents(corpus, text_field=field),
+        holdout.users if holdout else (),
+        iter_documents(non_members, text_field=field),
+        corpus_name=str(corpus),
+        never_seen_name=str(non_members),
+        field="--non-members",
+        trained_on=holdout.corpus if holdout else None,
+    )
+    groups = (sets.member_users, sets.non_member_users)
+    return MembershipTexts(sets.members, sets.non_members, sets.source, groups)
 
 
 def _ci_text(value: Any, ci: Any) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lmleak import jsonl
 from lmleak.data.user_ids import Collision, canonical_ids
 from lmleak.errors import DataFileError
 from lmleak.runs import atomic_write_json
@@ -140,10 +141,13 @@ def _canonical(users: list[str], path: Path, key: str) -> tuple[str, ...]:
 
 def _read_json(p: Path) -> dict:
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        data = jsonl.loads(p.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        reason, fix = jsonl.bad_json(e, "retrain the model or restore the file")
+        raise DataFileError(reason, path=p, line=e.lineno, hint=fix) from None
+    except UnicodeDecodeError as e:
         raise DataFileError(
-            f"not valid JSON ({e})", path=p, hint="retrain the model or restore the file"
+            f"not UTF-8 text (byte {e.start})", path=p, hint="retrain the model or restore the file"
         ) from None
     if not isinstance(data, dict):
         raise DataFileError("expected a JSON object", path=p, hint="retrain the model or restore the file")

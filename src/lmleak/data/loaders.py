@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lmleak import jsonl
 from lmleak.data.corpus import Corpus, Document, stable_doc_id
 from lmleak.data.user_ids import Collision, UserIds
 from lmleak.errors import CorpusError
@@ -252,14 +253,10 @@ def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
             if not line.strip():
                 continue  # blank lines carry no row
             try:
-                row = json.loads(line)
+                row = jsonl.loads(line)
             except json.JSONDecodeError as e:
-                v.bad(
-                    line_no,
-                    f"invalid JSON ({e.msg} at column {e.colno})",
-                    None,
-                    "write one JSON object per line",
-                )
+                reason, fix = jsonl.bad_json(e, "write one JSON object per line")
+                v.bad(line_no, reason.replace("not valid JSON", "invalid JSON"), None, fix)
                 continue
             doc = v.row(line_no, row)
             if doc is not None:

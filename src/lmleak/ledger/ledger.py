@@ -43,6 +43,7 @@ from lmleak import progress
 from lmleak.data.corpus import Document
 from lmleak.data.loaders import iter_documents
 from lmleak.errors import CapabilityError, ConfigError, RunError
+from lmleak.ledger.plausibility import check_better_than_uniform
 from lmleak.models import vllm_engine, vllm_env
 from lmleak.models.base import Capability, TokenStats, require, scoring_convention
 from lmleak.models.blackbox import TopKOnly
@@ -477,6 +478,9 @@ def run_ledger_pass(
         vllm_model_dir=vllm_model_dir,
         vllm_dtype=vllm_dtype,
     )
+    check = getattr(model, "check_tokenizer_on", None)
+    if callable(check):  # a local tokenizer of a model behind an API: the server's on a corpus sample
+        check(d.text for d in corpus)  # it reads the first few documents only
     fp = _fingerprint(model, corpus, settings)
     _drop_stale_ledger(out, fp)
     try:
@@ -609,6 +613,7 @@ def build_ledger(
     )
     ledger = read_ledger(run_dir)
     ledger.k_available, ledger.meta = meta["k_available"], meta
+    check_better_than_uniform(ledger.logprobs, model)
     return ledger
 
 

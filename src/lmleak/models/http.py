@@ -58,8 +58,9 @@ The parts, bottom up: :mod:`~lmleak.models.http_spec` (the spec and its options)
 
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import httpx
@@ -85,7 +86,15 @@ from lmleak.models.http_spec import (
     parse_spec,
     use_http_options,
 )
-from lmleak.models.http_tokenizer import RemoteTokenizer, load_tokenizer
+from lmleak.models.http_tokenizer import (
+    CORPUS_SAMPLE_CHARS,
+    CORPUS_SAMPLE_DOCS,
+    TOKENIZER_PROBE,
+    RemoteTokenizer,
+    check_tokenizer,
+    load_tokenizer,
+    tokenizer_sha256,
+)
 
 # what each tier grants, as lmleak capabilities and as a KART access kind
 TIER_CAPABILITIES: dict[str, frozenset[Capability]] = {
@@ -199,14 +208,51 @@ class HTTPModel:
         else:
             self.tokenizer = RemoteTokenizer(self.client, model, self.card)
             self.tokenizer_source = "server /tokenize"
+        self.tokenizer_verified = self._verify_tokenizer([TOKENIZER_PROBE])
+        self.tokenizer_sha256 = (
+            "server /tokenize"
+            if isinstance(self.tokenizer, RemoteTokenizer)
+            else tokenizer_sha256(self.tokenizer)
+        )
         self.tier, self.probe = self._fingerprint_probe(opts.tier)
         self.client.probe = self.probe  # from now on answers are cached, keyed by this fingerprint
+        if not self.probe.logprobs:
+            progress.log(
+                f"{self.name}: a weak fingerprint: the '{self.tier}' tier gives no log-probabilities, so the "
+                f"model is known only by its {PROBE_NEW_TOKENS} greedy tokens after {PROBE_TEXT!r}; another "
+                "model that continues the same way is not told apart (cache, provenance)"
+            )
         self.capabilities = TIER_CAPABILITIES[self.tier]
         self.access = TIER_ACCESS[self.tier]
         self.k = {"prompt_logprobs": opts.top_n, "echo": ECHO_MAX_K}.get(self.tier, 0)
 
     def __repr__(self) -> str:
         return f"HTTPModel({self.name!r}, tier={self.tier!r})"
+
+    def _verify_tokenizer(self, texts: list[str]) -> bool:
+        """Whether a local tokenizer is checked against the server's ``/tokenize`` on ``texts`` (raises
+        on a mismatch; see :func:`~lmleak.models.http_tokenizer.check_tokenizer`); the server's own
+        tokenizer is the served model's by construction. Says once that a tokenizer is unverified."""
+        if isinstance(self.tokenizer, RemoteTokenizer):
+            return True
+        if getattr(self, "tokenizer_verified", True) is False:
+            return False  # the server has no /tokenize: said once already
+        ok = check_tokenizer(self.client, self.model, self.tokenizer, self.tokenizer_source, texts)
+        if not ok:
+            progress.log(
+                f"{self.name}: the server has no /tokenize, so the tokenizer {self.tokenizer_source} is "
+                "unverified (recorded as tokenizer_verified: false): if it is not the served model's, every "
+                "score is noise and a leaking model looks clean"
+            )
+        return ok
+
+    def check_tokenizer_on(self, texts: Iterable[str]) -> None:
+        """Check a local tokenizer against the server's on a sample of the corpus (the first
+        :data:`CORPUS_SAMPLE_DOCS` texts, cut to :data:`CORPUS_SAMPLE_CHARS` characters): the ledger
+        pass calls it before scoring. Raises :class:`ModelError` on a mismatch."""
+        sample = [t[:CORPUS_SAMPLE_CHARS] for t in itertools.islice(texts, CORPUS_SAMPLE_DOCS) if t]
+        if sample:
+            self.tokenizer_verified = self._verify_tokenizer(sample)
 
     @property
     def counters(self) -> Counters:
@@ -231,6 +277,7 @@ class HTTPModel:
             "tier": self.tier,
             "access": self.access,
             "tokenizer": self.tokenizer_source,
+            "tokenizer_verified": self.tokenizer_verified,
             "max_length": self.max_length,
             **self.counters.as_dict(),
         }
@@ -261,6 +308,9 @@ class HTTPModel:
             "hash": "probe",
             "fingerprint": self.fingerprint,
             "probe_sha256": self.probe.probe_sha256(),
+            "tokenizer": self.tokenizer_source,
+            "tokenizer_sha256": self.tokenizer_sha256,
+            "tokenizer_verified": self.tokenizer_verified,
             "models_entry": self.probe.card or None,
         }
 
@@ -363,6 +413,7 @@ class HTTPModel:
             "model": self.model,
             "tier": tier,
             "card": self.card,
+            "tokenizer": self.tokenizer_sha256,
         }
         if tier == "prompt_logprobs":
             ((_, lp, _),) = answers.prompt_logprob_rows([row], answer, self.name)

@@ -82,6 +82,9 @@ class Probe:
     ids: tuple[int, ...] = ()
     logprobs: tuple[float, ...] = ()
     text: str | None = None
+    #: what the client tokenises with (:func:`~lmleak.models.http_tokenizer.tokenizer_sha256`, or
+    #: "server /tokenize"): the same server read through another tokenizer is another model
+    tokenizer: str | None = None
 
     def probe_sha256(self) -> str:
         """A hash of the probe's answer (log-probabilities rounded to 1e-4 nats, and the text)."""
@@ -90,8 +93,9 @@ class Probe:
         )
 
     def fingerprint(self) -> str:
-        """16 hex digits naming the model: its stable card, tier and probe answer."""
-        return _sha([self.endpoint, self.model, self.tier, stable_card(self.card), self.probe_sha256()])[:16]
+        """16 hex digits naming the model: its stable card, tier, probe answer and tokenizer."""
+        parts = [self.endpoint, self.model, self.tier, stable_card(self.card), self.probe_sha256()]
+        return _sha(parts if self.tokenizer is None else [*parts, self.tokenizer])[:16]
 
     def differs(self, other: Probe) -> str | None:
         """Why ``other`` is not the same model as this one (None: the same, within the tolerance).
@@ -110,6 +114,8 @@ class Probe:
                 if self.card.get(k) != other.card.get(k)
             )
             return f"its /v1/models entry changed ({', '.join(changed)})"
+        if self.tokenizer != other.tokenizer:
+            return "it is read through another tokenizer"
         if (self.tier, self.ids, self.text) != (other.tier, other.ids, other.text):
             what = (
                 "tier"
@@ -144,6 +150,7 @@ class Probe:
             ids=tuple(int(i) for i in d.get("ids") or ()),
             logprobs=tuple(float(x) for x in d.get("logprobs") or ()),
             text=d.get("text"),
+            tokenizer=d.get("tokenizer"),
         )
 
 

@@ -10,6 +10,7 @@ token it was trained after), :class:`RemoteTokenizer` asks the server, learning 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,6 +26,17 @@ from lmleak.models.tokenizer import HFTokenizer
 #: would be faster (a 150-document report decodes ~21,000 spans: 4.6 min through lmleak serve on two
 #: shared cores, 26 s with tokenizer=DIR).
 MANY_DECODES = 1000
+#: The fixed text a local tokenizer and the server's ``/tokenize`` must agree on (words, digits,
+#: punctuation, an e-mail address, accents, a symbol): two tokenizers of one vocabulary size differ here.
+TOKENIZER_PROBE = (
+    "The capital of France is Paris. Call 555-0100 or write to ada.lovelace@example.org; "
+    "José paid 42.50 € at 09:30, thank you!"
+)
+#: How much of the corpus is also tokenised both ways before the ledger pass: the first documents,
+#: each cut to its first characters (a word-level tokenizer maps the probe's words to its unknown
+#: token whichever vocabulary it has; the corpus's own words tell two such tokenizers apart).
+CORPUS_SAMPLE_DOCS = 8
+CORPUS_SAMPLE_CHARS = 2000
 
 
 class RemoteTokenizer:
@@ -116,6 +128,77 @@ class RemoteTokenizer:
             )
         texts = dict(zip(distinct, self.client.map(self.decode, distinct), strict=True))
         return [texts[k] if k else "" for k in keys]
+
+
+def tokenizer_sha256(tokenizer: Any) -> str | None:
+    """SHA-256 of what a tokenizer maps text to: its ``tokenizer.json`` (vocabulary, merges, normaliser)
+    without its padding and truncation settings, else its sorted vocabulary; and its start token.
+    None when the object shows neither (a tokenizer given as a library object of another kind).
+
+    Example:
+        >>> class Tok:
+        ...     bos_id = 0
+        ...     def get_vocab(self): return {"a": 1, "<s>": 0}
+        >>> len(tokenizer_sha256(Tok())), tokenizer_sha256(object()) is None
+        (64, True)
+    """
+    hf = getattr(tokenizer, "hf", tokenizer)
+    backend = getattr(hf, "backend_tokenizer", None)
+    if backend is not None:
+        spec = json.loads(backend.to_str())
+        what: Any = {k: v for k, v in spec.items() if k not in ("padding", "truncation")}
+    elif callable(getattr(hf, "get_vocab", None)):
+        what = sorted(hf.get_vocab().items())
+    else:
+        return None
+    blob = json.dumps([what, getattr(tokenizer, "bos_id", None)], sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def check_tokenizer(
+    client: HTTPClient, model: str, tokenizer: Any, source: str, texts: Sequence[str]
+) -> bool:
+    """Whether the server's ``/tokenize`` was asked and agrees with ``tokenizer`` on every text (True);
+    False when the server does not tokenize (the tokenizer is then unverified).
+
+    Raises:
+        ModelError: on the first text where the two give other token ids, naming both tokenizers and
+            the fix: a wrong tokenizer turns every score into noise, and a leaking model looks clean.
+    """
+
+    def ask(text: str) -> list[int]:
+        return list(
+            client.post(
+                "/tokenize",
+                {"model": model, "prompt": text, "add_special_tokens": False},
+                parse=lambda a: answers.token_ids(
+                    a.get("tokens") if isinstance(a, dict) else None, client.name, "/tokenize tokens"
+                ),
+                cache=False,
+            )
+        )
+
+    try:
+        theirs = client.map(ask, list(texts))
+    except Unsupported as e:
+        if (err := wrong_model(e, client.base_url, model)) is not None:
+            raise err from None
+        return False
+    for text, ids in zip(texts, theirs, strict=True):
+        mine = [int(i) for i in tokenizer.encode(text)]
+        if mine != ids:
+            at = next(
+                (i for i, (a, b) in enumerate(zip(mine, ids, strict=False)) if a != b),
+                min(len(mine), len(ids)),
+            )
+            raise ModelError(
+                f"{client.name}: the tokenizer {source} is not the served model's: on {text[:40]!r} it gives "
+                f"{len(mine)} tokens {mine[at : at + 4]}... from token {at}, the server's /tokenize "
+                f"{len(ids)} tokens {ids[at : at + 4]}...; give the served model's own tokenizer folder "
+                "(tokenizer=DIR in the URL query, or lmleak --tokenizer DIR), or leave it out to use the "
+                "server's /tokenize"
+            )
+    return True
 
 
 def load_tokenizer(spec: str) -> Any:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from lmleak import jsonl
 from lmleak.data.holdout import read_holdout
 from lmleak.data.sidefiles import read_side_file
 from lmleak.data.user_ids import Collision, canonical_ids, normalise_user_id
@@ -58,27 +59,28 @@ def read_subjects(path: str | Path) -> list[dict[str, Any]]:
     whole: Any = None
     if stripped.startswith("{") and "\n" in stripped:  # maybe one pretty-printed object (me.json)
         try:
-            whole = json.loads(stripped)
+            whole = jsonl.loads(stripped)
+        except jsonl.JSONRuleError as e:  # one object (me.json) breaking a rule: name its line
+            reason, fix = jsonl.bad_json(e, "")
+            raise DataFileError(reason, path=p, line=e.lineno, hint=fix) from None
         except json.JSONDecodeError:
             whole = None  # JSONL: parsed line by line below, errors point at the line
     if isinstance(whole, dict) or (stripped.startswith("{") and "\n" not in stripped):
         try:
-            rows = [whole if isinstance(whole, dict) else json.loads(stripped)]
+            rows = [whole if isinstance(whole, dict) else jsonl.loads(stripped)]
             lines = [1]
         except json.JSONDecodeError as e:
-            raise DataFileError(
-                f"not valid JSON: {e}", path=p, line=1, hint="one JSON object per line (JSONL)"
-            ) from None
+            reason, fix = jsonl.bad_json(e, "one JSON object per line (JSONL)")
+            raise DataFileError(reason, path=p, line=1, hint=fix) from None
     else:
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = jsonl.loads(line)
             except json.JSONDecodeError as e:
-                raise DataFileError(
-                    f"not valid JSON: {e}", path=p, line=i, hint="one JSON object per line (JSONL)"
-                ) from None
+                reason, fix = jsonl.bad_json(e, "one JSON object per line (JSONL)")
+                raise DataFileError(reason, path=p, line=i, hint=fix) from None
             if not isinstance(row, dict):
                 raise DataFileError(
                     "expected a JSON object", path=p, line=i, hint="one subject object per line"

@@ -485,6 +485,25 @@ def _public_model(summary: Mapping[str, Any], release: Mapping[str, Any]) -> boo
     return None
 
 
+#: The note on every row of a model behind an API whose tokenizer was not checked (issue 33).
+UNVERIFIED_TOKENIZER = (
+    "tokenizer unverified (tokenizer_verified: false: the server has no /tokenize); a wrong one makes a "
+    "leaking model look clean"
+)
+
+
+def _tokenizer_unverified(summary: Mapping[str, Any], headline: Mapping[str, Any], ctx: _Context) -> bool:
+    """Whether the run records the model's tokenizer as unchecked against its server (a one-stage
+    summary's ``tokenizer_verified``, or the audit's record of the model's access)."""
+    access: Mapping[str, Any] = (
+        ctx.meta.get("access") or {} if isinstance(ctx.meta.get("access"), dict) else {}
+    )
+    one_stage = summary.get("tokenizer_verified") is False and not ctx.meta
+    return (
+        one_stage or headline.get("tokenizer_verified") is False or access.get("tokenizer_verified") is False
+    )
+
+
 def verdict_checks(
     summary: Mapping[str, Any], headlines: Mapping[str, Mapping[str, Any]], limits: Sequence[Limit]
 ) -> list[GateCheck]:
@@ -502,6 +521,7 @@ def verdict_checks(
         if claim is not None:
             checks.append(claim)
         by_k = headline.get("by_k") or {}
+        first = len(checks)
         for limit in limits:
             if limit.option == "min_epsilon_lower_bound" and headline.get("dp_epsilon") is not None:
                 continue  # the floor is for controls (no DP claim); a DP model has its claim check
@@ -510,6 +530,11 @@ def verdict_checks(
                     checks.append(_check(model, limit, by_k[k], ctx, f" (k={k})"))
             else:
                 checks.append(_check(model, limit, headline, ctx))
+        if _tokenizer_unverified(summary, headline, ctx):
+            checks[first:] = [
+                replace(c, note=f"{c.note}; {UNVERIFIED_TOKENIZER}" if c.note else UNVERIFIED_TOKENIZER)
+                for c in checks[first:]
+            ]
     floor = next((lim for lim in limits if lim.option == "min_epsilon_lower_bound"), None)
     if floor is not None and floor.value > 0 and not any(c.direction == "min" for c in checks):
         # every model claims DP: nothing shows the audit's power, and a floor must not pass silently

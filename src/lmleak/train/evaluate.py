@@ -39,9 +39,10 @@ def evaluate_on_corpus(
     Raises:
         CapabilityError: the model grants no per-token scores (top-k or text only).
     """
+    data = load_corpus(corpus)  # before the model loads: a bad corpus exits 2 at once
     lm = load_model(model)
     require(lm, Capability.SCORE, attack="eval")
-    metrics = evaluate_model(lm, load_corpus(corpus), ks=tuple(ks))
+    metrics = evaluate_model(lm, data, ks=tuple(ks))
     record: dict[str, Any] = {"model": model, "corpus": str(corpus), **scoring_convention(lm), **metrics}
     if out_path:
         atomic_write_json(out_path, record)

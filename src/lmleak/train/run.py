@@ -26,6 +26,7 @@ from lmleak.train.release import (
     reaudit_config,
     replaced_perplexity,
 )
+from lmleak.train.restated import restated_warnings
 from lmleak.train.trainer import TrainResult, train_model
 
 
@@ -183,10 +184,11 @@ def train_and_summarise(
     validation perplexity is the reference of the quality warning, and the re-audit config audits
     both). The summary gains ``warnings`` and ``reaudit_command`` (``OUT/reaudit.yaml`` is written).
     """
-    res = run_training(corpus, out_dir, config, public=public, private=private, progress=progress)
+    with restated_warnings() as third_party:  # Opacus' UserWarning with its site-packages path: restated
+        res = run_training(corpus, out_dir, config, public=public, private=private, progress=progress)
     arch, mode = arch_label(config), mode or config.mode
     summary = training_summary(res, arch, mode)
-    summary["warnings"] = run_warnings(res, config, replaces)
+    summary["warnings"] = run_warnings(res, config, replaces) + third_party
     summary["confidentiality"] = confidentiality_statement(res.privacy)
     path = Path(out_dir) / "reaudit.yaml"
     fine_tune = isinstance(config, FinetuneConfig)

@@ -1,0 +1,70 @@
+"""Whether a ledger's scores can be the model's at all: a corpus perplexity above the vocabulary
+size (worse than guessing uniformly) means the tokens scored are not the ones the model reads.
+
+:func:`lmleak.ledger.ledger.build_ledger` calls :func:`check_better_than_uniform` on every backend
+(in-process, vLLM, Ray, an HTTP API), so an audit through another model's tokenizer of the same
+vocabulary size, or of another model than the one trained on the corpus, stops as invalid (exit 2)
+instead of reporting a leaking model as clean (issue 33: perplexity 5,681 over 500 tokens, 18 unique
+leaked sequences instead of 100).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from lmleak.errors import ModelError
+
+#: How far above the vocabulary size a corpus perplexity may be before the audit stops as invalid
+#: (:func:`check_better_than_uniform`). An untrained model is near-uniform with noise: tiny GPTs at
+#: random initialisation measured 51.3-52.7 over 52 tokens (up to 1.02 V); another model's tokenizer
+#: of the same size gave 5,681 over 500 (11 V).
+UNIFORM_SLACK = 1.5
+
+
+def vocabulary_size(model: Any) -> int | None:
+    """The most tokens ``model`` can predict among (its tokenizer's size, its output layer's, a
+    server's ``vocab_size``); None when none is known."""
+    tok = getattr(model, "tokenizer", None)
+    config = getattr(getattr(model, "module", None), "config", None)
+    card = (getattr(model, "card", None) or {}).get("lmleak") or {}
+    sizes = [
+        getattr(tok, "vocab_size", None),
+        getattr(config, "vocab_size", None),
+        card.get("vocab_size") if isinstance(card, dict) else None,
+    ]
+    known = [int(n) for n in sizes if isinstance(n, int) and not isinstance(n, bool) and n > 0]
+    return max(known) if known else None
+
+
+def check_better_than_uniform(logprobs: Any, model: Any) -> None:
+    """Stop an audit whose model predicts its corpus worse than uniform guessing.
+
+    Guessing uniformly among V tokens has perplexity V, so a corpus perplexity above the vocabulary
+    size (by more than :data:`UNIFORM_SLACK`, an untrained model's noise) means the tokens scored are not the ones the model reads: a wrong tokenizer (another model's,
+    of the same size) or the wrong model. Its report would find no leak where there may be many.
+    Nothing is checked when the log-probabilities are unknown (a top-k-only model) or the vocabulary
+    size is.
+
+    Raises:
+        ModelError: the perplexity, the vocabulary size, why and the fix (exit 2).
+    """
+    vocab = vocabulary_size(model)
+    lp = np.asarray(logprobs)
+    if vocab is None or lp.size == 0 or not np.isfinite(lp).all():
+        return
+    perplexity = math.exp(-float(np.asarray(lp, dtype=np.float64).mean()))
+    if perplexity > UNIFORM_SLACK * vocab:
+        name = getattr(model, "name", type(model).__name__)
+        source = getattr(model, "tokenizer_source", None)
+        raise ModelError(
+            f"{name}: corpus perplexity {perplexity:,.0f} is above the vocabulary size ({vocab:,} tokens, "
+            f"limit {UNIFORM_SLACK:g} x): "
+            "the model predicts this corpus worse than uniform guessing, so the audit is invalid (a "
+            "leaking model would look clean). The tokenizer"
+            + (f" ({source})" if source else "")
+            + " is not the model's, or the model is not the one meant; give the model's own tokenizer "
+            "folder (tokenizer=DIR for a model behind an API) or the model that was trained on the corpus"
+        )
