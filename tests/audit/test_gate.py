@@ -174,6 +174,7 @@ def test_the_gate_config_key_allow_inconclusive_and_the_api_take_the_same_decisi
         summary = {
             "models": {"m": {"headline": STRADDLES}},
             "config": {"gate": {"max_mia_auc": 0.6, "allow_inconclusive": allow}},
+            "provenance": {"model": {"hash": "probe"}},  # a model behind an API: nothing to re-hash
         }
         (d / "summary.json").write_text(json.dumps(summary))
         assert _gate(d).exit_code == (0 if allow else 1)

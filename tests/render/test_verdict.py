@@ -283,6 +283,7 @@ def _render_and_gate(tmp_path, models, gate):
 
     summary = _audit(**models)
     summary["config"] = {"gate": gate}
+    summary["provenance"] = {"model": {"hash": "probe"}}  # a model behind an API: nothing to re-hash
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     page = render_report(tmp_path)
     exit_code = CliRunner().invoke(app, ["gate", str(tmp_path)]).exit_code
@@ -566,8 +567,8 @@ def test_an_unverified_tokenizer_is_said_on_every_row_of_its_model():
     s["models"]["api"]["access"] = {"tier": "echo", "tokenizer_verified": False}
     s["models"]["ok"]["access"] = {"tier": "echo", "tokenizer_verified": True}
     rows = {c.model: c for c in _verdict(s, {"max_unique": 20}).checks}
-    assert rows["api"].note == UNVERIFIED_TOKENIZER and rows["ok"].note is None
+    assert UNVERIFIED_TOKENIZER in rows["api"].note and UNVERIFIED_TOKENIZER not in (rows["ok"].note or "")
     assert rows["api"].verdict == "pass"  # said, not failed: the perplexity check stops a wrong one
     one = {"tokenizer_verified": False, "unique_sequences": 3}
     (row,) = verdict_of(one, {"run": {"unique_sequences": 3}}, resolve_limits({"max_unique": 20})).checks
-    assert row.note == UNVERIFIED_TOKENIZER
+    assert UNVERIFIED_TOKENIZER in row.note

@@ -102,7 +102,7 @@ def run_gate(
         >>> r = run_gate(d, {"unique_sequences": 5})
         >>> r.passed, r.status, r.to_dict()["checks"][0]["value"]
         (True, 'pass', 4.0)
-        >>> _ = (d / "summary.json").write_text(json.dumps({"mia_auc": 0.55, "mia_auc_ci": [0.4, 0.7]}))
+        >>> _ = (d / "summary.json").write_text(json.dumps({"mia_auc": 0.55, "mia_auc_ci": [0.4, 0.7], "provenance": api}))
         >>> [run_gate(d, {"mia_auc": 0.6}, allow_inconclusive=a).status for a in (False, True)]
         ['inconclusive', 'pass']
     """
