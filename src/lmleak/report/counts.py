@@ -85,7 +85,7 @@ def count_intervals(
     return out
 
 
-def _per_user(owner: Sequence[str], keep: Sequence[bool], everyone: Sequence[str]) -> list[int]:
+def _per_user(owner: Sequence[str], keep: Sequence[bool] | Any, everyone: Sequence[str]) -> list[int]:
     """How many of the kept rows each of ``everyone`` owns (0 for a user with none)."""
     per_user = dict.fromkeys(everyone, 0)
     for u, k in zip(owner, keep, strict=True):
