@@ -76,7 +76,7 @@ TRAIN_COMMON = frozenset(
         *("corpus", "holdout_users", "seq_len"),
         *("mode", "target_epsilon", "noise_multiplier", "delta", "privacy_unit"),
         *("epochs", "batch_size", "lr", "seed"),
-        *("out_dir", "config", "json_out", "quiet_", "help_all", "help"),
+        *("out_dir", "config", "json_out", "help_all", "help"),  # --quiet: `lmleak -q train`
     }
 )
 
