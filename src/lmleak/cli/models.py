@@ -221,7 +221,7 @@ def train(
     ] = 128,
     heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.", parser=COUNT)] = 4,
     snapshots: Annotated[
-        bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")
+        bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak study snapshots`).")
     ] = False,
     noise_multiplier: Annotated[
         float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).", parser=POSITIVE)
