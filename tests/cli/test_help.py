@@ -477,12 +477,10 @@ def test_the_old_probe_spelling_runs_probe_person_with_its_options(tmp_path, mon
 
 def test_mia_n_is_the_old_spelling_of_num_per_side(tmp_path, monkeypatch):
     import lmleak.attacks.membership as membership
-    from lmleak.errors import ConfigError
 
-    def fake(*args, **kwargs):
-        raise ConfigError(f"reached with num_per_side={kwargs['num_per_side']}")
-
-    monkeypatch.setattr(membership, "membership_of_model", fake)
+    monkeypatch.setattr(
+        membership, "membership_of_model", lambda *a, **kw: {"num_per_side": kw["num_per_side"]}
+    )
     files = [
         "--model",
         "M",
@@ -492,17 +490,30 @@ def test_mia_n_is_the_old_spelling_of_num_per_side(tmp_path, monkeypatch):
         str(tmp_path / "out.jsonl"),
     ]
 
-    def run(*extra: str) -> Any:
-        return CliRunner().invoke(build_app(), ["mia", *files, "--out", str(tmp_path / "r"), *extra])
+    def run(out: str, *extra: str) -> Any:
+        return CliRunner().invoke(
+            build_app(), ["mia", *files, "--out", str(tmp_path / out), "--json", *extra]
+        )
 
-    old, new = run("--n", "7"), run("--num-per-side", "7")
-    assert "reached with num_per_side=7" in old.stderr and "reached with num_per_side=7" in new.stderr
+    old, new = run("a", "--n", "7"), run("b", "--num-per-side", "7")
+    assert old.exit_code == 0 and new.exit_code == 0, old.output + new.output
+    assert json.loads(old.stdout)["num_per_side"] == json.loads(new.stdout)["num_per_side"] == 7
     assert _deprecated_lines(old.stderr) == [
         "deprecated: `lmleak mia --n` is now `lmleak mia --num-per-side`"
     ]
     assert _deprecated_lines(new.stderr) == []
-    both = run("--n", "7", "--num-per-side", "9")
-    assert both.exit_code == 2 and "--n and --num-per-side disagree" in both.stderr
+    both = run("c", "--n", "7", "--num-per-side", "9")  # refused: one line, the error (no deprecation line)
+    assert both.exit_code == 2 and both.stderr.strip().splitlines() == [
+        "error: field '--num-per-side': --n and --num-per-side disagree. Fix: give --num-per-side only"
+    ]
+
+
+def test_a_deprecated_spelling_that_fails_prints_only_its_error(tmp_path):
+    res = CliRunner().invoke(
+        build_app(), ["report", "hardening", "--run", str(tmp_path / "none"), "--threshold", "2"]
+    )
+    assert res.exit_code == 2 and len(res.output.strip().splitlines()) == 1, res.output
+    assert not _deprecated_lines(res.output)
 
 
 def test_the_per_command_quiet_still_parses_hidden_and_lmleak_q_is_the_documented_one():

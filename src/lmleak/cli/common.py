@@ -163,18 +163,32 @@ def offline_environment() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+#: The deprecated spellings the running command was given (:func:`deprecated`); printed when it ends.
+_DEPRECATED: list[str] = []
+
+
 def deprecated(old: str, new: str) -> None:
-    """The one line a deprecated spelling prints (on stderr, even under --quiet and --json): the
-    old spelling keeps working for the scripts that use it, and says what to write instead."""
+    """Note that the command was called by a deprecated spelling: the old spelling keeps working for
+    the scripts that use it, and :func:`say_deprecated` prints one line naming the new one when the
+    command has succeeded (a refused input stays one line: the error)."""
+    line = f"`lmleak {old}` is now `lmleak {new}`"
+    if line not in _DEPRECATED:
+        _DEPRECATED.append(line)
+
+
+def say_deprecated(succeeded: bool) -> None:
+    """Print the lines :func:`deprecated` noted (on stderr, even under --quiet and --json: stdout is
+    untouched) when the command ``succeeded``; forget them either way."""
     from rich.markup import escape
 
-    line = f"`lmleak {old}` is now `lmleak {new}`"
-    err.print(f"[yellow]deprecated:[/] {escape(line)}", soft_wrap=True, highlight=False)
+    lines, _DEPRECATED[:] = list(_DEPRECATED), []
+    for line in lines if succeeded else ():
+        err.print(f"[yellow]deprecated:[/] {escape(line)}", soft_wrap=True, highlight=False)
 
 
 def alias(command: Callable[..., Any], old: str, new: str) -> Callable[..., Any]:
     """``command`` under a deprecated spelling: the same options (Typer reads the signature
-    through ``__wrapped__``), and :func:`deprecated`'s line before it runs. Register it with
+    through ``__wrapped__``), and :func:`deprecated`'s line once it has succeeded. Register it with
     ``hidden=True``; docs/commands.md lists every such spelling."""
     import functools
 

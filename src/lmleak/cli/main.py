@@ -27,7 +27,7 @@ from typer.core import TyperGroup
 from typer.main import get_command_name
 
 from lmleak import progress
-from lmleak.cli.common import COUNT, err, offline_environment
+from lmleak.cli.common import COUNT, err, offline_environment, say_deprecated
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
 
@@ -128,8 +128,11 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
 
+        say_deprecated(False)  # a previous invocation in this process (tests) left none behind
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            say_deprecated(True)  # an old spelling's one line, once the command has succeeded
+            return result
         except typer.BadParameter as e:  # a command's option value, refused while parsing
             raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
