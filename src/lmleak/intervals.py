@@ -1,3 +1,4 @@
+# long: every interval lmleak prints, each beside the coverage rule that fixes it, in one pure module
 """Confidence intervals for the numbers lmleak prints: pure maths, shared by every stage.
 
 Every headline goes beside its 95 % interval (``X_ci = [lo, hi]`` next to ``X`` in a summary). Two
@@ -60,7 +61,6 @@ joined with the bootstrap's. Each docstring gives the coverage measured in simul
 (``tests/test_intervals.py``; the slow tests re-measure it; docs/GLOSSARY.md has the table).
 """
 
-# long: every interval lmleak prints, each beside the coverage rule that fixes it, in one pure module
 from __future__ import annotations
 
 import math

@@ -1,3 +1,4 @@
+# long: Carlini et al. 2021 in the paper's order (sampling, the six membership metrics, verification, discoverable extraction), each a short function the run at the end uses once
 """Untargeted training-data extraction (Carlini et al. 2021, "Extracting training data from large
 language models", §5) and (n, p)-discoverable extraction (Nasr et al. 2023; Hayes et al. 2024).
 
@@ -40,7 +41,6 @@ Samples that generated fewer than ``min_match_tokens`` tokens (the model ended t
 ranked: they cannot hold a match long enough to count.
 """
 
-# long: Carlini et al. 2021 in the paper's order (sampling, the six membership metrics, verification, discoverable extraction), each a short function the run at the end uses once
 from __future__ import annotations
 
 import zlib

@@ -1,3 +1,4 @@
+# long: the methods share one teacher-forced pass where the maths allows (the table below); apart, each would redo it
 """Membership-inference scores of the current literature, from one shared forward pass where the maths allows.
 
 Every score is oriented so that **higher = more likely a member**; each is one float per text.
@@ -32,7 +33,6 @@ The blind baseline (:mod:`lmleak.attacks.blind`) never queries the model; it is 
 these scores (Das et al. 2024).
 """
 
-# long: the methods share one teacher-forced pass where the maths allows (the table above); apart, each would redo it
 from __future__ import annotations
 
 import math

@@ -31,6 +31,7 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
+    renamed,
 )
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.words import plural
@@ -229,8 +230,9 @@ def mia_cmd(
         str | None, typer.Option("--reference", help="Public reference model for calibration.")
     ] = None,
     num_per_side: Annotated[
-        int, typer.Option("--n", help="Texts per side (balanced; A.4 uses 1000).", parser=COUNT)
+        int, typer.Option("--num-per-side", help="Texts per side (balanced; A.4 uses 1000).", parser=COUNT)
     ] = 1000,
+    old_n: Annotated[int | None, typer.Option("--n", hidden=True, parser=COUNT)] = None,  # deprecated
     min_k: Annotated[
         float,
         typer.Option(help="Fraction of least likely tokens for Min-K% Prob.", parser=number(gt=0, le=1)),
@@ -287,6 +289,7 @@ def mia_cmd(
     from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
+    num_per_side = renamed(old_n, num_per_side, "mia --n", "mia --num-per-side", default=1000)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
     texts = _never_seen(model, members, non_members, corpus, field)

@@ -80,7 +80,11 @@ PROBABILITY = number(ge=0, le=1)
 OPEN_UNIT = number(gt=0, lt=1)  # a rate strictly between 0 and 1 (delta, confidence, fp rate)
 
 # The options every area shares, declared once (docs/GLOSSARY.md lists each concept's names).
-QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.")]
+# ``lmleak -q CMD`` is the one documented way; the per-command --quiet/-q still works for scripts
+# that give it (hidden: one setting, one place in the help)
+QuietOpt = Annotated[
+    bool, typer.Option("--quiet", "-q", help="No progress bars or progress messages.", hidden=True)
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
 SeedOpt = Annotated[int, typer.Option("--seed", parser=SEED, help="Random seed (same seed, same result).")]
 # where a sharded pass runs on Ray (the ledger, probing, membership scoring): one meaning everywhere
@@ -157,6 +161,57 @@ def offline_environment() -> None:
     # On a shared 2-core machine, spinning OpenMP threads cost 2-30x (ENVIRONMENT.md); must be set
     # before torch is first imported, which the CLI does lazily inside commands.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+
+#: The deprecated spellings the running command was given (:func:`deprecated`); printed when it ends.
+_DEPRECATED: list[str] = []
+
+
+def deprecated(old: str, new: str) -> None:
+    """Note that the command was called by a deprecated spelling: the old spelling keeps working for
+    the scripts that use it, and :func:`say_deprecated` prints one line naming the new one when the
+    command has succeeded (a refused input stays one line: the error)."""
+    line = f"`lmleak {old}` is now `lmleak {new}`"
+    if line not in _DEPRECATED:
+        _DEPRECATED.append(line)
+
+
+def say_deprecated(succeeded: bool) -> None:
+    """Print the lines :func:`deprecated` noted (on stderr, even under --quiet and --json: stdout is
+    untouched) when the command ``succeeded``; forget them either way."""
+    from rich.markup import escape
+
+    lines, _DEPRECATED[:] = list(_DEPRECATED), []
+    for line in lines if succeeded else ():
+        err.print(f"[yellow]deprecated:[/] {escape(line)}", soft_wrap=True, highlight=False)
+
+
+def alias(command: Callable[..., Any], old: str, new: str) -> Callable[..., Any]:
+    """``command`` under a deprecated spelling: the same options (Typer reads the signature
+    through ``__wrapped__``), and :func:`deprecated`'s line once it has succeeded. Register it with
+    ``hidden=True``; docs/commands.md lists every such spelling."""
+    import functools
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        deprecated(old, new)
+        return command(*args, **kwargs)
+
+    return run
+
+
+def renamed(old_value: Any, value: Any, old: str, new: str, *, default: Any) -> Any:
+    """The value of a renamed option: ``old_value`` (its hidden deprecated spelling, None when not
+    given) with :func:`deprecated`'s line, else ``value``; both given and different: refused."""
+    if old_value is None:
+        return value
+    deprecated(old, new)
+    if value != default and value != old_value:
+        option = new.rsplit(" ", 1)[-1]
+        raise ConfigError(
+            f"{old.rsplit(' ', 1)[-1]} and {option} disagree", field=option, hint=f"give {option} only"
+        )
+    return old_value
 
 
 def quiet(enabled: bool) -> None:

@@ -254,7 +254,7 @@ def run(
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.", hidden=True)] = False,
 ) -> None:
     """Insert m canaries (each with probability 1/2), train once, guess membership, bound epsilon.
 

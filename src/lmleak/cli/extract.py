@@ -101,7 +101,7 @@ def extract(
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
-    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.")] = False,
+    quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.", hidden=True)] = False,
 ) -> None:
     """Generate samples, rank them by six membership metrics, verify the top ones against the corpus.
 

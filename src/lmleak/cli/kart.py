@@ -1,5 +1,8 @@
-"""CLI of the KART area (paper 004): ``lmleak kart review|describe|margins|run|experiment`` and
-``lmleak synth clinical``. Thin: parse, call one library function, print a table or JSON."""
+"""CLI of the KART area (paper 004): ``lmleak kart review|describe|margins|run``, ``lmleak experiment
+kart`` and ``lmleak synth clinical``. Thin: parse, call one library function, print a table or JSON.
+
+``lmleak kart experiment`` (the same experiment, registered twice before) is a hidden deprecated
+spelling of ``lmleak experiment kart``: every paper's experiment sits in the ``experiment`` group."""
 
 from __future__ import annotations
 
@@ -8,7 +11,18 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import COUNT, JsonOpt, OutDirOpt, QuietOpt, SeedOpt, number, out, print_json, quiet
+from lmleak.cli.common import (
+    COUNT,
+    JsonOpt,
+    OutDirOpt,
+    QuietOpt,
+    SeedOpt,
+    alias,
+    number,
+    out,
+    print_json,
+    quiet,
+)
 from lmleak.errors import ConfigError
 
 kart_app = typer.Typer(
@@ -19,12 +33,13 @@ kart_app = typer.Typer(
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add the ``kart`` group, ``synth clinical`` and (when the group exists) ``experiment kart``."""
+    """Add the ``kart`` group, ``synth clinical`` and ``experiment kart`` (the ``experiment`` group is
+    made by :mod:`lmleak.cli.attacks`, registered first)."""
     app.add_typer(kart_app, name="kart")
     groups["kart"] = kart_app
     groups["synth"].command("clinical")(synth_clinical_cmd)
-    if "experiment" in groups:
-        groups["experiment"].command("kart")(experiment_cmd)
+    groups["experiment"].command("kart")(experiment_cmd)
+    kart_app.command("experiment", hidden=True)(alias(experiment_cmd, "kart experiment", "experiment kart"))
 
 
 def _fmt(v: float | None) -> str:
@@ -170,7 +185,6 @@ def run_cmd(
     _print_margins(res, f"Privacy risk margins ({spec.name})")
 
 
-@kart_app.command("experiment")
 def experiment_cmd(
     out_dir: OutDirOpt,
     quick: Annotated[bool, typer.Option("--quick", help="A few minutes instead of ~15.")] = False,
@@ -186,7 +200,7 @@ def experiment_cmd(
 ) -> None:
     """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6).
 
-    Example: lmleak kart experiment --quick --out runs/kart-experiment
+    Example: lmleak experiment kart --quick --out runs/kart-experiment
     """
     import os
 

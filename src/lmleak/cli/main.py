@@ -27,14 +27,14 @@ from typer.core import TyperGroup
 from typer.main import get_command_name
 
 from lmleak import progress
-from lmleak.cli.common import COUNT, err, offline_environment
+from lmleak.cli.common import COUNT, err, offline_environment, say_deprecated
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
 
 AREAS = [
     "lmleak.cli.data",  # synth customersim, corpus checks
     "lmleak.cli.models",  # train, eval
-    "lmleak.cli.report",  # report (paper 001)
+    "lmleak.cli.report",  # report, study snapshots|compare|hardening (paper 001)
     "lmleak.cli.pii",  # pii evaluate, dedup, redact, split (paper 002)
     "lmleak.cli.privacy",  # confidentiality (paper 002)
     "lmleak.cli.attacks",  # exposure, mia, experiment crt (paper 002 §5)
@@ -54,7 +54,7 @@ PANELS = ("Audit and report", "Attacks", "Training", "Data and PII", "Serving an
 #: Every top-level command and group -> its panel, in the order ``lmleak --help`` lists them.
 #: tests/cli/test_help.py fails on a command missing here, so a new command cannot go unsorted.
 PANEL_OF = {
-    **dict.fromkeys(("audit", "report", "render", "gate", "query", "kart", "demo"), PANELS[0]),
+    **dict.fromkeys(("audit", "report", "study", "render", "gate", "query", "kart", "demo"), PANELS[0]),
     **dict.fromkeys(("exposure", "mia", "probe", "extract", "dp-audit"), PANELS[1]),
     **dict.fromkeys(("train", "eval", "confidentiality", "experiment"), PANELS[2]),
     **dict.fromkeys(("synth", "corpus", "pii", "dedup", "redact", "split"), PANELS[3]),
@@ -128,8 +128,11 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:  # typer's vendored click.Context
         from rich.markup import escape
 
+        say_deprecated(False)  # a previous invocation in this process (tests) left none behind
         try:
-            return super().invoke(ctx)
+            result = super().invoke(ctx)
+            say_deprecated(True)  # an old spelling's one line, once the command has succeeded
+            return result
         except typer.BadParameter as e:  # a command's option value, refused while parsing
             raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):

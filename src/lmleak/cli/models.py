@@ -76,7 +76,7 @@ TRAIN_COMMON = frozenset(
         *("corpus", "holdout_users", "seq_len"),
         *("mode", "target_epsilon", "noise_multiplier", "delta", "privacy_unit"),
         *("epochs", "batch_size", "lr", "seed"),
-        *("out_dir", "config", "json_out", "quiet_", "help_all", "help"),
+        *("out_dir", "config", "json_out", "help_all", "help"),  # --quiet: `lmleak -q train`
     }
 )
 
@@ -221,7 +221,7 @@ def train(
     ] = 128,
     heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.", parser=COUNT)] = 4,
     snapshots: Annotated[
-        bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak report snapshots`).")
+        bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak study snapshots`).")
     ] = False,
     noise_multiplier: Annotated[
         float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).", parser=POSITIVE)

@@ -1,5 +1,10 @@
-"""CLI of paper 003 (ProPILE): ``lmleak probe`` (the data subject's view), ``probe run``,
-``probe softprompt``, ``probe build``, ``probe sweep``, and ``experiment propile``."""
+"""CLI of paper 003 (ProPILE): ``lmleak probe person`` (the data subject's view), ``probe run``
+(many subjects), ``probe softprompt``, ``probe build``, ``probe sweep``, ``probe templates``, and
+``experiment propile``.
+
+``probe`` is a group, not a command (issue 34: a name is one or the other). The person's view was the
+group's own callback (``lmleak probe --model M --subject me.json``); that spelling still works, hidden
+and deprecated: the callback takes :func:`person_cmd`'s options, hidden, and prints one line."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from lmleak.cli.common import (
     RedactKeyFileOpt,
     RedactRunOpt,
     SeedOpt,
+    deprecated,
     err,
     info,
     out,
@@ -102,22 +108,23 @@ SUBJECT_FILE_HELP = (
     "other people's documents, whose membership is then unknown). Leave out what you do not want checked.\n\n"
     'Example me.json: {"name": "Ann Lee", "phone": "(555) 555-0100", "email": "ann.lee@example.org", '
     '"relations": {"father": "Sam Lee"}}\n\n'
-    "A page for the person: lmleak probe --model M --subject me.json --html me.html"
+    "A page for the person: lmleak probe person --model M --subject me.json --html me.html"
 )
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add the ``probe`` group and (when the group exists) ``experiment propile``."""
+    """Add the ``probe`` group and ``experiment propile`` (the ``experiment`` group is made by
+    :mod:`lmleak.cli.attacks`, registered first)."""
     probe = typer.Typer(
-        help="Probe a model for a person's linked PII (ProPILE, paper 003).\n\n"
-        "Example: lmleak probe --model runs/model --subject me.json --html me.html",
+        help="Probe a model for people's linked PII (ProPILE, paper 003): one person's view, or many subjects.\n\n"
+        "Example: lmleak probe person --model runs/model --subject me.json --html me.html",
         epilog=SUBJECT_FILE_HELP,
         invoke_without_command=True,
     )
     app.add_typer(probe, name="probe")
-    if "experiment" in groups:
-        groups["experiment"].command("propile")(experiment_cmd)
-    probe.callback()(subject_view_cmd)
+    groups["experiment"].command("propile")(experiment_cmd)
+    probe.callback()(_old_person_spelling())
+    probe.command("person", epilog=SUBJECT_FILE_HELP)(person_cmd)
     probe.command("run")(run_cmd)
     probe.command("sweep")(sweep_cmd)
     probe.command("build")(build_cmd)
@@ -125,17 +132,19 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     probe.command("softprompt")(softprompt_cmd)
 
 
-def subject_view_cmd(
-    ctx: typer.Context,
-    model: Annotated[str | None, typer.Option("--model", "-m", help="Model to probe.")] = None,
-    subject: Annotated[
-        Path | None,
-        typer.Option(
-            "--subject",
-            help="me.json: your name and the items to check (fields: name, phone, email, emails, "
-            "address, university, relations; see below).",
-        ),
-    ] = None,
+SubjectOpt = Annotated[
+    Path,
+    typer.Option(
+        "--subject",
+        help="me.json: your name and the items to check (fields: name, phone, email, emails, "
+        "address, university, relations; see below).",
+    ),
+]
+
+
+def person_cmd(
+    model: Annotated[str, typer.Option("--model", "-m", help="Model to probe.")],
+    subject: SubjectOpt,
     templates: Annotated[
         int, typer.Option("--templates", help="Number of templates (k-shot).", parser=COUNT)
     ] = 5,
@@ -151,12 +160,10 @@ def subject_view_cmd(
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
-    """The data subject's view: how likely the model reveals each of YOUR PII items."""
-    if ctx.invoked_subcommand is not None:
-        return
-    if model is None or subject is None:
-        out.print(ctx.get_help())
-        raise typer.Exit(0 if model is None and subject is None else 2)
+    """The data subject's view: how likely the model reveals each of YOUR PII items.
+
+    Example: lmleak probe person --model runs/model --subject me.json --html me.html
+    """
     quiet(quiet_)
     if html_out is not None:
         view = _write_person_page(model, subject, html_out, templates=templates, beams=beams)
@@ -169,6 +176,35 @@ def subject_view_cmd(
         print_json(view.to_dict())
         return
     _subject_table(view)
+
+
+def _old_person_spelling() -> Any:
+    """The ``probe`` group's callback: ``lmleak probe --model M --subject F ...`` (the old spelling of
+    ``probe person``) with :func:`person_cmd`'s options, hidden and optional; nothing before a
+    sub-command; the help when neither --model nor --subject is given."""
+    import inspect
+    from copy import copy
+    from typing import get_args
+
+    def callback(ctx: typer.Context, **options: Any) -> None:
+        if ctx.invoked_subcommand is not None:
+            return
+        if options["model"] is None or options["subject"] is None:
+            out.print(ctx.get_help())
+            raise typer.Exit(0 if options["model"] is None and options["subject"] is None else 2)
+        deprecated("probe --model M --subject F", "probe person --model M --subject F")
+        person_cmd(**options)
+
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context)]
+    for p in inspect.signature(person_cmd, eval_str=True).parameters.values():
+        kind, *meta = get_args(p.annotation)
+        info = copy(meta[0])
+        info.hidden = True
+        default = None if p.default is inspect.Parameter.empty else p.default
+        params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY, annotation=Annotated[kind | None, info],
+                                default=default))  # fmt: skip
+    callback.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    return callback
 
 
 def _subject_table(view: SubjectView) -> None:

@@ -1,10 +1,14 @@
-"""``lmleak report``: the training data leakage report (paper 001) and its studies.
+"""``lmleak report``: the training data leakage report (paper 001), and ``lmleak study``: its studies.
 
 Invocations:
     lmleak report --model M --corpus C --out RUN [--k 1 3] [--public-model P|leave-out] [--t T] [--p P] [--redact]
-    lmleak report snapshots --model M --corpus C --out RUN [--k 1] [--val V]
-    lmleak report compare --model NAME=PATH ... --corpus C --out RUN [--val V] [--public-model P]
-    lmleak report hardening --run RUN --threshold 2 --threshold 3 ...
+    lmleak study snapshots --model M --corpus C --out RUN [--k 1] [--val V]
+    lmleak study compare --model NAME=PATH ... --corpus C --out RUN [--val V] [--public-model P]
+    lmleak study hardening --run RUN --threshold 2 --threshold 3 ...
+
+``report`` is a command, not a group (issue 34: a name is one or the other). The studies were its
+sub-commands; ``lmleak report snapshots|compare|hardening`` still work as hidden deprecated
+spellings (which is why ``report`` is still a click group underneath, with only hidden commands).
 
 ``--k 1 3`` (several values after one flag) is accepted by rewriting it to ``--k 1 --k 3`` before
 click parses the group's arguments.
@@ -30,6 +34,7 @@ from lmleak.cli.common import (
     QuietOpt,
     RayAddressOpt,
     RedactKeyFileOpt,
+    alias,
     hide_ids_when_redacted,
     info,
     out,
@@ -43,7 +48,11 @@ _MULTI = ("--k",)
 
 
 class _ReportGroup(TyperGroup):
-    """A group whose own callback is the main command and whose ``--k`` takes several values."""
+    """A command (the group's callback) whose ``--k`` takes several values; its sub-commands are the
+    studies' hidden deprecated spellings, so the usage line shows no COMMAND."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        return [self.options_metavar] if self.options_metavar else []
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:  # typer's vendored click.Context
         fixed: list[str] = []
@@ -325,7 +334,8 @@ AllowPickleOpt = Annotated[
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
-    """Add ``lmleak report`` and its study sub-commands."""
+    """Add ``lmleak report``, the ``lmleak study`` group, and the studies' old spellings under
+    ``report`` (hidden, deprecated)."""
     report_app = typer.Typer(
         cls=_ReportGroup,
         invoke_without_command=True,
@@ -333,10 +343,16 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
         "Example: lmleak report --model runs/model --corpus data/corpus.jsonl --out runs/report --public-model leave-out",
     )
     report_app.callback()(report)
-    report_app.command("snapshots")(snapshots)
-    report_app.command("compare")(compare)
-    report_app.command("hardening")(hardening)
+    study_app = typer.Typer(
+        help="Studies of the leakage report (paper 001): over checkpoints, across models, API hardening.\n\n"
+        "Example: lmleak study hardening --run runs/report --threshold 2 --threshold 3",
+        no_args_is_help=True,
+    )
+    for name, study in (("snapshots", snapshots), ("compare", compare), ("hardening", hardening)):
+        study_app.command(name)(study)
+        report_app.command(name, hidden=True)(alias(study, f"report {name}", f"study {name}"))
     app.add_typer(report_app, name="report")
+    app.add_typer(study_app, name="study")
 
 
 # long: its signature declares the 25 options of `lmleak report`, one line each; the body is short
@@ -369,7 +385,7 @@ def report(
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
-    """Run the leakage report (without a sub-command) or a study (snapshots, compare, hardening)."""
+    """Run the leakage report."""
     if ctx.invoked_subcommand is not None:
         return
     # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
@@ -444,7 +460,7 @@ def snapshots(
 ) -> None:
     """The report over per-epoch checkpoints (paper 001 Fig. 5).
 
-    Example: lmleak report snapshots --model runs/model --corpus data/corpus.jsonl --out runs/snapshots
+    Example: lmleak study snapshots --model runs/model --corpus data/corpus.jsonl --out runs/snapshots
     """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import snapshot_study
@@ -469,7 +485,7 @@ def compare(
 ) -> None:
     """Compare models trained on the same data (paper 001 Table 2).
 
-    Example: lmleak report compare --model plain=runs/plain --model dp=runs/dp --corpus data/corpus.jsonl --out runs/compare
+    Example: lmleak study compare --model plain=runs/plain --model dp=runs/dp --corpus data/corpus.jsonl --out runs/compare
     """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import compare_models
@@ -521,7 +537,7 @@ def hardening(
 ) -> None:
     """API hardening: accuracy and # unique vs the confidence threshold, from the ledger alone.
 
-    Example: lmleak report hardening --run runs/report --threshold 2 --threshold 3
+    Example: lmleak study hardening --run runs/report --threshold 2 --threshold 3
     """
     # lazy: lmleak.report.studies imports torch
     from lmleak.report.studies import hardening_study

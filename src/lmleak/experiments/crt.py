@@ -1,3 +1,4 @@
+# long: paper 002's experiment (§5, Figs. 2-6) end to end in the paper's order; its documented config alone is 100 lines
 """The evaluation of Confidentially Redacted Training (paper 002 §5, Figs. 2-6), end to end.
 
 For each architecture and each policy false-negative rate γ (the screening policy degraded to
@@ -34,7 +35,6 @@ Outputs in the run directory: ``crt_table.parquet`` and ``.csv`` (one row per mo
 ``fig2_ppl_vs_epsilon.png`` ... ``fig6_amplification.png``, ``summary.json``.
 """
 
-# long: paper 002's experiment (§5, Figs. 2-6) end to end in the paper's order; its documented config alone is 100 lines
 from __future__ import annotations
 
 import dataclasses

@@ -1,3 +1,4 @@
+# long: paper 003's experiment end to end in the paper's order; its documented config alone is 190 lines
 """Paper 003's (ProPILE) experiment end to end, on a small GPT trained on synthetic CustomerSim.
 
 Steps:
@@ -46,7 +47,6 @@ synthetic data (``data/``) and the trained model (``model/``), and ``summary.jso
 ``scenarios`` mapping makes ``lmleak kart describe RUN`` list every probe's KART scenario.
 """
 
-# long: paper 003's experiment end to end in the paper's order; its documented config alone is 190 lines
 from __future__ import annotations
 
 import contextlib

@@ -1,3 +1,4 @@
+# long: the archive's writer (messages, quoting, digests, canaries of either design) and its summary share the draws of one module
 """Synth mail: a mailing-list archive with known PII, shaped like the data users really audit.
 
 CustomerSim (:mod:`lmleak.data.synth.customersim`) writes short, uniform dialogues in which PII
@@ -34,7 +35,6 @@ trained by ``lmleak train`` (see ``docs/synth-mail.md``). ``scale`` multiplies t
 messages (and authors, by its square root), so the size grows linearly.
 """
 
-# long: the archive's writer (messages, quoting, digests, canaries of either design) and its summary share the draws of one module
 from __future__ import annotations
 
 import json
