@@ -1,4 +1,3 @@
-# long: paper 001's pipeline in one module: its documented config (68 lines), the analysis, the intervals over users and the run's tables, each step a short function run_report uses once
 """The training data leakage report (paper 001 §4-§6): ledger -> S -> features -> metrics.
 
 :func:`run_report` writes into a run directory:
