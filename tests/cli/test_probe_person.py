@@ -92,7 +92,7 @@ def test_docs_probing_lists_every_field_and_its_worked_me_json_is_a_valid_subjec
     me.write_text(block)
     (subject,) = read_subjects(me)
     assert subject["name"] == "Dennis Boone" and json.loads(block)["relations"]["sister"] == "Mikayla Boone"
-    assert "lmleak probe --model mem --subject me.json --html dennis.html" in doc
+    assert "lmleak probe person --model mem --subject me.json --html dennis.html" in doc
 
 
 def test_the_terminal_table_says_the_rank_test_in_words_and_prints_no_ratio(tmp_path):
