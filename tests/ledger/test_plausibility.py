@@ -68,3 +68,16 @@ def test_the_limit_is_the_slack_times_the_largest_known_vocabulary():
         check_better_than_uniform(np.full(10, -edge - 1e-3), model)
     check_better_than_uniform(np.full(10, np.nan), model)
     assert vocabulary_size(object()) is None
+
+
+def test_a_right_model_that_never_saw_a_few_tokens_is_not_stopped():
+    """A redacted or CRT model read on raw text: 90 % of tokens predicted well (-1 nat), the digits and
+    names it never saw at -50 nats. The corpus perplexity is far above V (e^5.9 = 365 > 150), but the
+    typical (median) token is at e^1, so the model is the right one and the ledger is kept; a wrong
+    tokenizer misreads every token and is stopped."""
+    model = _Scorer(0.0)
+    lp = np.r_[np.full(90, -1.0), np.full(10, -50.0)]
+    assert np.exp(-lp.mean()) > UNIFORM_SLACK * 100 and np.exp(-np.median(lp)) < UNIFORM_SLACK * 100
+    check_better_than_uniform(lp, model)
+    with pytest.raises(ModelError, match=r"so is the typical token's \(403, the median\)"):
+        check_better_than_uniform(np.full(100, -6.0), model)
