@@ -143,11 +143,14 @@ def _at_boundary(
 
 
 def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:
-    """The KART record of a membership run: candidate texts, scores access, each method's resources."""
+    """The KART record of a membership run: candidate texts, scores access (generation when every
+    method needs only generated text, as SaMIA), each method's resources."""
     return scenario_record(
         attack="membership_inference",
         knowledge=("candidate_texts",),
-        access="scores",
+        access="generation"
+        if methods and all(METHODS[m].access == "generation" for m in methods)
+        else "scores",
         target="membership",
         resources=tuple(
             dict.fromkeys(
