@@ -255,7 +255,8 @@ def test_mia_samia_runs_against_lmleak_serve_text_tier_with_its_interval_and_cos
     assert 0 < s["samia_generated_words"] <= s["samia_max_generated_tokens"] == 24 * 2 * 4
     assert s["scenario"]["access"] == "generation" and s["mia_options"]["samia"]["samples"] == 2
     # the likelihood methods still refuse the text tier, naming what it grants
-    assert refused.exit_code == 2 and "grants only 'generate'" in " ".join(refused.output.split())
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "grants only 'generate'" in said and "--methods samia" in said
 
 
 def test_mia_refuses_a_bad_samia_option_in_one_line(files):

@@ -48,7 +48,7 @@ import numpy as np
 
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
 from lmleak.attacks.samia import SamiaSettings, samia_columns
-from lmleak.errors import ConfigError, DataFileError, check_number, did_you_mean
+from lmleak.errors import CapabilityError, ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.models.torch_causal import TorchCausalLM, _windows
 from lmleak.scenarios import scenario_record
@@ -583,7 +583,12 @@ def _check_methods(
             f"unknown membership method {bad[0]!r}." + did_you_mean(bad[0], list(METHODS)), field="methods"
         )
     if any(m not in TEXT_ONLY_METHODS for m in methods) or not methods:
-        require(model, Capability.SCORE, attack="membership inference")
+        try:
+            require(model, Capability.SCORE, attack="membership inference")
+        except CapabilityError as e:
+            if Capability.GENERATE not in getattr(model, "capabilities", frozenset()):
+                raise
+            raise CapabilityError(f"{e} From generated text alone: --methods samia.") from None
     if "samia" in methods:
         require(model, Capability.GENERATE, attack="SaMIA membership inference")
     if "reference" in methods:
