@@ -20,6 +20,7 @@ from lmleak.attacks.samia import (
     split_prefix,
 )
 from lmleak.errors import CapabilityError, ConfigError
+from lmleak.models.base import Capability
 from lmleak.models.blackbox import TextOnly
 from lmleak.models.fake import FakeLM
 
@@ -115,3 +116,16 @@ def test_settings_are_checked_and_all_leaves_the_costly_text_only_method_out():
     with pytest.raises(ConfigError, match="samia_prefix_share"):
         SamiaSettings(prefix_share=1.0)
     assert "samia" not in parse_methods(["all"]) and parse_methods(["samia"]) == ("samia",)
+
+
+def test_over_the_chat_tier_each_text_is_one_request_of_n_samples():
+    from lmleak.models.http import HTTPModel
+    from lmleak.serve import serving
+
+    texts = _texts(6, seed=4)
+    with serving(FakeLM.from_texts(texts, alpha=1e-4), tier="chat", name="m") as server:
+        model = HTTPModel(f"{server.url}?cache=off&tier=chat#m")
+        r = samia_scores(model, texts, SamiaSettings(samples=2, max_new_tokens=4))
+    assert model.capabilities == {Capability.GENERATE} and r.requests == 6 and r.cached == 0
+    assert all(len(s) == 2 for s in r.samples) and np.isfinite(r.scores).all()
+    assert np.isnan(r.generated_tokens).all()  # the server's tokenizer: not counted (a request a sample)
