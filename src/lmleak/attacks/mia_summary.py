@@ -96,8 +96,9 @@ def membership_summary(
         "mia_excluded_by_attack": excluded,
         "mia_excluded_note": None
         if not excluded
-        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published) get no "
-        "score and are left out of that method's numbers: "
+        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published)"
+        + (" or for SaMIA (an empty prefix or continuation)" if "samia" in excluded else "")
+        + " get no score and are left out of that method's numbers: "
         + ", ".join(f"{f} {c}" for f, c in excluded.items()),
         "perplexity_auc": individual["perplexity"]["auc"] if "perplexity" in individual else None,
         "mia_methods": list(res.methods),
