@@ -214,3 +214,53 @@ def test_mia_non_members_naming_a_training_user_or_without_a_corpus_or_members_a
         r = runner.invoke(app, [*base, *extra, "--out", str(run)])
         assert r.exit_code == 2, r.output
         assert message in " ".join(r.output.split()) and not run.exists()
+
+
+def test_mia_samia_runs_against_lmleak_serve_text_tier_with_its_interval_and_cost(tmp_path):
+    """`lmleak mia --methods samia` on a text-only API: an AUC with its interval, the placebo and the
+    blind baseline, and its cost: ceil(texts / batch) requests of `batch` prompts x `n` samples."""
+    from faker import Faker
+
+    from lmleak.models.fake import FakeLM
+    from lmleak.serve import serving
+
+    fake = Faker()
+    Faker.seed(7)
+    texts = [fake.sentence(nb_words=12) for _ in range(24)]
+    members, non = tmp_path / "members.txt", tmp_path / "non.txt"
+    members.write_text("".join(t + "\n" for t in texts[:12]))
+    non.write_text("".join(t + "\n" for t in texts[12:]))
+    model = FakeLM.from_texts(texts[:12], alpha=1e-4, name="memorised")
+    with serving(model, tier="text", name="memorised") as server:
+        spec = f"{server.url}?tier=text&cache=off&batch=5#memorised"
+        args = ["mia", "--model", spec, "--members", str(members), "--non-members", str(non)]
+        opts = [
+            "--methods",
+            "samia",
+            "--samia-samples",
+            "2",
+            "--samia-max-new-tokens",
+            "4",
+            "--group-size",
+            "0",
+        ]
+        r = runner.invoke(app, [*args, *opts, "--out", str(tmp_path / "run"), "--json"])
+        refused = runner.invoke(app, [*args, "--out", str(tmp_path / "refused")])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert s["mia_method"] == "samia" and s["mia_auc"] > 0.8 and s["mia_auc_ci"][0] > 0.5
+    assert s["placebo_auc_ci"] is not None and s["blind_auc"] is not None
+    assert s["samia_requests"] == -(-24 // 5) and s["samia_cached"] == 0  # 24 texts, 5 prompts a request
+    assert s["samia_samples"] == 24 * 2 and s["samia_generated_tokens"] is None  # the server's tokenizer
+    assert 0 < s["samia_generated_words"] <= s["samia_max_generated_tokens"] == 24 * 2 * 4
+    assert s["scenario"]["access"] == "generation" and s["mia_options"]["samia"]["samples"] == 2
+    # the likelihood methods still refuse the text tier, naming what it grants
+    said = " ".join(refused.output.split())
+    assert refused.exit_code == 2 and "grants only 'generate'" in said and "--methods samia" in said
+
+
+def test_mia_refuses_a_bad_samia_option_in_one_line(files):
+    tmp, corpus, _, members, non = files
+    args = ["mia", "--model", f"fake:{corpus}", "--members", str(members), "--non-members", str(non)]
+    r = runner.invoke(app, [*args, "--methods", "samia", "--samia-ngram", "3", "--out", str(tmp / "x")])
+    assert r.exit_code == 2 and "--samia-ngram" in r.output

@@ -64,6 +64,7 @@ from lmleak.attacks.mia_texts import membership_texts, read_texts
 from lmleak.attacks.mia_texts import split_by_holdout as split_by_holdout  # re-exported
 from lmleak.attacks.mia_texts import split_users_by_holdout as split_users_by_holdout  # re-exported
 from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve
+from lmleak.attacks.samia import SamiaSettings, samia_cost
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.base import scoring_convention
@@ -113,6 +114,7 @@ def text_scores(
         num_neighbours=opts.num_neighbours,
         min_k=min_k,
         seed=opts.seed,
+        samia=opts.samia,
     )
 
 
@@ -437,6 +439,7 @@ def method_options(
     num_neighbours: int = 8,
     field: str = "text",
     seed: int = 0,
+    samia: SamiaSettings | None = None,
 ) -> MethodOptions:
     """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
     defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
@@ -461,6 +464,7 @@ def method_options(
         num_neighbours=num_neighbours,
         mlm=mlm_model,
         seed=seed,
+        samia=samia or SamiaSettings(),
     )
 
 
@@ -540,6 +544,8 @@ def run_membership(
     summary = membership_summary(
         name, res, reference=reference, source=source, group_size=group_size, options=options
     )
+    if "samia" in res.methods:  # what the text-only attack cost: requests and generated tokens
+        summary.update(samia_cost(res.scores, (options or MethodOptions()).samia))
     summary.update(scoring_convention(model))
     if reference is not None:
         summary.update(scoring_convention(reference, prefix="reference_"))
@@ -571,6 +577,7 @@ def membership_of_model(
     engine: ShardEngine | None = None,
     echo: Callable[[str], None] | None = None,
     texts: MembershipTexts | None = None,
+    samia: SamiaSettings | None = None,
 ) -> dict[str, Any]:
     """The work of ``lmleak mia``: check the methods (:func:`method_options`), load the model spec
     ``model`` (and ``reference``), pick the texts (:func:`membership_texts`) and run
@@ -579,6 +586,7 @@ def membership_of_model(
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
     are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
     people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
+    ``samia``: SaMIA's settings (with ``--methods samia``); its cost is echoed after the run.
     Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
@@ -591,6 +599,7 @@ def membership_of_model(
         num_neighbours=neighbours,
         field=field,
         seed=seed,
+        samia=samia,
     )
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
     if texts is None:
@@ -606,7 +615,7 @@ def membership_of_model(
     )
     specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
     with ray_session(engine):
-        return run_membership(
+        summary = run_membership(
             lm,
             mem,
             non,
@@ -624,3 +633,6 @@ def membership_of_model(
             engine=engine,
             model_specs=specs,
         )
+    if "samia_cost" in summary:
+        say(summary["samia_cost"])
+    return summary

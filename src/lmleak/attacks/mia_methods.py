@@ -20,12 +20,16 @@ method             score (higher = member)                                      
                    §6.1; calibration by a public model)
 ``neighbourhood``  ``LL(x) - mean_j LL(x~_j)``, the x~_j neighbours made by replacing a word   the text, every neighbour
                    with a masked LM's best substitute (Mattern et al. 2023)
+``samia``          mean ROUGE-N recall of the text's true continuation by continuations        sampled text only (no
+                   sampled from its prefix (Kaneko et al. 2024; :mod:`lmleak.attacks.samia`)   log-probabilities)
 =================  ==========================================================================  ===========================
 
 One teacher-forced pass over the text gives every token's log-probability *and* the moments of the
 full next-token distribution at every position, so ``perplexity``, ``zlib``, ``min_k`` and
 ``min_k_pp`` cost one pass together, and ``lowercase``, ``recall``, ``reference`` and
 ``neighbourhood`` reuse it and add only the passes of their own inputs (the table's last column).
+``samia`` needs no pass at all, only generated text, so it runs on text-only backends too (the
+HTTP ``text`` and ``chat`` tiers); scored alone it needs only ``Capability.GENERATE``.
 :func:`score_methods` with ``shared=False`` runs each method on its own instead (its own passes,
 nothing reused): the benchmark's baseline and the tests' oracle of the sharing.
 
@@ -43,7 +47,8 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
-from lmleak.errors import ConfigError, DataFileError, check_number, did_you_mean
+from lmleak.attacks.samia import SamiaSettings, samia_columns
+from lmleak.errors import CapabilityError, ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.models.torch_causal import TorchCausalLM, _windows
 from lmleak.scenarios import scenario_record
@@ -98,8 +103,12 @@ METHODS: dict[str, MethodInfo] = {
             "token log-probabilities of the target; a masked LM makes the neighbours",
             ("other_model:masked_lm",),
         ),
+        MethodInfo("samia", "Kaneko et al. 2024", "generation", "sampled text continuations (generate)"),
     )
 }
+#: Methods that need only generated text (no log-probabilities); ``all`` leaves them out (their cost
+#: is ``samples`` generations per text): name them.
+TEXT_ONLY_METHODS = ("samia",)
 #: What ``lmleak mia`` scores when no ``--methods`` are given (``reference`` too when a reference is).
 DEFAULT_METHODS = ("perplexity", "zlib", "min_k")
 
@@ -115,7 +124,8 @@ class MethodOptions:
         recall_shots: non-member texts in the prefix when it is taken from the pool.
         num_neighbours: neighbours per text for ``neighbourhood``.
         mlm: the masked LM that makes the neighbours (an :class:`~lmleak.models.hf_masked.HFMaskedLM`).
-        seed: seeds the neighbours' word choice.
+        seed: seeds the neighbours' word choice and SaMIA's sampling.
+        samia: SaMIA's settings (:class:`~lmleak.attacks.samia.SamiaSettings`).
     """
 
     methods: tuple[str, ...] | None = None
@@ -124,6 +134,7 @@ class MethodOptions:
     num_neighbours: int = 8
     mlm: Any = field(default=None, repr=False, compare=False)
     seed: int = 0
+    samia: SamiaSettings = field(default_factory=SamiaSettings)
 
     def __post_init__(self) -> None:
         check_number(self.recall_shots, "recall_shots", ge=1, integer=True)
@@ -139,6 +150,7 @@ class MethodOptions:
             "num_neighbours": self.num_neighbours,
             "mlm": None if self.mlm is None else getattr(self.mlm, "name", type(self.mlm).__name__),
             "seed": self.seed,
+            "samia": self.samia.record(),
         }
 
 
@@ -147,7 +159,8 @@ def parse_methods(
 ) -> tuple[str, ...]:
     """Validate method names; ``None`` gives :data:`DEFAULT_METHODS` (plus ``reference`` with one).
 
-    ``all`` expands to every method the given resources allow.
+    ``all`` expands to every likelihood method the given resources allow (not the text-only
+    :data:`TEXT_ONLY_METHODS`, which cost generations: name them).
 
     Raises:
         ConfigError: an unknown name (with a "did you mean"), or ``reference`` / ``neighbourhood``
@@ -166,7 +179,11 @@ def parse_methods(
         for name in str(m).replace(",", " ").split():
             if name == "all":
                 out.extend(
-                    n for n in METHODS if (n != "reference" or reference) and (n != "neighbourhood" or mlm)
+                    n
+                    for n in METHODS
+                    if (n != "reference" or reference)
+                    and (n != "neighbourhood" or mlm)
+                    and n not in TEXT_ONLY_METHODS
                 )
                 continue
             if name not in METHODS:
@@ -456,6 +473,7 @@ def score_methods(
     min_k: float = 0.2,
     seed: int = 0,
     shared: bool = True,
+    samia: SamiaSettings | None = None,
 ) -> dict[str, np.ndarray]:
     """Every requested method's score per text (higher = more likely a member), plus the statistics
     the table keeps: ``num_tokens``, ``logprob`` (summed nats), ``log_ppl``, ``log_ppl_word``,
@@ -466,12 +484,51 @@ def score_methods(
     for all texts (:func:`conditional_logprobs`) in both modes; with
     ``shared=False`` each method runs every pass it needs by itself. Both give the same scores.
 
+    ``samia`` (settings ``samia``) adds its score and cost columns (:func:`lmleak.attacks.samia.samia_columns`);
+    scored with no likelihood method, the model needs only GENERATE and the log-probability
+    statistics are not computed.
+
     Raises:
-        CapabilityError: the model lacks SCORE (or the reference does).
+        CapabilityError: the model lacks SCORE for a likelihood method, or GENERATE for SaMIA (or the
+            reference lacks SCORE).
         ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` without their model.
     """
     methods = tuple(methods)
     _check_methods(model, methods, reference=reference, mlm=mlm, recall_prefix=recall_prefix, min_k=min_k)
+    likelihood = tuple(m for m in methods if m not in TEXT_ONLY_METHODS)
+    res: dict[str, np.ndarray] = {}
+    if likelihood or not methods:
+        res = _likelihood_scores(
+            model,
+            texts,
+            likelihood,
+            reference=reference,
+            mlm=mlm,
+            recall_prefix=recall_prefix,
+            num_neighbours=num_neighbours,
+            min_k=min_k,
+            seed=seed,
+            shared=shared,
+        )
+    if "samia" in methods:
+        res.update(samia_columns(model, texts, samia or SamiaSettings(), seed=seed))
+    return res
+
+
+def _likelihood_scores(
+    model: Any,
+    texts: Sequence[str],
+    methods: tuple[str, ...],
+    *,
+    reference: Any,
+    mlm: Any,
+    recall_prefix: str | None,
+    num_neighbours: int,
+    min_k: float,
+    seed: int,
+    shared: bool,
+) -> dict[str, np.ndarray]:
+    """The likelihood methods' scores and the text statistics (:func:`score_methods`)."""
     enc = model.tokenizer.encode
     seqs = [enc(t) for t in texts]
     for i, s in enumerate(seqs):
@@ -525,7 +582,15 @@ def _check_methods(
         raise ConfigError(
             f"unknown membership method {bad[0]!r}." + did_you_mean(bad[0], list(METHODS)), field="methods"
         )
-    require(model, Capability.SCORE, attack="membership inference")
+    if any(m not in TEXT_ONLY_METHODS for m in methods) or not methods:
+        try:
+            require(model, Capability.SCORE, attack="membership inference")
+        except CapabilityError as e:
+            if Capability.GENERATE not in getattr(model, "capabilities", frozenset()):
+                raise
+            raise CapabilityError(f"{e} From generated text alone: --methods samia.") from None
+    if "samia" in methods:
+        require(model, Capability.GENERATE, attack="SaMIA membership inference")
     if "reference" in methods:
         if reference is None:
             raise ConfigError("method 'reference' needs a reference model", field="methods")

@@ -96,8 +96,9 @@ def membership_summary(
         "mia_excluded_by_attack": excluded,
         "mia_excluded_note": None
         if not excluded
-        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published) get no "
-        "score and are left out of that method's numbers: "
+        else "texts too short for Min-K% / Min-K%++ at this k (int(k·n) < 1 token, as published)"
+        + (" or for SaMIA (an empty prefix or continuation)" if "samia" in excluded else "")
+        + " get no score and are left out of that method's numbers: "
         + ", ".join(f"{f} {c}" for f, c in excluded.items()),
         "perplexity_auc": individual["perplexity"]["auc"] if "perplexity" in individual else None,
         "mia_methods": list(res.methods),
@@ -143,11 +144,14 @@ def _at_boundary(
 
 
 def _scenario(methods: Sequence[str], reference: Any, source: str | None) -> dict[str, Any]:
-    """The KART record of a membership run: candidate texts, scores access, each method's resources."""
+    """The KART record of a membership run: candidate texts, scores access (generation when every
+    method needs only generated text, as SaMIA), each method's resources."""
     return scenario_record(
         attack="membership_inference",
         knowledge=("candidate_texts",),
-        access="scores",
+        access="generation"
+        if methods and all(METHODS[m].access == "generation" for m in methods)
+        else "scores",
         target="membership",
         resources=tuple(
             dict.fromkeys(

@@ -191,7 +191,7 @@ def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
         )
 
 
-# long: the Typer signature declares 23 options; the body only parses, calls membership_of_model, prints
+# long: the Typer signature declares 29 options; the body only parses, calls membership_of_model, prints
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
@@ -260,6 +260,25 @@ def mia_cmd(
     blind: Annotated[
         bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")
     ] = True,
+    samia_samples: Annotated[
+        int, typer.Option(help="SaMIA: continuations sampled per text (the paper: 10).", parser=COUNT)
+    ] = 10,
+    samia_prefix_share: Annotated[
+        float,
+        typer.Option(help="SaMIA: share of a text's words given as the prefix.", parser=number(gt=0, lt=1)),
+    ] = 0.5,
+    samia_max_new_tokens: Annotated[
+        int, typer.Option(help="SaMIA: tokens generated per sample at most.", parser=COUNT)
+    ] = 64,
+    samia_temperature: Annotated[
+        float, typer.Option(help="SaMIA: sampling temperature.", parser=number(gt=0))
+    ] = 1.0,
+    samia_top_k: Annotated[
+        int, typer.Option(help="SaMIA: sample among the k most likely tokens (0: all).", parser=COUNT0)
+    ] = 50,
+    samia_ngram: Annotated[
+        int, typer.Option(help="SaMIA: N of the ROUGE-N recall (1 or 2).", parser=number(int, ge=1, le=2))
+    ] = 1,
     field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
     seed: SeedOpt = 0,
     engine: Annotated[
@@ -278,13 +297,16 @@ def mia_cmd(
     Example: lmleak mia --model runs/model --corpus data/corpus.jsonl --out runs/mia
 
     Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
-    neighbourhood, or all (default: perplexity zlib min_k, and reference with --reference). The sets are
+    neighbourhood, samia, or all (every likelihood method; samia by name: it samples
+    --samia-samples continuations per text and needs only generated text, so it runs on the HTTP text and
+    chat tiers) (default: perplexity zlib min_k, and reference with --reference). The sets are
     de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
     texts grouped by shared PII); the headline attack is chosen on one half of the users and reported
     on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
+    from lmleak.attacks.samia import SamiaSettings
     from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
 
@@ -293,6 +315,9 @@ def mia_cmd(
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods"})
     texts = _never_seen(model, members, non_members, corpus, field)
+    samia = SamiaSettings(
+        samia_samples, samia_prefix_share, samia_max_new_tokens, samia_temperature, samia_top_k, samia_ngram
+    )
     summary = write_run(
         out_dir,
         lambda d: membership_of_model(
@@ -317,6 +342,7 @@ def mia_cmd(
             engine=eng,
             echo=info,
             texts=texts,
+            samia=samia,
         ),
         redact=redact,
         key_file=redact_key_file,
