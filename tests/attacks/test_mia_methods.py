@@ -232,7 +232,12 @@ def test_neighbours_change_one_word_and_the_score_is_the_likelihood_gap_to_them(
 
 def test_all_methods_from_the_shared_pass_equal_each_method_scored_on_its_own(gpt, mlm):
     kw = dict(
-        reference=FakeLM.from_texts(TEXTS), mlm=mlm, recall_prefix="ok ok\n", num_neighbours=3, min_k=0.4
+        reference=FakeLM.from_texts(TEXTS),
+        mlm=mlm,
+        recall_prefix="ok ok\n",
+        num_neighbours=3,
+        min_k=0.4,
+        population=["thank you for the call", "ok ok"],
     )
     shared = score_methods(gpt, TEXTS, list(METHODS), **kw)
     separate = score_methods(gpt, TEXTS, list(METHODS), shared=False, **kw)

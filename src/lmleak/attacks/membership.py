@@ -113,6 +113,7 @@ def text_scores(
         num_neighbours=opts.num_neighbours,
         min_k=min_k,
         seed=opts.seed,
+        **opts.finetune_kwargs(),
     )
 
 
@@ -296,6 +297,11 @@ def _resolve_methods(
         non_members = [non_members[i] for i in keep]
         non_groups = None if non_groups is None else [non_groups[i] for i in keep]
         opts = dataclasses.replace(opts, recall_prefix=prefix)
+    if "rmia" in methods and opts.population is None:  # RMIA's population z: held-out non-members
+        keep, population = _held_out(non_members, opts.rmia_population, seed + 11, "RMIA's population")
+        non_members = [non_members[i] for i in keep]
+        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
+        opts = dataclasses.replace(opts, population=tuple(population))
     return dataclasses.replace(opts, methods=methods), non_members, non_groups
 
 
@@ -376,6 +382,18 @@ def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[l
     return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
+def _held_out(texts: Sequence[str], count: int, seed: int, what: str) -> tuple[list[int], list[str]]:
+    """``count`` texts (seeded) taken out for ``what``, and the indices of the texts left."""
+    if len(texts) < count + 2:
+        raise DataFileError(
+            f"{what} takes {count} non-members, but there are only {len(texts)}",
+            hint="give more non-members, or a smaller count (--rmia-population)",
+        )
+    pick = sorted(np.random.default_rng(seed).choice(len(texts), size=count, replace=False).tolist())
+    chosen = set(pick)
+    return [i for i in range(len(texts)) if i not in chosen], [texts[i] for i in pick]
+
+
 def _score_rows(
     chunk: list[str], *, model: Any, reference: Any, min_k: float, options: MethodOptions | None = None
 ) -> list[dict[str, Any]]:
@@ -437,10 +455,12 @@ def method_options(
     num_neighbours: int = 8,
     field: str = "text",
     seed: int = 0,
+    **finetune: Any,
 ) -> MethodOptions:
     """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
     defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
-    ``recall_prefix`` (its texts, one per line, each ending in a newline).
+    ``recall_prefix`` (its texts, one per line, each ending in a newline). ``finetune``: the
+    ``wbc_windows`` / ``rmia_*`` fields of :class:`MethodOptions`.
 
     Raises:
         ConfigError: an unknown method, or one whose model is missing (:func:`parse_methods`).
@@ -461,6 +481,7 @@ def method_options(
         num_neighbours=num_neighbours,
         mlm=mlm_model,
         seed=seed,
+        **finetune,
     )
 
 
@@ -561,6 +582,7 @@ def membership_of_model(
     recall_prefix: str | Path | None = None,
     recall_shots: int = 3,
     neighbours: int = 8,
+    finetune: dict[str, Any] | None = None,
     field: str = "text",
     num_per_side: int = 1000,
     group_size: int = 20,
@@ -579,6 +601,7 @@ def membership_of_model(
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
     are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
     people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
+    ``finetune``: the ``wbc_windows`` / ``rmia_*`` options (:class:`MethodOptions`).
     Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
@@ -591,6 +614,7 @@ def membership_of_model(
         num_neighbours=neighbours,
         field=field,
         seed=seed,
+        **(finetune or {}),
     )
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
     if texts is None:
