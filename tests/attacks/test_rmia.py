@@ -80,6 +80,14 @@ def test_rmia_in_score_methods_equals_the_pair_loop_over_per_prefix_log_probs(ta
     pz = [signal(target, z) for z in POPULATION]
     rz = [[signal(base, z)] for z in POPULATION]
     assert sc["rmia"].tolist() == pytest.approx(_slow_rmia(px, rx, pz, rz, 0.3, 1.0))
+    # a second OUT reference: p_OUT is the mean of the two models' signals
+    other = FakeLM.from_texts(TEXTS[2:] + POPULATION, order=1, name="other")
+    two = score_methods(
+        target, TEXTS, ["rmia"], reference=base, population=POPULATION, rmia_references=[other]
+    )
+    rx2 = [[*r, signal(other, t)] for r, t in zip(rx, TEXTS, strict=True)]
+    rz2 = [[*r, signal(other, z)] for r, z in zip(rz, POPULATION, strict=True)]
+    assert two["rmia"].tolist() == pytest.approx(_slow_rmia(px, rx2, pz, rz2, 0.3, 1.0))
 
 
 def test_shared_pass_equals_each_fine_tune_method_on_its_own(target, base):
@@ -164,5 +172,26 @@ def test_lmleak_mia_runs_wbc_and_rmia_against_a_reference(tmp_path):
     assert s["mia_methods"] == ["wbc", "rmia"] and s["num_per_side"] == 40
     assert s["mia_auc_by_attack"]["wbc"] > 0.9 and s["mia_auc_by_attack"]["rmia"] > 0.9
     assert s["mia_method_scenarios"]["rmia"]["resources"] == ["reference_model", "similar_corpus"]
+    # a second OUT reference for RMIA: trained on other texts of the same kind (none of the sets)
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        "".join(
+            json.dumps({"user_id": "v", "doc_id": f"o{i}", "text": t}) + "\n"
+            for i, t in enumerate(_notes(np.random.default_rng(7), 60))
+        )
+    )
+    two = [
+        *args[:-4],
+        "--out",
+        str(tmp_path / "run2"),
+        "--rmia-population",
+        "10",
+        "--rmia-reference",
+        f"fake:{other}",
+    ]
+    r = CliRunner().invoke(app, [*two, "--methods", "rmia"])
+    assert r.exit_code == 0, r.output
+    s2 = json.loads((tmp_path / "run2" / "summary.json").read_text())
+    assert s2["mia_methods"] == ["rmia"] and s2["mia_auc_by_attack"]["rmia"] > 0.8
     bad = CliRunner().invoke(app, [*args[:3], *args[5:], "--methods", "wbc"])
     assert bad.exit_code == 2 and "reference model" in bad.output

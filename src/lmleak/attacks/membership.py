@@ -460,7 +460,8 @@ def method_options(
     """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
     defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
     ``recall_prefix`` (its texts, one per line, each ending in a newline). ``finetune``: the
-    ``wbc_windows`` / ``rmia_*`` fields of :class:`MethodOptions`.
+    ``wbc_windows`` / ``rmia_*`` fields of :class:`MethodOptions`, ``rmia_references`` as model
+    specs (loaded here).
 
     Raises:
         ConfigError: an unknown method, or one whose model is missing (:func:`parse_methods`).
@@ -481,7 +482,7 @@ def method_options(
         num_neighbours=num_neighbours,
         mlm=mlm_model,
         seed=seed,
-        **finetune,
+        **{**finetune, "rmia_references": tuple(load_model(r) for r in finetune.get("rmia_references", ()))},
     )
 
 

@@ -147,6 +147,7 @@ class MethodOptions:
         rmia_population: non-members of the evaluation's pool that become RMIA's population texts
             ``z`` and leave the evaluation, when ``population`` is not given.
         population: RMIA's population texts (known non-members, never scored as targets).
+        rmia_references: RMIA's OUT reference models besides the reference (none: the reference alone).
     """
 
     methods: tuple[str, ...] | None = None
@@ -160,6 +161,7 @@ class MethodOptions:
     rmia_gamma: float = 1.0
     rmia_population: int = 25
     population: tuple[str, ...] | None = field(default=None, repr=False)
+    rmia_references: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_number(self.recall_shots, "recall_shots", ge=1, integer=True)
@@ -188,6 +190,7 @@ class MethodOptions:
             "rmia_offline_a": self.rmia_offline_a,
             "rmia_gamma": self.rmia_gamma,
             "rmia_population": None if self.population is None else len(self.population),
+            "rmia_references": [getattr(r, "name", type(r).__name__) for r in self.rmia_references],
         }
 
     def finetune_kwargs(self) -> dict[str, Any]:
@@ -197,6 +200,7 @@ class MethodOptions:
             "rmia_offline_a": self.rmia_offline_a,
             "rmia_gamma": self.rmia_gamma,
             "population": self.population,
+            "rmia_references": self.rmia_references,
         }
 
 
@@ -521,12 +525,13 @@ def score_methods(
     rmia_offline_a: float = DEFAULT_OFFLINE_A,
     rmia_gamma: float = 1.0,
     population: Sequence[str] | None = None,
+    rmia_references: Sequence[Any] = (),
 ) -> dict[str, np.ndarray]:
     """Every requested method's score per text (higher = more likely a member), plus the statistics
     the table keeps: ``num_tokens``, ``logprob`` (summed nats), ``log_ppl``, ``log_ppl_word``,
     ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``reference``).
-    ``wbc`` and ``rmia`` share one reference pass over the texts and RMIA's ``population``
-    (:func:`_finetune_scores`).
+    ``wbc`` and ``rmia`` share one reference pass over the texts and RMIA's ``population``;
+    ``rmia_references`` are RMIA's further OUT reference models (:func:`_finetune_scores`).
 
     With ``shared=True`` the text's one pass serves every method and the methods' own inputs
     (lowercased text, neighbours) go through one batched pass together; ReCaLL's prefix runs once
@@ -540,7 +545,7 @@ def score_methods(
     """
     methods = tuple(methods)
     _check_methods(model, methods, reference=reference, mlm=mlm, recall_prefix=recall_prefix, min_k=min_k)
-    _check_finetune(methods, population)
+    _check_finetune(methods, population, rmia_references)
     enc = model.tokenizer.encode
     seqs = [enc(t) for t in texts]
     for i, s in enumerate(seqs):
@@ -561,7 +566,8 @@ def score_methods(
     words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
     res = _text_statistics(texts, seqs, _sum_lp(first.logprobs), words, ref_word)
     settings = (wbc_windows, rmia_offline_a, rmia_gamma)
-    ft = _finetune_scores(reference, texts, population, bases, out_extra, methods, shared, settings)
+    refs = [reference, *rmia_references]
+    ft = _finetune_scores(refs, texts, population, bases, out_extra, methods, shared, settings)
     for m in methods:
         b = bases[m]
         lp = _sum_lp(b.logprobs)
@@ -576,7 +582,11 @@ def score_methods(
     return res
 
 
-def _check_finetune(methods: tuple[str, ...], population: Sequence[str] | None) -> None:
+def _check_finetune(
+    methods: tuple[str, ...], population: Sequence[str] | None, references: Sequence[Any]
+) -> None:
+    for r in references:
+        require(r, Capability.SCORE, attack="RMIA (a further reference model)")
     if "rmia" in methods and not population:
         raise ConfigError(
             "method 'rmia' needs population texts (known non-members, not scored)",
@@ -605,7 +615,7 @@ def _reference_pass(
 
 
 def _finetune_scores(
-    reference: Any,
+    references: Sequence[Any],
     texts: Sequence[str],
     population: Sequence[str] | None,
     bases: dict[str, Any],
@@ -614,15 +624,21 @@ def _finetune_scores(
     shared: bool,
     settings: tuple[Sequence[int], float, float],
 ) -> dict[str, np.ndarray]:
-    """WBC's and RMIA's scores (``settings``: WBC's windows, RMIA's offline ``a`` and ``γ``). The target's log-probabilities of the texts are the shared pass's,
-    of the population the batched pass of the methods' own inputs (``out_extra["rmia"]``); with
-    ``shared`` one reference pass over the texts and the population serves both, else each its own."""
+    """WBC's and RMIA's scores (``settings``: WBC's windows, RMIA's offline ``a`` and ``γ``).
+
+    The target's log-probabilities of the texts are the shared pass's, of the population the batched
+    pass of the methods' own inputs (``out_extra["rmia"]``). WBC compares with the first reference,
+    RMIA averages all of them (``references``: the reference, then RMIA's extra ones); with
+    ``shared`` one pass of the first reference over the texts and the population serves both, else
+    each method runs its own."""
     ft = [m for m in methods if m in ("wbc", "rmia")]
-    ref_pass = _reference_pass(reference, texts, population, ft) if shared and ft else None
+    first = _reference_pass(references[0], texts, population, ft) if shared and ft else None
     out: dict[str, np.ndarray] = {}
     for m in ft:
-        rp = ref_pass or _reference_pass(reference, texts, population, [m])
-        out[m] = _finetune_score(m, bases[m].logprobs, out_extra.get("rmia"), rp, *settings)
+        passes = [first or _reference_pass(references[0], texts, population, [m])]
+        if m == "rmia":
+            passes += [_reference_pass(r, texts, population, [m]) for r in references[1:]]
+        out[m] = _finetune_score(m, bases[m].logprobs, out_extra.get("rmia"), passes, *settings)
     return out
 
 
@@ -630,21 +646,21 @@ def _finetune_score(
     m: str,
     target_lps: list[np.ndarray],
     target_pop: list[np.ndarray] | None,
-    ref: tuple[list[np.ndarray], list[np.ndarray]],
+    refs: list[tuple[list[np.ndarray], list[np.ndarray]]],
     windows: Sequence[int],
     offline_a: float,
     gamma: float,
 ) -> np.ndarray:
-    """WBC's or RMIA's score per text from the target's and the reference's token log-probs."""
-    ref_lps, ref_pop = ref
+    """WBC's or RMIA's score per text from the target's and the references' token log-probs
+    (``refs``: each reference's log-probs of the texts and of the population)."""
     if m == "wbc":
-        return np.array([wbc_score(t, r, windows) for t, r in zip(target_lps, ref_lps, strict=True)])
+        return np.array([wbc_score(t, r, windows) for t, r in zip(target_lps, refs[0][0], strict=True)])
     assert target_pop is not None
     return rmia_scores(
         text_signal(_mean_lp(target_lps)),
-        text_signal(_mean_lp(ref_lps)),
+        np.stack([text_signal(_mean_lp(x)) for x, _ in refs], axis=1),
         text_signal(_mean_lp(target_pop)),
-        text_signal(_mean_lp(ref_pop)),
+        np.stack([text_signal(_mean_lp(z)) for _, z in refs], axis=1),
         offline_a=offline_a,
         gamma=gamma,
     )

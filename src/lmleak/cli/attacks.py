@@ -265,6 +265,13 @@ def mia_cmd(
         float,
         typer.Option(help="RMIA's offline a: p(x) = (1+a)/2 p_ref(x) + (1-a)/2.", parser=number(ge=0, le=1)),
     ] = 0.3,
+    rmia_reference: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rmia-reference",
+            help="A further OUT reference model for RMIA (repeat it; RMIA averages them with --reference).",
+        ),
+    ] = None,
     rmia_gamma: Annotated[
         float,
         typer.Option(
@@ -311,6 +318,7 @@ def mia_cmd(
         "rmia_population": rmia_population,
         "rmia_offline_a": rmia_offline_a,
         "rmia_gamma": rmia_gamma,
+        "rmia_references": tuple(rmia_reference or ()),
     }
     if "--wbc-windows" in lists:
         finetune["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
