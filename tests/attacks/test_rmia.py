@@ -195,3 +195,43 @@ def test_lmleak_mia_runs_wbc_and_rmia_against_a_reference(tmp_path):
     assert s2["mia_methods"] == ["rmia"] and s2["mia_auc_by_attack"]["rmia"] > 0.8
     bad = CliRunner().invoke(app, [*args[:3], *args[5:], "--methods", "wbc"])
     assert bad.exit_code == 2 and "reference model" in bad.output
+
+
+def test_the_audit_config_runs_wbc_and_rmia_against_its_public_model(tmp_path):
+    import yaml
+    from typer.testing import CliRunner
+
+    from lmleak.audit.config import parse_config
+    from lmleak.cli.main import app
+
+    texts = _notes(np.random.default_rng(8), 90)
+    members, non_members = texts[:40], texts[40:]
+    for name, rows in (("base", texts), ("tuned", texts + members * 2)):
+        (tmp_path / f"{name}.jsonl").write_text(
+            "".join(
+                json.dumps({"user_id": f"u{i % 4}", "doc_id": f"d{i}", "text": t}) + "\n"
+                for i, t in enumerate(rows)
+            )
+        )
+    (tmp_path / "m.txt").write_text("\n".join(members) + "\n")
+    (tmp_path / "n.txt").write_text("\n".join(non_members) + "\n")
+    cfg = {
+        "out": "run",
+        "corpus": {"path": "tuned.jsonl"},
+        "models": [{"name": "tuned", "path": f"fake:{tmp_path / 'tuned.jsonl'}"}],
+        "public_model": f"fake:{tmp_path / 'base.jsonl'}",
+        "analyses": {
+            "mia": {"members": "m.txt", "non_members": "n.txt", "group_size": 0},
+            "membership": {"methods": ["perplexity", "wbc", "rmia"]},
+        },
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(cfg))
+    r = CliRunner().invoke(app, ["audit", str(tmp_path / "audit.yaml")])
+    assert r.exit_code == 0, r.output
+    m = json.loads((tmp_path / "run" / "summary.json").read_text())["models"]["tuned"]["membership"]
+    assert set(m["mia_auc_by_attack"]) == {"perplexity", "wbc", "rmia"}
+    assert m["mia_auc_by_attack"]["wbc"] > 0.9 and m["mia_auc_by_attack"]["rmia"] > 0.9
+    base = {"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}]}
+    for method in ("wbc", "rmia"):
+        with pytest.raises(ConfigError, match="reference model"):
+            parse_config({**base, "analyses": {"membership": {"methods": [method]}}})

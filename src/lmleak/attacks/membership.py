@@ -21,7 +21,7 @@ Scores (higher = "more likely a member"; every feature is one column):
 A group's score is the sum of its members' individual scores; for ``perplexity`` that is minus
 the sum of perplexities, the statistic of A.4.
 
-More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared pass, live in
+More methods (Min-K%++, lowercase, ReCaLL, neighbourhood, WBC, RMIA), all from one shared pass, live in
 :mod:`lmleak.attacks.mia_methods` (pass ``methods=``); the blind baseline that every run reports
 beside them in :mod:`lmleak.attacks.blind`. Before scoring, the sets are cleaned and their texts
 grouped (:mod:`lmleak.attacks.mia_sets`); after, every number gets its interval over the groups, the
