@@ -64,3 +64,15 @@ def test_wbc_in_score_methods_equals_the_loop_over_per_prefix_log_probs(target, 
     for i, t in enumerate(TEXTS):
         want = _slow_wbc(_slow_token_logprobs(target, t), _slow_token_logprobs(base, t), (1, 3, 20))
         assert sc["wbc"][i] == pytest.approx(want, abs=1e-12)
+
+
+def test_wbc_equals_the_published_formulation_by_convolution():
+    """fast-mia sums each window by ``np.convolve(losses, ones(w), "valid")``; the same shares follow."""
+    rng = np.random.default_rng(1)
+    for n in (4, 19, 60):
+        t, r = -rng.exponential(size=n), -rng.exponential(size=n)
+        shares = []
+        for w in (1, 5, 10, 20):
+            k = np.ones(min(w, n))
+            shares.append(np.mean(np.convolve(-r, k, mode="valid") > np.convolve(-t, k, mode="valid")))
+        assert wbc_score(t, r) == pytest.approx(float(np.mean(shares)), abs=1e-12)
