@@ -240,6 +240,7 @@ def test_all_methods_from_the_shared_pass_equal_each_method_scored_on_its_own(gp
         num_neighbours=3,
         min_k=0.4,
         samia=SamiaSettings(samples=2, max_new_tokens=3),  # beside the passes: the same seeded samples
+        population=["thank you for the call", "ok ok"],
     )
     shared = score_methods(gpt, TEXTS, list(METHODS), **kw)
     separate = score_methods(gpt, TEXTS, list(METHODS), shared=False, **kw)

@@ -89,7 +89,9 @@ SURFACE = {
         "--blind --corpus --engine --field --gpus-per-worker --group-size --json --members --min-k "
         "--mlm --model --neighbours --no-blind --non-members --num-groups --num-per-side "
         "--num-workers --out --ray-address --recall-prefix --recall-shots --redact "
-        "--redact-key-file --reference --seed -m"
+        "--redact-key-file --reference --rmia-gamma --rmia-offline-a --rmia-population --rmia-reference "
+        "--samia-max-new-tokens --samia-ngram --samia-prefix-share --samia-samples --samia-temperature "
+        "--samia-top-k --seed -m"
     ),
     "pii": "",
     "pii detect": "--corpus --json --policy --recall --save --seed --text",

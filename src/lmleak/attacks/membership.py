@@ -21,7 +21,7 @@ Scores (higher = "more likely a member"; every feature is one column):
 A group's score is the sum of its members' individual scores; for ``perplexity`` that is minus
 the sum of perplexities, the statistic of A.4.
 
-More methods (Min-K%++, lowercase, ReCaLL, neighbourhood), all from one shared pass, live in
+More methods (Min-K%++, lowercase, ReCaLL, neighbourhood, WBC, RMIA), all from one shared pass, live in
 :mod:`lmleak.attacks.mia_methods` (pass ``methods=``); the blind baseline that every run reports
 beside them in :mod:`lmleak.attacks.blind`. Before scoring, the sets are cleaned and their texts
 grouped (:mod:`lmleak.attacks.mia_sets`); after, every number gets its interval over the groups, the
@@ -115,6 +115,7 @@ def text_scores(
         min_k=min_k,
         seed=opts.seed,
         samia=opts.samia,
+        **opts.finetune_kwargs(),
     )
 
 
@@ -298,6 +299,11 @@ def _resolve_methods(
         non_members = [non_members[i] for i in keep]
         non_groups = None if non_groups is None else [non_groups[i] for i in keep]
         opts = dataclasses.replace(opts, recall_prefix=prefix)
+    if "rmia" in methods and opts.population is None:  # RMIA's population z: held-out non-members
+        keep, population = _held_out(non_members, opts.rmia_population, seed + 11, "RMIA's population")
+        non_members = [non_members[i] for i in keep]
+        non_groups = None if non_groups is None else [non_groups[i] for i in keep]
+        opts = dataclasses.replace(opts, population=tuple(population))
     return dataclasses.replace(opts, methods=methods), non_members, non_groups
 
 
@@ -378,6 +384,18 @@ def _recall_prefix(non_members: Sequence[str], shots: int, seed: int) -> tuple[l
     return [i for i in range(len(non_members)) if i not in pick], prefix
 
 
+def _held_out(texts: Sequence[str], count: int, seed: int, what: str) -> tuple[list[int], list[str]]:
+    """``count`` texts (seeded) taken out for ``what``, and the indices of the texts left."""
+    if len(texts) < count + 2:
+        raise DataFileError(
+            f"{what} takes {count} non-members, but there are only {len(texts)}",
+            hint="give more non-members, or a smaller count (--rmia-population)",
+        )
+    pick = sorted(np.random.default_rng(seed).choice(len(texts), size=count, replace=False).tolist())
+    chosen = set(pick)
+    return [i for i in range(len(texts)) if i not in chosen], [texts[i] for i in pick]
+
+
 def _score_rows(
     chunk: list[str], *, model: Any, reference: Any, min_k: float, options: MethodOptions | None = None
 ) -> list[dict[str, Any]]:
@@ -440,10 +458,13 @@ def method_options(
     field: str = "text",
     seed: int = 0,
     samia: SamiaSettings | None = None,
+    **finetune: Any,
 ) -> MethodOptions:
     """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
     defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
-    ``recall_prefix`` (its texts, one per line, each ending in a newline).
+    ``recall_prefix`` (its texts, one per line, each ending in a newline). ``finetune``: the
+    ``wbc_windows`` / ``rmia_*`` fields of :class:`MethodOptions`, ``rmia_references`` as model
+    specs (loaded here).
 
     Raises:
         ConfigError: an unknown method, or one whose model is missing (:func:`parse_methods`).
@@ -465,6 +486,7 @@ def method_options(
         mlm=mlm_model,
         seed=seed,
         samia=samia or SamiaSettings(),
+        **{**finetune, "rmia_references": tuple(load_model(r) for r in finetune.get("rmia_references", ()))},
     )
 
 
@@ -567,6 +589,7 @@ def membership_of_model(
     recall_prefix: str | Path | None = None,
     recall_shots: int = 3,
     neighbours: int = 8,
+    finetune: dict[str, Any] | None = None,
     field: str = "text",
     num_per_side: int = 1000,
     group_size: int = 20,
@@ -587,6 +610,7 @@ def membership_of_model(
     are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
     people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
     ``samia``: SaMIA's settings (with ``--methods samia``); its cost is echoed after the run.
+    ``finetune``: the ``wbc_windows`` / ``rmia_*`` options (:class:`MethodOptions`).
     Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
@@ -600,6 +624,7 @@ def membership_of_model(
         field=field,
         seed=seed,
         samia=samia,
+        **(finetune or {}),
     )
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
     if texts is None:

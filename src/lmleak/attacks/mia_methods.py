@@ -22,6 +22,12 @@ method             score (higher = member)                                      
                    with a masked LM's best substitute (Mattern et al. 2023)
 ``samia``          mean ROUGE-N recall of the text's true continuation by continuations        sampled text only (no
                    sampled from its prefix (Kaneko et al. 2024; :mod:`lmleak.attacks.samia`)   log-probabilities)
+``wbc``            share of sliding windows where the target's summed token loss is below    the text, the reference model
+                   the reference's, averaged over window sizes 1, 5, 10, 20 (fast-mia's
+                   window-based comparison; :mod:`lmleak.attacks.wbc`)
+``rmia``           share of population texts z with ``(p(x|θ)/p(x)) / (p(z|θ)/p(z)) > γ``,  the text, the reference model,
+                   ``p`` the OUT references' offline estimate (Zarifzadeh et al. 2024;       the population texts
+                   :mod:`lmleak.attacks.rmia`)
 =================  ==========================================================================  ===========================
 
 One teacher-forced pass over the text gives every token's log-probability *and* the moments of the
@@ -47,7 +53,9 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.packed_pass import log_prob_moments, packed_pass, packs
+from lmleak.attacks.rmia import DEFAULT_OFFLINE_A, rmia_scores, text_signal
 from lmleak.attacks.samia import SamiaSettings, samia_columns
+from lmleak.attacks.wbc import DEFAULT_WINDOWS, wbc_score
 from lmleak.errors import CapabilityError, ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
 from lmleak.models.torch_causal import TorchCausalLM, _windows
@@ -104,8 +112,25 @@ METHODS: dict[str, MethodInfo] = {
             ("other_model:masked_lm",),
         ),
         MethodInfo("samia", "Kaneko et al. 2024", "generation", "sampled text continuations (generate)"),
+        MethodInfo(
+            "wbc",
+            "fast-mia wbc.py (window-based comparison)",
+            "scores",
+            "token log-probabilities of the target and of a reference model",
+            ("reference_model",),
+        ),
+        MethodInfo(
+            "rmia",
+            "Zarifzadeh et al. 2024",
+            "scores",
+            "token log-probabilities of the target and of a reference model, on the texts and on "
+            "population texts",
+            ("reference_model", "similar_corpus"),
+        ),
     )
 }
+#: Methods that compare the target with the reference model (they need one).
+REFERENCE_METHODS = ("reference", "wbc", "rmia")
 #: Methods that need only generated text (no log-probabilities); ``all`` leaves them out (their cost
 #: is ``samples`` generations per text): name them.
 TEXT_ONLY_METHODS = ("samia",)
@@ -126,6 +151,13 @@ class MethodOptions:
         mlm: the masked LM that makes the neighbours (an :class:`~lmleak.models.hf_masked.HFMaskedLM`).
         seed: seeds the neighbours' word choice and SaMIA's sampling.
         samia: SaMIA's settings (:class:`~lmleak.attacks.samia.SamiaSettings`).
+        wbc_windows: WBC's window sizes (:mod:`lmleak.attacks.wbc`).
+        rmia_offline_a: RMIA's offline ``a`` (:mod:`lmleak.attacks.rmia`).
+        rmia_gamma: RMIA's ``γ``.
+        rmia_population: non-members of the evaluation's pool that become RMIA's population texts
+            ``z`` and leave the evaluation, when ``population`` is not given.
+        population: RMIA's population texts (known non-members, never scored as targets).
+        rmia_references: RMIA's OUT reference models besides the reference (none: the reference alone).
     """
 
     methods: tuple[str, ...] | None = None
@@ -135,9 +167,24 @@ class MethodOptions:
     mlm: Any = field(default=None, repr=False, compare=False)
     seed: int = 0
     samia: SamiaSettings = field(default_factory=SamiaSettings)
+    wbc_windows: tuple[int, ...] = DEFAULT_WINDOWS
+    rmia_offline_a: float = DEFAULT_OFFLINE_A
+    rmia_gamma: float = 1.0
+    rmia_population: int = 25
+    population: tuple[str, ...] | None = field(default=None, repr=False)
+    rmia_references: tuple[Any, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_number(self.recall_shots, "recall_shots", ge=1, integer=True)
+        if not self.wbc_windows:
+            raise ConfigError(
+                "wbc_windows is empty", field="wbc_windows", hint="give window sizes, e.g. 1 5 10 20"
+            )
+        for w in self.wbc_windows:
+            check_number(w, "wbc_windows", ge=1, integer=True)
+        check_number(self.rmia_offline_a, "rmia_offline_a", ge=0, le=1)
+        check_number(self.rmia_gamma, "rmia_gamma", gt=0)
+        check_number(self.rmia_population, "rmia_population", ge=1, integer=True)
         check_number(self.num_neighbours, "num_neighbours", ge=1, integer=True)
         check_number(self.seed, "seed", ge=0, integer=True)
 
@@ -151,6 +198,21 @@ class MethodOptions:
             "mlm": None if self.mlm is None else getattr(self.mlm, "name", type(self.mlm).__name__),
             "seed": self.seed,
             "samia": self.samia.record(),
+            "wbc_windows": list(self.wbc_windows),
+            "rmia_offline_a": self.rmia_offline_a,
+            "rmia_gamma": self.rmia_gamma,
+            "rmia_population": None if self.population is None else len(self.population),
+            "rmia_references": [getattr(r, "name", type(r).__name__) for r in self.rmia_references],
+        }
+
+    def finetune_kwargs(self) -> dict[str, Any]:
+        """The :func:`score_methods` keywords of the fine-tune-vs-base methods (``wbc``, ``rmia``)."""
+        return {
+            "wbc_windows": self.wbc_windows,
+            "rmia_offline_a": self.rmia_offline_a,
+            "rmia_gamma": self.rmia_gamma,
+            "population": self.population,
+            "rmia_references": self.rmia_references,
         }
 
 
@@ -181,7 +243,7 @@ def parse_methods(
                 out.extend(
                     n
                     for n in METHODS
-                    if (n != "reference" or reference)
+                    if (n not in REFERENCE_METHODS or reference)
                     and (n != "neighbourhood" or mlm)
                     and n not in TEXT_ONLY_METHODS
                 )
@@ -192,9 +254,9 @@ def parse_methods(
                     field=field,
                     hint=f"use some of: {', '.join(METHODS)}, all",
                 )
-            if name == "reference" and not reference:
+            if name in REFERENCE_METHODS and not reference:
                 raise ConfigError(
-                    "method 'reference' needs a reference model",
+                    f"method {name!r} needs a reference model",
                     field=field,
                     hint="give --reference (CLI) or public_model (audit config)",
                 )
@@ -461,6 +523,7 @@ def _sum_lp(lps: list[np.ndarray]) -> np.ndarray:
     return np.array([float(x.astype(np.float64).sum()) for x in lps])
 
 
+# long: one keyword per method setting (the fine-tune methods' four too); the work is in helpers
 def score_methods(
     model: Any,
     texts: Sequence[str],
@@ -474,10 +537,17 @@ def score_methods(
     seed: int = 0,
     shared: bool = True,
     samia: SamiaSettings | None = None,
+    wbc_windows: Sequence[int] = DEFAULT_WINDOWS,
+    rmia_offline_a: float = DEFAULT_OFFLINE_A,
+    rmia_gamma: float = 1.0,
+    population: Sequence[str] | None = None,
+    rmia_references: Sequence[Any] = (),
 ) -> dict[str, np.ndarray]:
     """Every requested method's score per text (higher = more likely a member), plus the statistics
     the table keeps: ``num_tokens``, ``logprob`` (summed nats), ``log_ppl``, ``log_ppl_word``,
     ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``reference``).
+    ``wbc`` and ``rmia`` share one reference pass over the texts and RMIA's ``population``;
+    ``rmia_references`` are RMIA's further OUT reference models (:func:`_finetune_scores`).
 
     With ``shared=True`` the text's one pass serves every method and the methods' own inputs
     (lowercased text, neighbours) go through one batched pass together; ReCaLL's prefix runs once
@@ -491,10 +561,12 @@ def score_methods(
     Raises:
         CapabilityError: the model lacks SCORE for a likelihood method, or GENERATE for SaMIA (or the
             reference lacks SCORE).
-        ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` without their model.
+        ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` / ``wbc`` /
+            ``rmia`` without their model, ``rmia`` without population texts.
     """
     methods = tuple(methods)
     _check_methods(model, methods, reference=reference, mlm=mlm, recall_prefix=recall_prefix, min_k=min_k)
+    _check_finetune(methods, population, rmia_references)
     likelihood = tuple(m for m in methods if m not in TEXT_ONLY_METHODS)
     res: dict[str, np.ndarray] = {}
     if likelihood or not methods:
@@ -509,6 +581,11 @@ def score_methods(
             min_k=min_k,
             seed=seed,
             shared=shared,
+            wbc_windows=wbc_windows,
+            rmia_offline_a=rmia_offline_a,
+            rmia_gamma=rmia_gamma,
+            population=population,
+            rmia_references=rmia_references,
         )
     if "samia" in methods:
         res.update(samia_columns(model, texts, samia or SamiaSettings(), seed=seed))
@@ -527,6 +604,11 @@ def _likelihood_scores(
     min_k: float,
     seed: int,
     shared: bool,
+    wbc_windows: Sequence[int],
+    rmia_offline_a: float,
+    rmia_gamma: float,
+    population: Sequence[str] | None,
+    rmia_references: Sequence[Any],
 ) -> dict[str, np.ndarray]:
     """The likelihood methods' scores and the text statistics (:func:`score_methods`)."""
     enc = model.tokenizer.encode
@@ -535,7 +617,9 @@ def _likelihood_scores(
         if not s:
             raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
     n = len(texts)
-    extra = _method_inputs(model, texts, seqs, methods, mlm=mlm, num_neighbours=num_neighbours, seed=seed)
+    extra = _method_inputs(
+        model, texts, seqs, methods, mlm=mlm, num_neighbours=num_neighbours, seed=seed, population=population
+    )
     prefix_ids = enc(recall_prefix or "") if "recall" in methods else None
     bases, out_extra = _method_passes(model, seqs, methods, extra, shared=shared)
     ref_word = np.full(n, np.nan)
@@ -546,16 +630,105 @@ def _likelihood_scores(
     first = bases[methods[0]] if methods else teacher_forced_pass(model, seqs)
     words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
     res = _text_statistics(texts, seqs, _sum_lp(first.logprobs), words, ref_word)
+    settings = (wbc_windows, rmia_offline_a, rmia_gamma)
+    refs = [reference, *rmia_references]
+    ft = _finetune_scores(refs, texts, population, bases, out_extra, methods, shared, settings)
     for m in methods:
         b = bases[m]
         lp = _sum_lp(b.logprobs)
-        if m == "recall":
+        if m in ft:
+            res[m] = ft[m]
+        elif m == "recall":
             assert prefix_ids is not None
             cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
             res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, lp, strict=True)])
         else:
             res[m] = _method_score(m, b, lp, words, res, out_extra, min_k=min_k, k=num_neighbours)
     return res
+
+
+def _check_finetune(
+    methods: tuple[str, ...], population: Sequence[str] | None, references: Sequence[Any]
+) -> None:
+    for r in references:
+        require(r, Capability.SCORE, attack="RMIA (a further reference model)")
+    if "rmia" in methods and not population:
+        raise ConfigError(
+            "method 'rmia' needs population texts (known non-members, not scored)",
+            field="population",
+            hint="the evaluation takes rmia_population non-members as them; or give them",
+        )
+
+
+def _encode_all(model: Any, texts: Sequence[str], what: str) -> list[list[int]]:
+    seqs = [model.tokenizer.encode(t) for t in texts]
+    for i, s in enumerate(seqs):
+        if not s:
+            raise DataFileError(f"{what} text has no tokens", line=i + 1, field=what, hint="drop empty texts")
+    return seqs
+
+
+def _reference_pass(
+    reference: Any, texts: Sequence[str], population: Sequence[str] | None, methods: Sequence[str]
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """The reference's per-token log-probabilities of the texts and (for ``rmia``) of the
+    population, from one teacher-forced pass with the reference's own tokenizer."""
+    rows = _encode_all(reference, texts, "text")
+    pop = _encode_all(reference, population or (), "population") if "rmia" in methods else []
+    lps = teacher_forced_pass(reference, rows + pop).logprobs
+    return lps[: len(rows)], lps[len(rows) :]
+
+
+def _finetune_scores(
+    references: Sequence[Any],
+    texts: Sequence[str],
+    population: Sequence[str] | None,
+    bases: dict[str, Any],
+    out_extra: dict[str, list[np.ndarray]],
+    methods: Sequence[str],
+    shared: bool,
+    settings: tuple[Sequence[int], float, float],
+) -> dict[str, np.ndarray]:
+    """WBC's and RMIA's scores (``settings``: WBC's windows, RMIA's offline ``a`` and ``γ``).
+
+    The target's log-probabilities of the texts are the shared pass's, of the population the batched
+    pass of the methods' own inputs (``out_extra["rmia"]``). WBC compares with the first reference,
+    RMIA averages all of them (``references``: the reference, then RMIA's extra ones); with
+    ``shared`` one pass of the first reference over the texts and the population serves both, else
+    each method runs its own."""
+    ft = [m for m in methods if m in ("wbc", "rmia")]
+    first = _reference_pass(references[0], texts, population, ft) if shared and ft else None
+    out: dict[str, np.ndarray] = {}
+    for m in ft:
+        passes = [first or _reference_pass(references[0], texts, population, [m])]
+        if m == "rmia":
+            passes += [_reference_pass(r, texts, population, [m]) for r in references[1:]]
+        out[m] = _finetune_score(m, bases[m].logprobs, out_extra.get("rmia"), passes, *settings)
+    return out
+
+
+def _finetune_score(
+    m: str,
+    target_lps: list[np.ndarray],
+    target_pop: list[np.ndarray] | None,
+    refs: list[tuple[list[np.ndarray], list[np.ndarray]]],
+    windows: Sequence[int],
+    offline_a: float,
+    gamma: float,
+) -> np.ndarray:
+    """WBC's or RMIA's score per text from the target's and the references' token log-probs
+    (``refs``: each reference's log-probs of the texts and of the population)."""
+    if m == "wbc":
+        return np.array([wbc_score(t, r, windows) for t, r in zip(target_lps, refs[0][0], strict=True)])
+    assert target_pop is not None
+    return rmia_scores(
+        text_signal(_mean_lp(target_lps)),
+        np.stack([text_signal(_mean_lp(x)) for x, _ in refs], axis=1),
+        text_signal(_mean_lp(target_pop)),
+        np.stack([text_signal(_mean_lp(z)) for _, z in refs], axis=1),
+        offline_a=offline_a,
+        gamma=gamma,
+    )
 
 
 def _text_statistics(
@@ -591,9 +764,9 @@ def _check_methods(
             raise CapabilityError(f"{e} From generated text alone: --methods samia.") from None
     if "samia" in methods:
         require(model, Capability.GENERATE, attack="SaMIA membership inference")
-    if "reference" in methods:
+    for m in (m for m in REFERENCE_METHODS if m in methods):
         if reference is None:
-            raise ConfigError("method 'reference' needs a reference model", field="methods")
+            raise ConfigError(f"method {m!r} needs a reference model", field="methods")
         require(reference, Capability.SCORE, attack="reference-calibrated membership inference")
     if "recall" in methods and not recall_prefix:
         raise ConfigError(
@@ -616,8 +789,10 @@ def _method_inputs(
     mlm: Any,
     num_neighbours: int,
     seed: int,
+    population: Sequence[str] | None = None,
 ) -> dict[str, list[list[int]]]:
-    """The methods' own inputs (lowercased texts, neighbours), each a list of token sequences."""
+    """The methods' own inputs (lowercased texts, neighbours, RMIA's population), each a list of
+    token sequences."""
     enc = model.tokenizer.encode
     extra: dict[str, list[list[int]]] = {}
     if "lowercase" in methods:
@@ -625,6 +800,8 @@ def _method_inputs(
     if "neighbourhood" in methods:
         nbr_texts = make_neighbours(texts, mlm, num_neighbours, seed=seed)
         extra["neighbourhood"] = [enc(x) or s for nb, s in zip(nbr_texts, seqs, strict=True) for x in nb]
+    if "rmia" in methods:
+        extra["rmia"] = _encode_all(model, population or (), "population")
     return extra
 
 

@@ -257,6 +257,29 @@ def mia_cmd(
     neighbours: Annotated[
         int, typer.Option(help="Neighbours per text for the neighbourhood method.", parser=COUNT)
     ] = 8,
+    rmia_population: Annotated[
+        int,
+        typer.Option(
+            help="Non-members that become RMIA's population z (left out of the evaluation).", parser=COUNT
+        ),
+    ] = 25,
+    rmia_offline_a: Annotated[
+        float,
+        typer.Option(help="RMIA's offline a: p(x) = (1+a)/2 p_ref(x) + (1-a)/2.", parser=number(ge=0, le=1)),
+    ] = 0.3,
+    rmia_reference: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rmia-reference",
+            help="A further OUT reference model for RMIA (repeat it; RMIA averages them with --reference).",
+        ),
+    ] = None,
+    rmia_gamma: Annotated[
+        float,
+        typer.Option(
+            help="RMIA's gamma: x beats z when its ratio is > gamma times z's.", parser=number(gt=0)
+        ),
+    ] = 1.0,
     blind: Annotated[
         bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")
     ] = True,
@@ -297,9 +320,11 @@ def mia_cmd(
     Example: lmleak mia --model runs/model --corpus data/corpus.jsonl --out runs/mia
 
     Also takes --methods M [M ...]: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference,
-    neighbourhood, samia, or all (every likelihood method; samia by name: it samples
+    neighbourhood, wbc, rmia, samia, or all (every likelihood method; samia by name: it samples
     --samia-samples continuations per text and needs only generated text, so it runs on the HTTP text and
-    chat tiers) (default: perplexity zlib min_k, and reference with --reference). The sets are
+    chat tiers) (default: perplexity zlib min_k, and reference with --reference; wbc and rmia compare the
+    model with --reference, e.g. a fine-tune with its base), and --wbc-windows W [W ...] (WBC's window
+    sizes, default 1 5 10 20). The sets are
     de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
     texts grouped by shared PII); the headline attack is chosen on one half of the users and reported
     on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
@@ -313,7 +338,15 @@ def mia_cmd(
     quiet(quiet_ or as_json)
     num_per_side = renamed(old_n, num_per_side, "mia --n", "mia --num-per-side", default=1000)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
-    lists = parse_list_options(ctx.args, {"--methods"})
+    lists = parse_list_options(ctx.args, {"--methods", "--wbc-windows"})
+    finetune: dict[str, Any] = {
+        "rmia_population": rmia_population,
+        "rmia_offline_a": rmia_offline_a,
+        "rmia_gamma": rmia_gamma,
+        "rmia_references": tuple(rmia_reference or ()),
+    }
+    if "--wbc-windows" in lists:
+        finetune["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
     texts = _never_seen(model, members, non_members, corpus, field)
     samia = SamiaSettings(
         samia_samples, samia_prefix_share, samia_max_new_tokens, samia_temperature, samia_top_k, samia_ngram
@@ -332,6 +365,7 @@ def mia_cmd(
             recall_prefix=recall_prefix,
             recall_shots=recall_shots,
             neighbours=neighbours,
+            finetune=finetune,
             field=field,
             num_per_side=num_per_side,
             group_size=group_size,
@@ -351,6 +385,20 @@ def mia_cmd(
         print_json(summary)
         return
     print_membership(summary, out_dir)
+
+
+def _window_sizes(values: list[str]) -> tuple[int, ...]:
+    """``--wbc-windows`` as whole numbers >= 1."""
+    try:
+        sizes = tuple(int(v) for v in values)
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise ConfigError(
+            f"--wbc-windows takes whole numbers >= 1, got {' '.join(values)}",
+            hint="e.g. --wbc-windows 1 5 10 20",
+        )
+    return sizes
 
 
 def _never_seen(
