@@ -61,6 +61,7 @@ def test_the_limit_is_the_slack_times_the_largest_known_vocabulary():
     layer's and a server's vocabulary size; unknown log-probabilities (a top-k black box) pass."""
     model = _Scorer(0.0)
     model.module = type("M", (), {"config": type("C", (), {"vocab_size": 128})()})()
+    model.tokenizer_source = "given"  # a tokenizer given apart from the model: it can be the wrong one
     assert vocabulary_size(model) == 128
     edge = np.log(UNIFORM_SLACK * 128)
     check_better_than_uniform(np.full(10, -edge + 1e-6), model)
@@ -80,4 +81,17 @@ def test_a_right_model_that_never_saw_a_few_tokens_is_not_stopped():
     assert np.exp(-lp.mean()) > UNIFORM_SLACK * 100 and np.exp(-np.median(lp)) < UNIFORM_SLACK * 100
     check_better_than_uniform(lp, model)
     with pytest.raises(ModelError, match=r"so is the typical token's \(403, the median\)"):
+        check_better_than_uniform(np.full(100, -6.0), model)
+
+
+def test_an_in_process_model_with_its_own_tokenizer_worse_than_uniform_is_warned_not_stopped(capsys):
+    """A model read with the tokenizer saved beside its weights cannot have another model's: a DP or
+    CRT model that learnt nothing (the quick demo's CRT model) is said on stderr, and its ledger kept;
+    the same scores through a tokenizer given apart from the model stop."""
+    model = _Scorer(0.0)
+    model.module = object()
+    check_better_than_uniform(np.full(100, -6.0), model)
+    assert "worse than uniform guessing" in capsys.readouterr().err
+    model.tokenizer_source = "/models/b"
+    with pytest.raises(ModelError, match=r"The tokenizer \(/models/b\) is not the model's"):
         check_better_than_uniform(np.full(100, -6.0), model)

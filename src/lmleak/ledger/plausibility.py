@@ -11,6 +11,7 @@ leaked sequences instead of 100).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,9 @@ def check_better_than_uniform(logprobs: Any, model: Any) -> None:
     size (by more than :data:`UNIFORM_SLACK`, an untrained model's noise), with the median token's
     perplexity above it too, means the tokens scored are not the ones the model reads: a wrong
     tokenizer (another model's, of the same size) or the wrong model. The median keeps a right model
-    that never saw a few tokens (a redacted one, on raw text) from being stopped. Its report would find no leak where there may be many.
+    that never saw a few tokens (a redacted one, on raw text) from being stopped. An in-process model
+    with the tokenizer saved beside its weights (no ``tokenizer_source``: none was given apart from
+    it) is warned about instead: it cannot have another model's tokenizer, only have learnt little. Its report would find no leak where there may be many.
     Nothing is checked when the log-probabilities are unknown (a top-k-only model) or the vocabulary
     size is.
 
@@ -67,6 +70,18 @@ def check_better_than_uniform(logprobs: Any, model: Any) -> None:
     if perplexity > UNIFORM_SLACK * vocab and typical > UNIFORM_SLACK * vocab:
         name = getattr(model, "name", type(model).__name__)
         source = getattr(model, "tokenizer_source", None)
+        if source is None and getattr(model, "module", None) is not None:
+            # an in-process model read with the tokenizer saved beside its weights cannot have another
+            # model's tokenizer: it is a model that learnt nothing usable (a DP or CRT model whose
+            # noise swamped its few steps: the quick demo's CRT model, 2,964 over 1,331 tokens), and
+            # its report is valid (it reproduces nothing) — said, not stopped
+            print(
+                f"warning: {name}: corpus perplexity {perplexity:,.0f} (typical token {typical:,.0f}) is above "
+                f"its vocabulary size ({vocab:,} tokens): it predicts this corpus worse than uniform "
+                "guessing, so it has learnt little of it; its report is read with its own tokenizer",
+                file=sys.stderr,
+            )
+            return
         raise ModelError(
             f"{name}: corpus perplexity {perplexity:,.0f} is above the vocabulary size ({vocab:,} tokens, "
             f"limit {UNIFORM_SLACK:g} x), and so is the typical token's ({typical:,.0f}, the median): "
