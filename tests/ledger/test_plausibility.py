@@ -29,6 +29,7 @@ class _Scorer:
     name = "scorer"
     capabilities = frozenset({Capability.SCORE})
     max_length = 64
+    tokenizer_source = "given"  # a tokenizer given apart from the model (tokenizer=DIR): it can be wrong
 
     def __init__(self, nats):
         self.nats = nats
@@ -89,7 +90,7 @@ def test_an_in_process_model_with_its_own_tokenizer_worse_than_uniform_is_warned
     CRT model that learnt nothing (the quick demo's CRT model) is said on stderr, and its ledger kept;
     the same scores through a tokenizer given apart from the model stop."""
     model = _Scorer(0.0)
-    model.module = object()
+    model.tokenizer_source = None  # read with the tokenizer saved beside its weights
     check_better_than_uniform(np.full(100, -6.0), model)
     assert "worse than uniform guessing" in capsys.readouterr().err
     model.tokenizer_source = "/models/b"

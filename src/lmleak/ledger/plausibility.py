@@ -3,8 +3,7 @@ size (worse than guessing uniformly) means the tokens scored are not the ones th
 
 :func:`lmleak.ledger.ledger.build_ledger` calls :func:`check_better_than_uniform` on every backend
 (in-process, vLLM, Ray, an HTTP API), so an audit through another model's tokenizer of the same
-vocabulary size, or of another model than the one trained on the corpus, stops as invalid (exit 2)
-instead of reporting a leaking model as clean (issue 33: perplexity 5,681 over 500 tokens, 18 unique
+vocabulary size stops as invalid (exit 2) instead of reporting a leaking model as clean (issue 33: perplexity 5,681 over 500 tokens, 18 unique
 leaked sequences instead of 100).
 """
 
@@ -47,9 +46,10 @@ def check_better_than_uniform(logprobs: Any, model: Any) -> None:
     size (by more than :data:`UNIFORM_SLACK`, an untrained model's noise), with the median token's
     perplexity above it too, means the tokens scored are not the ones the model reads: a wrong
     tokenizer (another model's, of the same size) or the wrong model. The median keeps a right model
-    that never saw a few tokens (a redacted one, on raw text) from being stopped. An in-process model
-    with the tokenizer saved beside its weights (no ``tokenizer_source``: none was given apart from
-    it) is warned about instead: it cannot have another model's tokenizer, only have learnt little. Its report would find no leak where there may be many.
+    that never saw a few tokens (a redacted one, on raw text) from being stopped. The stop is for a
+    tokenizer given apart from the model (``tokenizer_source``: ``?tokenizer=DIR`` over HTTP, on any
+    backend that records one); a model read with the tokenizer saved beside its weights is warned
+    about instead: it cannot have another model's tokenizer, only have learnt little. Its report would find no leak where there may be many.
     Nothing is checked when the log-probabilities are unknown (a top-k-only model) or the vocabulary
     size is.
 
@@ -70,11 +70,11 @@ def check_better_than_uniform(logprobs: Any, model: Any) -> None:
     if perplexity > UNIFORM_SLACK * vocab and typical > UNIFORM_SLACK * vocab:
         name = getattr(model, "name", type(model).__name__)
         source = getattr(model, "tokenizer_source", None)
-        if source is None and getattr(model, "module", None) is not None:
-            # an in-process model read with the tokenizer saved beside its weights cannot have another
-            # model's tokenizer: it is a model that learnt nothing usable (a DP or CRT model whose
-            # noise swamped its few steps: the quick demo's CRT model, 2,964 over 1,331 tokens), and
-            # its report is valid (it reproduces nothing) — said, not stopped
+        if source is None:
+            # a model read with the tokenizer saved beside its weights (no tokenizer given apart from
+            # it) cannot have another model's tokenizer: it learnt nothing usable (an untrained model
+            # with large random logits, a DP or CRT model whose noise swamped its few steps: the quick
+            # demo's CRT model, 2,964 over 1,331 tokens), and its report is valid — said, not stopped
             print(
                 f"warning: {name}: corpus perplexity {perplexity:,.0f} (typical token {typical:,.0f}) is above "
                 f"its vocabulary size ({vocab:,} tokens): it predicts this corpus worse than uniform "
