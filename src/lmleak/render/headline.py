@@ -91,6 +91,19 @@ EXPLANATIONS: dict[str, str] = {
 }
 
 
+#: One k's companions of :data:`PER_K` a verdict reads (no card of their own): the people counts and
+#: what the excess is read against (issue 32).
+PER_K_CONTEXT: tuple[str, ...] = (
+    "pii_people_members",
+    "pii_people_members_n",
+    "pii_people_null",
+    "pii_people_null_n",
+    "pii_people_excess_reason",
+    "pii_people_excess_fix",
+    "null_kind",
+    "null_note",
+    "pii_owner_counts",
+)
 #: Keys a verdict reads beside the headline numbers (no card of their own): which attack the MIA
 #: headline is and how it was chosen, how many texts it had, the placebo beside it, the DP audit's
 #: bound at the claimed δ, and an infinite leakage ε that JSON cannot hold as a number.
@@ -106,20 +119,7 @@ CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
     "privacy_unit": ("privacy_unit",),
     "mia_best_raw_method": ("mia_best_raw_method",),
     # issue 32: what the leaked-PII excess is read against
-    **{
-        key: (key,)
-        for key in (
-            "pii_people_members",
-            "pii_people_members_n",
-            "pii_people_null",
-            "pii_people_null_n",
-            "pii_people_excess_reason",
-            "pii_people_excess_fix",
-            "null_kind",
-            "null_note",
-            "pii_owner_counts",
-        )
-    },
+    **{key: (key,) for key in PER_K_CONTEXT},
     "pii_exact_match_excess_null": ("pii_exact_match_excess_null",),
     "pii_likelihood_ratio_made_up": ("pii_likelihood_ratio_made_up",),
     "pii_exact_match_made_up": ("pii_exact_match_made_up",),
@@ -167,19 +167,6 @@ PER_K: dict[str, str] = {  # headline name -> the key in the report's by_k
     "pii_unique_sequences_members": "pii_unique_sequences_members",
     "null_pii_unique_sequences": "null_pii_unique_sequences",
 }
-#: One k's companions of :data:`PER_K` a verdict reads (no card of their own): the people counts and
-#: what the excess is read against (issue 32).
-PER_K_CONTEXT: tuple[str, ...] = (
-    "pii_people_members",
-    "pii_people_members_n",
-    "pii_people_null",
-    "pii_people_null_n",
-    "pii_people_excess_reason",
-    "pii_people_excess_fix",
-    "null_kind",
-    "null_note",
-    "pii_owner_counts",
-)
 
 
 def headline_from_summary(summary: dict[str, Any]) -> dict[str, Any]:
