@@ -8,7 +8,13 @@ import numpy as np
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import TokenStats
 from lmleak.report.leakage import ReportConfig, report_from_ledger
-from lmleak.report.owners import Identity, identities, owner_of_values, users_with_text
+from lmleak.report.owners import (
+    Identity,
+    identities,
+    owner_of_values,
+    users_with_text,
+    users_with_text_by_scan,
+)
 
 
 class CharTokenizer:
@@ -121,6 +127,21 @@ def test_users_with_text_counts_users_not_documents_by_a_scan_of_every_document(
         n: len({u for d, u in zip(docs, users, strict=True) if n in d}) for n in ("Jan 2019", "x", "nowhere")
     }
     assert got == oracle == {"Jan 2019": 2, "x": 1, "nowhere": 0}
+
+
+def test_the_automaton_counts_the_same_users_as_a_scan_per_text_on_random_mail_like_text():
+    """The fast path (one Aho-Corasick pass per user) against the obvious scan: overlapping needles,
+    needles that are prefixes of others, a needle spanning two documents (never counted), repeats."""
+    import random
+
+    rng = random.Random(3)
+    alphabet = "ab c@.\n>"
+    docs = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 60))) for _ in range(40)]
+    users = [f"u{rng.randint(0, 9)}" for _ in docs]
+    needles = [d[i : i + rng.randint(1, 6)] for d in docs for i in (0, 5, 11) if d[i : i + 1]]
+    needles += ["ab", "ab", "a", docs[0][-2:] + docs[1][:2], "never there"]
+    assert users_with_text(needles, docs, users) == users_with_text_by_scan(needles, docs, users)
+    assert users_with_text([], docs, users) == {} and users_with_text([""], docs, users) == {}
 
 
 def test_an_identity_holds_the_senders_names_and_signature_values_only():

@@ -31,6 +31,8 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import ahocorasick
+
 from lmleak.data.names import name_key
 from lmleak.probe.formats import find_links
 from lmleak.report.features import PII_VALUES
@@ -158,22 +160,54 @@ def owner_of_values(values: Sequence[tuple[str, str]] | None, identity: Identity
 def users_with_text(
     needles: Iterable[str], doc_texts: Sequence[str], doc_users: Sequence[str]
 ) -> dict[str, int]:
-    """For each text, the number of users whose documents contain it verbatim (a scan of each
-    user's documents per text: the slow obvious count, run for the PII candidates only).
+    """For each text, the number of users whose documents contain it verbatim.
+
+    One Aho–Corasick automaton over the texts, one pass over each user's documents: linear in the
+    corpus and the texts (plus the matches), where a scan of the corpus per text grows with their
+    product (:func:`users_with_text_by_scan`, the obvious count the tests compare it with;
+    ``benchmarks/bench_owners.py`` measures both).
 
     Example:
         >>> users_with_text(["Jan 2019", "ann@x.org"], ["On Jan 2019 ann@x.org", " Jan 2019"], ["u1", "u2"])
         {'Jan 2019': 2, 'ann@x.org': 1}
     """
-    by_user: dict[str, list[str]] = {}
-    for text, user in zip(doc_texts, doc_users, strict=True):
-        by_user.setdefault(str(user), []).append(text)
-    joined = ["\x00".join(texts) for texts in by_user.values()]  # no text holds a NUL
+    wanted = list(dict.fromkeys(n for n in needles if n))
+    if not wanted:
+        return {}
+    automaton = ahocorasick.Automaton()
+    for i, needle in enumerate(wanted):
+        automaton.add_word(needle, i)
+    automaton.make_automaton()
+    users_of: list[set[str]] = [set() for _ in wanted]
+    for user, body in _user_bodies(doc_texts, doc_users).items():
+        for _end, i in automaton.iter(body):
+            users_of[i].add(user)
+    return {needle: len(users) for needle, users in zip(wanted, users_of, strict=True)}
+
+
+def users_with_text_by_scan(
+    needles: Iterable[str], doc_texts: Sequence[str], doc_users: Sequence[str]
+) -> dict[str, int]:
+    """:func:`users_with_text` by the obvious scan of every user's documents per text (the oracle).
+
+    Example:
+        >>> users_with_text_by_scan(["Jan 2019", "ann@x.org"], ["On Jan 2019 ann@x.org", " Jan 2019"], ["u1", "u2"])
+        {'Jan 2019': 2, 'ann@x.org': 1}
+    """
+    bodies = _user_bodies(doc_texts, doc_users).values()
     out: dict[str, int] = {}
     for needle in needles:
         if needle and needle not in out:
-            out[needle] = sum(1 for body in joined if needle in body)
+            out[needle] = sum(1 for body in bodies if needle in body)
     return out
+
+
+def _user_bodies(doc_texts: Sequence[str], doc_users: Sequence[str]) -> dict[str, str]:
+    """Each user's documents joined by NUL (no text holds one), so no match spans two documents."""
+    by_user: dict[str, list[str]] = {}
+    for text, user in zip(doc_texts, doc_users, strict=True):
+        by_user.setdefault(str(user), []).append(text)
+    return {user: "\x00".join(texts) for user, texts in by_user.items()}
 
 
 def decoded_documents(ledger: Any, tokenizer: Any) -> list[str]:
