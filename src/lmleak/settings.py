@@ -1,0 +1,243 @@
+"""One settings object per analysis (issue 34): a frozen dataclass whose fields say, once, what every
+layer needs to know about a setting — its default, its help line, its range, its CLI panel.
+
+The CLI's options are generated from the fields (:func:`lmleak.cli.options.takes`), the audit YAML's
+sections are the same classes (:meth:`Settings.from_mapping`, did-you-mean errors), the Python API
+passes them as they are, and the library's ``run_x(model, data, out, settings)`` reads them. A new
+setting is one field in one class; nothing else repeats its name, default or range.
+
+A field is declared with :func:`setting`::
+
+    @dataclass(frozen=True)
+    class ExampleSettings(Settings):
+        num_per_side: int = setting(1000, help="Texts per side.", ge=1)
+        engine: str = setting("local", help="Where it runs.", choices=("local", "ray"))
+
+and checked once, in ``__post_init__`` (:meth:`Settings.__post_init__`): numbers by
+:func:`lmleak.errors.check_number` (the rule the CLI's parser applies before a command runs),
+names against their ``choices``, and a class's own cross-field rule in :meth:`Settings.check`.
+
+Example:
+    >>> from dataclasses import dataclass
+    >>> @dataclass(frozen=True)
+    ... class Demo(Settings):
+    ...     shots: int = setting(3, help="Examples in the prefix.", ge=1)
+    ...     engine: str = setting("local", help="Where it runs.", choices=("local", "ray"))
+    >>> Demo(shots=2)
+    Demo(shots=2, engine='local')
+    >>> Demo(shots=0)
+    Traceback (most recent call last):
+    ...
+    lmleak.errors.ConfigError: field 'shots': must be a whole number >= 1, got 0
+    >>> Demo.from_mapping({"shot": 2}, where="analyses.demo")
+    Traceback (most recent call last):
+    ...
+    lmleak.errors.ConfigError: field 'analyses.demo.shot': unknown key 'shot'. Did you mean 'shots'? Fix: allowed keys here: engine, shots
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from lmleak.errors import ConfigError, check_number, did_you_mean
+
+S = TypeVar("S", bound="Settings")
+
+#: the key of a field's :class:`Meta` in its dataclass metadata
+META = "lmleak"
+
+
+@dataclass(frozen=True)
+class Meta:
+    """What a field says about itself beyond its type and default.
+
+    Attributes:
+        help: the CLI's help line (and the docs' description).
+        option: the CLI spelling (default ``--`` + the name with hyphens; a bool that defaults to
+            True also gets ``--no-...``); ``short`` an extra one-letter spelling.
+        ge, gt, le, lt: the range of a number (:func:`lmleak.errors.check_number`).
+        choices: the names a string may take.
+        panel: the CLI help panel the option is listed under (None: the command's main panel).
+        hidden: not shown in ``--help`` (still accepted).
+        cli: an option of the CLI (False: the command fills it itself, e.g. a greedy list).
+        yaml: a key of the audit YAML (False: a value only Python can give, e.g. a loaded model).
+    """
+
+    help: str
+    option: str | None = None
+    short: str | None = None
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    lt: float | None = None
+    choices: tuple[str, ...] | None = None
+    panel: str | None = None
+    hidden: bool = False
+    cli: bool = True
+    yaml: bool = True
+
+
+def setting(
+    default: Any = dataclasses.MISSING,
+    *,
+    help: str,  # noqa: A002 - the word every CLI library uses
+    factory: Any = dataclasses.MISSING,
+    compare: bool = True,
+    **meta: Any,
+) -> Any:
+    """A settings field: ``default`` (or ``factory`` for a mutable one) and its :class:`Meta`."""
+    return dataclasses.field(
+        default=default,
+        default_factory=factory,
+        compare=compare,
+        repr=compare,
+        metadata={META: Meta(help=help, **meta)},
+    )
+
+
+def meta_of(f: dataclasses.Field[Any]) -> Meta:
+    """The field's :class:`Meta` (a plain field without one: its name as its help)."""
+    m = f.metadata.get(META)
+    return m if isinstance(m, Meta) else Meta(help=f.name.replace("_", " "), cli=False)
+
+
+def number_kind(tp: Any) -> type | None:
+    """``int`` or ``float`` when the annotation ``tp`` is that number (or it or None), else None."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] if _is_union(tp) else [tp]
+    if len(args) == 1 and args[0] in (int, float):
+        return typing.cast(type, args[0])
+    return None
+
+
+def _is_union(tp: Any) -> bool:
+    return typing.get_origin(tp) in (typing.Union, types.UnionType)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The base of every analysis's settings: fields declared with :func:`setting`, checked once."""
+
+    def __post_init__(self) -> None:
+        hints = typing.get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            m, value = meta_of(f), getattr(self, f.name)
+            if isinstance(value, list):  # frozen means immutable: a YAML or API list becomes a tuple
+                value = tuple(value)
+                object.__setattr__(self, f.name, value)
+            kind = number_kind(hints[f.name])
+            if kind is not None and value is not None:
+                check_number(value, f.name, integer=kind is int, ge=m.ge, gt=m.gt, le=m.le, lt=m.lt)
+            if m.choices is not None and value is not None and value not in m.choices:
+                raise ConfigError(
+                    f"unknown {f.name.replace('_', ' ')} {value!r}." + did_you_mean(str(value), m.choices),
+                    field=f.name,
+                    hint=f"use one of {', '.join(m.choices)}",
+                )
+        self.check()
+
+    def check(self) -> None:
+        """A class's rule across its fields (e.g. ``r <= m``); raise :class:`ConfigError`."""
+
+    @classmethod
+    def from_mapping(cls: type[S], data: Any, *, where: str = "", path: str | None = None) -> S:
+        """The settings a YAML section (or any mapping) names: unknown keys refused with a
+        did-you-mean, wrong types named, and the class's own checks, each error naming
+        ``where.key`` and the file ``path``."""
+        return typing.cast(S, build(cls, data, where, path))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The YAML-able fields and their values (what :meth:`from_mapping` reads back)."""
+        return {
+            f.name: list(v) if isinstance(v := getattr(self, f.name), tuple) else v
+            for f in dataclasses.fields(self)
+            if meta_of(f).yaml and f.compare
+        }
+
+
+# --- building a dataclass from a mapping (the audit YAML's rule, one place) ---------------------
+
+
+def type_ok(value: Any, tp: Any) -> bool:
+    """Whether ``value`` (parsed YAML) has the annotation ``tp``: ints are floats, bools are not
+    numbers, a list is a list or tuple of its items."""
+    origin = typing.get_origin(tp)
+    if tp is Any:
+        return True
+    if _is_union(tp):
+        return any(type_ok(value, a) for a in typing.get_args(tp))
+    if tp is type(None):
+        return value is None
+    if origin in (list, tuple):
+        inner = typing.get_args(tp)[0]
+        return isinstance(value, list | tuple) and all(type_ok(v, inner) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if tp is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if tp is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(tp, type) and isinstance(value, tp)
+
+
+def build(cls: type, data: Any, where: str, path: str | None) -> Any:
+    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and wrong types."""
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"expected a mapping, got {type(data).__name__}", path=path, field=where or None)
+    hints = typing.get_type_hints(cls)
+    known = [f for f in dataclasses.fields(cls) if f.name != "base_dir" and meta_of(f).yaml]
+    names = {f.name for f in known}
+    for key in data:
+        if key not in names:
+            raise ConfigError(
+                f"unknown key '{key}'." + did_you_mean(str(key), names),
+                path=path,
+                field=f"{where}.{key}" if where else str(key),
+                hint=f"allowed keys here: {', '.join(sorted(names))}",
+            )
+    kwargs: dict[str, Any] = {}
+    for f in known:
+        if f.name not in data:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError("required key is missing", path=path, field=f"{where}.{f.name}".strip("."))
+            continue
+        kwargs[f.name] = convert(data[f.name], hints[f.name], f"{where}.{f.name}".strip("."), path)
+    try:
+        return cls(**kwargs)
+    except ConfigError as e:
+        if e.path is not None:
+            raise
+        inner = f"{where}.{e.field}".strip(".") if e.field else where or None
+        raise ConfigError(e.reason, path=path, field=inner, hint=e.hint) from None
+
+
+def convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
+    """One YAML value as annotation ``tp``: a nested dataclass built (``true``: its defaults,
+    ``false``/``null``: none), a scalar given for a list made a one-item list, types checked."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    target = args[0] if _is_union(tp) and len(args) == 1 else tp
+    if isinstance(target, type) and dataclasses.is_dataclass(target):
+        if value is None and target is not tp:
+            return None
+        if value is True and target is not tp:  # `report: true` means "with defaults"
+            return build(target, {}, name, path)
+        if value is False and target is not tp:
+            return None
+        return build(target, {} if value is None else value, name, path)
+    origin = typing.get_origin(target)
+    if origin in (list, tuple) and dataclasses.is_dataclass(typing.get_args(target)[0]):
+        if not isinstance(value, list) or not value:
+            raise ConfigError("expected a non-empty list", path=path, field=name)
+        inner = typing.get_args(target)[0]
+        return [build(inner, v, f"{name}[{i}]", path) for i, v in enumerate(value)]
+    if origin in (list, tuple) and isinstance(value, int | float | str) and not isinstance(value, bool):
+        value = [value]  # `k: 1` means `k: [1]`
+    if not type_ok(value, tp):
+        raise ConfigError(
+            f"expected {getattr(tp, '__name__', str(tp))}, got {value!r}", path=path, field=name
+        )
+    return tuple(value) if origin is tuple else value

@@ -1,0 +1,96 @@
+"""The settings base (issue 34): a field's range, choices and YAML form declared once, and the CLI's
+options generated from it (:mod:`lmleak.settings`, :mod:`lmleak.cli.options`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from lmleak.cli.options import takes
+from lmleak.errors import ConfigError
+from lmleak.settings import Settings, setting
+
+
+@dataclass(frozen=True)
+class Knobs(Settings):
+    shots: int = setting(3, help="Examples in the prefix.", ge=1)
+    share: float = setting(0.5, help="Share given.", gt=0, lt=1)
+    groups: int | None = setting(None, help="At most this many groups.", ge=1)
+    engine: str = setting("local", help="Where it runs.", choices=("local", "ray"))
+    blind: bool = setting(True, help="Also the blind baseline.")
+    extrapolate: bool = setting(False, help="Add the estimate.")
+    references: tuple[str, ...] = setting((), help="A further reference.", option="--reference")
+    windows: tuple[int, ...] = setting((1, 5), help="Window sizes.", cli=False)
+    loaded: object = setting(None, help="A loaded model.", cli=False, yaml=False, compare=False)
+
+    def check(self) -> None:
+        if self.groups is not None and self.groups > 10 * self.shots:
+            raise ConfigError("groups must be at most 10 x shots", field="groups")
+
+
+def test_checks_run_once_when_built_from_python_yaml_or_replace():
+    assert Knobs().shots == 3
+    with pytest.raises(ConfigError, match="field 'shots': must be a whole number >= 1, got 0"):
+        Knobs(shots=0)
+    with pytest.raises(ConfigError, match="share.*< 1"):
+        replace(Knobs(), share=1.0)
+    with pytest.raises(ConfigError, match="unknown engine 'rey'. Did you mean 'ray'?"):
+        Knobs(engine="rey")
+    with pytest.raises(ConfigError, match="groups must be at most"):
+        Knobs(shots=1, groups=11)
+    assert Knobs(windows=[2, 3]).windows == (2, 3)  # a list is made a tuple (frozen)
+
+
+def test_from_mapping_names_the_key_and_the_file():
+    k = Knobs.from_mapping({"shots": 2, "references": "a", "windows": [1]}, where="analyses.x")
+    assert (k.shots, k.references, k.windows) == (2, ("a",), (1,))
+    with pytest.raises(ConfigError) as e:
+        Knobs.from_mapping({"shot": 2}, where="analyses.x", path="audit.yaml")
+    assert str(e.value).startswith(
+        "audit.yaml: field 'analyses.x.shot': unknown key 'shot'. Did you mean 'shots'?"
+    )
+    with pytest.raises(ConfigError, match="field 'analyses.x.shots': must be a whole number >= 1"):
+        Knobs.from_mapping({"shots": 0}, where="analyses.x", path="audit.yaml")
+    with pytest.raises(ConfigError, match="field 'analyses.x.shots': expected int, got 'two'"):
+        Knobs.from_mapping({"shots": "two"}, where="analyses.x")
+    with pytest.raises(ConfigError, match="unknown key 'loaded'"):  # not a YAML key
+        Knobs.from_mapping({"loaded": 1})
+    assert Knobs.from_mapping(Knobs(shots=4).to_dict()) == Knobs(shots=4)
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.command()
+    @takes(settings=(Knobs, ("references",)))
+    def cmd(name: str, settings: Knobs, as_json: bool = False) -> None:
+        typer.echo(repr(settings))
+
+    @app.command()
+    def other() -> None:  # a second command: Typer then names them
+        pass
+
+    return app
+
+
+def test_options_are_generated_from_the_fields():
+    runner = CliRunner()
+    res = runner.invoke(_app(), ["cmd", "x", "--shots", "2", "--no-blind", "--extrapolate", "--groups", "5"])
+    assert res.exit_code == 0, res.output
+    assert "Knobs(shots=2, share=0.5, groups=5, engine='local', blind=False, extrapolate=True" in res.output
+    assert "references=(), windows=(1, 5))" in res.output  # skipped and cli=False fields keep defaults
+    help_text = runner.invoke(_app(), ["cmd", "--help"]).output
+    assert "--shots" in help_text and "Examples in the prefix." in help_text
+    assert "--windows" not in help_text and "--loaded" not in help_text and "--reference" not in help_text
+    bad = runner.invoke(_app(), ["cmd", "x", "--shots", "0"])
+    assert bad.exit_code == 2 and "must be a whole number >= 1" in bad.output
+    nan = runner.invoke(_app(), ["cmd", "x", "--share", "nan"])
+    assert nan.exit_code == 2 and "--share" in nan.output
+
+
+def test_a_rule_across_fields_names_the_option():
+    with pytest.raises(ConfigError, match="field '--groups': groups must be at most"):
+        _app().registered_commands[0].callback(name="x", shots=1, groups=11)  # type: ignore[misc]
