@@ -23,6 +23,7 @@ import lmleak
 import lmleak.api
 from lmleak.cli.main import build_app
 from lmleak.errors import ConfigError
+from lmleak.settings import META, meta_of
 
 EXPORTED = {
     "__version__",
@@ -78,16 +79,35 @@ OPTION_FIELDS = {
         "corpus_texts",
         "seed",
     ),
+    # the settings of `lmleak mia` (issue 34): the loaded reference/mlm and the users are run_membership keywords
     "MembershipOptions": (
-        "methods",
-        "reference",
-        "mlm",
+        "members",
+        "non_members",
+        "corpus",
+        "field",
         "num_per_side",
         "group_size",
+        "num_groups",
+        "methods",
+        "reference",
         "min_k",
+        "mlm",
+        "recall_prefix",
+        "recall_shots",
+        "neighbours",
+        "wbc_windows",
+        "rmia_population",
+        "rmia_offline_a",
+        "rmia_references",
+        "rmia_gamma",
+        "samia_samples",
+        "samia_prefix_share",
+        "samia_max_new_tokens",
+        "samia_temperature",
+        "samia_top_k",
+        "samia_ngram",
         "blind",
         "n_boot",
-        "users",
         "seed",
     ),
     "ProbeOptions": (
@@ -133,8 +153,12 @@ def test_each_result_and_option_type_is_a_frozen_dataclass_with_the_pinned_field
         assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, name
         assert tuple(f.name for f in dataclasses.fields(cls)) == fields, name
         doc = inspect.getdoc(cls) or ""
-        for f in fields:  # each field named in the class's or RunResult's Attributes
-            assert f in doc or f in (inspect.getdoc(lmleak.api.RunResult) or ""), f"{name}.{f} undocumented"
+        helps = {  # a settings class documents each field by its help line (lmleak.settings.setting)
+            f.name: meta_of(f).help for f in dataclasses.fields(cls) if META in f.metadata
+        }
+        for f in fields:  # each field named in the class's or RunResult's Attributes, or with its help
+            documented = f in doc or f in (inspect.getdoc(lmleak.api.RunResult) or "") or bool(helps.get(f))
+            assert documented, f"{name}.{f} undocumented"
         if name in RESULT_FIELDS:
             assert issubclass(cls, lmleak.api.RunResult)
     with pytest.raises(dataclasses.FrozenInstanceError):
@@ -237,9 +261,9 @@ def test_options_refuse_a_string_where_names_belong_before_any_work(tmp_path):
     with pytest.raises(ConfigError, match="methods"):
         run_membership(object(), ["a"], ["b"], tmp_path / "m", MembershipOptions(methods="zlib"))  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="users"):
-        run_membership(object(), ["a"], ["b"], tmp_path / "m", MembershipOptions(users=(["u"], [])))
+        run_membership(object(), ["a"], ["b"], tmp_path / "m", users=(["u"], []))
     with pytest.raises(ConfigError, match="Did you mean .zlib."):
-        MembershipOptions(methods=("zlibb",)).method_options()
+        MembershipOptions(methods=("zlibb",))
     assert not (tmp_path / "p").exists() and not (tmp_path / "m").exists()
 
 

@@ -44,8 +44,8 @@ from typing import Any
 # the library's functions under the public names' prefix: the public ones below wrap them
 from lmleak.attacks.exposure import run_exposure as _run_exposure
 from lmleak.attacks.membership import run_membership as _run_membership
-from lmleak.attacks.mia_methods import MethodOptions, parse_methods
-from lmleak.attacks.mia_stats import N_BOOT
+from lmleak.attacks.mia_settings import MembershipSettings, method_options
+from lmleak.attacks.mia_texts import MembershipTexts
 from lmleak.audit.config import AuditConfig, load_config
 from lmleak.audit.runner import run_audit as _run_audit
 from lmleak.data.corpus import Corpus
@@ -262,46 +262,9 @@ class ExposureOptions:
     seed: int = 0
 
 
-@dataclass(frozen=True)
-class MembershipOptions:
-    """Settings of :func:`run_membership` (names as ``lmleak mia``'s options).
-
-    Attributes:
-        methods: the attacks to score (:data:`lmleak.attacks.mia_methods.METHODS`, or ``"all"``);
-            None: perplexity, zlib, min_k, and reference when ``reference`` is given.
-        reference: a loaded reference model (the reference-calibrated attack; Carlini et al. 2021).
-        mlm: a loaded masked LM that makes the neighbourhood attack's neighbours.
-        num_per_side: texts scored per side, at most.
-        group_size: texts per group of the group attack (0: no group attack).
-        min_k: the share of lowest-probability tokens of Min-K% (in (0, 1]).
-        blind: also run the text-only blind baseline (a classifier that never sees the model).
-        n_boot: bootstrap replicates behind every ``*_ci`` interval (over users, or text clusters).
-        users: each text's user, members first: ``(member_users, non_member_users)``, so that the
-            blind baseline keeps each user in one fold (give it when the split is by user).
-        seed: seeds the sampling of texts and groups.
-    """
-
-    methods: tuple[str, ...] | None = None
-    reference: Any = field(default=None, repr=False, compare=False)
-    mlm: Any = field(default=None, repr=False, compare=False)
-    num_per_side: int = 1000
-    group_size: int = 20
-    min_k: float = 0.2
-    blind: bool = True
-    n_boot: int = N_BOOT
-    users: tuple[Sequence[str], Sequence[str]] | None = field(default=None, repr=False)
-    seed: int = 0
-
-    def method_options(self) -> MethodOptions:
-        """The library's :class:`~lmleak.attacks.mia_methods.MethodOptions` (methods checked)."""
-        names = (
-            None
-            if self.methods is None
-            else parse_methods(
-                self.methods, reference=self.reference is not None, mlm=self.mlm is not None, field="methods"
-            )
-        )
-        return MethodOptions(methods=names, mlm=self.mlm, seed=self.seed)
+#: Settings of :func:`run_membership`: the one settings class of membership inference (``lmleak mia``'s
+#: options and the audit's ``analyses.mia``), :class:`~lmleak.attacks.mia_settings.MembershipSettings`.
+MembershipOptions = MembershipSettings
 
 
 @dataclass(frozen=True)
@@ -419,7 +382,11 @@ def run_membership(
     members: Sequence[str],
     non_members: Sequence[str],
     out_dir: str | Path,
-    options: MembershipOptions = MembershipOptions(),
+    options: MembershipSettings | None = None,
+    *,
+    reference: Any = None,
+    mlm: Any = None,
+    users: tuple[Sequence[str], Sequence[str]] | None = None,
 ) -> MembershipResult:
     """Membership inference: how well each attack tells texts the model was trained on
     (``members``) from texts it never saw (``non_members``), as AUC and TPR at low FPR, beside a
@@ -431,38 +398,31 @@ def run_membership(
         non_members: texts from the same distribution the model never saw (best: the held-out
             users' texts, ``holdout.json``).
         out_dir: the run directory.
-        options: :class:`MembershipOptions`.
+        options: :class:`MembershipOptions` (the settings of ``lmleak mia``; a ``reference`` path
+            there is not loaded here: give the loaded model as ``reference``).
+        reference: a loaded reference model (the reference-calibrated attack; Carlini et al. 2021).
+        mlm: a loaded masked LM that makes the neighbourhood attack's neighbours.
+        users: each text's user, members first: ``(member_users, non_member_users)``, so that the
+            intervals, the blind baseline's folds and the placebo keep each user whole.
 
     Returns:
         :class:`MembershipResult`; the headline is ``summary["mia_auc"]`` (0.5: chance).
 
     Raises:
-        ConfigError: an unknown method, one whose model is missing, or ``min_k`` outside (0, 1].
+        ConfigError: an unknown method, one whose model is missing, or ``users`` not one per text.
     """
-    o = options
-    _strings("methods", o.methods)
-    if o.users is not None and (len(o.users[0]) != len(members) or len(o.users[1]) != len(non_members)):
+    o = options or MembershipSettings()
+    if users is not None and (len(users[0]) != len(members) or len(users[1]) != len(non_members)):
         raise ConfigError(
-            f"users names {len(o.users[0])} + {plural(len(o.users[1]), 'user')} for {len(members)} + "
+            f"users names {len(users[0])} + {plural(len(users[1]), 'user')} for {len(members)} + "
             f"{plural(len(non_members), 'text')}",
             field="users",
             hint="give one user per text, members first",
         )
-    _run_membership(
-        model,
-        members,
-        non_members,
-        out_dir,
-        reference=o.reference,
-        num_per_side=o.num_per_side,
-        group_size=o.group_size,
-        min_k=o.min_k,
-        seed=o.seed,
-        options=o.method_options(),
-        blind=o.blind,
-        groups=o.users,
-        n_boot=o.n_boot,
-    )
+    opts = method_options(o, reference=reference, mlm=mlm)
+    groups = None if users is None else (list(users[0]), list(users[1]))
+    texts = MembershipTexts(list(members), list(non_members), None, groups)
+    _run_membership(model, texts, out_dir, o, options=opts)
     run = Path(out_dir)
     return MembershipResult(
         read_summary(run), run, run / "mia_scores.parquet", run / "mia_metrics.parquet", run / "roc.parquet"

@@ -114,6 +114,12 @@ def number_kind(tp: Any) -> type | None:
     return None
 
 
+def _is_sequence(tp: Any) -> bool:
+    """Whether the annotation ``tp`` is a tuple or list (or one or None)."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] if _is_union(tp) else [tp]
+    return any(typing.get_origin(a) in (tuple, list) for a in args)
+
+
 def _is_union(tp: Any) -> bool:
     return typing.get_origin(tp) in (typing.Union, types.UnionType)
 
@@ -129,6 +135,12 @@ class Settings:
             if isinstance(value, list):  # frozen means immutable: a YAML or API list becomes a tuple
                 value = tuple(value)
                 object.__setattr__(self, f.name, value)
+            if isinstance(value, str) and _is_sequence(hints[f.name]):
+                raise ConfigError(
+                    f"expected a list of values, got the string {value!r}",
+                    field=f.name,
+                    hint=f"give a tuple or list, e.g. ({value!r},)",
+                )
             kind = number_kind(hints[f.name])
             if kind is not None and value is not None:
                 check_number(value, f.name, integer=kind is int, ge=m.ge, gt=m.gt, le=m.le, lt=m.lt)

@@ -11,6 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lmleak.attacks.membership import evaluate_membership, group_scores, min_k_prob, read_texts, text_scores
+from lmleak.attacks.mia_methods import MethodOptions
+from lmleak.attacks.mia_settings import MembershipSettings as MS
+from lmleak.attacks.mia_texts import MembershipTexts
 from lmleak.attacks.roc import best_accuracy, roc_auc, roc_curve, tpr_at_fpr
 from lmleak.models.fake import FakeLM
 from tests.attacks.demo_sets import demo_sets, line_owners
@@ -100,7 +103,9 @@ def test_a_memorising_model_is_caught_by_the_individual_and_the_group_attack():
     non_members = _sentences(np.random.default_rng(99), 60)
     non_members = [t for t in non_members if t not in set(members)]
     lm = FakeLM.from_texts(members * 2 + non_members[:0] + ["my address is unknown street"], order=4)
-    res = evaluate_membership(lm, members, non_members, num_per_side=50, group_size=5, reference=lm)
+    res = evaluate_membership(
+        lm, members, non_members, MS(num_per_side=50, group_size=5), options=MethodOptions(reference=lm)
+    )
     m = res.metrics.set_index(["level", "feature"])
     assert m.loc[("individual", "perplexity"), "accuracy"] > 0.75
     assert m.loc[("individual", "perplexity"), "auc"] > 0.8
@@ -122,17 +127,18 @@ def test_method_options_check_the_names_and_read_recalls_prefix_file(tmp_path):
     from lmleak.attacks.membership import method_options
     from lmleak.errors import ConfigError
 
-    assert method_options().methods is None  # the defaults, chosen later
+    assert method_options(MS()).methods is None  # the defaults, chosen later
     (tmp_path / "prefix.txt").write_text("first non-member\n\nsecond one\n")
-    opts = method_options(["zlib", "recall"], recall_prefix=tmp_path / "prefix.txt", num_neighbours=3, seed=4)
+    s = MS(methods=("zlib", "recall"), recall_prefix=str(tmp_path / "prefix.txt"), neighbours=3, seed=4)
+    opts = method_options(s)
     assert opts.methods == ("zlib", "recall")
     assert opts.recall_prefix == "first non-member\nsecond one\n"
     assert (opts.num_neighbours, opts.seed, opts.mlm) == (3, 4, None)
     with pytest.raises(ConfigError) as e:
-        method_options(["zlibb"])
-    assert e.value.field == "--methods" and "zlib" in str(e.value)
+        MS(methods=("zlibb",))
+    assert e.value.field == "methods" and "zlib" in str(e.value)
     with pytest.raises(ConfigError):
-        method_options(["reference"])  # no reference model
+        method_options(MS(methods=("reference",)))  # no reference model
 
 
 def _membership_files(tmp_path):
@@ -154,22 +160,14 @@ def test_membership_of_model_loads_the_spec_reads_the_files_and_equals_run_membe
 
     corpus, members, non = _membership_files(tmp_path)
     said: list[str] = []
-    summary = membership_of_model(
-        f"fake:{corpus}",
-        tmp_path / "a",
-        members=members,
-        non_members=non,
-        methods=["zlib", "min_k_pp"],
-        group_size=5,
-        echo=said.append,
-    )
+    settings = MS(members=str(members), non_members=str(non), methods=("zlib", "min_k_pp"), group_size=5)
+    summary = membership_of_model(f"fake:{corpus}", tmp_path / "a", settings, echo=said.append)
     oracle = run_membership(
         load_model(f"fake:{corpus}"),
-        read_texts(members),
-        read_texts(non),
+        MembershipTexts(read_texts(members), read_texts(non)),
         tmp_path / "b",
-        group_size=5,
-        options=method_options(["zlib", "min_k_pp"]),
+        MS(group_size=5),
+        options=method_options(MS(methods=("zlib", "min_k_pp"))),
     )
     # no source line: two files given
     assert said == [
@@ -188,7 +186,7 @@ def test_membership_of_model_checks_the_methods_before_loading_anything(tmp_path
     from lmleak.errors import ConfigError
 
     with pytest.raises(ConfigError, match="unknown membership method 'nope'"):
-        membership_of_model(str(tmp_path / "no-such-model"), tmp_path / "run", methods=["nope"])
+        membership_of_model(str(tmp_path / "no-such-model"), tmp_path / "run", MS(methods=("nope",)))
     assert not (tmp_path / "run").exists()
 
 
@@ -203,7 +201,7 @@ def test_the_sets_are_cleaned_and_every_count_is_in_the_summary(tmp_path):
     non = [f"other note {i} on a green bicycle at the harbour" for i in range(20)]
     non += ["a sentence that both sides share word for word"]
     lm = FakeLM.from_texts(members, order=3)
-    s = run_membership(lm, members, non, tmp_path / "run", group_size=0, n_boot=100)
+    s = run_membership(lm, MembershipTexts(members, non), tmp_path / "run", MS(group_size=0, n_boot=100))
     m, n = s["sets"]["members"], s["sets"]["non_members"]
     assert (m["rows"], m["distinct"], m["near_duplicates"], m["removed_overlap"], m["kept"]) == (
         25,
@@ -250,7 +248,10 @@ def test_the_placebo_auc_covers_chance_on_a_model_trained_without_the_placebo_us
     mem, non, mem_users, non_users = split_users_by_holdout(corpus, sorted(held))
     lm = FakeLM.from_texts([d["text"] for d in docs if d["user_id"] not in held], order=4)
     s = run_membership(
-        lm, mem, non, tmp_path / "run", groups=(mem_users, non_users), group_size=0, n_boot=500
+        lm,
+        MembershipTexts(mem, non, None, (mem_users, non_users)),
+        tmp_path / "run",
+        MS(group_size=0, n_boot=500),
     )
     # a perfect separation of the reported half's 6 users a side proves AUC >= 0.025^(1/6) = 0.54 only
     # (the exact interval over 6 independent pairs), not the bootstrap's certain [1, 1]
@@ -278,7 +279,7 @@ def test_on_the_quick_demos_sets_the_grouped_blind_baseline_is_quiet_and_a_plant
 
     members, non = demo_sets(tmp_path)
     lm = FakeLM.from_texts(members, order=4)  # a model that memorised its training lines
-    s = run_membership(lm, members, non, tmp_path / "run", group_size=0, n_boot=500)
+    s = run_membership(lm, MembershipTexts(members, non), tmp_path / "run", MS(group_size=0, n_boot=500))
     assert s["blind_baseline_warning"] is None and s["blind_auc_ci"][0] < 0.5 < s["blind_auc_ci"][1]
     scored = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
     owners = line_owners(tmp_path)
@@ -292,6 +293,9 @@ def test_on_the_quick_demos_sets_the_grouped_blind_baseline_is_quiet_and_a_plant
     assert ungrouped.auc > 0.8  # what the old, ungrouped baseline said of the same texts
     planted = [t + " Kind regards." for t in members]
     s = run_membership(
-        FakeLM.from_texts(planted, order=4), planted, non, tmp_path / "biased", group_size=0, n_boot=500
+        FakeLM.from_texts(planted, order=4),
+        MembershipTexts(planted, non),
+        tmp_path / "biased",
+        MS(group_size=0, n_boot=500),
     )
     assert s["blind_auc_ci"][0] > 0.9 and "blind baseline" in s["blind_baseline_warning"]

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from lmleak.attacks.blind import blind_baseline, blind_warning
-from lmleak.attacks.membership import evaluate_membership, run_membership
+from lmleak.attacks.membership import MembershipSettings, MembershipTexts, evaluate_membership, run_membership
 from lmleak.attacks.mia_methods import (
     METHODS,
     TEXT_ONLY_METHODS,
@@ -322,10 +322,9 @@ def test_a_biased_split_fires_the_warning_in_the_summary(tmp_path):
     lm = FakeLM.from_texts(members, order=3)  # it memorised the members: the attacks win, and so does blind
     s = run_membership(
         lm,
-        members,
-        non_members,
+        MembershipTexts(members, non_members),
         tmp_path / "run",
-        group_size=0,
+        MembershipSettings(group_size=0),
         options=MethodOptions(methods=("perplexity", "min_k_pp", "recall")),
     )
     assert s["blind_baseline_auc"] > 0.95 and "blind baseline" in s["blind_baseline_warning"]
@@ -341,7 +340,11 @@ def test_an_unbiased_split_keeps_the_warning_off_when_the_model_memorised():
     members, non_members = texts[:150], texts[150:]
     lm = FakeLM.from_texts(members * 2, order=4)
     res = evaluate_membership(
-        lm, members, non_members, group_size=0, options=MethodOptions(methods=("min_k_pp",))
+        lm,
+        members,
+        non_members,
+        MembershipSettings(group_size=0),
+        options=MethodOptions(methods=("min_k_pp",)),
     )
     auc = float(res.metrics.set_index("feature").loc["min_k_pp", "auc"])
     assert auc > 0.9 and abs(res.blind.auc - 0.5) < 0.15
@@ -355,8 +358,7 @@ def test_recall_takes_its_prefix_from_non_members_that_it_then_leaves_out():
         lm,
         texts[:20],
         texts[20:],
-        group_size=0,
-        blind=False,
+        MembershipSettings(group_size=0, blind=False),
         options=MethodOptions(methods=("recall",), recall_shots=3),
     )
     assert res.num_per_side == 17 and res.blind is None

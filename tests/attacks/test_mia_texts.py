@@ -128,7 +128,7 @@ def test_an_audit_over_two_files_with_user_ids_scores_each_person(tmp_path):
     """The scores table carries each text's user when the files name them (users.parquet averages them)."""
     import pandas as pd
 
-    from lmleak.attacks.membership import run_membership
+    from lmleak.attacks.membership import MembershipSettings, MembershipTexts, run_membership
     from lmleak.attacks.mia_texts import read_texts_and_users
     from lmleak.models.fake import FakeLM
 
@@ -140,7 +140,8 @@ def test_an_audit_over_two_files_with_user_ids_scores_each_person(tmp_path):
     non, nu = read_texts_and_users(tmp_path / "n.jsonl")
     assert mu is not None and nu is not None
     lm = FakeLM.from_texts([t for _, t in mem_rows], order=3)
-    run_membership(lm, mem, non, tmp_path / "run", groups=(mu, nu), n_boot=50, blind=False)
+    texts = MembershipTexts(mem, non, None, (mu, nu))
+    run_membership(lm, texts, tmp_path / "run", MembershipSettings(n_boot=50, blind=False))
     scores = pd.read_parquet(tmp_path / "run" / "mia_scores.parquet")
     owner = dict((t, u) for u, t in mem_rows + non_rows)
     assert list(scores["user_id"]) == [owner[t] for t in scores["text"]]

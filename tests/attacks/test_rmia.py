@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from lmleak.attacks.membership import evaluate_membership
+from lmleak.attacks.membership import MembershipSettings, evaluate_membership
 from lmleak.attacks.mia_methods import MethodOptions, parse_methods, score_methods
 from lmleak.attacks.rmia import offline_prob, rmia_scores
 from lmleak.errors import ConfigError
@@ -125,9 +125,9 @@ def test_a_fine_tune_that_memorised_its_members_is_caught_against_its_base():
     members, non_members = texts[:60], texts[60:]
     base = FakeLM.from_texts(texts, order=3, name="base")  # saw the distribution (every text once)
     tuned = FakeLM.from_texts(texts + members * 2, order=3, name="tuned")  # and then the members again
-    opts = MethodOptions(methods=("wbc", "rmia"), rmia_population=30)
+    opts = MethodOptions(methods=("wbc", "rmia"), rmia_population=30, reference=base)
     res = evaluate_membership(
-        tuned, members, non_members, reference=base, group_size=0, blind=False, options=opts
+        tuned, members, non_members, MembershipSettings(group_size=0, blind=False), options=opts
     )
     assert res.num_per_side == 60  # 30 of the 100 non-members became RMIA's population
     assert _auc(res, "wbc") > 0.95 and _auc(res, "rmia") > 0.95
@@ -139,10 +139,10 @@ def test_a_fine_tune_that_memorised_its_members_is_caught_against_its_base():
         base,
         members,
         non_members,
-        reference=base,
-        group_size=0,
-        blind=False,
-        options=MethodOptions(methods=("wbc", "rmia"), rmia_offline_a=1.0, rmia_population=30),
+        MembershipSettings(group_size=0, blind=False),
+        options=MethodOptions(
+            methods=("wbc", "rmia"), rmia_offline_a=1.0, rmia_population=30, reference=base
+        ),
     )
     assert _auc(same, "wbc") == 0.5 and _auc(same, "rmia") == 0.5
 

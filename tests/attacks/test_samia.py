@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from faker import Faker
 
-from lmleak.attacks.membership import evaluate_membership, text_scores
+from lmleak.attacks.membership import MembershipSettings, evaluate_membership, text_scores
 from lmleak.attacks.mia_methods import MethodOptions, parse_methods
 from lmleak.attacks.samia import (
     SamiaSettings,
@@ -76,9 +76,9 @@ def test_a_memorising_model_separates_members_and_a_null_model_does_not():
     texts = _texts(56, seed=5)
     mem, non, other = texts[:16], texts[16:32], texts[32:]
     opts = MethodOptions(methods=("samia",), samia=FAST)
-    kw = {"num_per_side": 16, "group_size": 0, "blind": False, "n_boot": 300, "options": opts}
-    leak = evaluate_membership(FakeLM.from_texts(mem, alpha=1e-4), mem, non, **kw)
-    null = evaluate_membership(FakeLM.from_texts(other, alpha=1e-4), mem, non, **kw)
+    sizes = MembershipSettings(num_per_side=16, group_size=0, blind=False, n_boot=300)
+    leak = evaluate_membership(FakeLM.from_texts(mem, alpha=1e-4), mem, non, sizes, options=opts)
+    null = evaluate_membership(FakeLM.from_texts(other, alpha=1e-4), mem, non, sizes, options=opts)
     row = leak.metrics.set_index("feature").loc["samia"]
     assert row["auc"] > 0.8 and row["auc_ci"][0] > 0.5
     lo, hi = null.metrics.set_index("feature").loc["samia"]["auc_ci"]

@@ -60,7 +60,7 @@ def test_model_names_must_be_unique_and_membership_parses_without_mia():
     with pytest.raises(ConfigError, match="model names must be unique"):
         parse_config({**BASE, "models": [{"name": "m", "path": "a"}, {"name": "m", "path": "b"}]})
     cfg = parse_config({**BASE, "analyses": {"membership": {"methods": ["zlib"]}}})
-    assert cfg.analyses.mia is None and cfg.analyses.membership.methods == ["zlib"]
+    assert cfg.analyses.mia is None and cfg.analyses.membership.methods == ("zlib",)
 
 
 def test_a_dp_audit_spec_is_checked_when_the_config_loads_and_names_its_field():

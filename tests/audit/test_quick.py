@@ -243,7 +243,7 @@ def test_a_config_with_mia_and_no_files_runs_from_the_models_holdout(tmp_path, m
     run = runner.run_audit(load_config(cfg_file))
     summary = json.loads((run / "summary.json").read_text())
     assert summary["models"]["m"]["stages"] == {"mia": "models/m/mia"}
-    with pytest.raises(ConfigError, match="members without non_members"):
+    with pytest.raises(ConfigError, match="members alone would be ignored"):
         parse_config(
             {
                 "corpus": {"path": "c"},

@@ -87,7 +87,8 @@ def test_membership_alone_enables_the_mia_stage_with_its_defaults(tmp_path):
         }
     )
     # exposure without canaries and probe without subjects are not stages to run
-    assert Auditor(cfg).enabled() == [("mia", MiaSpec())]
+    # the older `membership:` section alone: the mia stage, its keys merged into the defaults
+    assert Auditor(cfg).enabled() == [("mia", MiaSpec(methods=("zlib",)))]
 
 
 def test_the_exposure_stage_draws_its_placebos_away_from_the_corpus_and_passes_the_count(

@@ -207,7 +207,7 @@ def test_mia_non_members_naming_a_training_user_or_without_a_corpus_or_members_a
     cases = [
         (["--corpus", str(corpus), "--non-members", str(trained)], "is a user the model was trained on (u2)"),
         (["--non-members", str(non)], "--non-members alone names people the model never saw"),
-        (["--corpus", str(corpus), "--members", str(members)], "--members alone would be ignored"),
+        (["--corpus", str(corpus), "--members", str(members)], "'--members': members alone would be ignored"),
     ]
     for extra, message in cases:
         run = tmp / "never"

@@ -87,7 +87,7 @@ SURFACE = {
     "kart run": "--json --out",
     "mia": (
         "--blind --corpus --engine --field --gpus-per-worker --group-size --json --members --min-k "
-        "--mlm --model --neighbours --no-blind --non-members --num-groups --num-per-side "
+        "--mlm --model --n-boot --neighbours --no-blind --non-members --num-groups --num-per-side "
         "--num-workers --out --ray-address --recall-prefix --recall-shots --redact "
         "--redact-key-file --reference --rmia-gamma --rmia-offline-a --rmia-population --rmia-reference "
         "--samia-max-new-tokens --samia-ngram --samia-prefix-share --samia-samples --samia-temperature "
@@ -481,7 +481,9 @@ def test_mia_n_is_the_old_spelling_of_num_per_side(tmp_path, monkeypatch):
     import lmleak.attacks.membership as membership
 
     monkeypatch.setattr(
-        membership, "membership_of_model", lambda *a, **kw: {"num_per_side": kw["num_per_side"]}
+        membership,
+        "membership_of_model",
+        lambda model, out, settings, **kw: {"num_per_side": settings.num_per_side},
     )
     files = [
         "--model",

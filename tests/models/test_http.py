@@ -808,7 +808,7 @@ def test_membership_over_http_checks_a_local_tokenizer_on_the_texts_it_scores(
 ):
     """The membership attack (which builds no ledger) checks the texts it scores too: a wrong tokenizer
     that agrees on the probe is refused before any run folder is written."""
-    from lmleak.attacks.membership import run_membership
+    from lmleak.attacks.membership import MembershipTexts, run_membership
     from lmleak.models.http import HTTPModel
     from lmleak.models.small import load_small_model
 
@@ -816,5 +816,5 @@ def test_membership_over_http_checks_a_local_tokenizer_on_the_texts_it_scores(
     monkeypatch.setattr("lmleak.models.http.TOKENIZER_PROBE", "Grüße aus Köln")
     m = HTTPModel(f"{server['prompt_logprobs'].url}?cache=off#tiny", tokenizer=tok_b)
     with pytest.raises(ModelError, match="is not the served model's"):
-        run_membership(m, TEXTS[:3], TEXTS[3:], tmp_path / "mia")
+        run_membership(m, MembershipTexts(TEXTS[:3], TEXTS[3:]), tmp_path / "mia")
     assert not (tmp_path / "mia").exists()

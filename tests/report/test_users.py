@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from lmleak.attacks.membership import run_membership
+from lmleak.attacks.membership import MembershipSettings, MembershipTexts, run_membership
 from lmleak.intervals import auc_mann_whitney
 from lmleak.models.fake import FakeLM
 from lmleak.report.metrics import metrics_for_k
@@ -187,8 +187,8 @@ def test_the_membership_stage_names_each_texts_user_and_the_users_score_is_their
     texts = [f"user {u} wrote line {i} about {u}" for u in "abcdef" for i in range(3)]
     model = FakeLM.from_texts(texts[:9], order=3)  # users a, b, c trained on; d, e, f not
     users = [t.split()[1] for t in texts]
-    run_membership(model, texts[:9], texts[9:], tmp_path / "mia", group_size=0, blind=False,
-                   groups=(users[:9], users[9:]))  # fmt: skip
+    texts_of = MembershipTexts(texts[:9], texts[9:], None, (users[:9], users[9:]))
+    run_membership(model, texts_of, tmp_path / "mia", MembershipSettings(group_size=0, blind=False))
     scores = pd.read_parquet(tmp_path / "mia" / "mia_scores.parquet")
     assert sorted(set(scores["user_id"])) == list("abcdef")
     by_user, attack = mia_by_user(tmp_path / "mia")

@@ -75,24 +75,26 @@ def test_probe_passes_on_ray_equal_local(setup, tmp_path):
     assert [{k: r.get(k) for k in w} for r, w in zip(got_g, want_g, strict=True)] == want_g
 
 
-def test_membership_scores_on_ray_equal_local(setup, tmp_path):
+def test_membership_scores_on_ray_equal_local(setup, tmp_path, monkeypatch):
     import numpy as np
 
-    from lmleak.attacks.membership import evaluate_membership
+    from lmleak.attacks import membership
+    from lmleak.attacks.membership import MembershipSettings, evaluate_membership
+    from lmleak.attacks.mia_methods import MethodOptions
     from lmleak.shards import ShardEngine
 
     _, _, texts, model, spec, _ = setup
     members, non = texts[: len(texts) // 2], texts[len(texts) // 2 :]
-    want = evaluate_membership(model, members, non, num_per_side=8, group_size=4, reference=model)
+    sizes, opts = MembershipSettings(num_per_side=8, group_size=4), MethodOptions(reference=model)
+    want = evaluate_membership(model, members, non, sizes, options=opts)
+    monkeypatch.setattr(membership, "SHARD_SIZE", 3)
     got = evaluate_membership(
         model,
         members,
         non,
-        num_per_side=8,
-        group_size=4,
-        reference=model,
+        sizes,
+        options=opts,
         work_dir=tmp_path / "mia",
-        shard_size=3,
         engine=ShardEngine("ray", num_workers=2),
         model_specs={"model": spec, "reference": spec},
     )

@@ -63,16 +63,15 @@ def test_membership_scoring_resumes(tmp_path, monkeypatch):
     lm = FakeLM.from_texts([f"member text number {i} about cats" for i in range(30)], order=3)
     mem = [f"member text number {i} about cats" for i in range(30)]
     non = [f"other words {i} on dogs and birds" for i in range(30)]
-    want = membership.evaluate_membership(lm, mem, non, num_per_side=30, group_size=5)
+    sizes = membership.MembershipSettings(num_per_side=30, group_size=5)
+    want = membership.evaluate_membership(lm, mem, non, sizes)
     count = _fail_on_call(monkeypatch, membership, "text_scores", 3)
+    monkeypatch.setattr(membership, "SHARD_SIZE", 8)
     with pytest.raises(Boom):
-        membership.evaluate_membership(
-            lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w", shard_size=8
-        )
+        membership.evaluate_membership(lm, mem, non, sizes, work_dir=tmp_path / "w")
     monkeypatch.undo()
-    got = membership.evaluate_membership(
-        lm, mem, non, num_per_side=30, group_size=5, work_dir=tmp_path / "w", shard_size=8
-    )
+    monkeypatch.setattr(membership, "SHARD_SIZE", 8)
+    got = membership.evaluate_membership(lm, mem, non, sizes, work_dir=tmp_path / "w")
     assert count["n"] == 3
     pd.testing.assert_frame_equal(got.scores, want.scores, check_exact=False, rtol=1e-9)
     pd.testing.assert_frame_equal(got.metrics, want.metrics, check_exact=False, rtol=1e-9)

@@ -9,10 +9,33 @@
 - :mod:`~lmleak.attacks.extraction` — untargeted and (n, p)-discoverable extraction (Carlini et al. 2021).
 """
 
-from lmleak.attacks.exposure import CanaryExposure, exposure, extrapolated_exposure, measure_exposure
-from lmleak.attacks.membership import MembershipResult, evaluate_membership, read_texts
-from lmleak.attacks.roc import roc_auc, roc_curve, summarize
-from lmleak.attacks.trie import CanaryFormat, CandidateSpace, exact_ranks
+import importlib
+from typing import Any
+
+# lazy (PEP 562): the CLI imports the settings modules of this package to build its options, and
+# these names pull in numpy and torch
+_HOME = {
+    "CanaryExposure": "exposure",
+    "exposure": "exposure",
+    "extrapolated_exposure": "exposure",
+    "measure_exposure": "exposure",
+    "MembershipResult": "membership",
+    "evaluate_membership": "membership",
+    "read_texts": "membership",
+    "roc_auc": "roc",
+    "roc_curve": "roc",
+    "summarize": "roc",
+    "CanaryFormat": "trie",
+    "CandidateSpace": "trie",
+    "exact_ranks": "trie",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'lmleak.attacks' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"lmleak.attacks.{_HOME[name]}"), name)
+
 
 __all__ = [
     "CandidateSpace",

@@ -46,6 +46,8 @@ from lmleak.attacks.blind import blind_baseline
 from lmleak.attacks.mia_methods import MethodOptions, parse_methods, score_methods
 from lmleak.attacks.mia_methods import min_k_prob as min_k_prob  # re-exported: it moved there
 from lmleak.attacks.mia_sets import SHINGLE_CHARS, CleanSets, clean_sets, text_clusters
+from lmleak.attacks.mia_settings import MembershipSettings as MembershipSettings  # re-exported
+from lmleak.attacks.mia_settings import method_options as method_options  # re-exported
 from lmleak.attacks.mia_stats import (
     N_BOOT,
     disjoint_group_sums,
@@ -60,21 +62,22 @@ from lmleak.attacks.mia_summary import membership_summary, roc_table
 from lmleak.attacks.mia_texts import CANDIDATE_WORDS as CANDIDATE_WORDS  # re-exported: moved there
 from lmleak.attacks.mia_texts import MembershipTexts as MembershipTexts  # re-exported
 from lmleak.attacks.mia_texts import members_from_holdout as members_from_holdout  # re-exported
-from lmleak.attacks.mia_texts import membership_texts, read_texts
+from lmleak.attacks.mia_texts import membership_texts
+from lmleak.attacks.mia_texts import read_texts as read_texts  # re-exported
 from lmleak.attacks.mia_texts import split_by_holdout as split_by_holdout  # re-exported
 from lmleak.attacks.mia_texts import split_users_by_holdout as split_users_by_holdout  # re-exported
 from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve
-from lmleak.attacks.samia import SamiaSettings, samia_cost
-from lmleak.errors import ConfigError, DataFileError
+from lmleak.attacks.samia import samia_cost
+from lmleak.errors import DataFileError
 from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.base import scoring_convention
-from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, ray_session, run_rows
 from lmleak.words import plural
 
 FEATURES = ("perplexity", "zlib", "min_k", "reference")
+SHARD_SIZE = 256  # texts per resumable shard of the scoring pass
 
 
 def zlib_entropy(text: str) -> int:
@@ -143,35 +146,30 @@ def group_scores(
     return x[idx].sum(axis=1), idx
 
 
-# long: 25 of its lines are the docstring (the arguments and the result's keys)
+# long: 28 of its lines are the docstring (the arguments and the result's keys)
 def evaluate_membership(
     model: Any,
     members: Sequence[str],
     non_members: Sequence[str],
+    settings: MembershipSettings | None = None,
     *,
-    num_per_side: int = 1000,
-    group_size: int = 20,
-    num_groups: int | None = None,
-    reference: Any = None,
-    min_k: float = 0.2,
-    seed: int = 0,
-    work_dir: str | Path | None = None,
-    shard_size: int = 256,
     options: MethodOptions | None = None,
-    blind: bool = True,
     groups: tuple[Sequence[str], Sequence[str]] | None = None,
+    work_dir: str | Path | None = None,
     engine: Any = None,
     model_specs: dict[str, Any] | None = None,
-    n_boot: int = N_BOOT,
 ) -> MembershipResult:
     """Individual and group membership inference on a balanced evaluation set (paper 002 A.4).
 
+    ``settings`` (:class:`~lmleak.attacks.mia_settings.MembershipSettings`) gives the sizes, ``min_k``,
+    ``blind``, ``n_boot`` and the seed; ``options`` the loaded methods
+    (:func:`~lmleak.attacks.mia_settings.method_options`; its ``reference`` the loaded reference model).
     The two sides are cleaned first (:func:`lmleak.attacks.mia_sets.clean_sets`: repeats and
     near-duplicates kept once, texts on both sides removed, every count in ``sets``). Then
     ``num_per_side`` texts are drawn (seeded) from each side; if a side has fewer, both sides are
     cut to the smaller size so chance stays 50 %. ``group_size=0`` skips the group attack (disjoint
     groups; ``num_groups`` caps their number). With ``work_dir`` the scoring runs in resumable
-    shards of ``shard_size`` texts there (:func:`lmleak.shards.run_rows`).
+    shards of :data:`SHARD_SIZE` texts there (:func:`lmleak.shards.run_rows`).
 
     ``groups`` (the user of each member and of each non-member, aligned with them) are the units
     of every interval, the blind baseline's folds, the split-half headline and the placebo; without
@@ -188,10 +186,15 @@ def evaluate_membership(
     """
     import pandas as pd
 
+    st = settings or MembershipSettings()
+    num_per_side, group_size, num_groups, min_k = st.num_per_side, st.group_size, st.num_groups, st.min_k
+    seed, blind, n_boot = st.seed, st.blind, st.n_boot
+    options = options or MethodOptions(seed=seed)
+    reference = options.reference
     clean = clean_sets(members, non_members, users=groups)
     mem = clean.members
     opts, non, non_users = _resolve_methods(
-        options or MethodOptions(), clean.non_members, clean.non_member_users, reference=reference, seed=seed
+        options, clean.non_members, clean.non_member_users, reference=reference, seed=seed
     )
     methods = opts.methods or ()
     n, mem_idx, non_idx = _balanced_draw(len(mem), len(non), num_per_side, seed, clean)
@@ -201,7 +204,7 @@ def evaluate_membership(
         text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
         if work_dir is None
         else _sharded_text_scores(
-            model, texts, reference, min_k, work_dir, shard_size, opts, engine, model_specs
+            model, texts, reference, min_k, work_dir, SHARD_SIZE, opts, engine, model_specs
         )
     )
     users = None
@@ -447,73 +450,21 @@ def _sharded_text_scores(
     }
 
 
-def method_options(
-    methods: Sequence[str] | None = None,
-    *,
-    reference: bool = False,
-    mlm: str | Path | None = None,
-    recall_prefix: str | Path | None = None,
-    recall_shots: int = 3,
-    num_neighbours: int = 8,
-    field: str = "text",
-    seed: int = 0,
-    samia: SamiaSettings | None = None,
-    **finetune: Any,
-) -> MethodOptions:
-    """:class:`MethodOptions` from command-line values: the method names checked (``None``: the
-    defaults), the masked LM loaded from the folder ``mlm``, ReCaLL's prefix read from the file
-    ``recall_prefix`` (its texts, one per line, each ending in a newline). ``finetune``: the
-    ``wbc_windows`` / ``rmia_*`` fields of :class:`MethodOptions`, ``rmia_references`` as model
-    specs (loaded here).
-
-    Raises:
-        ConfigError: an unknown method, or one whose model is missing (:func:`parse_methods`).
-    """
-    names = (
-        parse_methods(methods, reference=reference, mlm=mlm is not None, field="--methods")
-        if methods is not None
-        else None
-    )
-    mlm_model = None
-    if mlm is not None:
-        mlm_model = HFMaskedLM.load(mlm)
-    prefix = "\n".join(read_texts(recall_prefix, field=field)) + "\n" if recall_prefix is not None else None
-    return MethodOptions(
-        methods=names,
-        recall_prefix=prefix,
-        recall_shots=recall_shots,
-        num_neighbours=num_neighbours,
-        mlm=mlm_model,
-        seed=seed,
-        samia=samia or SamiaSettings(),
-        **{**finetune, "rmia_references": tuple(load_model(r) for r in finetune.get("rmia_references", ()))},
-    )
-
-
 @writes_run("out_dir")
-# long: 13 keyword options and a docstring naming the summary keys; the code is 25 lines
+# long: a docstring naming the summary keys; the code is 30 lines
 def run_membership(
     model: Any,
-    members: Sequence[str],
-    non_members: Sequence[str],
+    texts: MembershipTexts,
     out_dir: str | Path,
+    settings: MembershipSettings | None = None,
     *,
-    reference: Any = None,
-    num_per_side: int = 1000,
-    group_size: int = 20,
-    num_groups: int | None = None,
-    min_k: float = 0.2,
-    seed: int = 0,
-    source: str | None = None,
     options: MethodOptions | None = None,
-    blind: bool = True,
-    groups: tuple[Sequence[str], Sequence[str]] | None = None,
     engine: Any = None,
     model_specs: dict[str, Any] | None = None,
-    n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
     """Membership inference into a run directory: scores, metrics per attack, ROC curves and plot,
-    ``summary.json`` (returned).
+    ``summary.json`` (returned). ``texts``: the two sides, where they came from (``source``) and each
+    text's user (``groups``; None: texts grouped by shared PII, :func:`evaluate_membership`).
 
     The headline (``mia_auc``, ``mia_auc_ci``, ``mia_accuracy``, ``mia_method``, alias
     ``mia_attack``) is chosen honestly (``headline_selection``): ``"split-half"`` — the method with
@@ -527,15 +478,13 @@ def run_membership(
     cross-validated AUC and ``blind_baseline_warning`` the warning when its interval lies above
     chance and the best attack's does not clear it (:mod:`lmleak.attacks.blind`); ``sets`` the
     counts of the cleaned sets and the grouping; ``intervals`` how every ``*_ci`` was computed.
-    ``source`` says where the two sides came from. ``options`` picks the methods
-    (:mod:`lmleak.attacks.mia_methods`); ``mia_method_scenarios`` holds each method's KART record.
-    ``groups``: see :func:`evaluate_membership` (give the users when the split is by user).
+    ``options`` (:func:`~lmleak.attacks.mia_settings.method_options`) the loaded methods and the
+    reference model; ``mia_method_scenarios`` holds each method's KART record.
     ``engine``/``model_specs``: where the scoring shards run (see :func:`evaluate_membership`).
     """
-    if not 0 < min_k <= 1:
-        raise ConfigError(f"min_k must be in (0, 1], got {min_k}", field="min_k")
-    if group_size < 0:
-        raise ConfigError("group_size must be >= 0", field="group_size")
+    settings = settings or MembershipSettings()
+    options = options or MethodOptions(seed=settings.seed)
+    members, non_members = texts.members, texts.non_members
     check = getattr(model, "check_tokenizer_on", None)
     if callable(check):  # a local tokenizer of a model behind an API: the server's on the texts scored
         check(iter([*members[:4], *non_members[:4]]))
@@ -544,30 +493,24 @@ def run_membership(
         model,
         members,
         non_members,
-        num_per_side=num_per_side,
-        group_size=group_size,
-        num_groups=num_groups,
-        reference=reference,
-        min_k=min_k,
-        seed=seed,
-        work_dir=run / "passes" / "mia-scores",
+        settings,
         options=options,
-        blind=blind,
-        groups=groups,
+        groups=texts.groups,
+        work_dir=run / "passes" / "mia-scores",
         engine=engine,
         model_specs=model_specs,
-        n_boot=n_boot,
     )
     write_parquet(res.scores, run / "mia_scores.parquet")
     write_parquet(res.metrics, run / "mia_metrics.parquet")
     write_parquet(roc_table(res.curves), run / "roc.parquet")
     name = getattr(model, "name", type(model).__name__)
     plot_roc(res.curves, str(run / "roc.png"), title=f"Membership inference — {name}")
+    reference = options.reference
     summary = membership_summary(
-        name, res, reference=reference, source=source, group_size=group_size, options=options
+        name, res, reference=reference, source=texts.source, group_size=settings.group_size, options=options
     )
     if "samia" in res.methods:  # what the text-only attack cost: requests and generated tokens
-        summary.update(samia_cost(res.scores, (options or MethodOptions()).samia))
+        summary.update(samia_cost(res.scores, options.samia))
     summary.update(scoring_convention(model))
     if reference is not None:
         summary.update(scoring_convention(reference, prefix="reference_"))
@@ -575,89 +518,47 @@ def run_membership(
     return summary
 
 
-# long: one keyword per `lmleak mia` option; the body loads, picks the texts and calls run_membership
 def membership_of_model(
     model: str,
     out_dir: str | Path,
+    settings: MembershipSettings | None = None,
     *,
-    members: str | Path | None = None,
-    non_members: str | Path | None = None,
-    corpus: str | Path | None = None,
-    reference: str | None = None,
-    methods: Sequence[str] | None = None,
-    mlm: str | Path | None = None,
-    recall_prefix: str | Path | None = None,
-    recall_shots: int = 3,
-    neighbours: int = 8,
-    finetune: dict[str, Any] | None = None,
-    field: str = "text",
-    num_per_side: int = 1000,
-    group_size: int = 20,
-    num_groups: int | None = None,
-    min_k: float = 0.2,
-    blind: bool = True,
-    seed: int = 0,
+    texts: MembershipTexts | None = None,
     engine: ShardEngine | None = None,
     echo: Callable[[str], None] | None = None,
-    texts: MembershipTexts | None = None,
-    samia: SamiaSettings | None = None,
 ) -> dict[str, Any]:
-    """The work of ``lmleak mia``: check the methods (:func:`method_options`), load the model spec
-    ``model`` (and ``reference``), pick the texts (:func:`membership_texts`) and run
-    :func:`run_membership` on them, in a Ray session when ``engine`` is Ray's.
+    """The work of ``lmleak mia``: pick the texts (:func:`membership_texts`: two files, or the corpus
+    split by the model's held-out users), load the model spec ``model`` (and the settings'
+    ``reference``), check and load the methods (:func:`method_options`) and run
+    :func:`run_membership`, in a Ray session when ``engine`` is Ray's.
 
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
     are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
     people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
-    ``samia``: SaMIA's settings (with ``--methods samia``); its cost is echoed after the run.
-    ``finetune``: the ``wbc_windows`` / ``rmia_*`` options (:class:`MethodOptions`).
-    Returns the summary written to ``summary.json``.
+    SaMIA's cost is echoed after the run. Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
-    options = method_options(
-        methods,
-        reference=reference is not None,
-        mlm=mlm,
-        recall_prefix=recall_prefix,
-        recall_shots=recall_shots,
-        num_neighbours=neighbours,
-        field=field,
-        seed=seed,
-        samia=samia,
-        **(finetune or {}),
-    )
+    s = settings or MembershipSettings()
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
+    if s.methods is not None:
+        parse_methods(s.methods, reference=s.reference is not None, mlm=s.mlm is not None, field="--methods")
     if texts is None:
-        texts = membership_texts(model, members=members, non_members=non_members, corpus=corpus, field=field)
+        texts = membership_texts(
+            model, members=s.members, non_members=s.non_members, corpus=s.corpus, field=s.field
+        )
     lm = load_model(model)
     if texts.source is not None:
         say(texts.source)
-    ref = load_model(reference) if reference else None
-    mem, non = texts.members, texts.non_members
+    ref = load_model(s.reference) if s.reference else None
+    options = method_options(s, reference=ref)
+    n = min(len(texts.members), len(texts.non_members), s.num_per_side)
     say(
-        f"scoring up to {plural(min(len(mem), len(non), num_per_side), 'text')} per side with {lm.name} "
+        f"scoring up to {plural(n, 'text')} per side with {lm.name} "
         "(after de-duplication: the summary's sets say how many)"
     )
-    specs = {"model": ModelSpec(model), "reference": ModelSpec(reference) if reference else None}
+    specs = {"model": ModelSpec(model), "reference": ModelSpec(s.reference) if s.reference else None}
     with ray_session(engine):
-        summary = run_membership(
-            lm,
-            mem,
-            non,
-            out_dir,
-            reference=ref,
-            num_per_side=num_per_side,
-            group_size=group_size,
-            num_groups=num_groups,
-            min_k=min_k,
-            seed=seed,
-            source=texts.source,
-            options=options,
-            blind=blind,
-            groups=texts.groups,
-            engine=engine,
-            model_specs=specs,
-        )
+        summary = run_membership(lm, texts, out_dir, s, options=options, engine=engine, model_specs=specs)
     if "samia_cost" in summary:
         say(summary["samia_cost"])
     return summary

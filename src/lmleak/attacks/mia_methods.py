@@ -158,6 +158,7 @@ class MethodOptions:
             ``z`` and leave the evaluation, when ``population`` is not given.
         population: RMIA's population texts (known non-members, never scored as targets).
         rmia_references: RMIA's OUT reference models besides the reference (none: the reference alone).
+        reference: the loaded reference model (``reference``, WBC, RMIA; None: none).
     """
 
     methods: tuple[str, ...] | None = None
@@ -173,6 +174,7 @@ class MethodOptions:
     rmia_population: int = 25
     population: tuple[str, ...] | None = field(default=None, repr=False)
     rmia_references: tuple[Any, ...] = field(default=(), repr=False, compare=False)
+    reference: Any = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         check_number(self.recall_shots, "recall_shots", ge=1, integer=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 from lmleak.attacks.dp_audit import CANARY_DOCUMENTS, DPAuditConfig
 from lmleak.attacks.mia_methods import parse_methods
+from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
@@ -26,6 +26,7 @@ from lmleak.pii.policies import POLICY_NAMES
 from lmleak.render.verdict import PROFILES
 from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
+from lmleak.settings import Settings, build
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -150,31 +151,9 @@ class ExposureSpec:
     placebos: int | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MiaSpec:
-    """``analyses.mia``: no files: members and non-members from the corpus split by the model's
-    held-out users (``holdout.json``); ``non_members`` alone: a corpus of people the model never saw
-    beside the training users' documents (:func:`lmleak.audit.nonmembers.membership_sets`); both: two
-    files of texts."""
-
-    members: str | None = None
-    non_members: str | None = None
-    group_size: int = 20
-    num_per_side: int = 1000  # texts drawn per side, after de-duplication
-    n_boot: int = 1000  # bootstrap replicates of every interval
-
-
-@dataclass(frozen=True, slots=True)
-class MembershipSpec:
-    """``analyses.membership``: the methods the mia stage scores (``lmleak.attacks.mia_methods``)."""
-
-    methods: list[str] | None = None  # None: perplexity, zlib, min_k (+ reference with a public model)
-    min_k: float = 0.2
-    mlm: str | None = None  # HF masked-LM directory (neighbourhood)
-    recall_prefix: str | None = None  # file of non-member texts (ReCaLL); None: recall_shots non-members
-    recall_shots: int = 3
-    neighbours: int = 8
-    blind: bool = True  # the text-only baseline beside the attacks
+#: ``analyses.mia`` (and its older spelling ``analyses.membership``, merged into it): the one settings
+#: class of membership inference, :class:`~lmleak.attacks.mia_settings.MembershipSettings`
+MiaSpec = MembershipSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +215,9 @@ class ExtractSpec:
 class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
-    mia: MiaSpec | None = None
-    membership: MembershipSpec | None = None  # with mia: its methods; alone: mia with defaults
+    mia: MembershipSettings | None = None
+    # the older section of the mia stage's methods: merged into mia (keys given in mia win)
+    membership: MembershipSettings | None = None
     probe: ProbeSpec | None = None
     dp_audit: DPAuditSpec | None = None
     extract: ExtractSpec | None = None
@@ -294,76 +274,6 @@ class AuditConfig:
         return str(p if p.is_absolute() else Path(self.base_dir) / p)
 
 
-def _type_ok(value: Any, tp: Any) -> bool:
-    origin = typing.get_origin(tp)
-    if tp is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_type_ok(value, a) for a in typing.get_args(tp))
-    if tp is type(None):
-        return value is None
-    if origin is list:
-        (inner,) = typing.get_args(tp)
-        return isinstance(value, list) and all(_type_ok(v, inner) for v in value)
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, tp)
-
-
-def _build(cls: type, data: Any, where: str, path: str | None) -> Any:
-    """Build dataclass ``cls`` from a mapping, rejecting unknown keys and wrong types."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"expected a mapping, got {type(data).__name__}", path=path, field=where or None)
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls) if f.name != "base_dir"}
-    for key in data:
-        if key not in names:
-            raise ConfigError(
-                f"unknown key '{key}'." + did_you_mean(str(key), names),
-                path=path,
-                field=f"{where}.{key}" if where else str(key),
-                hint=f"allowed keys here: {', '.join(sorted(names))}",
-            )
-    kwargs: dict[str, Any] = {}
-    for f in dataclasses.fields(cls):
-        if f.name not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:  # type: ignore[misc]
-                if f.name == "base_dir":
-                    continue
-                raise ConfigError("required key is missing", path=path, field=f"{where}.{f.name}".strip("."))
-            continue
-        value, tp, name = data[f.name], hints[f.name], f"{where}.{f.name}".strip(".")
-        kwargs[f.name] = _convert(value, tp, name, path)
-    return cls(**kwargs)
-
-
-def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
-    args = [a for a in typing.get_args(tp) if a is not type(None)]
-    target = args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
-    if isinstance(target, type) and dataclasses.is_dataclass(target):
-        if value is None and target is not tp:
-            return None
-        if value is True and target is not tp:  # `report: true` means "with defaults"
-            return target()
-        if value is False and target is not tp:
-            return None
-        return _build(target, {} if value is None else value, name, path)
-    if typing.get_origin(target) is list and dataclasses.is_dataclass(typing.get_args(target)[0]):
-        if not isinstance(value, list) or not value:
-            raise ConfigError("expected a non-empty list", path=path, field=name)
-        inner = typing.get_args(target)[0]
-        return [_build(inner, v, f"{name}[{i}]", path) for i, v in enumerate(value)]
-    if typing.get_origin(target) is list and isinstance(value, int | str) and not isinstance(value, bool):
-        value = [value]  # `k: 1` means `k: [1]`
-    if not _type_ok(value, tp):
-        raise ConfigError(
-            f"expected {getattr(tp, '__name__', str(tp))}, got {value!r}", path=path, field=name
-        )
-    return value
-
-
 def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> AuditConfig:
     """Build an :class:`AuditConfig` from parsed YAML.
 
@@ -376,7 +286,7 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         ...
         lmleak.errors.ConfigError: field 'analysis': unknown key 'analysis'. Did you mean 'analyses'? Fix: allowed keys here: analyses, corpus, device, gate, models, out, public_model, redact, render
     """
-    cfg = _build(AuditConfig, data, "", path)
+    cfg = build(AuditConfig, data, "", path)
     names = [m.name for m in cfg.models]
     if len(set(names)) != len(names):
         raise ConfigError("model names must be unique", path=path, field="models")
@@ -384,15 +294,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     _check_ranges(cfg, path)
     _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
-    mia = cfg.analyses.mia
-    if mia is not None and mia.members and not mia.non_members:
-        raise ConfigError(
-            "members without non_members",
-            path=path,
-            field="analyses.mia.members",
-            hint="give non_members too, or neither (the model's held-out users in holdout.json are then "
-            "the non-members), or non_members alone (a corpus of people the model never saw)",
-        )
     _check_gate(cfg, path)
     _check_dp_audit(cfg, path)
     if cfg.device is not None:
@@ -440,9 +341,6 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
-    "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
-    "analyses.mia.num_per_side": ("num_per_side >= 2 (texts per side)", 2),
-    "analyses.mia.n_boot": ("n_boot >= 1 (bootstrap replicates)", 1),
     "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
     "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
     "analyses.exposure.placebos": ("placebos >= 0 (0: none)", 0),
@@ -452,24 +350,38 @@ RANGES: dict[str, tuple[str, float]] = {
 }
 
 
+def mia_settings(cfg: AuditConfig) -> MembershipSettings | None:
+    """The mia stage's settings: ``analyses.mia`` with the keys of the older ``analyses.membership``
+    section merged in (a key given in ``mia`` wins); ``membership:`` alone asks for the stage."""
+    mia, old = cfg.analyses.mia, cfg.analyses.membership
+    if old is None:
+        return mia
+    if mia is None:
+        return old
+    default = MembershipSettings()
+
+    def given(spec: MembershipSettings) -> dict[str, Any]:
+        return {
+            f.name: v
+            for f in dataclasses.fields(spec)
+            if (v := getattr(spec, f.name)) != getattr(default, f.name)
+        }
+
+    return dataclasses.replace(default, **{**given(old), **given(mia)})
+
+
 def _check_membership(cfg: AuditConfig, path: str | None) -> None:
-    """``analyses.membership``: known methods whose models are configured, sane numbers."""
-    spec = cfg.analyses.membership
-    if spec is None:
-        return
-    where = "analyses.membership"
-    if spec.methods is not None:
+    """The mia stage's methods are ones whose models the config names (the reference: ``public_model``)."""
+    for where in ("analyses.mia", "analyses.membership"):
+        spec = getattr(cfg.analyses, where.split(".")[1])
+        if spec is None or spec.methods is None:
+            continue
         try:
             parse_methods(
                 spec.methods, reference=cfg.public_model not in (None, "leave-out"), mlm=spec.mlm is not None
             )
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
-    if not 0 < spec.min_k <= 1:
-        raise ConfigError(f"min_k must be in (0, 1], got {spec.min_k}", path=path, field=f"{where}.min_k")
-    for name in ("recall_shots", "neighbours"):
-        if getattr(spec, name) < 1:
-            raise ConfigError(f"{name} must be >= 1", path=path, field=f"{where}.{name}")
 
 
 def _check_level(cfg: AuditConfig, path: str | None) -> None:
@@ -632,6 +544,17 @@ def load_config(path: str | Path) -> AuditConfig:
 
 
 def to_dict(cfg: AuditConfig) -> dict[str, Any]:
-    d = dataclasses.asdict(cfg)
+    """The config as plain data (``config.resolved.yaml``): a settings section as its YAML keys."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, Settings):
+            return value.to_dict()
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        if isinstance(value, list | tuple):
+            return [plain(v) for v in value]
+        return value
+
+    d = plain(cfg)
     d.pop("base_dir", None)
     return d

@@ -44,6 +44,7 @@ from lmleak.probe.mining import mine_templates
 from lmleak.probe.people import people_counts
 from lmleak.probe.subjects import read_subjects
 from lmleak.runs import atomic_write_text, secure_dir
+from lmleak.settings import Settings, meta_of
 from lmleak.words import plural
 
 CONFIG_FILE = "audit.yaml"
@@ -346,13 +347,22 @@ def _scalar(v: Any) -> str:
         return r.replace("e", ".0e") if "e" in r and "." not in r else r
     if isinstance(v, int):
         return str(v)
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):
         return "[" + ", ".join(_scalar(x) for x in v) + "]"
     return json.dumps(str(v), ensure_ascii=False)
 
 
 def _line(text: str, comment: str | None) -> str:
     return f"{text:<34}# {comment}" if comment else text
+
+
+def _left_out(obj: Settings, f: dataclasses.Field[Any], key: str) -> bool:
+    """A settings field the written config leaves out: not a YAML key, or at its default and not one
+    of the keys the config explains (``_COMMENTS``); the config stays short, and reads back the same."""
+    if not meta_of(f).yaml:
+        return True
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    return key not in _COMMENTS and getattr(obj, f.name) == default
 
 
 def _emit(obj: Any, where: str, indent: str, notes: dict[str, str], lines: list[str]) -> None:
@@ -362,6 +372,8 @@ def _emit(obj: Any, where: str, indent: str, notes: dict[str, str], lines: list[
         if f.name == "base_dir":
             continue
         key, value = f"{where}.{f.name}".strip("."), getattr(obj, f.name)
+        if isinstance(obj, Settings) and _left_out(obj, f, key):
+            continue
         note = notes.get(key.removeprefix("analyses."))
         if note and key.startswith("analyses."):
             lines.extend(f"{indent}# {part}" for part in _wrap(note, 96 - len(indent)))

@@ -38,10 +38,11 @@ from typing import Any
 
 from lmleak.attacks.exposure import run_exposure
 from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
-from lmleak.attacks.membership import read_texts, run_membership
-from lmleak.attacks.mia_methods import MethodOptions
-from lmleak.attacks.mia_texts import read_texts_and_users, user_groups
-from lmleak.audit.config import AuditConfig, MiaSpec, to_dict, validate_config
+from lmleak.attacks.membership import run_membership
+from lmleak.attacks.mia_methods import TEXT_ONLY_METHODS
+from lmleak.attacks.mia_settings import method_options
+from lmleak.attacks.mia_texts import MembershipTexts, read_texts_and_users, user_groups
+from lmleak.audit.config import AuditConfig, mia_settings, to_dict, validate_config
 from lmleak.audit.dp_audit import run_dp_audit
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
 from lmleak.audit.release import release_summary
@@ -52,7 +53,6 @@ from lmleak.fingerprints import cache_record, model_record, run_provenance
 from lmleak.models.adapters import recorded_base
 from lmleak.models.base import Capability, require
 from lmleak.models.device import requested_device, use_device
-from lmleak.models.hf_masked import HFMaskedLM
 from lmleak.models.loading import load_model
 from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
@@ -182,8 +182,10 @@ class Auditor:
         out = []
         for stage in STAGES:
             spec = getattr(a, stage)
-            if stage == "mia" and spec is None and a.membership is not None:
-                spec = MiaSpec()  # `membership:` alone asks for the mia stage with its defaults
+            if (
+                stage == "mia"
+            ):  # with the older `membership:` section merged in (alone: it asks for the stage)
+                spec = mia_settings(self.cfg)
             if spec is None:
                 continue
             if stage == "exposure" and not spec.canaries:
@@ -284,39 +286,10 @@ class Auditor:
                 sets.non_member_users,
             )  # the blind baseline keeps each user in one fold
             self.echo(f"  {source}")
-        run_membership(
-            model,
-            mem,
-            non,
-            out,
-            group_size=spec.group_size,
-            num_per_side=spec.num_per_side,
-            n_boot=spec.n_boot,
-            reference=load_model(self.cfg.resolve(ref)) if ref else None,
-            source=source,
-            groups=groups,  # users (held-out split, or files naming user_id); None: grouped by shared PII
-            **self._membership_options(),
-        )
-
-    def _membership_options(self) -> dict[str, Any]:
-        """``analyses.membership`` as run_membership's keyword arguments (none when it is absent)."""
-        m = self.cfg.analyses.membership
-        if m is None:
-            return {}
-        mlm = None
-        if m.mlm:
-            mlm = HFMaskedLM.load(self.cfg.resolve(m.mlm) or m.mlm)
-        prefix = (
-            "\n".join(read_texts(self.cfg.resolve(m.recall_prefix) or "")) + "\n" if m.recall_prefix else None
-        )
-        opts = MethodOptions(
-            methods=None if m.methods is None else tuple(m.methods),
-            recall_prefix=prefix,
-            recall_shots=m.recall_shots,
-            num_neighbours=m.neighbours,
-            mlm=mlm,
-        )
-        return {"options": opts, "min_k": m.min_k, "blind": m.blind}
+        reference = load_model(self.cfg.resolve(ref)) if ref else None
+        options = method_options(spec, reference=reference, resolve=lambda p: self.cfg.resolve(p) or p)
+        # groups: users (held-out split, or files naming user_id); None: grouped by shared PII
+        run_membership(model, MembershipTexts(mem, non, source, groups), out, spec, options=options)
 
     def _extra_fingerprint(self, stage: str) -> tuple[Any, ...]:
         """Options another config section adds to a stage (so changing them reruns it)."""
@@ -340,12 +313,17 @@ class Auditor:
         """Why the MIA stage cannot run for this model (None when it can). ``model``, when already
         loaded (a model behind an HTTP API is), is checked first: a tier without per-token scores
         cannot run it whatever the member files."""
-        spec = self.cfg.analyses.mia
-        if spec is None and self.cfg.analyses.membership is None:
+        spec = mia_settings(self.cfg)
+        if spec is None:
             return None
         if model is not None:
-            try:
-                require(model, Capability.SCORE, attack="membership inference")
+            text_only = spec.methods is not None and set(spec.methods) <= set(TEXT_ONLY_METHODS)
+            try:  # SaMIA alone needs generated text only; every other method per-token scores
+                require(
+                    model,
+                    Capability.GENERATE if text_only else Capability.SCORE,
+                    attack="membership inference",
+                )
             except CapabilityError as e:
                 return str(e)
         if spec is not None and spec.non_members:  # with members: two files; alone: people never seen

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
     COUNT,
     COUNT0,
@@ -27,12 +28,12 @@ from lmleak.cli.common import (
     RedactRunOpt,
     SeedOpt,
     info,
-    number,
     out,
     print_json,
     quiet,
     renamed,
 )
+from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.words import plural
 
@@ -191,119 +192,13 @@ def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
         )
 
 
-# long: the Typer signature declares 29 options; the body only parses, calls membership_of_model, prints
+@takes(settings=MembershipSettings)
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
     out_dir: OutDirOpt,
-    members: Annotated[
-        Path | None,
-        typer.Option("--members", help="Texts that were in training (JSONL with 'text', or lines)."),
-    ] = None,
-    non_members: Annotated[
-        Path | None,
-        typer.Option(
-            "--non-members",
-            help="With --members: same-format texts that were not in training. With --corpus alone: "
-            "people the model never saw (a corpus with user_id, as the audit config's non_members); the "
-            "members are the corpus's users outside holdout.json.",
-        ),
-    ] = None,
-    corpus: Annotated[
-        Path | None,
-        typer.Option(
-            "--corpus",
-            help="Without --members/--non-members: the training corpus; its held-out users "
-            "(holdout.json in the model folder) are the non-members, the other users the members.",
-        ),
-    ] = None,
-    group_size: Annotated[
-        int, typer.Option(help="Texts per group for the group attack (0: skip it).", parser=COUNT0)
-    ] = 20,
-    num_groups: Annotated[
-        int | None,
-        typer.Option(
-            help="At most this many disjoint groups per side (groups never overlap; A.4's did).", parser=COUNT
-        ),
-    ] = None,
-    reference: Annotated[
-        str | None, typer.Option("--reference", help="Public reference model for calibration.")
-    ] = None,
-    num_per_side: Annotated[
-        int, typer.Option("--num-per-side", help="Texts per side (balanced; A.4 uses 1000).", parser=COUNT)
-    ] = 1000,
+    settings: MembershipSettings,
     old_n: Annotated[int | None, typer.Option("--n", hidden=True, parser=COUNT)] = None,  # deprecated
-    min_k: Annotated[
-        float,
-        typer.Option(help="Fraction of least likely tokens for Min-K% Prob.", parser=number(gt=0, le=1)),
-    ] = 0.2,
-    mlm: Annotated[
-        Path | None,
-        typer.Option(
-            "--mlm", help="HF masked-LM directory that makes the neighbourhood method's neighbours."
-        ),
-    ] = None,
-    recall_prefix: Annotated[
-        Path | None,
-        typer.Option(
-            "--recall-prefix",
-            help="Non-member texts (file) forming ReCaLL's prefix "
-            "(default: --recall-shots non-members, left out of the evaluation).",
-        ),
-    ] = None,
-    recall_shots: Annotated[
-        int, typer.Option(help="Non-members in ReCaLL's prefix without --recall-prefix.", parser=COUNT)
-    ] = 3,
-    neighbours: Annotated[
-        int, typer.Option(help="Neighbours per text for the neighbourhood method.", parser=COUNT)
-    ] = 8,
-    rmia_population: Annotated[
-        int,
-        typer.Option(
-            help="Non-members that become RMIA's population z (left out of the evaluation).", parser=COUNT
-        ),
-    ] = 25,
-    rmia_offline_a: Annotated[
-        float,
-        typer.Option(help="RMIA's offline a: p(x) = (1+a)/2 p_ref(x) + (1-a)/2.", parser=number(ge=0, le=1)),
-    ] = 0.3,
-    rmia_reference: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--rmia-reference",
-            help="A further OUT reference model for RMIA (repeat it; RMIA averages them with --reference).",
-        ),
-    ] = None,
-    rmia_gamma: Annotated[
-        float,
-        typer.Option(
-            help="RMIA's gamma: x beats z when its ratio is > gamma times z's.", parser=number(gt=0)
-        ),
-    ] = 1.0,
-    blind: Annotated[
-        bool, typer.Option(help="Report the blind (text-only) baseline beside the attacks.")
-    ] = True,
-    samia_samples: Annotated[
-        int, typer.Option(help="SaMIA: continuations sampled per text (the paper: 10).", parser=COUNT)
-    ] = 10,
-    samia_prefix_share: Annotated[
-        float,
-        typer.Option(help="SaMIA: share of a text's words given as the prefix.", parser=number(gt=0, lt=1)),
-    ] = 0.5,
-    samia_max_new_tokens: Annotated[
-        int, typer.Option(help="SaMIA: tokens generated per sample at most.", parser=COUNT)
-    ] = 64,
-    samia_temperature: Annotated[
-        float, typer.Option(help="SaMIA: sampling temperature.", parser=number(gt=0))
-    ] = 1.0,
-    samia_top_k: Annotated[
-        int, typer.Option(help="SaMIA: sample among the k most likely tokens (0: all).", parser=COUNT0)
-    ] = 50,
-    samia_ngram: Annotated[
-        int, typer.Option(help="SaMIA: N of the ROUGE-N recall (1 or 2).", parser=number(int, ge=1, le=2))
-    ] = 1,
-    field: Annotated[str, typer.Option(help="JSONL field holding the text.")] = "text",
-    seed: SeedOpt = 0,
     engine: Annotated[
         str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")
     ] = "local",
@@ -331,53 +226,23 @@ def mia_cmd(
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
-    from lmleak.attacks.samia import SamiaSettings
     from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
-    num_per_side = renamed(old_n, num_per_side, "mia --n", "mia --num-per-side", default=1000)
+    num = renamed(old_n, settings.num_per_side, "mia --n", "mia --num-per-side", default=1000)
     eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods", "--wbc-windows"})
-    finetune: dict[str, Any] = {
-        "rmia_population": rmia_population,
-        "rmia_offline_a": rmia_offline_a,
-        "rmia_gamma": rmia_gamma,
-        "rmia_references": tuple(rmia_reference or ()),
-    }
+    given: dict[str, Any] = {"num_per_side": num}
+    if "--methods" in lists:
+        given["methods"] = tuple(lists["--methods"])
     if "--wbc-windows" in lists:
-        finetune["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
-    texts = _never_seen(model, members, non_members, corpus, field)
-    samia = SamiaSettings(
-        samia_samples, samia_prefix_share, samia_max_new_tokens, samia_temperature, samia_top_k, samia_ngram
-    )
+        given["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
+    settings = replace_settings(settings, **given)
+    texts = _never_seen(model, settings)
     summary = write_run(
         out_dir,
-        lambda d: membership_of_model(
-            model,
-            d,
-            members=members,
-            non_members=non_members,
-            corpus=corpus,
-            reference=reference,
-            methods=lists.get("--methods"),
-            mlm=mlm,
-            recall_prefix=recall_prefix,
-            recall_shots=recall_shots,
-            neighbours=neighbours,
-            finetune=finetune,
-            field=field,
-            num_per_side=num_per_side,
-            group_size=group_size,
-            num_groups=num_groups,
-            min_k=min_k,
-            blind=blind,
-            seed=seed,
-            engine=eng,
-            echo=info,
-            texts=texts,
-            samia=samia,
-        ),
+        lambda d: membership_of_model(model, d, settings, engine=eng, echo=info, texts=texts),
         redact=redact,
         key_file=redact_key_file,
     )
@@ -401,9 +266,7 @@ def _window_sizes(values: list[str]) -> tuple[int, ...]:
     return sizes
 
 
-def _never_seen(
-    model: str, members: Path | None, non_members: Path | None, corpus: Path | None, field: str
-) -> Any:
+def _never_seen(model: str, settings: MembershipSettings) -> Any:
     """The two sides of ``lmleak mia --corpus C --non-members F`` (no ``--members``): F means what the
     audit config's ``non_members`` alone means, people the model never saw (a corpus of them, each row
     with its ``user_id``), and the members are C's users outside the model's ``holdout.json`` (all of
@@ -411,15 +274,15 @@ def _never_seen(
     files or neither are given (:func:`~lmleak.attacks.mia_texts.membership_texts` reads those).
 
     Raises:
-        ConfigError: ``--non-members`` without ``--corpus``, or ``--members`` without ``--non-members``
-            (either would otherwise be ignored).
+        ConfigError: ``--non-members`` without ``--corpus`` (it would otherwise be ignored; ``--members``
+            alone is refused by :class:`~lmleak.attacks.mia_settings.MembershipSettings`).
     """
-    if members is not None and non_members is None:
-        raise ConfigError(
-            "--members alone would be ignored (the non-members would come from holdout.json)",
-            field="--members",
-            hint="give --non-members too (two files), or leave --members out to split --corpus by holdout.json",
-        )
+    members, non_members, corpus, field = (
+        settings.members,
+        settings.non_members,
+        settings.corpus,
+        settings.field,
+    )
     if non_members is None or members is not None:
         return None
     if corpus is None:

@@ -109,6 +109,12 @@ def build_settings(cls: type[Settings], values: dict[str, Any], **given: Any) ->
         raise
 
 
+def replace_settings(settings: Any, **changes: Any) -> Any:
+    """``settings`` with ``changes`` (checked again; a refused value names the option)."""
+    values = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)}
+    return build_settings(type(settings), {**values, **changes})
+
+
 def takes(**groups: type[Settings] | tuple[type[Settings], tuple[str, ...]]) -> Callable[..., Any]:
     """Give the command one option per field of each settings class: ``@takes(settings=Cls)``, or
     ``@takes(settings=(Cls, ("methods",)))`` to leave fields out (the command passes them to

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.exposure import exposure, string_costs
-from lmleak.attacks.membership import evaluate_membership
+from lmleak.attacks.membership import MembershipSettings, evaluate_membership
 from lmleak.attacks.trie import (
     CanaryFormat,
     CandidateSpace,
@@ -488,15 +488,10 @@ def evaluate_model(
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
     lm = load_model(model_dir) if cfg.base else load_small_model(model_dir)
     best_bits, best_rank, method, nodes = _max_exposure(lm, data["canaries"], cfg)
-    mia = evaluate_membership(
-        lm,
-        members,
-        non_members,
-        num_per_side=cfg.mia_per_side,
-        group_size=cfg.group_size,
-        num_groups=cfg.num_groups,
-        seed=cfg.seed,
+    sizes = MembershipSettings(
+        num_per_side=cfg.mia_per_side, group_size=cfg.group_size, num_groups=cfg.num_groups, seed=cfg.seed
     )
+    mia = evaluate_membership(lm, members, non_members, sizes)
     m = mia.metrics.set_index(["level", "feature"])
     group_level = f"group{cfg.group_size}"
     return {
