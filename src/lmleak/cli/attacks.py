@@ -217,6 +217,25 @@ def mia_cmd(
             "(holdout.json in the model folder) are the non-members, the other users the members.",
         ),
     ] = None,
+    benchmark: Annotated[
+        str | None,
+        typer.Option(
+            "--benchmark",
+            help="A published benchmark instead of --members/--non-members/--corpus: wikimia or mimir, "
+            "read from --data (docs/membership.md#published-benchmarks).",
+        ),
+    ] = None,
+    data: Annotated[
+        Path | None, typer.Option("--data", help="With --benchmark: the folder the set was downloaded to.")
+    ] = None,
+    benchmark_subset: Annotated[
+        str | None,
+        typer.Option(
+            "--benchmark-subset",
+            help="WikiMIA: text length 32, 64, 128 or 256 (default 32); MIMIR: SOURCE[/SPLIT] "
+            "(default wikipedia_(en)/ngram_13_0.8).",
+        ),
+    ] = None,
     group_size: Annotated[
         int, typer.Option(help="Texts per group for the group attack (0: skip it).", parser=COUNT0)
     ] = 20,
@@ -347,7 +366,9 @@ def mia_cmd(
     }
     if "--wbc-windows" in lists:
         finetune["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
-    texts = _never_seen(model, members, non_members, corpus, field)
+    texts = _benchmark(benchmark, data, benchmark_subset, members, non_members, corpus) or _never_seen(
+        model, members, non_members, corpus, field
+    )
     samia = SamiaSettings(
         samia_samples, samia_prefix_share, samia_max_new_tokens, samia_temperature, samia_top_k, samia_ngram
     )
@@ -399,6 +420,48 @@ def _window_sizes(values: list[str]) -> tuple[int, ...]:
             hint="e.g. --wbc-windows 1 5 10 20",
         )
     return sizes
+
+
+def _benchmark(
+    name: str | None,
+    data: Path | None,
+    subset: str | None,
+    members: Path | None,
+    non_members: Path | None,
+    corpus: Path | None,
+) -> Any:
+    """The texts of ``lmleak mia --benchmark NAME --data DIR`` (:mod:`lmleak.attacks.mia_benchmarks`);
+    None without ``--benchmark``.
+
+    Raises:
+        ConfigError: ``--benchmark`` with ``--members`` / ``--non-members`` / ``--corpus`` (which
+            would be ignored) or without ``--data``, or ``--data`` / ``--benchmark-subset`` alone.
+    """
+    if name is None:
+        extra = "--data" if data is not None else "--benchmark-subset" if subset is not None else None
+        if extra:
+            raise ConfigError(
+                f"{extra} is read only with --benchmark", field=extra, hint="add --benchmark wikimia or mimir"
+            )
+        return None
+    given = [
+        o for o, v in (("--members", members), ("--non-members", non_members), ("--corpus", corpus)) if v
+    ]
+    if given:
+        raise ConfigError(
+            f"--benchmark brings its own members and non-members; {' and '.join(given)} would be ignored",
+            field="--benchmark",
+            hint=f"leave out {' and '.join(given)}, or --benchmark",
+        )
+    if data is None:
+        raise ConfigError(
+            "--benchmark needs --data, the folder the set was downloaded to",
+            field="--data",
+            hint="e.g. huggingface-cli download swj0419/WikiMIA --repo-type dataset --local-dir data/wikimia",
+        )
+    from lmleak.attacks.mia_benchmarks import benchmark_texts
+
+    return benchmark_texts(name, data, subset=subset)
 
 
 def _never_seen(
