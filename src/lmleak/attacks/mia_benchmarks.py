@@ -106,7 +106,7 @@ def resolve_subset(benchmark: str, subset: str | None = None) -> str:
         raise ConfigError(
             f"MIMIR has no source {source!r}." + did_you_mean(source, list(MIMIR_SPLITS)),
             field="--benchmark-subset",
-            hint=f"give SOURCE[/SPLIT], SOURCE one of: {', '.join(MIMIR_SPLITS)}",
+            hint=f"give SOURCE or SOURCE/SPLIT, SOURCE one of: {', '.join(MIMIR_SPLITS)}",
         )
     splits = MIMIR_SPLITS[source]
     split = split or (splits[0] if splits[0] in ("ngram_13_0.8", "none") else "")
@@ -167,6 +167,58 @@ def benchmark_texts(name: str, data_dir: str | Path, *, subset: str | None = Non
         f"{plural(len(non), 'non-member')}; no users, so texts are grouped by shared PII and near-duplicates"
     )
     return MembershipTexts(mem, non, source=source, groups=None)
+
+
+def benchmark_options(
+    name: str | None,
+    data: str | Path | None,
+    subset: str | None = None,
+    members: str | Path | None = None,
+    non_members: str | Path | None = None,
+    corpus: str | Path | None = None,
+) -> MembershipTexts | None:
+    """``lmleak mia --benchmark NAME --data DIR [--benchmark-subset S]``: :func:`benchmark_texts`, or
+    None without ``--benchmark``. Nothing given is ignored: the benchmark brings both sides, so
+    ``--members`` / ``--non-members`` / ``--corpus`` beside it are refused, as are ``--data`` and
+    ``--benchmark-subset`` without it.
+
+    Raises:
+        ConfigError: one of those combinations, ``--benchmark`` without ``--data``, or what
+            :func:`benchmark_texts` raises.
+
+    Example:
+        >>> benchmark_options(None, None) is None
+        True
+        >>> try:
+        ...     benchmark_options("wikimia", "data/wikimia", corpus="corpus.jsonl")
+        ... except ConfigError as e:
+        ...     print(e.reason)
+        --benchmark brings its own members and non-members; --corpus would be ignored
+    """
+    if name is None:
+        extra = "--data" if data is not None else "--benchmark-subset" if subset is not None else None
+        if extra:
+            raise ConfigError(
+                f"{extra} is read only with --benchmark", field=extra, hint="add --benchmark wikimia or mimir"
+            )
+        return None
+    given = [
+        o for o, v in (("--members", members), ("--non-members", non_members), ("--corpus", corpus)) if v
+    ]
+    if given:
+        raise ConfigError(
+            f"--benchmark brings its own members and non-members; {' and '.join(given)} would be ignored",
+            field="--benchmark",
+            hint=f"leave out {' and '.join(given)}, or --benchmark",
+        )
+    if data is None:
+        bench = _benchmark_name(name)
+        raise ConfigError(
+            "--benchmark needs --data, the folder the set was downloaded to",
+            field="--data",
+            hint=f"download it, e.g. {_fetch_command(bench, Path('data', bench))}, and give --data data/{bench}",
+        )
+    return benchmark_texts(name, data, subset=subset)
 
 
 def _benchmark_name(name: str) -> str:

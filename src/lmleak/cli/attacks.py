@@ -219,21 +219,14 @@ def mia_cmd(
     ] = None,
     benchmark: Annotated[
         str | None,
-        typer.Option(
-            "--benchmark",
-            help="A published benchmark instead of --members/--non-members/--corpus: wikimia or mimir, "
-            "read from --data (docs/membership.md#published-benchmarks).",
-        ),
+        typer.Option(help="wikimia or mimir: a published set read from --data (docs/membership.md)."),
     ] = None,
-    data: Annotated[
-        Path | None, typer.Option("--data", help="With --benchmark: the folder the set was downloaded to.")
-    ] = None,
+    data: Annotated[Path | None, typer.Option(help="With --benchmark: the downloaded set's folder.")] = None,
     benchmark_subset: Annotated[
         str | None,
         typer.Option(
-            "--benchmark-subset",
-            help="WikiMIA: text length 32, 64, 128 or 256 (default 32); MIMIR: SOURCE[/SPLIT] "
-            "(default wikipedia_(en)/ngram_13_0.8).",
+            help="WikiMIA: length 32, 64, 128 or 256 (default 32); MIMIR: SOURCE or SOURCE/SPLIT "
+            "(default wikipedia_(en)/ngram_13_0.8)."
         ),
     ] = None,
     group_size: Annotated[
@@ -350,6 +343,7 @@ def mia_cmd(
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
+    from lmleak.attacks.mia_benchmarks import benchmark_options
     from lmleak.attacks.samia import SamiaSettings
     from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
@@ -366,9 +360,8 @@ def mia_cmd(
     }
     if "--wbc-windows" in lists:
         finetune["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
-    texts = _benchmark(benchmark, data, benchmark_subset, members, non_members, corpus) or _never_seen(
-        model, members, non_members, corpus, field
-    )
+    texts = benchmark_options(benchmark, data, benchmark_subset, members, non_members, corpus)
+    texts = texts or _never_seen(model, members, non_members, corpus, field)
     samia = SamiaSettings(
         samia_samples, samia_prefix_share, samia_max_new_tokens, samia_temperature, samia_top_k, samia_ngram
     )
@@ -420,48 +413,6 @@ def _window_sizes(values: list[str]) -> tuple[int, ...]:
             hint="e.g. --wbc-windows 1 5 10 20",
         )
     return sizes
-
-
-def _benchmark(
-    name: str | None,
-    data: Path | None,
-    subset: str | None,
-    members: Path | None,
-    non_members: Path | None,
-    corpus: Path | None,
-) -> Any:
-    """The texts of ``lmleak mia --benchmark NAME --data DIR`` (:mod:`lmleak.attacks.mia_benchmarks`);
-    None without ``--benchmark``.
-
-    Raises:
-        ConfigError: ``--benchmark`` with ``--members`` / ``--non-members`` / ``--corpus`` (which
-            would be ignored) or without ``--data``, or ``--data`` / ``--benchmark-subset`` alone.
-    """
-    if name is None:
-        extra = "--data" if data is not None else "--benchmark-subset" if subset is not None else None
-        if extra:
-            raise ConfigError(
-                f"{extra} is read only with --benchmark", field=extra, hint="add --benchmark wikimia or mimir"
-            )
-        return None
-    given = [
-        o for o, v in (("--members", members), ("--non-members", non_members), ("--corpus", corpus)) if v
-    ]
-    if given:
-        raise ConfigError(
-            f"--benchmark brings its own members and non-members; {' and '.join(given)} would be ignored",
-            field="--benchmark",
-            hint=f"leave out {' and '.join(given)}, or --benchmark",
-        )
-    if data is None:
-        raise ConfigError(
-            "--benchmark needs --data, the folder the set was downloaded to",
-            field="--data",
-            hint="e.g. huggingface-cli download swj0419/WikiMIA --repo-type dataset --local-dir data/wikimia",
-        )
-    from lmleak.attacks.mia_benchmarks import benchmark_texts
-
-    return benchmark_texts(name, data, subset=subset)
 
 
 def _never_seen(
