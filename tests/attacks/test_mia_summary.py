@@ -115,3 +115,47 @@ def test_a_perfect_attack_says_in_the_intervals_record_which_intervals_the_bound
     assert "placebo_auc_ci" not in at and s["intervals"]["boundary_rule"].startswith(
         "a bootstrap of a sample"
     )
+
+
+# ----------------------------------------------------------- issue 35, item 6: the strongest honest attack
+def test_the_split_half_headline_weighs_rmia_wbc_and_samia_like_every_other_method():
+    """The release profile and the HTML read ``mia_method`` / ``mia_auc``: the method best on the
+    selection half among *all* those run, the fine-tune and text-only attacks included."""
+    rng = np.random.default_rng(3)
+    y, g = _users(20)
+    noise = {m: rng.normal(size=y.size) for m in ("perplexity", "zlib", "min_k")}
+    samia = rng.normal(size=y.size) + 0.5 * y
+    samia[::7] = np.nan  # texts SaMIA could not score (empty prefix) are left out, not ranked
+    scores = {**noise, "wbc": rng.normal(size=y.size) + 0.8 * y, "rmia": rng.normal(size=y.size) + 3.0 * y,
+              "samia": samia}  # fmt: skip
+    res = _result(scores, y, g)
+    s = _summary(res)
+    assert s["headline_selection"] == "split-half" and s["mia_method"] == "rmia"
+    assert set(s["mia_selection_auc_by_attack"]) == set(scores)
+    sel = s["mia_selection_auc_by_attack"]
+    assert max(sel, key=sel.get) == "rmia" and s["mia_auc"] == res.headline["report"]["auc"] > 0.9
+    # SaMIA strongest, with its unscored texts: chosen the same way
+    strong_samia = np.where(np.isnan(samia), np.nan, rng.normal(size=y.size) + 4.0 * y)
+    s2 = _summary(_result({**scores, "rmia": noise["zlib"], "samia": strong_samia}, y, g))
+    assert s2["mia_method"] == "samia" and s2["headline_selection"] == "split-half"
+
+
+def test_evaluate_membership_offers_the_split_half_every_method_it_scored():
+    """End to end on a fake fine-tune (tests/attacks/test_rmia.py): WBC and RMIA are scored and the
+    headline is the selection half's best of all four methods."""
+    from lmleak.attacks.membership import MembershipSettings, evaluate_membership
+    from lmleak.attacks.mia_methods import MethodOptions
+    from lmleak.models.fake import FakeLM
+    from tests.attacks.test_mia_methods import _notes
+
+    texts = _notes(np.random.default_rng(5), 120)
+    members, non_members = texts[:45], texts[45:]
+    base = FakeLM.from_texts(texts, order=3, name="base")
+    tuned = FakeLM.from_texts(texts + members * 2, order=3, name="tuned")
+    opts = MethodOptions(methods=("perplexity", "zlib", "wbc", "rmia"), rmia_population=25, reference=base)
+    res = evaluate_membership(
+        tuned, members, non_members, MembershipSettings(group_size=0, blind=False), options=opts
+    )
+    sel = res.headline["selection_auc_by_attack"]
+    assert set(sel) == {"perplexity", "zlib", "wbc", "rmia"}
+    assert res.headline["method"] == max(sel, key=sel.get)

@@ -86,8 +86,9 @@ SURFACE = {
     "kart review": "--json",
     "kart run": "--json --out",
     "mia": (
-        "--blind --corpus --engine --field --gpus-per-worker --group-size --json --members --min-k "
-        "--mlm --model --n-boot --neighbours --no-blind --non-members --num-groups --num-per-side "
+        "--benchmark --benchmark-subset --blind --corpus --data --engine --field --gpus-per-worker "
+        "--group-size --json --members --min-k --mlm --model --n-boot --neighbours --no-blind --non-members "
+        "--num-groups --num-per-side "
         "--num-workers --out --ray-address --recall-prefix --recall-shots --redact "
         "--redact-key-file --reference --rmia-gamma --rmia-offline-a --rmia-population --rmia-reference "
         "--samia-max-new-tokens --samia-ngram --samia-prefix-share --samia-samples --samia-temperature "

@@ -61,6 +61,23 @@ class MembershipSettings(Settings):
         panel=SETS,
         yaml=False,  # the audit's corpus: section
     )
+    benchmark: str | None = setting(
+        None,
+        help="wikimia or mimir: a published set read from --data (docs/membership.md).",
+        choices=("wikimia", "mimir"),
+        panel=SETS,
+        yaml=False,
+    )
+    data: str | None = setting(
+        None, help="With --benchmark: the downloaded set's folder.", panel=SETS, yaml=False
+    )
+    benchmark_subset: str | None = setting(
+        None,
+        help="WikiMIA: length 32, 64, 128 or 256 (default 32); MIMIR: SOURCE or SOURCE/SPLIT "
+        "(default wikipedia_(en)/ngram_13_0.8).",
+        panel=SETS,
+        yaml=False,
+    )
     field: str = setting("text", help="JSONL field holding the text.", panel=SETS, yaml=False)
     num_per_side: int = setting(
         1000, help="Texts per side (balanced; A.4 uses 1000), after de-duplication.", ge=2, panel=SETS
@@ -159,7 +176,7 @@ class MembershipSettings(Settings):
             raise ConfigError(
                 "wbc_windows is empty", field="wbc_windows", hint="give window sizes, e.g. 1 5 10 20"
             )
-        if self.members is not None and self.non_members is None:
+        if self.members is not None and self.non_members is None and self.benchmark is None:
             raise ConfigError(
                 "members alone would be ignored (the non-members would come from holdout.json)",
                 field="members",

@@ -219,13 +219,13 @@ def mia_cmd(
     --samia-samples continuations per text and needs only generated text, so it runs on the HTTP text and
     chat tiers) (default: perplexity zlib min_k, and reference with --reference; wbc and rmia compare the
     model with --reference, e.g. a fine-tune with its base), and --wbc-windows W [W ...] (WBC's window
-    sizes, default 1 5 10 20). The sets are
-    de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
+    sizes, default 1 5 10 20). The sets are de-duplicated first (texts on both sides removed); every AUC has a 95 % interval over users (or
     texts grouped by shared PII); the headline attack is chosen on one half of the users and reported
     on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
+    from lmleak.attacks.mia_benchmarks import benchmark_options
     from lmleak.report.redaction import write_run
     from lmleak.shards import ShardEngine
 
@@ -239,7 +239,9 @@ def mia_cmd(
     if "--wbc-windows" in lists:
         given["wbc_windows"] = _window_sizes(lists["--wbc-windows"])
     settings = replace_settings(settings, **given)
-    texts = _never_seen(model, settings)
+    s = settings
+    texts = benchmark_options(s.benchmark, s.data, s.benchmark_subset, s.members, s.non_members, s.corpus)
+    texts = texts or _never_seen(model, settings)
     summary = write_run(
         out_dir,
         lambda d: membership_of_model(model, d, settings, engine=eng, echo=info, texts=texts),
