@@ -69,14 +69,14 @@ RESULT_FIELDS = {
 }
 
 OPTION_FIELDS = {
-    "ExposureOptions": (
+    "ExposureOptions": (  # lmleak.attacks.exposure.ExposureSettings; corpus_texts is run_exposure's
         "alphabet",
-        "max_candidates",
         "extrapolate",
         "sample_size",
-        "placebos",
-        "corpus_texts",
+        "max_candidates",
         "seed",
+        "placebos",
+        "canary_design",
     ),
     "MembershipOptions": (
         "methods",

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from lmleak.attacks.exposure import ExposureSettings
 from lmleak.cli.common import (
     COUNT,
     COUNT0,
@@ -33,6 +34,7 @@ from lmleak.cli.common import (
     quiet,
     renamed,
 )
+from lmleak.cli.options import takes
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.words import plural
 
@@ -81,7 +83,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
-# long: its signature declares the options of `lmleak exposure`, one per line; the body is short
+@takes(settings=ExposureSettings)
 def exposure_cmd(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
@@ -92,32 +94,7 @@ def exposure_cmd(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Run directory to write exposure.parquet and summary.json.")
     ],
-    alphabet: Annotated[str | None, typer.Option(help="Alphabet of the secrets (default: digits).")] = None,
-    extrapolate: Annotated[
-        bool, typer.Option("--extrapolate", help="Add the skew-normal estimate (Carlini et al. §4.3).")
-    ] = False,
-    sample_size: Annotated[
-        int, typer.Option(help="Candidates sampled for the skew-normal fit.", parser=COUNT)
-    ] = 5000,
-    max_candidates: Annotated[
-        int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.", parser=COUNT)
-    ] = 10_000_000,
-    seed: SeedOpt = 0,
-    placebos: Annotated[
-        int | None,
-        typer.Option(
-            help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its canaries; 0: none).",
-            parser=COUNT0,
-        ),
-    ] = None,
-    canary_design: Annotated[
-        str | None,
-        typer.Option(
-            "--canary-design",
-            help="random or crafted: the design the canaries were drawn with, checked against the file "
-            "(default: as canaries.jsonl records it); recorded in the summary.",
-        ),
-    ] = None,
+    settings: ExposureSettings,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
@@ -133,19 +110,7 @@ def exposure_cmd(
     quiet(quiet_ or as_json)
     run = write_run(
         out_dir,
-        lambda d: exposure_of_model(
-            model,
-            canaries,
-            d,
-            alphabet=alphabet,
-            extrapolate=extrapolate,
-            sample_size=sample_size,
-            max_candidates=max_candidates,
-            seed=seed,
-            echo=info,
-            placebos=placebos,
-            canary_design=canary_design,
-        ),
+        lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
         redact=redact,
         key_file=redact_key_file,
     )
