@@ -327,3 +327,19 @@ def test_uniform_placebos_have_uniform_ranks_whatever_the_model(tmp_path):
     for bits in (1, 2, 3):
         share = float((ranks <= 1000 / 2**bits).mean())  # exposure >= bits
         assert abs(share - 2.0**-bits) < 4 * math.sqrt(2.0**-bits * (1 - 2.0**-bits) / 400), bits
+
+
+def test_one_settings_class_is_the_commands_options_the_audits_section_and_the_apis_options():
+    from lmleak.api import ExposureOptions
+    from lmleak.audit.config import parse_config
+    from lmleak.errors import ConfigError
+
+    assert ExposureOptions is ExposureSettings
+    base = {"corpus": {"path": "c.jsonl"}, "models": [{"name": "m", "path": "m"}]}
+    section = {"canaries": "c.jsonl", "extrapolate": True, "seed": 3, "placebos": 0}
+    spec = parse_config({**base, "analyses": {"exposure": section}}).analyses.exposure
+    assert isinstance(spec, ExposureSettings) and (spec.extrapolate, spec.seed, spec.placebos) == (True, 3, 0)
+    with pytest.raises(ConfigError, match="'analyses.exposure.sample_sise'.*Did you mean 'sample_size'"):
+        parse_config({**base, "analyses": {"exposure": {"sample_sise": 10}}})
+    with pytest.raises(ConfigError, match="unknown canary design 'crafed'. Did you mean 'crafted'"):
+        ExposureSettings(canary_design="crafed")

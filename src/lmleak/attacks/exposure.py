@@ -704,7 +704,8 @@ def exposure_of_model(
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
-    from lmleak.models.loading import load_model  # lazy: torch; the settings stay cheap to import
+    # lazy: torch; the settings stay cheap to import
+    from lmleak.models.loading import load_model
 
     # first: a missing or bad file, or a file of another design, exits 2 before the model loads
     rows = read_canaries(canaries)

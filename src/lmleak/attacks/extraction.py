@@ -489,7 +489,8 @@ def run_extraction(
     t_gen = time.perf_counter() - t0
     scores, metrics, tops = _rank_samples(model, s, settings, public_model=public_model)
 
-    from lmleak.ledger.index import CorpusIndex  # lazy: the ledger package imports torch
+    # lazy: the ledger package imports torch
+    from lmleak.ledger.index import CorpusIndex
 
     docs = list(corpus)
     enc, dec = model.tokenizer.encode, model.tokenizer.decode
@@ -543,7 +544,8 @@ def extract_from_model(
     Returns:
         The summary written to ``summary.json``.
     """
-    from lmleak.models.loading import load_model  # lazy: torch; the settings stay cheap to import
+    # lazy: torch; the settings stay cheap to import
+    from lmleak.models.loading import load_model
 
     prompts = settings.prompts()
     data = load_corpus(corpus)  # every input file before any model loads: a bad one exits 2 at once
@@ -578,17 +580,17 @@ def _generate_samples(model: Any, cfg: ExtractSettings, prompts: Sequence[str]) 
     prompt_texts = (
         [prompts[i % len(prompts)] for i in range(cfg.num_samples)] if prompts else [""] * cfg.num_samples
     )
-    prompts = [enc(p) if p else [] for p in prompt_texts]
+    prompt_ids = [enc(p) if p else [] for p in prompt_texts]
     generated = sample_sequences(
         model,
-        prompts,
+        prompt_ids,
         max_new_tokens=cfg.max_new_tokens,
         top_k=cfg.top_k,
         temperature_start=cfg.temperature_start,
         decay_tokens=cfg.temperature_decay,
         seed=cfg.seed,
     )
-    samples = [[*p, *g] for p, g in zip(prompts, generated, strict=True)]
+    samples = [[*p, *g] for p, g in zip(prompt_ids, generated, strict=True)]
     return _Samples(prompt_texts, samples, generated, [dec(x) for x in samples])
 
 

@@ -2,7 +2,8 @@
 
 Thin: parse, call one library function (it loads, runs and writes the run directory), print a table.
 main.py imports every area module to build the app, so library imports stay inside the commands
-(numpy and torch would make ``lmleak --help`` slow).
+(torch would make ``lmleak --help`` slow), except an analysis's settings module, whose fields are the
+command's options (:mod:`lmleak.attacks.exposure` imports no torch until it loads a model).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.attacks.exposure import ExposureSettings
+from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.cli.common import (
     COUNT,
     COUNT0,
@@ -104,7 +105,6 @@ def exposure_cmd(
 
     Example: lmleak exposure --model runs/model --canaries data/canaries.jsonl --out runs/exposure
     """
-    from lmleak.attacks.exposure import exposure_of_model  # lazy: numpy and torch, keeps --help fast
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.attacks.extraction import ExtractSettings
+from lmleak.attacks.extraction import ExtractSettings, extract_from_model
 from lmleak.cli.common import RedactKeyFileOpt, RedactRunOpt, info, out, print_json, quiet
 from lmleak.cli.options import takes
 from lmleak.words import plural
@@ -40,7 +40,6 @@ def extract(
 
     Example: lmleak extract --model runs/model --corpus data/corpus.jsonl --out runs/extract --num-samples 200
     """
-    from lmleak.attacks.extraction import extract_from_model  # lazy: the model loaders' torch
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or json_out)
