@@ -70,20 +70,23 @@ RESULT_FIELDS = {
 }
 
 OPTION_FIELDS = {
-    "ExposureOptions": (
+    "ExposureOptions": (  # lmleak.attacks.exposure.ExposureSettings; corpus_texts is run_exposure's
         "alphabet",
-        "max_candidates",
         "extrapolate",
         "sample_size",
-        "placebos",
-        "corpus_texts",
+        "max_candidates",
         "seed",
+        "placebos",
+        "canary_design",
     ),
     # the settings of `lmleak mia` (issue 34): the loaded reference/mlm and the users are run_membership keywords
     "MembershipOptions": (
         "members",
         "non_members",
         "corpus",
+        "benchmark",
+        "data",
+        "benchmark_subset",
         "field",
         "num_per_side",
         "group_size",

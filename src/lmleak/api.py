@@ -36,12 +36,13 @@ Example (the fake model memorises the corpus it is given, so it leaks; no torch 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 # the library's functions under the public names' prefix: the public ones below wrap them
+from lmleak.attacks.exposure import ExposureSettings
 from lmleak.attacks.exposure import run_exposure as _run_exposure
 from lmleak.attacks.membership import run_membership as _run_membership
 from lmleak.attacks.mia_settings import MembershipSettings, method_options
@@ -237,29 +238,9 @@ class AuditResult(RunResult):
 # --- options ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class ExposureOptions:
-    """Settings of :func:`run_exposure` (names as ``lmleak exposure``'s options).
-
-    Attributes:
-        alphabet: the secrets' alphabet (None: digits).
-        max_candidates: the largest candidate space ranked exactly; larger ones are estimated.
-        extrapolate: add the skew-normal estimate (Carlini et al. 2019 §4.3).
-        sample_size: candidates sampled for that estimate.
-        placebos: never-inserted secrets per format ranked beside the canaries (None: as many as
-            the format's canaries; 0: none).
-        corpus_texts: the training texts, so that no placebo is a secret that follows its prefix
-            there (None: not checked).
-        seed: seeds the sample and the placebos.
-    """
-
-    alphabet: str | None = None
-    max_candidates: int = 10_000_000
-    extrapolate: bool = False
-    sample_size: int = 5000
-    placebos: int | None = None
-    corpus_texts: tuple[str, ...] | None = field(default=None, repr=False)
-    seed: int = 0
+#: Settings of :func:`run_exposure`: the one class of ``lmleak exposure``'s options and the audit's
+#: ``analyses.exposure`` (:class:`lmleak.attacks.exposure.ExposureSettings`).
+ExposureOptions = ExposureSettings
 
 
 #: Settings of :func:`run_membership`: the one settings class of membership inference (``lmleak mia``'s
@@ -339,7 +320,9 @@ def run_exposure(
     model: Any,
     canaries: str | Path,
     out_dir: str | Path,
-    options: ExposureOptions = ExposureOptions(),
+    options: ExposureOptions | None = None,
+    *,
+    corpus_texts: Iterable[str] | None = None,
 ) -> ExposureResult:
     """Canary exposure (Carlini et al. 2019 §4): the exact rank of each planted secret among every
     secret of its format, in bits (``log2 |R| - log2 rank``), beside placebo secrets never planted.
@@ -349,23 +332,15 @@ def run_exposure(
         canaries: ``canaries.jsonl`` (``secret``, ``prefix``, ``repeats``, ``user_id``), as
             ``lmleak synth customersim --canaries N`` writes it.
         out_dir: the run directory.
-        options: :class:`ExposureOptions`.
+        options: :class:`ExposureOptions` (None: the defaults).
+        corpus_texts: the training texts, so that no placebo is a secret that follows its prefix
+            there (None: not checked).
 
     Returns:
         :class:`ExposureResult`; the headline is ``summary["max_exposure"]`` (bits).
     """
-    o = options
     _, canary_results = _run_exposure(
-        model,
-        canaries,
-        out_dir,
-        alphabet=o.alphabet,
-        extrapolate=o.extrapolate,
-        sample_size=o.sample_size,
-        max_candidates=o.max_candidates,
-        seed=o.seed,
-        placebos=o.placebos,
-        corpus_texts=o.corpus_texts,
+        model, canaries, out_dir, options or ExposureOptions(), corpus_texts=corpus_texts
     )
     run = Path(out_dir)
     return ExposureResult(

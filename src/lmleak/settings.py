@@ -235,11 +235,12 @@ def convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     if isinstance(target, type) and dataclasses.is_dataclass(target):
         if value is None and target is not tp:
             return None
-        if value is True and target is not tp:  # `report: true` means "with defaults"
-            return build(target, {}, name, path)
         if value is False and target is not tp:
             return None
-        return build(target, {} if value is None else value, name, path)
+        value = {} if value is None or value is True else value  # `report: true` means "with defaults"
+        if issubclass(target, Settings):  # a class may read older spellings of its keys
+            return target.from_mapping(value, where=name, path=path)
+        return build(target, value, name, path)
     origin = typing.get_origin(target)
     if origin in (list, tuple) and dataclasses.is_dataclass(typing.get_args(target)[0]):
         if not isinstance(value, list) or not value:

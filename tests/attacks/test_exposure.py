@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.attacks.exposure import exposure, extrapolated_exposure, fit_skewnorm, measure_exposure
+from lmleak.attacks.exposure import (
+    ExposureSettings,
+    exposure,
+    extrapolated_exposure,
+    fit_skewnorm,
+    measure_exposure,
+)
 from lmleak.errors import CapabilityError
 from lmleak.models.fake import FakeLM
 
@@ -57,7 +63,9 @@ def _canaries(secrets, repeats=20):
 
 def test_a_memorised_canary_is_maximally_exposed_and_an_unseen_one_is_not():
     lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["My ID is: 777777", "hello there"], order=4)
-    res = measure_exposure(lm, _canaries(["123456", "000001"]), extrapolate=True, sample_size=300)
+    res = measure_exposure(
+        lm, _canaries(["123456", "000001"]), ExposureSettings(extrapolate=True, sample_size=300)
+    )
     assert res[0].rank == 1 and res[0].method == "exact"
     assert res[0].exposure_bits == pytest.approx(19.931568569324174)
     # 999,998 unknown secrets tie with "000001": it sits in the middle of them (about 1 bit)
@@ -76,7 +84,7 @@ def test_a_black_box_model_is_refused_before_any_work():
 
 def test_formats_too_large_to_enumerate_get_a_flagged_estimate():
     lm = FakeLM.from_texts(["My ID is: 123456"] * 20 + ["hello there"], order=4)
-    res = measure_exposure(lm, _canaries(["123456"]), max_enumerable=1000, sample_size=200)
+    res = measure_exposure(lm, _canaries(["123456"]), ExposureSettings(max_candidates=1000, sample_size=200))
     assert res[0].method == "extrapolated" and res[0].rank is None
     assert res[0].exposure_bits == res[0].extrapolated_bits
 
@@ -157,7 +165,7 @@ def test_an_extrapolated_exposure_never_exceeds_log2_of_the_candidate_count():
     fmt = CanaryFormat("My ID is: ", "0123456789", 2)
     costs = string_costs(lm, fmt, ["12", *fmt.candidates(np.arange(100))])
     assert fit_skewnorm(costs[1:]).exposure(float(costs[0])) > math.log2(100)  # the raw tail estimate
-    res = measure_exposure(lm, _canaries(["12"]), max_enumerable=10, sample_size=100)
+    res = measure_exposure(lm, _canaries(["12"]), ExposureSettings(max_candidates=10, sample_size=100))
     assert res[0].method == "extrapolated" and res[0].extrapolated_bits == math.log2(100)
 
 
@@ -254,7 +262,7 @@ def test_placebos_are_ranked_exactly_as_a_brute_force_over_every_candidate_ranks
             for s, u in (("123", "a"), ("999", "b"))
         )
     )
-    summary, results = run_exposure(lm, path, tmp_path / "run", placebos=12, seed=5)
+    summary, results = run_exposure(lm, path, tmp_path / "run", ExposureSettings(placebos=12, seed=5))
     placebo = pd.read_parquet(tmp_path / "run" / "placebo_exposure.parquet")
     assert len(placebo) == summary["num_placebos"] == 12 and len(results) == 2
     for secret, rank in zip(placebo["secret"], placebo["rank"], strict=True):
@@ -272,7 +280,7 @@ def test_placebos_are_ranked_exactly_as_a_brute_force_over_every_candidate_ranks
         assert p == (1 + sum(x >= e for x in placebo["exposure_bits"])) / 13
     assert placebo_p_values([5.0], [5.0, 1.0]).tolist() == [2 / 3]  # a tie counts as at least as exposed
     # none asked for: no table, and the summary says the headline has no null beside it
-    summary, _ = run_exposure(lm, path, tmp_path / "none", placebos=0)
+    summary, _ = run_exposure(lm, path, tmp_path / "none", ExposureSettings(placebos=0))
     assert not (tmp_path / "none" / "placebo_exposure.parquet").exists()
     assert "placebo_max_exposure" not in summary and "no placebo" in summary["placebo_note"]
 
@@ -291,7 +299,7 @@ def test_the_mean_exposures_interval_is_the_plain_bootstrap_when_every_canary_ha
             for i, s in enumerate(secrets)
         )
     )
-    summary, results = run_exposure(lm, path, tmp_path / "run", placebos=0)
+    summary, results = run_exposure(lm, path, tmp_path / "run", ExposureSettings(placebos=0))
     bits = np.array([r.exposure_bits for r in results])
     rng = np.random.default_rng(0)  # the same seeded draws, one canary per group
     boot = [bits[rng.integers(0, 4, size=4)].mean() for _ in range(1000)]
@@ -312,10 +320,26 @@ def test_uniform_placebos_have_uniform_ranks_whatever_the_model(tmp_path):
 
     path = tmp_path / "canaries.jsonl"
     path.write_text(json.dumps({"prefix": "my id is ", "secret": "907"}) + "\n")
-    run_exposure(tiny_model(0), path, tmp_path / "run", placebos=400, seed=2)
+    run_exposure(tiny_model(0), path, tmp_path / "run", ExposureSettings(placebos=400, seed=2))
     table = pd.read_parquet(tmp_path / "run" / "placebo_exposure.parquet")
     ranks = table["rank"].to_numpy()
     assert table["secret"].nunique() == 400 and "907" not in set(table["secret"])
     for bits in (1, 2, 3):
         share = float((ranks <= 1000 / 2**bits).mean())  # exposure >= bits
         assert abs(share - 2.0**-bits) < 4 * math.sqrt(2.0**-bits * (1 - 2.0**-bits) / 400), bits
+
+
+def test_one_settings_class_is_the_commands_options_the_audits_section_and_the_apis_options():
+    from lmleak.api import ExposureOptions
+    from lmleak.audit.config import parse_config
+    from lmleak.errors import ConfigError
+
+    assert ExposureOptions is ExposureSettings
+    base = {"corpus": {"path": "c.jsonl"}, "models": [{"name": "m", "path": "m"}]}
+    section = {"canaries": "c.jsonl", "extrapolate": True, "seed": 3, "placebos": 0}
+    spec = parse_config({**base, "analyses": {"exposure": section}}).analyses.exposure
+    assert isinstance(spec, ExposureSettings) and (spec.extrapolate, spec.seed, spec.placebos) == (True, 3, 0)
+    with pytest.raises(ConfigError, match="'analyses.exposure.sample_sise'.*Did you mean 'sample_size'"):
+        parse_config({**base, "analyses": {"exposure": {"sample_sise": 10}}})
+    with pytest.raises(ConfigError, match="unknown canary design 'crafed'. Did you mean 'crafted'"):
+        ExposureSettings(canary_design="crafed")

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from lmleak.attacks.exposure import canary_design_of, read_canaries, run_exposure
+from lmleak.attacks.exposure import ExposureSettings, canary_design_of, read_canaries, run_exposure
 from lmleak.data.canaries import CRAFTED_PREFIX
 from lmleak.errors import DataFileError
 from lmleak.models.fake import FakeLM
@@ -44,6 +44,8 @@ def test_crafted_exposure_ranks_over_the_runes_and_records_the_design(tmp_path):
         [{"prefix": CRAFTED_PREFIX, "secret": secret, "canary_design": "crafted"}],
     )
     model = FakeLM.from_texts([CRAFTED_PREFIX + secret, "some other text"])
-    summary, results = run_exposure(model, canaries, tmp_path / "run", placebos=2, canary_design="crafted")
+    summary, results = run_exposure(
+        model, canaries, tmp_path / "run", ExposureSettings(placebos=2, canary_design="crafted")
+    )
     assert summary["canary_design"] == "crafted"
     assert results[0].num_candidates == 100 and results[0].rank == 1

@@ -6,6 +6,7 @@ sampling. The ``lmleak extract`` command: tests/cli/test_extract.py."""
 from __future__ import annotations
 
 import zlib
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -231,8 +232,7 @@ def test_extract_from_model_reads_the_prompts_loads_the_specs_and_records_the_a_
         f"fake:{corpus}",
         corpus,
         tmp_path / "run",
-        cfg,
-        prefixes=prompts,
+        replace(cfg, prefixes=str(prompts)),
         public_model=f"fake:{corpus}",
         echo=said.append,
     )
@@ -243,5 +243,7 @@ def test_extract_from_model_reads_the_prompts_loads_the_specs_and_records_the_a_
     table = pd.read_parquet(tmp_path / "run" / "extract.parquet")
     assert set(table["prefix"]) == {"please note", "hello there"}
     with pytest.raises(DataFileError, match="prefixes"):
-        extract_from_model(f"fake:{corpus}", corpus, tmp_path / "run2", cfg, prefixes=tmp_path / "none.txt")
+        extract_from_model(
+            f"fake:{corpus}", corpus, tmp_path / "run2", replace(cfg, prefixes=str(tmp_path / "none.txt"))
+        )
     assert not (tmp_path / "run2").exists()

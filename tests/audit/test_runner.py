@@ -102,14 +102,18 @@ def test_the_exposure_stage_draws_its_placebos_away_from_the_corpus_and_passes_t
     data = {**cfg_data(tmp_path), "analyses": {"exposure": {"canaries": "canaries.jsonl", "placebos": 4}}}
     cfg = parse_config(data, base_dir=str(tmp_path))
     seen: dict = {}
-    monkeypatch.setattr(runner, "run_exposure", lambda model, canaries, out, **kw: seen.update(kw))
+    monkeypatch.setattr(
+        runner,
+        "run_exposure",
+        lambda model, canaries, out, settings, **kw: seen.update(kw, settings=settings),
+    )
     Auditor(cfg).stage_exposure(None, "m", cfg.analyses.exposure, tmp_path / "out")
-    assert seen["placebos"] == 4
+    assert seen["settings"].placebos == 4
     assert list(seen["corpus_texts"]) == [f"My ID is: {i:06d}" for i in range(3)]
     from lmleak.errors import ConfigError
 
     bad = {**cfg_data(tmp_path), "analyses": {"exposure": {"canaries": "canaries.jsonl", "placebos": -1}}}
-    with pytest.raises(ConfigError, match="placebos >= 0"):
+    with pytest.raises(ConfigError, match=r"placebos': must be a whole number >= 0"):
         parse_config(bad, base_dir=str(tmp_path))
 
 

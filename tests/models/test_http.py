@@ -150,7 +150,7 @@ def test_membership_through_http_equals_in_process_and_exposure_is_refused(local
     """Membership runs unchanged on a prompt_logprobs API (same numbers as in-process); canary exposure
     (its trie walk reads whole next-token distributions, which an API never returns) is refused with a
     CapabilityError instead of a silently wrong rank."""
-    from lmleak.attacks.exposure import measure_exposure
+    from lmleak.attacks.exposure import ExposureSettings, measure_exposure
     from lmleak.attacks.membership import text_scores
 
     model, _ = local
@@ -159,9 +159,9 @@ def test_membership_through_http_equals_in_process_and_exposure_is_refused(local
     for key in ("logprob", "min_k", "zlib"):
         np.testing.assert_allclose(a[key], b[key], rtol=1e-5, atol=1e-5)
     canaries = [{"prefix": "my phone is", "secret": "12"}]
-    assert measure_exposure(model, canaries, alphabet="0123456789")[0].rank >= 1
+    assert measure_exposure(model, canaries, ExposureSettings(alphabet="0123456789"))[0].rank >= 1
     with pytest.raises(CapabilityError, match="full next-token distribution"):
-        measure_exposure(m, canaries, alphabet="0123456789")
+        measure_exposure(m, canaries, ExposureSettings(alphabet="0123456789"))
 
 
 def test_echo_ledger_is_the_top5_view_with_exact_logprobs(local, server, tmp_path):

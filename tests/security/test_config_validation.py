@@ -284,7 +284,7 @@ def _configs():
         (TrainConfig, {"seed": -1}, "seed"),
         (FinetuneConfig, {"base": "b", "mode": "dp", "noise_multiplier": INF}, "noise_multiplier"),
         (FinetuneConfig, {"base": "b", "lora_alpha": NAN}, "lora_alpha"),
-        (ExtractConfig, {"p_threshold": NAN}, "p_threshold"),
+        (ExtractConfig, {"p": NAN}, "p"),
         (ExtractConfig, {"temperature_start": 0.0}, "temperature_start"),
         (ExtractConfig, {"top_k": 0}, "top_k"),
         (ReportConfig, {"t": NAN}, "t"),

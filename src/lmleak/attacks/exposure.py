@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,9 @@ from lmleak.errors import ConfigError, DataFileError
 from lmleak.intervals import BOOTSTRAP_METHOD, group_bootstrap, interval_record
 from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require, scoring_convention
-from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
+from lmleak.settings import Settings, setting
 from lmleak.shards import fingerprint_of, run_rows
 
 
@@ -127,6 +127,47 @@ def extrapolated_exposure(canary_logppl: float, sample_logppl: Sequence[float] |
     return fit_skewnorm(sample_logppl).exposure(canary_logppl)
 
 
+@dataclass(frozen=True)
+class ExposureSettings(Settings):
+    """Settings of canary exposure: ``lmleak exposure``'s options, the audit's ``analyses.exposure``
+    and the API's :class:`~lmleak.api.ExposureOptions` (checked once, when built).
+
+    Attributes:
+        alphabet: the secrets' alphabet (None: digits, or the alphabet each canary records).
+        extrapolate: add the skew-normal estimate beside the exact ranks (Carlini et al. 2019 §4.3).
+        sample_size: candidates sampled for that estimate.
+        max_candidates: the largest candidate space ranked exactly; larger ones are estimated (0:
+            every format; the exact trie walk of 10^6 candidates costs a pretrained model on a CPU
+            far too long).
+        seed: seeds the estimate's sample and the placebos.
+        placebos: never-inserted secrets per format ranked beside the canaries, the headline's null
+            (None: as many as the format's canaries; 0: none); a placebo is not memorised, so its
+            exact rank costs a near-complete walk of the candidates (issue 26).
+        canary_design: ``random`` or ``crafted`` (:mod:`lmleak.data.canaries`), checked against what
+            ``canaries.jsonl`` records (None: as recorded).
+    """
+
+    alphabet: str | None = setting(None, help="Alphabet of the secrets (default: digits).")
+    extrapolate: bool = setting(False, help="Add the skew-normal estimate (Carlini et al. §4.3).")
+    sample_size: int = setting(5000, help="Candidates sampled for the skew-normal fit.", ge=2)
+    max_candidates: int = setting(
+        10_000_000, help="Largest |R| ranked exactly; larger formats are extrapolated (0: every one).", ge=0
+    )
+    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
+    placebos: int | None = setting(
+        None,
+        help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its "
+        "canaries; 0: none).",
+        ge=0,
+    )
+    canary_design: str | None = setting(
+        None,
+        help="random or crafted: the design the canaries were drawn with, checked against the file "
+        "(default: as canaries.jsonl records it); recorded in the summary.",
+        choices=CANARY_DESIGNS,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class CanaryExposure:
     """One canary's result. ``exposure_bits`` is exact when ``method == "exact"``.
@@ -151,12 +192,8 @@ class CanaryExposure:
 def measure_exposure(
     model: Any,
     canaries: Sequence[dict[str, Any]],
+    settings: ExposureSettings = ExposureSettings(),
     *,
-    alphabet: str | None = None,
-    max_enumerable: int = 10_000_000,
-    extrapolate: bool = False,
-    sample_size: int = 5000,
-    seed: int = 0,
     tie_tolerance: float = 1e-4,
     stats: SearchStats | None = None,
     work_dir: str | Path | None = None,
@@ -165,8 +202,9 @@ def measure_exposure(
     """Exposure of each canary record (``{"prefix", "secret", "repeats"?, "user_id"?}``).
 
     Canaries are grouped by format (prefix, alphabet, length); each format's trie is built once
-    and searched once for all its canaries. Formats with more than ``max_enumerable`` candidates
-    get the extrapolated estimate only; ``extrapolate=True`` adds the estimate beside exact ranks.
+    and searched once for all its canaries. Formats with more than ``settings.max_candidates``
+    candidates get the extrapolated estimate only; ``settings.extrapolate`` adds the estimate beside
+    exact ranks (``settings.placebos`` and ``canary_design`` are :func:`run_exposure`'s).
     With ``work_dir`` the exact ranks are computed in resumable shards of ``shard_size`` canaries
     there (one trie search per shard; a rank does not depend on which canaries share the search).
     A search costs about as much as its least exposed canary alone (the threshold is the highest
@@ -177,13 +215,14 @@ def measure_exposure(
         CapabilityError: the model does not grant exact scores (a black-box API).
     """
     require(model, Capability.SCORE, attack="canary exposure")
+    alphabet, seed = settings.alphabet, settings.seed
     groups = _group_by_format(canaries, alphabet)
     out: list[CanaryExposure | None] = [None] * len(canaries)
     rng = np.random.default_rng(seed)
     for g, (fmt, idx) in enumerate(groups.items()):
         secrets = [canaries[i]["secret"] for i in idx]
         n = fmt.num_candidates
-        exact = n <= max_enumerable
+        exact = n <= settings.max_candidates
         ranks = np.zeros(len(idx), dtype=np.int64)
         costs = np.full(len(idx), np.nan)
         if exact:
@@ -192,8 +231,8 @@ def measure_exposure(
                 model, fmt, secrets, tie_tolerance, stats, seed, fmt_dir, shard_size
             )
         est: list[float | None] = [None] * len(idx)
-        if extrapolate or not exact:
-            est, est_costs = _extrapolated_exposure(model, fmt, secrets, rng, sample_size)
+        if settings.extrapolate or not exact:
+            est, est_costs = _extrapolated_exposure(model, fmt, secrets, rng, settings.sample_size)
             if not exact:
                 costs = est_costs
         for j, i in enumerate(idx):
@@ -504,51 +543,47 @@ def run_exposure(
     model: Any,
     canaries: str | Path,
     out_dir: str | Path,
+    settings: ExposureSettings = ExposureSettings(),
     *,
-    alphabet: str | None = None,
-    extrapolate: bool = False,
-    sample_size: int = 5000,
-    max_candidates: int = 10_000_000,
-    seed: int = 0,
-    placebos: int | None = None,
     corpus_texts: Iterable[str] | None = None,
-    canary_design: str | None = None,
 ) -> tuple[dict[str, Any], list[Any]]:
     """Canary exposure into a run directory: ``exposure.parquet``, ``placebo_exposure.parquet`` and
     ``summary.json``.
 
-    ``placebos``: secrets never inserted, per format (None: as many as the format's canaries; 0:
-    none), drawn by :func:`draw_placebos` (never a secret that follows the prefix in
+    ``settings.placebos``: secrets never inserted, per format (None: as many as the format's
+    canaries; 0: none), drawn by :func:`draw_placebos` (never a secret that follows the prefix in
     ``corpus_texts``) and ranked in the same searches as the canaries.
 
-    ``canary_design`` (``random`` or ``crafted``, :mod:`lmleak.data.canaries`): the design the
-    canaries were drawn with, checked against what ``canaries.jsonl`` records (None: as recorded);
-    the summary's ``canary_design``.
+    ``settings.canary_design`` (``random`` or ``crafted``, :mod:`lmleak.data.canaries`): the design
+    the canaries were drawn with, checked against what ``canaries.jsonl`` records (None: as
+    recorded); the summary's ``canary_design``.
 
     Returns the summary and the per-canary results (for printing; placebos not among them).
     """
     import time
 
     records = read_canaries(canaries)
-    design = canary_design_of(records, canaries, canary_design)
-    if design == "crafted" and alphabet is None:  # a crafted file without its alphabet: the runes
-        alphabet = crafted_alphabet(DIGITS)
+    design = canary_design_of(records, canaries, settings.canary_design)
+    if design == "crafted" and settings.alphabet is None:  # a crafted file without its alphabet: the runes
+        settings = replace(settings, alphabet=crafted_alphabet(DIGITS))
     require(model, Capability.SCORE, attack="canary exposure")  # before any work, the placebos' too
     placebo_records = (
         []
-        if placebos == 0
-        else draw_placebos(records, placebos, alphabet=alphabet, seed=seed, corpus_texts=corpus_texts)
+        if settings.placebos == 0
+        else draw_placebos(
+            records,
+            settings.placebos,
+            alphabet=settings.alphabet,
+            seed=settings.seed,
+            corpus_texts=corpus_texts,
+        )
     )
     stats = SearchStats()
     t0 = time.perf_counter()
     every = measure_exposure(
         model,
         [*records, *placebo_records],
-        alphabet=alphabet,
-        max_enumerable=max_candidates,
-        extrapolate=extrapolate,
-        sample_size=sample_size,
-        seed=seed,
+        settings,
         stats=stats,
         work_dir=Path(out_dir) / "passes" / "exposure",
     )
@@ -562,7 +597,7 @@ def run_exposure(
         placebo_table = exposure_table(placebo_results)
         table["placebo_p_value"] = placebo_p_values(table["exposure_bits"], placebo_table["exposure_bits"])
         write_parquet(placebo_table, run / "placebo_exposure.parquet")
-        summary.update(placebo_summary(table["exposure_bits"], placebo_table["exposure_bits"], seed))
+        summary.update(placebo_summary(table["exposure_bits"], placebo_table["exposure_bits"], settings.seed))
     else:
         summary["placebo_note"] = (
             "no placebo canaries were drawn (placebos = 0): max_exposure has no null beside it"
@@ -653,15 +688,9 @@ def exposure_of_model(
     model: str,
     canaries: str | Path,
     out_dir: str | Path,
+    settings: ExposureSettings = ExposureSettings(),
     *,
-    alphabet: str | None = None,
-    extrapolate: bool = False,
-    sample_size: int = 5000,
-    max_candidates: int = 10_000_000,
-    seed: int = 0,
     echo: Callable[[str], None] | None = None,
-    placebos: int | None = None,
-    canary_design: str | None = None,
 ) -> ExposureRun:
     """Load the model spec ``model`` and run :func:`run_exposure` on it (the work of ``lmleak exposure``).
 
@@ -669,38 +698,23 @@ def exposure_of_model(
         model: a model spec :func:`lmleak.models.loading.load_model` reads (folder, GGUF, fake:...).
         canaries: ``canaries.jsonl`` (secret, prefix, repeats, user_id).
         out_dir: the run directory for ``exposure.parquet`` and ``summary.json``.
-        alphabet: alphabet of the secrets (default: digits).
-        extrapolate: add the skew-normal estimate (Carlini et al. §4.3).
-        sample_size: candidates sampled for the skew-normal fit.
-        max_candidates: largest |R| ranked exactly; larger formats are extrapolated.
-        seed: sampling seed (of the extrapolation's sample and of the placebos).
+        settings: the run's :class:`ExposureSettings`.
         echo: called with a progress message once the model is loaded.
-        placebos: never-inserted secrets per format ranked beside the canaries (None: as many as
-            the format's canaries; 0: none), see :func:`draw_placebos`.
-        canary_design: the canaries' design, checked against the file (None: as it records).
 
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
+    # lazy: torch; the settings stay cheap to import
+    from lmleak.models.loading import load_model
+
     # first: a missing or bad file, or a file of another design, exits 2 before the model loads
     rows = read_canaries(canaries)
-    if canary_design is not None:
-        canary_design_of(rows, canaries, canary_design)
+    if settings.canary_design is not None:
+        canary_design_of(rows, canaries, settings.canary_design)
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")
-    summary, results = run_exposure(
-        lm,
-        canaries,
-        out_dir,
-        alphabet=alphabet,
-        extrapolate=extrapolate,
-        sample_size=sample_size,
-        max_candidates=max_candidates,
-        seed=seed,
-        placebos=placebos,
-        canary_design=canary_design,
-    )
+    summary, results = run_exposure(lm, canaries, out_dir, settings)
     return ExposureRun(lm.name, summary, results)
 
 

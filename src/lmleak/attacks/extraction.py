@@ -3,7 +3,7 @@
 language models", §5) and (n, p)-discoverable extraction (Nasr et al. 2023; Hayes et al. 2024).
 
 **Untargeted.** Generate ``N`` samples with top-k sampling (k = 40) whose softmax temperature decays
-linearly from ``temperature_start`` (10) to 1 over the first ``decay_tokens`` (20) generated tokens
+linearly from ``temperature_start`` (10) to 1 over the first ``temperature_decay`` (20) generated tokens
 (Carlini §5.1.1, "decaying temperature"), from empty prompts (BOS) or from lines of a public text
 (§5.1.1, "conditioning on internet text"). Rank the samples by each membership metric of §5.2;
 every score is oriented so that **higher means more likely memorised**, as in the paper's reference
@@ -35,7 +35,7 @@ true suffix of ``suffix_tokens``, ``p = P(suffix | prefix)`` under the sampling 
 model's next-token distribution at temperature ``T``, truncated to the top ``k`` and renormalised;
 0 if a suffix token falls outside the top k), computed exactly from the model's probabilities.
 The chance that ``n`` independent samples produce the suffix at least once is ``1 - (1 - p)^n``;
-the suffix is (n, p)-discoverable when that reaches ``p_threshold``.
+the suffix is (n, p)-discoverable when that reaches ``p``.
 
 Samples that generated fewer than ``min_match_tokens`` tokens (the model ended them early) are not
 ranked: they cannot hold a match long enough to count.
@@ -46,21 +46,20 @@ from __future__ import annotations
 import zlib
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import ConfigError, DataFileError, check_number
-from lmleak.ledger.index import CorpusIndex
+from lmleak.errors import DataFileError
 from lmleak.models.base import Capability, require, scoring_convention
-from lmleak.models.loading import load_model
 from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.scenarios.describe import anonymization_of
+from lmleak.settings import Settings, setting
 from lmleak.words import plural
 
 METRICS = ("perplexity", "zlib", "lowercase", "small", "window", "combined")
@@ -368,41 +367,50 @@ def verify(index: Any, tokens: Sequence[int], decode: Any, detector: Any = None)
 
 
 # ------------------------------------------------------------------------------------- the run
-@dataclass(frozen=True, slots=True)
-class ExtractConfig:
-    """Settings of one extraction run (stored in its summary)."""
+@dataclass(frozen=True)
+class ExtractSettings(Settings):
+    """Settings of one extraction run: ``lmleak extract``'s options and the audit's
+    ``analyses.extract`` (checked once, when built; stored in the run's summary).
 
-    num_samples: int = 1000
-    max_new_tokens: int = 64
-    top_k: int = 40
-    temperature_start: float = 10.0
-    decay_tokens: int = 20
-    window: int = 50
-    top_n: int = 100
-    dedup_threshold: float = 0.5
-    min_match_tokens: int = 32
-    seed: int = 0
+    ``prefixes`` names the prompts' file; the prompts themselves are read by :func:`run_extraction`
+    (or given to it) and recorded in the summary's ``config.prefixes``. ``dedup_threshold`` and
+    ``temperature`` are the library's alone.
+    """
+
+    num_samples: int = setting(1000, help="Samples to generate.", ge=1)
+    max_new_tokens: int = setting(64, help="Tokens generated per sample.", ge=1)
+    top_k: int = setting(40, help="Top-k sampling.", ge=1)
+    temperature_start: float = setting(10.0, help="Initial softmax temperature (1: no decay).", gt=0)
+    temperature_decay: int = setting(
+        20, help="Generated tokens over which the temperature decays linearly to 1.", ge=0
+    )
+    prefixes: str | None = setting(
+        None, help="A public text file (one prompt per line), or 'empty' (BOS only; the default)."
+    )
+    window: int = setting(50, help="Sliding-window size (tokens) of the window metric.", ge=1)
+    top_n: int = setting(100, help="Deduplicated candidates verified per metric.", ge=1)
+    min_match_tokens: int = setting(32, help="Longest corpus match (tokens) that counts as memorised.", ge=1)
     # (n, p)-discoverable extraction over training prefixes
-    discoverable_docs: int = 100
-    prefix_tokens: int = 32
-    suffix_tokens: int = 32
-    n: int = 100
-    p_threshold: float = 0.5
-    temperature: float = 1.0
-    prefixes: list[str] = field(default_factory=list)  # empty: samples start from BOS
+    discoverable_docs: int = setting(
+        100, help="Training documents for (n,p)-discoverable extraction (0: skip).", ge=0
+    )
+    prefix_tokens: int = setting(32, help="Discoverable: prefix length.", ge=1)
+    suffix_tokens: int = setting(32, help="Discoverable: suffix length.", ge=1)
+    n: int = setting(100, help="Discoverable: samples an attacker draws.", ge=1)
+    p: float = setting(0.5, help="Discoverable: probability threshold.", gt=0, le=1)
+    seed: int = setting(0, help="Sampling seed.", ge=0, le=2**32 - 1)
+    dedup_threshold: float = setting(
+        0.5, help="Shared word 3-grams that make a near duplicate.", ge=0, le=1, cli=False, yaml=False
+    )
+    temperature: float = setting(1.0, help="Discoverable: sampling temperature.", gt=0, cli=False, yaml=False)
 
-    def __post_init__(self) -> None:
-        """Every number finite and in range, before any sample is drawn."""
-        for name in ("num_samples", "max_new_tokens", "top_k", "window", "top_n", "min_match_tokens"):
-            check_number(getattr(self, name), name, ge=1, integer=True)
-        for name in ("prefix_tokens", "suffix_tokens", "n"):
-            check_number(getattr(self, name), name, ge=1, integer=True)
-        for name in ("decay_tokens", "discoverable_docs", "seed"):
-            check_number(getattr(self, name), name, ge=0, integer=True)
-        check_number(self.temperature_start, "temperature_start", gt=0)
-        check_number(self.temperature, "temperature", gt=0)
-        check_number(self.dedup_threshold, "dedup_threshold", ge=0, le=1)
-        check_number(self.p_threshold, "p_threshold", gt=0, le=1)
+    def prompts(self) -> list[str]:
+        """The prompts of the ``prefixes`` file (:func:`read_prefixes`); none for ``empty`` or None."""
+        return [] if self.prefixes in (None, "empty") else read_prefixes(str(self.prefixes))
+
+
+#: the former name of :class:`ExtractSettings`
+ExtractConfig = ExtractSettings
 
 
 def read_prefixes(path: str | Path) -> list[str]:
@@ -461,24 +469,28 @@ def run_extraction(
     model: Any,
     corpus: Any,
     out_dir: str | Path,
-    config: ExtractConfig | None = None,
+    settings: ExtractSettings = ExtractSettings(),
     *,
+    prompts: Sequence[str] | None = None,
     public_model: Any = None,
     anonymization: str = "identity",
 ) -> dict[str, Any]:
     """Sample, rank, deduplicate, verify; and (n, p)-discoverable extraction. Writes
     ``extract.parquet`` (one row per sample: metrics, per-metric rank in the deduplicated top list,
-    verification), ``discoverable.parquet`` and ``summary.json`` (``verified_at_100`` per metric)."""
+    verification), ``discoverable.parquet`` and ``summary.json`` (``verified_at_100`` per metric).
+
+    ``prompts``: the samples' prompts, cycled (None: those of ``settings.prefixes``; none: BOS)."""
     import time
 
-    cfg = config or ExtractConfig()
-    if cfg.num_samples < 1 or cfg.max_new_tokens < 1 or cfg.top_n < 1:
-        raise ConfigError("num_samples, max_new_tokens and top_n must be >= 1", field="num_samples")
+    prompts = settings.prompts() if prompts is None else list(prompts)
     require(model, Capability.SCORE, attack="extract")
     t0 = time.perf_counter()
-    s = _generate_samples(model, cfg)
+    s = _generate_samples(model, settings, prompts)
     t_gen = time.perf_counter() - t0
-    scores, metrics, tops = _rank_samples(model, s, cfg, public_model=public_model)
+    scores, metrics, tops = _rank_samples(model, s, settings, public_model=public_model)
+
+    # lazy: the ledger package imports torch
+    from lmleak.ledger.index import CorpusIndex
 
     docs = list(corpus)
     enc, dec = model.tokenizer.encode, model.tokenizer.decode
@@ -487,14 +499,23 @@ def run_extraction(
     candidates = sorted({i for top in tops.values() for i in top})
     checked = {i: verify(index, s.generated[i], dec, detector) for i in candidates}
 
-    table = _extract_table(s, scores, tops, checked, cfg)
+    table = _extract_table(s, scores, tops, checked, settings)
     run = secure_dir(out_dir)
     write_parquet(table, run / "extract.parquet")
-    disc = _discoverable(model, docs, cfg)
+    disc = _discoverable(model, docs, settings)
     write_parquet(disc, run / "discoverable.parquet")
     summary = _extract_summary(
-        model, s, metrics, tops, checked, disc, cfg, public_model=public_model, anonymization=anonymization
+        model,
+        s,
+        metrics,
+        tops,
+        checked,
+        disc,
+        settings,
+        public_model=public_model,
+        anonymization=anonymization,
     )
+    summary["config"]["prefixes"] = prompts  # the record holds the prompts, not only their file
     summary["seconds"] = {"generation": t_gen, "total": time.perf_counter() - t0}
     write_summary(run, summary, model=model, corpus=corpus)
     return summary
@@ -504,9 +525,8 @@ def extract_from_model(
     model: str,
     corpus: str | Path,
     out_dir: str | Path,
-    config: ExtractConfig | None = None,
+    settings: ExtractSettings = ExtractSettings(),
     *,
-    prefixes: str | Path | None = None,
     public_model: str | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
@@ -517,27 +537,28 @@ def extract_from_model(
         model: the audited model's spec (:func:`lmleak.models.loading.load_model`).
         corpus: its training corpus (:func:`lmleak.data.loaders.load_corpus`).
         out_dir: the run directory.
-        config: the run's settings (default :class:`ExtractConfig`).
-        prefixes: a public text file of prompts (:func:`read_prefixes`) replacing ``config.prefixes``.
+        settings: the run's :class:`ExtractSettings` (its ``prefixes`` file read first).
         public_model: a public reference model's spec for the ``small`` ratio.
         echo: called with a progress message before sampling.
 
     Returns:
         The summary written to ``summary.json``.
     """
-    cfg = config or ExtractConfig()
-    if prefixes is not None:
-        cfg = replace(cfg, prefixes=read_prefixes(prefixes))
+    # lazy: torch; the settings stay cheap to import
+    from lmleak.models.loading import load_model
+
+    prompts = settings.prompts()
     data = load_corpus(corpus)  # every input file before any model loads: a bad one exits 2 at once
     lm = load_model(model)
     pub = load_model(public_model) if public_model else None
     if echo is not None:
-        echo(f"sampling {plural(cfg.num_samples, 'text')} from {model} ...")
+        echo(f"sampling {plural(settings.num_samples, 'text')} from {model} ...")
     return run_extraction(
         lm,
         data,
         out_dir,
-        cfg,
+        settings,
+        prompts=prompts,
         public_model=pub,
         anonymization=anonymization_of(model if Path(model).is_dir() else None),
     )
@@ -553,30 +574,28 @@ class _Samples:
     texts: list[str]
 
 
-def _generate_samples(model: Any, cfg: ExtractConfig) -> _Samples:
+def _generate_samples(model: Any, cfg: ExtractSettings, prompts: Sequence[str]) -> _Samples:
     """Sample ``cfg.num_samples`` continuations of the prompts (cycled) or of BOS, with decaying temperature."""
     enc, dec = model.tokenizer.encode, model.tokenizer.decode
     prompt_texts = (
-        [cfg.prefixes[i % len(cfg.prefixes)] for i in range(cfg.num_samples)]
-        if cfg.prefixes
-        else [""] * cfg.num_samples
+        [prompts[i % len(prompts)] for i in range(cfg.num_samples)] if prompts else [""] * cfg.num_samples
     )
-    prompts = [enc(p) if p else [] for p in prompt_texts]
+    prompt_ids = [enc(p) if p else [] for p in prompt_texts]
     generated = sample_sequences(
         model,
-        prompts,
+        prompt_ids,
         max_new_tokens=cfg.max_new_tokens,
         top_k=cfg.top_k,
         temperature_start=cfg.temperature_start,
-        decay_tokens=cfg.decay_tokens,
+        decay_tokens=cfg.temperature_decay,
         seed=cfg.seed,
     )
-    samples = [[*p, *g] for p, g in zip(prompts, generated, strict=True)]
+    samples = [[*p, *g] for p, g in zip(prompt_ids, generated, strict=True)]
     return _Samples(prompt_texts, samples, generated, [dec(x) for x in samples])
 
 
 def _rank_samples(
-    model: Any, s: _Samples, cfg: ExtractConfig, *, public_model: Any
+    model: Any, s: _Samples, cfg: ExtractSettings, *, public_model: Any
 ) -> tuple[dict[str, np.ndarray], list[str], dict[str, list[int]]]:
     """Scores per metric, the metrics used, and each metric's deduplicated top ``cfg.top_n`` sample ids."""
     scores = metric_scores(model, s.samples, s.texts, public_model=public_model, window=cfg.window)
@@ -600,7 +619,7 @@ def _extract_table(
     scores: dict[str, np.ndarray],
     tops: dict[str, list[int]],
     checked: dict[int, Any],
-    cfg: ExtractConfig,
+    cfg: ExtractSettings,
 ) -> Any:
     """The ``extract.parquet`` table: one row per sample with its scores, ranks and verification."""
     import pandas as pd
@@ -652,7 +671,7 @@ def _extract_summary(
     tops: dict[str, list[int]],
     checked: dict[int, Any],
     disc: Any,
-    cfg: ExtractConfig,
+    cfg: ExtractSettings,
     *,
     public_model: Any,
     anonymization: str,
@@ -694,7 +713,7 @@ def _extract_summary(
     }
 
 
-def _discoverable(model: Any, docs: Sequence[Any], cfg: ExtractConfig) -> Any:
+def _discoverable(model: Any, docs: Sequence[Any], cfg: ExtractSettings) -> Any:
     import pandas as pd
 
     rng = np.random.default_rng(cfg.seed)
@@ -723,18 +742,18 @@ def _discoverable(model: Any, docs: Sequence[Any], cfg: ExtractConfig) -> Any:
     )
 
 
-def _discoverable_summary(disc: Any, cfg: ExtractConfig) -> dict[str, Any]:
+def _discoverable_summary(disc: Any, cfg: ExtractSettings) -> dict[str, Any]:
     col = f"p_within_{cfg.n}"
     k = len(disc)
     return {
         "documents": k,
         "n": cfg.n,
-        "p": cfg.p_threshold,
+        "p": cfg.p,
         "prefix_tokens": cfg.prefix_tokens,
         "suffix_tokens": cfg.suffix_tokens,
         "top_k": cfg.top_k,
         "temperature": cfg.temperature,
-        "discoverable_fraction": float((disc[col] >= cfg.p_threshold).mean()) if k else None,
+        "discoverable_fraction": float((disc[col] >= cfg.p).mean()) if k else None,
         f"mean_{col}": float(disc[col].mean()) if k else None,
         "mean_p_suffix": float(disc["p_suffix"].mean()) if k else None,
         "note": None if k else f"no training document has {cfg.prefix_tokens + cfg.suffix_tokens} tokens",

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.dp_audit import CANARY_DOCUMENTS, DPAuditConfig
+from lmleak.attacks.exposure import ExposureSettings
+from lmleak.attacks.extraction import ExtractSettings
 from lmleak.attacks.mia_methods import parse_methods
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.data.loaders import FORMATS
@@ -26,7 +28,7 @@ from lmleak.pii.policies import POLICY_NAMES
 from lmleak.render.verdict import PROFILES
 from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
-from lmleak.settings import Settings, build
+from lmleak.settings import Settings, build, setting
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -137,18 +139,11 @@ class ReportSpec:
     headline_pii_types: list[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ExposureSpec:
-    canaries: str | None = None
-    # canary formats with more candidates than this get the extrapolated estimate (Carlini et al.'s
-    # skew-normal fit over sample_size random candidates) instead of the exact trie search, whose
-    # near-complete walk of 10^6 candidates costs a pretrained model on a CPU far too long
-    max_candidates: int = 10_000_000
-    sample_size: int = 5000
-    # never-inserted secrets ranked beside the canaries, per format (None: as many as its canaries;
-    # 0: none): the exposure headline's null; a placebo is not memorised, so its exact rank costs a
-    # near-complete walk of the candidates (issue 26)
-    placebos: int | None = None
+@dataclass(frozen=True)
+class ExposureSpec(ExposureSettings):
+    """``analyses.exposure``: the settings of ``lmleak exposure`` and the canaries file they rank."""
+
+    canaries: str | None = setting(None, help="canaries.jsonl (null: no exposure stage).", cli=False)
 
 
 #: ``analyses.mia`` (and its older spelling ``analyses.membership``, merged into it): the one settings
@@ -191,27 +186,6 @@ class DPAuditSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class ExtractSpec:
-    """Issue 20: untargeted extraction (names as :class:`lmleak.attacks.extraction.ExtractConfig`)."""
-
-    num_samples: int = 1000
-    max_new_tokens: int = 64
-    top_k: int = 40
-    temperature_start: float = 10.0
-    temperature_decay: int = 20
-    prefixes: str | None = None  # a public text file, one prompt per line; null: empty prompts
-    top_n: int = 100
-    min_match_tokens: int = 32
-    window: int = 50
-    discoverable_docs: int = 100
-    prefix_tokens: int = 32
-    suffix_tokens: int = 32
-    n: int = 100
-    p: float = 0.5
-    seed: int = 0
-
-
-@dataclass(frozen=True, slots=True)
 class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
@@ -220,7 +194,7 @@ class AnalysesSpec:
     membership: MembershipSettings | None = None
     probe: ProbeSpec | None = None
     dp_audit: DPAuditSpec | None = None
-    extract: ExtractSpec | None = None
+    extract: ExtractSettings | None = None
     kart: bool = True
 
 
@@ -341,9 +315,6 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
-    "analyses.exposure.max_candidates": ("max_candidates >= 0 (0: always extrapolate)", 0),
-    "analyses.exposure.sample_size": ("sample_size >= 2 (candidates the extrapolation fits)", 2),
-    "analyses.exposure.placebos": ("placebos >= 0 (0: none)", 0),
     "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
     "analyses.probe.shots": ("shots >= 1", 1),
     "analyses.probe.beams": ("beams >= 1", 1),

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.exposure import run_exposure
-from lmleak.attacks.extraction import ExtractConfig, read_prefixes, run_extraction
+from lmleak.attacks.extraction import run_extraction
 from lmleak.attacks.membership import run_membership
 from lmleak.attacks.mia_methods import TEXT_ONLY_METHODS
 from lmleak.attacks.mia_settings import method_options
@@ -238,15 +238,8 @@ class Auditor:
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         # placebo canaries beside the real ones: never a secret that follows a prefix in the corpus
-        run_exposure(
-            model,
-            self.cfg.resolve(spec.canaries) or "",
-            out,
-            max_candidates=spec.max_candidates,
-            sample_size=spec.sample_size,
-            placebos=spec.placebos,
-            corpus_texts=self.corpus().texts(),
-        )
+        canaries = self.cfg.resolve(spec.canaries) or ""
+        run_exposure(model, canaries, out, spec, corpus_texts=self.corpus().texts())
 
     def stage_mia(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
@@ -381,28 +374,11 @@ class Auditor:
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
-        cfg = ExtractConfig(
-            num_samples=spec.num_samples,
-            max_new_tokens=spec.max_new_tokens,
-            top_k=spec.top_k,
-            temperature_start=spec.temperature_start,
-            decay_tokens=spec.temperature_decay,
-            window=spec.window,
-            top_n=spec.top_n,
-            min_match_tokens=spec.min_match_tokens,
-            seed=spec.seed,
-            discoverable_docs=spec.discoverable_docs,
-            prefix_tokens=spec.prefix_tokens,
-            suffix_tokens=spec.suffix_tokens,
-            n=spec.n,
-            p_threshold=spec.p,
-            prefixes=read_prefixes(self.cfg.resolve(spec.prefixes) or "") if spec.prefixes else [],
-        )
         run_extraction(
             model,
             self.corpus(),
             out,
-            cfg,
+            dataclasses.replace(spec, prefixes=self.cfg.resolve(spec.prefixes)),
             public_model=load_model(self.cfg.resolve(ref)) if ref else None,
             anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
         )

@@ -2,7 +2,8 @@
 
 Thin: parse, call one library function (it loads, runs and writes the run directory), print a table.
 main.py imports every area module to build the app, so library imports stay inside the commands
-(numpy and torch would make ``lmleak --help`` slow).
+(torch would make ``lmleak --help`` slow), except an analysis's settings module, whose fields are the
+command's options (:mod:`lmleak.attacks.exposure` imports no torch until it loads a model).
 """
 
 from __future__ import annotations
@@ -12,10 +13,10 @@ from typing import Annotated, Any
 
 import typer
 
+from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
     COUNT,
-    COUNT0,
     POSITIVE,
     GpusPerWorkerOpt,
     JsonOpt,
@@ -82,7 +83,7 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
-# long: its signature declares the options of `lmleak exposure`, one per line; the body is short
+@takes(settings=ExposureSettings)
 def exposure_cmd(
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
@@ -93,32 +94,7 @@ def exposure_cmd(
     out_dir: Annotated[
         Path, typer.Option("--out", help="Run directory to write exposure.parquet and summary.json.")
     ],
-    alphabet: Annotated[str | None, typer.Option(help="Alphabet of the secrets (default: digits).")] = None,
-    extrapolate: Annotated[
-        bool, typer.Option("--extrapolate", help="Add the skew-normal estimate (Carlini et al. §4.3).")
-    ] = False,
-    sample_size: Annotated[
-        int, typer.Option(help="Candidates sampled for the skew-normal fit.", parser=COUNT)
-    ] = 5000,
-    max_candidates: Annotated[
-        int, typer.Option(help="Largest |R| ranked exactly; larger formats are extrapolated.", parser=COUNT)
-    ] = 10_000_000,
-    seed: SeedOpt = 0,
-    placebos: Annotated[
-        int | None,
-        typer.Option(
-            help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its canaries; 0: none).",
-            parser=COUNT0,
-        ),
-    ] = None,
-    canary_design: Annotated[
-        str | None,
-        typer.Option(
-            "--canary-design",
-            help="random or crafted: the design the canaries were drawn with, checked against the file "
-            "(default: as canaries.jsonl records it); recorded in the summary.",
-        ),
-    ] = None,
+    settings: ExposureSettings,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
@@ -128,25 +104,12 @@ def exposure_cmd(
 
     Example: lmleak exposure --model runs/model --canaries data/canaries.jsonl --out runs/exposure
     """
-    from lmleak.attacks.exposure import exposure_of_model  # lazy: numpy and torch, keeps --help fast
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)
     run = write_run(
         out_dir,
-        lambda d: exposure_of_model(
-            model,
-            canaries,
-            d,
-            alphabet=alphabet,
-            extrapolate=extrapolate,
-            sample_size=sample_size,
-            max_candidates=max_candidates,
-            seed=seed,
-            echo=info,
-            placebos=placebos,
-            canary_design=canary_design,
-        ),
+        lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
         redact=redact,
         key_file=redact_key_file,
     )
