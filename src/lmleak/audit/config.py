@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmleak.attacks.dp_audit import CANARY_DOCUMENTS, DPAuditConfig
+from lmleak.attacks.dp_audit import DPAuditSettings
 from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
@@ -26,6 +26,7 @@ from lmleak.pii.policies import POLICY_NAMES
 from lmleak.render.verdict import PROFILES
 from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
+from lmleak.settings import Settings, convert
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -187,31 +188,6 @@ class ProbeSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class DPAuditSpec:
-    """Issue 20: one-run DP audit (names as :class:`lmleak.attacks.dp_audit.DPAuditConfig`)."""
-
-    m: int = 256
-    r: int | None = None
-    delta: float | None = None
-    confidence: float = 0.95
-    seed: int = 0
-    privacy_unit: str = "sequence"  # user: each canary is a person with canary_documents documents
-    canary_documents: int = CANARY_DOCUMENTS
-
-    def to_config(self) -> DPAuditConfig:
-        """The :class:`~lmleak.attacks.dp_audit.DPAuditConfig` this spec names (its checks run here)."""
-        return DPAuditConfig(
-            m=self.m,
-            r=self.r,
-            delta=self.delta,
-            confidence=self.confidence,
-            seed=self.seed,
-            privacy_unit=self.privacy_unit,
-            canary_documents=self.canary_documents,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class ExtractSpec:
     """Issue 20: untargeted extraction (names as :class:`lmleak.attacks.extraction.ExtractConfig`)."""
 
@@ -239,7 +215,7 @@ class AnalysesSpec:
     mia: MiaSpec | None = None
     membership: MembershipSpec | None = None  # with mia: its methods; alone: mia with defaults
     probe: ProbeSpec | None = None
-    dp_audit: DPAuditSpec | None = None
+    dp_audit: DPAuditSettings | None = None
     extract: ExtractSpec | None = None
     kart: bool = True
 
@@ -342,6 +318,8 @@ def _build(cls: type, data: Any, where: str, path: str | None) -> Any:
 def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     target = args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
+    if isinstance(target, type) and issubclass(target, Settings):
+        return convert(value, tp, name, path)  # issue 34: a section that is an analysis's settings
     if isinstance(target, type) and dataclasses.is_dataclass(target):
         if value is None and target is not tp:
             return None
@@ -394,7 +372,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
             "the non-members), or non_members alone (a corpus of people the model never saw)",
         )
     _check_gate(cfg, path)
-    _check_dp_audit(cfg, path)
     if cfg.device is not None:
         try:
             check_device_name(cfg.device)
@@ -483,19 +460,6 @@ def _check_level(cfg: AuditConfig, path: str | None) -> None:
             field="analyses.probe.level",
             hint="twin, triplet, quadruplet, or null to pick the level the subjects have",
         )
-
-
-def _check_dp_audit(cfg: AuditConfig, path: str | None) -> None:
-    """``analyses.dp_audit``: checked as its :class:`DPAuditConfig` when the config loads, not when the
-    stage starts after the others (``r <= m``, ``0 < confidence < 1``, the privacy unit...)."""
-    spec = cfg.analyses.dp_audit
-    if spec is None:
-        return
-    try:
-        spec.to_config()
-    except ConfigError as e:
-        field_name = f"analyses.dp_audit.{e.field}" if e.field else "analyses.dp_audit"
-        raise ConfigError(e.reason, path=path, field=field_name, hint=e.hint) from None
 
 
 def _check_gate(cfg: AuditConfig, path: str | None) -> None:
@@ -632,6 +596,17 @@ def load_config(path: str | Path) -> AuditConfig:
 
 
 def to_dict(cfg: AuditConfig) -> dict[str, Any]:
-    d = dataclasses.asdict(cfg)
+    """The config as YAML reads it back: a settings section as its YAML keys (issue 34), no base_dir."""
+    d = _plain(cfg)
     d.pop("base_dir", None)
     return d
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Settings):
+        return v.to_dict()
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return [_plain(x) for x in v] if isinstance(v, list | tuple) else v
