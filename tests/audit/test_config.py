@@ -79,5 +79,5 @@ def test_a_dp_audit_spec_is_checked_when_the_config_loads_and_names_its_field():
     cfg = parse_config(
         {**base, "analyses": {"dp_audit": {"m": 64, "privacy_unit": "user", "canary_documents": 3}}}
     )
-    audit = cfg.analyses.dp_audit.to_config()
+    audit = cfg.analyses.dp_audit  # issue 34: the section is the library's DPAuditSettings
     assert (audit.m, audit.privacy_unit, audit.documents_per_canary) == (64, "user", 3)

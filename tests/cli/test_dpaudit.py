@@ -84,18 +84,20 @@ def test_the_summary_lines_give_the_bound_the_guesses_and_a_violated_claim(capsy
 
 def test_dp_audit_run_the_audit_config_and_the_library_share_their_defaults():
     import dataclasses
+    import typing
 
     import typer
 
-    from lmleak.attacks.dp_audit import DPAuditConfig
-    from lmleak.audit.config import DPAuditSpec
+    from lmleak.attacks.dp_audit import DPAuditSettings
+    from lmleak.audit.config import AnalysesSpec
 
     cmd = typer.main.get_command(app).commands["dp-audit"].commands["run"]  # type: ignore[attr-defined]
     cli = {p.name: p.default for p in cmd.params}
-    lib = {f.name: f.default for f in dataclasses.fields(DPAuditConfig)}
-    spec = {f.name: f.default for f in dataclasses.fields(DPAuditSpec)}
-    for key in ("m", "r", "delta", "confidence", "seed"):
-        assert cli[key] == lib[key] == spec[key], key
+    lib = {f.name: f.default for f in dataclasses.fields(DPAuditSettings)}
+    # issue 34: the YAML section, the options and the library are one class
+    assert typing.get_type_hints(AnalysesSpec)["dp_audit"] == DPAuditSettings | None
+    for key in ("m", "r", "delta", "confidence", "seed", "canary_design"):
+        assert cli[key] == lib[key], key
     assert lib["m"] == 256
 
 

@@ -8,7 +8,13 @@ import pytest
 from typer.testing import CliRunner
 
 from lmleak.attacks.mlm_generation import GibbsConfig
-from lmleak.experiments.kart import SCENARIOS, KartExperimentConfig, run_experiment, scenario_for
+from lmleak.experiments.kart import (
+    SCENARIOS,
+    KartExperimentConfig,
+    KartExperimentOptions,
+    run_experiment,
+    scenario_for,
+)
 from lmleak.models.hf_masked import MaskedLMConfig
 from lmleak.scenarios import Scenario
 from lmleak.scenarios.margins import margins_table
@@ -60,7 +66,7 @@ def test_cli_experiment_quick(tmp_path):
 
 
 def _options_by_hand(quick, seed, patients, docs, epochs, iterations):
-    """The config as ``lmleak kart experiment`` built it before from_options (the oracle)."""
+    """The config as ``lmleak kart experiment`` built it before KartExperimentOptions (the oracle)."""
     import dataclasses
 
     cfg = KartExperimentConfig.quick(seed) if quick else KartExperimentConfig(seed=seed)
@@ -93,10 +99,10 @@ def _options_by_hand(quick, seed, patients, docs, epochs, iterations):
         (True, 0, 30, None, 1, 2),  # burn-in capped at 0
     ],
 )
-def test_from_options_builds_the_cli_config(quick, seed, patients, docs, epochs, iterations):
-    cfg = KartExperimentConfig.from_options(
+def test_the_options_build_the_cli_config(quick, seed, patients, docs, epochs, iterations):
+    cfg = KartExperimentOptions(
         quick=quick, seed=seed, patients=patients, docs=docs, epochs=epochs, iterations=iterations
-    )
+    ).config()
     assert cfg == _options_by_hand(quick, seed, patients, docs, epochs, iterations)
     assert cfg.seed == cfg.mlm.seed == cfg.gibbs.seed == seed
     if iterations is not None:

@@ -186,7 +186,7 @@ def corpus(tmp_path):
     [
         (
             ["dp-audit", "run", "--r", "100", "--m", "8", "--noise-multiplier", "1"],
-            "field 'r': must be a whole number >= 0 and <= 8",
+            "field '--r': must be a whole number >= 0 and <= 8",  # issue 34: the error names the option
         ),
         (["dp-audit", "run", "--confidence", "1.5"], "'--confidence'"),
         (["dp-audit", "run", "--noise-multiplier", "nan"], "'--noise-multiplier'"),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lmleak.attacks.dp_audit import CANARY_DOCUMENTS, DPAuditConfig
+from lmleak.attacks.dp_audit import DPAuditSettings
 from lmleak.attacks.exposure import ExposureSettings
 from lmleak.attacks.extraction import ExtractSettings
 from lmleak.attacks.mia_methods import parse_methods
@@ -161,31 +161,6 @@ class ProbeSpec:
 
 
 @dataclass(frozen=True, slots=True)
-class DPAuditSpec:
-    """Issue 20: one-run DP audit (names as :class:`lmleak.attacks.dp_audit.DPAuditConfig`)."""
-
-    m: int = 256
-    r: int | None = None
-    delta: float | None = None
-    confidence: float = 0.95
-    seed: int = 0
-    privacy_unit: str = "sequence"  # user: each canary is a person with canary_documents documents
-    canary_documents: int = CANARY_DOCUMENTS
-
-    def to_config(self) -> DPAuditConfig:
-        """The :class:`~lmleak.attacks.dp_audit.DPAuditConfig` this spec names (its checks run here)."""
-        return DPAuditConfig(
-            m=self.m,
-            r=self.r,
-            delta=self.delta,
-            confidence=self.confidence,
-            seed=self.seed,
-            privacy_unit=self.privacy_unit,
-            canary_documents=self.canary_documents,
-        )
-
-
-@dataclass(frozen=True, slots=True)
 class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
@@ -193,7 +168,7 @@ class AnalysesSpec:
     # the older section of the mia stage's methods: merged into mia (keys given in mia win)
     membership: MembershipSettings | None = None
     probe: ProbeSpec | None = None
-    dp_audit: DPAuditSpec | None = None
+    dp_audit: DPAuditSettings | None = None
     extract: ExtractSettings | None = None
     kart: bool = True
 
@@ -269,7 +244,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
     _check_gate(cfg, path)
-    _check_dp_audit(cfg, path)
     if cfg.device is not None:
         try:
             check_device_name(cfg.device)
@@ -366,19 +340,6 @@ def _check_level(cfg: AuditConfig, path: str | None) -> None:
             field="analyses.probe.level",
             hint="twin, triplet, quadruplet, or null to pick the level the subjects have",
         )
-
-
-def _check_dp_audit(cfg: AuditConfig, path: str | None) -> None:
-    """``analyses.dp_audit``: checked as its :class:`DPAuditConfig` when the config loads, not when the
-    stage starts after the others (``r <= m``, ``0 < confidence < 1``, the privacy unit...)."""
-    spec = cfg.analyses.dp_audit
-    if spec is None:
-        return
-    try:
-        spec.to_config()
-    except ConfigError as e:
-        field_name = f"analyses.dp_audit.{e.field}" if e.field else "analyses.dp_audit"
-        raise ConfigError(e.reason, path=path, field=field_name, hint=e.hint) from None
 
 
 def _check_gate(cfg: AuditConfig, path: str | None) -> None:
@@ -515,17 +476,18 @@ def load_config(path: str | Path) -> AuditConfig:
 
 
 def to_dict(cfg: AuditConfig) -> dict[str, Any]:
-    """The config as plain data (``config.resolved.yaml``): a settings section as its YAML keys."""
-
-    def plain(value: Any) -> Any:
-        if isinstance(value, Settings):
-            return value.to_dict()
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-        if isinstance(value, list | tuple):
-            return [plain(v) for v in value]
-        return value
-
-    d = plain(cfg)
+    """The config as YAML reads it back (``config.resolved.yaml``): a settings section as its YAML
+    keys (issue 34), no base_dir."""
+    d = _plain(cfg)
     d.pop("base_dir", None)
     return d
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Settings):
+        return v.to_dict()
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
+    if isinstance(v, dict):
+        return {k: _plain(x) for k, x in v.items()}
+    return [_plain(x) for x in v] if isinstance(v, list | tuple) else v

@@ -43,7 +43,7 @@ from lmleak.attacks.mia_methods import TEXT_ONLY_METHODS
 from lmleak.attacks.mia_settings import method_options
 from lmleak.attacks.mia_texts import MembershipTexts, read_texts_and_users, user_groups
 from lmleak.audit.config import AuditConfig, mia_settings, to_dict, validate_config
-from lmleak.audit.dp_audit import run_dp_audit
+from lmleak.audit.dp_audit import DPAuditSettings, run_dp_audit
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
 from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
@@ -361,16 +361,10 @@ class Auditor:
             "(train.json of `lmleak train`); audit the training algorithm with `lmleak dp-audit run`"
         )
 
-    def stage_dp_audit(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+    def stage_dp_audit(self, model: Any, model_path: str, settings: DPAuditSettings, out: Path) -> None:
         train_cfg = load_train_config(model_path)
         assert train_cfg is not None  # checked by dp_audit_source() before the stage runs
-        run_dp_audit(
-            self.cfg.resolve(self.cfg.corpus.path) or "",
-            out,
-            train_cfg,
-            spec.to_config(),
-            progress=False,
-        )
+        run_dp_audit(self.cfg.resolve(self.cfg.corpus.path) or "", out, train_cfg, settings, progress=False)
 
     def stage_extract(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None

@@ -8,13 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
+from lmleak.attacks.dp_audit import DPAuditSettings
+from lmleak.audit.dp_audit import DPAuditTraining, run_dp_audit_with_report
 from lmleak.cli.common import (
     COUNT,
     COUNT0,
     OPEN_UNIT,
     POSITIVE,
     PROBABILITY,
-    SEED,
     RedactKeyFileOpt,
     RedactRunOpt,
     number,
@@ -22,6 +23,7 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.cli.options import takes
 from lmleak.words import plural
 
 
@@ -159,98 +161,14 @@ def print_plan(plan: Any) -> None:
     out.print(t)
 
 
-# long: the Typer signature declares 28 options; the body only builds the configs, runs, prints
+@takes(audit=DPAuditSettings, training=DPAuditTraining)
 def run(
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
         Path, typer.Option("--out", help="Run directory: model/, canaries.parquet, summary.json.")
     ],
-    m: Annotated[
-        int,
-        typer.Option("--m", help="Canaries, each included with probability 1/2 (recorded).", parser=COUNT),
-    ] = 256,
-    r: Annotated[
-        int | None,
-        typer.Option(
-            "--r", help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2).", parser=COUNT0
-        ),
-    ] = None,
-    mode: Annotated[str, typer.Option(help="Training mode: nodp | dp | crt | sdp.")] = "dp",
-    epochs: Annotated[int, typer.Option(help="Passes over the training data.", parser=COUNT)] = 5,
-    batch_size: Annotated[int, typer.Option(help="Sequences per mini-batch.", parser=COUNT)] = 16,
-    lr: Annotated[float, typer.Option(help="Learning rate.", parser=POSITIVE)] = 2e-3,
-    seq_len: Annotated[
-        int, typer.Option("--seq-len", help="Tokens per training sequence.", parser=number(int, ge=2))
-    ] = 64,
-    width: Annotated[int, typer.Option(help="GPT width.", parser=COUNT)] = 128,
-    layers: Annotated[int, typer.Option(help="GPT layers.", parser=COUNT)] = 2,
-    heads: Annotated[int, typer.Option(help="GPT attention heads.", parser=COUNT)] = 4,
-    tokenizer: Annotated[
-        str | None, typer.Option(help="word or bpe (default bpe), learnt on the corpus without canaries.")
-    ] = None,
-    vocab_size: Annotated[
-        int, typer.Option("--vocab-size", help="Tokenizer vocabulary size.", parser=COUNT)
-    ] = 4000,
-    tokenizer_from: Annotated[
-        str | None,
-        typer.Option(
-            "--tokenizer-from",
-            help="A public corpus or lmleak model folder for the tokenizer (default: the corpus without canaries).",
-        ),
-    ] = None,
-    max_grad_norm: Annotated[
-        float, typer.Option("--max-grad-norm", help="DP per-sequence clipping norm.", parser=POSITIVE)
-    ] = 1.0,
-    noise_multiplier: Annotated[
-        float | None, typer.Option(help="DP noise multiplier.", parser=POSITIVE)
-    ] = None,
-    target_epsilon: Annotated[
-        float | None, typer.Option(help="DP target epsilon (the claim audited).", parser=POSITIVE)
-    ] = None,
-    delta: Annotated[
-        float | None,
-        typer.Option(help="The bound's delta (default: the accountant's, else 1e-5).", parser=PROBABILITY),
-    ] = None,
-    confidence: Annotated[
-        float, typer.Option(help="Confidence of the lower bound.", parser=OPEN_UNIT)
-    ] = 0.95,
-    holdout_users: Annotated[
-        float,
-        typer.Option(
-            "--holdout-users", help="Share of corpus users held out (validation).", parser=number(ge=0, lt=1)
-        ),
-    ] = 0.1,
-    seed: Annotated[
-        int, typer.Option(help="Seed of the canaries, their inclusion and training.", parser=SEED)
-    ] = 0,
-    placebo: Annotated[
-        bool,
-        typer.Option(
-            "--placebo", help="Train on no canary (a null run: the bound must be 0); all else the same."
-        ),
-    ] = False,
-    privacy_unit: Annotated[
-        str,
-        typer.Option(
-            "--privacy-unit",
-            help="What one canary is, and the unit of the bound: sequence (one document) or user "
-            "(a person with --canary-documents documents carrying the same secret).",
-        ),
-    ] = "sequence",
-    canary_documents: Annotated[
-        int,
-        typer.Option(
-            "--canary-documents", help="--privacy-unit user: documents per canary user.", parser=COUNT
-        ),
-    ] = 4,
-    canary_design: Annotated[
-        str,
-        typer.Option(
-            "--canary-design",
-            help="random ('My ID is: <6 digits>') or crafted (Panda et al. 2025: the same draws as "
-            "new-token rune secrets behind a designed prefix).",
-        ),
-    ] = "random",
+    audit: DPAuditSettings,
+    training: DPAuditTraining,
     redact: RedactRunOpt = False,
     redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -260,44 +178,11 @@ def run(
 
     Example: lmleak dp-audit run --corpus data/corpus.jsonl --out runs/dp-audit --mode dp --target-epsilon 8
     """
-    from lmleak.audit.dp_audit import DPAuditConfig, run_dp_audit_with_report  # lazy: torch
-    from lmleak.train.config import TrainConfig
-
     quiet(quiet_ or json_out)
-    audit = DPAuditConfig(  # checked first: an unknown unit is named before the training options
-        m=m,
-        r=r,
-        delta=delta,
-        confidence=confidence,
-        seed=seed,
-        placebo=placebo,
-        privacy_unit=privacy_unit,
-        canary_documents=canary_documents,
-        canary_design=canary_design,
-    )
-    cfg = TrainConfig(
-        mode=mode,  # type: ignore[arg-type]
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seq_len=seq_len,
-        n_embd=width,
-        n_layer=layers,
-        n_head=heads,
-        tokenizer=tokenizer,  # type: ignore[arg-type]
-        vocab_size=vocab_size,
-        tokenizer_from=tokenizer_from,
-        max_grad_norm=max_grad_norm,
-        noise_multiplier=noise_multiplier,
-        target_epsilon=target_epsilon,
-        holdout_users=holdout_users,
-        seed=seed,
-        privacy_unit=privacy_unit,  # DP training protects what one canary is (ignored without DP)
-    )
     summary = run_dp_audit_with_report(
         corpus,
         out_dir,
-        cfg,
+        training.train_config(audit),
         audit,
         progress=not (quiet_ or json_out),
         redact=redact,

@@ -23,7 +23,9 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
+from lmleak.experiments.kart import KartExperimentOptions
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.\n\n"
@@ -185,18 +187,9 @@ def run_cmd(
     _print_margins(res, f"Privacy risk margins ({spec.name})")
 
 
+@takes(options=KartExperimentOptions)
 def experiment_cmd(
-    out_dir: OutDirOpt,
-    quick: Annotated[bool, typer.Option("--quick", help="A few minutes instead of ~15.")] = False,
-    patients: Annotated[
-        int | None, typer.Option(help="Patients in the synthetic notes.", parser=COUNT)
-    ] = None,
-    docs: Annotated[int | None, typer.Option(help="Generated documents per K±A± cell.", parser=COUNT)] = None,
-    epochs: Annotated[int | None, typer.Option(help="MLM pre-training epochs.", parser=COUNT)] = None,
-    iterations: Annotated[int | None, typer.Option(help="Gibbs updates per document.", parser=COUNT)] = None,
-    seed: SeedOpt = 0,
-    as_json: JsonOpt = False,
-    quiet_: QuietOpt = False,
+    out_dir: OutDirOpt, options: KartExperimentOptions, as_json: JsonOpt = False, quiet_: QuietOpt = False
 ) -> None:
     """Paper 004's experiment on synthetic clinical notes: eight K±A±R± scenarios (Tables 3 and 6).
 
@@ -205,13 +198,10 @@ def experiment_cmd(
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from lmleak.experiments.kart import KartExperimentConfig, run_experiment
+    from lmleak.experiments.kart import run_experiment
 
     quiet(quiet_ or as_json)
-    cfg = KartExperimentConfig.from_options(
-        quick=quick, seed=seed, patients=patients, docs=docs, epochs=epochs, iterations=iterations
-    )
-    res = run_experiment(out_dir, cfg)
+    res = run_experiment(out_dir, options.config())
     if as_json:
         print_json(res)
         return

@@ -33,6 +33,7 @@ from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
 from lmleak.runs import atomic_write_text, secure_dir, write_summary, writes_run
 from lmleak.scenarios import Scenario, scenario_record
 from lmleak.scenarios.margins import margins_table
+from lmleak.settings import Settings, setting
 
 SCENARIOS = [f"K{k}A{a}R{r}" for k in "+-" for a in "+-" for r in "+-"]
 
@@ -62,38 +63,41 @@ class KartExperimentConfig:
             gibbs=GibbsConfig(iterations=50, burn_in=12, top_k=100, disease_span=12, seed=seed),
         )
 
-    @classmethod
-    def from_options(
-        cls,
-        *,
-        quick: bool = False,
-        seed: int = 0,
-        patients: int | None = None,
-        docs: int | None = None,
-        epochs: int | None = None,
-        iterations: int | None = None,
-    ) -> KartExperimentConfig:
-        """The config of ``lmleak kart experiment``: the default (or :meth:`quick`) sizes, ``seed`` in
-        the MLM and the Gibbs sampler too, and the options that are not None replaced.
+
+@dataclass(frozen=True)
+class KartExperimentOptions(Settings):
+    """The options of ``lmleak experiment kart`` (:meth:`config`: the run they ask for)."""
+
+    quick: bool = setting(False, help="A few minutes instead of ~15.")
+    patients: int | None = setting(None, help="Patients in the synthetic notes.", ge=1)
+    docs: int | None = setting(None, help="Generated documents per K±A± cell.", ge=1)
+    epochs: int | None = setting(None, help="MLM pre-training epochs.", ge=1)
+    iterations: int | None = setting(None, help="Gibbs updates per document.", ge=1)
+    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
+
+    def config(self) -> KartExperimentConfig:
+        """The default (or :meth:`KartExperimentConfig.quick`) sizes, ``seed`` in the MLM and the
+        Gibbs sampler too, and the options that are not None replaced.
 
         ``docs`` sets both K+ and K- document counts; ``iterations`` also caps the burn-in at a quarter
         of the iterations.
 
         Example:
-            >>> cfg = KartExperimentConfig.from_options(quick=True, seed=3, docs=4, iterations=8)
+            >>> cfg = KartExperimentOptions(quick=True, seed=3, docs=4, iterations=8).config()
             >>> (cfg.docs_k_plus, cfg.docs_k_minus, cfg.gibbs.iterations, cfg.gibbs.burn_in, cfg.mlm.seed)
             (4, 4, 8, 2, 3)
         """
-        cfg = cls.quick(seed) if quick else cls(seed=seed)
-        mlm = replace(cfg.mlm, seed=seed) if epochs is None else replace(cfg.mlm, seed=seed, epochs=epochs)
+        seed, iterations = self.seed, self.iterations
+        cfg = KartExperimentConfig.quick(seed) if self.quick else KartExperimentConfig(seed=seed)
+        mlm = replace(cfg.mlm, seed=seed, epochs=cfg.mlm.epochs if self.epochs is None else self.epochs)
         gibbs = replace(cfg.gibbs, seed=seed)
         if iterations is not None:
             gibbs = replace(gibbs, iterations=iterations, burn_in=min(gibbs.burn_in, iterations // 4))
         cfg = replace(cfg, mlm=mlm, gibbs=gibbs)
-        if patients is not None:
-            cfg = replace(cfg, patients=patients)
-        if docs is not None:
-            cfg = replace(cfg, docs_k_plus=docs, docs_k_minus=docs)
+        if self.patients is not None:
+            cfg = replace(cfg, patients=self.patients)
+        if self.docs is not None:
+            cfg = replace(cfg, docs_k_plus=self.docs, docs_k_minus=self.docs)
         return cfg
 
 
