@@ -346,7 +346,7 @@ def _scalar(v: Any) -> str:
         return r.replace("e", ".0e") if "e" in r and "." not in r else r
     if isinstance(v, int):
         return str(v)
-    if isinstance(v, list):
+    if isinstance(v, list | tuple):  # a settings tuple (issue 34) is a YAML list
         return "[" + ", ".join(_scalar(x) for x in v) + "]"
     return json.dumps(str(v), ensure_ascii=False)
 
