@@ -207,7 +207,10 @@ def test_the_public_api_runs_every_analysis_on_a_tiny_corpus_and_each_summary_is
 
     subjects = [json.loads(line) for line in paths["subjects"].read_text().splitlines()][:2]
     probe = run_probe(
-        model, subjects, tmp_path / "probe", ProbeOptions(targets=("email",), templates=1, beams=1, figures=False)
+        model,
+        subjects,
+        tmp_path / "probe",
+        ProbeOptions(targets=("email",), templates=1, beams=1, figures=False),
     )
     assert probe.summary == _on_disk(tmp_path / "probe") and probe.summary["subjects"] == 2
     assert probe.generations is not None and len(pd.read_parquet(probe.generations)) == 2
