@@ -95,12 +95,12 @@ def test_probing_resumes(tmp_path, monkeypatch):
     original = blackbox.generate_probes
     calls = {"n": 0}
 
-    def flaky(model, probes, **k):
+    def flaky(model, probes, *a, **k):
         if k.get("work_dir") is None:
             calls["n"] += 1
             if calls["n"] == 2:
                 raise Boom
-        return original(model, probes, **k)
+        return original(model, probes, *a, **k)
 
     monkeypatch.setattr(blackbox, "generate_probes", flaky)
     monkeypatch.setattr(probing, "generate_probes", flaky)

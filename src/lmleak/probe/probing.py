@@ -634,8 +634,7 @@ def _probe_targets(
         if s.likelihood:
             lrows.extend(_likelihood_pass(model, probes, t, entry, passes, **shards))
         if s.generate:
-            gen = {"beams": s.beams, "samples": s.samples, "budgets": loaded.budgets}
-            grows.extend(_generation_pass(model, probes, t, entry, passes, **gen, **shards))
+            grows.extend(_generation_pass(model, probes, t, entry, passes, s, loaded))
         per_type[t] = entry
     return lrows, grows, per_type
 
@@ -676,13 +675,20 @@ def _generation_pass(
     t: str,
     entry: dict[str, Any],
     passes: Path | None,
-    **opts: Any,
+    s: ProbeSettings,
+    loaded: _Loaded,
 ) -> list[dict[str, Any]]:
     """The generation rows of one target type; their summary goes into ``entry``."""
     import pandas as pd
 
     rows = generate_probes(
-        model, probes, work_dir=None if passes is None else passes / f"generate-{t}", **opts
+        model,
+        probes,
+        s,
+        budgets=loaded.budgets,
+        work_dir=None if passes is None else passes / f"generate-{t}",
+        engine=loaded.engine,
+        model_spec=loaded.model_spec,
     )
     entry.update(summarize_generations(pd.DataFrame(rows)))
     return rows

@@ -19,7 +19,7 @@ from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.likelihood import eq2_eq4, split_prompt, target_likelihoods
 from lmleak.probe.metrics import exact_match
 from lmleak.probe.probing import collect_probes, scenario
-from lmleak.probe.settings import SoftPromptSettings
+from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.probe.templates import TYPE_WORDS, Probe, max_new_tokens
 from lmleak.runs import atomic_write_json, secure_dir, write_summary, writes_run
 
@@ -293,7 +293,7 @@ def _transfer_eval(transfer: Any, ev: list[Probe], text: str) -> dict[str, Any]:
     flat = [(i, p.prompt, t) for i, p in enumerate(moved) for t in p.targets]
     scored, _, _ = target_likelihoods(transfer, [x for _, x, _ in flat], [t for _, _, t in flat])
     lik = _best_per_probe(scored, [i for i, _, _ in flat], len(moved))
-    rows = generate_probes(transfer, moved, beams=1)
+    rows = generate_probes(transfer, moved, ProbeSettings(beams=1))
     return {
         "model": getattr(transfer, "name", ""),
         **scoring_convention(transfer),
