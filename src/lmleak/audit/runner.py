@@ -356,6 +356,7 @@ class Auditor:
         return None
 
     def stage_probe(self, model: Any, model_path: str, spec: ProbeSettings, out: Path) -> None:
+        assert spec.subjects is not None  # a probe without subjects is skipped before its stage
         subjects = read_subjects(self.cfg.resolve(spec.subjects))
         if spec.template_file is not None:  # the file (relative to the config), or mined from the corpus
             spec = dataclasses.replace(spec, template_file=self._template_file(spec, subjects))
