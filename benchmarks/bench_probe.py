@@ -32,6 +32,7 @@ from lmleak.data.synth.customersim import synthesize  # noqa: E402
 from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt, save_small_model  # noqa: E402
 from lmleak.probe.blackbox import generate_probes  # noqa: E402
 from lmleak.probe.probing import collect_probes  # noqa: E402
+from lmleak.probe.settings import ProbeSettings  # noqa: E402
 from lmleak.probe.subjects import read_subjects  # noqa: E402
 from lmleak.progress import set_enabled  # noqa: E402
 
@@ -78,12 +79,12 @@ def main() -> int:
     counter = Counted(lm.module)
 
     def batched():
-        return generate_probes(lm, probes, beams=args.beams, budgets=budgets)
+        return generate_probes(lm, probes, ProbeSettings(beams=args.beams), budgets=budgets)
 
     def serial():
         rows = []
         for p in probes:
-            rows.extend(generate_probes(lm, [p], beams=args.beams, budgets=budgets))
+            rows.extend(generate_probes(lm, [p], ProbeSettings(beams=args.beams), budgets=budgets))
         return rows
 
     print(

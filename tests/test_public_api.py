@@ -113,18 +113,21 @@ OPTION_FIELDS = {
         "n_boot",
         "seed",
     ),
-    "ProbeOptions": (
+    "ProbeOptions": (  # issue 34: lmleak.probe.settings.ProbeSettings, the CLI's and the YAML's fields
         "targets",
         "level",
-        "k",
+        "templates",
+        "template_file",
         "beams",
         "samples",
         "generate",
         "likelihood",
-        "templates",
-        "controls",
-        "figures",
+        "made_up",
+        "max_new_tokens",
+        "limit",
         "seed",
+        "figures",
+        "subjects",
     ),
 }
 
@@ -231,7 +234,10 @@ def test_the_public_api_runs_every_analysis_on_a_tiny_corpus_and_each_summary_is
 
     subjects = [json.loads(line) for line in paths["subjects"].read_text().splitlines()][:2]
     probe = run_probe(
-        model, subjects, tmp_path / "probe", ProbeOptions(targets=("email",), k=1, beams=1, figures=False)
+        model,
+        subjects,
+        tmp_path / "probe",
+        ProbeOptions(targets=("email",), templates=1, beams=1, figures=False),
     )
     assert probe.summary == _on_disk(tmp_path / "probe") and probe.summary["subjects"] == 2
     assert probe.generations is not None and len(pd.read_parquet(probe.generations)) == 2

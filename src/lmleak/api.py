@@ -51,8 +51,8 @@ from lmleak.audit.config import AuditConfig, load_config
 from lmleak.audit.runner import run_audit as _run_audit
 from lmleak.data.corpus import Corpus
 from lmleak.errors import ConfigError
-from lmleak.probe.probing import DEFAULT_TARGETS
 from lmleak.probe.probing import run_probe as _run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.subjects import read_subjects
 from lmleak.render.headline import collect_headlines
 from lmleak.render.verdict import Verdict, configured_verdict, gate_section, limits_from_config
@@ -248,36 +248,9 @@ ExposureOptions = ExposureSettings
 MembershipOptions = MembershipSettings
 
 
-@dataclass(frozen=True)
-class ProbeOptions:
-    """Settings of :func:`run_probe` (names as ``lmleak probe run``'s options).
-
-    Attributes:
-        targets: the PII types probed (``phone``, ``email``, ``address``).
-        level: what the prompt tells about the person: ``"twin"`` (the name) or ``"triplet"`` (the
-            name and another of their items).
-        k: templates per prompt (k-shot); None: every template.
-        beams: beams of the greedy/beam generation.
-        samples: sampled generations per prompt (0: none).
-        generate: generate the items (exact match); False: likelihoods only.
-        likelihood: score the true items' likelihood; None: when the model grants SCORE.
-        templates: mined templates (``lmleak probe templates``); None: the built-in ones.
-        controls: user ids the model never saw (``holdout.json``), reported apart as controls.
-        figures: write the figures beside the tables.
-        seed: seeds the sampled generations.
-    """
-
-    targets: tuple[str, ...] = DEFAULT_TARGETS
-    level: str = "triplet"
-    k: int | None = 5
-    beams: int = 3
-    samples: int = 0
-    generate: bool = True
-    likelihood: bool | None = None
-    templates: dict[str, Any] | None = field(default=None, repr=False)
-    controls: frozenset[str] | None = None
-    figures: bool = True
-    seed: int = 0
+#: Settings of :func:`run_probe`: :class:`lmleak.probe.settings.ProbeSettings`, the fields of
+#: ``lmleak probe run``'s options and of the audit YAML's ``analyses.probe``.
+ProbeOptions = ProbeSettings
 
 
 # --- the functions ------------------------------------------------------------------------------
@@ -408,7 +381,10 @@ def run_probe(
     model: Any,
     subjects: str | Path | Sequence[Mapping[str, Any]],
     out_dir: str | Path,
-    options: ProbeOptions = ProbeOptions(),
+    options: ProbeOptions = ProbeOptions(),  # noqa: B008 - frozen, so shared safely
+    *,
+    templates: dict[str, Any] | None = None,
+    controls: Collection[str] | None = None,
 ) -> ProbeResult:
     """PII probing (ProPILE, paper 003): prompt the model with what is known about each person and
     see whether it completes their phone, e-mail or address (exact match) and how likely it finds them.
@@ -419,31 +395,17 @@ def run_probe(
             subjects as dicts (``subject_id``, ``name``, ``email``, ``phone``, ``address`` ...).
         out_dir: the run directory.
         options: :class:`ProbeOptions`.
+        templates: mined templates (:func:`lmleak.probe.mining.mine_templates`); None: the options'
+            ``template_file``, else the built-in ones.
+        controls: user ids the model never saw (``holdout.json``), reported apart as controls.
 
     Returns:
         :class:`ProbeResult`; the headline is ``summary["exact_match"]`` (the share of items generated
         verbatim).
     """
-    o = options
-    _strings("targets", o.targets)
-    _strings("controls", o.controls)
+    _strings("controls", controls)
     people = read_subjects(subjects) if isinstance(subjects, (str, Path)) else [dict(s) for s in subjects]
-    _run_probe(
-        model,
-        people,
-        out_dir,
-        targets=tuple(o.targets),
-        level=o.level,
-        k=o.k,
-        beams=o.beams,
-        samples=o.samples,
-        generate=o.generate,
-        likelihood=o.likelihood,
-        templates=o.templates,
-        seed=o.seed,
-        figures=o.figures,
-        controls=o.controls,
-    )
+    _run_probe(model, people, out_dir, options, templates=templates, controls=controls)
     run = Path(out_dir)
     return ProbeResult(
         read_summary(run), run, _present(run / "likelihoods.parquet"), _present(run / "generations.parquet")

@@ -254,8 +254,8 @@ def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, 
     }  # fmt: skip
     seen = {}
 
-    def fake_run_probe(model, subjects, out_dir, **kw):
-        seen.update(kw, subjects=subjects)
+    def fake_run_probe(model, subjects, out_dir, settings, **kw):
+        seen.update(kw, subjects=subjects, targets=settings.targets)
         return summary
 
     monkeypatch.setattr(commands, "run_probe", fake_run_probe)  # the name probe_files calls

@@ -8,6 +8,7 @@ from lmleak.errors import CapabilityError
 from lmleak.models.base import Capability
 from lmleak.probe.blackbox import GENERATE_BATCH, generate_probes
 from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.templates import MAX_NEW_TOKENS, Probe
 
 
@@ -72,7 +73,7 @@ def _oracle_rows(probes, texts_of):
 def test_batched_beam_search_equals_one_probe_at_a_time():
     probes = _probes(2 * GENERATE_BATCH + 7)
     model = Recorder()
-    rows = generate_probes(model, probes, beams=3)
+    rows = generate_probes(model, probes, ProbeSettings(beams=3))
     want = _oracle_rows(probes, lambda p: [Recorder.answer(p.prompt, MAX_NEW_TOKENS[p.target_type])])
     assert rows == want  # only the best beam is kept, rows in probe order
     # one call per chunk of probes sharing a budget, each at most GENERATE_BATCH prompts, stripped
@@ -88,7 +89,7 @@ def test_batched_beam_search_equals_one_probe_at_a_time():
 def test_sampling_returns_every_sample_and_budgets_override_a3():
     probes = _probes(5)
     model = Recorder()
-    rows = generate_probes(model, probes, samples=4, budgets={"phone": 16})
+    rows = generate_probes(model, probes, ProbeSettings(samples=4), budgets={"phone": 16})
     want = _oracle_rows(
         probes,
         lambda p: [Recorder.answer(p.prompt, 16 if p.target_type == "phone" else 20, j) for j in range(4)],
@@ -104,12 +105,12 @@ def _present(rows):
 
 def test_sharded_pass_gives_the_same_rows_and_resumes_without_the_model(tmp_path):
     probes = _probes(40)
-    direct = generate_probes(Recorder(), probes, beams=2)
+    direct = generate_probes(Recorder(), probes, ProbeSettings(beams=2))
     model = Recorder()
-    sharded = generate_probes(model, probes, beams=2, work_dir=tmp_path / "g", shard_size=16)
+    sharded = generate_probes(model, probes, ProbeSettings(beams=2), work_dir=tmp_path / "g", shard_size=16)
     assert _present(sharded) == _present(direct) and model.calls
     again = Recorder()
-    resumed = generate_probes(again, probes, beams=2, work_dir=tmp_path / "g", shard_size=16)
+    resumed = generate_probes(again, probes, ProbeSettings(beams=2), work_dir=tmp_path / "g", shard_size=16)
     assert _present(resumed) == _present(direct)
     assert again.calls == []  # every shard was complete on disk
 
@@ -138,7 +139,7 @@ def test_a_hit_on_any_of_a_persons_addresses_counts_and_says_which():
                "emails": ["a@example.org", "ann.lee@example.com", "al@example.net"]}  # fmt: skip
     (probe,) = build_probes(subject, "email", level="twin", k=1)
     assert probe.alternatives == ("ann.lee@example.com", "al@example.net")
-    (row,) = generate_probes(Says(), [probe], beams=1)
+    (row,) = generate_probes(Says(), [probe], ProbeSettings(beams=1))
     assert row["exact_match"] and row["matched"] == "al@example.net" and row["email_id"]
-    (row,) = generate_probes(Says(), [replace(probe, alternatives=())], beams=1)
+    (row,) = generate_probes(Says(), [replace(probe, alternatives=())], ProbeSettings(beams=1))
     assert not row["exact_match"] and row["matched"] is None  # the old rule: the first address only

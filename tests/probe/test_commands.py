@@ -19,6 +19,7 @@ from lmleak.probe.commands import (
     sweep_files,
 )
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.probe.subjects import read_subjects
 from lmleak.probe.sweeps import run_sweep
 from lmleak.probe.verdict import subject_view
@@ -40,10 +41,19 @@ def test_parse_targets_keeps_the_order_and_refuses_unknown_or_empty_lists():
 def test_probe_files_equals_run_probe_on_the_loaded_model_and_reports_progress(synth, tmp_path):
     paths, spec = synth
     said: list[str] = []
-    got = probe_files(spec, paths["subjects"], tmp_path / "a", targets="email,phone", limit=3,
-                      progress=said.append, k=2, beams=1, seed=4, figures=False)  # fmt: skip
-    want = run_probe(load_model(spec), read_subjects(paths["subjects"])[:3], tmp_path / "b",
-                     targets=("email", "phone"), k=2, beams=1, seed=4, figures=False)  # fmt: skip
+    got = probe_files(
+        spec,
+        paths["subjects"],
+        tmp_path / "a",
+        ProbeSettings(targets=("email,phone",), limit=3, templates=2, beams=1, seed=4, figures=False),
+        progress=said.append,
+    )
+    want = run_probe(
+        load_model(spec),
+        read_subjects(paths["subjects"])[:3],
+        tmp_path / "b",
+        ProbeSettings(targets=("email", "phone"), templates=2, beams=1, seed=4, figures=False),
+    )
     assert got == want and got["subjects"] == 3
     assert said == [  # no holdout.json: no controls, and nobody is called a member (issue 32)
         f"probing 3 subjects of {load_model(spec).name}",
@@ -57,7 +67,7 @@ def test_probe_files_equals_run_probe_on_the_loaded_model_and_reports_progress(s
 def test_probe_files_refuses_bad_targets(synth, tmp_path):
     paths, spec = synth
     with pytest.raises(InputError, match="'fax'"):
-        probe_files(spec, paths["subjects"], tmp_path / "a", targets="fax")
+        probe_files(spec, paths["subjects"], tmp_path / "a", ProbeSettings(targets=("fax",)))
 
 
 def test_sweep_files_equals_run_sweep(synth, tmp_path):
@@ -85,13 +95,17 @@ def test_softprompt_files_loads_both_models_and_passes_the_options(synth, tmp_pa
     paths, spec = synth
     seen: dict = {}
 
-    def fake(model, subjects, out_dir, **kw):
-        seen.update(model=model, subjects=subjects, out_dir=out_dir, **kw)
+    def fake(model, subjects, out_dir, settings, **kw):
+        seen.update(model=model, subjects=subjects, out_dir=out_dir, **vars(settings), **kw)
         return {"soft": {}}
 
     monkeypatch.setattr(commands, "run_softprompt", fake)
     res = softprompt_files(
-        spec, paths["subjects"], tmp_path, target="email", transfer_to=spec, epochs=3, lr=0.1
+        spec,
+        paths["subjects"],
+        tmp_path,
+        SoftPromptSettings(target="email", epochs=3, lr=0.1),
+        transfer_to=spec,
     )
     assert res == {"soft": {}}
     assert seen["model"].name == load_model(spec).name and seen["transfer"].name == seen["model"].name
@@ -100,7 +114,7 @@ def test_softprompt_files_loads_both_models_and_passes_the_options(synth, tmp_pa
     softprompt_files(spec, paths["subjects"], tmp_path)
     assert seen["transfer"] is None and seen["target"] == "phone"
     with pytest.raises(InputError):
-        softprompt_files(spec, paths["subjects"], tmp_path, target="fax")
+        softprompt_files(spec, paths["subjects"], tmp_path, SoftPromptSettings(target="fax"))
 
 
 PAIRS = [
@@ -144,18 +158,30 @@ def test_probe_files_warns_when_its_level_probes_nothing(synth, tmp_path):
     pairs.write_text("".join(json.dumps(s) + "\n" for s in PAIRS))
     said: list[str] = []
     warned: list[str] = []
-    got = probe_files(spec, pairs, tmp_path / "a", progress=said.append, warn=warned.append, level="triplet",
-                      k=1, beams=1, figures=False)  # fmt: skip
+    got = probe_files(
+        spec,
+        pairs,
+        tmp_path / "a",
+        ProbeSettings(level="triplet", templates=1, beams=1, figures=False),
+        progress=said.append,
+        warn=warned.append,
+    )
     assert len(warned) == 1 and "twin has 3 eligible subjects" in warned[0]
     assert got["level"] == "triplet" and all(not t.get("prompts") for t in got["targets"].values())
-    auto = probe_files(spec, pairs, tmp_path / "b", warn=warned.append, k=1, beams=1, figures=False)
+    auto = probe_files(
+        spec, pairs, tmp_path / "b", ProbeSettings(templates=1, beams=1, figures=False), warn=warned.append
+    )
     assert auto["level"] == "twin" and any(t.get("prompts") for t in auto["targets"].values())
 
 
 def test_probe_files_made_up_false_leaves_the_null_out_and_says_why(synth, tmp_path):
     """``probe run --no-made-up`` on a model with no held-out people: no null, so no excess."""
     paths, spec = synth
-    got = probe_files(spec, paths["subjects"], tmp_path / "a", targets="phone", limit=2, k=1, beams=1,
-                      figures=False, made_up=False)  # fmt: skip
+    got = probe_files(
+        spec,
+        paths["subjects"],
+        tmp_path / "a",
+        ProbeSettings(targets=("phone",), limit=2, templates=1, beams=1, figures=False, made_up=False),
+    )
     assert "made_up_controls" not in got and got["pii_exact_match_excess"] is None
     assert "no made-up people were probed" in got["pii_exact_match_excess_reason"]

@@ -11,6 +11,7 @@ from lmleak.data.corpus import Corpus, Document
 from lmleak.models.fake import FakeLM, NGramModule
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.templates import load_templates
 
 PEOPLE = [
@@ -69,23 +70,15 @@ def test_a_memorising_model_leaks_more_through_mined_templates_than_the_appendix
         model,
         subjects,
         tmp_path / "mined",
-        targets=("email",),
-        level="twin",
-        k=1,
-        beams=2,
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=2, figures=False),
         templates=load_templates(tmp_path / "t.yaml"),
-        figures=False,
         budgets={"email": 24},
     )
     paper = run_probe(
         model,
         subjects,
         tmp_path / "paper",
-        targets=("email",),
-        level="twin",
-        k=1,
-        beams=2,
-        figures=False,
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=2, figures=False),
         budgets={"email": 24},
     )
     assert mined["pii_exact_match"] == 1.0

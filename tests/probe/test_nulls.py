@@ -14,6 +14,7 @@ from lmleak.models.fake import FakeLM
 from lmleak.probe.nulls import MADE_UP_DOMAIN, made_up_subjects, name_guess_baseline, name_guesses
 from lmleak.probe.people import probe_lines
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.render.headline import headline_from_summary
 
 PEOPLE = [
@@ -118,7 +119,10 @@ def test_a_model_that_only_guesses_from_the_name_shows_no_excess_over_made_up_pe
     a likelihood ratio of e^14, and so do the made-up people: the excess is 0 and the ratio over the
     made-up people 1."""
     s = run_probe(
-        Guesser(), SUBJECTS, tmp_path / "r", targets=("email",), level="twin", k=1, beams=1, figures=False
+        Guesser(),
+        SUBJECTS,
+        tmp_path / "r",
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=1, figures=False),
     )
     assert s["people"]["membership"] == "unknown" and s["people"]["membership_unknown"] == 8
     assert s["pii_exact_match"] == 1.0 and s["pii_likelihood_ratio"] == pytest.approx(np.exp(14), rel=1e-6)
@@ -146,7 +150,10 @@ def test_a_model_that_memorised_the_people_beats_the_made_up_people():
     """A FakeLM fitted on the people's own sentences writes their addresses and nobody else's."""
     texts = [f"Please contact {n} by email address {e}" for n, e in PEOPLE] * 2
     s = run_probe(
-        FakeLM.from_texts(texts, order=5), SUBJECTS, None, targets=("email",), level="twin", k=1, beams=1
+        FakeLM.from_texts(texts, order=5),
+        SUBJECTS,
+        None,
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=1),
     )
     assert s["pii_exact_match"] == 1.0 and s["made_up_controls"]["pii_exact_match"] == 0.0
     assert s["pii_exact_match_excess"] == 1.0 and s["pii_exact_match_excess_ci"][0] > 0.5

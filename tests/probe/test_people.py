@@ -20,6 +20,7 @@ from lmleak.probe.people import (
     probe_lines,
 )
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.report.redaction import Redactor, redact_table
 from lmleak.scenarios.margins import difference_interval
 
@@ -53,7 +54,11 @@ def test_probing_counts_people_not_subject_rows_and_labels_the_third_party(tmp_p
     """Six rows are four people: u1 (two rows), u2 (two rows), the control u3 and the third party."""
     hits = {"Ann Lee": "ann.lee@example.org", "Di Fox": "di@example.org", "Cy Doe": "cy.doe@example.org"}
     s = run_probe(
-        Echo(hits), SUBJECTS, tmp_path / "r", targets=("email",), level="twin", k=1, beams=1, controls={"u3"}
+        Echo(hits),
+        SUBJECTS,
+        tmp_path / "r",
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=1),
+        controls={"u3"},
     )
     p = s["people"]
     assert (p["subject_rows"], p["people_probed"]) == (6, 4) and s["people_probed"] == 4
@@ -99,7 +104,12 @@ def test_probing_counts_people_not_subject_rows_and_labels_the_third_party(tmp_p
 
 
 def test_without_held_out_people_every_membership_is_unknown_and_no_line_says_member(tmp_path):
-    s = run_probe(Echo({}), SUBJECTS, tmp_path / "r", targets=("email",), level="twin", k=1, beams=1)
+    s = run_probe(
+        Echo({}),
+        SUBJECTS,
+        tmp_path / "r",
+        ProbeSettings(targets=("email",), level="twin", templates=1, beams=1),
+    )
     p = s["people"]
     assert (p["members"], p["controls"], p["membership_unknown"], p["membership"]) == (0, 0, 4, "unknown")
     assert "groups" not in s and s["by_shape"]["ascii"].keys() == {"subjects", "unknown"}

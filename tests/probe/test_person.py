@@ -21,6 +21,7 @@ from lmleak.probe.person import (
     person_report,
     rank_p_value,
 )
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.verdict import subject_view
 
 ANN = {
@@ -154,7 +155,12 @@ def _run_probe_likelihoods(lm, subject, *, templates):
     other = {**CARA, "relations": {"father": "Tom Diaz"}, "university": "Other University"}
     targets, level = probe_plan(first)
     with tempfile.TemporaryDirectory() as td:
-        run_probe(lm, [first, other], td, targets=targets, level=level, k=templates, beams=1, figures=False)
+        run_probe(
+            lm,
+            [first, other],
+            td,
+            ProbeSettings(targets=targets, level=level, templates=templates, beams=1, figures=False),
+        )
         rows = pd.read_parquet(Path(td) / "likelihoods.parquet")
     rows = rows[rows["subject_id"] == subject["subject_id"]]
     return rows.groupby("target_type")["likelihood"].max().to_dict()

@@ -18,6 +18,7 @@ from lmleak.probe.metrics import (
     phone_metrics,
     wilcoxon_p,
 )
+from lmleak.probe.settings import ProbeSettings
 
 
 def _oracle(module, bos, prompt, target):
@@ -102,13 +103,15 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
         {"subject_id": "a", "name": "Ann Lee", "phone": "201-555-0100", "email": "ann@example.org"},
         {"subject_id": "b", "name": "Bo Kim", "phone": "201-555-0111", "email": "bo@example.org"},
     ]
-    summ = run_probe(TextApi(), s, tmp_path / "r", targets=("email",), k=1, beams=1)
+    summ = run_probe(TextApi(), s, tmp_path / "r", ProbeSettings(targets=("email",), templates=1, beams=1))
     assert not (tmp_path / "r" / "likelihoods.parquet").exists()
     assert summ["targets"]["email"]["exact_match_rate"] == 0.5
     # the interval beside the headline: one hit of two users, the bootstrap spans both extremes
     assert summ["pii_exact_match"] == 0.5 and summ["pii_exact_match_ci"] == [0.0, 1.0]
     assert summ["intervals"]["unit"] == "user" and summ["intervals"]["n_units"] == 2
-    with_controls = run_probe(TextApi(), s, None, targets=("email",), k=1, beams=1, controls={"b"})
+    with_controls = run_probe(
+        TextApi(), s, None, ProbeSettings(targets=("email",), templates=1, beams=1), controls={"b"}
+    )
     groups = with_controls["groups"]
     # Ann, the one member, is hit; Bo, the one control, is not: one person each, so the exact
     # interval of 1 of 1 (0 of 1), not the bootstrap's certain [1, 1] ([0, 0])
@@ -121,14 +124,16 @@ def test_generation_only_model_gets_exact_match_but_no_likelihood(tmp_path):
     assert "exact_match_ci_by_group" not in with_controls
     # a subject with no e-mail is in the file but never probed for one: counted apart (by hand)
     s3 = [*s, {"subject_id": "c", "name": "Cy Doe", "phone": "201-555-0122", "user_id": "b"}]
-    g3 = run_probe(TextApi(), s3, None, targets=("email",), k=1, beams=1, controls={"b"})["groups"]
+    g3 = run_probe(
+        TextApi(), s3, None, ProbeSettings(targets=("email",), templates=1, beams=1), controls={"b"}
+    )["groups"]
     assert (g3["members"]["subjects"], g3["controls"]["subjects"]) == (1, 2)
     assert (g3["members"]["subjects_probed"], g3["controls"]["subjects_probed"]) == (1, 1)
     assert g3["controls"]["pairs_generated"] == 1  # the rate is over Bo alone
     assert "mean_likelihood" not in summ["targets"]["email"]
     assert summ["targets"]["email"]["scenario"]["access"] == "generation"
     with pytest.raises(CapabilityError):
-        run_probe(TextApi(), s, None, targets=("email",), k=1, likelihood=True)
+        run_probe(TextApi(), s, None, ProbeSettings(targets=("email",), templates=1, likelihood=True))
 
 
 def test_generation_budget_override_reaches_the_model(tmp_path):
@@ -150,7 +155,7 @@ def test_generation_budget_override_reaches_the_model(tmp_path):
         {"subject_id": "a", "name": "Ann Lee", "phone": "(201) 555-0100", "email": "ann@example.org"},
         {"subject_id": "b", "name": "Bo Kim", "phone": "(201) 555-0111", "email": "bo@example.org"},
     ]
-    summ = run_probe(Recorder(), s, None, targets=("phone", "email"), k=1, beams=1)
+    summ = run_probe(Recorder(), s, None, ProbeSettings(targets=("phone", "email"), templates=1, beams=1))
     # no controls: the made-up people (issue 32) are asked the same way, with the same budgets
     assert seen == ([MAX_NEW_TOKENS["phone"]] * 2 + [MAX_NEW_TOKENS["email"]] * 2) * 2
     assert summ["max_new_tokens"] == {"phone": 12, "email": 20}
@@ -159,11 +164,8 @@ def test_generation_budget_override_reaches_the_model(tmp_path):
         Recorder(),
         s,
         None,
-        targets=("phone", "email"),
-        k=1,
-        beams=1,
+        ProbeSettings(targets=("phone", "email"), templates=1, beams=1, made_up=False),
         budgets=parse_budgets("phone=16"),
-        made_up=False,
     )
     assert seen == [16, 16, 20, 20] and summ["max_new_tokens"] == {"phone": 16, "email": 20}
     assert summ["targets"]["phone"]["exact_match_rate"] == 0.5
@@ -206,7 +208,10 @@ def test_trained_gpt_leaks_more_than_null(tmp_path):
     )
     model = load_model(tmp_path / "m")
     summ = run_probe(
-        model, read_subjects(paths["subjects"]), tmp_path / "run", targets=("phone", "email"), k=5, beams=3
+        model,
+        read_subjects(paths["subjects"]),
+        tmp_path / "run",
+        ProbeSettings(targets=("phone", "email"), templates=5, beams=3),
     )
     for t in ("phone", "email"):
         v = summ["targets"][t]
@@ -248,10 +253,7 @@ def test_probe_summary_breaks_exact_match_down_by_name_shape_members_vs_controls
         Leaky(),
         subjects,
         tmp_path / "r",
-        targets=("email",),
-        level="twin",
-        k=2,
-        beams=1,
+        ProbeSettings(targets=("email",), level="twin", templates=2, beams=1),
         controls={"u4", "u5"},
     )
     bs = summ["by_shape"]
@@ -327,7 +329,9 @@ def test_a_person_is_scored_on_every_address_and_counts_by_the_best():
                                     ["ann.lee@example.org"] * len(ann))[0]  # fmt: skip
     assert all(r["best_target"] == "alee@example.net" for r in ann)
     assert min(r["likelihood"] for r in ann) > 10 * max(first_only)  # what scoring the first address said
-    summary = run_probe(lm, _PEOPLE, None, targets=("email",), level="twin", k=2, beams=1)
+    summary = run_probe(
+        lm, _PEOPLE, None, ProbeSettings(targets=("email",), level="twin", templates=2, beams=1)
+    )
     entry = summary["targets"]["email"]
     assert entry["subjects_with_several_targets"] == 1
     assert entry["several_targets_note"].startswith(

@@ -11,6 +11,7 @@ import torch
 from lmleak.errors import InputError
 from lmleak.probe import templates as T
 from lmleak.probe.probing import collect_probes
+from lmleak.probe.settings import SoftPromptSettings
 from lmleak.probe.softprompt import (
     evaluate,
     init_soft_prompt,
@@ -61,12 +62,7 @@ def test_run_softprompt_trains_on_some_subjects_and_evaluates_on_the_others(
         tiny,
         subjects,
         tmp_path / "sp",
-        target="phone",
-        n_train=8,
-        length=2,
-        init="mean",
-        epochs=2,
-        lr=0.05,
+        SoftPromptSettings(target="phone", train_subjects=8, length=2, init="mean", epochs=2, lr=0.05),
         transfer=tiny,
     )
     assert summ["train_subjects"] == 8 and summ["eval_subjects"] == 4
@@ -89,7 +85,9 @@ def test_run_softprompt_trains_on_some_subjects_and_evaluates_on_the_others(
 
 def test_too_few_subjects_for_the_training_split_is_an_input_error(tiny, numeric_templates):
     with pytest.raises(InputError, match="more than 8 subjects"):
-        run_softprompt(tiny, _id_subjects(9), None, target="phone", n_train=8, epochs=1)
+        run_softprompt(
+            tiny, _id_subjects(9), None, SoftPromptSettings(target="phone", train_subjects=8, epochs=1)
+        )
 
 
 def test_a_person_with_several_addresses_counts_by_the_best_and_a_hit_on_any(tiny, monkeypatch):

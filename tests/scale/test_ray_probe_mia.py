@@ -51,6 +51,7 @@ def _manifest_shards(folder):
 def test_probe_passes_on_ray_equal_local(setup, tmp_path):
     from lmleak.probe.blackbox import generate_probes
     from lmleak.probe.probing import collect_probes, likelihood_rows
+    from lmleak.probe.settings import ProbeSettings
     from lmleak.shards import ShardEngine
 
     _, _, _, model, spec, subjects = setup
@@ -63,7 +64,7 @@ def test_probe_passes_on_ray_equal_local(setup, tmp_path):
     got = likelihood_rows(model, probes, work_dir=tmp_path / "lik", shard_size=5, engine=eng, model_spec=spec)
     assert _manifest_shards(tmp_path / "lik") > 2
     assert got == want
-    opts = {"beams": 2, "budgets": {"phone": 4, "email": 4}}
+    opts = {"settings": ProbeSettings(beams=2), "budgets": {"phone": 4, "email": 4}}
     want_g = generate_probes(model, probes, **opts)
     got_g = generate_probes(
         model, probes, **opts, work_dir=tmp_path / "gen", shard_size=5, engine=eng, model_spec=spec

@@ -81,36 +81,37 @@ def test_probing_resumes(tmp_path, monkeypatch):
     from lmleak.data.synth.customersim import synthesize
     from lmleak.models.fake import FakeLM
     from lmleak.probe import blackbox, probing
+    from lmleak.probe.settings import ProbeSettings
     from lmleak.probe.subjects import read_subjects
 
     paths = synthesize(tmp_path / "syn", users=6, dialogs_per_user=2, seed=0)
     lm = FakeLM.from_texts([json.loads(x)["text"] for x in paths["corpus"].read_text().splitlines()], order=3)
     subjects = read_subjects(paths["subjects"])
-    opts = dict(targets=("phone", "email"), k=2, beams=1, figures=False)
-    whole = probing.run_probe(lm, subjects, tmp_path / "whole", **opts)
+    opts = ProbeSettings(targets=("phone", "email"), templates=2, beams=1, figures=False)
+    whole = probing.run_probe(lm, subjects, tmp_path / "whole", opts)
     # interrupt at the e-mail generation pass (each shard of generate_probes is one call of itself; 12
     # probes per type make one shard each), after the phone passes and the e-mail likelihoods finished
     original = blackbox.generate_probes
     calls = {"n": 0}
 
-    def flaky(model, probes, **k):
+    def flaky(model, probes, *a, **k):
         if k.get("work_dir") is None:
             calls["n"] += 1
             if calls["n"] == 2:
                 raise Boom
-        return original(model, probes, **k)
+        return original(model, probes, *a, **k)
 
     monkeypatch.setattr(blackbox, "generate_probes", flaky)
     monkeypatch.setattr(probing, "generate_probes", flaky)
     with pytest.raises(Boom):
-        probing.run_probe(lm, subjects, tmp_path / "resumed", **opts)
+        probing.run_probe(lm, subjects, tmp_path / "resumed", opts)
     monkeypatch.undo()
     passes = tmp_path / "resumed" / "passes"
     assert json.loads((passes / "generate-phone" / "manifest.json").read_text())["complete"]
     assert json.loads((passes / "likelihood-email" / "manifest.json").read_text())["complete"]
     unfinished = passes / "generate-email" / "manifest.json"
     assert not unfinished.exists() or not json.loads(unfinished.read_text())["complete"]
-    resumed = probing.run_probe(lm, subjects, tmp_path / "resumed", **opts)
+    resumed = probing.run_probe(lm, subjects, tmp_path / "resumed", opts)
     assert resumed["targets"] == whole["targets"]
     for name in ("likelihoods.parquet", "generations.parquet"):
         pd.testing.assert_frame_equal(

@@ -25,6 +25,7 @@ from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
 from lmleak.pii.policies import POLICY_NAMES
+from lmleak.probe.settings import ProbeSettings
 from lmleak.render.verdict import PROFILES
 from lmleak.report.metrics import DEFAULT_KS
 from lmleak.safe_yaml import load_yaml_file
@@ -85,10 +86,10 @@ analyses:
     subjects: null              # `lmleak probe build CORPUS --out subjects.jsonl` writes one
     level: null                 # twin | triplet | quadruplet; null: triplet when subjects have one, else
                                 # the level that has eligible subjects (a level with none warns)
-    templates: 5                # 5: the paper's first 5 templates; mined: mine them from the corpus
-                                # (`From: {name} <`...); or a templates YAML file
-    shots: 5                    # templates per target when `templates` is mined or a file
-    beams: 3
+    templates: 5                # k-shot: the first 5 templates (of the paper's, or of template_file)
+    template_file: null         # mined: mine them from the corpus (`From: {name} <`...); or a templates
+                                # YAML file (the older `templates: mined` + `shots: 5` still reads)
+    beams: 3                    # and every option of `lmleak probe run`: targets, samples, made_up, ...
   dp_audit: null                # one-run DP audit (Steinke et al. 2023): retrains the model's own recipe
                                 # (train.json) with m canaries, e.g. {m: 256, confidence: 0.95}; per person:
                                 # {m: 256, privacy_unit: user, canary_documents: 4} (canary people, docs/dp-audit.md)
@@ -152,22 +153,13 @@ MiaSpec = MembershipSettings
 
 
 @dataclass(frozen=True, slots=True)
-class ProbeSpec:
-    subjects: str | None = None
-    level: str | None = None  # None: picked from the subjects (lmleak.probe.commands.choose_level)
-    templates: int | str = 5  # an int: the first k appendix templates; "mined" or a path: a template source
-    shots: int = 5  # with a template source: templates used per target (k-shot)
-    beams: int = 3
-
-
-@dataclass(frozen=True, slots=True)
 class AnalysesSpec:
     report: ReportSpec | None = None
     exposure: ExposureSpec | None = None
     mia: MembershipSettings | None = None
     # the older section of the mia stage's methods: merged into mia (keys given in mia win)
     membership: MembershipSettings | None = None
-    probe: ProbeSpec | None = None
+    probe: ProbeSettings | None = None  # the same class as `lmleak probe run`'s options
     dp_audit: DPAuditSettings | None = None
     extract: ExtractSettings | None = None
     kart: bool = True
@@ -239,7 +231,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     names = [m.name for m in cfg.models]
     if len(set(names)) != len(names):
         raise ConfigError("model names must be unique", path=path, field="models")
-    _check_level(cfg, path)
     _check_ranges(cfg, path)
     _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
@@ -255,14 +246,14 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
 def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
     """The templates file exists, and the PII policy and corpus format are ones lmleak knows."""
     probe = cfg.analyses.probe
-    if probe is not None and isinstance(probe.templates, str) and probe.templates != "mined":
-        templates_path = Path(base_dir) / probe.templates
+    if probe is not None and probe.template_file not in (None, "mined"):
+        templates_path = Path(base_dir) / probe.template_file
         if not templates_path.is_file():
             raise ConfigError(
-                f"templates file {probe.templates!r} does not exist",
+                f"templates file {probe.template_file!r} does not exist",
                 path=path,
-                field="analyses.probe.templates",
-                hint="give an int, 'mined', or a templates YAML file",
+                field="analyses.probe.template_file",
+                hint="give 'mined' or a templates YAML file",
             )
     report = cfg.analyses.report
     if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
@@ -289,9 +280,6 @@ RANGES: dict[str, tuple[str, float]] = {
     "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
     "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
     "analyses.report.min_tokens": ("min_tokens >= 1", 1),
-    "analyses.probe.templates": ("templates >= 1 (or 'mined', or a file)", 1),
-    "analyses.probe.shots": ("shots >= 1", 1),
-    "analyses.probe.beams": ("beams >= 1", 1),
 }
 
 
@@ -327,19 +315,6 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
             )
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
-
-
-def _check_level(cfg: AuditConfig, path: str | None) -> None:
-    """``analyses.probe.level``: a known association level, or null (picked from the subjects)."""
-    levels = ["twin", "triplet", "quadruplet"]
-    level = None if cfg.analyses.probe is None else cfg.analyses.probe.level
-    if level is not None and level not in levels:
-        raise ConfigError(
-            f"unknown level {level!r}." + did_you_mean(str(level), levels),
-            path=path,
-            field="analyses.probe.level",
-            hint="twin, triplet, quadruplet, or null to pick the level the subjects have",
-        )
 
 
 def _check_gate(cfg: AuditConfig, path: str | None) -> None:

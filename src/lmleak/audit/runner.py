@@ -57,8 +57,8 @@ from lmleak.models.loading import load_model
 from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.subjects import read_subjects
-from lmleak.probe.templates import load_template_budgets, load_templates
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
 from lmleak.report.leakage import ReportConfig, run_report
@@ -326,15 +326,15 @@ class Auditor:
             return NO_NON_MEMBERS
         return None
 
-    def stage_probe(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
+    def stage_probe(self, model: Any, model_path: str, spec: ProbeSettings, out: Path) -> None:
+        assert spec.subjects is not None  # a probe without subjects is skipped before its stage
         subjects = read_subjects(self.cfg.resolve(spec.subjects))
-        templates, k, budgets = None, spec.templates, None
-        if isinstance(spec.templates, str):
-            path = self._template_file(spec, subjects)
-            templates, k, budgets = load_templates(path), spec.shots, load_template_budgets(path) or None
-
+        if spec.template_file is not None:  # the file (relative to the config), or mined from the corpus
+            spec = dataclasses.replace(spec, template_file=self._template_file(spec, subjects))
         holdout = read_holdout(model_path)
-        level, warning = choose_level(subjects, spec.level)  # issue 26: no level that probes nothing silently
+        level, warning = choose_level(
+            subjects, spec.level, spec.targets
+        )  # issue 26: none that probes nothing silently
         if warning:
             self.echo(f"[yellow]warning:[/] {warning}")
             log.warning("%s", warning)
@@ -342,12 +342,8 @@ class Auditor:
             model,
             subjects,
             out,
-            level=level,
-            k=k,
-            beams=spec.beams,
-            templates=templates,
+            dataclasses.replace(spec, level=level),
             controls=set(holdout.users) if holdout else None,
-            budgets=budgets,
         )
 
     # ------------------------------------------------------------------ issue 20 stages
@@ -379,8 +375,8 @@ class Auditor:
 
     def _template_file(self, spec: Any, subjects: list[dict[str, Any]]) -> str:
         """The probe's templates: a file named in the config, or mined once per run from its corpus."""
-        if spec.templates != "mined":
-            return str(self.cfg.resolve(spec.templates))
+        if spec.template_file != "mined":
+            return str(self.cfg.resolve(spec.template_file))
         # mined templates quote the corpus: a redacted run keeps them in its private folder
         path = (self._scratch or self.run) / "probe-templates.yaml"
         if not path.exists():

@@ -15,8 +15,6 @@ import typer
 
 from lmleak.cli.common import (
     COUNT,
-    COUNT0,
-    POSITIVE,
     GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
@@ -34,6 +32,8 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.cli.options import takes
+from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.words import plural
 
 if TYPE_CHECKING:
@@ -267,53 +267,12 @@ def _write_person_page(
     return view_of_report(report)
 
 
-# long: the Typer signature declares 20 options; the body only parses, calls probe_files, prints
+@takes(settings=ProbeSettings)
 def run_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
     out_dir: OutDirOpt,
-    level: Annotated[
-        str | None,
-        typer.Option(
-            "--level",
-            help="twin, triplet or quadruplet (default: triplet when subjects have it, else the level that has them).",
-        ),
-    ] = None,
-    templates: Annotated[
-        int, typer.Option("--templates", help="k-shot: the first k templates.", parser=COUNT)
-    ] = 5,
-    beams: Annotated[int, typer.Option("--beams", parser=COUNT)] = 3,
-    samples: Annotated[
-        int, typer.Option("--samples", help="Sample N times instead of beam search.", parser=COUNT0)
-    ] = 0,
-    targets: Annotated[str, typer.Option("--targets")] = "phone,email,address",
-    template_file: Annotated[
-        Path | None, typer.Option("--template-file", help="User templates (YAML).")
-    ] = None,
-    limit: Annotated[
-        int | None, typer.Option("--limit", help="Probe only the first N subjects.", parser=COUNT)
-    ] = None,
-    no_generate: Annotated[bool, typer.Option("--no-generate", help="Likelihoods only.")] = False,
-    likelihood: Annotated[
-        bool | None,
-        typer.Option("--likelihood/--no-likelihood", help="Default: when the model gives scores."),
-    ] = None,
-    made_up: Annotated[
-        bool | None,
-        typer.Option(
-            "--made-up/--no-made-up",
-            help="Probe one made-up person per subject the same way, as the null (default: when no "
-            "held-out control is probed, e.g. a pretrained model).",
-        ),
-    ] = None,
-    seed: SeedOpt = 0,
-    max_new: Annotated[
-        str,
-        typer.Option(
-            "--max-new-tokens",
-            help="Override A.3's generation budgets (OPT tokens), e.g. phone=16,email=24.",
-        ),
-    ] = "",
+    settings: ProbeSettings,
     engine: Annotated[
         str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
     ] = "local",
@@ -341,21 +300,10 @@ def run_cmd(
             model,
             subjects,
             d,
-            targets=targets,
-            limit=limit,
-            template_file=template_file,
-            max_new=max_new,
+            settings,
             engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
             progress=info,
             warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
-            level=level,
-            k=templates,
-            beams=beams,
-            samples=samples,
-            generate=not no_generate,
-            likelihood=likelihood,
-            seed=seed,
-            made_up=made_up,
         ),
         redact=redact,
         key_file=redact_key_file,
@@ -479,24 +427,16 @@ def templates_cmd(
     out.print(table)
 
 
+@takes(settings=SoftPromptSettings)
 def softprompt_cmd(
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s")],
     out_dir: OutDirOpt,
-    target: Annotated[str, typer.Option("--target")] = "phone",
-    level: Annotated[str, typer.Option("--level")] = "quadruplet",
-    train_subjects: Annotated[
-        int, typer.Option("--train-subjects", help="16-512 in the paper.", parser=COUNT)
-    ] = 64,
-    length: Annotated[int, typer.Option("--length", help="L_s soft tokens.", parser=COUNT)] = 20,
-    init: Annotated[str, typer.Option("--init", help="word, uniform or mean.")] = "word",
-    epochs: Annotated[int, typer.Option("--epochs", parser=COUNT)] = 50,
-    lr: Annotated[float, typer.Option("--lr", parser=POSITIVE)] = 0.005,
+    settings: SoftPromptSettings,
     transfer_to: Annotated[
         str | None,
         typer.Option("--transfer-to", help="Evaluate the projected hard prompt on this model."),
     ] = None,
-    seed: SeedOpt = 0,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -508,26 +448,13 @@ def softprompt_cmd(
     from lmleak.probe.commands import softprompt_files
 
     quiet(quiet_)
-    summary = softprompt_files(
-        model,
-        subjects,
-        out_dir,
-        target=target,
-        transfer_to=transfer_to,
-        level=level,
-        n_train=train_subjects,
-        length=length,
-        init=init,
-        epochs=epochs,
-        lr=lr,
-        seed=seed,
-    )
+    summary = softprompt_files(model, subjects, out_dir, settings, transfer_to=transfer_to)
     if json_:
         print_json(summary)
         return
     from rich.table import Table
 
-    t = Table(title=f"soft prompt probe ({target}, L_s={length}, init={init})")
+    t = Table(title=f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})")
     for c in ("prompt", "mean likelihood", "exact match"):
         t.add_column(c)
     for k in ("hard", "soft", "transfer"):

@@ -65,6 +65,7 @@ from lmleak.experiments._config import replace_validated, require_positive_count
 from lmleak.models.device import resolve_device
 from lmleak.models.loading import load_model
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.probe.softprompt import run_softprompt
 from lmleak.probe.subjects import read_subjects
 from lmleak.probe.templates import max_new_tokens
@@ -552,17 +553,11 @@ def _probe_gpt(
     for level in cfg.levels:
         say(f"black-box probing of the GPT at {level} level ({', '.join(cfg.targets)})")
         name = f"probe-gpt-{level}"
-        s = run_probe(
-            model,
-            subjects,
-            out / name,
-            targets=cfg.targets,
-            level=level,
-            k=cfg.templates,
-            beams=cfg.beams,
-            seed=cfg.seed,
+        settings = ProbeSettings(
+            targets=cfg.targets, level=level, templates=cfg.templates, beams=cfg.beams, seed=cfg.seed,
             figures=cfg.figures,
-        )
+        )  # fmt: skip
+        s = run_probe(model, subjects, out / name, settings)
         rows += table_rows("gpt", s, run=name)
         probes[name] = {
             "pii_exact_match": s["pii_exact_match"],
@@ -595,18 +590,15 @@ def _probe_gpt_fitted(
             f"{b['max_new_tokens']}"
         )
         name = f"probe-gpt-{level}-{tt}-budget{n}"
-        g = run_probe(
-            model,
-            subjects,
-            out / name,
+        settings = ProbeSettings(
             targets=(tt,),
             level=level,
-            k=cfg.templates,
+            templates=cfg.templates,
             beams=cfg.beams,
             likelihood=False,
             seed=cfg.seed,
-            budgets={tt: n},
         )
+        g = run_probe(model, subjects, out / name, settings, budgets={tt: n})
         rows += table_rows("gpt", g, run=name)
     return rows
 
@@ -628,19 +620,17 @@ def _softprompts(
             f"{cfg.softprompt_epochs} epochs)"
         )
         name = f"softprompt-{target}"
-        s = run_softprompt(
-            model,
-            subjects,
-            out / name,
+        settings = SoftPromptSettings(
             target=target,
             level=cfg.softprompt_level,
-            n_train=cfg.softprompt_train_subjects,
+            train_subjects=cfg.softprompt_train_subjects,
             length=cfg.softprompt_length,
             init=cfg.softprompt_init,
             epochs=cfg.softprompt_epochs,
             lr=cfg.softprompt_lr,
             seed=cfg.seed,
         )
+        s = run_softprompt(model, subjects, out / name, settings)
         sp_rows += softprompt_rows(s, run=name)
         softprompts[target] = {
             k: s[k]
@@ -669,30 +659,13 @@ def _probe_smollm2(
             f"generation for {len(gen_subjects)}"
         )
         name = f"probe-smollm2-{level}"
-        s = run_probe(
-            smol,
-            lik_subjects,
-            out / name,
-            targets=cfg.smollm2_targets,
-            level=level,
-            k=cfg.smollm2_templates,
-            beams=cfg.beams,
-            generate=False,
-            likelihood=True,
-            seed=cfg.seed,
-            figures=cfg.figures,
+        common = ProbeSettings(targets=cfg.smollm2_targets, level=level, beams=cfg.beams, seed=cfg.seed)
+        lik = dataclasses.replace(
+            common, templates=cfg.smollm2_templates, generate=False, likelihood=True, figures=cfg.figures
         )
-        g = run_probe(
-            smol,
-            gen_subjects,
-            out / f"{name}-generate",
-            targets=cfg.smollm2_targets,
-            level=level,
-            k=cfg.smollm2_generate_templates,
-            beams=cfg.beams,
-            likelihood=False,
-            seed=cfg.seed,
-        )
+        s = run_probe(smol, lik_subjects, out / name, lik)
+        gen = dataclasses.replace(common, templates=cfg.smollm2_generate_templates, likelihood=False)
+        g = run_probe(smol, gen_subjects, out / f"{name}-generate", gen)
         rows += table_rows("smollm2", s, run=name, generation=g)
         scenarios.update(
             {f"smollm2/{level}/{tt}": v["scenario"] for tt, v in s["targets"].items() if "scenario" in v}

@@ -9,6 +9,7 @@ from typing import Any
 
 from lmleak.models.base import Capability, require
 from lmleak.probe.metrics import email_id_match, exact_match, phone_metrics
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.templates import Probe, max_new_tokens
 from lmleak.progress import track
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
@@ -24,10 +25,8 @@ def _generate_chunk(chunk: list[Probe], *, model: Any, **options: Any) -> list[d
 def generate_probes(
     model: Any,
     probes: Sequence[Probe],
+    settings: ProbeSettings = ProbeSettings(),  # noqa: B008 - frozen, so shared safely
     *,
-    beams: int = 3,
-    samples: int = 0,
-    seed: int = 0,
     budgets: Mapping[str, int] | None = None,
     work_dir: str | Path | None = None,
     shard_size: int = 128,
@@ -36,11 +35,11 @@ def generate_probes(
 ) -> list[dict[str, Any]]:
     """One row per (probe, returned sequence): generated text, exact match and string metrics.
 
-    Beam search with ``beams`` beams (A.3; the best beam is kept), or ``samples`` > 0 sampled
-    continuations per prompt (§3.3.1 "sends the prompts N times"); ``budgets`` overrides A.3's
-    maximum new tokens per target type. With ``work_dir``, in resumable shards of ``shard_size``
-    probes there (:func:`lmleak.shards.run_rows`), on ``engine`` (Ray actors load ``model_spec``,
-    or receive ``model`` pickled when it is None).
+    Beam search with ``settings.beams`` beams (A.3; the best beam is kept), or ``settings.samples``
+    > 0 sampled continuations per prompt (§3.3.1 "sends the prompts N times", seeded by
+    ``settings.seed``); ``budgets`` overrides A.3's maximum new tokens per target type. With
+    ``work_dir``, in resumable shards of ``shard_size`` probes there (:func:`lmleak.shards.run_rows`),
+    on ``engine`` (Ray actors load ``model_spec``, or receive ``model`` pickled when it is None).
     """
     require(model, Capability.GENERATE, attack="probe generation (paper 003)")
     if work_dir is not None:
@@ -48,19 +47,17 @@ def generate_probes(
             model,
             list(probes),
             work_dir,
-            beams=beams,
-            samples=samples,
-            seed=seed,
+            settings,
             budgets=budgets,
             shard_size=shard_size,
             engine=engine,
             model_spec=model_spec,
         )
     probes = list(probes)
-    if samples > 0:
-        generated = _sample_all(model, probes, samples=samples, seed=seed, budgets=budgets)
+    if settings.samples > 0:
+        generated = _sample_all(model, probes, samples=settings.samples, seed=settings.seed, budgets=budgets)
     else:
-        generated = _beam_search_all(model, probes, beams=beams, budgets=budgets)
+        generated = _beam_search_all(model, probes, beams=settings.beams, budgets=budgets)
     return [row for p, outs in zip(probes, generated, strict=True) for row in _generation_rows(p, outs)]
 
 
@@ -68,10 +65,8 @@ def _generate_sharded(
     model: Any,
     probes: list[Probe],
     work_dir: str | Path,
+    settings: ProbeSettings,
     *,
-    beams: int,
-    samples: int,
-    seed: int,
     budgets: Mapping[str, int] | None,
     shard_size: int,
     engine: ShardEngine | None,
@@ -83,22 +78,17 @@ def _generate_sharded(
         getattr(model, "name", ""),
         type(model).__name__,
         probes,
-        beams,
-        samples,
-        seed,
+        settings.beams,
+        settings.samples,
+        settings.seed,
         sorted((budgets or {}).items()),
     )
     factory = ModelWork(
-        _generate_chunk,
-        {"model": model_spec or Shipped(model)},
-        beams=beams,
-        samples=samples,
-        seed=seed,
-        budgets=budgets,
+        _generate_chunk, {"model": model_spec or Shipped(model)}, settings=settings, budgets=budgets
     )
     return run_rows(
         probes,
-        lambda chunk: generate_probes(model, chunk, beams=beams, samples=samples, seed=seed, budgets=budgets),
+        lambda chunk: generate_probes(model, chunk, settings, budgets=budgets),
         work_dir,
         fingerprint=fp,
         shard_size=shard_size,

@@ -8,6 +8,7 @@ Model specs are loaded with :func:`lmleak.models.loading.load_model` (the ``--mo
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -16,96 +17,31 @@ from lmleak.ledger.ledger import ModelSpec
 from lmleak.models.loading import load_model
 from lmleak.probe.people import people_counts
 from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
-from lmleak.probe.probing import DEFAULT_TARGETS, run_probe
+from lmleak.probe.probing import LEVEL_ORDER, choose_level, eligible_by_level, run_probe
+from lmleak.probe.settings import TARGET_TYPES, ProbeSettings, SoftPromptSettings, target_list
 from lmleak.probe.softprompt import run_softprompt
 from lmleak.probe.subjects import control_users, count_controls, read_subjects
 from lmleak.probe.sweeps import run_sweep
-from lmleak.probe.templates import LEVELS, build_probes, templates_and_budgets
+from lmleak.probe.templates import templates_and_budgets
 from lmleak.probe.verdict import SubjectView, subject_view
 from lmleak.shards import ShardEngine, ray_session
 from lmleak.words import plural
 
-#: the target types a probe can name (``--targets`` / ``--target``)
-TARGET_TYPES = frozenset({"phone", "email", "address", "relationship", "university"})
+__all__ = ["LEVEL_ORDER", "TARGET_TYPES", "choose_level", "eligible_by_level"]  # kept importable here
 
 
 def parse_targets(s: str) -> tuple[str, ...]:
-    """A comma list of target types (``--targets phone,email``), each checked.
+    """A comma list of target types (``--target phone,email``), each checked
+    (:func:`~lmleak.probe.settings.target_list`).
 
     Raises:
-        InputError: an unknown type, or none at all.
+        ConfigError: an unknown type, or none at all.
 
     Example:
         >>> parse_targets("phone, email,")
         ('phone', 'email')
     """
-    ts = tuple(t.strip() for t in s.split(",") if t.strip())
-    bad = [t for t in ts if t not in TARGET_TYPES]
-    if bad or not ts:
-        raise InputError(f"unknown target type(s) {bad}; use a comma list of {sorted(TARGET_TYPES)}")
-    return ts
-
-
-#: the association levels in the order a level is picked when none is given: the paper's triplet,
-#: then the level that asks for fewer items, then the one that asks for more
-LEVEL_ORDER = ("triplet", "twin", "quadruplet")
-
-
-def eligible_by_level(
-    subjects: list[dict[str, Any]], targets: tuple[str, ...] = DEFAULT_TARGETS
-) -> dict[str, int]:
-    """How many subjects each association level can probe (at least one target type with the items
-    the level needs beside the name: 0 more at twin, 1 at triplet, 2 at quadruplet).
-
-    Example:
-        >>> eligible_by_level([{"name": "Ann", "email": "a@example.org", "phone": "201-555-0100"},
-        ...                    {"name": "Bob", "email": "b@example.org"}])
-        {'triplet': 1, 'twin': 2, 'quadruplet': 0}
-    """
-    return {
-        level: sum(1 for s in subjects if any(build_probes(s, t, level=level, k=1) for t in targets))
-        for level in LEVEL_ORDER
-        if level in LEVELS
-    }
-
-
-def choose_level(
-    subjects: list[dict[str, Any]], level: str | None, targets: tuple[str, ...] = DEFAULT_TARGETS
-) -> tuple[str, str | None]:
-    """The level to probe at and a warning (None when there is nothing to say).
-
-    ``level`` None (left unset): triplet when any subject has one, else the first level of
-    :data:`LEVEL_ORDER` that has eligible subjects, said in the warning. A level given with no eligible
-    subject is kept (the user chose it) and the warning names the level that has them.
-
-    Example:
-        >>> pairs = [{"name": "Ann", "email": "a@example.org"}, {"name": "Bob", "email": "b@example.org"}]
-        >>> choose_level(pairs, None)[0], choose_level(pairs, "triplet")[1][:49]
-        ('twin', 'probe level triplet: no subject has the items it ')
-    """
-    counts = eligible_by_level(subjects, targets)
-    have = [lv for lv in LEVEL_ORDER if counts.get(lv)]
-    needs = "a name and at least one of phone, email, address"
-    if level is None:
-        if not have:
-            return "triplet", f"probe level: no subject has the items any level needs ({needs})"
-        if have[0] != "triplet":
-            return have[0], (
-                f"probe level: no subject has the items triplet needs; probing at {have[0]}, "
-                f"where {counts[have[0]]} of {plural(len(subjects), 'subject')} {'is' if counts[have[0]] == 1 else 'are'} eligible"
-            )
-        return "triplet", None
-    if counts.get(level):
-        return level, None
-    where = (
-        f"{have[0]} has {counts[have[0]]} eligible subjects: set the level to {have[0]}"
-        if have
-        else f"no level has any ({needs})"
-    )
-    return (
-        level,
-        f"probe level {level}: no subject has the items it needs, so nothing will be probed; {where}",
-    )
+    return target_list((s,))
 
 
 def _quiet(message: str) -> None:
@@ -178,32 +114,25 @@ def probe_files(
     model: str,
     subjects: str | Path,
     out_dir: str | Path,
+    settings: ProbeSettings = ProbeSettings(),  # noqa: B008 - frozen, so shared safely
     *,
-    targets: str = "phone,email,address",
-    limit: int | None = None,
-    template_file: str | Path | None = None,
-    max_new: str = "",
     engine: ShardEngine | None = None,
     progress: Callable[[str], None] = _quiet,
     warn: Callable[[str], None] | None = None,
-    **probe_options: Any,
 ) -> dict[str, Any]:
-    """``lmleak probe run``: read the subjects (the first ``limit``), the user templates and budgets
-    (:func:`~lmleak.probe.templates.templates_and_budgets`), load the model and its control users
-    (``holdout.json``), then :func:`~lmleak.probe.probing.run_probe` inside one Ray session.
+    """``lmleak probe run``: read the subjects (the first ``settings.limit``), the user templates and
+    budgets (:func:`~lmleak.probe.templates.templates_and_budgets`), load the model and its control
+    users (``holdout.json``), then :func:`~lmleak.probe.probing.run_probe` inside one Ray session.
 
-    ``targets`` is the comma list of ``--targets`` (:func:`parse_targets`); ``probe_options`` are the
-    other keywords of :func:`~lmleak.probe.probing.run_probe` (``level``, ``k``, ``beams``, ...); a
-    ``level`` of None is picked by :func:`choose_level`, and a level with no eligible subject is
-    reported through ``warn`` (default: ``progress``).
+    A ``level`` of None is picked by :func:`choose_level`, and a level with no eligible subject is
+    reported through ``warn`` (default: ``progress``); both before the model loads.
     Returns the summary ``run_probe`` wrote.
     """
-    subj = read_subjects(subjects)[:limit]
-    tpl, budgets = templates_and_budgets(template_file, max_new)
-    level, warning = choose_level(subj, probe_options.pop("level", None), parse_targets(targets))
+    subj = read_subjects(subjects)[: settings.limit]
+    tpl, budgets = templates_and_budgets(settings.template_file, settings.max_new_tokens)
+    level, warning = choose_level(subj, settings.level, settings.targets)
     if warning:
         (warn or progress)(warning)
-    probe_options["level"] = level
     m = load_model(model)
     controls = control_users(model)
     progress(f"probing {plural(len(subj), 'subject')} of {m.name}")
@@ -213,13 +142,12 @@ def probe_files(
             m,
             subj,
             out_dir,
-            targets=parse_targets(targets),
+            replace(settings, level=level),
             templates=tpl,
             budgets=budgets,
             controls=controls,
             engine=engine,
             model_spec=ModelSpec(model),
-            **probe_options,
         )
 
 
@@ -242,21 +170,14 @@ def softprompt_files(
     model: str,
     subjects: str | Path,
     out_dir: str | Path,
+    settings: SoftPromptSettings = SoftPromptSettings(),  # noqa: B008 - frozen, so shared safely
     *,
-    target: str = "phone",
     transfer_to: str | None = None,
-    **softprompt_options: Any,
 ) -> dict[str, Any]:
     """``lmleak probe softprompt``: read the subjects, load the model (and the ``transfer_to`` model),
-    then :func:`~lmleak.probe.softprompt.run_softprompt` (``softprompt_options``: its other keywords)."""
+    then :func:`~lmleak.probe.softprompt.run_softprompt`."""
     subj = read_subjects(subjects)
     m = load_model(model)
-    target_type = parse_targets(target)[0]
     return run_softprompt(
-        m,
-        subj,
-        out_dir,
-        target=target_type,
-        transfer=load_model(transfer_to) if transfer_to else None,
-        **softprompt_options,
+        m, subj, out_dir, settings, transfer=load_model(transfer_to) if transfer_to else None
     )

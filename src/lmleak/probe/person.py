@@ -52,6 +52,7 @@ from lmleak.probe.madeup import (  # moved there (issue 32: probing builds made-
 )
 from lmleak.probe.metrics import exact_match
 from lmleak.probe.probing import run_probe
+from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.templates import Probe, build_probes
 
 #: an item whose rank p-value is at most this (and that was not written out) is "singled out"
@@ -272,10 +273,11 @@ def subject_answers(model: Any, subject: dict[str, Any], *, templates: int = 5, 
 
     targets, level = probe_plan(subject)
     with tempfile.TemporaryDirectory() as td:
-        run_probe(  # no figures: the folder is thrown away
-            model, [subject], td, targets=targets, level=level, k=templates, beams=beams,
+        settings = ProbeSettings(  # no figures: the folder is thrown away
+            targets=targets, level=level, templates=templates, beams=beams,
             likelihood=False, figures=False, made_up=False,  # the page has its own made-up people
         )  # fmt: skip
+        run_probe(model, [subject], td, settings)
         path = Path(td) / "generations.parquet"
         rows = pd.read_parquet(path) if path.exists() else None
     return rows if rows is not None and len(rows) else None

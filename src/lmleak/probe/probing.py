@@ -1,10 +1,14 @@
 """One probing run (paper 003 §4.2): likelihoods vs null, generation, summary with KART scenario."""
 
+# long: the run, its two passes and the level choice (choose_level, which run_probe applies when the
+# settings name no level) read the same settings and loaded inputs; split by pass when it grows
+
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -32,13 +36,12 @@ from lmleak.probe.people import (
     membership_of,
     people_counts,
 )
-from lmleak.probe.templates import Probe, build_probes, max_new_tokens
+from lmleak.probe.settings import DEFAULT_TARGETS, ProbeSettings
+from lmleak.probe.templates import LEVELS, Probe, build_probes, max_new_tokens, templates_and_budgets
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
 from lmleak.shards import ModelWork, ShardEngine, Shipped, fingerprint_of, run_rows
 from lmleak.words import plural
-
-DEFAULT_TARGETS = ("phone", "email", "address")
 
 
 def collect_probes(
@@ -53,6 +56,68 @@ def collect_probes(
     for s in subjects:
         out.extend(build_probes(s, target_type, level=level, k=k, templates=templates))
     return out
+
+
+#: the association levels in the order a level is picked when none is given: the paper's triplet,
+#: then the level that asks for fewer items, then the one that asks for more
+LEVEL_ORDER = ("triplet", "twin", "quadruplet")
+
+
+def eligible_by_level(
+    subjects: list[dict[str, Any]], targets: tuple[str, ...] = DEFAULT_TARGETS
+) -> dict[str, int]:
+    """How many subjects each association level can probe (at least one target type with the items
+    the level needs beside the name: 0 more at twin, 1 at triplet, 2 at quadruplet).
+
+    Example:
+        >>> eligible_by_level([{"name": "Ann", "email": "a@example.org", "phone": "201-555-0100"},
+        ...                    {"name": "Bob", "email": "b@example.org"}])
+        {'triplet': 1, 'twin': 2, 'quadruplet': 0}
+    """
+    return {
+        level: sum(1 for s in subjects if any(build_probes(s, t, level=level, k=1) for t in targets))
+        for level in LEVEL_ORDER
+        if level in LEVELS
+    }
+
+
+def choose_level(
+    subjects: list[dict[str, Any]], level: str | None, targets: tuple[str, ...] = DEFAULT_TARGETS
+) -> tuple[str, str | None]:
+    """The level to probe at and a warning (None when there is nothing to say).
+
+    ``level`` None (left unset): triplet when any subject has one, else the first level of
+    :data:`LEVEL_ORDER` that has eligible subjects, said in the warning. A level given with no eligible
+    subject is kept (the user chose it) and the warning names the level that has them.
+
+    Example:
+        >>> pairs = [{"name": "Ann", "email": "a@example.org"}, {"name": "Bob", "email": "b@example.org"}]
+        >>> choose_level(pairs, None)[0], choose_level(pairs, "triplet")[1][:49]
+        ('twin', 'probe level triplet: no subject has the items it ')
+    """
+    counts = eligible_by_level(subjects, targets)
+    have = [lv for lv in LEVEL_ORDER if counts.get(lv)]
+    needs = "a name and at least one of phone, email, address"
+    if level is None:
+        if not have:
+            return "triplet", f"probe level: no subject has the items any level needs ({needs})"
+        if have[0] != "triplet":
+            return have[0], (
+                f"probe level: no subject has the items triplet needs; probing at {have[0]}, "
+                f"where {counts[have[0]]} of {plural(len(subjects), 'subject')} {'is' if counts[have[0]] == 1 else 'are'} eligible"
+            )
+        return "triplet", None
+    if counts.get(level):
+        return level, None
+    where = (
+        f"{have[0]} has {counts[have[0]]} eligible subjects: set the level to {have[0]}"
+        if have
+        else f"no level has any ({needs})"
+    )
+    return (
+        level,
+        f"probe level {level}: no subject has the items it needs, so nothing will be probed; {where}",
+    )
 
 
 def null_targets(probes: list[Probe], seed: int = 0) -> list[str]:
@@ -398,38 +463,36 @@ def scenario(target: str, known: tuple[str, ...], access: str) -> dict[str, Any]
         }
 
 
-# long: a public entry point: 17 parameters (14 keyword options) and their docstring; the body is ~35 lines
 @writes_run("out_dir")
+# long: 30 of its lines are the docstring (what the settings and the loaded inputs mean)
 def run_probe(
     model: Any,
     subjects: list[dict[str, Any]],
     out_dir: str | Path | None,
+    settings: ProbeSettings = ProbeSettings(),  # noqa: B008 - frozen, so shared safely
     *,
-    targets: tuple[str, ...] = DEFAULT_TARGETS,
-    level: str = "triplet",
-    k: int | None = 5,
-    beams: int = 3,
-    samples: int = 0,
-    generate: bool = True,
-    likelihood: bool | None = None,
     templates: dict | None = None,
-    seed: int = 0,
-    figures: bool = True,
     budgets: dict[str, int] | None = None,
     controls: Collection[str] | None = None,
     engine: ShardEngine | None = None,
     model_spec: Any = None,
-    made_up: bool | None = None,
 ) -> dict[str, Any]:
     """Probe every subject for every target type; write likelihoods/generations parquet + summary.json.
 
-    ``likelihood=None`` scores when the model grants SCORE and skips otherwise; ``True`` on a
-    generation-only model raises :class:`CapabilityError`. ``controls``: user ids the model never saw
-    (``holdout.json``); subjects of those users are reported apart, as controls, beside the members
-    (:func:`compare_groups`, summary key ``groups``). ``engine`` of kind ``"ray"`` shards the
-    likelihood and generation passes over Ray actors (each loads ``model_spec``, or receives
-    ``model`` pickled when it is None); the rows are the local engine's (same shards, same order).
-    It needs ``out_dir`` (the shards live in ``out_dir/passes``).
+    ``settings`` (:class:`~lmleak.probe.settings.ProbeSettings`) says what is probed and how: its
+    ``limit`` first subjects; ``level`` None picks the level the subjects have
+    (:func:`choose_level`, silently: a caller that warns calls it first); ``likelihood=None``
+    scores when the model grants SCORE and skips otherwise (``True`` on a generation-only model
+    raises :class:`CapabilityError`). ``templates`` and ``budgets``, the loaded user templates and
+    generation budgets, default to those of the settings' ``template_file`` and ``max_new_tokens``
+    (:func:`~lmleak.probe.templates.templates_and_budgets`) when neither is given.
+
+    ``controls``: user ids the model never saw (``holdout.json``); subjects of those users are
+    reported apart, as controls, beside the members (:func:`compare_groups`, summary key
+    ``groups``). ``engine`` of kind ``"ray"`` shards the likelihood and generation passes over Ray
+    actors (each loads ``model_spec``, or receives ``model`` pickled when it is None); the rows are
+    the local engine's (same shards, same order). It needs ``out_dir`` (the shards live in
+    ``out_dir/passes``).
 
     Issue 32: the probed people are counted by person, not by subject row (``people``,
     :func:`lmleak.probe.people.people_counts`; a third party is never a member); without controls
@@ -441,30 +504,28 @@ def run_probe(
     """
     if engine is not None and engine.kind == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
+    subjects = subjects[: settings.limit]
+    if templates is None and budgets is None:
+        templates, budgets = templates_and_budgets(settings.template_file, settings.max_new_tokens)
     caps: frozenset[Any] = getattr(model, "capabilities", frozenset())
-    if likelihood is None:
-        likelihood = Capability.SCORE in caps
-    opts: dict[str, Any] = {
-        "level": level,
-        "k": k,
-        "templates": templates,
-        "likelihood": likelihood,
-        "generate": generate,
-        "pass_opts": {"seed": seed, "engine": engine, "model_spec": model_spec},
-        "gen_opts": {"beams": beams, "samples": samples, "budgets": budgets},
-    }
+    s = replace(
+        settings,
+        level=settings.level or choose_level(subjects, None, settings.targets)[0],
+        likelihood=Capability.SCORE in caps if settings.likelihood is None else settings.likelihood,
+    )
+    loaded = _Loaded(templates, budgets, engine, model_spec)
     passes = None if out_dir is None else Path(out_dir) / "passes"
-    lrows, grows, per_type = _probe_targets(model, subjects, targets, passes=passes, **opts)
+    lrows, grows, per_type = _probe_targets(model, subjects, s, loaded, passes)
     summary: dict[str, Any] = {
         "attack": "propile",
         "model": getattr(model, "name", str(model)),
         **scoring_convention(model),
-        "level": level,
-        "templates": k,
-        "beams": beams,
-        "samples": samples,
+        "level": s.level,
+        "templates": s.templates,
+        "beams": s.beams,
+        "samples": s.samples,
         "subjects": len(subjects),
-        "max_new_tokens": {t: max_new_tokens(t, budgets) for t in targets},
+        "max_new_tokens": {t: max_new_tokens(t, budgets) for t in s.targets},
         "targets": per_type,
     }
     summary["scenario"] = next((v["scenario"] for v in per_type.values() if "scenario" in v), None)
@@ -475,13 +536,20 @@ def run_probe(
         add_group_intervals(summary["groups"], summary.pop("exact_match_ci_by_group", {}))
     if grows:  # issue 28: a pooled rate can hide the names the model leaks (or the probe misses)
         summary["by_shape"] = exact_match_by_shape(grows, subjects, set(controls or ()))
-    made_rows = _people_and_nulls(
-        summary, model, subjects, (lrows, grows), controls, made_up, targets, opts, passes
-    )
+    made_rows = _people_and_nulls(summary, model, subjects, (lrows, grows), controls, s, loaded, passes)
     if out_dir is not None:  # generations first: the summary is written last
         _write_people_columns(secure_dir(out_dir), grows, membership_of(subjects, controls), made_rows)
-        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=figures, model=model)
+        _write_probe_run(out_dir, lrows, grows, per_type, summary, figures=s.figures, model=model)
     return summary
+
+
+class _Loaded(NamedTuple):
+    """What :func:`run_probe` was given beside its settings, passed on to every pass."""
+
+    templates: dict | None
+    budgets: dict[str, int] | None
+    engine: ShardEngine | None
+    model_spec: Any
 
 
 def _people_and_nulls(
@@ -490,9 +558,8 @@ def _people_and_nulls(
     subjects: list[dict[str, Any]],
     rows: tuple[list[dict[str, Any]], list[dict[str, Any]]],
     controls: Collection[str] | None,
-    made_up: bool | None,
-    targets: tuple[str, ...],
-    opts: dict[str, Any],
+    s: ProbeSettings,
+    loaded: _Loaded,
     passes: Path | None,
 ) -> list[dict[str, Any]] | None:
     """Issue 32 into ``summary``: the people counts, the made-up people's pass (when asked, or by
@@ -505,10 +572,10 @@ def _people_and_nulls(
     summary["people_probed"] = people["people_probed"]
     made_lrows: list[dict[str, Any]] = []
     made_grows: list[dict[str, Any]] | None = None
-    if (made_up is None and people["controls"] == 0 and (lrows or grows)) or made_up:
-        fake = made_up_subjects(subjects, seed=int(opts["pass_opts"]["seed"]))
+    if (s.made_up is None and people["controls"] == 0 and (lrows or grows)) or s.made_up:
+        fake = made_up_subjects(subjects, seed=s.seed)
         where = None if passes is None else passes / "made-up"
-        made_lrows, made_grows, _ = _probe_targets(model, fake, targets, passes=where, **opts)
+        made_lrows, made_grows, _ = _probe_targets(model, fake, s, loaded, where)
         summary["made_up_controls"] = made_up_summary(
             overall_metrics(lrows, grows),
             overall_metrics(made_lrows, made_grows),
@@ -520,7 +587,7 @@ def _people_and_nulls(
             summary[f"{key}_made_up"] = summary["made_up_controls"][key]
     if grows:
         summary.update(exact_match_excess(grows, who, made_up_rows=made_grows))
-        if "email" in targets:
+        if "email" in s.targets:
             summary["name_guess_baseline"] = name_guess_baseline(subjects, grows)
     return made_grows
 
@@ -550,36 +617,28 @@ def _write_people_columns(
 
 
 def _probe_targets(
-    model: Any,
-    subjects: list[dict[str, Any]],
-    targets: tuple[str, ...],
-    *,
-    level: str,
-    k: int | None,
-    templates: dict | None,
-    likelihood: bool,
-    generate: bool,
-    passes: Path | None,
-    pass_opts: dict[str, Any],
-    gen_opts: dict[str, Any],
+    model: Any, subjects: list[dict[str, Any]], s: ProbeSettings, loaded: _Loaded, passes: Path | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, Any]]:
-    """The likelihood rows, generation rows and per-type summary entries of every target type."""
+    """The likelihood rows, generation rows and per-type summary entries of every target type
+    (``s``: the settings with the level and ``likelihood`` resolved)."""
     lrows: list[dict[str, Any]] = []
     grows: list[dict[str, Any]] = []
     per_type: dict[str, Any] = {}
-    for t in targets:
-        probes = collect_probes(subjects, t, level=level, k=k, templates=templates)
+    shards = {"seed": s.seed, "engine": loaded.engine, "model_spec": loaded.model_spec}
+    for t in s.targets:
+        assert s.level is not None  # resolved by run_probe
+        probes = collect_probes(subjects, t, level=s.level, k=s.templates, templates=loaded.templates)
         if not probes:
-            per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {level} level"}
+            per_type[t] = {"subjects": 0, "note": f"no subject has the items needed at {s.level} level"}
             continue
         entry: dict[str, Any] = {
             "prompts": len(probes),
-            "scenario": scenario(t, probes[0].known, "scores" if likelihood else "generation"),
+            "scenario": scenario(t, probes[0].known, "scores" if s.likelihood else "generation"),
         }
-        if likelihood:
-            lrows.extend(_likelihood_pass(model, probes, t, entry, passes, **pass_opts))
-        if generate:
-            grows.extend(_generation_pass(model, probes, t, entry, passes, **gen_opts, **pass_opts))
+        if s.likelihood:
+            lrows.extend(_likelihood_pass(model, probes, t, entry, passes, **shards))
+        if s.generate:
+            grows.extend(_generation_pass(model, probes, t, entry, passes, s, loaded))
         per_type[t] = entry
     return lrows, grows, per_type
 
@@ -620,13 +679,20 @@ def _generation_pass(
     t: str,
     entry: dict[str, Any],
     passes: Path | None,
-    **opts: Any,
+    s: ProbeSettings,
+    loaded: _Loaded,
 ) -> list[dict[str, Any]]:
     """The generation rows of one target type; their summary goes into ``entry``."""
     import pandas as pd
 
     rows = generate_probes(
-        model, probes, work_dir=None if passes is None else passes / f"generate-{t}", **opts
+        model,
+        probes,
+        s,
+        budgets=loaded.budgets,
+        work_dir=None if passes is None else passes / f"generate-{t}",
+        engine=loaded.engine,
+        model_spec=loaded.model_spec,
     )
     entry.update(summarize_generations(pd.DataFrame(rows)))
     return rows

@@ -19,6 +19,7 @@ from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.likelihood import eq2_eq4, split_prompt, target_likelihoods
 from lmleak.probe.metrics import exact_match
 from lmleak.probe.probing import collect_probes, scenario
+from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.probe.templates import TYPE_WORDS, Probe, max_new_tokens
 from lmleak.runs import atomic_write_json, secure_dir, write_summary, writes_run
 
@@ -224,49 +225,42 @@ def run_softprompt(
     model: Any,
     subjects: list[dict[str, Any]],
     out_dir: Any,
+    settings: SoftPromptSettings = SoftPromptSettings(),  # noqa: B008 - frozen, so shared safely
     *,
-    target: str = "phone",
-    level: str = "quadruplet",
-    n_train: int = 64,
-    length: int = 20,
-    init: str = "word",
-    epochs: int = 50,
-    lr: float = 0.005,
-    seed: int = 0,
     transfer: Any | None = None,
-    max_eval: int | None = None,
 ) -> dict[str, Any]:
-    """Train on ``n_train`` subjects, evaluate on the disjoint rest (A.4): the first template (1-shot),
-    hard prompt vs soft prompt; optionally the projected hard-token prompt on another model (Table 1)."""
-
-    probes = collect_probes(subjects, target, level=level, k=1)
-    if len(probes) < n_train + 2:
+    """Train on ``settings.train_subjects`` subjects, evaluate on the disjoint rest (A.4, at most
+    ``max_eval``): the first template (1-shot), hard prompt vs soft prompt; optionally the projected
+    hard-token prompt on another model, ``transfer`` (Table 1)."""
+    s = settings
+    probes = collect_probes(subjects, s.target, level=s.level, k=1)
+    if len(probes) < s.train_subjects + 2:
         raise InputError(
-            f"soft prompts need more than {n_train} subjects with {target} at {level} level; "
+            f"soft prompts need more than {s.train_subjects} subjects with {s.target} at {s.level} level; "
             f"found {len(probes)}. Lower --train-subjects or the level."
         )
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(s.seed)
     order = rng.permutation(len(probes))
-    train = [probes[i] for i in order[:n_train]]
-    ev = [probes[i] for i in order[n_train:]][:max_eval]
-    res = train_soft_prompt(model, train, length=length, init=init, epochs=epochs, lr=lr, seed=seed)
+    train = [probes[i] for i in order[: s.train_subjects]]
+    ev = [probes[i] for i in order[s.train_subjects :]][: s.max_eval]
+    res = train_soft_prompt(model, train, length=s.length, init=s.init, epochs=s.epochs, lr=s.lr, seed=s.seed)
     summary: dict[str, Any] = {
         "attack": "propile_softprompt",
         "model": getattr(model, "name", ""),
         **scoring_convention(model),
-        "target": target,
-        "level": level,
+        "target": s.target,
+        "level": s.level,
         "train_subjects": len(train),
         "eval_subjects": len(ev),
-        "length": length,
-        "init": init,
-        "epochs": epochs,
-        "lr": lr,
+        "length": s.length,
+        "init": s.init,
+        "epochs": s.epochs,
+        "lr": s.lr,
         "best_epoch": res.best_epoch,
         "hard": evaluate(model, None, ev),
         "soft": evaluate(model, res.prompt, ev),
         "history": res.history,
-        "scenario": scenario(target, ev[0].known, "weights"),
+        "scenario": scenario(s.target, ev[0].known, "weights"),
     }
     ids, text = project_to_tokens(model, res.prompt)
     summary["projected_prompt"] = text
@@ -299,7 +293,7 @@ def _transfer_eval(transfer: Any, ev: list[Probe], text: str) -> dict[str, Any]:
     flat = [(i, p.prompt, t) for i, p in enumerate(moved) for t in p.targets]
     scored, _, _ = target_likelihoods(transfer, [x for _, x, _ in flat], [t for _, _, t in flat])
     lik = _best_per_probe(scored, [i for i, _, _ in flat], len(moved))
-    rows = generate_probes(transfer, moved, beams=1)
+    rows = generate_probes(transfer, moved, ProbeSettings(beams=1))
     return {
         "model": getattr(transfer, "name", ""),
         **scoring_convention(transfer),

@@ -8,6 +8,7 @@ from typing import Any
 
 from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.probing import collect_probes
+from lmleak.probe.settings import ProbeSettings
 from lmleak.runs import secure_dir, write_parquet, write_summary
 
 
@@ -35,7 +36,7 @@ def sweep(
     out: list[dict[str, Any]] = []
     for name, model in models.items():
         probes = collect_probes(subjects, target, level=base_level, k=max(templates))
-        rows = generate_probes(model, probes, beams=base_beams)
+        rows = generate_probes(model, probes, ProbeSettings(beams=base_beams))
         for k in templates:
             out.append(
                 {
@@ -50,12 +51,14 @@ def sweep(
                 rows
                 if lv == base_level
                 else generate_probes(
-                    model, collect_probes(subjects, target, level=lv, k=max(templates)), beams=base_beams
+                    model,
+                    collect_probes(subjects, target, level=lv, k=max(templates)),
+                    ProbeSettings(beams=base_beams),
                 )
             )
             out.append({"model": name, "axis": "level", "value": lv, "exact_match_rate": _rate(r)})
         for b in beams:
-            r = rows if b == base_beams else generate_probes(model, probes, beams=b)
+            r = rows if b == base_beams else generate_probes(model, probes, ProbeSettings(beams=b))
             out.append({"model": name, "axis": "beams", "value": b, "exact_match_rate": _rate(r)})
     return out
 
