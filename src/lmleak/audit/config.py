@@ -22,10 +22,10 @@ from lmleak.attacks.mia_methods import parse_methods
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
-from lmleak.pii.policies import POLICY_NAMES
 from lmleak.render.verdict import PROFILES
-from lmleak.report.metrics import DEFAULT_KS
+from lmleak.report.leakage import ReportSettings
 from lmleak.safe_yaml import load_yaml_file
+from lmleak.settings import Settings, convert
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -120,20 +120,6 @@ class CorpusSpec:
 class ModelSpec:
     name: str
     path: str
-
-
-@dataclass(frozen=True, slots=True)
-class ReportSpec:
-    k: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
-    t: float = 1.0
-    p: int = 5
-    public_context_tokens: int | None = None  # None: the ledger's window overlap, at most 128
-    public_occurrences: int = 8
-    pii_policy: str | None = "regex"
-    min_tokens: int = 5
-    # the PII kinds the leaked-PII headline counts (None: the person-identifying ones,
-    # lmleak.report.null.HEADLINE_PII_TYPES; dates and bare numbers are counted, not headlined)
-    headline_pii_types: list[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,7 +220,7 @@ class ExtractSpec:
 
 @dataclass(frozen=True, slots=True)
 class AnalysesSpec:
-    report: ReportSpec | None = None
+    report: ReportSettings | None = None
     exposure: ExposureSpec | None = None
     mia: MiaSpec | None = None
     membership: MembershipSpec | None = None  # with mia: its methods; alone: mia with defaults
@@ -342,6 +328,8 @@ def _build(cls: type, data: Any, where: str, path: str | None) -> Any:
 def _convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     target = args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
+    if isinstance(target, type) and issubclass(target, Settings):
+        return convert(value, tp, name, path)  # an analysis's settings (issue 34): lmleak.settings
     if isinstance(target, type) and dataclasses.is_dataclass(target):
         if value is None and target is not tp:
             return None
@@ -415,14 +403,6 @@ def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
                 field="analyses.probe.templates",
                 hint="give an int, 'mined', or a templates YAML file",
             )
-    report = cfg.analyses.report
-    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
-        raise ConfigError(
-            f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
-            path=path,
-            field="analyses.report.pii_policy",
-            hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns",
-        )
     if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
         raise ConfigError(
             f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
@@ -434,12 +414,6 @@ def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
 
 #: (field, smallest allowed value) for every numeric option; None values (optional) are not checked.
 RANGES: dict[str, tuple[str, float]] = {
-    "analyses.report.k": ("each k >= 1 (top-k of the tab attack)", 1),
-    "analyses.report.t": ("t >= 0 (a ratio of perplexities)", 0),
-    "analyses.report.p": ("p >= 0 (a user count)", 0),
-    "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
-    "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
-    "analyses.report.min_tokens": ("min_tokens >= 1", 1),
     "analyses.mia.group_size": ("group_size >= 0 (0: no group attack)", 0),
     "analyses.mia.num_per_side": ("num_per_side >= 2 (texts per side)", 2),
     "analyses.mia.n_boot": ("n_boot >= 1 (bootstrap replicates)", 1),
@@ -634,4 +608,8 @@ def load_config(path: str | Path) -> AuditConfig:
 def to_dict(cfg: AuditConfig) -> dict[str, Any]:
     d = dataclasses.asdict(cfg)
     d.pop("base_dir", None)
+    for f in dataclasses.fields(cfg.analyses):  # an analysis's settings: its YAML keys (issue 34)
+        section = getattr(cfg.analyses, f.name)
+        if isinstance(section, Settings):
+            d["analyses"][f.name] = section.to_dict()
     return d
