@@ -162,6 +162,11 @@ class ReportSettings(Settings):
             raise ConfigError("--redact-key-file needs --redact", field="redact_key_file")
 
     @property
+    def headline_kinds(self) -> tuple[str, ...]:
+        """``headline_pii_types``, never None (:meth:`check` gave a YAML ``null`` the default)."""
+        return self.headline_pii_types or HEADLINE_PII_TYPES
+
+    @property
     def ks(self) -> tuple[int, ...]:
         """``k`` (its name before issue 34)."""
         return self.k
@@ -222,7 +227,7 @@ def analyse(
         pii_detector=get_policy(config.pii_policy) if config.pii_policy else None,
     )
     add_owner_columns(
-        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_pii_types
+        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_kinds
     )
     has_public = public_model is not None
     by_k = {
@@ -250,9 +255,7 @@ def _metrics_of_k(
     if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
         curated = part["perplexity_ratio"].to_numpy(dtype=float) >= config.t if has_public else None
         m.update(
-            null_keys(
-                part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_pii_types
-            )
+            null_keys(part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_kinds)
         )
     return m
 
@@ -579,7 +582,7 @@ def _summary(
         "ks": [int(k) for k in config.k],
         **{key: head[key] for key in _HEAD_KEYS},
         **{key: head[key] for key in _NULL_KEYS if key in head},
-        "headline_pii_types": list(config.headline_pii_types),
+        "headline_pii_types": list(config.headline_kinds),
         "min_tokens": config.min_tokens,
         "pii_policy": config.pii_policy,
         "public_context_tokens": public_context(config, ledger),
