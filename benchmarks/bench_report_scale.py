@@ -95,7 +95,7 @@ def main() -> int:
     print(f"train_seconds: {time.perf_counter() - t:.1f}")
     model = load_model(work / "model")
     public = CountingPublic(load_model(work / "public"))
-    report_cfg = ReportConfig(ks=(1, 3))
+    report_cfg = ReportConfig(k=(1, 3))
 
     run = work / "run"
     t = time.perf_counter()

@@ -16,8 +16,8 @@ Rules this module keeps:
   :func:`lmleak.attacks.membership.run_membership`, :func:`lmleak.probe.probing.run_probe`,
   :func:`lmleak.audit.runner.run_audit`) and wraps what it wrote; no metric is computed here;
 - options come in one frozen dataclass per analysis (:class:`ExposureOptions`,
-  :class:`MembershipOptions`, :class:`ProbeOptions`; the report keeps its
-  :class:`~lmleak.report.leakage.ReportConfig`), never as twenty keyword arguments;
+  :class:`MembershipOptions`, :class:`ProbeOptions`; the report's is
+  :class:`~lmleak.report.leakage.ReportSettings`, also named ``ReportConfig``), never as twenty keyword arguments;
 - a result's fields are pinned by ``tests/test_public_api.py``: add beside them, rename none.
 
 Example (the fake model memorises the corpus it is given, so it leaks; no torch model is trained)::
@@ -273,7 +273,8 @@ def run_report(
         model: the audited model (:func:`lmleak.load_model`; SCORE access, or a top-k black box).
         corpus: its training data (:func:`lmleak.load_corpus`).
         out_dir: the run directory (created owner-only; refused when another run holds its lock).
-        config: the report's settings (:class:`~lmleak.report.leakage.ReportConfig`; None: its defaults).
+        config: the report's settings (:class:`~lmleak.report.leakage.ReportSettings`, the options of
+            ``lmleak report`` and the audit's ``analyses.report``; None: its defaults).
         public_model: a loaded model or a model spec the public reference is read from,
             ``"leave-out"`` (retrain without the owners of unique sequences), ``"base"`` (the base a
             fine-tune recorded) or None (no leakage ε).

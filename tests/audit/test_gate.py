@@ -62,7 +62,7 @@ def test_the_gate_checks_every_k_and_its_verdict_does_not_depend_on_their_order(
     verdicts = []
     for order in ((1, 3), (3, 1)):
         run = tmp_path / f"run-{order[0]}"
-        summary = run_report(model, corpus, run, ReportConfig(ks=order))
+        summary = run_report(model, corpus, run, ReportConfig(k=order))
         by_k = {k: summary["by_k"][str(k)]["unique_sequences"] for k in order}
         limit = min(by_k.values())  # passes at one k, fails at the other when they differ
         checks = check_gate(run, {"unique_sequences": limit})

@@ -38,7 +38,7 @@ def test_a_query_on_a_column_this_run_left_empty_warns_with_what_fills_it(tmp_pa
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
     model = FakeLM.from_texts(texts, order=2)
     run = tmp_path / "run"
-    run_report(model, corpus, run, ReportConfig(ks=(1,)))
+    run_report(model, corpus, run, ReportConfig(k=(1,)))
     sql = "SELECT text FROM sequences ORDER BY perplexity_ratio DESC LIMIT 3"
     (warning,) = empty_columns(run, sql)
     n = int(pd.read_parquet(run / "sequences.parquet")["perplexity_ratio"].isna().sum())
@@ -56,7 +56,7 @@ def test_a_query_on_a_column_this_run_left_empty_warns_with_what_fills_it(tmp_pa
         model,
         corpus,
         tmp_path / "pub",
-        ReportConfig(ks=(1,)),
+        ReportConfig(k=(1,)),
         public_model=FakeLM.from_texts(texts[:4], order=1),
     )
     assert public["public_model"] is not None and empty_columns(tmp_path / "pub", sql) == []

@@ -134,18 +134,18 @@ def test_a_small_gpt_leaks_more_unique_sequences_with_epochs_and_the_canary(tmp_
     run = tmp_path / "run"
     if with_trainer:
         summary = run_report(
-            model, corpus, run, ReportConfig(ks=(3,)), public_model="leave-out", model_dir=model_dir
+            model, corpus, run, ReportConfig(k=(3,)), public_model="leave-out", model_dir=model_dir
         )
     else:
         from lmleak.ledger.ledger import build_ledger
         from lmleak.report.leakage import analyse, build_index, unique_owners
 
         ledger = build_ledger(model, corpus, tmp_path / "probe")
-        seqs0, _, _ = analyse(ledger, build_index(ledger), model.tokenizer, ReportConfig(ks=(3,)))
+        seqs0, _, _ = analyse(ledger, build_index(ledger), model.tokenizer, ReportConfig(k=(3,)))
         owners = unique_owners(seqs0)
         leave_dir = _local_train(corpus.without_users(owners), tmp_path / "leave-out", EPOCHS)
         summary = run_report(
-            model, corpus, run, ReportConfig(ks=(3,)), public_model=load_small_model(leave_dir)
+            model, corpus, run, ReportConfig(k=(3,)), public_model=load_small_model(leave_dir)
         )
     seqs = pd.read_parquet(run / "sequences.parquet")
     # the canary's secret digits (only its 25 repetitions teach them) are predicted in S (top-3:

@@ -30,7 +30,7 @@ def _corpus() -> Corpus:
 
 
 def test_local_engine_gives_the_report_of_run_report(tmp_path):
-    lm, cfg = FakeLM.from_texts(TEXTS), ReportConfig(ks=(1, 2))
+    lm, cfg = FakeLM.from_texts(TEXTS), ReportConfig(k=(1, 2))
     run = run_leakage_report(lm, _corpus(), tmp_path / "a", cfg, model="fake-not-a-dir")
     direct = run_report(FakeLM.from_texts(TEXTS), _corpus(), tmp_path / "b", cfg)
     assert run.engine == "local" and run.out_dir == tmp_path / "a"
@@ -59,12 +59,43 @@ def test_leakage_report_from_files_loads_the_spec_and_the_file_like_run_leakage_
     from lmleak.report.engine import leakage_report_from_files
 
     path = _corpus().write_jsonl(tmp_path / "corpus.jsonl")
-    spec, cfg = f"fake:{path}", ReportConfig(ks=(1,))
+    spec, cfg = f"fake:{path}", ReportConfig(k=(1,))
     said: list[str] = []
-    got = leakage_report_from_files(spec, path, tmp_path / "a", cfg, api_top_k=1, progress=said.append)
+    top1 = LedgerEngine(api_top_k=1)
+    got = leakage_report_from_files(spec, path, tmp_path / "a", cfg, engine=top1, progress=said.append)
     lm = ModelSpec(spec, api_top_k=1).load()
-    want = run_leakage_report(lm, load_corpus(path), tmp_path / "b", cfg, model=spec, api_top_k=1)
+    want = run_leakage_report(lm, load_corpus(path), tmp_path / "b", cfg, model=spec, engine=top1)
     assert got.summary["by_k"] == want.summary["by_k"] and got.out_dir == tmp_path / "a"
     assert said == [f"report: 4 documents, model {lm.name}, k=[1], engine local"]
     with pytest.raises(ConfigError, match="unknown engine"):
         leakage_report_from_files(spec, path, tmp_path / "c", cfg, engine=LedgerEngine("nope"))
+
+
+def test_the_standalone_report_on_a_dp_model_writes_what_the_audit_writes(tmp_path):
+    """Issue 34: `lmleak report` on a DP model wrote neither users.parquet nor the privacy unit; it
+    now writes users.parquet beside the report (the audit's users_of_model over the same stage files)
+    and the summary's privacy record and KART A factor from the model's privacy.json."""
+    import pandas as pd
+
+    from lmleak.report.users import users_of_model
+    from lmleak.scenarios.describe import anonymization_of
+
+    model_dir = tmp_path / "dp-model"
+    model_dir.mkdir()
+    privacy = {"mode": "dp", "epsilon": 2.9, "delta": 1e-5, "privacy_unit": "user", "sampler": "poisson"}
+    (model_dir / "privacy.json").write_text(json.dumps(privacy))
+    run = run_leakage_report(
+        FakeLM.from_texts(TEXTS), _corpus(), tmp_path / "run", ReportConfig(k=(1,)), model=str(model_dir)
+    )
+    assert run.summary["privacy"] == {
+        "mode": "dp", "dp_epsilon": 2.9, "dp_delta": 1e-5, "privacy_unit": "user", "sampler": "poisson",
+    }  # fmt: skip
+    assert run.summary["scenario"]["anonymization"] == anonymization_of(model_dir) == "dp[user]:2.9"
+    users = pd.read_parquet(tmp_path / "run" / "users.parquet")
+    assert sorted(users["user_id"]) == ["u0", "u1", "u2"]  # every user of the corpus a row
+    audit = users_of_model(
+        tmp_path / "audit", {"report": tmp_path / "run"}, corpus=_corpus(), model_dir=model_dir
+    )
+    assert audit is not None and pd.read_parquet(tmp_path / "audit" / "users.parquet").equals(users)
+    plain = run_report(FakeLM.from_texts(TEXTS), _corpus(), tmp_path / "plain", ReportConfig(k=(1,)))
+    assert plain["privacy"] is None and plain["scenario"]["anonymization"] == "identity"

@@ -48,7 +48,7 @@ def _table1_ledger() -> tuple[Ledger, SimpleWordTokenizer]:
 
 def test_the_papers_table1_example():
     ledger, tok = _table1_ledger()
-    seqs, occ, metrics = report_from_ledger(ledger, tok, ReportConfig(ks=(1,)))
+    seqs, occ, metrics = report_from_ledger(ledger, tok, ReportConfig(k=(1,)))
     assert len(seqs) == 1 and len(occ) == 2
     row = seqs.iloc[0]
     assert row["text"] == "very much"
@@ -65,7 +65,7 @@ def test_ledger_perplexity_equals_the_model_scoring_the_same_text_given_the_same
     model = FakeLM.from_texts(texts)
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
     ledger = build_ledger(model, corpus, tmp_path)
-    seqs, occ, _ = report_from_ledger(ledger, model.tokenizer, ReportConfig(ks=(1, 2)), public_model=model)
+    seqs, occ, _ = report_from_ledger(ledger, model.tokenizer, ReportConfig(k=(1, 2)), public_model=model)
     assert len(occ) >= 3
     # scoring with the audited model itself as the "public" model reproduces the ledger values
     assert np.allclose(occ["public_perplexity"], occ["perplexity"], rtol=1e-5)
@@ -84,7 +84,7 @@ def test_unique_sequences_epsilon_and_curation_with_a_public_model(tmp_path):
     model = FakeLM.from_texts(private)
     public = FakeLM.from_texts(public_texts, name="public")
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(private)])
-    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,), t=2.0), public_model=public)
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(k=(1,), t=2.0), public_model=public)
     seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
     unique = seqs[seqs["users_in_d"] == 1]
     assert s["unique_sequences"] == len(unique) > 0
@@ -103,7 +103,7 @@ def test_the_redacted_report_holds_no_text(tmp_path):
     private = ["my secret code is 7 7 3 1 9", "the weather is nice today"]
     model = FakeLM.from_texts(private)
     corpus = Corpus([Document(f"user-{i}", f"d{i}", t) for i, t in enumerate(private)])
-    run_report(model, corpus, tmp_path, ReportConfig(ks=(1,), redact=True))
+    run_report(model, corpus, tmp_path, ReportConfig(k=(1,), redact=True))
     seqs = pd.read_parquet(tmp_path / "sequences.parquet")
     occ = pd.read_parquet(tmp_path / "occurrences.parquet")
     assert {"text", "contexts", "user_ids"}.isdisjoint(seqs.columns)
@@ -122,8 +122,8 @@ def test_the_redacted_report_holds_no_text(tmp_path):
 
 def test_the_p_filter_counts_sequences_with_few_users_in_s():
     ledger, tok = _table1_ledger()
-    _, _, m1 = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), p=1))
-    _, _, m2 = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), p=2))
+    _, _, m1 = report_from_ledger(ledger, tok, ReportConfig(k=(1,), p=1))
+    _, _, m2 = report_from_ledger(ledger, tok, ReportConfig(k=(1,), p=2))
     assert (m1["1"]["p_filtered_sequences"], m2["1"]["p_filtered_sequences"]) == (0, 1)
 
 
@@ -170,7 +170,7 @@ def test_contexts_and_texts_retokenise_to_the_ledger_tokens(tmp_path, kind):
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
     ledger = build_ledger(model, corpus, tmp_path / "run")
     _, occ, _ = report_from_ledger(
-        ledger, model.tokenizer, ReportConfig(ks=(40,), public_scope="all"), public_model=model
+        ledger, model.tokenizer, ReportConfig(k=(40,), public_scope="all"), public_model=model
     )
     assert len(occ) > 0
     assert np.allclose(occ["perplexity_ratio"], 1.0, rtol=1e-4)

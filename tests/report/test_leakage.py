@@ -36,7 +36,7 @@ def test_unique_owners_are_the_users_of_sequences_with_one_user_in_d():
 
 
 def test_the_summary_is_the_first_k_of_by_k_and_is_what_the_run_holds(corpus, model, tmp_path):
-    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(2, 1), pii_policy=None))
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(k=(2, 1), pii_policy=None))
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert saved.pop("schema_version") and saved.pop("lmleak_version")
     assert json.loads(json.dumps(s)) == saved  # the returned summary is the file
@@ -85,7 +85,7 @@ def test_the_leak_counts_get_a_bootstrap_interval_over_the_users_of_the_corpus(c
 
     from lmleak.intervals import bootstrap_sum_interval, count_interval
 
-    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,), pii_policy="regex"))
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(k=(1,), pii_policy="regex"))
     seqs = pd.read_parquet(tmp_path / "run" / "sequences.parquet")
     unique = seqs[seqs["users_in_d"] == 1]
     # the unique sequences per user, counted from the written table (u1, u2, u3 in order)

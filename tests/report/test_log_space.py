@@ -46,7 +46,7 @@ def test_a_ratio_that_overflows_a_float_is_the_maximum_not_dropped():
     # per word: (logprob - public_logprob) / 2 words. "secret one": (-1 + 1601) / 2 = 800, a ratio of
     # e^800 that overflows a float64; "secret two": (-1 + 5) / 2 = 2; "common words": (-1 + 3) / 2 = 1
     public = ScriptedPublic({"secret one": -1601.0, "secret two": -5.0, "common words": -3.0})
-    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,)), public_model=public)
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,)), public_model=public)
     m = by_k["1"]
     assert m["log_leakage_epsilon"] == 800.0
     assert m["leakage_epsilon"] is None  # e^800 does not fit: the log value stands beside it
@@ -65,7 +65,7 @@ def test_a_ratio_that_overflows_a_float_is_the_maximum_not_dropped():
 def test_log_ratio_columns_equal_a_hand_computation():
     ledger, tok = _ledger(-0.5)
     public = ScriptedPublic({"secret one": -7.0, "secret two": -5.0, "common words": -3.0})
-    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,)), public_model=public)
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,)), public_model=public)
     row = seqs.set_index("text").loc["secret one"]
     assert row["logprob"] == -1.0 and row["public_logprob"] == -7.0 and row["length_words"] == 2
     assert row["log_perplexity_ratio"] == (-1.0 + 7.0) / 2
@@ -109,7 +109,7 @@ def test_an_infinite_log_ratio_is_kept_over_a_finite_one_of_the_same_sequence_an
         )
     ledger = Ledger.from_stats([f"d{i}" for i in range(3)], [u for u, _ in docs], ids, stats)
     public = ContextPublic({"secret one": -7.0, "secret two": -5.0}, zero_after="delta")
-    seqs, occ, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,)), public_model=public)
+    seqs, occ, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,)), public_model=public)
     ratios = sorted(occ.loc[occ["user_id"] == "u1", "log_perplexity_ratio"])
     assert ratios == [3.0, math.inf]  # (-1 + 7) / 2 after "alpha"; probability 0 after "delta"
     row = seqs.set_index("text").loc["secret one"]
@@ -118,6 +118,6 @@ def test_an_infinite_log_ratio_is_kept_over_a_finite_one_of_the_same_sequence_an
     assert m["log_leakage_epsilon"] == math.inf and m["leakage_epsilon"] is None
     assert m["leakage_epsilon_infinite"] is True
     assert '"leakage_epsilon_infinite": true' in to_json(m)  # survives JSON, where inf becomes null
-    finite = report_from_ledger(_ledger(-0.5)[0], _ledger(-0.5)[1], ReportConfig(ks=(1,)),
+    finite = report_from_ledger(_ledger(-0.5)[0], _ledger(-0.5)[1], ReportConfig(k=(1,)),
                                 public_model=ScriptedPublic({"secret one": -7.0, "secret two": -5.0, "common words": -3.0}))[2]  # fmt: skip
     assert finite["1"]["leakage_epsilon_infinite"] is False

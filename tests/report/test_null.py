@@ -91,7 +91,7 @@ def test_a_model_trained_only_on_the_members_gives_the_null_count_per_k_in_summa
     model_dir.mkdir()
     write_holdout(model_dir, Holdout(users=held, fraction=0.3, seed=0))
     model = FakeLM.from_texts([doc.text for doc in corpus if doc.user_id not in held], order=4)
-    s = run_report(model, corpus, d / "run", ReportConfig(ks=(1, 3)), model_dir=model_dir)
+    s = run_report(model, corpus, d / "run", ReportConfig(k=(1, 3)), model_dir=model_dir)
     saved = json.loads((d / "run" / "summary.json").read_text())
     assert saved["held_out_users"] == len(held) and saved["null_kind"] == "held_out"
     seqs = pd.read_parquet(d / "run" / "sequences.parquet")
@@ -126,16 +126,16 @@ def test_a_corpus_of_people_never_seen_is_the_null_and_without_it_there_is_none(
     members = Corpus([doc for doc in corpus if doc.user_id not in held])
     never_seen = Corpus([doc for doc in corpus if doc.user_id in held], source="people.jsonl")
     model = FakeLM.from_texts([doc.text for doc in members], order=4)
-    s = run_report(model, members, d / "run-never-seen", ReportConfig(ks=(1,)), never_seen=never_seen)
+    s = run_report(model, members, d / "run-never-seen", ReportConfig(k=(1,)), never_seen=never_seen)
     assert s["null_kind"] == "held_out" and s["pii_people_null_n"] == len(held)
     assert s["num_users"] == len(corpus.users)  # the never-seen people's documents ran through too
-    bare = run_report(model, members, d / "run-bare", ReportConfig(ks=(1,)))
+    bare = run_report(model, members, d / "run-bare", ReportConfig(k=(1,)))
     assert bare["null_kind"] is None and bare["pii_people_excess"] is None
     assert bare["pii_people_excess_fix"] == NO_NULL_FIX
     from lmleak.errors import ConfigError
 
     with pytest.raises(ConfigError, match="shares user ids"):
-        run_report(model, members, d / "run-clash", ReportConfig(ks=(1,)), never_seen=members)
+        run_report(model, members, d / "run-clash", ReportConfig(k=(1,)), never_seen=members)
 
 
 def test_a_public_model_without_held_out_people_is_the_null_of_the_curated_count(tmp_path):
@@ -146,7 +146,7 @@ def test_a_public_model_without_held_out_people_is_the_null_of_the_curated_count
     corpus = Corpus(docs)
     model = FakeLM.from_texts([x.text for x in docs], order=4)
     public = FakeLM.from_texts(["my number is ok"], order=2)
-    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,), min_tokens=2), public_model=public)
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(k=(1,), min_tokens=2), public_model=public)
     assert s["null_kind"] == "public_model" and s["pii_people_null"] == 0
     assert s["pii_unique_sequences_members"] <= s["pii_unique_sequences_total"]
     assert s["pii_people_members_n"] == 6 and s["null_pii_unique_sequences"] is None

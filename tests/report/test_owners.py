@@ -63,7 +63,7 @@ def test_a_sequence_unique_as_token_ids_but_not_as_text_is_not_headlined():
     word_ids = tok.encode("mail ") + [300] + tok.encode("example.org now")  # "ann@" as one token
     docs = [("u1", text, word_ids), ("u2", text, None), ("u3", "nothing here at all", None)]
     ledger = _ledger(docs, {0: ["ann@example.org"]})
-    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), min_tokens=2))
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,), min_tokens=2))
     row = seqs[seqs["text"] == "ann@example.org"].iloc[0]
     assert row["users_in_d"] == 1  # unique as token ids: u2's characters are other tokens
     assert row["users_with_text"] == 2 and not row["pii_headline"]
@@ -71,7 +71,7 @@ def test_a_sequence_unique_as_token_ids_but_not_as_text_is_not_headlined():
     assert m["pii_unique_sequences_all_types"] == 1 and m["pii_unique_sequences_total"] == 0
     # the same text, tokenised alike in both documents, is not unique at all
     ledger = _ledger([("u1", text, word_ids), ("u2", "nothing", None)], {0: ["ann@example.org"]})
-    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), min_tokens=2))
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,), min_tokens=2))
     assert seqs["pii_headline"].tolist() == [True] and by_k["1"]["pii_unique_sequences_total"] == 1
 
 
@@ -95,7 +95,7 @@ def test_each_leak_is_the_writers_own_or_a_third_partys_and_held_out_owners_are_
         3: ["cy.doe@example.com"],
     }
     seqs, _, by_k = report_from_ledger(
-        _ledger(DOCS, leaks), CharTokenizer(), ReportConfig(ks=(1,), min_tokens=5), held_out={"h1", "h2"}
+        _ledger(DOCS, leaks), CharTokenizer(), ReportConfig(k=(1,), min_tokens=5), held_out={"h1", "h2"}
     )
     owner = dict(zip(seqs["text"], seqs["pii_owner"], strict=True))
     assert owner["ann.lee@example.org"] == "own"  # u1's sender address

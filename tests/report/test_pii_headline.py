@@ -49,7 +49,7 @@ def test_a_sequence_holding_part_of_an_email_counts_as_leaked_email_and_short_fr
     ledger = _ledger(
         {0: [("ann.lee@exa", "EMAIL")], 1: [("555-0142", "PHONE"), ("201", "PHONE")], 2: [("personal", "")]}
     )
-    seqs, _, by_k = report_from_ledger(ledger, CharTokenizer(), ReportConfig(ks=(1,), min_tokens=5))
+    seqs, _, by_k = report_from_ledger(ledger, CharTokenizer(), ReportConfig(k=(1,), min_tokens=5))
     types = dict(zip(seqs["text"], seqs["pii_types"], strict=True))
     assert list(types["ann.lee@exa"]) == ["EMAIL"]  # the rest of the address follows the sequence
     assert list(types["555-0142"]) == ["PHONE"]
@@ -65,7 +65,7 @@ def test_leaked_signatures_of_a_memorising_model_lead_the_report_on_synth_mail(t
     paths = synthesize(tmp_path / "mail", scale=0.05, seed=2)
     corpus = load_corpus(paths["corpus"])
     model = FakeLM.from_texts([d.text for d in corpus], order=4)  # memorises every message
-    s = run_report(model, corpus, tmp_path / "run", ReportConfig(ks=(1,)))
+    s = run_report(model, corpus, tmp_path / "run", ReportConfig(k=(1,)))
     assert s["pii_unique_sequences"].get("EMAIL", 0) > 0
     assert s["pii_unique_sequences_total"] <= s["unique_sequences"]
     saved = json.loads((tmp_path / "run" / "summary.json").read_text())
@@ -112,7 +112,7 @@ def test_a_message_id_is_not_an_email_address_but_a_from_address_on_the_next_lin
         ids.append(tok.encode(text))
         stats.append(TokenStats(ranks, np.full(len(text), -1.0, np.float32), np.zeros(len(text), np.float32)))
     ledger = Ledger.from_stats(["d0", "d1"], [u for u, _ in docs], ids, stats)
-    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(ks=(1,), min_tokens=5))
+    seqs, _, by_k = report_from_ledger(ledger, tok, ReportConfig(k=(1,), min_tokens=5))
     types = dict(zip(seqs["text"], seqs["pii_types"], strict=True))
     assert list(types["7abf30b051ae@lists"]) == [] and list(types["ann@example.org"]) == ["EMAIL"]
     assert by_k["1"]["pii_unique_sequences_total"] == 1

@@ -69,7 +69,7 @@ def test_leave_out_retrains_without_every_owner_of_a_unique_sequence_and_reuses_
         json.dumps({"config": {"arch": "lstm", "epochs": 7, "seed": 3, "snapshots": True}})
     )
     s = run_report(
-        model, corpus, tmp_path / "run", ReportConfig(ks=(1,)), public_model="leave-out", model_dir=model_dir
+        model, corpus, tmp_path / "run", ReportConfig(k=(1,)), public_model="leave-out", model_dir=model_dir
     )
     ((trained, config),) = fake_trainer
     left = {d.user_id for d in corpus} - {d.user_id for d in trained}
@@ -90,7 +90,7 @@ def test_a_public_model_without_score_access_is_refused(tmp_path):
     texts = ["a b c d", "e f g h"]
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
     with pytest.raises(CapabilityError, match="score"):
-        run_report(FakeLM.from_texts(texts), corpus, tmp_path, ReportConfig(ks=(1,)), public_model=Api())
+        run_report(FakeLM.from_texts(texts), corpus, tmp_path, ReportConfig(k=(1,)), public_model=Api())
 
 
 def test_when_every_user_leaks_leave_out_trains_folds_that_never_saw_the_scored_owner(tmp_path, fake_trainer):
@@ -105,7 +105,7 @@ def test_when_every_user_leaks_leave_out_trains_folds_that_never_saw_the_scored_
     ]
     corpus = Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)])
     s = run_report(
-        FakeLM.from_texts(texts), corpus, tmp_path / "run", ReportConfig(ks=(1,)), public_model="leave-out"
+        FakeLM.from_texts(texts), corpus, tmp_path / "run", ReportConfig(k=(1,)), public_model="leave-out"
     )
     assert s["public_model"]["folds"] == 2 and s["public_model"]["users_left_out"] == 4
     trained = [{d.user_id for d in c} for c, _ in fake_trainer]

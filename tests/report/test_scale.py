@@ -50,11 +50,9 @@ def _work(docs: list[str], model: FakeLM, public: FakeLM, tmp_path) -> tuple[int
         ledger,
         occ,
         index,
-        model.tokenizer,
+        texts,
         public_model=counting,
         public_scope="all",
-        context_tokens=16,
-        texts=texts,
     )
     return texts.decoded_tokens, counting.tokens, len(occ)
 

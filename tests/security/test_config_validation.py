@@ -83,10 +83,10 @@ def test_alias_bombs_in_templates_and_scenario_files_fail_too(project):
         ({"report": {"k": [0]}}, "analyses.report.k", "k >= 1"),
         ({"report": {"k": [1, -3]}}, "analyses.report.k", "k >= 1"),
         ({"report": {"k": []}}, "analyses.report.k", "empty list"),
-        ({"report": {"p": -1}}, "analyses.report.p", "p >= 0"),
-        ({"report": {"t": -0.5}}, "analyses.report.t", "t >= 0"),
-        ({"report": {"t": float("nan")}}, "analyses.report.t", "t >= 0"),
-        ({"report": {"t": float("inf")}}, "analyses.report.t", "t >= 0"),
+        ({"report": {"p": -1}}, "analyses.report.p", "must be a whole number >= 0"),
+        ({"report": {"t": -0.5}}, "analyses.report.t", "must be a finite number >= 0"),
+        ({"report": {"t": float("nan")}}, "analyses.report.t", "must be a finite number >= 0"),
+        ({"report": {"t": float("inf")}}, "analyses.report.t", "must be a finite number >= 0"),
         ({"report": {"public_context_tokens": -1}}, "analyses.report.public_context_tokens", ">= 0"),
         ({"report": {"min_tokens": 0}}, "analyses.report.min_tokens", ">= 1"),
         ({"report": {"k": "x"}}, "analyses.report.k", "expected"),
@@ -136,7 +136,7 @@ def test_a_valid_config_loads(project):
     cfg = load_config(
         _write(project, _base(report={"k": [1, 3], "t": 0, "p": 0}, exposure={"canaries": "canaries.jsonl"}))
     )
-    assert cfg.analyses.report.k == [1, 3] and cfg.analyses.exposure.canaries == "canaries.jsonl"
+    assert cfg.analyses.report.k == (1, 3) and cfg.analyses.exposure.canaries == "canaries.jsonl"
     assert load_config(_write(project, {**_base(), "public_model": "leave-out"})).public_model == "leave-out"
 
 
@@ -288,7 +288,7 @@ def _configs():
         (ExtractConfig, {"temperature_start": 0.0}, "temperature_start"),
         (ExtractConfig, {"top_k": 0}, "top_k"),
         (ReportConfig, {"t": NAN}, "t"),
-        (ReportConfig, {"ks": (0,)}, "k"),
+        (ReportConfig, {"k": (0,)}, "k"),
         (ReportConfig, {"min_tokens": 0}, "min_tokens"),
         (MethodOptions, {"recall_shots": 0}, "recall_shots"),
     ]

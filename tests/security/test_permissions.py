@@ -79,7 +79,7 @@ def test_a_report_run_its_html_and_plots_through_the_library_are_owner_only(tmp_
         FakeLM.from_texts(texts, order=2),
         Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
         run,
-        ReportConfig(ks=(1, 3)),
+        ReportConfig(k=(1, 3)),
     )
     render_report(run)
     hardening_study(run, None, [2.0])

@@ -171,7 +171,7 @@ def test_no_integer_column_decodes_to_a_secret(corpus, redact):
     root, corpus_path, secrets, _ = corpus
     model = _bpe_fake(corpus_path)
     run = root / f"bpe-{redact}"
-    summary = run_report(model, load_corpus(corpus_path), run, ReportConfig(ks=(1, 3), redact=redact))
+    summary = run_report(model, load_corpus(corpus_path), run, ReportConfig(k=(1, 3), redact=redact))
     assert summary["unique_sequences"] > 0
     render_report(run)
     found = _scan(run, model.tokenizer, secrets, "")

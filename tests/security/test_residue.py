@@ -47,14 +47,15 @@ def _tmp_files(tmpdir: Path) -> list[Path]:
 
 def _no_token_ids(run: Path) -> list[str]:
     """Parquet files of the run that could hold token ids: any but the two redacted tables (whose
-    integer columns tests/security/test_redaction.py decodes with a BPE tokenizer), or any with a
-    ``token_ids`` column (a ledger shard)."""
+    integer columns tests/security/test_redaction.py decodes with a BPE tokenizer) and the per-user
+    table (keyed ids and numbers; a standalone report writes it as the audit does, issue 34), or any
+    with a ``token_ids`` column (a ledger shard)."""
     import pyarrow.parquet as pq
 
     found = []
     for f in run.rglob("*.parquet"):
         rel = f.relative_to(run).as_posix()
-        if rel not in ("occurrences.parquet", "sequences.parquet") or "token_ids" in pq.read_schema(f).names:
+        if rel not in ("occurrences.parquet", "sequences.parquet", "users.parquet") or "token_ids" in pq.read_schema(f).names:
             found.append(rel)
     return found
 

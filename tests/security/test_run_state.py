@@ -27,7 +27,7 @@ def report_run(tmp_path):
         FakeLM.from_texts(texts, order=2),
         Corpus([Document(f"u{i}", f"d{i}", t) for i, t in enumerate(texts)]),
         run,
-        ReportConfig(ks=(1,)),
+        ReportConfig(k=(1,)),
     )
     return run
 

@@ -161,14 +161,14 @@ def test_public_model_base_uses_the_recorded_base(llama_dir, corpus, tmp_path):
     with pytest.raises(ModelError, match="records no base"):
         recorded_base(llama_dir)
     summary = run_report(
-        load_model(out), corpus, tmp_path / "run", ReportConfig(ks=(1,)), public_model="base", model_dir=out
+        load_model(out), corpus, tmp_path / "run", ReportConfig(k=(1,)), public_model="base", model_dir=out
     )
     assert summary["public_model"]["kind"] == "base" and summary["public_model"]["path"] == str(
         llama_dir.resolve()
     )
     # a loaded fine-tune carries its base, so a model object works without its folder too
     summary2 = run_report(
-        load_model(out), corpus, tmp_path / "run2", ReportConfig(ks=(1,)), public_model="base"
+        load_model(out), corpus, tmp_path / "run2", ReportConfig(k=(1,)), public_model="base"
     )
     assert summary2["public_model"]["path"] == str(llama_dir.resolve())
     assert summary2["leakage_epsilon"] == summary["leakage_epsilon"]
@@ -308,7 +308,7 @@ def test_audit_of_a_lora_fine_tune_against_its_base_finds_the_planted_canary_and
         load_model(tmp_path / "ft"),
         corpus,
         tmp_path / "report",
-        ReportConfig(ks=(1,)),
+        ReportConfig(k=(1,)),
         public_model="base",
         model_dir=tmp_path / "ft",
     )

@@ -24,10 +24,9 @@ from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
-from lmleak.pii.policies import POLICY_NAMES
 from lmleak.probe.settings import ProbeSettings
 from lmleak.render.verdict import PROFILES
-from lmleak.report.metrics import DEFAULT_KS
+from lmleak.report.leakage import ReportSettings
 from lmleak.safe_yaml import load_yaml_file
 from lmleak.settings import Settings, build, setting
 
@@ -126,20 +125,6 @@ class ModelSpec:
     path: str
 
 
-@dataclass(frozen=True, slots=True)
-class ReportSpec:
-    k: list[int] = field(default_factory=lambda: list(DEFAULT_KS))
-    t: float = 1.0
-    p: int = 5
-    public_context_tokens: int | None = None  # None: the ledger's window overlap, at most 128
-    public_occurrences: int = 8
-    pii_policy: str | None = "regex"
-    min_tokens: int = 5
-    # the PII kinds the leaked-PII headline counts (None: the person-identifying ones,
-    # lmleak.report.null.HEADLINE_PII_TYPES; dates and bare numbers are counted, not headlined)
-    headline_pii_types: list[str] | None = None
-
-
 @dataclass(frozen=True)
 class ExposureSpec(ExposureSettings):
     """``analyses.exposure``: the settings of ``lmleak exposure`` and the canaries file they rank."""
@@ -154,7 +139,7 @@ MiaSpec = MembershipSettings
 
 @dataclass(frozen=True, slots=True)
 class AnalysesSpec:
-    report: ReportSpec | None = None
+    report: ReportSettings | None = None
     exposure: ExposureSpec | None = None
     mia: MembershipSettings | None = None
     # the older section of the mia stage's methods: merged into mia (keys given in mia win)
@@ -231,7 +216,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
     names = [m.name for m in cfg.models]
     if len(set(names)) != len(names):
         raise ConfigError("model names must be unique", path=path, field="models")
-    _check_ranges(cfg, path)
     _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
     _check_gate(cfg, path)
@@ -255,14 +239,6 @@ def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
                 field="analyses.probe.template_file",
                 hint="give 'mined' or a templates YAML file",
             )
-    report = cfg.analyses.report
-    if report is not None and report.pii_policy is not None and report.pii_policy not in POLICY_NAMES:
-        raise ConfigError(
-            f"unknown PII policy {report.pii_policy!r}." + did_you_mean(report.pii_policy, POLICY_NAMES),
-            path=path,
-            field="analyses.report.pii_policy",
-            hint=f"use one of {', '.join(POLICY_NAMES)}, or null for no PII columns",
-        )
     if cfg.corpus.format is not None and cfg.corpus.format not in FORMATS:
         raise ConfigError(
             f"unknown format {cfg.corpus.format!r}." + did_you_mean(cfg.corpus.format, FORMATS),
@@ -270,17 +246,6 @@ def _check_names(cfg: AuditConfig, path: str | None, base_dir: str) -> None:
             field="corpus.format",
             hint=f"use one of {', '.join(FORMATS)}, or leave it out",
         )
-
-
-#: (field, smallest allowed value) for every numeric option; None values (optional) are not checked.
-RANGES: dict[str, tuple[str, float]] = {
-    "analyses.report.k": ("each k >= 1 (top-k of the tab attack)", 1),
-    "analyses.report.t": ("t >= 0 (a ratio of perplexities)", 0),
-    "analyses.report.p": ("p >= 0 (a user count)", 0),
-    "analyses.report.public_context_tokens": ("public_context_tokens >= 0", 0),
-    "analyses.report.public_occurrences": ("public_occurrences >= 0 (0: every occurrence)", 0),
-    "analyses.report.min_tokens": ("min_tokens >= 1", 1),
-}
 
 
 def mia_settings(cfg: AuditConfig) -> MembershipSettings | None:
@@ -335,30 +300,6 @@ def _check_gate(cfg: AuditConfig, path: str | None) -> None:
             raise ConfigError(
                 f"{v!r} is out of range: a limit is a finite number >= 0", path=path, field=f"gate.{f.name}"
             )
-
-
-def _get(cfg: Any, dotted: str) -> Any:
-    obj = cfg
-    for part in dotted.split("."):
-        obj = getattr(obj, part, None)
-        if obj is None:
-            return None
-    return obj
-
-
-def _check_ranges(cfg: AuditConfig, path: str | None) -> None:
-    for name, (rule, low) in RANGES.items():
-        value = _get(cfg, name)
-        if value is None or isinstance(value, str):
-            continue
-        values = value if isinstance(value, list) else [value]
-        if name.endswith(".k") and not values:
-            raise ConfigError("empty list", path=path, field=name, hint="give at least one k, e.g. [1, 3]")
-        for v in values:
-            if not math.isfinite(v) or v < low:
-                raise ConfigError(
-                    f"{v!r} is out of range: {rule}", path=path, field=name, hint=f"use a value >= {low:g}"
-                )
 
 
 #: files that make a folder a model lmleak loads: its own small models, a Hugging Face folder, a
@@ -426,7 +367,6 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
 def validate_config(cfg: AuditConfig, *, path: str | None = None) -> AuditConfig:
     """Everything :func:`parse_config` checks on values, plus: every file and model the config names
     exists and ``out`` is not a file. Run before any work starts (:func:`lmleak.audit.runner.run_audit`)."""
-    _check_ranges(cfg, path)
     _check_paths(cfg, path)
     if cfg.redact and cfg.render.show_text:
         raise ConfigError(
@@ -455,6 +395,10 @@ def to_dict(cfg: AuditConfig) -> dict[str, Any]:
     keys (issue 34), no base_dir."""
     d = _plain(cfg)
     d.pop("base_dir", None)
+    for f in dataclasses.fields(cfg.analyses):  # an analysis's settings: its YAML keys (issue 34)
+        section = getattr(cfg.analyses, f.name)
+        if isinstance(section, Settings):
+            d["analyses"][f.name] = section.to_dict()
     return d
 
 

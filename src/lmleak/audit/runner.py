@@ -61,8 +61,7 @@ from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.subjects import read_subjects
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
-from lmleak.report.leakage import ReportConfig, run_report
-from lmleak.report.null import HEADLINE_PII_TYPES
+from lmleak.report.leakage import run_report
 from lmleak.report.redaction import (
     Redactor,
     private_scratch,
@@ -198,17 +197,6 @@ class Auditor:
     # ------------------------------------------------------------------ stages
     def stage_report(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
         public = self.cfg.public_model
-        cfg = ReportConfig(
-            ks=tuple(spec.k),
-            t=spec.t,
-            p=spec.p,
-            public_context_tokens=spec.public_context_tokens,
-            public_occurrences=spec.public_occurrences,
-            pii_policy=spec.pii_policy,
-            min_tokens=spec.min_tokens,
-            headline_pii_types=tuple(spec.headline_pii_types or HEADLINE_PII_TYPES),
-            redact=self.redactor is not None,
-        )
         # the null of leaked PII: the model's held-out users (holdout.json, read by run_report from
         # the model folder), else the people it never saw (analyses.mia.non_members alone, --holdout)
         holdout = read_holdout(model_path) if Path(model_path).is_dir() else None
@@ -228,10 +216,9 @@ class Auditor:
             model,
             self.corpus(),
             out,
-            cfg,
+            dataclasses.replace(spec, redact=self.redactor is not None),
             public_model=self.cfg.resolve(public) if public else None,
             model_dir=model_path if Path(model_path).is_dir() else None,
-            anonymization=anonymization_of(model_path if Path(model_path).is_dir() else None),
             redactor=self.redactor,
             never_seen=never_seen,
         )

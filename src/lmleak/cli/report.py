@@ -10,12 +10,14 @@ Invocations:
 sub-commands; ``lmleak report snapshots|compare|hardening`` still work as hidden deprecated
 spellings (which is why ``report`` is still a click group underneath, with only hidden commands).
 
-``--k 1 3`` (several values after one flag) is accepted by rewriting it to ``--k 1 --k 3`` before
-click parses the group's arguments.
+``report``'s options are generated from :class:`~lmleak.report.leakage.ReportSettings` and
+:class:`~lmleak.report.engine.LedgerEngine` (issue 34). ``--k 1 3`` (several values after one flag)
+is accepted by rewriting it to ``--k 1 --k 3`` before click parses the group's arguments.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -24,16 +26,10 @@ from typer.core import TyperGroup
 
 from lmleak.cli.common import (
     COUNT,
-    COUNT0,
-    NON_NEGATIVE,
     POSITIVE,
-    GpusPerWorkerOpt,
     JsonOpt,
-    NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
-    RayAddressOpt,
-    RedactKeyFileOpt,
     alias,
     hide_ids_when_redacted,
     info,
@@ -41,7 +37,10 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
+from lmleak.report.engine import LedgerEngine
+from lmleak.report.leakage import ReportSettings
 from lmleak.words import plural
 
 _MULTI = ("--k",)
@@ -72,53 +71,6 @@ class _ReportGroup(TyperGroup):
                     i += 1
                     first = False
         return super().parse_args(ctx, fixed)
-
-
-def _check_options(
-    ks: tuple[int, ...],
-    *,
-    t: float,
-    p: int | None,
-    public_scope: str,
-    engine: str,
-    api_top_k: int | None,
-    public_context_tokens: int | None,
-    public_occurrences: int,
-    min_tokens: int,
-    num_workers: int,
-    gpus_per_worker: float,
-    redact: bool,
-    redact_key_file: Path | None,
-) -> None:
-    """Refuse bad ``lmleak report`` options before the corpus or the model is loaded."""
-    if public_scope not in ("unique", "all"):
-        raise ConfigError(f"unknown scope {public_scope!r}", field="--public-scope", hint="use unique or all")
-    if any(v < 1 for v in ks):
-        raise ConfigError("k must be >= 1", field="k")
-    if not t >= 0 or t == float("inf"):  # NaN fails the comparison too
-        raise ConfigError(f"t must be a finite number >= 0, got {t}", field="--t")
-    if p is not None and p < 0:
-        raise ConfigError(f"p must be >= 0, got {p}", field="--p")
-    if engine not in ("local", "ray", "vllm"):
-        raise ConfigError(f"unknown engine {engine!r}", field="--engine", hint="use local, ray or vllm")
-    if engine == "vllm" and api_top_k is not None:
-        raise ConfigError(
-            "--engine vllm scores the model itself", field="--api-top-k", hint="use --engine local"
-        )
-    if (public_context_tokens is not None and public_context_tokens < 0) or public_occurrences < 0:
-        raise ConfigError("must be >= 0", field="--public-context-tokens/--public-occurrences")
-    if min_tokens < 1:
-        raise ConfigError("must be >= 1", field="--min-tokens")
-    if num_workers < 1 or gpus_per_worker < 0:
-        raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
-    if redact and engine == "ray":
-        raise ConfigError(
-            "a redacted report builds its ledger outside the run, on the local engine",
-            field="--engine",
-            hint="drop --engine ray, or run without --redact",
-        )
-    if redact_key_file is not None and not redact:
-        raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
 
 
 def _print_summary(summary: dict[str, Any], title: str) -> None:
@@ -225,7 +177,8 @@ def _print_table(df: Any, title: str) -> None:
     out.print(t)
 
 
-# The options of ``lmleak report``, declared once here so that the command's signature reads as a list.
+# The options of ``lmleak report`` the settings do not hold (its own are generated from
+# ReportSettings and LedgerEngine); ``--public-model`` is shared with ``study compare``.
 ReportModelOpt = Annotated[
     str | None, typer.Option("--model", help="The audited model (any lmleak model spec).")
 ]
@@ -233,103 +186,12 @@ ReportCorpusOpt = Annotated[
     Path | None, typer.Option("--corpus", help="Its training data (JSONL, CSV, Parquet, ...).")
 ]
 ReportOutOpt = Annotated[Path | None, typer.Option("--out", help="Run directory.")]
-ReportKOpt = Annotated[
-    list[int] | None,
-    typer.Option(
-        "--k",
-        help="Top-k of the tab attack; several allowed: --k 1 3. [default: 1 3, or what --api-top-k allows]",
-        parser=COUNT,
-    ),
-]
 PublicModelOpt = Annotated[
     str | None,
     typer.Option(
         "--public-model",
         help="A public model spec, 'leave-out', or 'base' (a fine-tune's recorded base model).",
     ),
-]
-TOpt = Annotated[
-    float, typer.Option("--t", help="Curation threshold on PP_public/PP_lm.", parser=NON_NEGATIVE)
-]
-POpt = Annotated[
-    int | None, typer.Option("--p", help="p filter: keep sequences with user count in S < p.", parser=COUNT0)
-]
-RedactOpt = Annotated[
-    bool,
-    typer.Option(
-        "--redact",
-        help="No text, token ids or plain ids in the run; the ledger is not kept.",
-        callback=hide_ids_when_redacted,
-    ),
-]
-ApiTopKOpt = Annotated[
-    int | None, typer.Option("--api-top-k", help="Audit the model as a top-k-only black box.", parser=COUNT)
-]
-IndexCacheOpt = Annotated[
-    Path | None,
-    typer.Option("--index-cache", help="Folder to keep the memory-mapped corpus index in."),
-]
-MaxContextsOpt = Annotated[
-    int, typer.Option("--max-contexts", help="Context texts kept per sequence.", parser=COUNT0)
-]
-PublicContextTokensOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--public-context-tokens",
-        help="Tokens before a sequence that the public model sees with it (default: the "
-        "ledger's window overlap, at most 128).",
-        parser=COUNT0,
-    ),
-]
-PublicOccurrencesOpt = Annotated[
-    int,
-    typer.Option(
-        "--public-occurrences",
-        help="Occurrences per sequence the public model scores: the audited model's most "
-        "confident ones (0: all).",
-        parser=COUNT0,
-    ),
-]
-PiiPolicyOpt = Annotated[
-    str,
-    typer.Option(
-        "--pii-policy", help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off)."
-    ),
-]
-MinTokensOpt = Annotated[
-    int,
-    typer.Option(
-        "--min-tokens",
-        help="Unique PII sequences shorter than this are counted, not headlined.",
-        parser=COUNT,
-    ),
-]
-HeadlinePiiTypesOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--headline-pii-types",
-        help="PII kinds the leaked-PII headline counts, comma-separated (default: the person-identifying "
-        "ones: EMAIL, PHONE, PERSON, ADDRESS, ids; dates and bare numbers are counted, not headlined).",
-    ),
-]
-LeaveOutFoldsOpt = Annotated[
-    int | None,
-    typer.Option(
-        "--leave-out-folds",
-        help="Leave-out models to train (default: 1, or 2 if most users leak).",
-        parser=COUNT,
-    ),
-]
-PublicScopeOpt = Annotated[
-    str, typer.Option("--public-scope", help="Occurrences the public model scores: unique | all.")
-]
-EngineOpt = Annotated[
-    str,
-    typer.Option("--engine", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md)."),
-]
-AllowPickleOpt = Annotated[
-    bool,
-    typer.Option("--allow-pickle", help="Allow pickled checkpoints (they can run code when loaded)."),
 ]
 
 
@@ -355,87 +217,39 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(study_app, name="study")
 
 
-# long: its signature declares the 25 options of `lmleak report`, one line each; the body is short
+@takes(settings=ReportSettings, engine=LedgerEngine)
 def report(
     ctx: typer.Context,
     model: ReportModelOpt = None,
     corpus: ReportCorpusOpt = None,
     out_dir: ReportOutOpt = None,
-    k: ReportKOpt = None,
     public_model: PublicModelOpt = None,
-    t: TOpt = 1.0,
-    p: POpt = 5,  # = ReportConfig.p (tests/cli/test_report.py pins it)
-    redact: RedactOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
-    api_top_k: ApiTopKOpt = None,
-    index_cache: IndexCacheOpt = None,
-    max_contexts: MaxContextsOpt = 5,
-    public_context_tokens: PublicContextTokensOpt = None,
-    public_occurrences: PublicOccurrencesOpt = 8,
-    pii_policy: PiiPolicyOpt = "regex",
-    min_tokens: MinTokensOpt = 5,
-    headline_pii_types: HeadlinePiiTypesOpt = None,
-    leave_out_folds: LeaveOutFoldsOpt = None,
-    public_scope: PublicScopeOpt = "unique",
-    engine: EngineOpt = "local",
-    ray_address: RayAddressOpt = None,
-    num_workers: NumWorkersOpt = 2,
-    gpus_per_worker: GpusPerWorkerOpt = 0.0,
-    allow_pickle: AllowPickleOpt = False,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
+    *,
+    settings: ReportSettings,
+    engine: LedgerEngine,
 ) -> None:
     """Run the leakage report."""
     if ctx.invoked_subcommand is not None:
         return
-    # lazy: lmleak.report.engine and lmleak.report.leakage import torch (the ledger)
-    from lmleak.report.engine import LedgerEngine, leakage_report_from_files
-    from lmleak.report.leakage import ReportConfig, as_int_list
+    # lazy: lmleak.report.engine imports torch (the ledger)
+    from lmleak.report.engine import leakage_report_from_files
     from lmleak.report.metrics import default_ks
-    from lmleak.report.null import HEADLINE_PII_TYPES
 
     _require(model=model, corpus=corpus, out_dir=out_dir)
     quiet(quiet_ or json_out)
+    hide_ids_when_redacted(ctx, settings.redact)
     assert model is not None and corpus is not None and out_dir is not None
-    ks = as_int_list(k, default_ks(api_top_k))
-    _check_options(ks, t=t, p=p, public_scope=public_scope, engine=engine, api_top_k=api_top_k,
-                   public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
-                   min_tokens=min_tokens, num_workers=num_workers, gpus_per_worker=gpus_per_worker,
-                   redact=redact, redact_key_file=redact_key_file)  # fmt: skip
-    cfg = ReportConfig(
-        ks=ks, t=t, p=p, redact=redact,
-        redact_key_file=None if redact_key_file is None else str(redact_key_file),
-        max_contexts=max_contexts, public_scope=public_scope,
-        index_cache=None if index_cache is None else str(index_cache),
-        public_context_tokens=public_context_tokens, public_occurrences=public_occurrences,
-        pii_policy=None if pii_policy == "none" else pii_policy, min_tokens=min_tokens,
-        headline_pii_types=HEADLINE_PII_TYPES if headline_pii_types is None else _kinds(headline_pii_types),
-    )  # fmt: skip
+    if not ctx.params.get("k"):  # no --k: the default ks the API can answer
+        settings = dataclasses.replace(settings, k=default_ks(engine.api_top_k))
     result = leakage_report_from_files(
-        model, corpus, out_dir, cfg,
-        engine=LedgerEngine(engine, ray_address, num_workers, gpus_per_worker),
-        public_model=public_model, leave_out_folds=leave_out_folds,
-        allow_pickle=allow_pickle, api_top_k=api_top_k, progress=info,
-    )  # fmt: skip
+        model, corpus, out_dir, settings, engine=engine, public_model=public_model, progress=info
+    )
     if json_out:
         print_json(result.summary)
     elif not quiet_:
         _print_summary(result.summary, f"Leakage report — {out_dir}")
-
-
-def _kinds(text: str) -> tuple[str, ...]:
-    """``--headline-pii-types EMAIL,PHONE`` as a tuple; refused when it names no kind.
-
-    Example:
-        >>> _kinds("EMAIL, phone")
-        ('EMAIL', 'PHONE')
-    """
-    kinds = tuple(t.strip().upper() for t in text.split(",") if t.strip())
-    if not kinds:
-        raise ConfigError(
-            "name at least one PII kind", field="--headline-pii-types", hint="e.g. EMAIL,PHONE,PERSON"
-        )
-    return kinds
 
 
 def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:

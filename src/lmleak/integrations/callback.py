@@ -19,7 +19,7 @@ from lmleak.data.corpus import Corpus
 from lmleak.ledger.ledger import Ledger, score_documents
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.models.torch_causal import TorchCausalLM
-from lmleak.report.leakage import ReportConfig, analyse, build_index
+from lmleak.report.leakage import ReportSettings, analyse, build_index
 from lmleak.runs import atomic_write_json
 
 
@@ -67,7 +67,7 @@ class LeakageCallback(TrainerCallback):  # type: ignore[misc]
         ledger = Ledger.from_stats(
             [d.doc_id for d in self.corpus], [d.user_id for d in self.corpus], ids, stats
         )
-        _, _, by_k = analyse(ledger, build_index(ledger), lm.tokenizer, ReportConfig(ks=(self.k,)))
+        _, _, by_k = analyse(ledger, build_index(ledger), lm.tokenizer, ReportSettings(k=(self.k,)))
         m = by_k[str(self.k)]
         return {
             key: m.get(key)

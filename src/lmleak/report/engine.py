@@ -16,26 +16,44 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-from lmleak.report.leakage import ReportConfig, run_report
-from lmleak.runs import secure_dir
+from lmleak.report.leakage import ReportSettings, run_report
+from lmleak.report.redaction import redactor_from
+from lmleak.report.users import users_of_model
+from lmleak.runs import open_run, secure_dir, write_summary
+from lmleak.settings import Settings, setting
 from lmleak.words import plural
 
 ENGINES = ("local", "ray", "vllm")
 
 
-@dataclass(frozen=True, slots=True)
-class LedgerEngine:
-    """Where the ledger pass runs, and the Ray settings when it runs on Ray.
+@dataclass(frozen=True)
+class LedgerEngine(Settings):
+    """Where the ledger pass runs (the Ray settings when it runs on Ray), and how the model spec is
+    loaded there: the Ray actors and vLLM load their own copies (options of ``lmleak report``).
 
     Example:
         >>> LedgerEngine("ray", num_workers=4).num_workers
         4
     """
 
-    name: str = "local"
-    ray_address: str | None = None
-    num_workers: int = 2
-    gpus_per_worker: float = 0.0
+    engine: str = setting(
+        "local", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md).", choices=ENGINES
+    )
+    ray_address: str | None = setting(None, help="An existing Ray cluster (default: start a local Ray).")
+    num_workers: int = setting(2, help="Ray model actors (one per worker or GPU).", ge=1)
+    gpus_per_worker: float = setting(0.0, help="GPUs each Ray actor reserves (0: CPU).", ge=0)
+    allow_pickle: bool = setting(False, help="Allow pickled checkpoints (they can run code when loaded).")
+    api_top_k: int | None = setting(None, help="Audit the model as a top-k-only black box.", ge=1)
+
+    def check(self) -> None:
+        if self.engine == "vllm" and self.api_top_k is not None:
+            raise ConfigError(
+                "--engine vllm scores the model itself", field="api_top_k", hint="use --engine local"
+            )
+
+    def spec(self, model: str) -> ModelSpec:
+        """The recipe each copy of ``model`` is loaded from."""
+        return ModelSpec(model, allow_pickle=self.allow_pickle, api_top_k=self.api_top_k)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,43 +108,46 @@ def run_leakage_report(
     lm: Any,
     corpus: Corpus,
     out_dir: str | Path,
-    config: ReportConfig,
+    config: ReportSettings,
     *,
     model: str,
     engine: LedgerEngine = LedgerEngine(),
     public_model: str | None = None,
-    leave_out_folds: int | None = None,
-    allow_pickle: bool = False,
-    api_top_k: int | None = None,
 ) -> ReportRun:
-    """The leakage report of ``lm`` (loaded from the spec ``model``) on ``corpus``, into ``out_dir``.
+    """The leakage report of ``lm`` (loaded from the spec ``model``) on ``corpus``, into ``out_dir``,
+    and ``users.parquet`` beside it (risk per person, :mod:`lmleak.report.users`; its record the
+    summary's ``users``), as an audit writes.
 
-    ``model`` is the spec ``lm`` was loaded from: Ray actors and vLLM load their own copies from it,
-    and a model directory is where a fine-tune records its base model (``--public-model base``).
-    ``allow_pickle`` and ``api_top_k`` are passed on to the Ray actors' copies.
+    ``model`` is the spec ``lm`` was loaded from: Ray actors and vLLM load their own copies from it
+    (with ``engine``'s ``allow_pickle`` and ``api_top_k``), and a model directory is where a
+    fine-tune records its base model (``--public-model base``) and a DP model its guarantee.
 
     Raises:
-        ConfigError: an unknown engine, or ``ray`` requested and not installed.
+        ConfigError: a redacted report on Ray, or ``ray`` requested and not installed.
     """
-    if engine.name not in ENGINES:
-        raise ConfigError(f"unknown engine {engine.name!r}", field="--engine", hint="use local, ray or vllm")
+    if config.redact and engine.engine == "ray":
+        raise ConfigError(
+            "a redacted report builds its ledger outside the run, on the local engine",
+            field="--engine",
+            hint="drop --engine ray, or run without --redact",
+        )
     out = Path(out_dir)
-    k = max(config.ks)
-    if engine.name == "ray":
-        spec = ModelSpec(model, allow_pickle=allow_pickle, api_top_k=api_top_k)
-        _ledger_on_ray(lm, spec, corpus, out, k=k, shard_size=config.shard_size, engine=engine)
-    elif engine.name == "vllm":
+    model_dir = Path(model) if Path(model).is_dir() else None
+    # one key for the report's ids and users.parquet's (a random one is discarded after the run)
+    redactor = redactor_from(config.redact_key_file, run_dir=out) if config.redact else None
+    k = max(config.k)
+    if engine.engine == "ray":
+        _ledger_on_ray(lm, engine.spec(model), corpus, out, k=k, shard_size=config.shard_size, engine=engine)
+    elif engine.engine == "vllm":
         _ledger_on_vllm(lm, ModelSpec(model), corpus, out, k=k, shard_size=config.shard_size)
     summary = run_report(
-        lm,
-        corpus,
-        out,
-        config,
-        public_model=public_model,
-        model_dir=Path(model) if Path(model).is_dir() else None,
-        leave_out_folds=leave_out_folds,
+        lm, corpus, out, config, public_model=public_model, model_dir=model_dir, redactor=redactor
     )
-    return ReportRun(out, engine.name, summary)
+    with open_run(out, redacted=config.redact):  # the summary names users.parquet, and is newer
+        users = users_of_model(out, {"report": out}, corpus=corpus, model_dir=model_dir, redactor=redactor)
+        summary["users"] = users
+        write_summary(out, summary)
+    return ReportRun(out, engine.engine, summary)
 
 
 def _say_nothing(message: str) -> None:
@@ -137,21 +158,19 @@ def leakage_report_from_files(
     model: str,
     corpus: str | Path,
     out_dir: str | Path,
-    config: ReportConfig,
+    config: ReportSettings,
     *,
     engine: LedgerEngine = LedgerEngine(),
     public_model: str | None = None,
-    leave_out_folds: int | None = None,
-    allow_pickle: bool = False,
-    api_top_k: int | None = None,
     progress: Callable[[str], None] = _say_nothing,
 ) -> ReportRun:
     """``lmleak report``: load the corpus file, then the model spec (a top-k-only black box with
-    ``api_top_k``), say what runs through ``progress``, and :func:`run_leakage_report`."""
+    ``engine.api_top_k``), say what runs through ``progress``, and :func:`run_leakage_report`."""
     data = load_corpus(corpus)
-    lm = ModelSpec(model, allow_pickle=allow_pickle, api_top_k=api_top_k).load()
+    lm = engine.spec(model).load()
     progress(
-        f"report: {plural(len(data), 'document')}, model {getattr(lm, 'name', model)}, k={list(config.ks)}, engine {engine.name}"
+        f"report: {plural(len(data), 'document')}, model {getattr(lm, 'name', model)}, k={list(config.k)}, engine {engine.engine}"
     )
-    return run_leakage_report(lm, data, out_dir, config, model=model, engine=engine, public_model=public_model,
-                              leave_out_folds=leave_out_folds, allow_pickle=allow_pickle, api_top_k=api_top_k)  # fmt: skip
+    return run_leakage_report(
+        lm, data, out_dir, config, model=model, engine=engine, public_model=public_model
+    )

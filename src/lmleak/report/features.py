@@ -274,37 +274,34 @@ def sequence_features(
     ledger: Ledger,
     occ: Any,
     index: CorpusIndex,
-    tokenizer: Any,
+    texts: SpanTexts,
     *,
     public_model: Any | None = None,
     public_scope: str = "unique",
     max_contexts: int = 20,
-    context_tokens: int = PUBLIC_CONTEXT_TOKENS,
     public_occurrences: int = PUBLIC_OCCURRENCES,
     pii_detector: Any | None = None,
-    texts: SpanTexts | None = None,
 ) -> tuple[Any, Any]:
     """Compute the features table (one row per (k, sequence)) and enrich the occurrence rows.
 
     Every step is linear in the number of occurrences, with a constant bounded by
-    ``context_tokens``: no step looks at a document's text beyond that window before a span.
+    ``texts.window``: no step looks at a document's text beyond that window before a span.
 
     Args:
         ledger: the model's ledger over D.
         occ: occurrences from :func:`lmleak.report.sequences.occurrences` (with ``doc``).
         index: the corpus index over the same tokenisation.
-        tokenizer: the audited model's tokenizer (decodes the leaked tokens).
+        texts: decodes the leaked tokens with the audited model's tokenizer; its ``window`` is the
+            tokens before an occurrence in its displayed and public-scored context.
         public_model: a model with SCORE access, or None.
         public_scope: ``"unique"`` scores only sequences whose user count in D is 1 (all that ε_l
             and the curated count need); ``"all"`` scores every sequence.
         max_contexts: context texts kept per sequence for display (all context lengths and
             perplexities are kept).
-        context_tokens: tokens before an occurrence in its displayed and public-scored context.
         public_occurrences: occurrences per sequence the public model scores — those where the
             audited model's per-word perplexity is lowest (0: all of them).
         pii_detector: a PII detector (``detect(text)``); when given, ``pii_types`` lists the entity
             types of PII overlapping each sequence (detected at its first occurrence, in context).
-        texts: the decoder to use (tests pass one to count its work).
 
     Returns:
         ``(sequences, occurrences)`` as pandas DataFrames.
@@ -316,7 +313,6 @@ def sequence_features(
         for c in ("context_length", "perplexity", "public_perplexity", "perplexity_ratio"):
             occ[c] = pd.Series(dtype=np.float64)
         return pd.DataFrame({c: pd.Series(dtype=object) for c in SEQUENCE_COLUMNS}), occ
-    texts = texts or SpanTexts(ledger, tokenizer, context_tokens)
     a = _OccurrenceArrays.of(ledger, occ)
     seqs, seq_tokens = _sequence_texts(ledger, occ, a, texts)
     _add_counts_in_d(seqs, seq_tokens, index)

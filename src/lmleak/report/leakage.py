@@ -17,8 +17,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,13 @@ from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
 from lmleak.models.base import Capability, require, scoring_convention
-from lmleak.pii.policies import get_policy
+from lmleak.pii.policies import POLICY_NAMES, get_policy
 from lmleak.progress import stage
 from lmleak.report.counts import COUNT_INTERVAL_METHOD, N_BOOT, count_intervals
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
     PUBLIC_OCCURRENCES,
+    SpanTexts,
     redact_sequences,
     sequence_features,
 )
@@ -62,81 +64,116 @@ from lmleak.report.redaction import (
 from lmleak.report.sequences import occurrences
 from lmleak.runs import open_run, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
+from lmleak.scenarios.describe import anonymization_of, privacy_unit_of
+from lmleak.settings import Settings, setting
 
 #: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
 #: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
 MIN_TOKENS = 5
 
 
-@dataclass(frozen=True, slots=True)
-class ReportConfig:
-    """Settings of one leakage report; its ``repr`` is stored in ``summary.json``.
+@dataclass(frozen=True)
+class ReportSettings(Settings):
+    """Settings of one leakage report, the options of ``lmleak report`` and the audit YAML's
+    ``analyses.report`` (issue 34); its ``repr`` is stored in ``summary.json``.
 
-    Attributes:
-        ks: the top-k values of the tab attack (the first one gives the headline metrics).
-        t: curation threshold on ``PP_public / PP_lm`` (§5 metric 2).
-        p: the p filter on the user count in S (None: no filter). The one default, 5, is shared by
-            ``lmleak report --p`` and the audit config's ``report.p``.
-        redact: write no text, contexts, token ids or plain ids (:mod:`lmleak.report.redaction`).
-        redact_key_file: the HMAC key of a redacted run's ids (None: ``$LMLEAK_REDACT_KEY``, else
-            a random key that is discarded).
-        public_scope: which occurrences the public model scores ("unique" or "all").
-        max_contexts: context texts kept per sequence.
-        shard_size: documents per ledger shard.
-        index_cache: folder for the memory-mapped corpus index (None: build in memory).
-        public_context_tokens: tokens before an occurrence that the public model sees with it
-            (and that a displayed context holds); bounds the report's cost after the ledger.
-            None: the least context every ledger token had (the model's window overlap), at most
-            :data:`~lmleak.report.features.PUBLIC_CONTEXT_TOKENS` (see :func:`public_context`).
-        public_occurrences: occurrences per sequence the public model scores, the audited model's
-            most confident ones (0: every occurrence).
-        pii_policy: the PII policy (:func:`lmleak.pii.policies.get_policy`) whose detections make a
-            unique sequence "leaked PII"; None: no PII columns.
-        min_tokens: unique PII sequences shorter than this are counted apart, not headlined.
-        headline_pii_types: the PII kinds the leaked-PII headline counts (default: the
-            person-identifying ones, :data:`~lmleak.report.null.HEADLINE_PII_TYPES`); the others
-            (dates, bare numbers) are counted by type and shown, not headlined.
+    ``k``: the first one gives the headline metrics. ``p``: None, no filter. ``public_context_tokens``
+    bounds the report's cost after the ledger; None: the least context every ledger token had (the
+    model's window overlap), at most :data:`~lmleak.report.features.PUBLIC_CONTEXT_TOKENS` (see
+    :func:`public_context`). ``pii_policy`` (:func:`lmleak.pii.policies.get_policy`): ``none``
+    (None) writes no PII columns. ``headline_pii_types``: the kinds the leaked-PII headline counts
+    (the others, dates and bare numbers, are counted by type and shown, not headlined); each given
+    item may hold several, comma-separated, and they are upper-cased. ``redact``,
+    ``redact_key_file`` (:mod:`lmleak.report.redaction`) and ``public_model`` are the audit's
+    top-level keys, not the section's.
     """
 
-    ks: tuple[int, ...] = DEFAULT_KS
-    t: float = 1.0
-    p: int | None = 5
-    redact: bool = False
-    redact_key_file: str | None = None
-    public_scope: str = "unique"
-    max_contexts: int = 5
-    shard_size: int = 256
-    index_cache: str | None = None
-    public_context_tokens: int | None = None
-    public_occurrences: int = PUBLIC_OCCURRENCES
-    pii_policy: str | None = "regex"
-    min_tokens: int = MIN_TOKENS
-    headline_pii_types: tuple[str, ...] = HEADLINE_PII_TYPES
-    extra: dict[str, Any] = field(default_factory=dict)
+    k: tuple[int, ...] = setting(
+        DEFAULT_KS,
+        help="Top-k of the tab attack; several allowed: --k 1 3 (default: 1 3, or what --api-top-k allows).",
+    )
+    t: float = setting(1.0, help="Curation threshold on PP_public/PP_lm.", ge=0)
+    p: int | None = setting(5, help="p filter: keep sequences with user count in S < p.", ge=0)
+    redact: bool = setting(
+        False, help="No text, token ids or plain ids in the run; the ledger is not kept.", yaml=False
+    )
+    redact_key_file: str | None = setting(
+        None,
+        help="HMAC key for redacted ids, kept outside the run "
+        "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
+        yaml=False,
+    )
+    public_scope: str = setting(
+        "unique", help="Occurrences the public model scores: unique | all.", choices=("unique", "all")
+    )
+    max_contexts: int = setting(5, help="Context texts kept per sequence.", ge=0)
+    shard_size: int = setting(256, help="Documents per ledger shard.", ge=1, cli=False, yaml=False)
+    index_cache: str | None = setting(
+        None, help="Folder to keep the memory-mapped corpus index in.", yaml=False
+    )
+    public_context_tokens: int | None = setting(
+        None,
+        help="Tokens before a sequence that the public model sees with it (default: the "
+        "ledger's window overlap, at most 128).",
+        ge=0,
+    )
+    public_occurrences: int = setting(
+        PUBLIC_OCCURRENCES,
+        help="Occurrences per sequence the public model scores: the audited model's most "
+        "confident ones (0: all).",
+        ge=0,
+    )
+    pii_policy: str | None = setting(
+        "regex",
+        help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off).",
+        choices=(*POLICY_NAMES, "none"),
+    )
+    min_tokens: int = setting(
+        MIN_TOKENS, help="Unique PII sequences shorter than this are counted, not headlined.", ge=1
+    )
+    headline_pii_types: tuple[str, ...] | None = setting(
+        HEADLINE_PII_TYPES,
+        help="PII kinds the leaked-PII headline counts, comma-separated (default: the person-identifying "
+        "ones: EMAIL, PHONE, PERSON, ADDRESS, ids; dates and bare numbers are counted, not headlined).",
+    )
+    leave_out_folds: int | None = setting(
+        None, help="Leave-out models to train (default: 1, or 2 if most users leak).", ge=1
+    )
 
-    def __post_init__(self) -> None:
-        """The numbers, finite and in range before any ledger pass (the CLI checks them too)."""
-        if not self.ks:
-            raise ConfigError("give at least one k", field="k", hint="e.g. --k 1 3")
-        for k in self.ks:
-            check_number(k, "k", ge=1, integer=True)
-        check_number(self.t, "t", ge=0, hint="e.g. --t 1.0")
-        if self.p is not None:
-            check_number(self.p, "p", ge=0, integer=True)
-        for name in ("max_contexts", "public_occurrences"):
-            check_number(getattr(self, name), name, ge=0, integer=True)
-        if self.public_context_tokens is not None:
-            check_number(self.public_context_tokens, "public_context_tokens", ge=0, integer=True)
-        check_number(self.shard_size, "shard_size", ge=1, integer=True)
-        check_number(self.min_tokens, "min_tokens", ge=1, integer=True)
-        if isinstance(self.headline_pii_types, str) or not all(
-            isinstance(t, str) and t for t in self.headline_pii_types
-        ):
+    def check(self) -> None:
+        """Each k a whole number >= 1 (repeats dropped), PII kinds named, ``none`` as None."""
+        if not self.k:
+            raise ConfigError("empty list: give at least one k", field="k", hint="e.g. --k 1 3")
+        for k in self.k:
+            check_number(k, "k", ge=1, integer=True, hint="each k >= 1 (top-k of the tab attack)")
+        object.__setattr__(self, "k", tuple(dict.fromkeys(self.k)))
+        if self.pii_policy == "none":
+            object.__setattr__(self, "pii_policy", None)
+        kinds = HEADLINE_PII_TYPES if self.headline_pii_types is None else self.headline_pii_types
+        if isinstance(kinds, str):
+            kinds = (kinds,)
+        kinds = tuple(t.strip().upper() for item in kinds for t in str(item).split(",") if t.strip())
+        if not kinds:
             raise ConfigError(
-                f"headline_pii_types must be a list of PII kinds, got {self.headline_pii_types!r}",
-                field="headline_pii_types",
-                hint="e.g. [EMAIL, PHONE, PERSON, ADDRESS]",
+                "name at least one PII kind", field="headline_pii_types", hint="e.g. EMAIL,PHONE,PERSON"
             )
+        object.__setattr__(self, "headline_pii_types", kinds)
+        if self.redact_key_file is not None and not self.redact:
+            raise ConfigError("--redact-key-file needs --redact", field="redact_key_file")
+
+    @property
+    def headline_kinds(self) -> tuple[str, ...]:
+        """``headline_pii_types``, never None (:meth:`check` gave a YAML ``null`` the default)."""
+        return self.headline_pii_types or HEADLINE_PII_TYPES
+
+    @property
+    def ks(self) -> tuple[int, ...]:
+        """``k`` (its name before issue 34)."""
+        return self.k
+
+
+#: The report's settings under their name before issue 34.
+ReportConfig = ReportSettings
 
 
 def scenario(anonymization: str = "identity") -> dict[str, Any]:
@@ -162,7 +199,7 @@ def analyse(
     ledger: Ledger,
     index: CorpusIndex,
     tokenizer: Any,
-    config: ReportConfig,
+    config: ReportSettings,
     *,
     public_model: Any | None = None,
     max_top1_perplexity: float | None = None,
@@ -175,37 +212,26 @@ def analyse(
     leaked-PII headline, :mod:`lmleak.report.null`)."""
     import pandas as pd
 
-    for k in config.ks:
+    for k in config.k:
         ledger.check_k(k)
-    n_ctx = public_context(config, ledger)
-    if n_ctx < 0 or config.public_occurrences < 0 or config.min_tokens < 1:
-        raise ConfigError(
-            "public_context_tokens and public_occurrences must be >= 0, min_tokens >= 1",
-            field="public_context_tokens",
-        )
-    detector = None
-    if config.pii_policy:
-        detector = get_policy(config.pii_policy)
-    occ = occurrences(ledger, config.ks, max_top1_perplexity=max_top1_perplexity)
+    occ = occurrences(ledger, config.k, max_top1_perplexity=max_top1_perplexity)
     seqs, occ = sequence_features(
         ledger,
         occ,
         index,
-        tokenizer,
+        SpanTexts(ledger, tokenizer, public_context(config, ledger)),
         public_model=public_model,
         public_scope=config.public_scope,
         max_contexts=config.max_contexts,
-        context_tokens=n_ctx,
         public_occurrences=config.public_occurrences,
-        pii_detector=detector,
+        pii_detector=get_policy(config.pii_policy) if config.pii_policy else None,
     )
     add_owner_columns(
-        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_pii_types
+        seqs, ledger, tokenizer, min_tokens=config.min_tokens, headline_types=config.headline_kinds
     )
     has_public = public_model is not None
     by_k = {
-        str(k): _metrics_of_k(seqs[seqs["k"] == k], k, ledger, config, held_out, has_public)
-        for k in config.ks
+        str(k): _metrics_of_k(seqs[seqs["k"] == k], k, ledger, config, held_out, has_public) for k in config.k
     }
     if not len(seqs):
         seqs = pd.DataFrame(columns=seqs.columns)
@@ -215,7 +241,7 @@ def analyse(
 
 
 def _metrics_of_k(
-    part: Any, k: int, ledger: Ledger, config: ReportConfig, held_out: Collection[str], has_public: bool
+    part: Any, k: int, ledger: Ledger, config: ReportSettings, held_out: Collection[str], has_public: bool
 ) -> dict[str, Any]:
     """One k's metrics: §5's, the leak counts' intervals, and the leaked-PII null (:mod:`lmleak.report.null`)."""
     m = metrics_for_k(part, t=config.t, p=config.p, has_public=has_public, min_tokens=config.min_tokens)
@@ -229,14 +255,12 @@ def _metrics_of_k(
     if m.get("pii_unique_sequences_total") is not None and "user_ids" in part.columns:
         curated = part["perplexity_ratio"].to_numpy(dtype=float) >= config.t if has_public else None
         m.update(
-            null_keys(
-                part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_pii_types
-            )
+            null_keys(part, ledger.user_ids, held_out, curated=curated, headline_types=config.headline_kinds)
         )
     return m
 
 
-def public_context(config: ReportConfig, ledger: Ledger) -> int:
+def public_context(config: ReportSettings, ledger: Ledger) -> int:
     """Tokens of context the public model sees before each scored sequence.
 
     The configured value, or by default the window overlap of the ledger (every ledger token was
@@ -247,7 +271,7 @@ def public_context(config: ReportConfig, ledger: Ledger) -> int:
     Example:
         >>> import numpy as np
         >>> led = Ledger([], [], np.zeros(1, np.int64), *[np.zeros(0)] * 4, meta={"overlap": 64})
-        >>> public_context(ReportConfig(), led), public_context(ReportConfig(public_context_tokens=32), led)
+        >>> public_context(ReportSettings(), led), public_context(ReportSettings(public_context_tokens=32), led)
         (64, 32)
     """
     if config.public_context_tokens is not None:
@@ -262,18 +286,14 @@ def unique_owners(seqs: Any) -> list[str]:
     return sorted({u for us in rows["user_ids"] for u in us})
 
 
-# long: the docstring documents each of its 13 arguments; the body only routes a redacted run
 def run_report(
     model: Any,
     corpus: Corpus,
     out_dir: str | Path,
-    config: ReportConfig = ReportConfig(),
+    config: ReportSettings = ReportSettings(),
     *,
     public_model: Any | str | None = None,
     model_dir: str | Path | None = None,
-    leave_out_overrides: dict[str, Any] | None = None,
-    anonymization: str = "identity",
-    leave_out_folds: int | None = None,
     redactor: Redactor | None = None,
     held_out: Collection[str] | None = None,
     never_seen: Corpus | None = None,
@@ -284,15 +304,14 @@ def run_report(
         model: the audited model (SCORE access, or a top-k black box).
         corpus: its training data D.
         out_dir: the run directory (created owner-only).
-        config: see :class:`ReportConfig`.
+        config: see :class:`ReportSettings`.
         public_model: a loaded model, a spec for :func:`lmleak.report.public.load_any_model`,
-            ``"leave-out"`` (retrain without the owners of unique sequences), ``"base"`` (the base
-            recorded by ``lmleak train --base`` in ``model_dir``) or None.
-        model_dir: where the audited model lives (its ``train.json`` configures leave-out).
-        leave_out_overrides: ``TrainConfig`` fields to override for the leave-out model.
-        leave_out_folds: leave-out models to train (see :class:`lmleak.report.public.FoldedPublic`;
-            None: one, or two when the owners of unique sequences are most of the users).
-        anonymization: the KART A factor of the training data (``"identity"`` when unknown).
+            ``"leave-out"`` (retrain without the owners of unique sequences, ``config.leave_out_folds``
+            models: :class:`lmleak.report.public.FoldedPublic`), ``"base"`` (the base recorded by
+            ``lmleak train --base`` in ``model_dir``) or None.
+        model_dir: where the audited model lives: its ``train.json`` configures leave-out, its
+            ``privacy.json`` gives the summary's ``privacy`` and the KART A factor
+            (:func:`~lmleak.scenarios.describe.anonymization_of`; ``identity`` without one).
         redactor: with ``config.redact``, the run's key (an audit hashes every stage under one key);
             None: :func:`~lmleak.report.redaction.redactor_from` ``config.redact_key_file``.
         held_out: the users of ``corpus`` the model never saw, the null of the leaked-PII headline
@@ -302,15 +321,7 @@ def run_report(
             ``corpus``'s.
     """
     corpus, held = _with_null(corpus, model_dir, held_out, never_seen)
-
-    options: dict[str, Any] = dict(
-        public_model=public_model,
-        model_dir=model_dir,
-        leave_out_overrides=leave_out_overrides,
-        anonymization=anonymization,
-        leave_out_folds=leave_out_folds,
-        held_out=held,
-    )
+    options: dict[str, Any] = dict(public_model=public_model, model_dir=model_dir, held_out=held)
     if not config.redact:
         with open_run(out_dir) as out:  # locked, marked incomplete until done
             return _run_report(model, corpus, out, out, config, **options)
@@ -355,7 +366,7 @@ def _with_null(
     return corpus, tuple(sorted(held))
 
 
-def _refuse_redacted_into(out: Path, config: ReportConfig) -> None:
+def _refuse_redacted_into(out: Path, config: ReportSettings) -> None:
     """Refuse a redacted report into a run holding an unredacted one, or with its index inside the run."""
     leftovers = unredacted_leftovers(out)
     if leftovers:
@@ -378,12 +389,10 @@ def _public_model(
     corpus: Corpus,
     ledger: Ledger,
     index: Any,
-    config: ReportConfig,
+    config: ReportSettings,
     work: Path,
     *,
     model_dir: str | Path | None,
-    leave_out_overrides: dict[str, Any] | None,
-    leave_out_folds: int | None,
     redactor: Redactor | None = None,
 ) -> tuple[Any, dict[str, Any] | None]:
     """The public model of the leakage epsilon (a spec, ``leave-out``, ``base``, a loaded model or
@@ -399,8 +408,7 @@ def _public_model(
             work / "leave-out-model",
             redactor,
             model_dir=model_dir,
-            overrides=leave_out_overrides,
-            folds=leave_out_folds,
+            folds=config.leave_out_folds,
         )
         if redactor is not None:
             sigkill_at("redacted-leave-out")
@@ -455,13 +463,10 @@ def _run_report(
     corpus: Corpus,
     out: Path,
     work: Path,
-    config: ReportConfig,
+    config: ReportSettings,
     *,
     public_model: Any | str | None,
     model_dir: str | Path | None,
-    leave_out_overrides: dict[str, Any] | None,
-    anonymization: str,
-    leave_out_folds: int | None,
     redactor: Redactor | None = None,
     held_out: tuple[str, ...] = (),
 ) -> dict[str, Any]:
@@ -469,9 +474,9 @@ def _run_report(
     temporary folder for a redacted run) and the tables and summary under ``out``."""
 
     if redactor is None:
-        ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.ks))
+        ledger = build_ledger(model, corpus, work, shard_size=config.shard_size, k=max(config.k))
     else:  # a redacted run writes no token ids anywhere, not even to its scratch
-        ledger = memory_ledger(model, corpus, k=max(config.ks), shard_size=config.shard_size)
+        ledger = memory_ledger(model, corpus, k=max(config.k), shard_size=config.shard_size)
         sigkill_at("redacted-ledger")
     with stage("report: corpus index"):
         index = build_index(ledger, config.index_cache)  # keyed by the token ids: one per tokenisation
@@ -484,8 +489,6 @@ def _run_report(
         config,
         work,
         model_dir=model_dir,
-        leave_out_overrides=leave_out_overrides,
-        leave_out_folds=leave_out_folds,
         redactor=redactor,
     )
     with stage("report: leaked sequences, features" + (", public model" if pub is not None else "")):
@@ -494,7 +497,7 @@ def _run_report(
     public_info = _write_tables(out, seqs, occ, public_info, redactor)
     if redactor is not None:
         sigkill_at("redacted-tables")
-    summary = _summary(config, ledger, by_k, model, public_info, anonymization, redactor)
+    summary = _summary(config, ledger, by_k, model, public_info, model_dir, redactor)
     summary["held_out_users"] = len(held_out)
     write_summary(out, summary, model=model, corpus=corpus)
     return summary
@@ -563,23 +566,23 @@ _NULL_KEYS = (
 
 
 def _summary(
-    config: ReportConfig,
+    config: ReportSettings,
     ledger: Ledger,
     by_k: dict[str, Any],
     model: Any,
     public_info: dict[str, Any] | None,
-    anonymization: str,
+    model_dir: str | Path | None,
     redactor: Redactor | None,
 ) -> dict[str, Any]:
     """The report's ``summary.json``: the first k's headline, every k's metrics, the run's setting."""
-    head = by_k[str(config.ks[0])]
+    head = by_k[str(config.k[0])]
     return {
         "stage": "report",
-        "k": int(config.ks[0]),
-        "ks": [int(k) for k in config.ks],
+        "k": int(config.k[0]),
+        "ks": [int(k) for k in config.k],
         **{key: head[key] for key in _HEAD_KEYS},
         **{key: head[key] for key in _NULL_KEYS if key in head},
-        "headline_pii_types": list(config.headline_pii_types),
+        "headline_pii_types": list(config.headline_kinds),
         "min_tokens": config.min_tokens,
         "pii_policy": config.pii_policy,
         "public_context_tokens": public_context(config, ledger),
@@ -609,14 +612,36 @@ def _summary(
         "redacted": config.redact,
         **({"redaction": redactor.describe()} if redactor is not None else {}),
         "config": repr(config),
-        "scenario": scenario(anonymization),
+        "privacy": privacy_record(model_dir),
+        "scenario": scenario(anonymization_of(model_dir)),
+    }
+
+
+def privacy_record(model_dir: str | Path | None) -> dict[str, Any] | None:
+    """The guarantee the model was trained under, from its ``privacy.json`` (None without one): the
+    mode, DP ε and δ, and the privacy unit (``user`` / ``sequence``), named as in an audit's summary.
+
+    Example:
+        >>> privacy_record(None) is None
+        True
+    """
+    p = None if model_dir is None else Path(model_dir) / "privacy.json"
+    if p is None or not p.is_file():
+        return None
+    priv = json.loads(p.read_text())
+    return {
+        "mode": priv.get("mode"),
+        "dp_epsilon": priv.get("epsilon"),
+        "dp_delta": priv.get("delta"),
+        "privacy_unit": privacy_unit_of(priv),
+        **{k: priv[k] for k in ("max_sequences_per_user", "sampler") if k in priv},
     }
 
 
 def report_from_ledger(
     ledger: Ledger,
     tokenizer: Any,
-    config: ReportConfig,
+    config: ReportSettings,
     *,
     index: CorpusIndex | None = None,
     public_model: Any | None = None,

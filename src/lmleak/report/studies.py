@@ -24,7 +24,7 @@ from lmleak.errors import InputError
 from lmleak.figures import pyplot, save_figure
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger, read_ledger
-from lmleak.report.leakage import ReportConfig, analyse, build_index, run_report
+from lmleak.report.leakage import ReportSettings, analyse, build_index, run_report
 from lmleak.report.metrics import corpus_perplexity, top_k_accuracy, unique_sequences
 from lmleak.report.public import load_any_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
@@ -76,7 +76,7 @@ def hardening_curve(
     import pandas as pd
 
     rows = []
-    cfg = ReportConfig(ks=(k,))
+    cfg = ReportSettings(k=(k,))
     for thr in thresholds:
         limit = None if not np.isfinite(thr) else float(thr)
         seqs, _, _ = analyse(ledger, index, tokenizer, cfg, max_top1_perplexity=limit)
@@ -185,7 +185,9 @@ def snapshot_study(
     for epoch, path in snapshot_dirs(model_dir):
         model = load(path)
         run = out / f"epoch-{epoch}"
-        summary = run_report(model, corpus, run, ReportConfig(ks=(k,), index_cache=str(out / ".index-cache")))
+        summary = run_report(
+            model, corpus, run, ReportSettings(k=(k,), index_cache=str(out / ".index-cache"))
+        )
         seqs = pd.read_parquet(run / "sequences.parquet")
         u = seqs[seqs["users_in_d"] == 1]
         for length, pp in zip(u["length_tokens"], u["perplexity"], strict=True):
@@ -238,7 +240,7 @@ def compare_models(
         run = out / name
         model_dir = Path(spec) if Path(spec).is_dir() else None
         s = run_report(
-            model, corpus, run, ReportConfig(ks=(k,)), public_model=public_model, model_dir=model_dir
+            model, corpus, run, ReportSettings(k=(k,)), public_model=public_model, model_dir=model_dir
         )
         row = {
             "model": name,
