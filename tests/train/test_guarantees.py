@@ -8,7 +8,12 @@ import pytest
 
 from lmleak.errors import ConfigError
 from lmleak.train.confidentiality import confidentiality_report
-from lmleak.train.guarantees import confidentiality_guarantees, plot_amplification, significant
+from lmleak.train.guarantees import (
+    ConfidentialitySettings,
+    confidentiality_guarantees,
+    plot_amplification,
+    significant,
+)
 
 
 def test_significant_rounds_floats_only_and_keeps_zero_inf_and_nan():
@@ -20,7 +25,9 @@ def test_significant_rounds_floats_only_and_keeps_zero_inf_and_nan():
 @pytest.mark.parametrize("occurrences", [None, 9])
 def test_guarantees_are_the_report_rounded_to_four_significant_digits(occurrences):
     raw = confidentiality_report(1.7, 3e-5, 0.13, unique_secrets=5, occurrences=occurrences, delta2=0.01)
-    got = confidentiality_guarantees(1.7, 3e-5, 0.13, unique_secrets=5, occurrences=occurrences, delta2=0.01)
+    got = confidentiality_guarantees(
+        ConfidentialitySettings(1.7, 3e-5, 0.13, unique_secrets=5, occurrences=occurrences, delta2=0.01)
+    )
     assert got.keys() - {"notes"} == raw.keys()
     assert got["notes"][0].startswith(f"group bounds charge {raw['group_missed']} missed secrets of 5")
     for k, v in raw.items():  # the oracle: each value to 4 significant digits, by formatting
@@ -30,9 +37,9 @@ def test_guarantees_are_the_report_rounded_to_four_significant_digits(occurrence
 
 
 def test_a_plot_is_written_and_named_and_bad_values_are_config_errors(tmp_path):
-    got = confidentiality_guarantees(1.0, 1e-5, 0.1, plot=tmp_path / "fig6.png")
+    got = confidentiality_guarantees(ConfidentialitySettings(1.0, 1e-5, 0.1, plot=tmp_path / "fig6.png"))
     assert got["plot"] == str(tmp_path / "fig6.png") and (tmp_path / "fig6.png").stat().st_size > 1000
     assert plot_amplification(2.0, tmp_path / "b.png") == tmp_path / "b.png"
     with pytest.raises(ConfigError, match="gamma"):
-        confidentiality_guarantees(1.0, 1e-5, 1.5, plot=tmp_path / "never.png")
+        confidentiality_guarantees(ConfidentialitySettings(1.0, 1e-5, 1.5, plot=tmp_path / "never.png"))
     assert not (tmp_path / "never.png").exists()

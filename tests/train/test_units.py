@@ -82,11 +82,9 @@ def test_group_privacy_for_the_largest_user_of_a_sequence_level_run():
         reason="asked for",
         units=units,
         sampler=Sampler(8, 4),
-        max_per_user=4,
+        config=TrainConfig(max_sequences_per_user=4, target_delta=1e-5, accountant="rdp"),
         noise_multiplier=1.0,
         steps=4,
-        delta=1e-5,
-        accountant="rdp",
         poisson_epsilon=1.5,
     )
     assert rec["privacy_unit"] == "sequence" and rec["largest_user_sequences"] == 5

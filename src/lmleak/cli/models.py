@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
-from lmleak.cli.common import (
-    COUNT,
-    OPEN_UNIT,
-    POSITIVE,
-    JsonOpt,
-    QuietOpt,
-    SeedOpt,
-    number,
-    out,
-    print_json,
-    quiet,
-)
-from lmleak.train.config import TrainConfig
+from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, out, print_json, quiet
+from lmleak.cli.options import takes
+from lmleak.train.config import TrainSettings
 from lmleak.words import plural
 
 
@@ -30,71 +20,22 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("eval")(evaluate_cmd)
 
 
-#: The panels of ``lmleak train --help`` (issue 29), each option by its parameter name, in the order
-#: shown. tests/cli/test_models_help.py fails on an option in no panel.
-TRAIN_PANELS: dict[str, tuple[str, ...]] = {
-    "Model": (
-        "arch",
-        "layers",
-        "width",
-        "heads",
-        "base",
-        "tokenizer",
-        "vocab_size",
-        "tokenizer_from",
-        "tokenizer_from_private",
-        "lora",
-        "lora_targets",
-        "lora_alpha",
-        "full",
-        "merge",
-        "precision",
-    ),
-    "Data": ("corpus", "holdout_users", "seq_len", "public", "private", "secrets", "policy"),
-    "Privacy": (
-        "mode",
-        "target_epsilon",
-        "noise_multiplier",
-        "delta",
-        "privacy_unit",
-        "max_sequences_per_user",
-        "sampler",
-        "max_grad_norm",
-        "accountant",
-        "dp_clipping",
-        "health_checks",
-        "health_check_steps",
-        "max_noise_to_signal",
-    ),
-    "Schedule": ("epochs", "batch_size", "lr", "seed", "max_steps", "device"),
-    "Output": ("out_dir", "config", "snapshots", "replaces", "json_out", "quiet_", "help_all", "help"),
-}
-#: What plain ``--help`` shows; ``--help-all`` shows the long tail too.
-TRAIN_COMMON = frozenset(
-    {
-        *("arch", "layers", "width", "heads", "base"),
-        *("corpus", "holdout_users", "seq_len"),
-        *("mode", "target_epsilon", "noise_multiplier", "delta", "privacy_unit"),
-        *("epochs", "batch_size", "lr", "seed"),
-        *("out_dir", "config", "json_out", "help_all", "help"),  # --quiet: `lmleak -q train`
-    }
-)
+#: The panels of ``lmleak train --help`` (issue 29), in the order shown: each setting's panel is its
+#: field's (:class:`~lmleak.train.config.TrainSettings`), the command's own options say theirs, the
+#: rest (--json, --help ...) are Output. A hidden field is the long tail ``--help-all`` shows.
+TRAIN_PANELS = ("Model", "Data", "Privacy", "Schedule", "Output")
 
 
 class _TrainCommand(TyperCommand):
-    """``lmleak train``: its options in :data:`TRAIN_PANELS`, the ones not in :data:`TRAIN_COMMON`
-    hidden from ``--help`` (``--help-all`` shows them)."""
+    """``lmleak train``: its options grouped by panel, in :data:`TRAIN_PANELS`' order."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        order = [name for names in TRAIN_PANELS.values() for name in names]
-        panel_of = {name: panel for panel, names in TRAIN_PANELS.items() for name in names}
-        # the panels come out in the order of their first option
-        self.params.sort(key=lambda p: order.index(p.name) if p.name in order else len(order))
         for param in self.params:
             if isinstance(param, TyperOption):
-                param.rich_help_panel = panel_of.get(param.name or "")
-                param.hidden = param.name not in TRAIN_COMMON
+                param.rich_help_panel = param.rich_help_panel or "Output"
+        # the panels come out in the order of their first option; within one, the signature's order
+        self.params.sort(key=lambda p: TRAIN_PANELS.index(getattr(p, "rich_help_panel", None) or "Output"))
 
     def get_help_option(self, ctx: Any) -> Any:
         option = super().get_help_option(ctx)
@@ -173,204 +114,17 @@ def _read_train_config(ctx: typer.Context, value: Path | None) -> Path | None:
     return value
 
 
-# long: 48 Typer options in the signature; the body only builds the config and calls train_and_summarise
+@takes(settings=TrainSettings)
 def train(
-    corpus: Annotated[Path, typer.Option(help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).")],
+    corpus: Annotated[
+        Path,
+        typer.Option(
+            help="Training corpus (JSONL, CSV, Parquet, folder, HF dataset).", rich_help_panel="Data"
+        ),
+    ],
     out_dir: Annotated[
         Path, typer.Option("--out", help="Folder for the model, train.json and privacy.json.")
     ],
-    arch: Annotated[str, typer.Option(help="gpt (small GPT-2) or lstm (paper 001's 2x128 LSTM).")] = "gpt",
-    mode: Annotated[
-        str, typer.Option(help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).")
-    ] = "nodp",
-    epochs: Annotated[int, typer.Option(help="Passes over the training data.", parser=COUNT)] = 5,
-    batch_size: Annotated[
-        int,
-        typer.Option(help="Sequences per mini-batch (expected size under Poisson sampling).", parser=COUNT),
-    ] = 16,
-    lr: Annotated[float, typer.Option(help="AdamW learning rate.", parser=POSITIVE)] = 2e-3,
-    seq_len: Annotated[
-        int,
-        typer.Option(
-            "--seq-len",
-            "--context",
-            help="Tokens per training sequence (the GPT's context).",
-            parser=number(int, ge=2),
-        ),
-    ] = 128,
-    tokenizer: Annotated[
-        str | None, typer.Option(help="word or bpe (default: bpe for gpt, word for lstm).")
-    ] = None,
-    vocab_size: Annotated[
-        int,
-        typer.Option(help="Tokenizer vocabulary size (most frequent words for word-level).", parser=COUNT),
-    ] = 4000,
-    seed: SeedOpt = 0,
-    holdout_users: Annotated[
-        float,
-        typer.Option(
-            "--holdout-users",
-            "--val-fraction",
-            help="Share of users held out of training (0 allowed): validation, and the non-members / controls of `mia` and `probe run`; recorded in holdout.json.",
-            parser=number(ge=0, lt=1),
-        ),
-    ] = 0.1,
-    layers: Annotated[int, typer.Option("--layers", help="GPT: transformer layers.", parser=COUNT)] = 2,
-    width: Annotated[
-        int, typer.Option("--width", help="GPT: embedding width (a multiple of --heads).", parser=COUNT)
-    ] = 128,
-    heads: Annotated[int, typer.Option("--heads", help="GPT: attention heads.", parser=COUNT)] = 4,
-    snapshots: Annotated[
-        bool, typer.Option(help="Save a checkpoint after every epoch (for `lmleak study snapshots`).")
-    ] = False,
-    noise_multiplier: Annotated[
-        float | None, typer.Option(help="DP noise multiplier (dp/crt/sdp).", parser=POSITIVE)
-    ] = None,
-    target_epsilon: Annotated[
-        float | None, typer.Option(help="DP target epsilon instead of a noise multiplier.", parser=POSITIVE)
-    ] = None,
-    delta: Annotated[float, typer.Option(help="DP delta.", parser=OPEN_UNIT)] = 1e-5,
-    max_grad_norm: Annotated[float, typer.Option(help="Per-sequence clipping norm.", parser=POSITIVE)] = 1.0,
-    accountant: Annotated[str, typer.Option(help="prv (default) or rdp.")] = "prv",
-    dp_clipping: Annotated[
-        str | None,
-        typer.Option(
-            "--dp-clipping",
-            help="Per-sequence clipping: bookkeeping (one backward pass; default for the small GPT) or ghost (Opacus); with --base: auto (default: bookkeeping where it applies, else Opacus hooks), bookkeeping or hooks.",
-        ),
-    ] = None,
-    policy: Annotated[
-        str | None, typer.Option(help="Redaction policy for crt/sdp (default balanced).")
-    ] = None,
-    tokenizer_from: Annotated[
-        str | None,
-        typer.Option(
-            "--tokenizer-from",
-            help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub for crt, the training text for nodp, a public vocabulary from SmolLM2's merges for dp/sdp).",
-        ),
-    ] = None,
-    tokenizer_from_private: Annotated[
-        bool,
-        typer.Option(
-            "--tokenizer-from-private",
-            help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded in privacy.json).",
-        ),
-    ] = False,
-    secrets: Annotated[
-        Path | None,
-        typer.Option(
-            "--secrets",
-            help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training text and written to privacy.json.",
-        ),
-    ] = None,
-    public: Annotated[
-        Path | None, typer.Option(help="crt: a pre-split public corpus (with --private).")
-    ] = None,
-    private: Annotated[
-        Path | None, typer.Option(help="crt: a pre-split private corpus (with --public).")
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) instead of training a small model from scratch (docs/finetune.md).",
-        ),
-    ] = None,
-    lora: Annotated[int, typer.Option("--lora", help="--base: LoRA adapter rank (peft).", parser=COUNT)] = 8,
-    lora_targets: Annotated[
-        str | None,
-        typer.Option(
-            "--lora-targets",
-            help="--base: comma-separated module names to adapt (default per architecture: q_proj,v_proj for llama/mistral/qwen, c_attn for gpt2; else every Linear in attention).",
-        ),
-    ] = None,
-    lora_alpha: Annotated[
-        float | None,
-        typer.Option("--lora-alpha", help="--base: LoRA scaling alpha (default 2 x rank).", parser=POSITIVE),
-    ] = None,
-    full: Annotated[
-        bool, typer.Option("--full", help="--base: fine-tune all weights instead of LoRA adapters.")
-    ] = False,
-    merge: Annotated[
-        bool,
-        typer.Option(
-            "--merge", help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters."
-        ),
-    ] = False,
-    precision: Annotated[
-        str,
-        typer.Option(
-            "--precision",
-            help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 (falls back to fp32).",
-        ),
-    ] = "auto",
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; for smoke runs (the accountant counts the steps taken).",
-            parser=COUNT,
-        ),
-    ] = None,
-    device: Annotated[
-        str | None,
-        typer.Option(
-            "--device",
-            help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
-        ),
-    ] = None,
-    privacy_unit: Annotated[
-        str | None,
-        typer.Option(
-            "--privacy-unit",
-            help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step samples people, each person's gradient clipped as one) or sequence (one training sequence; a person with k sequences gets only group privacy).",
-        ),
-    ] = None,
-    max_sequences_per_user: Annotated[
-        int,
-        typer.Option(
-            "--max-sequences-per-user",
-            help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their sequences, picked at random each step.",
-            parser=COUNT,
-        ),
-    ] = 4,
-    sampler: Annotated[
-        str,
-        typer.Option(
-            "--sampler",
-            help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon is then the bound without amplification by sampling, the Poisson number printed beside it with a warning).",
-        ),
-    ] = "poisson",
-    health_checks: Annotated[
-        bool,
-        typer.Option(
-            "--health-checks/--no-health-checks",
-            help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn and go on).",
-        ),
-    ] = True,
-    health_check_steps: Annotated[
-        int,
-        typer.Option(
-            "--health-check-steps", help="Private steps before the first health check.", parser=COUNT
-        ),
-    ] = 10,
-    max_noise_to_signal: Annotated[
-        float,
-        typer.Option(
-            "--max-noise-to-signal",
-            help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
-            parser=POSITIVE,
-        ),
-    ] = 1e4,
-    replaces: Annotated[
-        Path | None,
-        typer.Option(
-            "--replaces",
-            help="The model this one is meant to replace: its validation perplexity is compared, and OUT/reaudit.yaml audits both.",
-        ),
-    ] = None,
-    json_out: JsonOpt = False,
-    quiet_: QuietOpt = False,
     config: Annotated[
         Path | None,
         typer.Option(
@@ -381,6 +135,30 @@ def train(
             callback=_read_train_config,
         ),
     ] = None,
+    public: Annotated[
+        Path | None,
+        typer.Option(
+            help="crt: a pre-split public corpus (with --private).", rich_help_panel="Data", hidden=True
+        ),
+    ] = None,
+    private: Annotated[
+        Path | None,
+        typer.Option(
+            help="crt: a pre-split private corpus (with --public).", rich_help_panel="Data", hidden=True
+        ),
+    ] = None,
+    *,
+    settings: TrainSettings,
+    replaces: Annotated[
+        Path | None,
+        typer.Option(
+            "--replaces",
+            help="The model this one is meant to replace: its validation perplexity is compared, and OUT/reaudit.yaml audits both.",
+            hidden=True,
+        ),
+    ] = None,
+    json_out: JsonOpt = False,
+    quiet_: QuietOpt = False,
     help_all: Annotated[
         bool,
         typer.Option(
@@ -400,75 +178,15 @@ def train(
     """
     from lmleak.errors import ConfigError
 
-    # lazy: lmleak.train.finetune and lmleak.train.run import torch, which `lmleak --help` must not load
-    from lmleak.train.finetune import FinetuneConfig
+    # lazy: lmleak.train.run imports torch, which `lmleak --help` must not load
     from lmleak.train.run import train_and_summarise
 
     quiet(quiet_ or json_out)
     if (public is None) != (private is None):
         raise ConfigError("give both --public and --private, or neither", field="public")
-    # typer hands the literal choices over as str; the configs check mode, arch and dp_clipping
-    common: dict[str, Any] = dict(
-        mode=mode,
-        epochs=epochs,
-        batch_size=batch_size,
-        lr=lr,
-        seq_len=seq_len,
-        seed=seed,
-        holdout_users=holdout_users,
-        noise_multiplier=noise_multiplier,
-        target_epsilon=target_epsilon,
-        target_delta=delta,
-        max_grad_norm=max_grad_norm,
-        accountant=accountant,
-        policy=policy,
-        secrets=None if secrets is None else str(secrets),
-        privacy_unit=privacy_unit,
-        max_sequences_per_user=max_sequences_per_user,
-        sampler=sampler,
-        health_checks=health_checks,
-        health_check_steps=health_check_steps,
-        max_noise_to_signal=max_noise_to_signal,
-    )
-    cfg: Any
-    if base is not None:
-        targets = tuple(t.strip() for t in lora_targets.split(",") if t.strip()) if lora_targets else None
-        cfg = FinetuneConfig(
-            base=base,
-            lora=lora,
-            lora_alpha=lora_alpha,
-            full=full,
-            merge=merge,
-            lora_targets=targets,
-            max_steps=max_steps,
-            dp_clipping=dp_clipping or "auto",
-            device=device,
-            precision=precision,
-            **common,
-        )
-    else:
-        cfg = cast(Any, TrainConfig)(
-            arch=arch,
-            tokenizer=tokenizer,
-            vocab_size=vocab_size,
-            n_layer=layers,
-            n_embd=width,
-            n_head=heads,
-            snapshots=snapshots,
-            dp_clipping=dp_clipping or "bookkeeping",
-            tokenizer_from=tokenizer_from,
-            tokenizer_from_private=tokenizer_from_private,
-            **common,
-        )
+    progress = not (quiet_ or json_out)
     run = train_and_summarise(
-        corpus,
-        out_dir,
-        cfg,
-        public=public,
-        private=private,
-        progress=not (quiet_ or json_out),
-        mode=mode,
-        replaces=replaces,
+        corpus, out_dir, settings, public=public, private=private, progress=progress, replaces=replaces
     )
     _print_result(run, out_dir, json_out)
 

@@ -8,10 +8,11 @@ DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal
 
 from lmleak.errors import ConfigError, check_number
+from lmleak.settings import Settings, setting
 
 Mode = Literal["nodp", "dp", "crt", "sdp"]
 MODES = ("nodp", "dp", "crt", "sdp")
@@ -283,3 +284,232 @@ class FinetuneConfig:
         d = asdict(self)
         d["lora_targets"] = list(self.lora_targets) if self.lora_targets else None
         return d
+
+
+_MODEL, _DATA, _PRIVACY, _SCHEDULE = "Model", "Data", "Privacy", "Schedule"
+
+
+@dataclass(frozen=True)
+class TrainSettings(Settings):
+    """What ``lmleak train`` takes, declared once: its options are generated from these fields (in
+    their panels; the long tail hidden behind ``--help-all``), ``--config train.yaml`` reads the same
+    names, and :func:`lmleak.train.run.train_and_summarise` takes the object. :meth:`config` is the
+    run's record: a :class:`TrainConfig` for a small model, a :class:`FinetuneConfig` with ``base``
+    (whose rules are checked when the settings are built). Field names are the records' (opacus's for
+    DP); the options keep their spellings (``n_layer`` is ``--layers``, ``target_delta`` ``--delta``).
+
+    Example:
+        >>> TrainSettings(epochs=2, n_layer=1).config().n_layer
+        1
+        >>> type(TrainSettings(base="smollm2-135m").config()).__name__
+        'FinetuneConfig'
+    """
+
+    arch: str = setting(
+        "gpt",
+        help="gpt (small GPT-2) or lstm (paper 001's 2x128 LSTM).",
+        choices=("gpt", "lstm"),
+        panel=_MODEL,
+    )
+    n_layer: int = setting(2, help="GPT: transformer layers.", option="--layers", ge=1, panel=_MODEL)
+    n_embd: int = setting(
+        128, help="GPT: embedding width (a multiple of --heads).", option="--width", ge=1, panel=_MODEL
+    )
+    n_head: int = setting(4, help="GPT: attention heads.", option="--heads", ge=1, panel=_MODEL)
+    base: str | None = setting(
+        None,
+        help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) "
+        "instead of training a small model from scratch (docs/finetune.md).",
+        panel=_MODEL,
+    )
+    tokenizer: str | None = setting(
+        None,
+        help="word or bpe (default: bpe for gpt, word for lstm).",
+        choices=("word", "bpe"),
+        panel=_MODEL,
+        hidden=True,
+    )
+    vocab_size: int = setting(
+        4000,
+        help="Tokenizer vocabulary size (most frequent words for word-level).",
+        ge=1,
+        panel=_MODEL,
+        hidden=True,
+    )
+    tokenizer_from: str | None = setting(
+        None,
+        help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub "
+        "for crt, the training text for nodp, a public vocabulary from SmolLM2's merges for dp/sdp).",
+        panel=_MODEL,
+        hidden=True,
+    )
+    tokenizer_from_private: bool = setting(
+        False,
+        help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded "
+        "in privacy.json).",
+        panel=_MODEL,
+        hidden=True,
+    )
+    lora: int = setting(8, help="--base: LoRA adapter rank (peft).", ge=1, panel=_MODEL, hidden=True)
+    lora_targets: str | None = setting(
+        None,
+        help="--base: comma-separated module names to adapt (default per architecture: q_proj,v_proj for "
+        "llama/mistral/qwen, c_attn for gpt2; else every Linear in attention).",
+        panel=_MODEL,
+        hidden=True,
+    )
+    lora_alpha: float | None = setting(
+        None, help="--base: LoRA scaling alpha (default 2 x rank).", gt=0, panel=_MODEL, hidden=True
+    )
+    full: bool = setting(
+        False, help="--base: fine-tune all weights instead of LoRA adapters.", panel=_MODEL, hidden=True
+    )
+    merge: bool = setting(
+        False,
+        help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters.",
+        panel=_MODEL,
+        hidden=True,
+    )
+    precision: str = setting(
+        "auto",
+        help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 "
+        "(falls back to fp32).",
+        choices=PRECISIONS,
+        panel=_MODEL,
+        hidden=True,
+    )
+    holdout_users: float = setting(
+        0.1,
+        help="Share of users held out of training (0 allowed): validation, and the non-members / controls "
+        "of `mia` and `probe run`; recorded in holdout.json.",
+        short="--val-fraction",  # the old spelling, still shown
+        ge=0,
+        lt=1,
+        panel=_DATA,
+    )
+    seq_len: int = setting(
+        128,
+        help="Tokens per training sequence (the GPT's context).",
+        short="--context",  # the GPT's name for it
+        ge=2,
+        panel=_DATA,
+    )
+    secrets: str | None = setting(
+        None,
+        help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training "
+        "text and written to privacy.json.",
+        panel=_DATA,
+        hidden=True,
+    )
+    policy: str | None = setting(
+        None, help="Redaction policy for crt/sdp (default balanced).", panel=_DATA, hidden=True
+    )
+    mode: str = setting(
+        "nodp", help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).", panel=_PRIVACY
+    )
+    target_epsilon: float | None = setting(
+        None, help="DP target epsilon instead of a noise multiplier.", gt=0, panel=_PRIVACY
+    )
+    noise_multiplier: float | None = setting(
+        None, help="DP noise multiplier (dp/crt/sdp).", gt=0, panel=_PRIVACY
+    )
+    target_delta: float = setting(1e-5, help="DP delta.", option="--delta", gt=0, lt=1, panel=_PRIVACY)
+    privacy_unit: str | None = setting(
+        None,
+        help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step "
+        "samples people, each person's gradient clipped as one) or sequence (one training sequence; a "
+        "person with k sequences gets only group privacy).",
+        choices=PRIVACY_UNITS,
+        panel=_PRIVACY,
+    )
+    max_sequences_per_user: int = setting(
+        4,
+        help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their "
+        "sequences, picked at random each step.",
+        ge=1,
+        panel=_PRIVACY,
+        hidden=True,
+    )
+    sampler: str = setting(
+        "poisson",
+        help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon "
+        "is then the bound without amplification by sampling, the Poisson number printed beside it with "
+        "a warning).",
+        choices=SAMPLERS,
+        panel=_PRIVACY,
+        hidden=True,
+    )
+    max_grad_norm: float = setting(1.0, help="Per-sequence clipping norm.", gt=0, panel=_PRIVACY, hidden=True)
+    accountant: str = setting(
+        "prv", help="prv (default) or rdp.", choices=("prv", "rdp"), panel=_PRIVACY, hidden=True
+    )
+    dp_clipping: str | None = setting(
+        None,
+        help="Per-sequence clipping: bookkeeping (one backward pass; default for the small GPT) or ghost "
+        "(Opacus); with --base: auto (default: bookkeeping where it applies, else Opacus hooks), "
+        "bookkeeping or hooks.",
+        panel=_PRIVACY,
+        hidden=True,
+    )
+    health_checks: bool = setting(
+        True,
+        help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the "
+        "signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn "
+        "and go on).",
+        panel=_PRIVACY,
+        hidden=True,
+    )
+    health_check_steps: int = setting(
+        10, help="Private steps before the first health check.", ge=1, panel=_PRIVACY, hidden=True
+    )
+    max_noise_to_signal: float = setting(
+        1e4,
+        help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
+        gt=0,
+        panel=_PRIVACY,
+        hidden=True,
+    )
+    epochs: int = setting(5, help="Passes over the training data.", ge=1, panel=_SCHEDULE)
+    batch_size: int = setting(
+        16, help="Sequences per mini-batch (expected size under Poisson sampling).", ge=1, panel=_SCHEDULE
+    )
+    lr: float = setting(2e-3, help="AdamW learning rate.", gt=0, panel=_SCHEDULE)
+    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=_SCHEDULE)
+    max_steps: int | None = setting(
+        None,
+        help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; "
+        "for smoke runs (the accountant counts the steps taken).",
+        ge=1,
+        panel=_SCHEDULE,
+        hidden=True,
+    )
+    device: str | None = setting(
+        None,
+        help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
+        panel=_SCHEDULE,
+        hidden=True,
+    )
+    snapshots: bool = setting(
+        False,
+        help="Save a checkpoint after every epoch (for `lmleak study snapshots`).",
+        panel="Output",
+        hidden=True,
+    )
+
+    def check(self) -> None:
+        self.config()  # the record's own rules (mode and noise, width and heads, sdp and lstm ...)
+
+    def config(self) -> TrainConfig | FinetuneConfig:
+        """The run's record: the fields the trainer (or, with ``base``, the fine-tuner) has, the
+        others left out (a small model's shape is no fine-tune's concern); ``dp_clipping`` None is
+        the trainer's default, ``lora_targets`` split at the commas."""
+        target: Any = TrainConfig if self.base is None else FinetuneConfig
+        names = {f.name for f in fields(target)}
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name in names}
+        if self.dp_clipping is None:
+            del values["dp_clipping"]
+        if self.lora_targets is not None:
+            values["lora_targets"] = (
+                tuple(t.strip() for t in self.lora_targets.split(",") if t.strip()) or None
+            )
+        return target(**values)  # type: ignore[no-any-return]

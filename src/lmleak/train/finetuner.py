@@ -278,11 +278,9 @@ class Finetuner:
                 reason=self.unit_reason,
                 units=self.units,
                 sampler=self.sampler,
-                max_per_user=cfg.max_sequences_per_user,
+                config=cfg,
                 noise_multiplier=self.noise_multiplier,
                 steps=self.accounted_steps(),
-                delta=cfg.target_delta,
-                accountant=cfg.accountant,
                 poisson_epsilon=out["epsilon"],
             )
         )

@@ -4,11 +4,13 @@ and the amplification curve of Fig. 6."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
 from lmleak.figures import pyplot, save_figure
+from lmleak.settings import Settings, setting
 from lmleak.train.confidentiality import bayesian_confidentiality, confidentiality_report
 
 
@@ -80,19 +82,42 @@ def confidentiality_notes(report: dict[str, Any]) -> list[str]:
     return notes
 
 
-def confidentiality_guarantees(
-    epsilon: float,
-    delta: float,
-    gamma: float,
-    *,
-    unique_secrets: int = 1,
-    occurrences: int | None = None,
-    delta2: float | None = None,
-    quantile: float = 0.95,
-    plot: str | Path | None = None,
-    delta2_misses: int | None = None,
-    delta2_secrets: int | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ConfidentialitySettings(Settings):
+    """The inputs of the guarantees, declared once (``lmleak confidentiality``'s options are
+    generated from these fields)."""
+
+    epsilon: float = setting(help="DP epsilon of the (private part of) training.", ge=0)
+    delta: float = setting(1e-5, help="DP delta.", ge=0, lt=1)
+    gamma: float = setting(0.1, help="The redaction policy's miss rate, 1 - recall.", ge=0, le=1)
+    unique_secrets: int = setting(1, help="Unique secrets in a group (Prop. 5 group, Thm. 8.2).", ge=1)
+    occurrences: int | None = setting(None, help="Occurrences of those secrets before dedup (Prop. 7).", ge=1)
+    delta2: float | None = setting(
+        None,
+        help="The conservative policy's miss rate (Thm. 8.3); left out, 0 is assumed and said so.",
+        ge=0,
+        le=1,
+    )
+    delta2_misses: int | None = setting(
+        None,
+        help="Secrets the conservative policy missed (with --delta2-secrets): delta2 is their 95% upper bound.",
+        ge=0,
+    )
+    delta2_secrets: int | None = setting(
+        None, help="Secrets the conservative policy's misses were counted on (with --delta2-misses).", ge=1
+    )
+    quantile: float = setting(
+        0.95,
+        help="Group bounds charge the secrets missed at this quantile of Binomial(m, gamma); 1 = worst case.",
+        ge=0,
+        le=1,
+    )
+    plot: Path | None = setting(
+        None, help="Write the amplification curve (eps_conf vs gamma, paper Fig. 6) as a PNG."
+    )
+
+
+def confidentiality_guarantees(settings: ConfidentialitySettings) -> dict[str, Any]:
     """:func:`~lmleak.train.confidentiality.confidentiality_report`, every value rounded to 4
     significant digits (1.0000000000000002e-06 is 1e-06); with ``plot``, the Fig. 6 curve is written
     there and its path added as ``plot``. ``delta2`` None (and no ``delta2_misses`` of
@@ -103,21 +128,23 @@ def confidentiality_guarantees(
         ConfigError: a value out of range (field ``epsilon/delta/gamma``).
 
     Example:
-        >>> r = confidentiality_guarantees(1.0, 1e-5, 0.1)
+        >>> r = confidentiality_guarantees(ConfidentialitySettings(1.0, 1e-5, 0.1))
         >>> r["bayesian_delta"], r["recall"]
         (1e-06, 0.9)
     """
+    s = settings
+    epsilon, delta, gamma, plot = s.epsilon, s.delta, s.gamma, s.plot
     try:
         report = confidentiality_report(
             epsilon,
             delta,
             gamma,
-            unique_secrets=unique_secrets,
-            occurrences=occurrences,
-            delta2=delta2,
-            quantile=quantile,
-            delta2_misses=delta2_misses,
-            delta2_secrets=delta2_secrets,
+            unique_secrets=s.unique_secrets,
+            occurrences=s.occurrences,
+            delta2=s.delta2,
+            quantile=s.quantile,
+            delta2_misses=s.delta2_misses,
+            delta2_secrets=s.delta2_secrets,
         )
     except ValueError as e:
         raise ConfigError(str(e), field="epsilon/delta/gamma/quantile/delta2") from None

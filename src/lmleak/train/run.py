@@ -1,6 +1,7 @@
 """One entry point for ``lmleak train``: a small model from scratch, or a fine-tune of a pretrained one.
 
-The config decides which: a :class:`~lmleak.train.config.TrainConfig` trains a small GPT or LSTM
+The settings (:class:`~lmleak.train.config.TrainSettings`, what the command's options are) decide
+which, through their record: a :class:`~lmleak.train.config.TrainConfig` trains a small GPT or LSTM
 (:func:`lmleak.train.trainer.train_model`), a :class:`~lmleak.train.finetune.FinetuneConfig`
 fine-tunes its ``base`` (:func:`lmleak.train.finetune.finetune`).
 """
@@ -17,7 +18,7 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.runs import atomic_write_text
-from lmleak.train.config import TrainConfig
+from lmleak.train.config import TrainConfig, TrainSettings
 from lmleak.train.finetune import FinetuneConfig, finetune
 from lmleak.train.release import (
     confidentiality_statement,
@@ -33,7 +34,7 @@ from lmleak.train.trainer import TrainResult, train_model
 def run_training(
     corpus: str | Path,
     out_dir: str | Path,
-    config: TrainConfig | FinetuneConfig,
+    config: TrainSettings | TrainConfig | FinetuneConfig,
     *,
     public: str | Path | None = None,
     private: str | Path | None = None,
@@ -44,7 +45,7 @@ def run_training(
     Args:
         corpus: the training corpus (any format :func:`lmleak.data.loaders.load_corpus` reads).
         out_dir: the folder for the model, ``train.json``, ``privacy.json`` and ``holdout.json``.
-        config: what to train and how.
+        config: what to train and how (settings, or the record :meth:`TrainSettings.config` makes).
         public: CRT only: a pre-split public corpus (with ``private``).
         private: CRT only: a pre-split private corpus (with ``public``).
         progress: fine-tuning: draw progress bars (the small trainer keeps its default; ``--quiet``
@@ -53,6 +54,8 @@ def run_training(
     Returns:
         The training result (a :class:`~lmleak.train.finetune.FinetuneResult` for a fine-tune).
     """
+    if isinstance(config, TrainSettings):
+        config = config.config()
     train = load_corpus(corpus)
     pub = load_corpus(public) if public else None
     priv = load_corpus(private) if private else None
@@ -64,26 +67,22 @@ def run_training(
 def train_user_dp(
     corpus: Corpus,
     out_dir: str | Path,
+    settings: TrainSettings | None = None,
     *,
-    base: str | None = None,
-    mode: str = "dp",
-    target_epsilon: float | None = None,
-    noise_multiplier: float | None = None,
-    max_sequences_per_user: int = 4,
     val_corpus: Corpus | None = None,
     progress: bool = False,
-    **options: Any,
+    **fields: Any,
 ) -> TrainResult:
     """User-level DP training on a corpus with user ids: a small GPT/LSTM (``base`` None) or a LoRA /
-    full fine-tune of ``base``, in ``mode`` ``dp``, ``crt`` or ``sdp``, with the person as the
-    privacy unit (:mod:`lmleak.train.units`): each step samples users, each contributes the mean
-    gradient of up to ``max_sequences_per_user`` of their sequences, clipped as one; ε (from exactly
-    one of ``target_epsilon`` / ``noise_multiplier``) is per person.
+    full fine-tune of ``base``, in ``mode`` ``dp`` (the default here), ``crt`` or ``sdp``, with the
+    person as the privacy unit (:mod:`lmleak.train.units`): each step samples users, each contributes
+    the mean gradient of up to ``max_sequences_per_user`` of their sequences, clipped as one; ε (from
+    exactly one of ``target_epsilon`` / ``noise_multiplier``) is per person.
 
-    ``options`` are further :class:`~lmleak.train.config.TrainConfig` or
-    :class:`~lmleak.train.config.FinetuneConfig` fields (``epochs``, ``batch_size`` in users per step,
-    ``lora``, ``max_grad_norm`` …). The result's ``privacy`` is what ``privacy.json`` holds
-    (``privacy_unit: user``, ``sample_rate`` of users, ``users``, ``largest_user_sequences``).
+    ``fields`` are :class:`~lmleak.train.config.TrainSettings` fields (``epochs``, ``batch_size`` in
+    users per step, ``lora``, ``max_grad_norm`` …), over ``settings`` when given. The result's
+    ``privacy`` is what ``privacy.json`` holds (``privacy_unit: user``, ``sample_rate`` of users,
+    ``users``, ``largest_user_sequences``).
 
     Example (a one-run audit with canary *users* builds its corpus, then)::
 
@@ -95,19 +94,11 @@ def train_user_dp(
     """
     if not len(corpus):
         raise ConfigError("user-level DP training needs a corpus with documents and user ids", field="corpus")
-    dp = dict(
-        mode=mode,
-        privacy_unit="user",
-        target_epsilon=target_epsilon,
-        noise_multiplier=noise_multiplier,
-        max_sequences_per_user=max_sequences_per_user,
-        **options,
-    )
-    if base is not None:
-        return finetune(
-            corpus, out_dir, FinetuneConfig(base=base, **dp), val_corpus=val_corpus, progress=progress
-        )
-    return train_model(corpus, out_dir, TrainConfig(**dp), val_corpus=val_corpus, progress=progress)
+    given = {"mode": "dp", **(settings.to_dict() if settings else {}), **fields, "privacy_unit": "user"}
+    config = TrainSettings(**given).config()
+    if isinstance(config, FinetuneConfig):
+        return finetune(corpus, out_dir, config, val_corpus=val_corpus, progress=progress)
+    return train_model(corpus, out_dir, config, val_corpus=val_corpus, progress=progress)
 
 
 @dataclass(frozen=True)
@@ -169,7 +160,7 @@ def training_summary(res: TrainResult, arch: str, mode: str) -> dict[str, Any]:
 def train_and_summarise(
     corpus: str | Path,
     out_dir: str | Path,
-    config: TrainConfig | FinetuneConfig,
+    settings: TrainSettings | TrainConfig | FinetuneConfig,
     *,
     public: str | Path | None = None,
     private: str | Path | None = None,
@@ -180,13 +171,14 @@ def train_and_summarise(
     """:func:`run_training`, with what ``lmleak train`` prints about it (the work of that command).
 
     ``mode`` is the mode as the user wrote it, for the record (a fine-tune also takes ``plain`` for
-    ``nodp``); default ``config.mode``. ``replaces``: the model this one is meant to replace (its
+    ``nodp``); default ``settings.mode`` (as given). ``replaces``: the model this one is meant to replace (its
     validation perplexity is the reference of the quality warning, and the re-audit config audits
     both). The summary gains ``warnings`` and ``reaudit_command`` (``OUT/reaudit.yaml`` is written).
     """
+    config = settings.config() if isinstance(settings, TrainSettings) else settings
     with restated_warnings() as third_party:  # Opacus' UserWarning with its site-packages path: restated
         res = run_training(corpus, out_dir, config, public=public, private=private, progress=progress)
-    arch, mode = arch_label(config), mode or config.mode
+    arch, mode = arch_label(config), mode or settings.mode
     summary = training_summary(res, arch, mode)
     summary["warnings"] = run_warnings(res, config, replaces) + third_party
     summary["confidentiality"] = confidentiality_statement(res.privacy)

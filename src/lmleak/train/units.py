@@ -212,32 +212,32 @@ def unit_record(
     reason: str,
     units: Units | None,
     sampler: Sampler,
-    max_per_user: int | None,
+    config: Any,
     noise_multiplier: float,
     steps: int,
-    delta: float,
-    accountant: str,
     poisson_epsilon: float,
 ) -> dict[str, Any]:
     """What ``privacy.json`` says about the unit, the sampler and ε (for the sampler actually used):
     ``privacy_unit``, ``max_sequences_per_user``, ``sampler``, ``epsilon`` (and for a shuffled run
     the Poisson accountant's number beside it with ``sampler_warning``), the users and the largest
-    user's sequence count, and for a sequence-level run the group-privacy bound for that user."""
-    acc: Any = accountant
+    user's sequence count, and for a sequence-level run the group-privacy bound for that user.
+    ``config`` is the run's record (:class:`~lmleak.train.config.TrainConfig` or ``FinetuneConfig``):
+    its ``max_sequences_per_user``, ``target_delta`` and ``accountant`` are read."""
+    delta = config.target_delta
     eps = sampler_epsilon(
         noise_multiplier,
         sampler.sample_rate,
         steps,
         delta,
         sampler.kind,
-        acc,
+        config.accountant,
         poisson_epsilon=poisson_epsilon,
     )
     out: dict[str, Any] = {
         "privacy_unit": unit,
         "privacy_unit_description": UNIT_DESCRIPTIONS[unit],
         "privacy_unit_reason": reason,
-        "max_sequences_per_user": max_per_user if unit == "user" else None,
+        "max_sequences_per_user": config.max_sequences_per_user if unit == "user" else None,
         **sampler.describe(),
         "epsilon": eps["epsilon"],
         "epsilon_method": eps["epsilon_accountant"],
