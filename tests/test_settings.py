@@ -56,3 +56,13 @@ def test_from_mapping_names_the_key_and_the_file():
     with pytest.raises(ConfigError, match="unknown key 'loaded'"):  # not a YAML key
         Knobs.from_mapping({"loaded": 1})
     assert Knobs.from_mapping(Knobs(shots=4).to_dict()) == Knobs(shots=4)
+
+
+def test_each_item_of_a_tuple_of_numbers_is_checked():
+    @dataclass(frozen=True)
+    class Ks(Settings):
+        k: tuple[int, ...] = setting((1, 3), help="Top-k values.", ge=1)
+
+    assert Ks(k=[2, 5]).k == (2, 5)
+    with pytest.raises(ConfigError, match="field 'k': must be a whole number >= 1, got 0"):
+        Ks(k=(1, 0))

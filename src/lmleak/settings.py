@@ -114,6 +114,14 @@ def number_kind(tp: Any) -> type | None:
     return None
 
 
+def item_kind(tp: Any) -> type | None:
+    """``int`` or ``float`` when ``tp`` is a tuple (or list) of that number, or one or None."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)] if _is_union(tp) else [tp]
+    if len(args) == 1 and typing.get_origin(args[0]) in (tuple, list):
+        return number_kind(typing.get_args(args[0])[0])
+    return None
+
+
 def _is_sequence(tp: Any) -> bool:
     """Whether the annotation ``tp`` is a tuple or list (or one or None)."""
     args = [a for a in typing.get_args(tp) if a is not type(None)] if _is_union(tp) else [tp]
@@ -144,6 +152,9 @@ class Settings:
             kind = number_kind(hints[f.name])
             if kind is not None and value is not None:
                 check_number(value, f.name, integer=kind is int, ge=m.ge, gt=m.gt, le=m.le, lt=m.lt)
+            item = item_kind(hints[f.name])
+            for v in value if item is not None and isinstance(value, tuple) else ():  # each item's range
+                check_number(v, f.name, integer=item is int, ge=m.ge, gt=m.gt, le=m.le, lt=m.lt)
             if m.choices is not None and value is not None and value not in m.choices:
                 raise ConfigError(
                     f"unknown {f.name.replace('_', ' ')} {value!r}." + did_you_mean(str(value), m.choices),

@@ -55,7 +55,10 @@ def _no_token_ids(run: Path) -> list[str]:
     found = []
     for f in run.rglob("*.parquet"):
         rel = f.relative_to(run).as_posix()
-        if rel not in ("occurrences.parquet", "sequences.parquet", "users.parquet") or "token_ids" in pq.read_schema(f).names:
+        if (
+            rel not in ("occurrences.parquet", "sequences.parquet", "users.parquet")
+            or "token_ids" in pq.read_schema(f).names
+        ):
             found.append(rel)
     return found
 

@@ -114,6 +114,7 @@ def _read_train_config(ctx: typer.Context, value: Path | None) -> Path | None:
     return value
 
 
+# long: the signature declares the options that are not training settings (files, --config, --help-all)
 @takes(settings=TrainSettings)
 def train(
     corpus: Annotated[

@@ -36,7 +36,7 @@ import typer
 
 from lmleak.cli.common import number
 from lmleak.errors import ConfigError
-from lmleak.settings import Settings, meta_of, number_kind
+from lmleak.settings import Settings, item_kind, meta_of, number_kind
 
 
 def option_name(f: dataclasses.Field[Any]) -> str:
@@ -74,8 +74,8 @@ def option_parameters(cls: type[Settings], *, skip: tuple[str, ...] = ()) -> lis
         if m.short:
             decls.append(m.short)
         extra: dict[str, Any] = {}
-        kind = number_kind(tp)
-        if kind is not None:
+        kind = number_kind(tp) or item_kind(tp)
+        if kind is not None:  # a number, or each item of a repeatable one
             extra["parser"] = number(kind, ge=m.ge, gt=m.gt, le=m.le, lt=m.lt)
         option = typer.Option(*decls, help=m.help, hidden=m.hidden, rich_help_panel=m.panel, **extra)
         cli_default = None if isinstance(default, tuple) else default
