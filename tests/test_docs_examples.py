@@ -92,10 +92,10 @@ def test_an_example_runs_in_its_own_folder_with_paths_and_durations_normalised(t
     e = make_docs.Example(
         "x",
         "docs/p.md",
-        (make_docs.Cmd("pwd; echo took 1.25 s"), make_docs.Cmd("exit 2", status=2)),
+        (make_docs.Cmd("pwd; echo took 1.2$((5)) s"), make_docs.Cmd("exit 2", status=2)),
         subs=(make_docs_seconds(),),
     )
-    assert make_docs.run_example(e, tmp_path) == "$ pwd; echo took 1.25 s\n.\ntook <s> s\n$ exit 2"
+    assert make_docs.run_example(e, tmp_path) == "$ pwd; echo took 1.2$((5)) s\n.\ntook <s> s\n$ exit 2"
     with pytest.raises(RuntimeError, match="exited 2, not 0"):
         make_docs.run_example(make_docs.Example("y", "docs/p.md", (make_docs.Cmd("exit 2"),)), tmp_path)
 

@@ -55,6 +55,7 @@ _STATIC = re.compile(r"^\s*<!-- static: (.*\S) -->\s*$")
 _FENCE = re.compile(r"^\s*(```+)(.*)$")
 #: fence languages whose blocks read as a run's output (yaml, python, bash, json are inputs or code)
 OUTPUT_LANGUAGES = ("", "text", "console")
+_PROGRESS = re.compile(r"^\[lmleak\] [^:]+(?:: [^:]+)*: (?:started|done)\b")
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -225,16 +226,18 @@ def _kept(text: str, keep: str | None) -> list[str]:
 
 
 def normalise(text: str, folder: Path, subs: Iterable[tuple[str, str]] = ()) -> str:
-    """The temporary folder's path dropped, trailing blanks trimmed, the example's substitutions made.
+    """The temporary folder's path dropped, progress lines (``[lmleak] ledger: started``, ``... done
+    in 5s``: their timing is the run's, not the result's) left out, trailing blanks trimmed, the
+    example's substitutions made.
 
-    >>> normalise("report: /tmp/x/run/report.html  \\nin /tmp/x", Path("/tmp/x"))
+    >>> normalise("report: /tmp/x/run/report.html  \\n[lmleak] ledger: done in 5s\\nin /tmp/x", Path("/tmp/x"))
     'report: run/report.html\\nin .'
     """
     for root in {str(folder), str(folder.resolve())}:
         text = text.replace(root + "/", "").replace(root, ".")
     for pattern, placeholder in subs:
         text = re.sub(pattern, placeholder, text)
-    return "\n".join(ln.rstrip() for ln in text.splitlines())
+    return "\n".join(ln.rstrip() for ln in text.splitlines() if not _PROGRESS.match(ln))
 
 
 def run_example(example: Example, folder: Path) -> str:
