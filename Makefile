@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 
-.PHONY: install demo demo-quick test test-slow lint bench vllm-env test-vllm
+.PHONY: install demo demo-quick test test-slow lint bench docs vllm-env test-vllm
 
 install: $(VENV)/.installed
 
@@ -29,10 +29,15 @@ test: install
 test-slow: install
 	$(PY) -m pytest -m slow
 
+# every worked example in README.md and docs/ re-run on synthetic data and written into its page
+# (tools/make_docs.py; `$(PY) tools/make_docs.py --check` changes nothing); tests/test_docs_examples.py checks them
+docs: install
+	$(PY) tools/make_docs.py
+
 # ruff (style and imports), mypy (strict on the pure maths, see pyproject), import-linter (the layers)
 lint: install
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks tools
+	$(VENV)/bin/ruff format --check src tests benchmarks tools
 	$(VENV)/bin/mypy src
 	$(VENV)/bin/lint-imports
 

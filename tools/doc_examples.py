@@ -1,0 +1,209 @@
+"""Every worked example the pages show, and how ``make docs`` (``tools/make_docs.py``) makes it.
+
+Each runs in a fresh temporary folder on synthetic data with fixed seeds, one thread. An example
+that trains a model is ``slow`` (checked by ``pytest -m slow``); the others run in the default suite.
+Durations are replaced by ``<s>`` (``subs``): they are the one thing a run does not repeat.
+"""
+
+from __future__ import annotations
+
+import json
+
+from make_docs import Cmd, Example
+
+#: "9.2 s", "(12 s)", "in 1.43 s": a duration, which no run repeats
+SECONDS = (r"\b\d+(?:\.\d+)? s\b", "<s> s")
+
+# --- docs/dp-audit.md: the tiny recipe of its examples (synth customersim 8 users x 2 dialogues) ---
+DP_CORPUS = "lmleak synth customersim --out data --users 8 --dialogs-per-user 2 --seed 0 > /dev/null"
+TINY = (
+    "--m 64 --r 64 --mode nodp --epochs 8 \\\n    --lr 5e-3 --seq-len 32 --width 32 --layers 1 --heads 2 "
+    "--vocab-size 300 --holdout-users 0"
+)
+# the demo's recipes (docs/dp-audit.md, "A DP audit of the demo's DP model"), 256 canaries
+DEMO_CORPUS = "lmleak synth customersim --out data --users 16 --dialogs-per-user 3 --seed 0"
+DEMO_DP = (
+    "--m 256 --mode dp --epochs 3 \\\n    --noise-multiplier 0.8 --batch-size 16 --seq-len 128 --lr 3e-3 "
+    "--vocab-size 2000 --holdout-users 0"
+)
+DEMO_NODP = (
+    "--m 256 --mode nodp --epochs 12 \\\n    --batch-size 16 --seq-len 128 --lr 3e-3 --vocab-size 2000 "
+    "--holdout-users 0"
+)
+
+#: docs/security.md: one person spelt four ways, another two (a combining accent)
+SIX = "".join(
+    json.dumps({"user_id": u, "doc_id": f"d{i}", "text": t}, ensure_ascii=False) + "\n"
+    for i, (u, t) in enumerate(
+        [
+            ("alice", "Hello, I am Alice and my order is late again."),
+            ("Alice", "Please call me back at (555) 555-0100 today."),
+            ("alice ", "My e-mail is alice@example.org, thanks."),
+            ("\u200balice", "Any news on the refund I asked for?"),
+            ("josé", "Hola, the parcel never arrived here."),
+            ("jose\u0301", "Can you check tracking for me, please?"),
+        ]
+    )
+)
+
+#: the person of docs/probing.md and docs/commands.md: user-0 of the synthetic subjects file
+ME = (
+    "python -c \"import json; d = json.loads(open('small/subjects.jsonl').readline()); "
+    "print(json.dumps({k: d[k] for k in ['name', 'phone', 'email', 'address', 'relations', "
+    "'university', 'user_id']}, indent=2, ensure_ascii=False))\" > me.json"
+)
+
+#: the person's page (me.html) as the text a reader sees: its summary and the email address's paragraph
+PAGE_TEXT = (
+    "python -c \"import html, re; t = open('me.html', encoding='utf-8').read(); "
+    "t = html.unescape(re.sub(r'\\s+', ' ', re.sub(r'<[^>]+>', ' ', t))); "
+    "a = t.index('In short'); b = t.index('Your details'); e = t.index('We asked the model for your email'); "
+    "f = t.index('Your address'); print(t[a:b].strip()); print(); print(t[e:f].strip())\" | fold -s -w 100"
+)
+
+EXAMPLES: tuple[Example, ...] = (
+    # ---------------------------------------------------------------- fast: nothing is trained
+    Example(
+        "dp-audit-bound",
+        "docs/dp-audit.md",
+        (Cmd("lmleak dp-audit bound --m 1000 --r 100 --v 80 --delta 1e-5 --confidence 0.95"),),
+    ),
+    Example("dp-audit-plan", "docs/dp-audit.md", (Cmd("lmleak dp-audit plan --m 1000 --target-epsilon 4"),)),
+    Example(
+        "dp-audit-bound-fdp",
+        "docs/dp-audit.md",
+        (Cmd("lmleak dp-audit bound --m 1000 --r 1000 --v 900 --delta 1e-5"),),
+    ),
+    Example(
+        "train-config-unknown-key",
+        "docs/train.md",
+        (Cmd("lmleak train --config train.yaml       # with `epoch: 3` in it", status=2),),
+        files={"train.yaml": "corpus: data/corpus.jsonl\nout: model\nepoch: 3\n"},
+    ),
+    Example(
+        "corpus-check-user-ids",
+        "docs/security.md",
+        (
+            Cmd("lmleak corpus check six.jsonl"),
+            Cmd("lmleak --user-ids strict corpus check six.jsonl", status=2),
+        ),
+        files={"six.jsonl": SIX},
+    ),
+    Example(
+        "probe-deprecated-spelling",
+        "docs/commands.md",
+        (Cmd("lmleak -q probe --model fake:corpus.jsonl --subject me.json --json > me-findings.json"),),
+        setup=(
+            "lmleak synth customersim --out small --users 4 --dialogs-per-user 1 --seed 1 > /dev/null",
+            "cp small/corpus.jsonl corpus.jsonl",
+            ME,
+        ),
+    ),
+    # ---------------------------------------------------------------- slow: a model is trained
+    Example("selftest", "docs/selftest.md", (Cmd("lmleak selftest"),), slow=True, subs=(SECONDS,)),
+    Example(
+        "dp-audit-run-reach",
+        "docs/dp-audit.md",
+        (Cmd(f"lmleak dp-audit run --corpus data/corpus.jsonl --out random {TINY}"),),
+        setup=(DP_CORPUS,),
+        group="dp-tiny",
+        slow=True,
+    ),
+    Example(
+        "dp-audit-run-crafted",
+        "docs/dp-audit.md",
+        (
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out crafted {TINY} \\\n    --canary-design crafted"
+            ),
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out crafted-placebo {TINY} \\\n"
+                "    --canary-design crafted --placebo"
+            ),
+        ),
+        group="dp-tiny",
+        slow=True,
+    ),
+    Example(
+        "dp-audit-run-user",
+        "docs/dp-audit.md",
+        (
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out u-real {TINY} \\\n"
+                "    --privacy-unit user --canary-documents 4"
+            ),
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out u-placebo {TINY} \\\n"
+                "    --privacy-unit user --canary-documents 4 --placebo"
+            ),
+        ),
+        group="dp-tiny",
+        slow=True,
+    ),
+    Example(
+        "dp-audit-demo-recipes",
+        "docs/dp-audit.md",
+        (
+            Cmd(DEMO_CORPUS, output=False),
+            Cmd(f"lmleak dp-audit run --corpus data/corpus.jsonl --out audit-dp {DEMO_DP}"),
+            Cmd(f"lmleak dp-audit run --corpus data/corpus.jsonl --out audit-nodp {DEMO_NODP}"),
+        ),
+        group="dp-demo",
+        slow=True,
+    ),
+    Example(
+        "dp-audit-gate",
+        "docs/dp-audit.md",
+        (
+            Cmd("lmleak gate audit-dp --min-epsilon-lower-bound 0"),
+            Cmd("lmleak gate audit-nodp --min-epsilon-lower-bound 2", status=1),
+        ),
+        group="dp-demo",
+        slow=True,
+    ),
+    Example(
+        "audit-in-python",
+        "docs/api.md",
+        (
+            Cmd(
+                "lmleak synth customersim --out data --users 30 --dialogs-per-user 4 --seed 3 --canaries 3",
+                output=False,
+            ),
+            Cmd(
+                "lmleak train --corpus data/corpus.jsonl --out model --epochs 4 --layers 2 --width 64 --heads 2 "
+                "--seq-len 64 --holdout-users 0.2",
+                output=False,
+            ),
+            Cmd("python examples/audit_in_python.py model data/corpus.jsonl audit-run"),
+        ),
+        setup=("mkdir examples && cp {root}/examples/audit_in_python.py examples/",),
+        slow=True,
+    ),
+    Example(
+        "probe-person",
+        "docs/probing.md",
+        (
+            Cmd(
+                "lmleak synth customersim --out small --users 10 --dialogs-per-user 2 --seed 1", output=False
+            ),
+            Cmd(
+                "lmleak train --corpus small/corpus.jsonl --out mem --epochs 40 --batch-size 8 --lr 3e-3 \\\n"
+                "    --vocab-size 1000 --holdout-users 0.2",
+                output=False,
+            ),
+            Cmd(ME, hidden=True, output=False),
+            Cmd("cat me.json     # user-0 of small/subjects.jsonl: a person the model learnt from"),
+            Cmd("lmleak -q probe person --model mem --subject me.json --html me.html", output=False),
+        ),
+        group="probe-person",
+        slow=True,
+    ),
+    Example(
+        "probe-person-page",
+        "docs/probing.md",
+        (Cmd(PAGE_TEXT, hidden=True),),
+        group="probe-person",
+        slow=True,
+        language="text",
+    ),
+)
