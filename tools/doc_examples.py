@@ -90,6 +90,17 @@ EXAMPLES: tuple[Example, ...] = (
         files={"six.jsonl": SIX},
     ),
     Example(
+        "mia-benchmark-wrong-folder",
+        "docs/membership.md",
+        (
+            Cmd(
+                "lmleak mia --model fake:corpus.jsonl --benchmark mimir --data data/x --out runs/mimir",
+                status=2,
+            ),
+        ),
+        files={"corpus.jsonl": '{"user_id": "u1", "text": "a b c"}\n', "data/x/members.jsonl": '"a b c"\n'},
+    ),
+    Example(
         "probe-deprecated-spelling",
         "docs/commands.md",
         (Cmd("lmleak -q probe --model fake:corpus.jsonl --subject me.json --json > me-findings.json"),),

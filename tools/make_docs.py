@@ -248,6 +248,7 @@ def run_example(example: Example, folder: Path) -> str:
     """
     env = _environment(folder)
     for name, text in example.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
     for line in example.setup:
         status, out = _shell(line.replace("{root}", str(ROOT)), folder, env)
