@@ -174,3 +174,40 @@ def test_a_crt_models_measured_delta2_goes_into_the_confidentiality_delta(tmp_pa
     assert p["confidentiality_delta"] == pytest.approx(upper * 1e-5 + delta2, rel=1e-12)
     assert p["confidentiality_delta2"] == pytest.approx(4.3e-3, abs=1e-4)
     assert p["confidentiality_delta2_assumed"] is False and "0 of 696 secrets" in p["confidentiality_note"]
+
+
+def test_samia_alone_runs_the_mia_stage_on_a_model_that_only_generates_text(tmp_path):
+    """Issue 35 item 3 in the audit: `analyses.mia: {methods: [samia]}` (the settings of `lmleak mia`,
+    issue 34) runs on a text-only model, where every likelihood method would be skipped."""
+    import json
+
+    texts = [
+        f"note {i} about the {w} parcel from the harbour depot today" for i, w in enumerate("abcdefghijkl")
+    ]
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"user_id": "u", "text": t}) + "\n" for t in texts)
+    )
+    (tmp_path / "members.txt").write_text("".join(t + "\n" for t in texts[:6]))
+    (tmp_path / "non_members.txt").write_text("".join(f"other {t}\n" for t in texts[6:]))
+    mia = {
+        "members": "members.txt",
+        "non_members": "non_members.txt",
+        "methods": ["samia"],
+        "samia_samples": 2,
+        "samia_max_new_tokens": 4,
+        "group_size": 0,
+        "n_boot": 50,
+    }
+    cfg = parse_config(
+        {
+            "out": str(tmp_path / "run"),
+            "corpus": {"path": "corpus.jsonl"},
+            "models": [{"name": "t", "path": f"text:fake:{tmp_path / 'corpus.jsonl'}"}],
+            "analyses": {"mia": mia, "kart": False},
+        },
+        base_dir=str(tmp_path),
+    )
+    entry = Auditor(cfg)._audit_model("t", f"text:fake:{tmp_path / 'corpus.jsonl'}")
+    assert entry.get("skipped", {}) == {} and "mia" in entry["stages"]
+    s = json.loads((tmp_path / "run" / entry["stages"]["mia"] / "summary.json").read_text())
+    assert s["mia_method"] == "samia" and s["samia_samples"] == 12 * 2 and s["mia_auc_ci"] is not None
