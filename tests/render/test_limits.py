@@ -61,3 +61,21 @@ def test_the_gate_section_gives_the_same_limits_and_unknown_names_are_refused():
     assert [lim.value for lim in limits if lim.option == "max_pii_people_excess"] == [0.1]
     with pytest.raises(ConfigError, match="max_pii_people_excess"):
         resolve_limits({"max_pii_people_exces": 0.1})
+
+
+def test_the_gate_section_and_lmleak_gate_read_one_class_with_one_range_per_limit(tmp_path):
+    """GateSettings (issue 34): the YAML refuses what the option refuses, and an unknown profile is
+    refused by both before any run is read."""
+    from typer.testing import CliRunner
+
+    from lmleak.audit.config import GateSpec, parse_config
+    from lmleak.cli.main import app
+    from lmleak.render.limits import GateSettings
+
+    assert GateSpec is GateSettings
+    base = {"corpus": {"path": "c.jsonl"}, "models": [{"name": "m", "path": "fake:c.jsonl"}]}
+    for bad in ({"max_mia_auc": 1.5}, {"profile": "relase"}):
+        with pytest.raises(ConfigError, match="gate." + next(iter(bad))):
+            parse_config({**base, "gate": bad})
+    r = CliRunner().invoke(app, ["gate", str(tmp_path), "--profile", "relase"])
+    assert r.exit_code == 2 and "--profile" in r.output and "release" in r.output

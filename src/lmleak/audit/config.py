@@ -10,7 +10,6 @@ written into the run directory so the run is a complete record of what was done.
 from __future__ import annotations
 
 import dataclasses
-import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +24,7 @@ from lmleak.data.loaders import FORMATS
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.models.device import check_device_name
 from lmleak.probe.settings import ProbeSettings
-from lmleak.render.verdict import PROFILES
+from lmleak.render.limits import GateSettings
 from lmleak.report.leakage import ReportSettings
 from lmleak.safe_yaml import load_yaml_file
 from lmleak.settings import Settings, build, setting
@@ -155,24 +154,8 @@ class RenderSpec:
     show_text: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class GateSpec:
-    """``gate:``: the limits of the release verdict (names as ``lmleak gate``'s options,
-    :data:`lmleak.render.verdict.LIMIT_OPTIONS`)."""
-
-    profile: str | None = None
-    max_unique: int | None = None
-    max_pii_unique: int | None = None
-    max_leakage_epsilon: float | None = None
-    max_exposure: float | None = None
-    max_mia_auc: float | None = None
-    max_pii_exact_match: float | None = None
-    max_pii_people_excess: float | None = None
-    max_pii_exact_match_excess: float | None = None
-    min_epsilon_lower_bound: float | None = None
-    max_extracted: int | None = None
-    allow_not_evaluable: bool = False
-    allow_inconclusive: bool = False
+#: ``gate:``: the limits of the release verdict, the same class ``lmleak gate``'s options come from
+GateSpec = GateSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,7 +201,6 @@ def parse_config(data: Any, *, path: str | None = None, base_dir: str = ".") -> 
         raise ConfigError("model names must be unique", path=path, field="models")
     _check_names(cfg, path, base_dir)
     _check_membership(cfg, path)
-    _check_gate(cfg, path)
     if cfg.device is not None:
         try:
             check_device_name(cfg.device)
@@ -280,26 +262,6 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
             )
         except ConfigError as e:
             raise ConfigError(e.reason, path=path, field=f"{where}.methods", hint=e.hint) from None
-
-
-def _check_gate(cfg: AuditConfig, path: str | None) -> None:
-    """``gate``: a shipped profile, and limits that are numbers a value can be compared with."""
-    gate = cfg.gate
-    if gate is None:
-        return
-    if gate.profile is not None and gate.profile not in PROFILES:
-        raise ConfigError(
-            f"unknown profile {gate.profile!r}." + did_you_mean(gate.profile, list(PROFILES)),
-            path=path,
-            field="gate.profile",
-            hint=f"use one of {', '.join(PROFILES)}, or null",
-        )
-    for f in dataclasses.fields(gate):
-        v = getattr(gate, f.name)
-        if f.name.startswith(("max_", "min_")) and v is not None and (not math.isfinite(v) or v < 0):
-            raise ConfigError(
-                f"{v!r} is out of range: a limit is a finite number >= 0", path=path, field=f"gate.{f.name}"
-            )
 
 
 #: files that make a folder a model lmleak loads: its own small models, a Hugging Face folder, a

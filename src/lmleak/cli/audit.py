@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,9 +11,6 @@ import typer
 
 from lmleak.cli.common import (
     COUNT,
-    COUNT0,
-    NON_NEGATIVE,
-    PROBABILITY,
     JsonOpt,
     QuietOpt,
     SeedOpt,
@@ -21,6 +20,10 @@ from lmleak.cli.common import (
     print_json,
     quiet,
 )
+from lmleak.cli.options import option_name, takes
+from lmleak.errors import ConfigError
+from lmleak.render.limits import GateSettings
+from lmleak.settings import Settings, setting
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -31,79 +34,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("render")(render_cmd)
 
 
-# long: the Typer signature declares 14 options; the body only gathers them, calls gate_run and prints
+@takes(limits=GateSettings)
 def gate(
     run: Annotated[Path, typer.Argument(help="A run directory (an audit or one stage's output).")],
-    max_unique: Annotated[
-        int | None, typer.Option(help="Most unique leaked sequences allowed.", parser=COUNT0)
-    ] = None,
-    max_leakage_epsilon: Annotated[
-        float | None, typer.Option(help="Largest leakage ε allowed.", parser=NON_NEGATIVE)
-    ] = None,
-    max_exposure: Annotated[
-        float | None, typer.Option(help="Largest canary exposure (bits) allowed.", parser=NON_NEGATIVE)
-    ] = None,
-    max_mia_auc: Annotated[
-        float | None,
-        typer.Option(
-            help="Largest AUC of the headline membership attack (named in the table) allowed.",
-            parser=PROBABILITY,
-        ),
-    ] = None,
-    max_pii_unique: Annotated[
-        int | None, typer.Option(help="Most user-unique leaked sequences holding PII allowed.", parser=COUNT0)
-    ] = None,
-    max_pii_exact_match: Annotated[
-        float | None,
-        typer.Option(help="Largest PII probing exact-match rate allowed (0-1).", parser=PROBABILITY),
-    ] = None,
-    max_pii_people_excess: Annotated[
-        float | None,
-        typer.Option(
-            help="Largest share of trained-on people whose PII leaks beyond the held-out people's share (0-1), every k.",
-            parser=PROBABILITY,
-        ),
-    ] = None,
-    max_pii_exact_match_excess: Annotated[
-        float | None,
-        typer.Option(
-            help="Largest PII exact-match rate of members minus held-out controls allowed (0-1).",
-            parser=PROBABILITY,
-        ),
-    ] = None,
-    min_epsilon_lower_bound: Annotated[
-        float | None,
-        typer.Option(
-            help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). A measured bound above a model's claimed ε always fails.",
-            parser=NON_NEGATIVE,
-        ),
-    ] = None,
-    max_extracted: Annotated[
-        int | None,
-        typer.Option(
-            help="Most verified extracted training samples allowed (lmleak extract).", parser=COUNT0
-        ),
-    ] = None,
-    profile: Annotated[
-        str | None,
-        typer.Option(
-            help="A shipped set of limits, each with its rationale: release. Options given override its limits."
-        ),
-    ] = None,
-    allow_not_evaluable: Annotated[
-        bool,
-        typer.Option(
-            "--allow-not-evaluable",
-            help="Pass limits whose analysis did not run or had too little data (listed, not counted as failures).",
-        ),
-    ] = False,
-    allow_inconclusive: Annotated[
-        bool,
-        typer.Option(
-            "--allow-inconclusive",
-            help="Pass limits whose 95% interval straddles them (listed with the sample size that would settle them, not counted as failures).",
-        ),
-    ] = False,
+    limits: GateSettings,
     allow_changed: Annotated[
         bool,
         typer.Option(
@@ -123,26 +57,14 @@ def gate(
     """
     from lmleak.audit.gate import gate_run
 
-    options = {
-        "max_unique": max_unique,
-        "max_leakage_epsilon": max_leakage_epsilon,
-        "max_exposure": max_exposure,
-        "max_mia_auc": max_mia_auc,
-        "max_pii_unique": max_pii_unique,
-        "max_pii_exact_match": max_pii_exact_match,
-        "max_pii_people_excess": max_pii_people_excess,
-        "max_pii_exact_match_excess": max_pii_exact_match_excess,
-        "min_epsilon_lower_bound": min_epsilon_lower_bound,
-        "max_extracted": max_extracted,
-    }
     result = gate_run(
         run,
-        options,
-        profile=profile,
-        allow_not_evaluable=allow_not_evaluable,
+        limits.limits(),
+        profile=limits.profile,
+        allow_not_evaluable=limits.allow_not_evaluable,
         allow_changed=allow_changed,
         echo=lambda s: err.print(f"[yellow]warning:[/] {s}", soft_wrap=True),
-        allow_inconclusive=allow_inconclusive,
+        allow_inconclusive=limits.allow_inconclusive,
     )
     _print_gate(result, json_out)
     raise typer.Exit(0 if result.passed else 1)
@@ -287,9 +209,54 @@ def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     out.print(t)
 
 
-# long: the Typer signature declares 13 options; the body picks a config file or --model/--corpus and calls one
+@dataclass(frozen=True)
+class QuickAudit(Settings):
+    """``lmleak audit --model M --corpus C``: an audit with no config file (:mod:`lmleak.audit.quick`)."""
+
+    model: str | None = setting(
+        None,
+        help="Audit this model with no config file (with --corpus): writes the config it runs to "
+        "OUT/audit.yaml, then runs it.",
+    )
+    corpus: Path | None = setting(None, help="With --model: the model's training corpus.")
+    out_dir: Path | None = setting(
+        None, help="With --model: the run directory (default audit-run).", option="--out"
+    )
+    public_model: str | None = setting(
+        None,
+        help="With --model: a model that never saw the data (smollm2-135m, base, leave-out, a folder), for leakage ε.",
+    )
+    canaries: Path | None = setting(
+        None, help="With --model: the canaries inserted into the training data (exposure)."
+    )
+    holdout: Path | None = setting(
+        None,
+        help="With --model: a corpus of people the model never saw, the non-members of membership inference "
+        "(default: the users the model held out, its holdout.json).",
+    )
+
+    def refuse_mixed(self, config: Path | None) -> None:
+        """Refuse a config file with these options, and --model or --corpus alone."""
+        given = [option_name(f) for f in dataclasses.fields(self) if getattr(self, f.name) is not None]
+        if config is not None and given:
+            raise ConfigError(
+                f"a config file and {given[0]} given",
+                field=given[0],
+                hint="give a config file, or --model and --corpus (which write one), not both",
+            )
+        if config is None and (self.model is None or self.corpus is None):
+            raise ConfigError(
+                "no config file given" if not given else "--model and --corpus go together",
+                field=None if not given else ("--corpus" if self.corpus is None else "--model"),
+                hint="lmleak audit --model MODEL --corpus CORPUS, or lmleak audit audit.yaml "
+                "(write one with `lmleak audit --example > audit.yaml`)",
+            )
+
+
+@takes(quick=QuickAudit)
 def audit(
     config: Annotated[Path | None, typer.Argument(help="The audit config (YAML). See --example.")] = None,
+    *,
     example: Annotated[
         bool, typer.Option("--example", help="Print a commented example config and exit.")
     ] = False,
@@ -311,41 +278,7 @@ def audit(
             "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
         ),
     ] = None,
-    model: Annotated[
-        str | None,
-        typer.Option(
-            "--model",
-            help="Audit this model with no config file (with --corpus): writes the config it runs to "
-            "OUT/audit.yaml, then runs it.",
-        ),
-    ] = None,
-    corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="With --model: the model's training corpus.")
-    ] = None,
-    out_dir: Annotated[
-        Path | None, typer.Option("--out", help="With --model: the run directory (default audit-run).")
-    ] = None,
-    public_model: Annotated[
-        str | None,
-        typer.Option(
-            "--public-model",
-            help="With --model: a model that never saw the data (smollm2-135m, base, leave-out, a folder), for leakage ε.",
-        ),
-    ] = None,
-    canaries: Annotated[
-        Path | None,
-        typer.Option(
-            "--canaries", help="With --model: the canaries inserted into the training data (exposure)."
-        ),
-    ] = None,
-    holdout: Annotated[
-        Path | None,
-        typer.Option(
-            "--holdout",
-            help="With --model: a corpus of people the model never saw, the non-members of membership inference "
-            "(default: the users the model held out, its holdout.json).",
-        ),
-    ] = None,
+    quick: QuickAudit,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
 ) -> None:
@@ -357,35 +290,20 @@ def audit(
 
     from lmleak.audit import audit as run_audit_file
     from lmleak.audit.config import EXAMPLE
-    from lmleak.errors import ConfigError
 
     if example:
         sys.stdout.write(EXAMPLE)
         return
-    quick = {"--model": model, "--corpus": corpus, "--out": out_dir, "--public-model": public_model}
-    quick |= {"--canaries": canaries, "--holdout": holdout}
-    given = [k for k, v in quick.items() if v is not None]
-    if config is not None and given:
-        raise ConfigError(
-            f"a config file and {given[0]} given",
-            field=given[0],
-            hint="give a config file, or --model and --corpus (which write one), not both",
-        )
-    if config is None and (model is None or corpus is None):
-        raise ConfigError(
-            "no config file given" if not given else "--model and --corpus go together",
-            field=None if not given else ("--corpus" if corpus is None else "--model"),
-            hint="lmleak audit --model MODEL --corpus CORPUS, or lmleak audit audit.yaml "
-            "(write one with `lmleak audit --example > audit.yaml`)",
-        )
+    quick.refuse_mixed(config)
     quiet(quiet_ or json_out)
     echo = (lambda s: None) if (quiet_ or json_out) else err.print
     if config is None:
         from lmleak.audit.quick import QuickOptions, quick_audit
 
-        assert model is not None and corpus is not None
-        options = QuickOptions(out_dir or "audit-run", public_model, canaries, holdout, redact)
-        run = quick_audit(model, corpus, options, redact_key_file=redact_key_file, force=force, echo=echo)
+        q = quick
+        assert q.model is not None and q.corpus is not None
+        options = QuickOptions(q.out_dir or "audit-run", q.public_model, q.canaries, q.holdout, redact)
+        run = quick_audit(q.model, q.corpus, options, redact_key_file=redact_key_file, force=force, echo=echo)
     else:
         run = run_audit_file(config, force=force, echo=echo, redact=redact, redact_key_file=redact_key_file)
     _finish_audit(run, json_out)

@@ -1,6 +1,9 @@
 """The limits of the release verdict: the options (``--max-…``, the ``gate:`` keys), the shipped
 profiles with each limit's rationale, and where a run's limits come from (options, ``--profile``, or
 the ``gate:`` section of the audit config that wrote it). :mod:`lmleak.render.verdict` checks them.
+
+:class:`GateSettings` is the one declaration of the limits (issue 34): the audit YAML's ``gate:``
+section is read into it, and ``lmleak gate``'s options are generated from its fields.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.settings import Settings, setting
 
 #: limit option (``--max-unique`` without the dashes, the ``gate:`` key) -> (headline metric, direction)
 LIMIT_OPTIONS: dict[str, tuple[str, str]] = {
@@ -100,6 +104,76 @@ PROFILES: dict[str, tuple[Limit, ...]] = {
         ),
     ),
 }
+
+
+@dataclass(frozen=True)
+class GateSettings(Settings):
+    """The limits of the release verdict: the audit config's ``gate:`` section and ``lmleak gate``'s
+    options (one field per key of :data:`LIMIT_OPTIONS`, a profile, and what passes undecided).
+
+    Example:
+        >>> GateSettings(profile="release", max_mia_auc=0.7).max_mia_auc
+        0.7
+        >>> GateSettings(max_mia_auc=1.5)
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field 'max_mia_auc': must be a finite number >= 0 and <= 1, got 1.5
+    """
+
+    profile: str | None = setting(
+        None,
+        help="A shipped set of limits, each with its rationale: release. Options given override its limits.",
+        choices=tuple(PROFILES),
+    )
+    max_unique: int | None = setting(None, help="Most unique leaked sequences allowed.", ge=0)
+    max_pii_unique: int | None = setting(
+        None, help="Most user-unique leaked sequences holding PII allowed.", ge=0
+    )
+    max_leakage_epsilon: float | None = setting(None, help="Largest leakage ε allowed.", ge=0)
+    max_exposure: float | None = setting(None, help="Largest canary exposure (bits) allowed.", ge=0)
+    max_mia_auc: float | None = setting(
+        None,
+        help="Largest AUC of the headline membership attack (named in the table) allowed.",
+        ge=0,
+        le=1,
+    )
+    max_pii_exact_match: float | None = setting(
+        None, help="Largest PII probing exact-match rate allowed (0-1).", ge=0, le=1
+    )
+    max_pii_people_excess: float | None = setting(
+        None,
+        help="Largest share of trained-on people whose PII leaks beyond the held-out people's share (0-1), every k.",
+        ge=0,
+        le=1,
+    )
+    max_pii_exact_match_excess: float | None = setting(
+        None,
+        help="Largest PII exact-match rate of members minus held-out controls allowed (0-1).",
+        ge=0,
+        le=1,
+    )
+    min_epsilon_lower_bound: float | None = setting(
+        None,
+        help="Floor on the DP audit's measured ε lower bound (a control run must show at least this). "
+        "A measured bound above a model's claimed ε always fails.",
+        ge=0,
+    )
+    max_extracted: int | None = setting(
+        None, help="Most verified extracted training samples allowed (lmleak extract).", ge=0
+    )
+    allow_not_evaluable: bool = setting(
+        False,
+        help="Pass limits whose analysis did not run or had too little data (listed, not counted as failures).",
+    )
+    allow_inconclusive: bool = setting(
+        False,
+        help="Pass limits whose 95% interval straddles them (listed with the sample size that would settle "
+        "them, not counted as failures).",
+    )
+
+    def limits(self) -> dict[str, float | None]:
+        """The limit options (keys of :data:`LIMIT_OPTIONS`) and their values, None where unset."""
+        return {k: getattr(self, k) for k in LIMIT_OPTIONS}
 
 
 def profile_limits(name: str) -> tuple[Limit, ...]:

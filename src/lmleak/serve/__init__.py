@@ -19,17 +19,34 @@ requests in progress, memory handed back after aborted uploads (:mod:`~lmleak.se
 
 The modules, bottom up: ``errors`` → ``fields`` → ``limits`` → ``guard`` | ``tiers`` | ``scoring``
 | ``worker`` | ``shed`` → ``decode`` → ``prompts`` → ``served`` → ``sampling`` → ``completions`` | ``chat`` →
-``stream`` → ``app`` → ``server``.
+``stream`` → ``app`` → ``server``; ``settings`` (what the CLI reads, no web framework) below them all.
 """
 
-from __future__ import annotations
+import importlib
+from typing import Any
 
-from lmleak.serve.app import build_app
-from lmleak.serve.guard import Access
-from lmleak.serve.limits import ServeLimits
-from lmleak.serve.scoring import Scoring
-from lmleak.serve.server import ServerThread, serve, serving
-from lmleak.serve.tiers import ECHO_MAX_K, MAX_LOGPROBS, TIERS
+# lazy (PEP 562): the CLI imports lmleak.serve.settings to build its options, and these names pull
+# in fastapi and uvicorn
+_HOME = {
+    "build_app": "app",
+    "Access": "guard",
+    "ServeLimits": "settings",
+    "ServeSettings": "settings",
+    "Scoring": "scoring",
+    "ServerThread": "server",
+    "serve": "server",
+    "serving": "server",
+    "ECHO_MAX_K": "tiers",
+    "MAX_LOGPROBS": "tiers",
+    "TIERS": "tiers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOME:
+        raise AttributeError(f"module 'lmleak.serve' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"lmleak.serve.{_HOME[name]}"), name)
+
 
 __all__ = [
     "ECHO_MAX_K",
@@ -38,6 +55,7 @@ __all__ = [
     "Access",
     "Scoring",
     "ServeLimits",
+    "ServeSettings",
     "ServerThread",
     "build_app",
     "serve",

@@ -16,60 +16,17 @@
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from lmleak.errors import ConfigError
 from lmleak.serve.errors import APIError, refuse
 from lmleak.serve.fields import bad_text
+from lmleak.serve.settings import ServeLimits
 
-MIB = 1 << 20
 MIN_MAX_TOKENS = 256  # a model with a shorter context still generates this many, sliding its window
 PARSE_INLINE_BYTES = 64 * 1024  # larger bodies are parsed in a worker thread, off the event loop
-
-
-@dataclass(frozen=True)
-class ServeLimits:
-    """The per-request bounds (``lmleak serve --max-body --max-n --max-logprobs --max-prompts
-    --deadline --max-tokens``) and the server's load bounds (``--read-timeout --max-connections
-    --max-inflight``)."""
-
-    max_body_bytes: int = MIB
-    max_n: int = 128  # the OpenAI API's own maximum for n
-    max_logprobs: int = 20  # vLLM's default max_logprobs
-    max_prompts: int = 256
-    deadline_s: float = 300.0  # lmleak's HTTP client waits 300 s for an answer
-    max_tokens: int | None = None  # None: the model's context (see max_new_tokens)
-    read_timeout_s: float = 30.0  # headers and body of one request (408 after)
-    max_connections: int = 512  # open sockets (429 beyond, before a byte is read)
-    max_inflight: int = 64  # requests in progress (429 beyond; at most this many bodies held)
-
-    def __post_init__(self) -> None:
-        for field, value in (
-            ("--max-body", self.max_body_bytes),
-            ("--max-connections", self.max_connections),
-            ("--max-inflight", self.max_inflight),
-            ("--max-n", self.max_n),
-            ("--max-logprobs", self.max_logprobs),
-            ("--max-prompts", self.max_prompts),
-            ("--max-tokens", 1 if self.max_tokens is None else self.max_tokens),
-        ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ConfigError(f"{field} must be a positive integer", field=field, hint="e.g. the default")
-        for field, seconds, example in (
-            ("--deadline", self.deadline_s, "300"),
-            ("--read-timeout", self.read_timeout_s, "30"),
-        ):
-            if isinstance(seconds, bool) or not (
-                isinstance(seconds, (int, float)) and math.isfinite(seconds) and seconds > 0
-            ):
-                raise ConfigError(
-                    f"{field} must be a positive number of seconds", field=field, hint=f"e.g. {example}"
-                )
 
 
 def max_new_tokens(limits: ServeLimits, context: int) -> int:

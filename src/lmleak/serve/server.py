@@ -19,9 +19,8 @@ from fastapi import FastAPI
 from lmleak.errors import ConfigError
 from lmleak.serve.app import build_app
 from lmleak.serve.guard import Access
-from lmleak.serve.limits import ServeLimits
+from lmleak.serve.settings import ServeLimits, ServeSettings, check_key
 from lmleak.serve.shed import shedding_protocol
-from lmleak.serve.tiers import TIERS
 
 GRACE_S = 5  # how long a stopping server waits for answers already being sent
 
@@ -141,18 +140,6 @@ class ServerThread:
         self.sock.close()
 
 
-def check_key(api_key: str | None) -> None:
-    """Refuse an empty or non-ASCII-printable API key before the model is loaded."""
-    if api_key is not None and (
-        not api_key or not api_key.isascii() or not api_key.isprintable() or " " in api_key
-    ):
-        raise ConfigError(
-            "the API key must be a non-empty string of printable ASCII without spaces",
-            field="--api-key",
-            hint="e.g. python -c 'import secrets; print(secrets.token_urlsafe(32))'",
-        )
-
-
 @contextlib.contextmanager
 def serving(
     model: Any,
@@ -181,58 +168,39 @@ def serving(
         st.stop()
 
 
-def serve(
-    spec: str,
-    *,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    tier: str = "prompt_logprobs",
-    name: str | None = None,
-    dtype: str | None = None,
-    batch_tokens: int | None = None,
-    limits: ServeLimits | None = None,
-    api_key: str | None = None,
-    allowed_hosts: Sequence[str] = (),
-    echo: Any = None,
-) -> None:
-    """Load ``spec`` and serve it in the foreground until Ctrl-C / SIGTERM (``lmleak serve``)."""
-    if tier not in TIERS:  # before loading the model
-        raise ConfigError(f"unknown tier {tier!r}", field="--tier", hint=f"use one of {', '.join(TIERS)}")
-    check_key(api_key)
-    if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
-        raise ConfigError(
-            "--port must be between 0 and 65535", field="--port", hint="e.g. 8000 (0: any free port)"
-        )
-    limits = limits or ServeLimits()
+def serve(spec: str, settings: ServeSettings | None = None, *, echo: Any = None) -> None:
+    """Load ``spec`` and serve it in the foreground until Ctrl-C / SIGTERM (``lmleak serve``); the
+    settings (tier, port, API key, limits) were checked when they were built, before the model loads."""
+    s = settings or ServeSettings()
     # lazy: loading a model imports torch; the server itself (and `import lmleak.serve`) does not need it
     from lmleak.models.loading import load_model
 
-    sock = bind(host, port)  # a taken port is refused before the model loads
+    sock = bind(s.host, s.port)  # a taken port is refused before the model loads
     try:
-        model = load_model(spec, dtype=dtype, batch_tokens=batch_tokens)
+        model = load_model(spec, dtype=s.dtype, batch_tokens=s.batch_tokens)
     except BaseException:
         sock.close()
         raise
     port = sock.getsockname()[1]
-    access = Access(api_key, tuple(allowed_hosts), port, host)
+    access = Access(s.api_key, s.allowed_hosts, port, s.host)
     try:
-        app = build_app(model, tier=tier, name=name, limits=limits, access=access)
+        app = build_app(model, tier=s.tier, name=s.name, limits=s, access=access)
     except BaseException:
         sock.close()
         raise
     if echo is not None:
-        served = name or model.name
-        url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/v1"
-        echo(f"serving {served} (tier {tier}) at {url} — lmleak --model '{url}#{served}'")
+        served = s.name or model.name
+        url = f"http://{'[' + s.host + ']' if ':' in s.host else s.host}:{port}/v1"
+        echo(f"serving {served} (tier {s.tier}) at {url} — lmleak --model '{url}#{served}'")
         echo(
             "API key required (Authorization: Bearer …)"
-            if api_key
+            if s.api_key
             else "no API key: any program on this machine that can reach the port can query the model"
         )
         echo(
-            f"limits: body {limits.max_body_bytes:,} bytes, n <= {limits.max_n}, logprobs <= {limits.max_logprobs}, "
-            f"{limits.max_prompts} prompts per request, deadline {limits.deadline_s:g} s, "
-            f"read timeout {limits.read_timeout_s:g} s, {limits.max_connections} connections, "
-            f"{limits.max_inflight} requests in progress; Host: {', '.join(access.hosts())}; Ctrl-C stops"
+            f"limits: body {s.max_body_bytes:,} bytes, n <= {s.max_n}, logprobs <= {s.max_logprobs}, "
+            f"{s.max_prompts} prompts per request, deadline {s.deadline_s:g} s, "
+            f"read timeout {s.read_timeout_s:g} s, {s.max_connections} connections, "
+            f"{s.max_inflight} requests in progress; Host: {', '.join(access.hosts())}; Ctrl-C stops"
         )
     run_foreground(app, sock)

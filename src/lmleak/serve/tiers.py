@@ -15,9 +15,8 @@ from typing import Any
 from lmleak.errors import ConfigError
 from lmleak.models.base import Capability
 from lmleak.serve.errors import refuse
-from lmleak.serve.limits import ServeLimits
+from lmleak.serve.settings import TIERS, ServeLimits
 
-TIERS = ("prompt_logprobs", "echo", "chat", "text")
 ECHO_MAX_K = 5  # the legacy OpenAI completions API's own limit on logprobs
 MAX_LOGPROBS = ServeLimits().max_logprobs  # vLLM's default (lmleak serve --max-logprobs)
 
