@@ -18,16 +18,13 @@ from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
     COUNT,
     POSITIVE,
-    GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
-    NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
-    RayAddressOpt,
-    RedactKeyFileOpt,
-    RedactRunOpt,
+    RedactRun,
     SeedOpt,
+    hide_ids_when_redacted,
     info,
     out,
     print_json,
@@ -36,6 +33,7 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 
@@ -83,8 +81,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
-@takes(settings=ExposureSettings)
+@takes(settings=ExposureSettings, redact=RedactRun)
 def exposure_cmd(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
     ],
@@ -95,8 +94,7 @@ def exposure_cmd(
         Path, typer.Option("--out", help="Run directory to write exposure.parquet and summary.json.")
     ],
     settings: ExposureSettings,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
+    redact: RedactRun,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -107,17 +105,18 @@ def exposure_cmd(
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)
+    hide_ids_when_redacted(ctx, redact.redact)
     run = write_run(
         out_dir,
         lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
-        redact=redact,
-        key_file=redact_key_file,
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
-    summary = run if redact else run.summary  # redacted: the run's redacted summary, no canary
+    summary = run if redact.redact else run.summary  # redacted: the run's redacted summary, no canary
     if as_json:
         print_json(summary)
         return
-    if redact:
+    if redact.redact:
         print_max_exposure(summary, out_dir)
         return
     print_exposure(summary, run.results, run.model_name, out_dir)
@@ -155,21 +154,15 @@ def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
         )
 
 
-@takes(settings=MembershipSettings)
+@takes(settings=MembershipSettings, engine=ShardEngine, redact=RedactRun)
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
     out_dir: OutDirOpt,
     settings: MembershipSettings,
+    engine: ShardEngine,
+    redact: RedactRun,
     old_n: Annotated[int | None, typer.Option("--n", hidden=True, parser=COUNT)] = None,  # deprecated
-    engine: Annotated[
-        str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")
-    ] = "local",
-    ray_address: RayAddressOpt = None,
-    num_workers: NumWorkersOpt = 2,
-    gpus_per_worker: GpusPerWorkerOpt = 0.0,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -190,11 +183,10 @@ def mia_cmd(
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
     from lmleak.attacks.mia_benchmarks import benchmark_options
     from lmleak.report.redaction import write_run
-    from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
+    hide_ids_when_redacted(ctx, redact.redact)
     num = renamed(old_n, settings.num_per_side, "mia --n", "mia --num-per-side", default=1000)
-    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods", "--wbc-windows"})
     given: dict[str, Any] = {"num_per_side": num}
     if "--methods" in lists:
@@ -207,9 +199,9 @@ def mia_cmd(
     texts = texts or _never_seen(model, settings)
     summary = write_run(
         out_dir,
-        lambda d: membership_of_model(model, d, settings, engine=eng, echo=info, texts=texts),
-        redact=redact,
-        key_file=redact_key_file,
+        lambda d: membership_of_model(model, d, settings, engine=engine, echo=info, texts=texts),
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
     if as_json:
         print_json(summary)

@@ -15,18 +15,15 @@ import typer
 
 from lmleak.cli.common import (
     COUNT,
-    GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
-    NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
-    RayAddressOpt,
-    RedactKeyFileOpt,
-    RedactRunOpt,
+    RedactRun,
     SeedOpt,
     deprecated,
     err,
+    hide_ids_when_redacted,
     info,
     out,
     print_json,
@@ -34,6 +31,7 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import takes
 from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 if TYPE_CHECKING:
@@ -267,20 +265,15 @@ def _write_person_page(
     return view_of_report(report)
 
 
-@takes(settings=ProbeSettings)
+@takes(settings=ProbeSettings, engine=ShardEngine, redact=RedactRun)
 def run_cmd(
+    ctx: typer.Context,
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
     out_dir: OutDirOpt,
     settings: ProbeSettings,
-    engine: Annotated[
-        str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
-    ] = "local",
-    ray_address: RayAddressOpt = None,
-    num_workers: NumWorkersOpt = 2,
-    gpus_per_worker: GpusPerWorkerOpt = 0.0,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
+    engine: ShardEngine,
+    redact: RedactRun,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -291,9 +284,9 @@ def run_cmd(
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
-    from lmleak.shards import ShardEngine
 
     quiet(quiet_)
+    hide_ids_when_redacted(ctx, redact.redact)
     summary = write_run(
         out_dir,
         lambda d: probe_files(
@@ -301,12 +294,12 @@ def run_cmd(
             subjects,
             d,
             settings,
-            engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
+            engine=engine,
             progress=info,
             warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
         ),
-        redact=redact,
-        key_file=redact_key_file,
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
     if json_:
         print_json(summary)
