@@ -17,13 +17,11 @@ from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
     COUNT,
-    POSITIVE,
     JsonOpt,
     ModelOpt,
     OutDirOpt,
     QuietOpt,
     RedactRun,
-    SeedOpt,
     hide_ids_when_redacted,
     info,
     out,
@@ -33,6 +31,7 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.experiments.options import CRTOptions
 from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
@@ -361,43 +360,11 @@ def _membership_lines(summary: dict[str, Any]) -> list[str]:
     return ["  " + x for x in lines]
 
 
-# long: the Typer signature declares 11 options, one per line; the body only parses, calls run_crt_experiment, prints
+@takes(settings=CRTOptions)
 def crt_cmd(
     ctx: typer.Context,
     out_dir: OutDirOpt,
-    corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="Corpus JSONL (default: synthesise CustomerSim).")
-    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
-    seed: SeedOpt = 0,
-    epochs: Annotated[
-        int | None,
-        typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).", parser=COUNT),
-    ] = None,
-    users: Annotated[
-        int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).", parser=COUNT)
-    ] = None,
-    lr: Annotated[
-        float | None,
-        typer.Option(
-            "--lr", help="Learning rate (default: the trainer's per-architecture one).", parser=POSITIVE
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).",
-            parser=COUNT,
-        ),
-    ] = None,
+    settings: CRTOptions,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -411,51 +378,18 @@ def crt_cmd(
     from lmleak.experiments.crt import run_crt_experiment
 
     quiet(quiet_ or as_json)
-    cfg = _crt_config(
-        parse_list_options(ctx.args, {"--gammas", "--archs"}),
-        base=base,
-        quick=quick,
-        seed=seed,
-        epochs=epochs,
-        users=users,
-        lr=lr,
-        max_steps=max_steps,
-    )
-    result = run_crt_experiment(out_dir, cfg, corpus=corpus)
-    if as_json:
-        print_json(result["summary"])
-        return
-    print_crt(result, out_dir)
-
-
-def _crt_config(
-    lists: dict[str, list[str]],
-    *,
-    base: str | None,
-    quick: bool,
-    seed: int,
-    epochs: int | None,
-    users: int | None,
-    lr: float | None,
-    max_steps: int | None,
-) -> Any:
-    """The CRT experiment's config from the command's options and its --gammas / --archs values."""
-    from lmleak.experiments.crt import CRTExperimentConfig  # lazy: imports torch
-
+    lists = parse_list_options(ctx.args, {"--gammas", "--archs"})
     try:
         gammas = tuple(float(g) for g in lists["--gammas"]) if "--gammas" in lists else None
     except ValueError:
         raise ConfigError(f"--gammas takes numbers, got {lists['--gammas']}", field="gammas") from None
     archs = tuple(lists["--archs"]) if "--archs" in lists else None
-    if base is not None:
-        from lmleak.models.device import resolve_device
-
-        cfg = CRTExperimentConfig.for_base(base, gpu=resolve_device() != "cpu")
-    else:
-        cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    return cfg.with_options(
-        gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps
-    )
+    settings = replace_settings(settings, gammas=gammas, archs=archs)
+    result = run_crt_experiment(out_dir, settings.config(), corpus=settings.corpus)
+    if as_json:
+        print_json(result["summary"])
+        return
+    print_crt(result, out_dir)
 
 
 def print_crt(result: dict[str, Any], out_dir: Path) -> None:

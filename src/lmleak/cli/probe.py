@@ -20,7 +20,6 @@ from lmleak.cli.common import (
     OutDirOpt,
     QuietOpt,
     RedactRun,
-    SeedOpt,
     deprecated,
     err,
     hide_ids_when_redacted,
@@ -30,6 +29,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.cli.options import takes
+from lmleak.experiments.options import ProPILEOptions
 from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
 from lmleak.shards import ShardEngine
 from lmleak.words import plural
@@ -456,49 +456,9 @@ def softprompt_cmd(
     out.print(t)
 
 
-# long: the Typer signature declares its options one per line; the body only parses, calls the experiment, prints
+@takes(settings=ProPILEOptions)
 def experiment_cmd(
-    out_dir: OutDirOpt,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")
-    ] = False,
-    seed: SeedOpt = 0,
-    smollm2: Annotated[
-        bool | None,
-        typer.Option(
-            "--smollm2/--no-smollm2",
-            help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).",
-        ),
-    ] = None,
-    users: Annotated[
-        int | None, typer.Option(help="Synthetic users (default 100; --quick 40).", parser=COUNT)
-    ] = None,
-    epochs: Annotated[
-        int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).", parser=COUNT)
-    ] = None,
-    softprompt_epochs: Annotated[
-        int | None,
-        typer.Option(
-            "--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).", parser=COUNT
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            help="--base: the fine-tune's optimiser steps (default 20 on the CPU).",
-            parser=COUNT,
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-    quiet_: QuietOpt = False,
+    out_dir: OutDirOpt, settings: ProPILEOptions, as_json: JsonOpt = False, quiet_: QuietOpt = False
 ) -> None:
     """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and white-box (soft prompts), and SmolLM2 as a control.
 
@@ -509,12 +469,10 @@ def experiment_cmd(
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
+    from lmleak.experiments.propile import run_propile_experiment
 
     quiet(quiet_ or as_json)
-    cfg = ProPILEExperimentConfig.from_options(quick=quick, seed=seed, base=base, smollm2=smollm2, users=users,
-                                               epochs=epochs, softprompt_epochs=softprompt_epochs,
-                                               max_steps=max_steps)  # fmt: skip
+    cfg = settings.config()
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])
