@@ -83,9 +83,9 @@ def evaluate_cmd(
     Example: lmleak pii evaluate --corpus data/corpus.jsonl --secrets data/secrets.jsonl --policy regex
     """
     quiet(q or as_json)
-    p = policy
-    result = evaluate_policy_files(corpus, secrets, p.policy, recall=p.recall, seed=p.seed, base_recall=p.base_recall,
-                                   min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by)  # fmt: skip
+    result = evaluate_policy_files(
+        corpus, secrets, policy, min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by
+    )
     if as_json:
         print_json(result.to_dict())
         return
