@@ -38,6 +38,7 @@ from typing import Any, TypeVar
 from lmleak.errors import ConfigError, Interrupted, RunError
 from lmleak.progress import track
 from lmleak.runs import atomic_write_json, secure_dir
+from lmleak.settings import Settings, setting
 
 T = TypeVar("T")
 Work = Callable[[list[Any]], Any]  # items -> pyarrow.Table
@@ -45,25 +46,20 @@ MANIFEST = "manifest.json"
 
 
 @dataclass(frozen=True)
-class ShardEngine:
-    """Where a sharded pass runs: ``kind`` ``"local"`` or ``"ray"`` and Ray's settings, as the
-    ledger's ``--engine``, ``--ray-address``, ``--num-workers`` and ``--gpus-per-worker`` give them.
+class ShardEngine(Settings):
+    """Where a sharded pass runs: ``engine`` ``"local"`` or ``"ray"`` and Ray's settings (the
+    options ``--engine``, ``--ray-address``, ``--num-workers``, ``--gpus-per-worker`` of every
+    command with a sharded pass: the ledger, probing, membership scoring).
 
     Example:
         >>> ShardEngine("ray", num_workers=4).num_workers
         4
     """
 
-    kind: str = "local"
-    ray_address: str | None = None
-    num_workers: int = 2
-    num_gpus_per_worker: float = 0.0
-
-    def __post_init__(self) -> None:
-        if self.kind not in ("local", "ray"):
-            raise ConfigError(f"unknown engine {self.kind!r}", field="--engine", hint="use local or ray")
-        if self.num_workers < 1 or self.num_gpus_per_worker < 0:
-            raise ConfigError("need --num-workers >= 1 and --gpus-per-worker >= 0", field="--num-workers")
+    engine: str = setting("local", help="Where the sharded pass runs: local | ray.", choices=("local", "ray"))
+    ray_address: str | None = setting(None, help="An existing Ray cluster (default: start a local Ray).")
+    num_workers: int = setting(2, help="Ray model actors (one per worker or GPU).", ge=1)
+    gpus_per_worker: float = setting(0.0, help="GPUs each Ray actor reserves (0: CPU).", ge=0)
 
 
 class ModelWork:
@@ -106,7 +102,7 @@ def ray_session(engine: ShardEngine | None) -> Iterator[None]:
     """Start a local Ray (or connect to ``ray_address``) for the passes inside, and shut it down
     afterwards if this call started it; nothing for the local engine. Several passes of one
     command (probing: one per target type) then share one Ray start-up."""
-    if engine is None or engine.kind != "ray":
+    if engine is None or engine.engine != "ray":
         yield
         return
     try:
@@ -232,10 +228,7 @@ def run_sharded(
     *,
     fingerprint: str,
     shard_size: int = 256,
-    engine: str = "local",
-    ray_address: str | None = None,
-    num_workers: int = 2,
-    num_gpus_per_worker: float = 0.0,
+    engine: ShardEngine | None = None,
     total_items: int | None = None,
     description: str = "pass",
 ) -> Path:
@@ -245,8 +238,8 @@ def run_sharded(
         items: the work items, streamed (documents, prompts, candidates...).
         factory: picklable zero-argument callable returning the work function (items -> Arrow table).
         fingerprint: identifies model + data + options; must match to resume.
-        engine: ``"local"`` (in-process) or ``"ray"`` (one actor per worker; a local Ray is started
-            when ``ray_address`` is None and none is running).
+        engine: where it runs (None: in-process); :class:`ShardEngine` ``"ray"``: one actor per
+            worker, a local Ray started when its ``ray_address`` is None and none is running.
     """
 
     if shard_size < 1:
@@ -257,25 +250,12 @@ def run_sharded(
         return out
     total = None if total_items is None else -(-total_items // shard_size)
     shards = enumerate(_chunks(items, shard_size))
-    if engine not in ("local", "ray"):
-        raise ValueError(f"unknown engine {engine!r}; use 'local' or 'ray'")
     with stop_requests() as stop:
         try:
-            if engine == "local":
+            if engine is None or engine.engine == "local":
                 _run_local(shards, factory, out, manifest, total, description, stop)
             else:
-                _run_ray(
-                    shards,
-                    factory,
-                    out,
-                    manifest,
-                    ray_address,
-                    num_workers,
-                    num_gpus_per_worker,
-                    total,
-                    description,
-                    stop,
-                )
+                _run_ray(shards, factory, out, manifest, engine, total, description, stop)
         except KeyboardInterrupt:
             if not stop:
                 raise  # not from a signal during this pass: leave it as it is
@@ -292,16 +272,15 @@ def _run_ray(
     factory: Callable[[], Work],
     out: Path,
     manifest: Manifest,
-    ray_address: str | None,
-    num_workers: int,
-    num_gpus: float,
+    engine: ShardEngine,
     total: int | None,
     description: str,
     stop: list[int] | None = None,
 ) -> None:
     import ray
 
-    _init_ray(ray_address, num_workers)
+    num_workers, num_gpus = engine.num_workers, engine.gpus_per_worker
+    _init_ray(engine.ray_address, num_workers)
 
     @ray.remote(num_cpus=1, num_gpus=num_gpus)
     class ShardWorker:
@@ -421,7 +400,7 @@ def run_rows(
     """
     _drop_stale_pass(out_dir, fingerprint, shard_size)
     eng = engine or ShardEngine()
-    if eng.kind == "ray":
+    if eng.engine == "ray":
         if factory is None:
             raise ValueError("engine 'ray' needs a picklable factory")
         table_factory: Callable[[], Work] = _RowsFactory(factory)
@@ -438,10 +417,7 @@ def run_rows(
         shard_size=shard_size,
         total_items=len(items),
         description=description,
-        engine=eng.kind,
-        ray_address=eng.ray_address,
-        num_workers=eng.num_workers,
-        num_gpus_per_worker=eng.num_gpus_per_worker,
+        engine=eng,
     )
     return _read_rows(out)
 

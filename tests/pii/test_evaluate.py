@@ -70,11 +70,16 @@ def test_load_secrets_reports_line_and_field(tmp_path, synth_corpus):
 
 def test_evaluate_policy_files_equals_the_parts_and_saves_the_same_json(synth_corpus, tmp_path):
     from lmleak.pii.evaluate import PolicyEvaluation, evaluate_policy_files
+    from lmleak.pii.policies import PolicyChoice
 
     paths, corpus, gold = synth_corpus["paths"], synth_corpus["corpus"], synth_corpus["secrets"]
     save = tmp_path / "eval.json"
     res = evaluate_policy_files(
-        paths["corpus"], paths["secrets"], "regex", recall=0.5, seed=2, min_overlap=0.4, save=save
+        paths["corpus"],
+        paths["secrets"],
+        PolicyChoice("regex", recall=0.5, seed=2),
+        min_overlap=0.4,
+        save=save,
     )
     assert isinstance(res, PolicyEvaluation)
     by_hand = evaluate_policy(corpus, gold, get_policy("regex", recall=0.5, seed=2), min_overlap=0.4)

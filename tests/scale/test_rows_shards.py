@@ -28,7 +28,7 @@ def test_run_rows_keeps_keys_the_first_row_lacks(tmp_path):
 def test_engine_options_are_checked():
     with pytest.raises(ConfigError, match="engine"):
         ShardEngine("spark")
-    with pytest.raises(ConfigError, match="num-workers"):
+    with pytest.raises(ConfigError, match="num_workers"):  # the field, as every Settings names it
         ShardEngine("ray", num_workers=0)
     with pytest.raises(ValueError, match="factory"):
         run_rows(

@@ -17,17 +17,12 @@ from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
     COUNT,
-    POSITIVE,
-    GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
-    NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
-    RayAddressOpt,
-    RedactKeyFileOpt,
-    RedactRunOpt,
-    SeedOpt,
+    RedactRun,
+    hide_ids_when_redacted,
     info,
     out,
     print_json,
@@ -36,6 +31,8 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
+from lmleak.experiments.options import CRTOptions
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 
@@ -83,8 +80,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     )(crt_cmd)
 
 
-@takes(settings=ExposureSettings)
+@takes(settings=ExposureSettings, redact=RedactRun)
 def exposure_cmd(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Option("--model", "-m", help="Model directory, GGUF, smollm2-135m or fake:<corpus.jsonl>.")
     ],
@@ -95,8 +93,7 @@ def exposure_cmd(
         Path, typer.Option("--out", help="Run directory to write exposure.parquet and summary.json.")
     ],
     settings: ExposureSettings,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
+    redact: RedactRun,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -107,17 +104,18 @@ def exposure_cmd(
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)
+    hide_ids_when_redacted(ctx, redact.redact)
     run = write_run(
         out_dir,
         lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
-        redact=redact,
-        key_file=redact_key_file,
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
-    summary = run if redact else run.summary  # redacted: the run's redacted summary, no canary
+    summary = run if redact.redact else run.summary  # redacted: the run's redacted summary, no canary
     if as_json:
         print_json(summary)
         return
-    if redact:
+    if redact.redact:
         print_max_exposure(summary, out_dir)
         return
     print_exposure(summary, run.results, run.model_name, out_dir)
@@ -155,21 +153,15 @@ def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
         )
 
 
-@takes(settings=MembershipSettings)
+@takes(settings=MembershipSettings, engine=ShardEngine, redact=RedactRun)
 def mia_cmd(
     ctx: typer.Context,
     model: ModelOpt,
     out_dir: OutDirOpt,
     settings: MembershipSettings,
+    engine: ShardEngine,
+    redact: RedactRun,
     old_n: Annotated[int | None, typer.Option("--n", hidden=True, parser=COUNT)] = None,  # deprecated
-    engine: Annotated[
-        str, typer.Option("--engine", help="Where the scoring pass runs: local | ray.")
-    ] = "local",
-    ray_address: RayAddressOpt = None,
-    num_workers: NumWorkersOpt = 2,
-    gpus_per_worker: GpusPerWorkerOpt = 0.0,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -190,11 +182,10 @@ def mia_cmd(
     from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
     from lmleak.attacks.mia_benchmarks import benchmark_options
     from lmleak.report.redaction import write_run
-    from lmleak.shards import ShardEngine
 
     quiet(quiet_ or as_json)
+    hide_ids_when_redacted(ctx, redact.redact)
     num = renamed(old_n, settings.num_per_side, "mia --n", "mia --num-per-side", default=1000)
-    eng = ShardEngine(engine, ray_address, num_workers, gpus_per_worker)
     lists = parse_list_options(ctx.args, {"--methods", "--wbc-windows"})
     given: dict[str, Any] = {"num_per_side": num}
     if "--methods" in lists:
@@ -207,9 +198,9 @@ def mia_cmd(
     texts = texts or _never_seen(model, settings)
     summary = write_run(
         out_dir,
-        lambda d: membership_of_model(model, d, settings, engine=eng, echo=info, texts=texts),
-        redact=redact,
-        key_file=redact_key_file,
+        lambda d: membership_of_model(model, d, settings, engine=engine, echo=info, texts=texts),
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
     if as_json:
         print_json(summary)
@@ -369,43 +360,11 @@ def _membership_lines(summary: dict[str, Any]) -> list[str]:
     return ["  " + x for x in lines]
 
 
-# long: the Typer signature declares 11 options, one per line; the body only parses, calls run_crt_experiment, prints
+@takes(settings=CRTOptions)
 def crt_cmd(
     ctx: typer.Context,
     out_dir: OutDirOpt,
-    corpus: Annotated[
-        Path | None, typer.Option("--corpus", help="Corpus JSONL (default: synthesise CustomerSim).")
-    ] = None,
-    quick: Annotated[bool, typer.Option("--quick", help="Tiny sizes: finishes in a few minutes.")] = False,
-    seed: SeedOpt = 0,
-    epochs: Annotated[
-        int | None,
-        typer.Option("--epochs", help="Training epochs of every model (default 2; --quick 1).", parser=COUNT),
-    ] = None,
-    users: Annotated[
-        int | None, typer.Option("--users", help="Synthetic users (default 60; --quick 24).", parser=COUNT)
-    ] = None,
-    lr: Annotated[
-        float | None,
-        typer.Option(
-            "--lr", help="Learning rate (default: the trainer's per-architecture one).", parser=POSITIVE
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="LoRA fine-tunes of this pretrained model (a Hugging Face folder or smollm2-135m) instead of small models; smoke-sized on the CPU, full size on a GPU.",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            help="--base: optimiser steps per model (default 6 on the CPU, unlimited on a GPU).",
-            parser=COUNT,
-        ),
-    ] = None,
+    settings: CRTOptions,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -419,51 +378,18 @@ def crt_cmd(
     from lmleak.experiments.crt import run_crt_experiment
 
     quiet(quiet_ or as_json)
-    cfg = _crt_config(
-        parse_list_options(ctx.args, {"--gammas", "--archs"}),
-        base=base,
-        quick=quick,
-        seed=seed,
-        epochs=epochs,
-        users=users,
-        lr=lr,
-        max_steps=max_steps,
-    )
-    result = run_crt_experiment(out_dir, cfg, corpus=corpus)
-    if as_json:
-        print_json(result["summary"])
-        return
-    print_crt(result, out_dir)
-
-
-def _crt_config(
-    lists: dict[str, list[str]],
-    *,
-    base: str | None,
-    quick: bool,
-    seed: int,
-    epochs: int | None,
-    users: int | None,
-    lr: float | None,
-    max_steps: int | None,
-) -> Any:
-    """The CRT experiment's config from the command's options and its --gammas / --archs values."""
-    from lmleak.experiments.crt import CRTExperimentConfig  # lazy: imports torch
-
+    lists = parse_list_options(ctx.args, {"--gammas", "--archs"})
     try:
         gammas = tuple(float(g) for g in lists["--gammas"]) if "--gammas" in lists else None
     except ValueError:
         raise ConfigError(f"--gammas takes numbers, got {lists['--gammas']}", field="gammas") from None
     archs = tuple(lists["--archs"]) if "--archs" in lists else None
-    if base is not None:
-        from lmleak.models.device import resolve_device
-
-        cfg = CRTExperimentConfig.for_base(base, gpu=resolve_device() != "cpu")
-    else:
-        cfg = CRTExperimentConfig.quick() if quick else CRTExperimentConfig()
-    return cfg.with_options(
-        gammas=gammas, archs=archs, seed=seed, epochs=epochs, users=users, lr=lr, max_steps=max_steps
-    )
+    settings = replace_settings(settings, gammas=gammas, archs=archs)
+    result = run_crt_experiment(out_dir, settings.config(), corpus=settings.corpus)
+    if as_json:
+        print_json(result["summary"])
+        return
+    print_crt(result, out_dir)
 
 
 def print_crt(result: dict[str, Any], out_dir: Path) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from rich.console import Console
 from lmleak import progress
 from lmleak.errors import ConfigError, check_number
 from lmleak.runs import to_json
+from lmleak.settings import Settings, setting
 
 INT_LIMIT = 2**53  # the largest integer option: exact as a float64, safe in numpy's int64
 
@@ -87,17 +89,6 @@ QuietOpt = Annotated[
 ]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (nothing else).")]
 SeedOpt = Annotated[int, typer.Option("--seed", parser=SEED, help="Random seed (same seed, same result).")]
-# where a sharded pass runs on Ray (the ledger, probing, membership scoring): one meaning everywhere
-RayAddressOpt = Annotated[
-    str | None, typer.Option("--ray-address", help="An existing Ray cluster (default: start a local Ray).")
-]
-NumWorkersOpt = Annotated[
-    int, typer.Option("--num-workers", parser=COUNT, help="Ray model actors (one per worker or GPU).")
-]
-GpusPerWorkerOpt = Annotated[
-    float,
-    typer.Option("--gpus-per-worker", parser=NON_NEGATIVE, help="GPUs each Ray actor reserves (0: CPU)."),
-]
 OutDirOpt = Annotated[
     Path, typer.Option("--out", help="Run directory (created owner-only; summary.json and results).")
 ]
@@ -121,25 +112,24 @@ def hide_ids_when_redacted(ctx: typer.Context, redact: bool) -> bool:
     return redact
 
 
-# --redact on every command that writes a run (lmleak.report.redaction.write_run; report and audit
-# have their own --redact with the same key handling)
-RedactRunOpt = Annotated[
-    bool,
-    typer.Option(
-        "--redact",
+@dataclass(frozen=True)
+class RedactRun(Settings):
+    """``--redact`` / ``--redact-key-file`` of every command that writes a run
+    (:func:`lmleak.report.redaction.write_run`; report and audit have their own with the same key
+    handling). A command taking it calls :func:`hide_ids_when_redacted` first."""
+
+    redact: bool = setting(
+        False,
         help="Write the run redacted: no text, secrets, prompts, generations or plain ids; only "
         "numeric tables, fixed labels and keyed ids (docs/security.md#redacted-runs).",
-        callback=hide_ids_when_redacted,
-    ),
-]
-RedactKeyFileOpt = Annotated[
-    Path | None,
-    typer.Option(
-        "--redact-key-file",
+    )
+    redact_key_file: Path | None = setting(
+        None,
         help="HMAC key for redacted ids, kept outside the run "
         "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
-    ),
-]
+    )
+
+
 CorpusOpt = Annotated[
     Path, typer.Option("--corpus", help="Corpus file (JSONL/CSV/Parquet/text; see `lmleak corpus check`).")
 ]

@@ -16,8 +16,8 @@ from lmleak.cli.common import (
     OPEN_UNIT,
     POSITIVE,
     PROBABILITY,
-    RedactKeyFileOpt,
-    RedactRunOpt,
+    RedactRun,
+    hide_ids_when_redacted,
     number,
     out,
     print_json,
@@ -161,16 +161,16 @@ def print_plan(plan: Any) -> None:
     out.print(t)
 
 
-@takes(audit=DPAuditSettings, training=DPAuditTraining)
+@takes(audit=DPAuditSettings, training=DPAuditTraining, redact=RedactRun)
 def run(
+    ctx: typer.Context,
     corpus: Annotated[Path, typer.Option(help="The training corpus the canaries are added to.")],
     out_dir: Annotated[
         Path, typer.Option("--out", help="Run directory: model/, canaries.parquet, summary.json.")
     ],
     audit: DPAuditSettings,
     training: DPAuditTraining,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
+    redact: RedactRun,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No progress bars.", hidden=True)] = False,
 ) -> None:
@@ -179,14 +179,15 @@ def run(
     Example: lmleak dp-audit run --corpus data/corpus.jsonl --out runs/dp-audit --mode dp --target-epsilon 8
     """
     quiet(quiet_ or json_out)
+    hide_ids_when_redacted(ctx, redact.redact)
     summary = run_dp_audit_with_report(
         corpus,
         out_dir,
         training.train_config(audit),
         audit,
         progress=not (quiet_ or json_out),
-        redact=redact,
-        redact_key_file=redact_key_file,
+        redact=redact.redact,
+        redact_key_file=redact.redact_key_file,
     )
     if json_out:
         print_json(summary)

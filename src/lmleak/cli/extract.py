@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.attacks.extraction import ExtractSettings, extract_from_model
-from lmleak.cli.common import RedactKeyFileOpt, RedactRunOpt, info, out, print_json, quiet
+from lmleak.cli.common import RedactRun, hide_ids_when_redacted, info, out, print_json, quiet
 from lmleak.cli.options import takes
 from lmleak.words import plural
 
@@ -17,8 +17,9 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("extract")(extract)
 
 
-@takes(settings=ExtractSettings)
+@takes(settings=ExtractSettings, redact=RedactRun)
 def extract(
+    ctx: typer.Context,
     model: Annotated[
         str, typer.Option(help="The audited model (a folder, .gguf, smollm2-135m, fake:CORPUS).")
     ],
@@ -28,11 +29,10 @@ def extract(
         typer.Option("--out", help="Run directory: extract.parquet, discoverable.parquet, summary.json."),
     ],
     settings: ExtractSettings,
+    redact: RedactRun,
     public_model: Annotated[
         str | None, typer.Option("--public-model", help="A public reference model for the 'small' ratio.")
     ] = None,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     quiet_: Annotated[bool, typer.Option("--quiet", help="No messages.", hidden=True)] = False,
 ) -> None:
@@ -43,11 +43,12 @@ def extract(
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or json_out)
+    hide_ids_when_redacted(ctx, redact.redact)
     summary = write_run(
         out_dir,
         lambda d: extract_from_model(model, corpus, d, settings, public_model=public_model, echo=info),
-        redact=redact,
-        key_file=redact_key_file,
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
     if json_out:
         print_json(summary)

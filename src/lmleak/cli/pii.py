@@ -10,20 +10,19 @@ import typer
 
 from lmleak.cli.common import (
     OPEN_UNIT,
-    PROBABILITY,
     CorpusOpt,
     JsonOpt,
     OutDirOpt,
     QuietOpt,
-    SeedOpt,
     number,
     out,
     print_json,
     quiet,
 )
+from lmleak.cli.options import takes
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
-from lmleak.pii.policies import get_policy
+from lmleak.pii.policies import PolicyChoice
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 from lmleak.words import plural
@@ -33,26 +32,6 @@ pii_app = typer.Typer(
     "Example: lmleak pii detect --corpus data/corpus.jsonl --policy regex",
     no_args_is_help=True,
 )
-
-PolicyOpt = Annotated[
-    str, typer.Option("--policy", help="regex | presidio | balanced | conservative | digits | paper003.")
-]
-RecallOpt = Annotated[
-    float | None,
-    typer.Option(
-        "--recall",
-        help="Degrade the policy to this recall (γ sweep): drop detections at random.",
-        parser=PROBABILITY,
-    ),
-]
-BaseRecallOpt = Annotated[
-    float,
-    typer.Option(
-        "--base-recall",
-        help="The policy's measured recall, so --recall is absolute (default 1: relative).",
-        parser=number(gt=0, le=1),
-    ),
-]
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -68,10 +47,6 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("split")(split_cmd)
 
 
-def _policy(name: str, recall: float | None, seed: int, base_recall: float) -> Any:
-    return get_policy(name, recall=recall, seed=seed, base_recall=base_recall)
-
-
 def _fmt(v: Any) -> str:
     if v is None:
         return "-"
@@ -79,16 +54,14 @@ def _fmt(v: Any) -> str:
 
 
 @pii_app.command("evaluate")
+@takes(policy=PolicyChoice)
 def evaluate_cmd(
     corpus: CorpusOpt,
     secrets: Annotated[
         Path,
         typer.Option("--secrets", help="secrets.jsonl ground truth (doc_id, start, end, entity, value)."),
     ],
-    policy: PolicyOpt = "balanced",
-    recall: RecallOpt = None,
-    seed: SeedOpt = 0,
-    base_recall: BaseRecallOpt = 1.0,
+    policy: PolicyChoice,
     min_overlap: Annotated[
         float,
         typer.Option(
@@ -110,8 +83,9 @@ def evaluate_cmd(
     Example: lmleak pii evaluate --corpus data/corpus.jsonl --secrets data/secrets.jsonl --policy regex
     """
     quiet(q or as_json)
-    result = evaluate_policy_files(corpus, secrets, policy, recall=recall, seed=seed, base_recall=base_recall,
-                                   min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by)  # fmt: skip
+    result = evaluate_policy_files(
+        corpus, secrets, policy, min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by
+    )
     if as_json:
         print_json(result.to_dict())
         return
@@ -152,12 +126,12 @@ def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tupl
 
 
 @pii_app.command("detect")
+@takes(policy=(PolicyChoice, ("base_recall",)))
 def detect_cmd(
     corpus: Annotated[Path | None, typer.Option("--corpus", help="Corpus file to scan.")] = None,
     text: Annotated[str | None, typer.Option("--text", help="Scan this text instead of a corpus.")] = None,
-    policy: PolicyOpt = "balanced",
-    recall: RecallOpt = None,
-    seed: SeedOpt = 0,
+    *,
+    policy: PolicyChoice,
     save: Annotated[Path | None, typer.Option("--save", help="Write the spans as JSONL here.")] = None,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
@@ -167,7 +141,9 @@ def detect_cmd(
     Example: lmleak pii detect --text "write to ann.lee@example.org or call (555) 555-0100"
     """
     quiet(q or as_json)
-    result = detect_pii(policy, corpus=corpus, text=text, recall=recall, seed=seed, save=save)
+    result = detect_pii(
+        policy.policy, corpus=corpus, text=text, recall=policy.recall, seed=policy.seed, save=save
+    )
     if as_json:
         print_json(result.summary(spans=text is not None or save is None))
         return
@@ -211,13 +187,11 @@ def dedup_cmd(
     _print_summary(result.to_dict(), as_json, "dedup")
 
 
+@takes(policy=PolicyChoice)
 def redact_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
-    policy: PolicyOpt = "balanced",
-    recall: RecallOpt = None,
-    seed: SeedOpt = 0,
-    base_recall: BaseRecallOpt = 1.0,
+    policy: PolicyChoice,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -228,14 +202,15 @@ def redact_cmd(
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
     quiet(q or as_json)
-    result = redact_to_dir(corpus, out_dir, _policy(policy, recall, seed, base_recall))
+    result = redact_to_dir(corpus, out_dir, policy.detector())
     _print_summary(result.to_dict(), as_json, "redact")
 
 
+@takes(policy=PolicyChoice)
 def split_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
-    policy: PolicyOpt = "balanced",
+    policy: PolicyChoice,
     conservative: Annotated[
         str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
     ] = None,
@@ -243,9 +218,6 @@ def split_cmd(
     fp_rate: Annotated[
         float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
     ] = 1e-6,
-    recall: RecallOpt = None,
-    seed: SeedOpt = 0,
-    base_recall: BaseRecallOpt = 1.0,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -256,8 +228,9 @@ def split_cmd(
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """
     quiet(q or as_json)
-    result = split_to_dir(corpus, out_dir, _policy(policy, recall, seed, base_recall),
-                          conservative=conservative, dedup=dedup, fp_rate=fp_rate)  # fmt: skip
+    result = split_to_dir(
+        corpus, out_dir, policy.detector(), conservative=conservative, dedup=dedup, fp_rate=fp_rate
+    )
     _print_summary(result.to_dict(), as_json, "split")
 
 

@@ -15,25 +15,23 @@ import typer
 
 from lmleak.cli.common import (
     COUNT,
-    GpusPerWorkerOpt,
     JsonOpt,
     ModelOpt,
-    NumWorkersOpt,
     OutDirOpt,
     QuietOpt,
-    RayAddressOpt,
-    RedactKeyFileOpt,
-    RedactRunOpt,
-    SeedOpt,
+    RedactRun,
     deprecated,
     err,
+    hide_ids_when_redacted,
     info,
     out,
     print_json,
     quiet,
 )
 from lmleak.cli.options import takes
+from lmleak.experiments.options import ProPILEOptions
 from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 if TYPE_CHECKING:
@@ -267,20 +265,15 @@ def _write_person_page(
     return view_of_report(report)
 
 
-@takes(settings=ProbeSettings)
+@takes(settings=ProbeSettings, engine=ShardEngine, redact=RedactRun)
 def run_cmd(
+    ctx: typer.Context,
     model: ModelOpt,
     subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
     out_dir: OutDirOpt,
     settings: ProbeSettings,
-    engine: Annotated[
-        str, typer.Option("--engine", help="Where the probing passes run: local | ray.")
-    ] = "local",
-    ray_address: RayAddressOpt = None,
-    num_workers: NumWorkersOpt = 2,
-    gpus_per_worker: GpusPerWorkerOpt = 0.0,
-    redact: RedactRunOpt = False,
-    redact_key_file: RedactKeyFileOpt = None,
+    engine: ShardEngine,
+    redact: RedactRun,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -291,9 +284,9 @@ def run_cmd(
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
-    from lmleak.shards import ShardEngine
 
     quiet(quiet_)
+    hide_ids_when_redacted(ctx, redact.redact)
     summary = write_run(
         out_dir,
         lambda d: probe_files(
@@ -301,12 +294,12 @@ def run_cmd(
             subjects,
             d,
             settings,
-            engine=ShardEngine(engine, ray_address, num_workers, gpus_per_worker),
+            engine=engine,
             progress=info,
             warn=lambda message: err.print(f"[yellow]warning:[/] {message}"),
         ),
-        redact=redact,
-        key_file=redact_key_file,
+        redact=redact.redact,
+        key_file=redact.redact_key_file,
     )
     if json_:
         print_json(summary)
@@ -463,49 +456,9 @@ def softprompt_cmd(
     out.print(t)
 
 
-# long: the Typer signature declares its options one per line; the body only parses, calls the experiment, prints
+@takes(settings=ProPILEOptions)
 def experiment_cmd(
-    out_dir: OutDirOpt,
-    quick: Annotated[
-        bool, typer.Option("--quick", help="About two minutes instead of ~13 (no SmolLM2 unless --smollm2).")
-    ] = False,
-    seed: SeedOpt = 0,
-    smollm2: Annotated[
-        bool | None,
-        typer.Option(
-            "--smollm2/--no-smollm2",
-            help="Probe SmolLM2-135M as a negative control (default: on, off with --quick).",
-        ),
-    ] = None,
-    users: Annotated[
-        int | None, typer.Option(help="Synthetic users (default 100; --quick 40).", parser=COUNT)
-    ] = None,
-    epochs: Annotated[
-        int | None, typer.Option(help="Training epochs of the GPT (default 15; --quick 20).", parser=COUNT)
-    ] = None,
-    softprompt_epochs: Annotated[
-        int | None,
-        typer.Option(
-            "--softprompt-epochs", help="Soft prompt epochs (default 20; the paper 700).", parser=COUNT
-        ),
-    ] = None,
-    base: Annotated[
-        str | None,
-        typer.Option(
-            "--base",
-            help="The target is a LoRA fine-tune of this pretrained model (a Hugging Face folder or smollm2-135m); smoke-sized on the CPU, full size on a GPU.",
-        ),
-    ] = None,
-    max_steps: Annotated[
-        int | None,
-        typer.Option(
-            "--max-steps",
-            help="--base: the fine-tune's optimiser steps (default 20 on the CPU).",
-            parser=COUNT,
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-    quiet_: QuietOpt = False,
+    out_dir: OutDirOpt, settings: ProPILEOptions, as_json: JsonOpt = False, quiet_: QuietOpt = False
 ) -> None:
     """Paper 003 end to end: train a GPT on synthetic CustomerSim, probe it black-box (twin, triplet) and white-box (soft prompts), and SmolLM2 as a control.
 
@@ -516,12 +469,10 @@ def experiment_cmd(
     import os
 
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    from lmleak.experiments.propile import ProPILEExperimentConfig, run_propile_experiment
+    from lmleak.experiments.propile import run_propile_experiment
 
     quiet(quiet_ or as_json)
-    cfg = ProPILEExperimentConfig.from_options(quick=quick, seed=seed, base=base, smollm2=smollm2, users=users,
-                                               epochs=epochs, softprompt_epochs=softprompt_epochs,
-                                               max_steps=max_steps)  # fmt: skip
+    cfg = settings.config()
     res = run_propile_experiment(out_dir, cfg, progress=info)
     if as_json:
         print_json(res["summary"])

@@ -49,7 +49,7 @@ from lmleak.models.base import Capability, TokenStats, require, scoring_conventi
 from lmleak.models.blackbox import TopKOnly
 from lmleak.models.loading import load_model
 from lmleak.runs import atomic_write_json
-from lmleak.shards import MANIFEST, read_shards, run_sharded, shard_path
+from lmleak.shards import MANIFEST, ShardEngine, read_shards, run_sharded, shard_path
 
 LEDGER_DIR = "ledger"
 META = "ledger.json"
@@ -490,10 +490,9 @@ def run_ledger_pass(
             out,
             fingerprint=fp,
             shard_size=shard_size,
-            engine="local" if engine == "vllm" else engine,
-            ray_address=ray_address,
-            num_workers=num_workers,
-            num_gpus_per_worker=num_gpus_per_worker,
+            engine=None
+            if engine in ("local", "vllm")
+            else ShardEngine(engine, ray_address, num_workers, num_gpus_per_worker),
             total_items=len(corpus) if isinstance(corpus, Sized) else None,
             description="ledger",
         )

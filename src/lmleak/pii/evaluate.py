@@ -38,7 +38,7 @@ from lmleak.data.names import NAME_SHAPES, name_shape
 from lmleak.errors import ConfigError, DataFileError
 from lmleak.intervals import clopper_pearson_interval
 from lmleak.jsonl import iter_jsonl
-from lmleak.pii.policies import get_policy
+from lmleak.pii.policies import PolicyChoice
 from lmleak.pii.spans import Detector, PiiSpan, detect_many, merge_spans
 from lmleak.runs import atomic_write_json
 
@@ -324,18 +324,15 @@ class PolicyEvaluation:
 def evaluate_policy_files(
     corpus: str | Path,
     secrets: str | Path,
-    policy: str,
+    policy: str | PolicyChoice,
     *,
-    recall: float | None = None,
-    seed: int = 0,
-    base_recall: float = 1.0,
     min_overlap: float = 0.5,
     splitter: Callable[[str], list[tuple[int, int]]] | None = None,
     save: str | Path | None = None,
     by: str | None = None,
 ) -> PolicyEvaluation:
-    """Load ``corpus`` and its ``secrets.jsonl``, build the named policy (degraded to ``recall`` if
-    given, see :func:`~lmleak.pii.policies.get_policy`) and score it (:func:`evaluate_policy`);
+    """Load ``corpus`` and its ``secrets.jsonl``, build the policy (a name, or a
+    :class:`~lmleak.pii.policies.PolicyChoice` degraded to its ``recall``) and score it (:func:`evaluate_policy`);
     ``by="shape"`` adds the table per name shape (:func:`score_by_shape`) and the shapes it misses
     (:func:`shape_gaps`). With ``save``, also write the result as JSON there.
 
@@ -346,10 +343,11 @@ def evaluate_policy_files(
     gold = load_secrets(secrets, docs)
     if by not in (None, "shape"):
         raise ConfigError(f"unknown breakdown {by!r}", field="by", hint="use --by shape")
-    pol = get_policy(policy, recall=recall, seed=seed, base_recall=base_recall)
+    choice = PolicyChoice(policy) if isinstance(policy, str) else policy
+    pol = choice.detector()
     table, shapes = evaluate_policy_shapes(docs, gold, pol, min_overlap=min_overlap, splitter=splitter)
     result = PolicyEvaluation(
-        getattr(pol, "name", policy), recall, seed, min_overlap, len(docs), table,
+        getattr(pol, "name", choice.policy), choice.recall, choice.seed, min_overlap, len(docs), table,
         shapes if by == "shape" else None, tuple(shape_gaps(shapes)) if by == "shape" else (),
     )  # fmt: skip
     if save is not None:

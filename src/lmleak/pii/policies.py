@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from lmleak.data.names import CASELESS, UPPER
 from lmleak.errors import ConfigError, did_you_mean
@@ -31,6 +32,7 @@ from lmleak.pii.compose import UnionDetector
 from lmleak.pii.presidio import PresidioDetector
 from lmleak.pii.regex import DIGIT_PATTERNS, EMAIL_PATTERN, Paper003Detector, RegexDetector, name_patterns
 from lmleak.pii.spans import MASK, Detector, PiiSpan, detect_many, merge_spans
+from lmleak.settings import Settings, setting
 
 POLICY_NAMES = ("regex", "presidio", "balanced", "conservative", "digits", "paper003")
 
@@ -142,6 +144,30 @@ class DegradedPolicy:
 
     def detect_many(self, texts: Sequence[str]) -> list[list[PiiSpan]]:
         return [self._filter(t, s) for t, s in zip(texts, detect_many(self.policy, texts), strict=True)]
+
+
+@dataclass(frozen=True)
+class PolicyChoice(Settings):
+    """The named policy a command screens with, and the γ sweep's degradation of it (the
+    ``--policy``, ``--recall``, ``--seed``, ``--base-recall`` of ``pii evaluate|detect``, ``redact``
+    and ``split``); :meth:`detector` is :func:`get_policy` of them.
+
+    Example:
+        >>> PolicyChoice("digits", recall=0.0).detector().detect("call 911")
+        []
+    """
+
+    policy: str = setting("balanced", help="regex | presidio | balanced | conservative | digits | paper003.")
+    recall: float | None = setting(
+        None, help="Degrade the policy to this recall (γ sweep): drop detections at random.", ge=0, le=1
+    )
+    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
+    base_recall: float = setting(
+        1.0, help="The policy's measured recall, so --recall is absolute (default 1: relative).", gt=0, le=1
+    )
+
+    def detector(self) -> Detector:
+        return get_policy(self.policy, recall=self.recall, seed=self.seed, base_recall=self.base_recall)
 
 
 def get_policy(

@@ -502,7 +502,7 @@ def run_probe(
     people minus the controls' (else the made-up people's), with its interval; e-mail probes get the
     guess-from-the-name baseline (``name_guess_baseline``).
     """
-    if engine is not None and engine.kind == "ray" and out_dir is None:
+    if engine is not None and engine.engine == "ray" and out_dir is None:
         raise ValueError("engine 'ray' needs an out_dir for its shards")
     subjects = subjects[: settings.limit]
     if templates is None and budgets is None:

@@ -20,16 +20,18 @@ from lmleak.report.leakage import ReportSettings, run_report
 from lmleak.report.redaction import redactor_from
 from lmleak.report.users import users_of_model
 from lmleak.runs import open_run, secure_dir, write_summary
-from lmleak.settings import Settings, setting
+from lmleak.settings import setting
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 ENGINES = ("local", "ray", "vllm")
 
 
 @dataclass(frozen=True)
-class LedgerEngine(Settings):
-    """Where the ledger pass runs (the Ray settings when it runs on Ray), and how the model spec is
-    loaded there: the Ray actors and vLLM load their own copies (options of ``lmleak report``).
+class LedgerEngine(ShardEngine):
+    """Where the ledger pass runs (the Ray settings when it runs on Ray, as every sharded pass's
+    :class:`~lmleak.shards.ShardEngine`, or vLLM), and how the model spec is loaded there: the Ray
+    actors and vLLM load their own copies (options of ``lmleak report``).
 
     Example:
         >>> LedgerEngine("ray", num_workers=4).num_workers
@@ -39,9 +41,6 @@ class LedgerEngine(Settings):
     engine: str = setting(
         "local", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md).", choices=ENGINES
     )
-    ray_address: str | None = setting(None, help="An existing Ray cluster (default: start a local Ray).")
-    num_workers: int = setting(2, help="Ray model actors (one per worker or GPU).", ge=1)
-    gpus_per_worker: float = setting(0.0, help="GPUs each Ray actor reserves (0: CPU).", ge=0)
     allow_pickle: bool = setting(False, help="Allow pickled checkpoints (they can run code when loaded).")
     api_top_k: int | None = setting(None, help="Audit the model as a top-k-only black box.", ge=1)
 
