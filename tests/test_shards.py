@@ -8,7 +8,7 @@ import pyarrow as pa
 import pytest
 
 from lmleak.errors import RunError
-from lmleak.shards import read_shards, run_sharded, shard_path
+from lmleak.shards import ShardEngine, read_shards, run_sharded, shard_path
 
 
 def square_factory():
@@ -92,8 +92,7 @@ def test_ray_engine_gives_the_same_result_as_local(tmp_path):
             tmp_path / "ray",
             fingerprint="f",
             shard_size=7,
-            engine="ray",
-            num_workers=2,
+            engine=ShardEngine("ray", num_workers=2),
         )
     finally:
         ray.shutdown()

@@ -232,10 +232,7 @@ def run_sharded(
     *,
     fingerprint: str,
     shard_size: int = 256,
-    engine: str = "local",
-    ray_address: str | None = None,
-    num_workers: int = 2,
-    num_gpus_per_worker: float = 0.0,
+    engine: ShardEngine | None = None,
     total_items: int | None = None,
     description: str = "pass",
 ) -> Path:
@@ -245,8 +242,9 @@ def run_sharded(
         items: the work items, streamed (documents, prompts, candidates...).
         factory: picklable zero-argument callable returning the work function (items -> Arrow table).
         fingerprint: identifies model + data + options; must match to resume.
-        engine: ``"local"`` (in-process) or ``"ray"`` (one actor per worker; a local Ray is started
-            when ``ray_address`` is None and none is running).
+        engine: where the shards run (:class:`ShardEngine`; None: in-process): ``"local"`` or
+            ``"ray"`` (one actor per worker; a local Ray is started when ``ray_address`` is None and
+            none is running).
     """
 
     if shard_size < 1:
@@ -257,25 +255,13 @@ def run_sharded(
         return out
     total = None if total_items is None else -(-total_items // shard_size)
     shards = enumerate(_chunks(items, shard_size))
-    if engine not in ("local", "ray"):
-        raise ValueError(f"unknown engine {engine!r}; use 'local' or 'ray'")
+    eng = engine or ShardEngine()
     with stop_requests() as stop:
         try:
-            if engine == "local":
+            if eng.kind == "local":
                 _run_local(shards, factory, out, manifest, total, description, stop)
             else:
-                _run_ray(
-                    shards,
-                    factory,
-                    out,
-                    manifest,
-                    ray_address,
-                    num_workers,
-                    num_gpus_per_worker,
-                    total,
-                    description,
-                    stop,
-                )
+                _run_ray(shards, factory, out, manifest, eng, total, description, stop)
         except KeyboardInterrupt:
             if not stop:
                 raise  # not from a signal during this pass: leave it as it is
@@ -292,18 +278,17 @@ def _run_ray(
     factory: Callable[[], Work],
     out: Path,
     manifest: Manifest,
-    ray_address: str | None,
-    num_workers: int,
-    num_gpus: float,
+    engine: ShardEngine,
     total: int | None,
     description: str,
     stop: list[int] | None = None,
 ) -> None:
     import ray
 
-    _init_ray(ray_address, num_workers)
+    num_workers = engine.num_workers
+    _init_ray(engine.ray_address, num_workers)
 
-    @ray.remote(num_cpus=1, num_gpus=num_gpus)
+    @ray.remote(num_cpus=1, num_gpus=engine.num_gpus_per_worker)
     class ShardWorker:
         def __init__(self, factory: Callable[[], Work]) -> None:
             import torch
@@ -438,10 +423,7 @@ def run_rows(
         shard_size=shard_size,
         total_items=len(items),
         description=description,
-        engine=eng.kind,
-        ray_address=eng.ray_address,
-        num_workers=eng.num_workers,
-        num_gpus_per_worker=eng.num_gpus_per_worker,
+        engine=eng,
     )
     return _read_rows(out)
 

@@ -21,6 +21,7 @@ from lmleak.report.redaction import redactor_from
 from lmleak.report.users import users_of_model
 from lmleak.runs import open_run, secure_dir, write_summary
 from lmleak.settings import Settings, setting
+from lmleak.shards import ShardEngine
 from lmleak.words import plural
 
 ENGINES = ("local", "ray", "vllm")
@@ -86,10 +87,7 @@ def _ledger_on_ray(
             out_dir,
             k=k,
             shard_size=shard_size,
-            engine="ray",
-            ray_address=engine.ray_address,
-            num_workers=engine.num_workers,
-            num_gpus_per_worker=engine.gpus_per_worker,
+            engine=ShardEngine("ray", engine.ray_address, engine.num_workers, engine.gpus_per_worker),
             model_spec=spec,
         )
     finally:
