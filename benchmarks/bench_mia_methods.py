@@ -69,7 +69,7 @@ def main() -> int:
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
-    from lmleak.attacks.mia_methods import METHODS, score_methods
+    from lmleak.attacks.mia_methods import METHODS, MethodOptions, score_methods
     from lmleak.models.hf_masked import HFMaskedLM, build_mlm_tokenizer
     from lmleak.models.small import SmallGPTConfig, build_tokenizer, new_small_gpt
     from lmleak.models.tokenizer import HFTokenizer
@@ -120,7 +120,7 @@ def main() -> int:
         fed[0] += int(kwargs["input_ids"].numel())
 
     model.module.register_forward_pre_hook(counting, with_kwargs=True)
-    kw = dict(reference=ref, mlm=mlm, recall_prefix=prefix, num_neighbours=args.neighbours, min_k=0.2, seed=0)
+    kw = dict(reference=ref, mlm=mlm, recall_prefix=prefix, num_neighbours=args.neighbours, seed=0)
 
     print(
         f"threads: torch={torch.get_num_threads()} OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} cpus={os.cpu_count()}"
@@ -145,7 +145,9 @@ def main() -> int:
         work = {}
         for shared in (True, False):  # warm-up, work count and the correctness check
             fed[0] = 0
-            runs[shared] = score_methods(model, texts, methods, shared=shared, **kw)
+            runs[shared] = score_methods(
+                model, texts, MethodOptions(methods=tuple(methods), **kw), min_k=0.2, shared=shared
+            )
             work[shared] = fed[0]
         for m in methods:
             if not np.allclose(runs[True][m], runs[False][m], rtol=1e-5, atol=1e-7):
@@ -156,7 +158,9 @@ def main() -> int:
         for _ in range(args.rounds):
             for shared in (True, False):
                 t0 = time.perf_counter()
-                score_methods(model, texts, methods, shared=shared, **kw)
+                score_methods(
+                    model, texts, MethodOptions(methods=tuple(methods), **kw), min_k=0.2, shared=shared
+                )
                 times[shared].append(time.perf_counter() - t0)
         ratio = min(times[False]) / min(times[True])
         med = statistics.median(s / h for s, h in zip(times[False], times[True], strict=True))

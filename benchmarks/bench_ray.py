@@ -43,6 +43,7 @@ def main() -> int:
 
     from lmleak.ledger.ledger import ModelSpec, StreamedCorpus, run_ledger_pass
     from lmleak.models.loading import load_model
+    from lmleak.shards import ShardEngine
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--users", type=int, default=400)
@@ -80,8 +81,7 @@ def main() -> int:
                 StreamedCorpus(corpus),
                 root / "ray",
                 shard_size=args.shard_size,
-                engine="ray",
-                num_workers=args.workers,
+                engine=ShardEngine("ray", num_workers=args.workers),
                 model_spec=ModelSpec(str(model_dir)),
             )
             ray_s = time.perf_counter() - t0

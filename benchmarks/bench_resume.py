@@ -61,6 +61,7 @@ def child(
     torch.set_num_threads(1)
     from lmleak.ledger.ledger import ModelSpec, StreamedCorpus, run_ledger_pass
     from lmleak.models.loading import load_model
+    from lmleak.shards import ShardEngine
 
     model = load_model(model_dir)
     t0 = time.perf_counter()
@@ -69,8 +70,7 @@ def child(
         StreamedCorpus(corpus),
         run_dir,
         shard_size=shard_size,
-        engine=engine,
-        num_workers=workers,
+        engine=ShardEngine(engine, num_workers=workers),
         model_spec=ModelSpec(model_dir),
     )
     print(

@@ -109,14 +109,14 @@ def _slow_token_logprobs(model, text):
 
 @pytest.mark.parametrize("k", [0.2, 0.5, 1.0])
 def test_min_k_plus_plus_equals_a_loop_over_positions_with_softmax_on_the_full_logits(gpt, k):
-    got = score_methods(gpt, TEXTS, ["min_k_pp"], min_k=k)["min_k_pp"]
+    got = score_methods(gpt, TEXTS, MethodOptions(methods=("min_k_pp",)), min_k=k)["min_k_pp"]
     want = [_slow_min_k_pp(gpt, t, k) for t in TEXTS]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
 
 
 @pytest.mark.parametrize("k", [0.2, 0.3, 0.5, 1.0])
 def test_min_k_averages_the_int_k_n_lowest_token_log_probs_of_a_direct_per_token_computation(gpt, k):
-    got = score_methods(gpt, TEXTS, ["min_k"], min_k=k)["min_k"]
+    got = score_methods(gpt, TEXTS, MethodOptions(methods=("min_k",)), min_k=k)["min_k"]
     want = [_published_mean(_slow_token_logprobs(gpt, t), k) for t in TEXTS]
     np.testing.assert_allclose(got, want, rtol=2e-4, atol=2e-4)
     # "ok" is one token: int(k * 1) = 0 below k = 1, so it gets no score (NaN), as published
@@ -178,7 +178,7 @@ def test_a_model_without_a_torch_module_gets_the_same_moments_from_next_logprobs
 
 
 def test_perplexity_zlib_and_min_k_against_token_stats_and_zlib_compress(gpt):
-    sc = score_methods(gpt, TEXTS, ["perplexity", "zlib", "min_k"], min_k=0.3)
+    sc = score_methods(gpt, TEXTS, MethodOptions(methods=("perplexity", "zlib", "min_k")), min_k=0.3)
     for i, t in enumerate(TEXTS):
         lp = gpt.token_stats([gpt.tokenizer.encode(t)])[0].logprobs.astype(np.float64)
         log_ppl = -lp.mean()
@@ -190,7 +190,7 @@ def test_perplexity_zlib_and_min_k_against_token_stats_and_zlib_compress(gpt):
 
 def test_recall_is_the_ratio_of_two_separate_score_calls(gpt):
     prefix = "thank you very much for the call today\n"
-    sc = score_methods(gpt, TEXTS, ["recall"], recall_prefix=prefix)
+    sc = score_methods(gpt, TEXTS, MethodOptions(methods=("recall",), recall_prefix=prefix))
     cond = gpt.score_text([prefix] * len(TEXTS), TEXTS)
     uncond = gpt.score_text([""] * len(TEXTS), TEXTS)
     want = [c.logprob / u.logprob for c, u in zip(cond, uncond, strict=True)]
@@ -198,7 +198,7 @@ def test_recall_is_the_ratio_of_two_separate_score_calls(gpt):
 
 
 def test_lowercase_is_the_ratio_of_log_perplexities_before_and_after_lowercasing(gpt):
-    sc = score_methods(gpt, TEXTS, ["lowercase"])
+    sc = score_methods(gpt, TEXTS, MethodOptions(methods=("lowercase",)))
     for i, t in enumerate(TEXTS):
         a, b = gpt.score_text([""], [t])[0], gpt.score_text([""], [t.lower()])[0]
         assert sc["lowercase"][i] == pytest.approx(
@@ -208,7 +208,7 @@ def test_lowercase_is_the_ratio_of_log_perplexities_before_and_after_lowercasing
 
 def test_reference_calibration_divides_by_the_reference_models_per_word_log_perplexity(gpt):
     lm = FakeLM.from_texts(TEXTS, order=2)
-    sc = score_methods(gpt, TEXTS, ["reference"], reference=lm)
+    sc = score_methods(gpt, TEXTS, MethodOptions(methods=("reference",), reference=lm))
     for i, t in enumerate(TEXTS):
         a, r = gpt.score_text([""], [t])[0], lm.score_text([""], [t])[0]
         assert sc["reference"][i] == pytest.approx(
@@ -223,7 +223,9 @@ def test_neighbours_change_one_word_and_the_score_is_the_likelihood_gap_to_them(
         for x in nb:
             diff = [a for a, b in zip(t.split(), x.split(), strict=True) if a != b]
             assert len(diff) == 1
-    sc = score_methods(gpt, TEXTS, ["neighbourhood"], mlm=mlm, num_neighbours=4, seed=1)
+    sc = score_methods(
+        gpt, TEXTS, MethodOptions(methods=("neighbourhood",), mlm=mlm, num_neighbours=4, seed=1)
+    )
     for i, t in enumerate(TEXTS):
         own = gpt.score_text([""], [t])[0]
         other = [s.logprob / s.num_tokens for s in gpt.score_text([""] * 4, nbrs[i])]
@@ -233,17 +235,17 @@ def test_neighbours_change_one_word_and_the_score_is_the_likelihood_gap_to_them(
 
 
 def test_all_methods_from_the_shared_pass_equal_each_method_scored_on_its_own(gpt, mlm):
-    kw = dict(
+    opts = MethodOptions(
+        methods=tuple(METHODS),
         reference=FakeLM.from_texts(TEXTS),
         mlm=mlm,
         recall_prefix="ok ok\n",
         num_neighbours=3,
-        min_k=0.4,
         samia=SamiaSettings(samples=2, max_new_tokens=3),  # beside the passes: the same seeded samples
-        population=["thank you for the call", "ok ok"],
+        population=("thank you for the call", "ok ok"),
     )
-    shared = score_methods(gpt, TEXTS, list(METHODS), **kw)
-    separate = score_methods(gpt, TEXTS, list(METHODS), shared=False, **kw)
+    shared = score_methods(gpt, TEXTS, opts, min_k=0.4)
+    separate = score_methods(gpt, TEXTS, opts, min_k=0.4, shared=False)
     for m in METHODS:
         np.testing.assert_allclose(shared[m], separate[m], rtol=1e-5, atol=1e-7, err_msg=m)
 
@@ -261,11 +263,11 @@ def test_a_text_too_long_to_pack_is_scored_whole_and_the_others_still_pack(gpt, 
         return real(model, seqs, nbrs, **kw)
 
     monkeypatch.setattr(mm, "packed_pass", counting)
-    kw = dict(mlm=mlm, num_neighbours=3, seed=2)
     methods = ["perplexity", "min_k_pp", "neighbourhood"]
-    shared = score_methods(gpt, texts, methods, **kw)
+    opts = MethodOptions(methods=tuple(methods), mlm=mlm, num_neighbours=3, seed=2)
+    shared = score_methods(gpt, texts, opts)
     assert packed == [4]  # the four short texts packed together; the long one was not
-    separate = score_methods(gpt, texts, methods, shared=False, **kw)
+    separate = score_methods(gpt, texts, opts, shared=False)
     for m in methods:
         np.testing.assert_allclose(shared[m], separate[m], rtol=1e-5, atol=1e-7, err_msg=m)
 

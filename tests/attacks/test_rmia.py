@@ -70,7 +70,11 @@ def test_rmia_vectorised_equals_the_pair_loop(a, gamma, k):
 
 
 def test_rmia_in_score_methods_equals_the_pair_loop_over_per_prefix_log_probs(target, base):
-    sc = score_methods(target, TEXTS, ["rmia"], reference=base, population=POPULATION, rmia_offline_a=0.3)
+    sc = score_methods(
+        target,
+        TEXTS,
+        MethodOptions(methods=("rmia",), reference=base, population=POPULATION, rmia_offline_a=0.3),
+    )
 
     def signal(model, text):
         return math.exp(float(np.mean(_slow_token_logprobs(model, text))))
@@ -82,19 +86,18 @@ def test_rmia_in_score_methods_equals_the_pair_loop_over_per_prefix_log_probs(ta
     assert sc["rmia"].tolist() == pytest.approx(_slow_rmia(px, rx, pz, rz, 0.3, 1.0))
     # a second OUT reference: p_OUT is the mean of the two models' signals
     other = FakeLM.from_texts(TEXTS[2:] + POPULATION, order=1, name="other")
-    two = score_methods(
-        target, TEXTS, ["rmia"], reference=base, population=POPULATION, rmia_references=[other]
-    )
+    opts = MethodOptions(methods=("rmia",), reference=base, population=POPULATION, rmia_references=(other,))
+    two = score_methods(target, TEXTS, opts)
     rx2 = [[*r, signal(other, t)] for r, t in zip(rx, TEXTS, strict=True)]
     rz2 = [[*r, signal(other, z)] for r, z in zip(rz, POPULATION, strict=True)]
     assert two["rmia"].tolist() == pytest.approx(_slow_rmia(px, rx2, pz, rz2, 0.3, 1.0))
 
 
 def test_shared_pass_equals_each_fine_tune_method_on_its_own(target, base):
-    kw = dict(reference=base, population=POPULATION, wbc_windows=(1, 2))
     methods = ["perplexity", "wbc", "rmia", "reference"]
-    shared = score_methods(target, TEXTS, methods, **kw)
-    separate = score_methods(target, TEXTS, methods, shared=False, **kw)
+    opts = MethodOptions(methods=tuple(methods), reference=base, population=POPULATION, wbc_windows=(1, 2))
+    shared = score_methods(target, TEXTS, opts)
+    separate = score_methods(target, TEXTS, opts, shared=False)
     for m in methods:
         np.testing.assert_allclose(shared[m], separate[m], rtol=1e-6, err_msg=m)
 
@@ -104,9 +107,9 @@ def test_wbc_and_rmia_need_a_reference_and_rmia_a_population(target, base):
         with pytest.raises(ConfigError, match="reference model"):
             parse_methods([m])
         with pytest.raises(ConfigError, match="reference model"):
-            score_methods(target, TEXTS, [m], population=POPULATION)
+            score_methods(target, TEXTS, MethodOptions(methods=(m,), population=POPULATION))
     with pytest.raises(ConfigError, match="population"):
-        score_methods(target, TEXTS, ["rmia"], reference=base)
+        score_methods(target, TEXTS, MethodOptions(methods=("rmia",), reference=base))
     assert {"wbc", "rmia"} <= set(parse_methods(["all"], reference=True))
     assert not {"wbc", "rmia"} & set(parse_methods(["all"]))
     with pytest.raises(ConfigError, match="wbc_windows"):

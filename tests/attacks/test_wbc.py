@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from lmleak.attacks.mia_methods import score_methods
+from lmleak.attacks.mia_methods import MethodOptions, score_methods
 from lmleak.attacks.wbc import wbc_score, window_share
 from tests.attacks.finetune_models import TEXTS, target_and_base
 from tests.attacks.test_mia_methods import _slow_token_logprobs
@@ -60,7 +60,7 @@ def test_wbc_vectorised_equals_the_window_loop_on_random_losses():
 
 
 def test_wbc_in_score_methods_equals_the_loop_over_per_prefix_log_probs(target, base):
-    sc = score_methods(target, TEXTS, ["wbc"], reference=base, wbc_windows=(1, 3, 20))
+    sc = score_methods(target, TEXTS, MethodOptions(methods=("wbc",), reference=base, wbc_windows=(1, 3, 20)))
     for i, t in enumerate(TEXTS):
         want = _slow_wbc(_slow_token_logprobs(target, t), _slow_token_logprobs(base, t), (1, 3, 20))
         assert sc["wbc"][i] == pytest.approx(want, abs=1e-12)

@@ -152,7 +152,7 @@ def test_crt_batches_are_all_public_or_all_private(tmp_path, monkeypatch):
         n_embd=16,
         n_head=2,
     )
-    res = train_model(public, tmp_path, cfg, val_corpus=Corpus([]), public=public, private=private)
+    res = train_model(public, tmp_path, cfg, val_corpus=Corpus([]), split=(public, private))
     nonempty = [s for s in seen if s[1]]
     assert nonempty and all(kind == origin for kind, origin in nonempty)
     # Algorithm 1 order: per epoch every public batch, then every private batch

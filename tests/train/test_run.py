@@ -55,7 +55,8 @@ def test_a_train_config_trains_a_small_model_on_the_loaded_corpora(paths, calls,
     [(kind, args, kwargs)] = calls
     assert kind == "small" and args[1:] == (tmp_path / "o", cfg)
     assert _users(args[0]) == ["train0", "train1", "train2"]
-    assert _users(kwargs["public"]) == ["pub0", "pub1", "pub2"] and _users(kwargs["private"]) == [
+    public, private = kwargs["split"]
+    assert _users(public) == ["pub0", "pub1", "pub2"] and _users(private) == [
         "priv0",
         "priv1",
         "priv2",

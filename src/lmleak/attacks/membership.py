@@ -91,35 +91,18 @@ def zlib_entropy(text: str) -> int:
 
 
 def text_scores(
-    model: Any,
-    texts: Sequence[str],
-    *,
-    reference: Any = None,
-    min_k: float = 0.2,
-    options: MethodOptions | None = None,
+    model: Any, texts: Sequence[str], options: MethodOptions | None = None, *, min_k: float = 0.2
 ) -> dict[str, np.ndarray]:
     """Per-text statistics and attack scores (see the module docstring), as aligned arrays.
 
     Returns a dict with ``num_tokens``, ``logprob`` (nats, summed), ``log_ppl`` (per token),
-    ``log_ppl_word``, ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without a reference) and one array per
-    method: ``options.methods`` (:mod:`lmleak.attacks.mia_methods`), by default :data:`FEATURES`
-    (``reference`` only with a reference model), all from one shared pass.
+    ``log_ppl_word``, ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``options.reference``) and one
+    array per method: ``options.methods`` (:mod:`lmleak.attacks.mia_methods`), by default
+    :data:`FEATURES` (``reference`` only with a reference model), all from one shared pass.
     """
     opts = options or MethodOptions()
-    methods = parse_methods(opts.methods, reference=reference is not None, mlm=opts.mlm is not None)
-    return score_methods(
-        model,
-        texts,
-        methods,
-        reference=reference,
-        mlm=opts.mlm,
-        recall_prefix=opts.recall_prefix,
-        num_neighbours=opts.num_neighbours,
-        min_k=min_k,
-        seed=opts.seed,
-        samia=opts.samia,
-        **opts.finetune_kwargs(),
-    )
+    methods = parse_methods(opts.methods, reference=opts.reference is not None, mlm=opts.mlm is not None)
+    return score_methods(model, texts, dataclasses.replace(opts, methods=methods), min_k=min_k)
 
 
 def group_scores(
@@ -201,7 +184,7 @@ def evaluate_membership(
     texts = [mem[i] for i in mem_idx] + [non[i] for i in non_idx]
     labels = np.r_[np.ones(n, dtype=np.int64), np.zeros(n, dtype=np.int64)]
     sc = (
-        text_scores(model, texts, reference=reference, min_k=min_k, options=opts)
+        text_scores(model, texts, opts, min_k=min_k)
         if work_dir is None
         else _sharded_text_scores(
             model, texts, reference, min_k, work_dir, SHARD_SIZE, opts, engine, model_specs
@@ -402,7 +385,10 @@ def _held_out(texts: Sequence[str], count: int, seed: int, what: str) -> tuple[l
 def _score_rows(
     chunk: list[str], *, model: Any, reference: Any, min_k: float, options: MethodOptions | None = None
 ) -> list[dict[str, Any]]:
-    sc = text_scores(model, chunk, reference=reference, min_k=min_k, options=options)
+    # the reference the worker loaded (on Ray, its own copy) is the one the options score with
+    sc = text_scores(
+        model, chunk, dataclasses.replace(options or MethodOptions(), reference=reference), min_k=min_k
+    )
     return [{k: v[i].item() for k, v in sc.items()} for i in range(len(chunk))]
 
 
@@ -434,6 +420,8 @@ def _sharded_text_scores(
         texts,
         *(() if options is None else (options.record(),)),
     )
+    # the workers load their own reference (``loaders``): its weights need not ride in the options
+    shipped = None if options is None else dataclasses.replace(options, reference=None)
     rows = run_rows(
         texts,
         work,
@@ -442,7 +430,7 @@ def _sharded_text_scores(
         shard_size=shard_size,
         description="membership scores",
         engine=engine,
-        factory=ModelWork(_score_rows, loaders, min_k=min_k, options=options),
+        factory=ModelWork(_score_rows, loaders, min_k=min_k, options=shipped),
     )
     return {
         k: np.array([r[k] for r in rows], dtype=np.int64 if k == "num_tokens" else np.float64)

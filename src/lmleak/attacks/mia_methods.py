@@ -207,16 +207,6 @@ class MethodOptions:
             "rmia_references": [getattr(r, "name", type(r).__name__) for r in self.rmia_references],
         }
 
-    def finetune_kwargs(self) -> dict[str, Any]:
-        """The :func:`score_methods` keywords of the fine-tune-vs-base methods (``wbc``, ``rmia``)."""
-        return {
-            "wbc_windows": self.wbc_windows,
-            "rmia_offline_a": self.rmia_offline_a,
-            "rmia_gamma": self.rmia_gamma,
-            "population": self.population,
-            "rmia_references": self.rmia_references,
-        }
-
 
 def parse_methods(
     methods: Sequence[str] | None, *, reference: bool = False, mlm: bool = False, field: str = "methods"
@@ -525,38 +515,27 @@ def _sum_lp(lps: list[np.ndarray]) -> np.ndarray:
     return np.array([float(x.astype(np.float64).sum()) for x in lps])
 
 
-# long: one keyword per method setting (the fine-tune methods' four too); the work is in helpers
 def score_methods(
     model: Any,
     texts: Sequence[str],
-    methods: Sequence[str],
+    options: MethodOptions | None = None,
     *,
-    reference: Any = None,
-    mlm: Any = None,
-    recall_prefix: str | None = None,
-    num_neighbours: int = 8,
     min_k: float = 0.2,
-    seed: int = 0,
     shared: bool = True,
-    samia: SamiaSettings | None = None,
-    wbc_windows: Sequence[int] = DEFAULT_WINDOWS,
-    rmia_offline_a: float = DEFAULT_OFFLINE_A,
-    rmia_gamma: float = 1.0,
-    population: Sequence[str] | None = None,
-    rmia_references: Sequence[Any] = (),
 ) -> dict[str, np.ndarray]:
-    """Every requested method's score per text (higher = more likely a member), plus the statistics
-    the table keeps: ``num_tokens``, ``logprob`` (summed nats), ``log_ppl``, ``log_ppl_word``,
-    ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without ``reference``).
-    ``wbc`` and ``rmia`` share one reference pass over the texts and RMIA's ``population``;
-    ``rmia_references`` are RMIA's further OUT reference models (:func:`_finetune_scores`).
+    """Every method of ``options`` (:class:`MethodOptions`; its ``methods`` None:
+    :data:`DEFAULT_METHODS`, plus ``reference`` with one) scored per text (higher = more likely a
+    member), plus the statistics the table keeps: ``num_tokens``, ``logprob`` (summed nats),
+    ``log_ppl``, ``log_ppl_word``, ``zlib_bytes``, ``ref_log_ppl_word`` (NaN without
+    ``options.reference``). ``wbc`` and ``rmia`` share one reference pass over the texts and RMIA's
+    ``population``; ``rmia_references`` are RMIA's further OUT reference models (:func:`_finetune_scores`).
 
     With ``shared=True`` the text's one pass serves every method and the methods' own inputs
     (lowercased text, neighbours) go through one batched pass together; ReCaLL's prefix runs once
     for all texts (:func:`conditional_logprobs`) in both modes; with
     ``shared=False`` each method runs every pass it needs by itself. Both give the same scores.
 
-    ``samia`` (settings ``samia``) adds its score and cost columns (:func:`lmleak.attacks.samia.samia_columns`);
+    ``samia`` (settings ``options.samia``) adds its score and cost columns (:func:`lmleak.attacks.samia.samia_columns`);
     scored with no likelihood method, the model needs only GENERATE and the log-probability
     statistics are not computed.
 
@@ -566,31 +545,20 @@ def score_methods(
         ConfigError: ``recall`` without a prefix, ``reference`` / ``neighbourhood`` / ``wbc`` /
             ``rmia`` without their model, ``rmia`` without population texts.
     """
-    methods = tuple(methods)
-    _check_methods(model, methods, reference=reference, mlm=mlm, recall_prefix=recall_prefix, min_k=min_k)
-    _check_finetune(methods, population, rmia_references)
+    opts = options or MethodOptions()
+    methods = (
+        parse_methods(None, reference=opts.reference is not None)
+        if opts.methods is None
+        else tuple(opts.methods)
+    )
+    _check_methods(model, methods, opts, min_k=min_k)
+    _check_finetune(methods, opts.population, opts.rmia_references)
     likelihood = tuple(m for m in methods if m not in TEXT_ONLY_METHODS)
     res: dict[str, np.ndarray] = {}
     if likelihood or not methods:
-        res = _likelihood_scores(
-            model,
-            texts,
-            likelihood,
-            reference=reference,
-            mlm=mlm,
-            recall_prefix=recall_prefix,
-            num_neighbours=num_neighbours,
-            min_k=min_k,
-            seed=seed,
-            shared=shared,
-            wbc_windows=wbc_windows,
-            rmia_offline_a=rmia_offline_a,
-            rmia_gamma=rmia_gamma,
-            population=population,
-            rmia_references=rmia_references,
-        )
+        res = _likelihood_scores(model, texts, likelihood, opts, min_k=min_k, shared=shared)
     if "samia" in methods:
-        res.update(samia_columns(model, texts, samia or SamiaSettings(), seed=seed))
+        res.update(samia_columns(model, texts, opts.samia, seed=opts.seed))
     return res
 
 
@@ -598,19 +566,10 @@ def _likelihood_scores(
     model: Any,
     texts: Sequence[str],
     methods: tuple[str, ...],
+    opts: MethodOptions,
     *,
-    reference: Any,
-    mlm: Any,
-    recall_prefix: str | None,
-    num_neighbours: int,
     min_k: float,
-    seed: int,
     shared: bool,
-    wbc_windows: Sequence[int],
-    rmia_offline_a: float,
-    rmia_gamma: float,
-    population: Sequence[str] | None,
-    rmia_references: Sequence[Any],
 ) -> dict[str, np.ndarray]:
     """The likelihood methods' scores and the text statistics (:func:`score_methods`)."""
     enc = model.tokenizer.encode
@@ -619,22 +578,20 @@ def _likelihood_scores(
         if not s:
             raise DataFileError("text has no tokens", line=i + 1, field="text", hint="drop empty texts")
     n = len(texts)
-    extra = _method_inputs(
-        model, texts, seqs, methods, mlm=mlm, num_neighbours=num_neighbours, seed=seed, population=population
-    )
-    prefix_ids = enc(recall_prefix or "") if "recall" in methods else None
+    extra = _method_inputs(model, texts, seqs, methods, opts)
+    prefix_ids = enc(opts.recall_prefix or "") if "recall" in methods else None
     bases, out_extra = _method_passes(model, seqs, methods, extra, shared=shared)
     ref_word = np.full(n, np.nan)
     if "reference" in methods:
-        ref = reference.score_text([""] * n, list(texts))
+        ref = opts.reference.score_text([""] * n, list(texts))
         ref_word = np.array([-r.logprob / max(r.num_words, 1) for r in ref])
 
     first = bases[methods[0]] if methods else teacher_forced_pass(model, seqs)
     words = np.array([count_words(t) or 1 for t in texts], dtype=np.float64)
     res = _text_statistics(texts, seqs, _sum_lp(first.logprobs), words, ref_word)
-    settings = (wbc_windows, rmia_offline_a, rmia_gamma)
-    refs = [reference, *rmia_references]
-    ft = _finetune_scores(refs, texts, population, bases, out_extra, methods, shared, settings)
+    settings = (opts.wbc_windows, opts.rmia_offline_a, opts.rmia_gamma)
+    refs = [opts.reference, *opts.rmia_references]
+    ft = _finetune_scores(refs, texts, opts.population, bases, out_extra, methods, shared, settings)
     for m in methods:
         b = bases[m]
         lp = _sum_lp(b.logprobs)
@@ -645,7 +602,7 @@ def _likelihood_scores(
             cond = _sum_lp(conditional_logprobs(model, prefix_ids, seqs))
             res[m] = np.array([recall_ratio(c, u) for c, u in zip(cond, lp, strict=True)])
         else:
-            res[m] = _method_score(m, b, lp, words, res, out_extra, min_k=min_k, k=num_neighbours)
+            res[m] = _method_score(m, b, lp, words, res, out_extra, min_k=min_k, k=opts.num_neighbours)
     return res
 
 
@@ -748,10 +705,9 @@ def _text_statistics(
     }
 
 
-def _check_methods(
-    model: Any, methods: tuple[str, ...], *, reference: Any, mlm: Any, recall_prefix: str | None, min_k: float
-) -> None:
+def _check_methods(model: Any, methods: tuple[str, ...], opts: MethodOptions, *, min_k: float) -> None:
     """Raise unless every method is known and has what it needs (capability, model, prefix, ``min_k``)."""
+    reference, mlm, recall_prefix = opts.reference, opts.mlm, opts.recall_prefix
     bad = [m for m in methods if m not in METHODS]
     if bad:
         raise ConfigError(
@@ -783,15 +739,7 @@ def _check_methods(
 
 
 def _method_inputs(
-    model: Any,
-    texts: Sequence[str],
-    seqs: list[list[int]],
-    methods: tuple[str, ...],
-    *,
-    mlm: Any,
-    num_neighbours: int,
-    seed: int,
-    population: Sequence[str] | None = None,
+    model: Any, texts: Sequence[str], seqs: list[list[int]], methods: tuple[str, ...], opts: MethodOptions
 ) -> dict[str, list[list[int]]]:
     """The methods' own inputs (lowercased texts, neighbours, RMIA's population), each a list of
     token sequences."""
@@ -800,10 +748,10 @@ def _method_inputs(
     if "lowercase" in methods:
         extra["lowercase"] = [enc(t.lower()) or s for t, s in zip(texts, seqs, strict=True)]
     if "neighbourhood" in methods:
-        nbr_texts = make_neighbours(texts, mlm, num_neighbours, seed=seed)
+        nbr_texts = make_neighbours(texts, opts.mlm, opts.num_neighbours, seed=opts.seed)
         extra["neighbourhood"] = [enc(x) or s for nb, s in zip(nbr_texts, seqs, strict=True) for x in nb]
     if "rmia" in methods:
-        extra["rmia"] = _encode_all(model, population or (), "population")
+        extra["rmia"] = _encode_all(model, opts.population or (), "population")
     return extra
 
 

@@ -288,9 +288,8 @@ def _mia_checks(model: Any, reference: Any, k: float = 0.2) -> list[Check]:
         n = len(model.tokenizer.encode(text))
         if abs(k * n - round(k * n)) > 1e-9:
             raise AssertionError(f"selftest text of {n} tokens: k·n = {k * n} is not whole")
-    got = mia.score_methods(
-        model, list(MIA_TEXTS), MIA_METHODS, reference=reference, recall_prefix=RECALL_PREFIX, min_k=k
-    )
+    opts = mia.MethodOptions(methods=MIA_METHODS, reference=reference, recall_prefix=RECALL_PREFIX)
+    got = mia.score_methods(model, list(MIA_TEXTS), opts, min_k=k)
     direct = [_direct_scores(model, reference, t, k) for t in MIA_TEXTS]
     return [_compare(f"mia.{m}", got[m], [d[m] for d in direct], 1e-4) for m in MIA_METHODS]
 

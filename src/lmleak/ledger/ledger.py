@@ -436,10 +436,7 @@ def run_ledger_pass(
     *,
     k: int | None = None,
     shard_size: int = 256,
-    engine: str = "local",
-    ray_address: str | None = None,
-    num_workers: int = 2,
-    num_gpus_per_worker: float = 0.0,
+    engine: str | ShardEngine = "local",
     model_spec: ModelSpec | None = None,
     vllm_model_dir: str | Path | None = None,
     vllm_dtype: str = "float32",
@@ -457,12 +454,17 @@ def run_ledger_pass(
             documents (it is iterated twice: fingerprint, then the pass).
         model_spec: for ``engine="ray"``: each actor loads the model from this spec instead of
             receiving a pickled copy (None: ship ``model`` itself, fine for small models).
-        engine, ray_address, num_workers, num_gpus_per_worker: see :func:`lmleak.shards.run_sharded`;
-            ``"vllm"`` scores through vLLM in this process's pass (:class:`VllmLedgerWork`).
+        engine: ``"local"``, ``"ray"`` or a :class:`~lmleak.shards.ShardEngine` with Ray's settings
+            (see :func:`lmleak.shards.run_sharded`); ``"vllm"`` scores through vLLM in this
+            process's pass (:class:`VllmLedgerWork`).
         vllm_model_dir: for ``engine="vllm"``: the Hugging Face folder vLLM loads (None: derived
             from ``model_spec`` by :func:`lmleak.models.vllm_env.vllm_model_dir`).
         vllm_dtype: the dtype vLLM runs the model in (float32 matches the transformers path).
     """
+    shards = (
+        engine if isinstance(engine, ShardEngine) else ShardEngine("local" if engine == "vllm" else engine)
+    )
+    kind = "vllm" if engine == "vllm" else shards.engine
     access, k_avail = model_access(model)
     if access == "top_k":
         k_avail = k
@@ -471,7 +473,7 @@ def run_ledger_pass(
     settings: dict[str, Any] = {"access": access, "k": k_avail, **scoring_convention(model)}
     factory = _work_factory(
         model,
-        engine,
+        kind,
         access,
         k_avail,
         model_spec=model_spec,
@@ -490,16 +492,14 @@ def run_ledger_pass(
             out,
             fingerprint=fp,
             shard_size=shard_size,
-            engine=None
-            if engine in ("local", "vllm")
-            else ShardEngine(engine, ray_address, num_workers, num_gpus_per_worker),
+            engine=shards,
             total_items=len(corpus) if isinstance(corpus, Sized) else None,
             description="ledger",
         )
     finally:
         if isinstance(factory, VllmLedgerWork):
             factory.close()
-    return _write_meta(out, model, access, k_avail, fp, engine)
+    return _write_meta(out, model, access, k_avail, fp, kind)
 
 
 def _drop_stale_ledger(out: Path, fp: str) -> None:
@@ -591,7 +591,7 @@ def build_ledger(
     *,
     k: int | None = None,
     shard_size: int = 256,
-    engine: str = "local",
+    engine: str | ShardEngine = "local",
     **engine_options: Any,
 ) -> Ledger:
     """Run the one teacher-forced pass over ``corpus`` into ``run_dir/ledger`` and return the ledger.
@@ -603,9 +603,9 @@ def build_ledger(
         k: only for a model with bare ``top_k`` access (the k to query with).
         shard_size: documents per shard (and per ``token_stats`` call, which the model batches
             by tokens internally).
-        engine: ``"local"`` or ``"ray"`` (see :func:`lmleak.shards.run_sharded`).
-        engine_options: ``ray_address``, ``num_workers``, ``num_gpus_per_worker``, ``model_spec``
-            (see :func:`run_ledger_pass`, which runs the pass without reading it back).
+        engine: ``"local"``, ``"ray"`` or a :class:`~lmleak.shards.ShardEngine` (see
+            :func:`run_ledger_pass`, which runs the pass without reading it back).
+        engine_options: ``model_spec``, ``vllm_model_dir``, ``vllm_dtype`` (:func:`run_ledger_pass`).
     """
     meta = run_ledger_pass(
         model, corpus, run_dir, k=k, shard_size=shard_size, engine=engine, **engine_options

@@ -85,10 +85,7 @@ def _ledger_on_ray(
             out_dir,
             k=k,
             shard_size=shard_size,
-            engine="ray",
-            ray_address=engine.ray_address,
-            num_workers=engine.num_workers,
-            num_gpus_per_worker=engine.gpus_per_worker,
+            engine=ShardEngine("ray", engine.ray_address, engine.num_workers, engine.gpus_per_worker),
             model_spec=spec,
         )
     finally:

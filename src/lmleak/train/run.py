@@ -61,7 +61,7 @@ def run_training(
     priv = load_corpus(private) if private else None
     if isinstance(config, FinetuneConfig):
         return finetune(train, out_dir, config, progress=progress, public=pub, private=priv)
-    return train_model(train, out_dir, config, public=pub, private=priv)
+    return train_model(train, out_dir, config, split=None if pub is None or priv is None else (pub, priv))
 
 
 def train_user_dp(

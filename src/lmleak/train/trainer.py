@@ -96,7 +96,7 @@ def make_strategy(config: TrainConfig) -> Any:
     return dp.make_strategy(config)
 
 
-# long: the docstring documents ten parameters; the body itself is under 40 lines of steps, each a helper
+# long: the docstring documents nine parameters; the body itself is under 40 lines of steps, each a helper
 def train_model(
     corpus: Corpus,
     out_dir: str | Path,
@@ -104,8 +104,7 @@ def train_model(
     *,
     val_corpus: Corpus | None = None,
     progress: bool = True,
-    public: Corpus | None = None,
-    private: Corpus | None = None,
+    split: tuple[Corpus, Corpus] | None = None,
     on_epoch_end: Callable[[int, torch.nn.Module, Any], None] | None = None,
     tokenizer: Any = None,
     tokenizer_source: str | None = None,
@@ -115,8 +114,8 @@ def train_model(
     Args:
         corpus: training data; ``config.holdout_users`` of its users are held out for validation
             unless ``val_corpus`` is given.
-        public, private: for ``mode="crt"`` with a pre-computed split (otherwise the split is
-            computed from ``corpus`` with ``config.policy``).
+        split: ``(public, private)`` for ``mode="crt"`` with a pre-computed split (otherwise the
+            split is computed from ``corpus`` with ``config.policy``).
         on_epoch_end: called as ``(epoch, module, tokenizer)`` after each epoch (audit callbacks).
         tokenizer: use this (HF fast) tokenizer instead of learning one (the leave-out public model
             reuses the audited model's, so perplexities compare); ``tokenizer_source`` names it.
@@ -134,6 +133,7 @@ def train_model(
         else split_users(corpus, config.holdout_users, config.seed)
     )
     extra: dict[str, Any] = {}
+    public, private = split or (None, None)
     if config.mode == "crt":
         public, private = _crt_split(config, train_corpus, public, private, extra)
     if tokenizer is None:
