@@ -13,7 +13,7 @@ Example:
     >>> MembershipSettings(methods=("zlibb",))
     Traceback (most recent call last):
     ...
-    lmleak.errors.ConfigError: field 'methods': unknown method 'zlibb'. Did you mean 'zlib'? Fix: choose from perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference, neighbourhood, wbc, rmia, samia, all
+    lmleak.errors.ConfigError: field 'methods': unknown membership method 'zlibb'. Did you mean 'zlib'? Fix: use some of: perplexity, zlib, min_k, min_k_pp, lowercase, recall, reference, neighbourhood, samia, wbc, rmia, all
 """
 
 from __future__ import annotations
