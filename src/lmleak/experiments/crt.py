@@ -372,7 +372,8 @@ def _train(
         want["policy"] = split.pop("policy_name")
     tc = TrainConfig(**{k: v for k, v in want.items() if k in fields})
     t0 = time.perf_counter()
-    res = train_model(corpus, out, tc, val_corpus=val, **split)
+    pair = (split.pop("public"), split.pop("private")) if "public" in split else None  # crt's D_pub, D_priv
+    res = train_model(corpus, out, tc, val_corpus=val, split=pair, **split)
     secs = time.perf_counter() - t0
     info = json.loads((out / "train.json").read_text()) if (out / "train.json").exists() else {}
     return {
