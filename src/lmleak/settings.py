@@ -10,7 +10,7 @@ A field is declared with :func:`setting`::
 
     @dataclass(frozen=True)
     class ExampleSettings(Settings):
-        num_per_side: int = setting(1000, help="Texts per side.", ge=1)
+        sample_size: int = setting(1000, help="Texts drawn.", ge=1)
         engine: str = setting("local", help="Where it runs.", choices=("local", "ray"))
 
 and checked once, in ``__post_init__`` (:meth:`Settings.__post_init__`): numbers by

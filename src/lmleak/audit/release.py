@@ -25,6 +25,7 @@ from typing import Any
 
 from lmleak.audit.config import AuditConfig
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, mia_fix
+from lmleak.render.headline import texts_a_side
 from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
 from lmleak.words import plural
 
@@ -119,7 +120,7 @@ def _ran_on_little(
     if stage == "report":
         out.extend(_report_on_little(summary))
     elif stage == "mia":
-        n = summary.get("num_per_side")
+        n = texts_a_side(summary)
         if isinstance(n, int) and n < MIN_MIA_PER_SIDE:
             out.append(
                 _entry(

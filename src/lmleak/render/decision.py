@@ -23,10 +23,12 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from lmleak.render.headline import MIA_PER_SIDE
+
 #: what the interval of a metric is over: (headline key of the sample size, what it counts), one
 #: entry per group the interval compares; a metric not listed gets a factor ("9x as many")
 SAMPLE_SIZES: dict[str, tuple[tuple[str, str], ...]] = {
-    "mia_auc": (("mia_num_per_side", "texts a side"),),
+    "mia_auc": ((MIA_PER_SIDE, "texts a side"),),
     "pii_people_excess": (
         ("pii_people_members_n", "trained-on people"),
         ("pii_people_null_n", "held-out people"),
@@ -128,7 +130,7 @@ def power_line(
     the observed effect.
 
     Example:
-        >>> power_line("mia_auc", 0.55, (0.4, 0.7), 0.6, {"mia_num_per_side": 40})
+        >>> power_line("mia_auc", 0.55, (0.4, 0.7), 0.6, {MIA_PER_SIDE: 40})
         'at this effect (0.55 against 0.6) about 360 texts a side (now 40) would settle it, if the interval narrows as 1/√n'
         >>> power_line("mia_auc", 0.6, (0.5, 0.7), 0.6, {})
         'no sample size settles it: the value is the limit (never at this effect)'

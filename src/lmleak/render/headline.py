@@ -104,13 +104,16 @@ PER_K_CONTEXT: tuple[str, ...] = (
     "null_note",
     "pii_owner_counts",
 )
+#: The membership texts a side: the headline key a verdict and the gate read, from the summary's
+#: key of that name (the one place either is spelt outside the membership stage).
+MIA_PER_SIDE = "mia_num_per_side"
 #: Keys a verdict reads beside the headline numbers (no card of their own): which attack the MIA
 #: headline is and how it was chosen, how many texts it had, the placebo beside it, the DP audit's
 #: bound at the claimed δ, and an infinite leakage ε that JSON cannot hold as a number.
 CONTEXT_KEYS: dict[str, tuple[str, ...]] = {
     "mia_method": ("mia_method", "mia_attack"),
     "headline_selection": ("headline_selection",),
-    "mia_num_per_side": ("num_per_side",),
+    MIA_PER_SIDE: ("num_per_side",),
     "mia_auc_by_attack": ("mia_auc_by_attack",),
     "placebo_auc": ("placebo_auc",),
     "leakage_epsilon_infinite": ("leakage_epsilon_infinite",),
@@ -132,6 +135,11 @@ def _first(summary: dict[str, Any], keys: tuple[str, ...]) -> Any:
         if key in summary and summary[key] is not None:
             return summary[key]
     return None
+
+
+def texts_a_side(summary: dict[str, Any]) -> Any:
+    """The membership stage's texts a side, read from its summary (None when absent)."""
+    return _first(summary, CONTEXT_KEYS[MIA_PER_SIDE])
 
 
 def _first_key(summary: dict[str, Any], keys: tuple[str, ...]) -> str | None:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from lmleak.render.decision import decide, no_interval_note, power_line
-from lmleak.render.headline import PER_K
+from lmleak.render.headline import MIA_PER_SIDE, PER_K
 from lmleak.render.limits import (
     LIMIT_OPTIONS,
     PROFILES,
@@ -437,7 +437,7 @@ def _mia_context(values: Mapping[str, Any]) -> dict[str, Any]:
             "give membership inference more people the model never saw (lmleak train --holdout-users "
             "with a larger share, or lmleak audit --holdout PEOPLE.jsonl)"
         )
-    n = values.get("mia_num_per_side")
+    n = values.get(MIA_PER_SIDE)
     if isinstance(n, int | float) and n < MIN_MIA_PER_SIDE:
         sd = math.sqrt((2 * n + 1) / (12 * n * n)) if n > 0 else math.inf
         out["status"] = "not_evaluable"
