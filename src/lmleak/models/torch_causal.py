@@ -29,36 +29,8 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
-
-
-def _windows(n: int, max_length: int, overlap: int) -> list[tuple[int, int, int]]:
-    """Windows over a sequence of ``n`` inputs (BOS included) whose targets are positions 1..n-1.
-
-    Returns ``(start, end, first_target)``: the window feeds inputs ``[start, end)`` and keeps the
-    predictions for targets ``first_target .. end-1`` (target t is predicted from inputs < t).
-
-    Example:
-        >>> _windows(10, 4, 2)
-        [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
-        >>> _windows(3, 8, 4)
-        [(0, 3, 1)]
-        >>> _windows(10, 4, 0)
-        [(0, 4, 1), (3, 7, 4), (6, 10, 7)]
-    """
-    if n <= max_length:
-        return [(0, n, 1)]
-    # a window's first input is context only (nothing before it in the window predicts it), so
-    # windows share at least one token: overlap 0 means "as little as possible", not a crash
-    stride = max(max_length - max(overlap, 1), 1)
-    out = [(0, max_length, 1)]
-    scored_to = max_length  # targets < scored_to are done
-    start = stride
-    while scored_to < n:
-        end = min(start + max_length, n)
-        out.append((start, end, scored_to))
-        scored_to = end
-        start += stride
-    return out
+from lmleak.models.windows import stats_buffers, window_rows
+from lmleak.models.windows import windows as _windows  # noqa: F401  (the name mia_methods and tests import)
 
 
 class TorchCausalLM:
@@ -145,18 +117,9 @@ class TorchCausalLM:
     # ------------------------------------------------------------------ Capability.SCORE
     @torch.inference_mode()
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
-        bos = self.tokenizer.bos_id
         # Every window of every sequence is one row; rows are batched by length across sequences.
-        rows: list[list[int]] = []
-        owners: list[tuple[int, int, int]] = []  # (sequence, first target kept, window start)
-        for s, seq in enumerate(sequences):
-            full = [bos, *map(int, seq)]
-            for start, end, first in _windows(len(full), self.max_length, self.overlap):
-                rows.append(full[start:end])
-                owners.append((s, first, start))
-        ranks = [np.empty(len(seq), dtype=np.int32) for seq in sequences]
-        lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
-        top1 = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        rows, owners = window_rows(sequences, self.tokenizer.bos_id, self.max_length, self.overlap)
+        ranks, lps, top1 = stats_buffers(sequences)
         for batch in self._batches([len(r) for r in rows]):
             ids, mask = self._pad([rows[i] for i in batch])
             logp = torch.log_softmax(self._forward(ids, mask).float(), dim=-1)[:, :-1]
