@@ -16,7 +16,7 @@ Hugging Face sliding-window perplexity recipe. ``overlap`` defaults to half the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -31,6 +31,29 @@ from lmleak.models.base import (
 )
 from lmleak.models.windows import stats_buffers, window_rows
 from lmleak.models.windows import windows as _windows  # noqa: F401  (the name mia_methods and tests import)
+
+_Beam = TypeVar("_Beam", bound=tuple[Any, ...])  # (score, tokens, ...): what a search carries per beam
+
+
+def _prune(
+    cands: list[_Beam], beams: int, eos: int | None, done: list[tuple[float, list[int]]]
+) -> tuple[list[_Beam], bool]:
+    """One beam-search step of one prompt: its live beams, and whether its search goes on.
+
+    Candidates are taken best first until ``beams`` are live; one ending in EOS moves to ``done``
+    (its score kept, EOS dropped). The search stops when no beam is live, or when ``beams`` have
+    finished and the best finished one beats every live one (no length penalty).
+    """
+    cands.sort(key=lambda c: -c[0])
+    live: list[_Beam] = []
+    for c in cands:
+        if eos is not None and c[1][-1] == eos:
+            done.append((c[0], c[1][:-1]))
+        else:
+            live.append(c)
+        if len(live) == beams:
+            break
+    return live, bool(live) and not (len(done) >= beams and max(sc for sc, _ in done) > live[0][0])
 
 
 class TorchCausalLM:
@@ -244,16 +267,8 @@ class TorchCausalLM:
                 vals, idx = torch.topk(row, beams)
                 for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                     cands.append((score + v, [*seq, t]))
-            cands.sort(key=lambda c: -c[0])
-            live = []
-            for score, seq in cands:
-                if eos is not None and seq[-1] == eos:
-                    done.append((score, seq[:-1]))
-                else:
-                    live.append((score, seq))
-                if len(live) == beams:
-                    break
-            if not live or (len(done) >= beams and max(s for s, _ in done) > live[0][0]):
+            live, going = _prune(cands, beams, eos, done)
+            if not going:
                 break
         pool = sorted(done + live, key=lambda c: -c[0])
         return [seq for _, seq in pool[:beams]]
@@ -280,16 +295,8 @@ class TorchCausalLM:
                     r += 1
                     for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                         cands.append((score + v, [*seq, t]))
-                cands.sort(key=lambda c: -c[0])
-                live[i] = []
-                for score, seq in cands:
-                    if eos is not None and seq[-1] == eos:
-                        done[i].append((score, seq[:-1]))
-                    else:
-                        live[i].append((score, seq))
-                    if len(live[i]) == beams:
-                        break
-                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                live[i], going = _prune(cands, beams, eos, done[i])
+                if going:
                     still.append(i)
             active = still
         out = []
@@ -309,7 +316,7 @@ class TorchCausalLM:
         """:meth:`_beam_many` with a key/value cache: the prompts (left-padded, explicit position ids)
         are run once, then each step feeds only the newest token of every live beam, and the cache
         rows follow the beams they extend (``reorder_cache``). The search itself — candidates,
-        their order, EOS handling, the stopping rule — is :meth:`_beam_many`'s, line for line;
+        their order, EOS handling, the stopping rule (:func:`_prune`) — is :meth:`_beam_many`'s;
         only the arithmetic that produces each step's log-probabilities is shorter (one token per
         row instead of the whole prefix)."""
         eos = self.tokenizer.eos_id
@@ -331,16 +338,8 @@ class TorchCausalLM:
                     for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                         cands.append((score + v, [*seq, t], r))
                     r += 1
-                cands.sort(key=lambda c: -c[0])
-                live[i] = []
-                for score, seq, parent in cands:
-                    if eos is not None and seq[-1] == eos:
-                        done[i].append((score, seq[:-1]))
-                    else:
-                        live[i].append((score, seq, parent))
-                    if len(live[i]) == beams:
-                        break
-                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                live[i], going = _prune(cands, beams, eos, done[i])
+                if going:
                     still.append(i)
             active = still
             if not active or step == steps - 1:
