@@ -32,9 +32,9 @@ needs — does not import torch.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from lmleak._lazy import lazy_getattr
 from lmleak._version import __version__
 
 if TYPE_CHECKING:  # the static view of the lazily resolved names below
@@ -94,12 +94,7 @@ _EXPORTS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # resolved once
-        return value
-    raise AttributeError(f"module 'lmleak' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _EXPORTS, cache=True)  # resolved once
 
 
 __all__ = [

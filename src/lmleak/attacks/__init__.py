@@ -9,32 +9,28 @@
 - :mod:`~lmleak.attacks.extraction` — untargeted and (n, p)-discoverable extraction (Carlini et al. 2021).
 """
 
-import importlib
-from typing import Any
+from lmleak._lazy import lazy_getattr
 
 # lazy (PEP 562): the CLI imports the settings modules of this package to build its options, and
 # these names pull in numpy and torch
 _HOME = {
-    "CanaryExposure": "exposure",
-    "exposure": "exposure",
-    "extrapolated_exposure": "exposure",
-    "measure_exposure": "exposure",
-    "MembershipResult": "membership",
-    "evaluate_membership": "membership",
-    "read_texts": "membership",
-    "roc_auc": "roc",
-    "roc_curve": "roc",
-    "summarize": "roc",
-    "CanaryFormat": "trie",
-    "CandidateSpace": "trie",
-    "exact_ranks": "trie",
+    "CanaryExposure": ".exposure",
+    "exposure": ".exposure",
+    "extrapolated_exposure": ".exposure",
+    "measure_exposure": ".exposure",
+    "MembershipResult": ".membership",
+    "evaluate_membership": ".membership",
+    "read_texts": ".membership",
+    "roc_auc": ".roc",
+    "roc_curve": ".roc",
+    "summarize": ".roc",
+    "CanaryFormat": ".trie",
+    "CandidateSpace": ".trie",
+    "exact_ranks": ".trie",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'lmleak.attacks' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"lmleak.attacks.{_HOME[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _HOME)
 
 
 __all__ = [

@@ -95,6 +95,7 @@ from lmleak.models.http_tokenizer import (
     load_tokenizer,
     tokenizer_sha256,
 )
+from lmleak.models.windows import stats_buffers, window_rows
 
 # what each tier grants, as lmleak capabilities and as a KART access kind
 TIER_CAPABILITIES: dict[str, frozenset[Capability]] = {
@@ -111,21 +112,6 @@ PROBE_IDS = tuple(range(3, 19))
 #: The fingerprint probe of the generation tiers (greedy, ``PROBE_NEW_TOKENS`` new tokens).
 PROBE_TEXT = "The capital of France is"
 PROBE_NEW_TOKENS = 4
-
-
-def _windows(n: int, max_length: int) -> list[tuple[int, int, int]]:
-    """The sliding windows of :class:`~lmleak.models.torch_causal.TorchCausalLM` (half-window overlap).
-
-    Example:
-        >>> _windows(10, 4)
-        [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
-    """
-    if n <= max_length:
-        return [(0, n, 1)]
-    # lazy: lmleak.models.torch_causal imports torch, needed only for documents longer than the window
-    from lmleak.models.torch_causal import _windows as torch_windows
-
-    return torch_windows(n, max_length, max_length // 2)
 
 
 def _tier_probes(row: list[int]) -> list[tuple[str, str, dict[str, Any], Callable[[Any], bool]]]:
@@ -444,17 +430,9 @@ class HTTPModel:
     ) -> list[TokenStats]:
         """Per-token stats of whole sequences from windows scored by ``score_rows`` (each row starts with
         its context; results cover positions 1..len(row)-1)."""
-        bos = self.tokenizer.bos_id
-        rows: list[list[int]] = []
-        owners: list[tuple[int, int, int]] = []
-        for s, seq in enumerate(sequences):
-            full = [bos, *map(int, seq)]
-            for start, end, first in _windows(len(full), self.max_length):
-                rows.append(full[start:end])
-                owners.append((s, first, start))
-        ranks = [np.empty(len(seq), dtype=np.int32) for seq in sequences]
-        lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
-        top1 = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        # the half-window overlap of TorchCausalLM's default
+        rows, owners = window_rows(sequences, self.tokenizer.bos_id, self.max_length, self.max_length // 2)
+        ranks, lps, top1 = stats_buffers(sequences)
         for (s, first, start), (r, lp, t) in zip(owners, self._batched(rows, score_rows), strict=True):
             keep = slice(first - start - 1, None)
             t0 = first - 1

@@ -16,7 +16,7 @@ Hugging Face sliding-window perplexity recipe. ``overlap`` defaults to half the 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -29,36 +29,31 @@ from lmleak.models.base import (
     continuation_logprobs,
     score_text_by_ids,
 )
+from lmleak.models.windows import stats_buffers, window_rows
+from lmleak.models.windows import windows as _windows  # noqa: F401  (the name mia_methods and tests import)
+
+_Beam = TypeVar("_Beam", bound=tuple[Any, ...])  # (score, tokens, ...): what a search carries per beam
 
 
-def _windows(n: int, max_length: int, overlap: int) -> list[tuple[int, int, int]]:
-    """Windows over a sequence of ``n`` inputs (BOS included) whose targets are positions 1..n-1.
+def _prune(
+    cands: list[_Beam], beams: int, eos: int | None, done: list[tuple[float, list[int]]]
+) -> tuple[list[_Beam], bool]:
+    """One beam-search step of one prompt: its live beams, and whether its search goes on.
 
-    Returns ``(start, end, first_target)``: the window feeds inputs ``[start, end)`` and keeps the
-    predictions for targets ``first_target .. end-1`` (target t is predicted from inputs < t).
-
-    Example:
-        >>> _windows(10, 4, 2)
-        [(0, 4, 1), (2, 6, 4), (4, 8, 6), (6, 10, 8)]
-        >>> _windows(3, 8, 4)
-        [(0, 3, 1)]
-        >>> _windows(10, 4, 0)
-        [(0, 4, 1), (3, 7, 4), (6, 10, 7)]
+    Candidates are taken best first until ``beams`` are live; one ending in EOS moves to ``done``
+    (its score kept, EOS dropped). The search stops when no beam is live, or when ``beams`` have
+    finished and the best finished one beats every live one (no length penalty).
     """
-    if n <= max_length:
-        return [(0, n, 1)]
-    # a window's first input is context only (nothing before it in the window predicts it), so
-    # windows share at least one token: overlap 0 means "as little as possible", not a crash
-    stride = max(max_length - max(overlap, 1), 1)
-    out = [(0, max_length, 1)]
-    scored_to = max_length  # targets < scored_to are done
-    start = stride
-    while scored_to < n:
-        end = min(start + max_length, n)
-        out.append((start, end, scored_to))
-        scored_to = end
-        start += stride
-    return out
+    cands.sort(key=lambda c: -c[0])
+    live: list[_Beam] = []
+    for c in cands:
+        if eos is not None and c[1][-1] == eos:
+            done.append((c[0], c[1][:-1]))
+        else:
+            live.append(c)
+        if len(live) == beams:
+            break
+    return live, bool(live) and not (len(done) >= beams and max(sc for sc, _ in done) > live[0][0])
 
 
 class TorchCausalLM:
@@ -145,18 +140,9 @@ class TorchCausalLM:
     # ------------------------------------------------------------------ Capability.SCORE
     @torch.inference_mode()
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
-        bos = self.tokenizer.bos_id
         # Every window of every sequence is one row; rows are batched by length across sequences.
-        rows: list[list[int]] = []
-        owners: list[tuple[int, int, int]] = []  # (sequence, first target kept, window start)
-        for s, seq in enumerate(sequences):
-            full = [bos, *map(int, seq)]
-            for start, end, first in _windows(len(full), self.max_length, self.overlap):
-                rows.append(full[start:end])
-                owners.append((s, first, start))
-        ranks = [np.empty(len(seq), dtype=np.int32) for seq in sequences]
-        lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
-        top1 = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        rows, owners = window_rows(sequences, self.tokenizer.bos_id, self.max_length, self.overlap)
+        ranks, lps, top1 = stats_buffers(sequences)
         for batch in self._batches([len(r) for r in rows]):
             ids, mask = self._pad([rows[i] for i in batch])
             logp = torch.log_softmax(self._forward(ids, mask).float(), dim=-1)[:, :-1]
@@ -281,16 +267,8 @@ class TorchCausalLM:
                 vals, idx = torch.topk(row, beams)
                 for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                     cands.append((score + v, [*seq, t]))
-            cands.sort(key=lambda c: -c[0])
-            live = []
-            for score, seq in cands:
-                if eos is not None and seq[-1] == eos:
-                    done.append((score, seq[:-1]))
-                else:
-                    live.append((score, seq))
-                if len(live) == beams:
-                    break
-            if not live or (len(done) >= beams and max(s for s, _ in done) > live[0][0]):
+            live, going = _prune(cands, beams, eos, done)
+            if not going:
                 break
         pool = sorted(done + live, key=lambda c: -c[0])
         return [seq for _, seq in pool[:beams]]
@@ -317,16 +295,8 @@ class TorchCausalLM:
                     r += 1
                     for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                         cands.append((score + v, [*seq, t]))
-                cands.sort(key=lambda c: -c[0])
-                live[i] = []
-                for score, seq in cands:
-                    if eos is not None and seq[-1] == eos:
-                        done[i].append((score, seq[:-1]))
-                    else:
-                        live[i].append((score, seq))
-                    if len(live[i]) == beams:
-                        break
-                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                live[i], going = _prune(cands, beams, eos, done[i])
+                if going:
                     still.append(i)
             active = still
         out = []
@@ -346,7 +316,7 @@ class TorchCausalLM:
         """:meth:`_beam_many` with a key/value cache: the prompts (left-padded, explicit position ids)
         are run once, then each step feeds only the newest token of every live beam, and the cache
         rows follow the beams they extend (``reorder_cache``). The search itself — candidates,
-        their order, EOS handling, the stopping rule — is :meth:`_beam_many`'s, line for line;
+        their order, EOS handling, the stopping rule (:func:`_prune`) — is :meth:`_beam_many`'s;
         only the arithmetic that produces each step's log-probabilities is shorter (one token per
         row instead of the whole prefix)."""
         eos = self.tokenizer.eos_id
@@ -368,16 +338,8 @@ class TorchCausalLM:
                     for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
                         cands.append((score + v, [*seq, t], r))
                     r += 1
-                cands.sort(key=lambda c: -c[0])
-                live[i] = []
-                for score, seq, parent in cands:
-                    if eos is not None and seq[-1] == eos:
-                        done[i].append((score, seq[:-1]))
-                    else:
-                        live[i].append((score, seq, parent))
-                    if len(live[i]) == beams:
-                        break
-                if live[i] and not (len(done[i]) >= beams and max(s for s, _ in done[i]) > live[i][0][0]):
+                live[i], going = _prune(cands, beams, eos, done[i])
+                if going:
                     still.append(i)
             active = still
             if not active or step == steps - 1:

@@ -5,7 +5,7 @@ The ledger needs, for every token, its rank, log-probability and the top-1 log-p
 prompt of token ids in one prefill. :class:`VllmScorer` is a score-only model with the same
 ``token_stats`` as :class:`~lmleak.models.torch_causal.TorchCausalLM`: lmleak tokenises (with
 its own BOS rule), cuts long documents into the same sliding windows
-(:func:`lmleak.models.torch_causal._windows`), and vLLM scores every window; the windows of a
+(:func:`lmleak.models.windows.windows`), and vLLM scores every window; the windows of a
 shard go to vLLM in one ``generate`` call, which batches them itself.
 
 Where vLLM runs (:func:`open_backend`):
@@ -43,8 +43,8 @@ import numpy as np
 from lmleak.errors import ModelError
 from lmleak.models import vllm_worker
 from lmleak.models.base import Capability, TokenStats
-from lmleak.models.torch_causal import _windows
 from lmleak.models.vllm_env import vllm_python
+from lmleak.models.windows import stats_buffers, window_rows
 
 WORKER = Path(__file__).with_name("vllm_worker.py")
 
@@ -194,17 +194,8 @@ class VllmScorer:
         return int(self.tokenizer.bos_id)
 
     def token_stats(self, sequences: Sequence[Sequence[int]]) -> list[TokenStats]:
-        bos = self.tokenizer.bos_id
-        rows: list[list[int]] = []
-        owners: list[tuple[int, int, int]] = []  # (sequence, first target kept, window start)
-        for s, seq in enumerate(sequences):
-            full = [bos, *map(int, seq)]
-            for start, end, first in _windows(len(full), self.max_length, self.overlap):
-                rows.append(full[start:end])
-                owners.append((s, first, start))
-        ranks = [np.empty(len(seq), dtype=np.int32) for seq in sequences]
-        lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
-        top1 = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
+        rows, owners = window_rows(sequences, self.tokenizer.bos_id, self.max_length, self.overlap)
+        ranks, lps, top1 = stats_buffers(sequences)
         results = self.backend.score(rows) if rows else []
         for (s, first, start), row, res in zip(owners, rows, results, strict=True):
             # result column c is input position start + c + 1 (a target index into `full`);

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +31,7 @@ class Detection:
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON row: ``doc_id, user_id, start, end, entity, score, value``."""
-        return {"doc_id": self.doc_id, "user_id": self.user_id, "start": self.start, "end": self.end,
-                "entity": self.entity, "score": self.score, "value": self.value}  # fmt: skip
+        return asdict(self)
 
 
 @dataclass(frozen=True, slots=True)

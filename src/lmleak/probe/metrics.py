@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -169,6 +170,20 @@ def email_id_match(generated: str, target: str) -> bool:
     if not ident:
         return False
     return re.search(r"(?<![A-Za-z0-9_.\-])" + re.escape(ident) + "@", generated) is not None
+
+
+def best_per_pair(rows: Any, columns: str | list[str]) -> Any:
+    """The best (largest) ``columns`` of each (target type, subject) pair of probe rows, indexed by
+    the pair: a person probed with several templates, beams or addresses counts once, by the best.
+
+    Example:
+        >>> rows = [{"target_type": "email", "subject_id": "s1", "exact_match": h} for h in (False, True)]
+        >>> best_per_pair(rows, "exact_match").tolist()
+        [True]
+    """
+    import pandas as pd
+
+    return pd.DataFrame(rows).groupby(["target_type", "subject_id"])[columns].max()
 
 
 def hit_rate_interval(

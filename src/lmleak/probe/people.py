@@ -27,7 +27,7 @@ import numpy as np
 
 from lmleak.data.names import NAME_SHAPES, name_shape
 from lmleak.intervals import BOOTSTRAP_METHOD, interval_record, wilson_interval
-from lmleak.probe.metrics import fisher_greater_p, hit_rate_interval_and_rule
+from lmleak.probe.metrics import best_per_pair, fisher_greater_p, hit_rate_interval_and_rule
 from lmleak.scenarios.margins import difference_interval
 
 MEMBER, CONTROL, UNKNOWN = "member", "control", "unknown"
@@ -226,8 +226,6 @@ def exact_match_by_shape(
         >>> out["ascii"]["members"]["exact_match_rate"], out["handle"]["controls"]["exact_match_hits"]
         (1.0, 0)
     """
-    import pandas as pd
-
     shape_of, group_of = {}, {}
     names = {MEMBER: "members", CONTROL: "controls", UNKNOWN: "unknown"}
     for x in subjects:
@@ -235,7 +233,7 @@ def exact_match_by_shape(
         nick = x.get("nickname")
         shape_of[sid] = x.get("name_shape") or name_shape(f"{x['name']} ({nick})" if nick else str(x["name"]))
         group_of[sid] = names[membership(x, controls)]
-    pairs = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max().astype(bool)
+    pairs = best_per_pair(grows, "exact_match").astype(bool)
     tally: dict[str, dict[str, list[int]]] = {}
     for (_, sid), hit in pairs.items():
         group = group_of.get(str(sid), "unknown")
@@ -281,18 +279,10 @@ def exact_match_intervals(
     instead of the bootstrap's point, and the record lists it under ``at_boundary``
     (:func:`lmleak.intervals.cluster_proportion_interval`). Nothing without generations.
     """
-    import pandas as pd
-
     if not grows:
         return {}
     who = membership_of(subjects, controls)
-    pairs = (
-        pd.DataFrame(grows)
-        .groupby(["target_type", "subject_id"])["exact_match"]
-        .max()
-        .astype(bool)
-        .reset_index()
-    )
+    pairs = best_per_pair(grows, "exact_match").astype(bool).reset_index()
     users = [who.get(str(s), (str(s), UNKNOWN))[0] for s in pairs["subject_id"]]
     status = [who.get(str(s), (str(s), UNKNOWN))[1] for s in pairs["subject_id"]]
     hits = pairs["exact_match"].to_numpy()

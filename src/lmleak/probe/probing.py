@@ -17,6 +17,7 @@ from lmleak.probe.blackbox import generate_probes
 from lmleak.probe.figures import write_figures
 from lmleak.probe.likelihood import null_permutation, target_likelihoods
 from lmleak.probe.metrics import (
+    best_per_pair,
     fisher_greater_p,
     gamma_curve,
     gamma_lt_k,
@@ -308,19 +309,14 @@ def overall_metrics(lrows: list[dict[str, Any]], grows: list[dict[str, Any]]) ->
         "pii_likelihood_ratio_geomean": None,
     }
     if grows:
-        g = pd.DataFrame(grows).groupby(["target_type", "subject_id"])["exact_match"].max()
-        out["pii_exact_match"] = float(g.astype(bool).mean())
+        out["pii_exact_match"] = float(best_per_pair(grows, "exact_match").astype(bool).mean())
     if lrows:
-        g = (
-            pd.DataFrame(lrows)
-            .groupby(["target_type", "subject_id"])[["likelihood", "null_likelihood"]]
-            .max()
-        )
+        g = best_per_pair(lrows, ["likelihood", "null_likelihood"])
         null = float(g["null_likelihood"].mean())
         out["pii_likelihood_ratio"] = float(g["likelihood"].mean()) / null if null > 0 else None
         frame = pd.DataFrame(lrows)
         if "log_likelihood" in frame:
-            lg = frame.groupby(["target_type", "subject_id"])[["log_likelihood", "null_log_likelihood"]].max()
+            lg = best_per_pair(frame, ["log_likelihood", "null_log_likelihood"])
             out["pii_likelihood_ratio_geomean"] = math.exp(
                 float((lg["log_likelihood"] - lg["null_log_likelihood"]).mean())
             )
@@ -365,15 +361,7 @@ def _compare_exact_match(
     grows: list[dict[str, Any]], group_of: Callable[[str], str], out: dict[str, Any]
 ) -> None:
     """Exact-match rate per group and the one-sided Fisher test, written into ``out``."""
-    import pandas as pd
-
-    g = (
-        pd.DataFrame(grows)
-        .groupby(["target_type", "subject_id"])["exact_match"]
-        .max()
-        .astype(bool)
-        .reset_index()
-    )
+    g = best_per_pair(grows, "exact_match").astype(bool).reset_index()
     g["group"] = [group_of(s) for s in g["subject_id"]]
     for name in ("members", "controls"):
         part = g[g["group"] == name]
@@ -394,16 +382,9 @@ def _compare_likelihoods(
     lrows: list[dict[str, Any]], group_of: Callable[[str], str], out: dict[str, Any]
 ) -> None:
     """Log likelihood ratio and Wilcoxon tests per group, and the Mann-Whitney test, into ``out``."""
-    import pandas as pd
-
-    lk = (
-        pd.DataFrame(lrows)
-        .groupby(["target_type", "subject_id"])[
-            ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]
-        ]
-        .max()
-        .reset_index()
-    )
+    lk = best_per_pair(
+        lrows, ["likelihood", "null_likelihood", "log_likelihood", "null_log_likelihood"]
+    ).reset_index()
     lk["group"] = [group_of(s) for s in lk["subject_id"]]
     lk["log_ratio"] = lk["log_likelihood"] - lk["null_log_likelihood"]
     for name in ("members", "controls"):

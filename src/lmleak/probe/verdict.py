@@ -12,7 +12,7 @@ value (once "3.5e96x more likely") claims far more than that.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
@@ -36,16 +36,7 @@ class SubjectView:
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "subject": self.subject,
-            "model": self.model,
-            "items": self.items,
-            "made_up": self.made_up,
-            "singled_out_at": self.singled_out_at,
-            "false_alarm": self.false_alarm,
-            "any_false_alarm_at_most": self.any_false_alarm_at_most,
-            "notes": self.notes,
-        }
+        return asdict(self)
 
 
 def rank_in_words(f: Any) -> str:

@@ -204,15 +204,10 @@ def _score_public(public_model: Any, owners: np.ndarray, contexts: list[str], te
     return out
 
 
-def _pii_types(detector: Any, before: str, text: str, after: str) -> list[str]:
-    """Entity types of the PII spans detected in ``before + text + after`` that overlap ``text``:
-    a sequence holding only part of an e-mail address (its domain follows the sequence) counts."""
-    return sorted({entity for entity, _ in _pii_spans(detector, before, text, after)})
-
-
 def _pii_spans(detector: Any, before: str, text: str, after: str) -> list[tuple[str, str]]:
     """``(entity, value)`` of each PII span detected in ``before + text + after`` that overlaps
-    ``text``; the value is the whole span (the address a sequence holds part of)."""
+    ``text`` (a sequence holding only part of an e-mail address, its domain following the
+    sequence, counts); the value is the whole span (the address a sequence holds part of)."""
     lo = len(before)
     hi = lo + len(text)
     full = before + text + after

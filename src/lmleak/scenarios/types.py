@@ -134,6 +134,24 @@ class Knowledge:
         return list(self.categories)
 
 
+@dataclass(frozen=True, slots=True)
+class _Factor:
+    """A value of the A, R or T factor: ``to_str`` is its parseable text, ``notation`` the paper's.
+
+    A value without fields is its ``kind`` in text and its class's ``symbol`` in notation; values
+    with fields override both.
+    """
+
+    kind: ClassVar[str] = ""
+    symbol: ClassVar[str] = ""
+
+    def to_str(self) -> str:
+        return self.kind
+
+    def notation(self) -> str:
+        return self.symbol
+
+
 def _person_set(categories: tuple[str, ...], p: str, people: str) -> str:
     if not categories:
         return "∅"
@@ -145,16 +163,8 @@ def _person_set(categories: tuple[str, ...], p: str, people: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Anonymization:
+class Anonymization(_Factor):
     """Base of the operations ``a`` with D_train = a(D_private) (paper 004 §3, "A factor")."""
-
-    kind: ClassVar[str] = ""
-
-    def to_str(self) -> str:
-        raise NotImplementedError
-
-    def notation(self) -> str:
-        raise NotImplementedError
 
     @property
     def steps(self) -> tuple[Anonymization, ...]:
@@ -166,12 +176,7 @@ class Identity(Anonymization):
     """``a = id``: the training data is not anonymised at all."""
 
     kind: ClassVar[str] = "identity"
-
-    def to_str(self) -> str:
-        return "identity"
-
-    def notation(self) -> str:
-        return "id"
+    symbol: ClassVar[str] = "id"
 
     @property
     def steps(self) -> tuple[Anonymization, ...]:
@@ -183,12 +188,7 @@ class Hipaa(Anonymization):
     """``a = f_HIPAA``: the 18 HIPAA identifiers (paper 004 appendix A) masked with placeholders."""
 
     kind: ClassVar[str] = "hipaa"
-
-    def to_str(self) -> str:
-        return "hipaa"
-
-    def notation(self) -> str:
-        return "f_HIPAA"
+    symbol: ClassVar[str] = "f_HIPAA"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,25 +215,37 @@ class Redaction(Anonymization):
 DP_UNITS = ("user", "sequence")
 
 
-def _check_epsilon_and_unit(obj: Any) -> None:
-    """ε > 0 (inf allowed) and the privacy unit one of :data:`DP_UNITS` or None (unstated)."""
-    try:
-        eps = float(obj.epsilon)
-    except (TypeError, ValueError):
-        raise ConfigError(f"epsilon must be a number, got {obj.epsilon!r}", field="anonymization") from None
-    if not eps > 0 or math.isnan(eps):
-        raise ConfigError(f"epsilon must be > 0 (inf allowed), got {eps}", field="anonymization")
-    object.__setattr__(obj, "epsilon", eps)
-    if obj.unit is not None and obj.unit not in DP_UNITS:
-        raise ConfigError(
-            f"unknown privacy unit {obj.unit!r}",
-            field="anonymization",
-            hint="use dp[user]:EPS or dp[sequence]:EPS",
-        )
+@dataclass(frozen=True, slots=True)
+class _EpsilonTraining(Anonymization):
+    """The shared part of :class:`DPTraining` and :class:`SelectiveDP`: ``KIND[UNIT]:ε``."""
+
+    epsilon: float = 8.0
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        """ε > 0 (inf allowed) and the privacy unit one of :data:`DP_UNITS` or None (unstated)."""
+        try:
+            eps = float(self.epsilon)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"epsilon must be a number, got {self.epsilon!r}", field="anonymization"
+            ) from None
+        if not eps > 0 or math.isnan(eps):
+            raise ConfigError(f"epsilon must be > 0 (inf allowed), got {eps}", field="anonymization")
+        object.__setattr__(self, "epsilon", eps)
+        if self.unit is not None and self.unit not in DP_UNITS:
+            raise ConfigError(
+                f"unknown privacy unit {self.unit!r}",
+                field="anonymization",
+                hint="use dp[user]:EPS or dp[sequence]:EPS",
+            )
+
+    def to_str(self) -> str:
+        return f"{self.kind}{f'[{self.unit}]' if self.unit else ''}:{_num(self.epsilon)}"
 
 
 @dataclass(frozen=True, slots=True)
-class DPTraining(Anonymization):
+class DPTraining(_EpsilonTraining):
     """ε-differentially-private training (the model, not the data, is perturbed; paper 004 §2.3).
 
     ``unit`` is what ε protects: ``user`` (a person, ``dp[user]:ε``), ``sequence`` (one training
@@ -241,34 +253,18 @@ class DPTraining(Anonymization):
     the record does not say (``dp:ε``). ε values of different units are not comparable.
     """
 
-    epsilon: float = 8.0
-    unit: str | None = None
     kind: ClassVar[str] = "dp"
-
-    def __post_init__(self) -> None:
-        _check_epsilon_and_unit(self)
-
-    def to_str(self) -> str:
-        return f"dp{f'[{self.unit}]' if self.unit else ''}:{_num(self.epsilon)}"
 
     def notation(self) -> str:
         return f"DP(ε={_num(self.epsilon)}{f' per {self.unit}' if self.unit else ''})"
 
 
 @dataclass(frozen=True, slots=True)
-class SelectiveDP(Anonymization):
+class SelectiveDP(_EpsilonTraining):
     """Selective DP training (Shi et al. 2021): ε protects only the tokens a detector flagged; a secret
     the detector missed has no guarantee. Its own label, ``sdp[UNIT]:ε``, so it is never read as DP."""
 
-    epsilon: float = 8.0
-    unit: str | None = None
     kind: ClassVar[str] = "sdp"
-
-    def __post_init__(self) -> None:
-        _check_epsilon_and_unit(self)
-
-    def to_str(self) -> str:
-        return f"sdp{f'[{self.unit}]' if self.unit else ''}:{_num(self.epsilon)}"
 
     def notation(self) -> str:
         unit = f" per {self.unit}" if self.unit else ""
@@ -398,16 +394,8 @@ def _one(kind: str, arg: str | None, unit: str | None = None) -> Anonymization:
 
 
 @dataclass(frozen=True, slots=True)
-class Resource:
+class Resource(_Factor):
     """Base of the auxiliary resources in R (paper 004 §3, "R factor")."""
-
-    kind: ClassVar[str] = ""
-
-    def to_str(self) -> str:
-        raise NotImplementedError
-
-    def notation(self) -> str:
-        raise NotImplementedError
 
 
 @dataclass(frozen=True, slots=True)
@@ -429,12 +417,7 @@ class SimilarCorpus(Resource):
     """D̃_train: a corpus unrelated to D_train but with a very similar distribution."""
 
     kind: ClassVar[str] = "similar_corpus"
-
-    def to_str(self) -> str:
-        return "similar_corpus"
-
-    def notation(self) -> str:
-        return "D̃_train"
+    symbol: ClassVar[str] = "D̃_train"
 
 
 @dataclass(frozen=True, slots=True)
@@ -456,12 +439,7 @@ class TrainSubset(Resource):
     """D_train^{P̄}: the part of the training data that mentions only non-target people."""
 
     kind: ClassVar[str] = "train_subset"
-
-    def to_str(self) -> str:
-        return "train_subset"
-
-    def notation(self) -> str:
-        return "D_train^{P̄}"
+    symbol: ClassVar[str] = "D_train^{P̄}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -580,16 +558,8 @@ class Resources:
 
 
 @dataclass(frozen=True, slots=True)
-class Target:
+class Target(_Factor):
     """Base of I_T (paper 004 §3, "K and T factors")."""
-
-    kind: ClassVar[str] = ""
-
-    def to_str(self) -> str:
-        raise NotImplementedError
-
-    def notation(self) -> str:
-        raise NotImplementedError
 
     @property
     def categories(self) -> tuple[str, ...]:
@@ -628,12 +598,7 @@ class Membership(Target):
     """Membership inference: I_T = {1[d ∈ D_train]}_{d∈D}."""
 
     kind: ClassVar[str] = "membership"
-
-    def to_str(self) -> str:
-        return "membership"
-
-    def notation(self) -> str:
-        return "{1[d ∈ D_train]}_{d∈D}"
+    symbol: ClassVar[str] = "{1[d ∈ D_train]}_{d∈D}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -641,12 +606,7 @@ class AnyInformation(Target):
     """I_T = I_U: any substring of the training data counts (Carlini et al. 2021; Inan et al. 2021)."""
 
     kind: ClassVar[str] = "any"
-
-    def to_str(self) -> str:
-        return "any"
-
-    def notation(self) -> str:
-        return "I_U"
+    symbol: ClassVar[str] = "I_U"
 
 
 def parse_target(value: Any) -> Target:

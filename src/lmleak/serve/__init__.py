@@ -22,30 +22,26 @@ The modules, bottom up: ``errors`` → ``fields`` → ``limits`` → ``guard`` |
 ``stream`` → ``app`` → ``server``; ``settings`` (what the CLI reads, no web framework) below them all.
 """
 
-import importlib
-from typing import Any
+from lmleak._lazy import lazy_getattr
 
 # lazy (PEP 562): the CLI imports lmleak.serve.settings to build its options, and these names pull
 # in fastapi and uvicorn
 _HOME = {
-    "build_app": "app",
-    "Access": "guard",
-    "ServeLimits": "settings",
-    "ServeSettings": "settings",
-    "Scoring": "scoring",
-    "ServerThread": "server",
-    "serve": "server",
-    "serving": "server",
-    "ECHO_MAX_K": "tiers",
-    "MAX_LOGPROBS": "tiers",
-    "TIERS": "tiers",
+    "build_app": ".app",
+    "Access": ".guard",
+    "ServeLimits": ".settings",
+    "ServeSettings": ".settings",
+    "Scoring": ".scoring",
+    "ServerThread": ".server",
+    "serve": ".server",
+    "serving": ".server",
+    "ECHO_MAX_K": ".tiers",
+    "MAX_LOGPROBS": ".tiers",
+    "TIERS": ".tiers",
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOME:
-        raise AttributeError(f"module 'lmleak.serve' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"lmleak.serve.{_HOME[name]}"), name)
+__getattr__ = lazy_getattr(__name__, _HOME)
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from typing import Any
 
 from lmleak.data.names import NAME_SHAPES, name_shape
 from lmleak.jsonl import read_jsonl
-from lmleak.runs import secure_dir
+from lmleak.runs import atomic_write_text, secure_dir
 
 #: E-mail domains of the synthetic people (reserved for documentation: never a real address).
 EMAIL_DOMAINS = ("example.org", "example.com", "example.net")
@@ -30,15 +30,10 @@ def write_jsonl_files(out: Path, files: dict[str, tuple[str, list[str]]]) -> dic
         '{"a": 1}\\n'
     """
     secure_dir(out)  # owner-only: the secrets file lists every PII span
-    paths = {}
-    for key, (name, lines) in files.items():
-        path = out / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        tmp.chmod(0o600)
-        tmp.replace(path)
-        paths[key] = path
-    return paths
+    return {
+        key: atomic_write_text(out / name, "".join(ln + "\n" for ln in lines))
+        for key, (name, lines) in files.items()
+    }
 
 
 def subjects_per_shape(subjects: Path) -> dict[str, int]:

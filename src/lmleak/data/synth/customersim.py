@@ -52,7 +52,6 @@ from lmleak.runs import secure_dir
 from lmleak.words import plural
 
 CANARY_PREFIX = "My ID is: "
-RELATIONS = ("father", "mother", "wife", "husband", "sister", "brother")
 if TYPE_CHECKING:  # faker is imported when a corpus is written, not with the CLI
     from lmleak.data.synth.people import PeopleDrawer, Person
 
