@@ -94,6 +94,12 @@ def exposure_cmd(
     ],
     settings: ExposureSettings,
     redact: RedactRun,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus", help="The training corpus: no placebo is a secret following a prefix there."
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -107,7 +113,7 @@ def exposure_cmd(
     hide_ids_when_redacted(ctx, redact.redact)
     run = write_run(
         out_dir,
-        lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
+        lambda d: exposure_of_model(model, canaries, d, settings, corpus=corpus, echo=info),
         redact=redact.redact,
         key_file=redact.redact_key_file,
     )
@@ -179,9 +185,8 @@ def mia_cmd(
     on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
-    from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
-    from lmleak.attacks.mia_benchmarks import benchmark_options
-    from lmleak.report.redaction import write_run
+    from lmleak.attacks.mia_benchmarks import benchmark_options  # lazy: numpy and torch
+    from lmleak.audit.single import membership_command
 
     quiet(quiet_ or as_json)
     hide_ids_when_redacted(ctx, redact.redact)
@@ -195,10 +200,13 @@ def mia_cmd(
     settings = replace_settings(settings, **given)
     s = settings
     texts = benchmark_options(s.benchmark, s.data, s.benchmark_subset, s.members, s.non_members, s.corpus)
-    texts = texts or _never_seen(model, settings)
-    summary = write_run(
+    summary = membership_command(
+        model,
         out_dir,
-        lambda d: membership_of_model(model, d, settings, engine=engine, echo=info, texts=texts),
+        settings,
+        texts=texts,
+        engine=engine,
+        echo=info,
         redact=redact.redact,
         key_file=redact.redact_key_file,
     )
@@ -220,50 +228,6 @@ def _window_sizes(values: list[str]) -> tuple[int, ...]:
             hint="e.g. --wbc-windows 1 5 10 20",
         )
     return sizes
-
-
-def _never_seen(model: str, settings: MembershipSettings) -> Any:
-    """The two sides of ``lmleak mia --corpus C --non-members F`` (no ``--members``): F means what the
-    audit config's ``non_members`` alone means, people the model never saw (a corpus of them, each row
-    with its ``user_id``), and the members are C's users outside the model's ``holdout.json`` (all of
-    them without one); a person of F who writes in C and is not held out is refused. None when both
-    files or neither are given (:func:`~lmleak.attacks.mia_texts.membership_texts` reads those).
-
-    Raises:
-        ConfigError: ``--non-members`` without ``--corpus`` (it would otherwise be ignored; ``--members``
-            alone is refused by :class:`~lmleak.attacks.mia_settings.MembershipSettings`).
-    """
-    members, non_members, corpus, field = (
-        settings.members,
-        settings.non_members,
-        settings.corpus,
-        settings.field,
-    )
-    if non_members is None or members is not None:
-        return None
-    if corpus is None:
-        raise ConfigError(
-            "--non-members alone names people the model never saw; the members come from the training corpus",
-            field="--non-members",
-            hint="give --corpus C (the corpus the model was trained on), or --members too (two files)",
-        )
-    from lmleak.attacks.mia_texts import MembershipTexts  # lazy: numpy
-    from lmleak.audit.nonmembers import membership_sets
-    from lmleak.data.holdout import read_holdout
-    from lmleak.data.loaders import iter_documents
-
-    holdout = read_holdout(model)
-    sets = membership_sets(
-        iter_documents(corpus, text_field=field),
-        holdout.users if holdout else (),
-        iter_documents(non_members, text_field=field),
-        corpus_name=str(corpus),
-        never_seen_name=str(non_members),
-        field="--non-members",
-        trained_on=holdout.corpus if holdout else None,
-    )
-    groups = (sets.member_users, sets.non_member_users)
-    return MembershipTexts(sets.members, sets.non_members, sets.source, groups)
 
 
 def _ci_text(value: Any, ci: Any) -> str:

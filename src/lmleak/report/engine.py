@@ -18,8 +18,8 @@ from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
 from lmleak.report.leakage import ReportSettings, run_report
 from lmleak.report.redaction import redactor_from
-from lmleak.report.users import users_of_model
-from lmleak.runs import open_run, secure_dir, write_summary
+from lmleak.report.users import users_beside
+from lmleak.runs import secure_dir
 from lmleak.settings import setting
 from lmleak.shards import ShardEngine
 from lmleak.words import plural
@@ -139,10 +139,9 @@ def run_leakage_report(
     summary = run_report(
         lm, corpus, out, config, public_model=public_model, model_dir=model_dir, redactor=redactor
     )
-    with open_run(out, redacted=config.redact):  # the summary names users.parquet, and is newer
-        users = users_of_model(out, {"report": out}, corpus=corpus, model_dir=model_dir, redactor=redactor)
-        summary["users"] = users
-        write_summary(out, summary)
+    summary = users_beside(
+        out, "report", corpus=corpus, model_dir=model_dir, redactor=redactor, redacted=config.redact
+    )
     return ReportRun(out, engine.engine, summary)
 
 
