@@ -24,12 +24,13 @@ runner = CliRunner()
 
 #: Keys of a stage summary that legitimately differ between the two runs, each for one reason:
 MAY_DIFFER = {
-    "created_at",  # when summary.json was written
-    "seconds",  # how long the search took (exposure)
     "provenance",  # compared apart (`_same_provenance`): it names the files, which lie elsewhere
     "report",  # the path of a dp-audit run's report.html, added to the printed summary only
     "users",  # users.parquet's record: the audit keeps it in the model's entry (`_same_users`)
 }
+
+#: Keys dropped at any depth: when the file was written and how long a step took (the search, training).
+TIMINGS = {"created_at", "seconds", "wall_seconds", "tokens_per_s"}
 
 #: Files of a stage folder that legitimately differ: the audit's stage-complete marker, its lock.
 STAGE_ONLY = {".complete.json"}
@@ -101,8 +102,7 @@ def _audit(root: Path, name: str, model: str, stage: str, section: dict[str, Any
         "corpus": {"path": "corpus.jsonl"},
         "models": [{"name": "m", "path": model}],
         "analyses": {stage: section},
-        **extra,
-    }
+    } | extra
     (root / f"{name}.yaml").write_text(yaml.safe_dump(cfg))
     res = runner.invoke(app, ["audit", str(root / f"{name}.yaml"), "--quiet"])
     assert res.exit_code == 0, res.output
@@ -113,17 +113,28 @@ def _summary(folder: Path) -> dict[str, Any]:
     return json.loads((folder / "summary.json").read_text())
 
 
+def _comparable(folder: Path) -> dict[str, Any]:
+    """The summary without :data:`TIMINGS`, a path inside the run folder written from the folder."""
+    text = (folder / "summary.json").read_text().replace(json.dumps(str(folder))[1:-1], "RUN")
+
+    def untimed(d: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in d.items() if k not in TIMINGS}
+
+    return json.loads(text, object_hook=untimed)
+
+
 def _files(folder: Path) -> set[str]:
     return {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()} - STAGE_ONLY
 
 
-def _assert_same(single: Path, stage: Path) -> None:
-    """The same summary (but :data:`MAY_DIFFER`), the same files, the same provenance of inputs."""
-    a, b = _summary(single), _summary(stage)
+def _assert_same(single: Path, stage: Path, single_only: set[str] = frozenset()) -> None:
+    """The same summary (but :data:`MAY_DIFFER`), the same files (but ``single_only``, what a command
+    adds beside the stage's results), the same provenance of inputs."""
+    a, b = _comparable(single), _comparable(stage)
     differ = {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)} - MAY_DIFFER
     assert not differ, {k: (a.get(k), b.get(k)) for k in sorted(differ)}
     _same_provenance(a.get("provenance"), b.get("provenance"))
-    assert _files(single) - {"users.parquet"} == _files(stage)
+    assert _files(single) - {"users.parquet"} - single_only == _files(stage)
 
 
 def _same_provenance(a: dict[str, Any] | None, b: dict[str, Any] | None) -> None:
@@ -230,3 +241,29 @@ def test_lmleak_extract_is_the_audits_extract_stage(inputs):
     folder = _audit(root, "extract", str(inputs["fake"]), "extract", options)
     _assert_same(single, folder / "extract")
     _same_users(single, folder)
+
+
+def test_lmleak_dp_audit_run_is_the_audits_dp_audit_stage(inputs):
+    """The audit re-runs the audited model's recipe (its train.json); the command takes it as options.
+    The model folder here records the very recipe the options give (its weights are not read)."""
+    import shutil
+
+    from lmleak.attacks.dp_audit import DPAuditSettings
+    from lmleak.audit.dp_audit import DPAuditTraining
+    from lmleak.data.synth.customersim import synthesize
+
+    root = inputs["root"]
+    corpus = synthesize(root / "dp-data", users=4, dialogs_per_user=1, seed=0)["corpus"]
+    recipe = {"mode": "nodp", "epochs": 1, "seq_len": 32, "n_embd": 32, "n_layer": 1, "n_head": 2}
+    recipe |= {"vocab_size": 200, "holdout_users": 0.0}
+    audit = DPAuditSettings(m=8)
+    model = shutil.copytree(inputs["model"], root / "dp-model")
+    train = DPAuditTraining(**recipe).train_config(audit)
+    (model / "train.json").write_text(json.dumps({"config": train.to_dict()}))
+    single = root / "dp-single"
+    flags = {"--mode": "nodp", "--epochs": 1, "--seq-len": 32, "--width": 32, "--layers": 1, "--heads": 2}
+    flags |= {"--vocab-size": 200, "--holdout-users": 0}
+    args = ["dp-audit", "run", "--corpus", str(corpus), "--out", str(single), "--m", "8"]
+    _single([*args, *(x for k, v in flags.items() for x in (k, str(v)))])
+    folder = _audit(root, "dp", str(model), "dp_audit", {"m": 8}, corpus={"path": str(corpus)})
+    _assert_same(single, folder / "dp_audit", single_only={"report.html"})
