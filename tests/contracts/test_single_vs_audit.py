@@ -78,6 +78,8 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
     module = new_small_gpt(len(tok), SmallGPTConfig(n_positions=64, n_embd=32, n_layer=1, n_head=2), seed=0)
     model = save_small_model(module, tok, root / "model")
     write_holdout(model, Holdout(users=("u3",), fraction=0.25, corpus=str(corpus_path)))
+    other = new_small_gpt(len(tok), SmallGPTConfig(n_positions=64, n_embd=32, n_layer=1, n_head=2), seed=1)
+    reference = save_small_model(other, tok, root / "reference")
     return {
         "root": root,
         "corpus": corpus_path,
@@ -86,6 +88,7 @@ def inputs(tmp_path_factory) -> dict[str, Path]:
         "non_members": non,
         "canaries": canaries,
         "model": Path(model),
+        "reference": Path(reference),
         "fake": Path(f"fake:{corpus_path}"),
     }
 
@@ -167,23 +170,24 @@ def _same_users(single: Path, model_folder: Path) -> None:
 
 
 def test_lmleak_exposure_is_the_audits_exposure_stage(inputs):
+    """The corpus holds, after the canary's prefix, the placebo a draw without it would pick first:
+    both runs must draw their placebos away from it (the command once drew them without the corpus)."""
+    from lmleak.attacks.exposure import draw_placebos, read_canaries
+
     root = inputs["root"]
+    first = draw_placebos(read_canaries(inputs["canaries"]), seed=0)[0]
+    docs = [Document(f"u{i % 4}", f"d{i}", t) for i, t in enumerate(TEXTS)]
+    docs.append(Document("u1", "p0", f"{first['prefix']}{first['secret']} was the old one"))
+    path = Corpus(docs).write_jsonl(root / "exposure-corpus.jsonl")
     single = root / "exposure-single"
-    _single(
-        [
-            "exposure",
-            "--model",
-            str(inputs["model"]),
-            "--canaries",
-            str(inputs["canaries"]),
-            "--out",
-            str(single),
-        ]
-        + ["--corpus", str(inputs["corpus"])]
-    )
-    folder = _audit(root, "exposure", str(inputs["model"]), "exposure", {"canaries": "canaries.jsonl"})
+    args = ["exposure", "--model", str(inputs["model"]), "--canaries", str(inputs["canaries"])]
+    _single([*args, "--out", str(single), "--corpus", str(path)])
+    section = {"canaries": "canaries.jsonl"}
+    folder = _audit(root, "exposure", str(inputs["model"]), "exposure", section, corpus={"path": str(path)})
     _assert_same(single, folder / "exposure")
     _same_users(single, folder)
+    placebos = pd.read_parquet(single / "placebo_exposure.parquet")
+    assert first["secret"] not in set(placebos["secret"])
 
 
 @pytest.mark.parametrize(
@@ -204,6 +208,19 @@ def test_lmleak_mia_is_the_audits_mia_stage(inputs, sides):
         args += [f"--{key.replace('_', '-')}", str(root / file)]
     _single([*args, "--corpus", str(inputs["corpus"])])
     folder = _audit(root, name, str(inputs["model"]), "mia", {"num_per_side": 50, **sides})
+    _assert_same(single, folder / "mia")
+    _same_users(single, folder)
+
+
+def test_lmleak_mia_reference_is_the_audits_public_model(inputs):
+    """The reference-calibrated attack: ``--reference R`` on the command, ``public_model: R`` in the audit."""
+    root = inputs["root"]
+    single = root / "mia-reference-single"
+    args = ["mia", "--model", str(inputs["model"]), "--out", str(single), "--corpus", str(inputs["corpus"])]
+    _single([*args, "--reference", str(inputs["reference"])])
+    model = str(inputs["model"])
+    folder = _audit(root, "mia-reference", model, "mia", {}, public_model=str(inputs["reference"]))
+    assert "reference" in _summary(single)["mia_auc_by_attack"]
     _assert_same(single, folder / "mia")
     _same_users(single, folder)
 
