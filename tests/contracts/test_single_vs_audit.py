@@ -225,14 +225,27 @@ def test_lmleak_mia_reference_is_the_audits_public_model(inputs):
     _same_users(single, folder)
 
 
-def test_lmleak_report_is_the_audits_report_stage(inputs):
+@pytest.mark.parametrize("public", [False, True], ids=["alone", "public-model"])
+def test_lmleak_report_is_the_audits_report_stage(inputs, public):
     root = inputs["root"]
-    single = root / "report-single"
-    _single(
-        ["report", "--model", str(inputs["model"]), "--corpus", str(inputs["corpus"]), "--out", str(single)]
-        + ["--k", "1"]
-    )
-    folder = _audit(root, "report", str(inputs["model"]), "report", {"k": [1]})
+    name = f"report-{public}"
+    single = root / f"{name}-single"
+    args = [
+        "report",
+        "--model",
+        str(inputs["model"]),
+        "--corpus",
+        str(inputs["corpus"]),
+        "--out",
+        str(single),
+    ]
+    extra: dict[str, Any] = {}
+    if public:  # the curated count and the leakage epsilon against a public model
+        args += ["--public-model", str(inputs["reference"])]
+        extra["public_model"] = str(inputs["reference"])
+    _single([*args, "--k", "1"])
+    folder = _audit(root, name, str(inputs["model"]), "report", {"k": [1]}, **extra)
+    assert ("public_model" in extra) == bool(_summary(single).get("public_model"))
     _assert_same(single, folder / "report")
     _same_users(single, folder)
 
