@@ -118,7 +118,7 @@ SURFACE = {
     "redact": "--base-recall --corpus --json --out --policy --recall --seed",
     "render": "--no-show-text --out --show-text",
     "report": (
-        "--allow-pickle --api-top-k --corpus --engine --gpus-per-worker --headline-pii-types "
+        "--allow-pickle --api-top-k --corpus --engine --gpus-per-worker --headline-pii-types --holdout "
         "--index-cache --json --k --leave-out-folds --max-contexts --min-tokens --model "
         "--num-workers --out --p --pii-policy --public-context-tokens --public-model "
         "--public-occurrences --public-scope --ray-address --redact --redact-key-file --t"

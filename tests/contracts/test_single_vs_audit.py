@@ -250,6 +250,24 @@ def test_lmleak_report_is_the_audits_report_stage(inputs, public):
     _same_users(single, folder)
 
 
+def test_lmleak_report_holdout_is_the_audits_never_seen_null(inputs):
+    """A model that holds out nobody: its leaked-PII null is people it never saw, ``--holdout F`` on the
+    command and ``analyses.mia.non_members: F`` alone in the audit (which then also runs mia, so the
+    audit's users.parquet joins two stages and is not compared here)."""
+    import shutil
+
+    root = inputs["root"]
+    model = shutil.copytree(inputs["model"], root / "no-holdout-model")
+    (model / "holdout.json").unlink()
+    single = root / "report-never-seen-single"
+    args = ["report", "--model", str(model), "--corpus", str(inputs["corpus"]), "--out", str(single)]
+    _single([*args, "--holdout", str(inputs["never_seen"]), "--k", "1"])
+    sections = {"report": {"k": [1]}, "mia": {"non_members": "never_seen.jsonl"}}
+    folder = _audit(root, "report-never-seen", str(model), "report", {"k": [1]}, analyses=sections)
+    assert _summary(single)["by_k"]["1"]["null_kind"] == "held_out"  # the never-seen people are the null
+    _assert_same(single, folder / "report")
+
+
 def test_lmleak_extract_is_the_audits_extract_stage(inputs):
     root = inputs["root"]
     single = root / "extract-single"

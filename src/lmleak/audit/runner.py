@@ -61,7 +61,7 @@ from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.subjects import read_subjects
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
-from lmleak.report.leakage import run_report
+from lmleak.report.leakage import never_seen_null, run_report
 from lmleak.report.redaction import (
     Redactor,
     private_scratch,
@@ -199,14 +199,10 @@ class Auditor:
         public = self.cfg.public_model
         # the null of leaked PII: the model's held-out users (holdout.json, read by run_report from
         # the model folder), else the people it never saw (analyses.mia.non_members alone, --holdout)
-        holdout = read_holdout(model_path) if Path(model_path).is_dir() else None
-        mia = self.cfg.analyses.mia
-        never_seen = None
-        if (holdout is None or not set(holdout.users) & set(self.corpus().users)) and (
-            mia is not None and mia.non_members and not mia.members
-        ):
-            c = self.cfg.corpus
-            never_seen = load_corpus(
+        model_dir = model_path if Path(model_path).is_dir() else None
+        mia, c, people = self.cfg.analyses.mia, self.cfg.corpus, None
+        if mia is not None and mia.non_members and not mia.members:
+            people = load_corpus(
                 self.cfg.resolve(mia.non_members),
                 text_field=c.text_field,
                 user_field=c.user_field,
@@ -218,9 +214,9 @@ class Auditor:
             out,
             dataclasses.replace(spec, redact=self.redactor is not None),
             public_model=self.cfg.resolve(public) if public else None,
-            model_dir=model_path if Path(model_path).is_dir() else None,
+            model_dir=model_dir,
             redactor=self.redactor,
-            never_seen=never_seen,
+            never_seen=never_seen_null(model_dir, self.corpus(), people),  # as `lmleak report --holdout`
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:

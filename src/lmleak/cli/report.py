@@ -120,6 +120,14 @@ def report(
     corpus: ReportCorpusOpt = None,
     out_dir: ReportOutOpt = None,
     public_model: PublicModelOpt = None,
+    holdout: Annotated[
+        Path | None,
+        typer.Option(
+            "--holdout",
+            help="People the model never saw (a corpus with user_id): the leaked-PII null when the model "
+            "holds out none of the corpus's users (the audit's analyses.mia.non_members alone).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
     *,
@@ -140,7 +148,14 @@ def report(
     if not ctx.params.get("k"):  # no --k: the default ks the API can answer
         settings = dataclasses.replace(settings, k=default_ks(engine.api_top_k))
     result = leakage_report_from_files(
-        model, corpus, out_dir, settings, engine=engine, public_model=public_model, progress=info
+        model,
+        corpus,
+        out_dir,
+        settings,
+        engine=engine,
+        public_model=public_model,
+        never_seen=holdout,
+        progress=info,
     )
     if json_out:
         print_json(result.summary)
