@@ -268,25 +268,17 @@ def test_lmleak_report_holdout_is_the_audits_never_seen_null(inputs):
     _assert_same(single, folder / "report")
 
 
-def test_lmleak_extract_is_the_audits_extract_stage(inputs):
+@pytest.mark.parametrize("which", ["fake", "model"], ids=["fake-memoriser", "model-folder"])
+def test_lmleak_extract_is_the_audits_extract_stage(inputs, which):
+    """On the memorising fake (samples that verify) and on a model folder (its A factor read from it)."""
     root = inputs["root"]
-    single = root / "extract-single"
+    single = root / f"extract-{which}-single"
     options = {"num_samples": 4, "max_new_tokens": 6, "top_n": 3, "min_match_tokens": 4}
     options |= {"prefix_tokens": 3, "suffix_tokens": 3, "discoverable_docs": 2}
     flags = [x for k, v in options.items() for x in (f"--{k.replace('_', '-')}", str(v))]
-    _single(
-        [
-            "extract",
-            "--model",
-            str(inputs["fake"]),
-            "--corpus",
-            str(inputs["corpus"]),
-            "--out",
-            str(single),
-            *flags,
-        ]
-    )
-    folder = _audit(root, "extract", str(inputs["fake"]), "extract", options)
+    model = str(inputs[which])
+    _single(["extract", "--model", model, "--corpus", str(inputs["corpus"]), "--out", str(single), *flags])
+    folder = _audit(root, f"extract-{which}", model, "extract", options)
     _assert_same(single, folder / "extract")
     _same_users(single, folder)
 
