@@ -56,8 +56,8 @@ def test_membership_texts_read_two_files_or_split_the_corpus_by_the_held_out_use
     assert got.groups == (["u1", "u1"], ["u2", "u3"])
     assert got.source == (
         "non-members: 2 documents of the 2 users held out of training (holdout.json); "
-        "members: 2 documents of the other users"
-    )
+        "members: 2 documents of the 1 user trained on"
+    )  # the audit's words: both split the corpus with membership_sets (issue 34)
     with pytest.raises(ConfigError, match="no member / non-member texts") as e:
         membership_texts(tmp_path / "no-holdout", corpus=corpus)
     assert e.value.field == "--members"

@@ -162,14 +162,14 @@ def test_experiment_crt_rejects_an_unknown_architecture_before_any_work(tmp_path
 
 
 def test_the_mia_lines_name_each_interval_a_boundary_rule_made():
-    from lmleak.cli.attacks import _membership_lines
+    from lmleak.render.terminal import membership_lines
 
     iv = {"level": 0.95, "method": "bootstrap", "n_boot": 100, "n_units": 12, "unit": "user",
           "at_boundary": {"mia_auc_ci": "clopper-pearson: 6 of 6 group pairs"}}  # fmt: skip
-    lines = _membership_lines({"intervals": iv})
+    lines = membership_lines({"intervals": iv})
     assert lines[-2] == "  intervals: 95%, bootstrap, 100 replicates over 12 users"
     assert lines[-1].strip().startswith("mia_auc_ci: clopper-pearson: 6 of 6 group pairs (a bootstrap of")
-    assert not any("clopper" in x for x in _membership_lines({"intervals": {**iv, "at_boundary": {}}}))
+    assert not any("clopper" in x for x in membership_lines({"intervals": {**iv, "at_boundary": {}}}))
 
 
 # ---------------------------------------------------------------------- issue 33: no silent ignore

@@ -9,8 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from lmleak.attacks.dp_audit import epsilon_lower_bound
-from lmleak.cli.dpaudit import print_dp_audit
+from lmleak.cli.common import out
 from lmleak.cli.main import app
+from lmleak.render.terminal import print_dp_audit
 
 
 def test_the_cli_prints_the_bound():
@@ -66,7 +67,7 @@ def test_the_summary_lines_give_the_bound_the_guesses_and_a_violated_claim(capsy
         "claim_violated": True,
         "report": "r/report.html",
     }
-    print_dp_audit(summary, "r")
+    print_dp_audit(out, summary, "r")
     text = " ".join(capsys.readouterr().out.split())  # rich wraps long lines at the console width
     assert text.startswith("epsilon_lower_bound: 1.23457 claimed ε ≤ 1; measured ≥ 1.23: ")
     assert "9 of 10 guesses right about 20 canaries (11 included), delta 1e-05" in text
@@ -74,11 +75,11 @@ def test_the_summary_lines_give_the_bound_the_guesses_and_a_violated_claim(capsy
     assert text.endswith("run: r; report: r/report.html")
     summary["limit"] = "with 10 guesses about 20 canaries this audit certifies at most ε ≥ 1.05"
     summary["placebo_warning"] = "a placebo run certified ε ≥ 1.23"
-    print_dp_audit(summary, "r")
+    print_dp_audit(out, summary, "r")
     text = " ".join(capsys.readouterr().out.split())
     assert summary["limit"] in text and summary["placebo_warning"] in text
     summary["claim_violated"] = False
-    print_dp_audit(summary, "r")
+    print_dp_audit(out, summary, "r")
     assert "violated" not in capsys.readouterr().out
 
 
@@ -168,7 +169,7 @@ def test_run_privacy_unit_user_shares_the_librarys_defaults_and_refuses_an_unkno
         "claim_violated": False,
         "report": "r/report.html",
     }  # fmt: skip
-    print_dp_audit(summary, "r")
+    print_dp_audit(out, summary, "r")
     text = " ".join(capsys.readouterr().out.split())
     assert "9 of 10 guesses right about 20 canary users (4 documents each) (11 included)" in text
 
@@ -201,7 +202,7 @@ def test_run_names_a_crafted_design_and_refuses_an_unknown_one(tmp_path, capsys)
         "claim_violated": False,
         "report": "r/report.html",
     }
-    print_dp_audit(summary, "r")
+    print_dp_audit(out, summary, "r")
     text = " ".join(capsys.readouterr().out.split())
     assert "epsilon_lower_bound_fdp: 1.2 (mu-GDP refuted up to mu = 0.4; assumes a Gaussian trade-off" in text
     assert "about 20 canaries (crafted: rune secrets, new tokens)" in text

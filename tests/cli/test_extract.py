@@ -8,8 +8,9 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from lmleak.attacks.extraction import METRICS
-from lmleak.cli.extract import print_extraction
+from lmleak.cli.common import out
 from lmleak.cli.main import app
+from lmleak.render.terminal import print_extraction
 from tests.attacks.test_extraction import _corpus
 
 
@@ -104,11 +105,11 @@ def test_the_summary_lines_name_each_metric_the_discoverable_share_and_the_run(c
         "extracted": 3,
         "extracted_with_pii": 1,
     }
-    print_extraction(summary, "r")
+    print_extraction(out, summary, "r")
     lines = capsys.readouterr().out.splitlines()
     assert lines[:2] == ["verified_at_5 perplexity: 2", "verified_at_5 combined: 1"]
     assert lines[2] == "discoverable (10, 0.5): 0.250 of 4 training prefixes"
     assert lines[3].startswith("extracted: 3 memorised samples (>= 8 tokens verbatim), 1 with PII")
     summary["discoverable"]["documents"] = 0  # --discoverable-docs 0: no discoverable line
-    print_extraction(summary, "r")
+    print_extraction(out, summary, "r")
     assert not any(ln.startswith("discoverable") for ln in capsys.readouterr().out.splitlines())

@@ -65,7 +65,7 @@ SURFACE = {
         "--softprompt-epochs --users"
     ),
     "exposure": (
-        "--alphabet --canaries --canary-design --extrapolate --json --max-candidates --model --out "
+        "--alphabet --canaries --canary-design --corpus --extrapolate --json --max-candidates --model --out "
         "--placebos --redact --redact-key-file --sample-size --seed -m"
     ),
     "extract": (
@@ -118,7 +118,7 @@ SURFACE = {
     "redact": "--base-recall --corpus --json --out --policy --recall --seed",
     "render": "--no-show-text --out --show-text",
     "report": (
-        "--allow-pickle --api-top-k --corpus --engine --gpus-per-worker --headline-pii-types "
+        "--allow-pickle --api-top-k --corpus --engine --gpus-per-worker --headline-pii-types --holdout "
         "--index-cache --json --k --leave-out-folds --max-contexts --min-tokens --model "
         "--num-workers --out --p --pii-policy --public-context-tokens --public-model "
         "--public-occurrences --public-scope --ray-address --redact --redact-key-file --t"
@@ -479,11 +479,11 @@ def test_the_old_probe_spelling_runs_probe_person_with_its_options(tmp_path, mon
 
 
 def test_mia_n_is_the_old_spelling_of_num_per_side(tmp_path, monkeypatch):
-    import lmleak.attacks.membership as membership
+    import lmleak.audit.single as single
 
     monkeypatch.setattr(
-        membership,
-        "membership_of_model",
+        single,
+        "membership_command",
         lambda model, out, settings, **kw: {"num_per_side": settings.num_per_side},
     )
     files = [

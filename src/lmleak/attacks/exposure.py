@@ -690,6 +690,7 @@ def exposure_of_model(
     out_dir: str | Path,
     settings: ExposureSettings = ExposureSettings(),
     *,
+    corpus: str | Path | None = None,
     echo: Callable[[str], None] | None = None,
 ) -> ExposureRun:
     """Load the model spec ``model`` and run :func:`run_exposure` on it (the work of ``lmleak exposure``).
@@ -699,22 +700,28 @@ def exposure_of_model(
         canaries: ``canaries.jsonl`` (secret, prefix, repeats, user_id).
         out_dir: the run directory for ``exposure.parquet`` and ``summary.json``.
         settings: the run's :class:`ExposureSettings`.
+        corpus: the training corpus, so that no placebo is a secret that follows its prefix there
+            (as the audit's exposure stage draws them; None: not checked).
         echo: called with a progress message once the model is loaded.
 
     Returns:
         The model's name, the summary written to ``summary.json`` and the per-canary results.
     """
-    # lazy: torch; the settings stay cheap to import
+    # lazy: the corpus loaders import pandas; the settings stay cheap to import
+    from lmleak.data.loaders import load_corpus
+
+    # lazy: torch
     from lmleak.models.loading import load_model
 
     # first: a missing or bad file, or a file of another design, exits 2 before the model loads
     rows = read_canaries(canaries)
     if settings.canary_design is not None:
         canary_design_of(rows, canaries, settings.canary_design)
+    texts = None if corpus is None else load_corpus(corpus).texts()
     lm = load_model(model)
     if echo is not None:
         echo(f"ranking the canaries of {canaries} with {lm.name}")
-    summary, results = run_exposure(lm, canaries, out_dir, settings)
+    summary, results = run_exposure(lm, canaries, out_dir, settings, corpus_texts=texts)
     return ExposureRun(lm.name, summary, results)
 
 

@@ -521,8 +521,8 @@ def membership_of_model(
     :func:`run_membership`, in a Ray session when ``engine`` is Ray's.
 
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
-    are scored. ``texts``: the two sides already chosen (``lmleak mia --corpus C --non-members F``:
-    people the model never saw, :func:`lmleak.audit.nonmembers.membership_sets`), instead of the files.
+    are scored. ``texts``: the two sides already chosen (a benchmark's), instead of the settings' files
+    (``--corpus C --non-members F`` alone: people the model never saw, as in the audit config).
     SaMIA's cost is echoed after the run. Returns the summary written to ``summary.json``.
     """
     say = echo or (lambda message: None)
@@ -530,7 +530,7 @@ def membership_of_model(
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
     if s.methods is not None:
         parse_methods(s.methods, reference=s.reference is not None, mlm=s.mlm is not None, field="--methods")
-    if texts is None:
+    if texts is None:  # the audit's mia stage builds them with the same function
         texts = membership_texts(
             model, members=s.members, non_members=s.non_members, corpus=s.corpus, field=s.field
         )

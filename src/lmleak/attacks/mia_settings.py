@@ -41,7 +41,7 @@ class MembershipSettings(Settings):
 
     Members and non-members: no files, the corpus split by the model's held-out users
     (``holdout.json``); ``non_members`` alone, a corpus of people the model never saw beside the
-    training users' documents (:func:`lmleak.audit.nonmembers.membership_sets`); both, two files of texts.
+    training users' documents (:func:`lmleak.attacks.mia_texts.membership_sets`); both, two files of texts.
     """
 
     members: str | None = setting(

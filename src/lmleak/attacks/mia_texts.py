@@ -8,11 +8,12 @@ drawn over people.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.data.corpus import Document
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
@@ -258,38 +259,184 @@ def user_groups(
     return mem_users, non_users
 
 
+@dataclass(frozen=True, slots=True)
+class MembershipSets:
+    """The two sides of a membership run and each text's user (aligned), and where they came from."""
+
+    members: list[str]
+    non_members: list[str]
+    member_users: list[str]
+    non_member_users: list[str]
+    source: str
+
+
+def cut_text(doc: Document) -> str:
+    """A document as a membership candidate: its first :data:`CANDIDATE_WORDS` words."""
+    return first_words(doc.text, CANDIDATE_WORDS)
+
+
+# long: a doctest and three refusals, each naming its fix; the split itself is a 12-line loop
+def membership_sets(
+    corpus: Iterable[Document],
+    held_out: Collection[str],
+    never_seen: Iterable[Document] | None = None,
+    *,
+    corpus_name: str = "the corpus",
+    never_seen_name: str = "the non-members file",
+    field: str = "analyses.mia.non_members",
+    trained_on: str | None = None,
+) -> MembershipSets:
+    """Members and non-members from people the model never saw, each text cut to its first
+    :data:`CANDIDATE_WORDS` words (as :func:`split_by_holdout`).
+
+    Members are the documents of the corpus's users outside ``held_out`` (the users the model was
+    trained on). Non-members are the documents of ``never_seen`` when given (a corpus of other
+    people), else the corpus's documents of the ``held_out`` users.
+
+    Example:
+        >>> docs = [Document("u1", "a", "x y"), Document("u2", "b", "p q"), Document("u3", "c", "r")]
+        >>> s = membership_sets(docs, ["u2"])
+        >>> s.members, s.non_members, s.member_users, s.non_member_users
+        (['x y', 'r'], ['p q'], ['u1', 'u3'], ['u2'])
+        >>> membership_sets(docs, [], [Document("u3", "d", "s t")])
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field 'analyses.mia.non_members': 1 person of the non-members file is a user the model was trained on (u3): they write in the corpus and the model records no held-out users, so every user of the corpus counts as trained on. Fix: non-members must be people the model never saw: drop them (or rename their user ids if they are other people); if the model never saw them, audit a corpus without their documents (the one it was trained on)
+
+    ``trained_on``: the corpus the model's ``holdout.json`` records, named when no held-out user is
+    in ``corpus``.
+
+    Raises:
+        ConfigError: a never-seen person who is a training user; no member or no non-member text.
+    """
+    held = set(held_out)
+    mem: list[str] = []
+    mem_users: list[str] = []
+    non: list[str] = []
+    non_users: list[str] = []
+    for d in corpus:
+        if d.user_id in held:
+            if never_seen is None:
+                non.append(cut_text(d))
+                non_users.append(d.user_id)
+            continue
+        mem.append(cut_text(d))
+        mem_users.append(d.user_id)
+    if never_seen is not None:
+        trained = set(mem_users)
+        for d in never_seen:
+            non.append(cut_text(d))
+            non_users.append(d.user_id)
+        both = sorted(set(non_users) & trained)
+        if both:
+            people = "person" if len(both) == 1 else "people"
+            # what lmleak knows is that they write in the corpus and are not held out; a model behind
+            # an API records no held-out users, so a corpus that still holds them reads as "trained on"
+            why = (
+                "the model records no held-out users, so every user of the corpus counts as trained on"
+                if not held
+                else "the model's holdout.json does not hold them out"
+            )
+            raise ConfigError(
+                f"{len(both)} {people} of {never_seen_name} {'is a user' if len(both) == 1 else 'are users'} "
+                f"the model was trained on ({', '.join(both[:3])}{', ...' if len(both) > 3 else ''}): "
+                f"they write in {corpus_name} and {why}",
+                field=field,
+                hint="non-members must be people the model never saw: drop them (or rename their user ids "
+                "if they are other people); if the model never saw them, audit a corpus without their "
+                "documents (the one it was trained on)",
+            )
+    if not non:
+        raise ConfigError(
+            f"none of the {plural(len(held), 'user')} the model held out (holdout.json) writes in {corpus_name}",
+            field=field,
+            hint="audit with the corpus the model was trained on"
+            + (f" (holdout.json records {trained_on})" if trained_on else ""),
+        )
+    if not mem:
+        raise ConfigError(
+            f"every user of {corpus_name} is held out: the model was trained on none of its documents",
+            field=field,
+            hint="audit with the corpus the model was trained on",
+        )
+    if never_seen is None:
+        source = (
+            f"non-members: {plural(len(non), 'document')} of the {plural(len(set(non_users)), 'user')} held out "
+            f"of training (holdout.json); members: {plural(len(mem), 'document')} of the "
+            f"{plural(len(set(mem_users)), 'user')} trained on"
+        )
+    else:
+        source = (
+            f"non-members: {plural(len(non), 'document')} of the {plural(len(set(non_users)), 'person')} of "
+            f"{never_seen_name}, none of them a training user; members: {plural(len(mem), 'document')} of the "
+            f"{plural(len(set(mem_users)), 'user')} trained on"
+        )
+    return MembershipSets(mem, non, mem_users, non_users, source)
+
+
+# long: the three ways to the two sides, each refusal naming its fix; the work is membership_sets'
 def membership_texts(
     model: str | Path,
     *,
     members: str | Path | None = None,
     non_members: str | Path | None = None,
-    corpus: str | Path | None = None,
+    corpus: str | Path | Iterable[Document] | None = None,
     field: str = "text",
+    corpus_name: str | None = None,
+    load: Callable[[str | Path], Iterable[Document]] | None = None,
+    where: str | None = None,
 ) -> MembershipTexts:
-    """Members and non-members from two files, or else from ``corpus`` split by the users ``model``
-    (a folder from ``lmleak train``) held out, with each side's users for the blind baseline's folds.
+    """The two sides of a membership run, the one builder of ``lmleak mia`` and the audit's mia stage
+    (issue 34): two files (``members`` and ``non_members``: each line a text, grouped by person when
+    every line names its ``user_id``); else the training ``corpus``'s users the model (a folder from
+    ``lmleak train``) was trained on as the members, and as the non-members the people of
+    ``non_members`` alone (a corpus of people it never saw) or its held-out users (``holdout.json``),
+    by :func:`membership_sets`, with each side's users for the blind baseline's folds.
+
+    ``corpus`` is a path (read by ``load``, default :func:`~lmleak.data.loaders.iter_documents` with
+    ``field``) or the documents already loaded; ``corpus_name`` names it in the source (default: the
+    path); ``load`` also reads a never-seen corpus. ``where`` is the option or config key a refusal
+    names (default: ``--non-members`` with a never-seen corpus, else ``--corpus``).
 
     Raises:
-        ConfigError: neither both files nor a corpus and a model with held-out users.
+        ConfigError: neither both files nor a corpus with a never-seen corpus or a model with held-out
+            users; a never-seen person who is a training user; an empty side.
         DataFileError: a bad line in a file (:func:`read_texts`).
     """
     if members is not None and non_members is not None:
         mem, mem_users = read_texts_and_users(members, field=field)
         non, non_users = read_texts_and_users(non_members, field=field)
         return MembershipTexts(mem, non, groups=user_groups(members, mem_users, non_members, non_users))
-    if corpus is not None and not Path(corpus).exists():  # named before what the model folder lacks
+    if corpus is None and non_members is not None:
+        raise ConfigError(
+            "--non-members alone names people the model never saw; the members come from the training corpus",
+            field="--non-members",
+            hint="give --corpus C (the corpus the model was trained on), or --members too (two files)",
+        )
+    if isinstance(corpus, str | Path) and not Path(corpus).exists():  # named before what the model lacks
         raise CorpusError("no such file or folder", path=corpus, field="--corpus", hint="check the path")
     holdout = read_holdout(model)
-    if corpus is None or holdout is None or not holdout.users:
+    if corpus is None or (non_members is None and (holdout is None or not holdout.users)):
         raise ConfigError(
             "no member / non-member texts: give --members and --non-members, or --corpus with a model "
             "trained by `lmleak train` (its holdout.json names the users it never saw)",
             field="--members",
             hint="retrain with --holdout-users 0.1, or write the two files",
         )
-    mem, non, mem_users, non_users = split_users_by_holdout(iter_documents(corpus), holdout.users)
-    source = _holdout_source(len(mem), len(non), len(holdout.users))
-    return MembershipTexts(mem, non, source, (mem_users, non_users))
+    read = load or (lambda path: iter_documents(path, text_field=field))
+    documents = read(corpus) if isinstance(corpus, str | Path) else corpus
+    sets = membership_sets(
+        documents,
+        holdout.users if holdout else (),
+        None if non_members is None else read(non_members),
+        corpus_name=corpus_name or str(corpus),
+        never_seen_name=str(non_members),
+        field=where or ("--non-members" if non_members is not None else "--corpus"),
+        trained_on=holdout.corpus if holdout else None,
+    )
+    return MembershipTexts(
+        sets.members, sets.non_members, sets.source, (sets.member_users, sets.non_member_users)
+    )
 
 
 def _holdout_source(members: int, non_members: int, held_out_users: int) -> str:

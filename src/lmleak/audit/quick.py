@@ -8,8 +8,8 @@ write by hand, deciding each analysis from what the model and the corpus hold:
   formats (``Name <email>`` headers, signature blocks), written to ``RUN/subjects.jsonl``, at the
   level the subjects have (``level: null``), with templates mined from the corpus when it writes its
   PII after names (else the paper's first 5); the model's held-out users are the controls;
-- **membership inference** from people the model never saw (:func:`membership_sets`): its held-out
-  users (``holdout.json`` of ``lmleak train --holdout-users``) or a ``holdout`` corpus of other
+- **membership inference** from people the model never saw (the mia stage's builder,
+  :func:`~lmleak.attacks.mia_texts.membership_texts`): its held-out users (``holdout.json`` of ``lmleak train --holdout-users``) or a ``holdout`` corpus of other
   people, against the documents of the users it was trained on; with neither it is listed as not
   run, with the command that would run it;
 - **canary exposure** with a ``canaries`` file;
@@ -34,8 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from lmleak.attacks.mia_texts import membership_texts
 from lmleak.audit.config import MODEL_MARKERS, AuditConfig, load_config, parse_config
-from lmleak.audit.nonmembers import membership_sets, quick_command
+from lmleak.audit.nonmembers import quick_command
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
@@ -159,23 +160,22 @@ def plan_quick_audit(model: str, corpus: str | Path, options: QuickOptions = Qui
     docs = load_corpus(corpus_path)  # a bad row: CorpusError with its line, before anything is written
     notes: dict[str, str] = {}
 
-    # membership inference: people the model never saw
+    # membership inference: people the model never saw (the stage's own builder, checked here first)
     recorded = read_holdout(model_path)  # a malformed holdout.json: DataFileError
     held = set(recorded.users) if recorded else set()
     mia: dict[str, Any] = {}
-    if holdout_path is not None:
-        never_seen = load_corpus(holdout_path)
-        sets = membership_sets(
-            docs, held, never_seen, corpus_name=corpus_path, never_seen_name=holdout_path, field="--holdout"
+    if holdout_path is not None or held:
+        sets = membership_texts(
+            model_path,
+            non_members=holdout_path,
+            corpus=docs,
+            corpus_name=corpus_path,
+            load=load_corpus,
+            where="--holdout" if holdout_path is not None else "--corpus",
         )
-        mia["non_members"] = holdout_path
-        notes["mia"] = sets.source
-    elif held:
-        assert recorded is not None
-        sets = membership_sets(
-            docs, held, corpus_name=corpus_path, field="--corpus", trained_on=recorded.corpus
-        )
-        notes["mia"] = sets.source
+        if holdout_path is not None:
+            mia["non_members"] = holdout_path
+        notes["mia"] = sets.source or ""
     else:
         notes["mia"] = (
             "not run: the model records no held-out users (holdout.json) and no --holdout was given; "

@@ -41,10 +41,10 @@ from lmleak.attacks.extraction import run_extraction
 from lmleak.attacks.membership import run_membership
 from lmleak.attacks.mia_methods import TEXT_ONLY_METHODS
 from lmleak.attacks.mia_settings import method_options
-from lmleak.attacks.mia_texts import MembershipTexts, read_texts_and_users, user_groups
+from lmleak.attacks.mia_texts import membership_texts
 from lmleak.audit.config import AuditConfig, mia_settings, to_dict, validate_config
 from lmleak.audit.dp_audit import DPAuditSettings, run_dp_audit
-from lmleak.audit.nonmembers import NO_NON_MEMBERS, membership_sets
+from lmleak.audit.nonmembers import NO_NON_MEMBERS
 from lmleak.audit.release import release_summary
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
@@ -61,7 +61,7 @@ from lmleak.probe.settings import ProbeSettings
 from lmleak.probe.subjects import read_subjects
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
-from lmleak.report.leakage import run_report
+from lmleak.report.leakage import never_seen_null, run_report
 from lmleak.report.redaction import (
     Redactor,
     private_scratch,
@@ -199,14 +199,10 @@ class Auditor:
         public = self.cfg.public_model
         # the null of leaked PII: the model's held-out users (holdout.json, read by run_report from
         # the model folder), else the people it never saw (analyses.mia.non_members alone, --holdout)
-        holdout = read_holdout(model_path) if Path(model_path).is_dir() else None
-        mia = self.cfg.analyses.mia
-        never_seen = None
-        if (holdout is None or not set(holdout.users) & set(self.corpus().users)) and (
-            mia is not None and mia.non_members and not mia.members
-        ):
-            c = self.cfg.corpus
-            never_seen = load_corpus(
+        model_dir = model_path if Path(model_path).is_dir() else None
+        mia, c, people = self.cfg.analyses.mia, self.cfg.corpus, None
+        if mia is not None and mia.non_members and not mia.members:
+            people = load_corpus(
                 self.cfg.resolve(mia.non_members),
                 text_field=c.text_field,
                 user_field=c.user_field,
@@ -218,9 +214,9 @@ class Auditor:
             out,
             dataclasses.replace(spec, redact=self.redactor is not None),
             public_model=self.cfg.resolve(public) if public else None,
-            model_dir=model_path if Path(model_path).is_dir() else None,
+            model_dir=model_dir,
             redactor=self.redactor,
-            never_seen=never_seen,
+            never_seen=never_seen_null(model_dir, self.corpus(), people),  # as `lmleak report --holdout`
         )
 
     def stage_exposure(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -232,44 +228,25 @@ class Auditor:
         ref = self.cfg.public_model if self.cfg.public_model not in (None, "leave-out") else None
         if ref == "base":  # the fine-tuned model's recorded base (lmleak train --base)
             ref = recorded_base(model_path)
-        if spec.members and spec.non_members:
-            mem_path, non_path = (
-                self.cfg.resolve(spec.members) or "",
-                self.cfg.resolve(spec.non_members) or "",
-            )
-            mem, mem_users = read_texts_and_users(mem_path)
-            non, non_users = read_texts_and_users(non_path)
-            source = None  # both files name their users: texts grouped by person, a score per person
-            groups = user_groups(mem_path, mem_users, non_path, non_users)
-        else:  # people the model never saw: a corpus of them (non_members alone), or its held-out users
-            holdout = read_holdout(model_path)
-            c, never_seen = self.cfg.corpus, None
-            if spec.non_members:
-                never_seen = load_corpus(
-                    self.cfg.resolve(spec.non_members),
-                    text_field=c.text_field,
-                    user_field=c.user_field,
-                    doc_field=c.doc_field,
-                )
-            sets = membership_sets(
-                self.corpus(),
-                holdout.users if holdout else (),
-                never_seen,
-                corpus_name=str(self.cfg.resolve(c.path)),
-                never_seen_name=str(spec.non_members),
-                field="analyses.mia.non_members" if never_seen is not None else "corpus.path",
-                trained_on=holdout.corpus if holdout else None,
-            )
-            mem, non, source = sets.members, sets.non_members, sets.source
-            groups = (
-                sets.member_users,
-                sets.non_member_users,
-            )  # the blind baseline keeps each user in one fold
-            self.echo(f"  {source}")
+        c = self.cfg.corpus
+        texts = membership_texts(  # the one builder of the two sides, as `lmleak mia` (issue 34)
+            model_path,
+            members=self.cfg.resolve(spec.members),
+            non_members=self.cfg.resolve(spec.non_members),
+            corpus=self.corpus(),
+            field=spec.field,
+            corpus_name=str(self.cfg.resolve(c.path)),
+            load=lambda path: load_corpus(
+                path, text_field=c.text_field, user_field=c.user_field, doc_field=c.doc_field
+            ),
+            where="analyses.mia.non_members" if spec.non_members else "corpus.path",
+        )
+        if texts.source is not None:
+            self.echo(f"  {texts.source}")
         reference = load_model(self.cfg.resolve(ref)) if ref else None
         options = method_options(spec, reference=reference, resolve=lambda p: self.cfg.resolve(p) or p)
         # groups: users (held-out split, or files naming user_id); None: grouped by shared PII
-        run_membership(model, MembershipTexts(mem, non, source, groups), out, spec, options=options)
+        run_membership(model, texts, out, spec, options=options)
 
     def _extra_fingerprint(self, stage: str) -> tuple[Any, ...]:
         """Options another config section adds to a stage (so changing them reruns it)."""

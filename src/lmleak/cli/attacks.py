@@ -32,8 +32,8 @@ from lmleak.cli.common import (
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.experiments.options import CRTOptions
+from lmleak.render.terminal import print_crt, print_exposure, print_max_exposure, print_membership
 from lmleak.shards import ShardEngine
-from lmleak.words import plural
 
 
 def parse_list_options(args: list[str], names: set[str]) -> dict[str, list[str]]:
@@ -94,6 +94,12 @@ def exposure_cmd(
     ],
     settings: ExposureSettings,
     redact: RedactRun,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus", help="The training corpus: no placebo is a secret following a prefix there."
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -107,7 +113,7 @@ def exposure_cmd(
     hide_ids_when_redacted(ctx, redact.redact)
     run = write_run(
         out_dir,
-        lambda d: exposure_of_model(model, canaries, d, settings, echo=info),
+        lambda d: exposure_of_model(model, canaries, d, settings, corpus=corpus, echo=info),
         redact=redact.redact,
         key_file=redact.redact_key_file,
     )
@@ -116,41 +122,9 @@ def exposure_cmd(
         print_json(summary)
         return
     if redact.redact:
-        print_max_exposure(summary, out_dir)
+        print_max_exposure(out, summary, out_dir)
         return
-    print_exposure(summary, run.results, run.model_name, out_dir)
-
-
-def print_exposure(summary: dict[str, Any], results: list[Any], name: str, out_dir: Path) -> None:
-    """One table row per canary (rank, exposure, exact or extrapolated), then the maximum."""
-    from rich.table import Table
-
-    t = Table(title=f"Canary exposure — {name}")
-    for col in ("secret", "repeats", "rank", "exposure (bits)", "method"):
-        t.add_column(col)
-    for r in results:
-        t.add_row(
-            r.secret,
-            str(r.repeats or ""),
-            "" if r.rank is None else str(r.rank),
-            f"{r.exposure_bits:.2f}",
-            r.method,
-        )
-    out.print(t)
-    print_max_exposure(summary, out_dir)
-
-
-def print_max_exposure(summary: dict[str, Any], out_dir: Path) -> None:
-    out.print(
-        f"max exposure {summary['max_exposure']:.2f} of {summary['max_possible_exposure']:.2f} bits -> {out_dir}"
-    )
-    if summary.get("placebo_max_exposure") is not None:  # the null the maximum is read against
-        out.print(
-            f"placebo: {plural(summary['num_placebos'], 'never-inserted secret')} of the same formats reach at most "
-            f"{summary['placebo_max_exposure']:.2f} bits (median {summary['placebo_exposure_percentiles']['p50']:.2f}); "
-            f"{summary['canaries_above_placebo_max']} of {plural(summary['num_canaries'], 'canary', 'canaries')} "
-            f"{'lies' if summary['canaries_above_placebo_max'] == 1 else 'lie'} above"
-        )
+    print_exposure(out, summary, run.results, run.model_name, out_dir)
 
 
 @takes(settings=MembershipSettings, engine=ShardEngine, redact=RedactRun)
@@ -179,9 +153,8 @@ def mia_cmd(
     on the other; a placebo (two halves of the non-members) and the grouped blind baseline (a text-only
     classifier) are reported beside them, with a warning when the baseline may explain the attacks.
     """
-    from lmleak.attacks.membership import membership_of_model  # lazy: numpy and torch
-    from lmleak.attacks.mia_benchmarks import benchmark_options
-    from lmleak.report.redaction import write_run
+    from lmleak.attacks.mia_benchmarks import benchmark_options  # lazy: numpy and torch
+    from lmleak.audit.single import membership_command
 
     quiet(quiet_ or as_json)
     hide_ids_when_redacted(ctx, redact.redact)
@@ -195,17 +168,20 @@ def mia_cmd(
     settings = replace_settings(settings, **given)
     s = settings
     texts = benchmark_options(s.benchmark, s.data, s.benchmark_subset, s.members, s.non_members, s.corpus)
-    texts = texts or _never_seen(model, settings)
-    summary = write_run(
+    summary = membership_command(
+        model,
         out_dir,
-        lambda d: membership_of_model(model, d, settings, engine=engine, echo=info, texts=texts),
+        settings,
+        texts=texts,
+        engine=engine,
+        echo=info,
         redact=redact.redact,
         key_file=redact.redact_key_file,
     )
     if as_json:
         print_json(summary)
         return
-    print_membership(summary, out_dir)
+    print_membership(out, summary, out_dir)
 
 
 def _window_sizes(values: list[str]) -> tuple[int, ...]:
@@ -220,144 +196,6 @@ def _window_sizes(values: list[str]) -> tuple[int, ...]:
             hint="e.g. --wbc-windows 1 5 10 20",
         )
     return sizes
-
-
-def _never_seen(model: str, settings: MembershipSettings) -> Any:
-    """The two sides of ``lmleak mia --corpus C --non-members F`` (no ``--members``): F means what the
-    audit config's ``non_members`` alone means, people the model never saw (a corpus of them, each row
-    with its ``user_id``), and the members are C's users outside the model's ``holdout.json`` (all of
-    them without one); a person of F who writes in C and is not held out is refused. None when both
-    files or neither are given (:func:`~lmleak.attacks.mia_texts.membership_texts` reads those).
-
-    Raises:
-        ConfigError: ``--non-members`` without ``--corpus`` (it would otherwise be ignored; ``--members``
-            alone is refused by :class:`~lmleak.attacks.mia_settings.MembershipSettings`).
-    """
-    members, non_members, corpus, field = (
-        settings.members,
-        settings.non_members,
-        settings.corpus,
-        settings.field,
-    )
-    if non_members is None or members is not None:
-        return None
-    if corpus is None:
-        raise ConfigError(
-            "--non-members alone names people the model never saw; the members come from the training corpus",
-            field="--non-members",
-            hint="give --corpus C (the corpus the model was trained on), or --members too (two files)",
-        )
-    from lmleak.attacks.mia_texts import MembershipTexts  # lazy: numpy
-    from lmleak.audit.nonmembers import membership_sets
-    from lmleak.data.holdout import read_holdout
-    from lmleak.data.loaders import iter_documents
-
-    holdout = read_holdout(model)
-    sets = membership_sets(
-        iter_documents(corpus, text_field=field),
-        holdout.users if holdout else (),
-        iter_documents(non_members, text_field=field),
-        corpus_name=str(corpus),
-        never_seen_name=str(non_members),
-        field="--non-members",
-        trained_on=holdout.corpus if holdout else None,
-    )
-    groups = (sets.member_users, sets.non_member_users)
-    return MembershipTexts(sets.members, sets.non_members, sets.source, groups)
-
-
-def _ci_text(value: Any, ci: Any) -> str:
-    """``0.812 [0.744, 0.871]``, or ``-`` without a value."""
-    if value is None:
-        return "-"
-    return f"{value:.3f}" + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
-
-
-def print_membership(summary: dict[str, Any], out_dir: Path) -> None:
-    """One table row per (level, attack) with its 95 % interval and the headline marked, the blind
-    baseline, then the honest headline, the placebo, the sets' counts, notes and warnings."""
-    from rich.table import Table
-
-    name = summary.get("model") or "a redacted run's model"
-    t = Table(title=f"Membership inference — {name} ({summary['num_per_side']} per side)")
-    for col in ("level", "attack", "accuracy", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR"):
-        t.add_column(col)
-    notes = set()
-    for r in summary["metrics"]:
-        cells = []
-        for key in ("tpr_at_1pct_fpr", "tpr_at_0.1pct_fpr"):
-            cells.append(_ci_text(r[key], r.get(f"{key}_ci")))
-            if r.get(f"{key}_note"):
-                notes.add(f"TPR at {'1' if key == 'tpr_at_1pct_fpr' else '0.1'}% FPR: {r[key + '_note']}")
-        headline = r["level"] == "individual" and r["feature"] == summary["mia_attack"]
-        t.add_row(
-            r["level"],
-            r["feature"] + (" (headline)" if headline else ""),
-            "-" if r["accuracy"] is None else f"{r['accuracy']:.3f}",
-            _ci_text(r["auc"], r.get("auc_ci")),
-            *cells,
-        )
-    if summary.get("blind_baseline_auc") is not None:
-        t.add_row(
-            "individual",
-            "blind baseline (text only, no model)",
-            "-",
-            _ci_text(summary["blind_baseline_auc"], summary.get("blind_auc_ci")),
-            "-",
-            "-",
-        )
-    out.print(t)
-    for line in _membership_lines(summary):
-        out.print(line)
-    for n in sorted(notes):
-        out.print(f"  not reported: {n}")
-    for key in ("placebo_warning", "blind_baseline_warning"):
-        if summary.get(key):
-            out.print(f"[bold yellow]warning:[/] {summary[key]}")
-    out.print(f"-> {out_dir}")
-
-
-def _membership_lines(summary: dict[str, Any]) -> list[str]:
-    """The headline and how it was chosen, the best raw AUC, the placebo, the sets, the intervals."""
-    lines = []
-    if "headline_selection" in summary:
-        lines.append(
-            f"headline: {summary['mia_method']} AUC {_ci_text(summary['mia_auc'], summary.get('mia_auc_ci'))} "
-            f"({summary['headline_selection']}: {summary.get('mia_headline_note')})"
-        )
-        if summary.get("mia_best_raw_method") is not None:
-            lines.append(
-                f"best raw: {summary['mia_best_raw_method']} AUC "
-                f"{_ci_text(summary['mia_best_raw_auc'], summary.get('mia_best_raw_auc_ci'))} "
-                "(every text; selected after the fact, optimistic)"
-            )
-    if "placebo_auc" in summary:
-        lines.append(
-            f"placebo: AUC {_ci_text(summary['placebo_auc'], summary.get('placebo_auc_ci'))} "
-            f"({summary.get('placebo_note')})"
-        )
-    sets = summary.get("sets") or {}
-    for side in ("members", "non_members"):
-        c = sets.get(side)
-        if c:
-            lines.append(
-                f"{side.replace('_', '-')}: {plural(c['rows'], 'row')}, {c['distinct']} distinct, "
-                f"{plural(c['near_duplicates'], 'near-duplicate')}, {c['removed_overlap']} on both sides removed "
-                f"-> {c['kept']} kept, {c.get('used')} used in {plural(c.get('groups'), 'group')}"
-            )
-    if sets.get("grouping_note"):
-        lines.append(f"groups ({sets.get('grouping')}): {sets['grouping_note']}")
-    if summary.get("mia_excluded_note"):
-        lines.append(summary["mia_excluded_note"])
-    iv = summary.get("intervals")
-    if iv:
-        lines.append(
-            f"intervals: {iv['level']:.0%}, {iv['method']}, {plural(iv.get('n_boot'), 'replicate')} over "
-            f"{plural(iv['n_units'], iv['unit'])}"
-        )
-        for key, rule in (iv.get("at_boundary") or {}).items():  # where the bootstrap was a point
-            lines.append(f"  {key}: {rule} (a bootstrap of a sample without variation is a point)")
-    return ["  " + x for x in lines]
 
 
 @takes(settings=CRTOptions)
@@ -389,50 +227,4 @@ def crt_cmd(
     if as_json:
         print_json(result["summary"])
         return
-    print_crt(result, out_dir)
-
-
-def print_crt(result: dict[str, Any], out_dir: Path) -> None:
-    """The CRT experiment's table, each CRT run's public share, and the PPL ordering verdicts."""
-    from rich.table import Table
-
-    table = result["table"]
-    t = Table(title="CRT experiment (paper 002 §5)")
-    cols = [
-        "arch",
-        "method",
-        "gamma",
-        "ppl",
-        "acc_top1",
-        "epsilon",
-        "bayes_epsilon",
-        "max_exposure",
-        "mia_accuracy",
-        "group_mia_accuracy",
-    ]
-    for c in cols:
-        t.add_column(c)
-    for _, r in table.iterrows():
-        t.add_row(*[f"{r[c]:.3g}" if isinstance(r[c], float) else str(r[c]) for c in cols])
-    out.print(t)
-    for _, r in table[table["method"] == "crt"].drop_duplicates("gamma").iterrows():
-        mg = r.get("measured_gamma")
-        out.print(
-            f"CRT γ={r['gamma']:g}: measured γ {'n/a' if mg is None or mg != mg else f'{mg:.3f}'}, "
-            f"D_pub {r['public_sentence_share']:.1%} of sentences / {r['public_word_share']:.1%} of words, "
-            f"tokenizer {r['tokenizer_source']}"
-        )
-    for arch, rec in result["summary"]["ppl_ordering"].items():
-        for suffix, what in (("", "validation PPL"), ("_redacted", "PPL with PII masked")):
-            if rec.get(f"holds{suffix}") is None:
-                continue
-            verdict = (
-                "holds"
-                if rec[f"holds{suffix}"]
-                else "does not hold" + (f": {rec['reason']}" if not suffix and rec.get("reason") else "")
-            )
-            out.print(
-                f"{arch}: {what} No-DP {rec['nodp' + suffix]:.1f}, CRT {rec['crt' + suffix]:.1f}, "
-                f"DP-SGD {rec['dp' + suffix]:.1f}; No-DP ≤ CRT ≤ DP-SGD {verdict}"
-            )
-    out.print(f"-> {out_dir}")
+    print_crt(out, result, out_dir)

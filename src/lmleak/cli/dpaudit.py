@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -24,7 +24,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.cli.options import takes
-from lmleak.words import plural
+from lmleak.render.terminal import print_dp_audit, print_fdp, print_plan
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -67,18 +67,7 @@ def bound(
         print_json(asdict(bound))
         return
     out.print(f"epsilon_lower_bound: {bound.epsilon_lower_bound:.6g}")
-    print_fdp(bound.epsilon_lower_bound_fdp, bound.mu_lower_bound, bound.fdp_note)
-
-
-def print_fdp(eps: float | None, mu: float | None, note: str | None) -> None:
-    """The f-DP line: the bound and μ̂ under its Gaussian assumption, or why it is not given."""
-    if eps is None:
-        out.print(f"epsilon_lower_bound_fdp: {note or 'not given'}")
-        return
-    out.print(
-        f"epsilon_lower_bound_fdp: {eps:.6g} (mu-GDP refuted up to mu = {mu:.4g}; assumes a Gaussian "
-        "trade-off, which DP-SGD's is close to: Mahloujifar, Melis & Chaudhuri 2024)"
-    )
+    print_fdp(out, bound.epsilon_lower_bound_fdp, bound.mu_lower_bound, bound.fdp_note)
 
 
 def plan(
@@ -135,30 +124,7 @@ def plan(
     if json_out:
         print_json(asdict(result))
         return
-    print_plan(result)
-
-
-def print_plan(plan: Any) -> None:
-    """One row per precision: the correct guesses it means, the largest certifiable epsilon and,
-    with a target, the canaries needed to certify it."""
-    from rich.table import Table
-
-    t = Table(
-        title=f"one-run audit: m = {plural(plan.m, 'canary')}, r = {plural(plan.r, 'guess')}, delta {plan.delta:g}, "
-        f"{plan.confidence:.0%} confidence"
-    )
-    for col in ("precision", "right", "max epsilon"):
-        t.add_column(col, justify="right")
-    if plan.target_epsilon is not None:
-        guessed = "all guessed" if plan.r == plan.m else f"{plan.r / plan.m:.0%} guessed"
-        t.add_column(f"m for epsilon {plan.target_epsilon:g} ({guessed})", justify="right")
-    for row in plan.rows:
-        cells = [f"{row['precision']:.3g}", f"{row['v']} of {plan.r}", f"{row['max_epsilon']:.4g}"]
-        if plan.target_epsilon is not None:
-            need = row["canaries_needed"]
-            cells.append("unreachable" if need is None else str(need))
-        t.add_row(*cells)
-    out.print(t)
+    print_plan(out, result)
 
 
 @takes(audit=DPAuditSettings, training=DPAuditTraining, redact=RedactRun)
@@ -192,32 +158,4 @@ def run(
     if json_out:
         print_json(summary)
         return
-    print_dp_audit(summary, out_dir)
-
-
-def print_dp_audit(summary: dict[str, Any], out_dir: Path) -> None:
-    """The epsilon lower bound, the guesses behind it, and whether the DP claim is violated."""
-    a = summary["dp_audit"]
-    out.print(f"epsilon_lower_bound: {summary['epsilon_lower_bound']:.6g}")
-    if "epsilon_lower_bound_fdp" in summary:  # absent from summaries written before it existed
-        print_fdp(summary["epsilon_lower_bound_fdp"], summary.get("mu_lower_bound"), summary.get("fdp_note"))
-    canaries = (
-        plural(a["m"], "canary")
-        if a.get("privacy_unit") != "user"
-        else f"{plural(a['m'], 'canary user')} ({plural(a['canary_documents'], 'document')} each)"
-    )
-    if a.get("canary_design") == "crafted":
-        canaries += " (crafted: rune secrets, new tokens)"
-    out.print(
-        f"{summary['statement']}: {a['v']} of {plural(a['r'], 'guess')} right about {canaries} "
-        f"({a['num_included']} included), delta {a['delta']:g}"
-    )
-    if summary.get("limit"):
-        out.print(summary["limit"])
-    if summary["claim_violated"]:
-        out.print(
-            "[bold red]the measured lower bound exceeds the claimed epsilon: the DP claim is violated[/]"
-        )
-    if summary.get("placebo_warning"):
-        out.print(f"[yellow]{summary['placebo_warning']}[/]")
-    out.print(f"run: {out_dir}; report: {summary['report']}")
+    print_dp_audit(out, summary, out_dir)

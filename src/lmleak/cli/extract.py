@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from lmleak.attacks.extraction import ExtractSettings, extract_from_model
 from lmleak.cli.common import RedactRun, hide_ids_when_redacted, info, out, print_json, quiet
 from lmleak.cli.options import takes
-from lmleak.words import plural
+from lmleak.render.terminal import print_extraction
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -53,21 +53,4 @@ def extract(
     if json_out:
         print_json(summary)
         return
-    print_extraction(summary, out_dir)
-
-
-def print_extraction(summary: dict[str, Any], out_dir: Path) -> None:
-    """Verified counts per metric, the discoverable fraction, and the memorised samples found."""
-    top_n = summary["config"]["top_n"]
-    min_match_tokens = summary["config"]["min_match_tokens"]
-    for metric, count in summary[f"verified_at_{top_n}"].items():
-        out.print(f"verified_at_{top_n} {metric}: {count}")
-    d = summary["discoverable"]
-    if d["documents"]:
-        out.print(
-            f"discoverable ({d['n']}, {d['p']:g}): {d['discoverable_fraction']:.3f} of {d['documents']} training prefixes"
-        )
-    out.print(
-        f"extracted: {plural(summary['extracted'], 'memorised sample')} (>= {plural(min_match_tokens, 'token')} verbatim), "
-        f"{summary['extracted_with_pii']} with PII; run: {out_dir}"
-    )
+    print_extraction(out, summary, out_dir)

@@ -39,9 +39,9 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
+from lmleak.render.terminal import print_report, print_table
 from lmleak.report.engine import LedgerEngine
 from lmleak.report.leakage import ReportSettings
-from lmleak.words import plural
 
 _MULTI = ("--k",)
 
@@ -71,110 +71,6 @@ class _ReportGroup(TyperGroup):
                     i += 1
                     first = False
         return super().parse_args(ctx, fixed)
-
-
-def _print_summary(summary: dict[str, Any], title: str) -> None:
-    from rich.table import Table
-
-    # lazy: lmleak.report.metrics imports numpy
-    from lmleak.report.metrics import format_epsilon
-
-    pii = summary.get("pii_unique_sequences") or {}
-    if summary.get("pii_policy"):
-        listed = ", ".join(f"{n} {t}" for t, n in sorted(pii.items(), key=lambda kv: -kv[1])) or "none"
-        headlined = summary.get("pii_unique_sequences_total")
-        out.print(
-            f"[bold]leaked PII[/] (user-unique sequences of >= {plural(summary.get('min_tokens'), 'token')} holding PII, "
-            f"k={summary['k']}, policy {summary['pii_policy']}): {headlined} headlined (person-identifying kinds, "
-            f"unique as text too); by kind, every kind: {listed}"
-        )
-    for line in _null_lines(summary):
-        out.print(line, highlight=False)
-    t = Table(title=title)
-    t.add_column("k", justify="right")
-    for col in (
-        "sequences",
-        "unique",
-        "with PII",
-        "curated",
-        "ε_l",
-        "ln ε_l p50/p95",
-        "p-filtered",
-        "top-k acc",
-    ):
-        t.add_column(col, justify="right")
-    for k, m in summary["by_k"].items():
-        p50, p95 = m.get("log_ratio_p50"), m.get("log_ratio_p95")
-        t.add_row(
-            k,
-            str(m["num_sequences"]),
-            str(m["unique_sequences"]),
-            str(m.get("pii_unique_sequences_total", "-")),
-            "-" if m["curated_unique_sequences"] is None else str(m["curated_unique_sequences"]),
-            format_epsilon(m.get("log_leakage_epsilon")),
-            "-" if p50 is None else f"{p50:.2f} / {p95:.2f}",
-            str(m["p_filtered_sequences"]),
-            "-" if m["top_k_accuracy"] is None else f"{100 * m['top_k_accuracy']:.2f}%",
-        )
-    out.print(t)
-    pp = summary.get("perplexity")
-    out.print(
-        f"corpus perplexity: {'-' if pp is None else f'{pp:.3f}'} · documents: {summary['num_documents']} · tokens: {summary['num_tokens']}"
-    )
-    if summary.get("public_model"):
-        out.print(
-            f"public model scored each unique sequence with {summary.get('public_context_tokens')} tokens of "
-            f"context, at most {summary.get('public_occurrences')} occurrences per sequence"
-        )
-
-
-def _null_lines(summary: dict[str, Any]) -> list[str]:
-    """Per k, the leaked-PII headline against its null (issue 32), one line each."""
-    from rich.markup import escape
-
-    lines = []
-    for k, m in (summary.get("by_k") or {}).items():
-        kind = m.get("null_kind")
-        if kind is None and m.get("pii_people_excess_reason") is None:
-            continue
-        if kind is None:
-            lines.append(f"[yellow]no null[/] (k={k}): {escape(str(m['pii_people_excess_reason']))}; "
-                         f"to get one: {escape(str(m.get('pii_people_excess_fix')))}")  # fmt: skip
-            continue
-        ex, ci = m.get("pii_people_excess"), m.get("pii_people_excess_ci")
-        excess = (
-            "-" if ex is None else f"{ex:+.1%}" + ("" if ci is None else f" [{ci[0]:+.1%}, {ci[1]:+.1%}]")
-        )
-        null = (
-            f"held-out people {m.get('null_pii_unique_sequences')} sequences, {m.get('pii_people_null')} of "
-            f"{plural(m.get('pii_people_null_n'), 'person')}"
-            if kind == "held_out"
-            else "the public model (curated count)"
-        )
-        lines.append(
-            f"[bold]leaked PII vs null[/] (k={k}): trained-on people {m.get('pii_unique_sequences_members')} "
-            f"sequences, {m.get('pii_people_members')} of {plural(m.get('pii_people_members_n'), 'person')}; "
-            f"null: {null}; people affected beyond the null {excess}"
-        )
-    return lines
-
-
-def _print_table(df: Any, title: str) -> None:
-    from rich.table import Table
-
-    t = Table(title=title)
-    for c in df.columns:
-        t.add_column(str(c), justify="right")
-    for rec in df.to_dict("records"):
-        t.add_row(
-            *[
-                "-"
-                if v is None or (isinstance(v, float) and v != v)
-                else (f"{v:.4g}" if isinstance(v, float) else str(v))
-                for v in rec.values()
-            ]
-        )
-    out.print(t)
 
 
 # The options of ``lmleak report`` the settings do not hold (its own are generated from
@@ -224,6 +120,14 @@ def report(
     corpus: ReportCorpusOpt = None,
     out_dir: ReportOutOpt = None,
     public_model: PublicModelOpt = None,
+    holdout: Annotated[
+        Path | None,
+        typer.Option(
+            "--holdout",
+            help="People the model never saw (a corpus with user_id): the leaked-PII null when the model "
+            "holds out none of the corpus's users (the audit's analyses.mia.non_members alone).",
+        ),
+    ] = None,
     json_out: JsonOpt = False,
     quiet_: QuietOpt = False,
     *,
@@ -244,12 +148,19 @@ def report(
     if not ctx.params.get("k"):  # no --k: the default ks the API can answer
         settings = dataclasses.replace(settings, k=default_ks(engine.api_top_k))
     result = leakage_report_from_files(
-        model, corpus, out_dir, settings, engine=engine, public_model=public_model, progress=info
+        model,
+        corpus,
+        out_dir,
+        settings,
+        engine=engine,
+        public_model=public_model,
+        never_seen=holdout,
+        progress=info,
     )
     if json_out:
         print_json(result.summary)
     elif not quiet_:
-        _print_summary(result.summary, f"Leakage report — {out_dir}")
+        print_report(out, result.summary, f"Leakage report — {out_dir}")
 
 
 def _require(*, model: str | None, corpus: Path | None, out_dir: Path | None) -> None:
@@ -284,7 +195,7 @@ def snapshots(
     if json_out:
         print_json(table.to_dict("records"))
     elif not quiet_:
-        _print_table(table, f"Snapshots — {out_dir}")
+        print_table(out, table, f"Snapshots — {out_dir}")
 
 
 def compare(
@@ -316,7 +227,7 @@ def compare(
     if json_out:
         print_json(table.to_dict("records"))
     elif not quiet_:
-        _print_table(table, f"Model comparison — {out_dir}")
+        print_table(out, table, f"Model comparison — {out_dir}")
 
 
 def _model_specs(model: list[str]) -> dict[str, str]:
@@ -361,4 +272,4 @@ def hardening(
     if json_out:
         print_json(table.to_dict("records"))
     elif not quiet_:
-        _print_table(table, f"API hardening — {run}")
+        print_table(out, table, f"API hardening — {run}")

@@ -16,10 +16,10 @@ from lmleak.data.corpus import Corpus
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
-from lmleak.report.leakage import ReportSettings, run_report
+from lmleak.report.leakage import ReportSettings, never_seen_null, run_report
 from lmleak.report.redaction import redactor_from
-from lmleak.report.users import users_of_model
-from lmleak.runs import open_run, secure_dir, write_summary
+from lmleak.report.users import users_beside
+from lmleak.runs import secure_dir
 from lmleak.settings import setting
 from lmleak.shards import ShardEngine
 from lmleak.words import plural
@@ -109,10 +109,12 @@ def run_leakage_report(
     model: str,
     engine: LedgerEngine = LedgerEngine(),
     public_model: str | None = None,
+    never_seen: Corpus | None = None,
 ) -> ReportRun:
     """The leakage report of ``lm`` (loaded from the spec ``model``) on ``corpus``, into ``out_dir``,
     and ``users.parquet`` beside it (risk per person, :mod:`lmleak.report.users`; its record the
-    summary's ``users``), as an audit writes.
+    summary's ``users``), as an audit writes. ``never_seen``: people the model never saw, the null of
+    leaked PII when the model holds out none of the corpus's users (:func:`never_seen_null`).
 
     ``model`` is the spec ``lm`` was loaded from: Ray actors and vLLM load their own copies from it
     (with ``engine``'s ``allow_pickle`` and ``api_top_k``), and a model directory is where a
@@ -137,12 +139,18 @@ def run_leakage_report(
     elif engine.engine == "vllm":
         _ledger_on_vllm(lm, ModelSpec(model), corpus, out, k=k, shard_size=config.shard_size)
     summary = run_report(
-        lm, corpus, out, config, public_model=public_model, model_dir=model_dir, redactor=redactor
+        lm,
+        corpus,
+        out,
+        config,
+        public_model=public_model,
+        model_dir=model_dir,
+        redactor=redactor,
+        never_seen=never_seen_null(model_dir, corpus, never_seen),  # as the audit's report stage
     )
-    with open_run(out, redacted=config.redact):  # the summary names users.parquet, and is newer
-        users = users_of_model(out, {"report": out}, corpus=corpus, model_dir=model_dir, redactor=redactor)
-        summary["users"] = users
-        write_summary(out, summary)
+    summary = users_beside(
+        out, "report", corpus=corpus, model_dir=model_dir, redactor=redactor, redacted=config.redact
+    )
     return ReportRun(out, engine.engine, summary)
 
 
@@ -158,15 +166,18 @@ def leakage_report_from_files(
     *,
     engine: LedgerEngine = LedgerEngine(),
     public_model: str | None = None,
+    never_seen: str | Path | None = None,
     progress: Callable[[str], None] = _say_nothing,
 ) -> ReportRun:
-    """``lmleak report``: load the corpus file, then the model spec (a top-k-only black box with
-    ``engine.api_top_k``), say what runs through ``progress``, and :func:`run_leakage_report`."""
+    """``lmleak report``: load the corpus file (and ``never_seen``, a corpus of people the model never
+    saw), then the model spec (a top-k-only black box with ``engine.api_top_k``), say what runs
+    through ``progress``, and :func:`run_leakage_report`."""
     data = load_corpus(corpus)
+    people = load_corpus(never_seen) if never_seen is not None else None
     lm = engine.spec(model).load()
     progress(
         f"report: {plural(len(data), 'document')}, model {getattr(lm, 'name', model)}, k={list(config.k)}, engine {engine.engine}"
     )
     return run_leakage_report(
-        lm, data, out_dir, config, model=model, engine=engine, public_model=public_model
+        lm, data, out_dir, config, model=model, engine=engine, public_model=public_model, never_seen=people
     )

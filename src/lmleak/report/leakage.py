@@ -338,6 +338,23 @@ def run_report(
         return _run_report(model, corpus, out, scratch, config, redactor=redactor, **options)
 
 
+def never_seen_null(model_dir: str | Path | None, corpus: Corpus, never_seen: Corpus | None) -> Corpus | None:
+    """The people the model never saw that a report reads its leaked-PII null from (``never_seen``,
+    ``lmleak report --holdout`` and the audit's ``analyses.mia.non_members`` alone), or None when the
+    model's ``holdout.json`` holds out users of ``corpus`` (they are the null) or none is given.
+
+    Example:
+        >>> from lmleak.data.corpus import Document
+        >>> people = Corpus([Document("p1", "x", "hi")])
+        >>> never_seen_null(None, Corpus([Document("u1", "a", "hello")]), people) is people
+        True
+    """
+    holdout = read_holdout(model_dir) if model_dir is not None and Path(model_dir).is_dir() else None
+    if holdout is not None and set(holdout.users) & set(corpus.users):
+        return None
+    return never_seen
+
+
 def _with_null(
     corpus: Corpus,
     model_dir: str | Path | None,

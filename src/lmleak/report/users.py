@@ -50,7 +50,7 @@ from lmleak.intervals import (
 )
 from lmleak.probe.subjects import read_subjects
 from lmleak.report.redaction import Redactor
-from lmleak.runs import read_summary, write_parquet
+from lmleak.runs import open_run, read_summary, write_parquet, write_summary
 
 #: ``users.parquet``'s columns, in order (docs/GLOSSARY.md describes each).
 USER_COLUMNS = (
@@ -395,3 +395,25 @@ def users_of_model(
         held_out=None if holdout is None else holdout.users,
         redactor=redactor,
     )
+
+
+def users_beside(
+    run_dir: str | Path,
+    stage: str,
+    *,
+    corpus: Any = None,
+    model_dir: str | Path | None = None,
+    redactor: Redactor | None = None,
+    redacted: bool = False,
+) -> dict[str, Any]:
+    """A single analysis's run as a one-stage audit leaves its model's folder (issue 34):
+    ``run_dir/users.parquet`` from the ``stage`` that ran into ``run_dir`` (:func:`users_of_model`),
+    and its record as the summary's ``users`` (the audit keeps it in the model's entry of the run
+    summary). Returns the summary, rewritten under the run's lock (``redacted``: a redacted run's)."""
+    with open_run(run_dir, redacted=redacted):  # the summary names users.parquet, and is newer
+        summary = read_summary(run_dir)
+        summary["users"] = users_of_model(
+            run_dir, {stage: Path(run_dir)}, corpus=corpus, model_dir=model_dir, redactor=redactor
+        )
+        write_summary(run_dir, summary)
+    return summary

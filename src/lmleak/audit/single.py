@@ -1,0 +1,48 @@
+"""A single-analysis command as a one-stage audit (issue 34 item 2: one path per analysis).
+
+``lmleak mia`` runs what the audit's mia stage runs: the two sides from the one builder
+(:func:`~lmleak.attacks.mia_texts.membership_texts`), :func:`~lmleak.attacks.membership.run_membership`
+into the run folder, and ``users.parquet`` beside it (:func:`~lmleak.report.users.users_beside`), as the
+audit writes it into the model's folder. ``tests/contracts/test_single_vs_audit.py`` holds each
+command's summary to its stage's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from lmleak.attacks.membership import membership_of_model
+from lmleak.attacks.mia_settings import MembershipSettings
+from lmleak.attacks.mia_texts import MembershipTexts
+from lmleak.data.loaders import load_corpus
+from lmleak.report.redaction import write_run
+from lmleak.report.users import users_beside
+from lmleak.shards import ShardEngine
+
+
+def membership_command(
+    model: str,
+    out_dir: str | Path,
+    settings: MembershipSettings,
+    *,
+    texts: MembershipTexts | None = None,
+    engine: ShardEngine | None = None,
+    echo: Callable[[str], None] | None = None,
+    redact: bool = False,
+    key_file: str | Path | None = None,
+) -> dict[str, Any]:
+    """The work of ``lmleak mia``: :func:`~lmleak.attacks.membership.membership_of_model` into
+    ``out_dir`` (redacted with ``redact``, :func:`~lmleak.report.redaction.write_run`), then
+    ``users.parquet`` from its scores, every user of ``settings.corpus`` a row when one is given.
+    Returns the run's summary (its ``users`` the record of ``users.parquet``)."""
+
+    def produce(folder: Path) -> dict[str, Any]:
+        membership_of_model(model, folder, settings, texts=texts, engine=engine, echo=echo)
+        corpus = load_corpus(settings.corpus) if settings.corpus is not None else None
+        model_dir = model if Path(model).is_dir() else None
+        return users_beside(folder, "mia", corpus=corpus, model_dir=model_dir)
+
+    summary: dict[str, Any] = write_run(out_dir, produce, redact=redact, key_file=key_file)
+    return summary
