@@ -159,13 +159,25 @@ class PlainStrategy:
         return self.module
 
     def privacy(self) -> dict[str, Any]:
-        return {
-            "mode": "nodp",
-            "epsilon": None,
-            "delta": None,
-            "noise_multiplier": 0.0,
-            "sample_rate": None,
-            "steps": self.steps,
-            "accountant": None,
-            "note": "no differential privacy: epsilon is unbounded (reported as null)",
-        }
+        return plain_privacy_record(self.steps)
+
+
+def plain_privacy_record(steps: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``privacy.json`` of a run without DP (small model or fine-tune; ``extra`` says what a
+    fine-tune trained): ε unbounded, written as null.
+
+    Example:
+        >>> plain_privacy_record(3)["epsilon"] is None
+        True
+    """
+    return {
+        "mode": "nodp",
+        "epsilon": None,
+        "delta": None,
+        "noise_multiplier": 0.0,
+        "sample_rate": None,
+        "steps": steps,
+        "accountant": None,
+        **(extra or {}),
+        "note": "no differential privacy: epsilon is unbounded (reported as null)",
+    }
