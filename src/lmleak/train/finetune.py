@@ -44,14 +44,12 @@ clipping (:mod:`lmleak.train.clipping`), the optimiser, noise and accountant of 
 is the loop over epochs and the entry point, and re-exports the public names of all of them.
 """
 
-import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
@@ -61,7 +59,7 @@ from lmleak.progress import track
 from lmleak.train.clipping import HooksClipper, make_clipper
 from lmleak.train.config import CLIPPING, MODES, PRECISIONS, FinetuneConfig
 from lmleak.train.finetuner import Finetuner, evaluate_chunks
-from lmleak.train.plain import Chunks, encode_chunks
+from lmleak.train.plain import Chunks, EpochMeter, encode_chunks
 from lmleak.train.prepare import (
     DEFAULT_TARGETS,
     BaseTokenizer,
@@ -342,7 +340,7 @@ def _train_epoch(
 ) -> dict[str, Any]:
     """Take the epoch's steps (at most ``max_steps`` of each kind in all) and return its history record."""
     max_steps = ft.config.max_steps
-    losses, t0, tokens = [], time.perf_counter(), 0
+    meter = EpochMeter()
     for kind, batch in steps:
         which = "plain" if kind == "plain" else "private"
         if max_steps is not None and taken[which] >= max_steps:
@@ -351,19 +349,11 @@ def _train_epoch(
         if kind == "plain":
             if len(batch[0]) == 0:
                 continue
-            losses.append(ft.plain_step(*batch))
+            loss = ft.plain_step(*batch)
             ft.public_steps += 1
         elif kind == "dp":
-            losses.append(ft.dp_step(*batch))
+            loss = ft.dp_step(*batch)
         else:
-            losses.append(ft.sdp_step(*batch))
-        tokens += int((batch[1] - 1).clamp(min=0).sum())
-    dt = time.perf_counter() - t0
-    finite = [v for v in losses if not math.isnan(v)]
-    return {
-        "epoch": epoch,
-        "train_loss": float(np.mean(finite)) if finite else None,
-        "tokens": tokens,
-        "tokens_per_s": tokens / dt if dt > 0 else None,
-        "seconds": dt,
-    }
+            loss = ft.sdp_step(*batch)
+        meter.add(loss, batch[1])
+    return meter.record(epoch, tokens=True)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
@@ -44,7 +43,7 @@ from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
-from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
+from lmleak.train.plain import EpochMeter, PlainStrategy, encode_chunks, evaluate
 from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
 from lmleak.train.sentences import sentence_spans
 from lmleak.train.units import Units, resolve_privacy_unit
@@ -294,22 +293,12 @@ def _train_epoch(
     strategy: Any, batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]], epoch: int
 ) -> tuple[dict[str, Any], int]:
     """Take one epoch's steps; (its history record, the tokens trained on)."""
-    losses, t0, tokens = [], time.perf_counter(), 0
+    meter = EpochMeter()
     rest: list[Any]
     for kind, ids, lengths, *rest in batches:
-        if len(ids) == 0:
-            strategy.step(kind, ids, lengths, *rest)  # an empty Poisson batch still advances the accountant
-            continue
-        losses.append(strategy.step(kind, ids, lengths, *rest))
-        tokens += int((lengths - 1).clamp(min=0).sum())
-    dt = time.perf_counter() - t0
-    record: dict[str, Any] = {
-        "epoch": epoch,
-        "train_loss": float(np.mean(losses)) if losses else None,
-        "tokens_per_s": tokens / dt if dt > 0 else None,
-        "seconds": dt,
-    }
-    return record, tokens
+        # an empty Poisson batch is still a step: a noise-only one, accounted (its loss is NaN)
+        meter.add(strategy.step(kind, ids, lengths, *rest), lengths)
+    return meter.record(epoch), meter.tokens
 
 
 def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
