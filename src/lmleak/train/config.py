@@ -13,6 +13,7 @@ DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from lmleak.errors import ConfigError, check_number
@@ -191,7 +192,7 @@ class TrainConfig:
 
 
 # the defaults the fine-tuner shares with the small models (its schedule, epochs/batch/lr, is its own)
-_TRAIN_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(TrainConfig)}
+_TRAIN_DEFAULT = SimpleNamespace(**{f.name: f.default for f in fields(TrainConfig)})
 
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 CLIPPING = ("auto", "bookkeeping", "hooks")
@@ -219,27 +220,27 @@ class FinetuneConfig:
     epochs: int = 1
     batch_size: int = 8
     lr: float = 1e-3
-    weight_decay: float = _TRAIN_DEFAULTS["weight_decay"]
-    seq_len: int = _TRAIN_DEFAULTS["seq_len"]
-    seed: int = _TRAIN_DEFAULTS["seed"]
-    holdout_users: float = _TRAIN_DEFAULTS["holdout_users"]
+    weight_decay: float = _TRAIN_DEFAULT.weight_decay
+    seq_len: int = _TRAIN_DEFAULT.seq_len
+    seed: int = _TRAIN_DEFAULT.seed
+    holdout_users: float = _TRAIN_DEFAULT.holdout_users
     max_steps: int | None = None
-    max_grad_norm: float = _TRAIN_DEFAULTS["max_grad_norm"]
+    max_grad_norm: float = _TRAIN_DEFAULT.max_grad_norm
     noise_multiplier: float | None = None
     target_epsilon: float | None = None
-    target_delta: float = _TRAIN_DEFAULTS["target_delta"]
-    accountant: str = _TRAIN_DEFAULTS["accountant"]
+    target_delta: float = _TRAIN_DEFAULT.target_delta
+    accountant: str = _TRAIN_DEFAULT.accountant
     dp_clipping: str = "auto"
     policy: str | None = None
     secrets: str | None = None
     device: str | None = None
     precision: str = "auto"
     privacy_unit: str | None = None
-    max_sequences_per_user: int = _TRAIN_DEFAULTS["max_sequences_per_user"]
-    sampler: str = _TRAIN_DEFAULTS["sampler"]
-    health_checks: bool = _TRAIN_DEFAULTS["health_checks"]
-    health_check_steps: int = _TRAIN_DEFAULTS["health_check_steps"]
-    max_noise_to_signal: float = _TRAIN_DEFAULTS["max_noise_to_signal"]
+    max_sequences_per_user: int = _TRAIN_DEFAULT.max_sequences_per_user
+    sampler: str = _TRAIN_DEFAULT.sampler
+    health_checks: bool = _TRAIN_DEFAULT.health_checks
+    health_check_steps: int = _TRAIN_DEFAULT.health_check_steps
+    max_noise_to_signal: float = _TRAIN_DEFAULT.max_noise_to_signal
 
     def __post_init__(self) -> None:
         if self.mode == "plain":
@@ -279,7 +280,7 @@ class FinetuneConfig:
 
 _MODEL, _DATA, _PRIVACY, _SCHEDULE = "Model", "Data", "Privacy", "Schedule"
 # TrainSettings' defaults are the records': TrainConfig's, and FinetuneConfig's for the fine-tune-only fields
-_DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(FinetuneConfig)} | _TRAIN_DEFAULTS
+_DEFAULT = SimpleNamespace(**({f.name: f.default for f in fields(FinetuneConfig)} | vars(_TRAIN_DEFAULT)))
 
 
 @dataclass(frozen=True)
@@ -299,24 +300,22 @@ class TrainSettings(Settings):
     """
 
     arch: str = setting(
-        _DEFAULTS["arch"],
+        _DEFAULT.arch,
         help="gpt (small GPT-2) or lstm (paper 001's 2x128 LSTM).",
         choices=("gpt", "lstm"),
         panel=_MODEL,
     )
     n_layer: int = setting(
-        _DEFAULTS["n_layer"], help="GPT: transformer layers.", option="--layers", ge=1, panel=_MODEL
+        _DEFAULT.n_layer, help="GPT: transformer layers.", option="--layers", ge=1, panel=_MODEL
     )
     n_embd: int = setting(
-        _DEFAULTS["n_embd"],
+        _DEFAULT.n_embd,
         help="GPT: embedding width (a multiple of --heads).",
         option="--width",
         ge=1,
         panel=_MODEL,
     )
-    n_head: int = setting(
-        _DEFAULTS["n_head"], help="GPT: attention heads.", option="--heads", ge=1, panel=_MODEL
-    )
+    n_head: int = setting(_DEFAULT.n_head, help="GPT: attention heads.", option="--heads", ge=1, panel=_MODEL)
     base: str | None = setting(
         None,
         help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) "
@@ -324,35 +323,35 @@ class TrainSettings(Settings):
         panel=_MODEL,
     )
     tokenizer: str | None = setting(
-        _DEFAULTS["tokenizer"],
+        _DEFAULT.tokenizer,
         help="word or bpe (default: bpe for gpt, word for lstm).",
         choices=("word", "bpe"),
         panel=_MODEL,
         hidden=True,
     )
     vocab_size: int = setting(
-        _DEFAULTS["vocab_size"],
+        _DEFAULT.vocab_size,
         help="Tokenizer vocabulary size (most frequent words for word-level).",
         ge=1,
         panel=_MODEL,
         hidden=True,
     )
     tokenizer_from: str | None = setting(
-        _DEFAULTS["tokenizer_from"],
+        _DEFAULT.tokenizer_from,
         help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub "
         "for crt, the training text for nodp, a public vocabulary from SmolLM2's merges for dp/sdp).",
         panel=_MODEL,
         hidden=True,
     )
     tokenizer_from_private: bool = setting(
-        _DEFAULTS["tokenizer_from_private"],
+        _DEFAULT.tokenizer_from_private,
         help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded "
         "in privacy.json).",
         panel=_MODEL,
         hidden=True,
     )
     lora: int = setting(
-        _DEFAULTS["lora"], help="--base: LoRA adapter rank (peft).", ge=1, panel=_MODEL, hidden=True
+        _DEFAULT.lora, help="--base: LoRA adapter rank (peft).", ge=1, panel=_MODEL, hidden=True
     )
     lora_targets: str | None = setting(
         None,
@@ -362,26 +361,26 @@ class TrainSettings(Settings):
         hidden=True,
     )
     lora_alpha: float | None = setting(
-        _DEFAULTS["lora_alpha"],
+        _DEFAULT.lora_alpha,
         help="--base: LoRA scaling alpha (default 2 x rank).",
         gt=0,
         panel=_MODEL,
         hidden=True,
     )
     full: bool = setting(
-        _DEFAULTS["full"],
+        _DEFAULT.full,
         help="--base: fine-tune all weights instead of LoRA adapters.",
         panel=_MODEL,
         hidden=True,
     )
     merge: bool = setting(
-        _DEFAULTS["merge"],
+        _DEFAULT.merge,
         help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters.",
         panel=_MODEL,
         hidden=True,
     )
     precision: str = setting(
-        _DEFAULTS["precision"],
+        _DEFAULT.precision,
         help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 "
         "(falls back to fp32).",
         choices=PRECISIONS,
@@ -389,7 +388,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     holdout_users: float = setting(
-        _DEFAULTS["holdout_users"],
+        _DEFAULT.holdout_users,
         help="Share of users held out of training (0 allowed): validation, and the non-members / controls "
         "of `mia` and `probe run`; recorded in holdout.json.",
         short="--val-fraction",  # the old spelling, still shown
@@ -398,41 +397,41 @@ class TrainSettings(Settings):
         panel=_DATA,
     )
     seq_len: int = setting(
-        _DEFAULTS["seq_len"],
+        _DEFAULT.seq_len,
         help="Tokens per training sequence (the GPT's context).",
         short="--context",  # the GPT's name for it
         ge=2,
         panel=_DATA,
     )
     secrets: str | None = setting(
-        _DEFAULTS["secrets"],
+        _DEFAULT.secrets,
         help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training "
         "text and written to privacy.json.",
         panel=_DATA,
         hidden=True,
     )
     policy: str | None = setting(
-        _DEFAULTS["policy"], help="Redaction policy for crt/sdp (default balanced).", panel=_DATA, hidden=True
+        _DEFAULT.policy, help="Redaction policy for crt/sdp (default balanced).", panel=_DATA, hidden=True
     )
     mode: str = setting(
-        _DEFAULTS["mode"],
+        _DEFAULT.mode,
         help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).",
         panel=_PRIVACY,
     )
     target_epsilon: float | None = setting(
-        _DEFAULTS["target_epsilon"],
+        _DEFAULT.target_epsilon,
         help="DP target epsilon instead of a noise multiplier.",
         gt=0,
         panel=_PRIVACY,
     )
     noise_multiplier: float | None = setting(
-        _DEFAULTS["noise_multiplier"], help="DP noise multiplier (dp/crt/sdp).", gt=0, panel=_PRIVACY
+        _DEFAULT.noise_multiplier, help="DP noise multiplier (dp/crt/sdp).", gt=0, panel=_PRIVACY
     )
     target_delta: float = setting(
-        _DEFAULTS["target_delta"], help="DP delta.", option="--delta", gt=0, lt=1, panel=_PRIVACY
+        _DEFAULT.target_delta, help="DP delta.", option="--delta", gt=0, lt=1, panel=_PRIVACY
     )
     privacy_unit: str | None = setting(
-        _DEFAULTS["privacy_unit"],
+        _DEFAULT.privacy_unit,
         help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step "
         "samples people, each person's gradient clipped as one) or sequence (one training sequence; a "
         "person with k sequences gets only group privacy).",
@@ -440,7 +439,7 @@ class TrainSettings(Settings):
         panel=_PRIVACY,
     )
     max_sequences_per_user: int = setting(
-        _DEFAULTS["max_sequences_per_user"],
+        _DEFAULT.max_sequences_per_user,
         help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their "
         "sequences, picked at random each step.",
         ge=1,
@@ -448,7 +447,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     sampler: str = setting(
-        _DEFAULTS["sampler"],
+        _DEFAULT.sampler,
         help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon "
         "is then the bound without amplification by sampling, the Poisson number printed beside it with "
         "a warning).",
@@ -457,10 +456,10 @@ class TrainSettings(Settings):
         hidden=True,
     )
     max_grad_norm: float = setting(
-        _DEFAULTS["max_grad_norm"], help="Per-sequence clipping norm.", gt=0, panel=_PRIVACY, hidden=True
+        _DEFAULT.max_grad_norm, help="Per-sequence clipping norm.", gt=0, panel=_PRIVACY, hidden=True
     )
     accountant: str = setting(
-        _DEFAULTS["accountant"],
+        _DEFAULT.accountant,
         help="prv (default) or rdp.",
         choices=("prv", "rdp"),
         panel=_PRIVACY,
@@ -475,7 +474,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     health_checks: bool = setting(
-        _DEFAULTS["health_checks"],
+        _DEFAULT.health_checks,
         help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the "
         "signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn "
         "and go on).",
@@ -483,32 +482,32 @@ class TrainSettings(Settings):
         hidden=True,
     )
     health_check_steps: int = setting(
-        _DEFAULTS["health_check_steps"],
+        _DEFAULT.health_check_steps,
         help="Private steps before the first health check.",
         ge=1,
         panel=_PRIVACY,
         hidden=True,
     )
     max_noise_to_signal: float = setting(
-        _DEFAULTS["max_noise_to_signal"],
+        _DEFAULT.max_noise_to_signal,
         help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
         gt=0,
         panel=_PRIVACY,
         hidden=True,
     )
-    epochs: int = setting(_DEFAULTS["epochs"], help="Passes over the training data.", ge=1, panel=_SCHEDULE)
+    epochs: int = setting(_DEFAULT.epochs, help="Passes over the training data.", ge=1, panel=_SCHEDULE)
     batch_size: int = setting(
-        _DEFAULTS["batch_size"],
+        _DEFAULT.batch_size,
         help="Sequences per mini-batch (expected size under Poisson sampling).",
         ge=1,
         panel=_SCHEDULE,
     )
-    lr: float = setting(_DEFAULTS["lr"], help="AdamW learning rate.", gt=0, panel=_SCHEDULE)
+    lr: float = setting(_DEFAULT.lr, help="AdamW learning rate.", gt=0, panel=_SCHEDULE)
     seed: int = setting(
-        _DEFAULTS["seed"], help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=_SCHEDULE
+        _DEFAULT.seed, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=_SCHEDULE
     )
     max_steps: int | None = setting(
-        _DEFAULTS["max_steps"],
+        _DEFAULT.max_steps,
         help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; "
         "for smoke runs (the accountant counts the steps taken).",
         ge=1,
@@ -516,13 +515,13 @@ class TrainSettings(Settings):
         hidden=True,
     )
     device: str | None = setting(
-        _DEFAULTS["device"],
+        _DEFAULT.device,
         help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
         panel=_SCHEDULE,
         hidden=True,
     )
     snapshots: bool = setting(
-        _DEFAULTS["snapshots"],
+        _DEFAULT.snapshots,
         help="Save a checkpoint after every epoch (for `lmleak study snapshots`).",
         panel="Output",
         hidden=True,
