@@ -2,6 +2,10 @@
 :class:`TrainConfig` for a small model trained from scratch, :class:`FinetuneConfig` for a
 fine-tune of a pretrained one (:mod:`lmleak.train.finetune`).
 
+Defaults live in one place: :class:`FinetuneConfig` takes :class:`TrainConfig`'s for the fields
+they share (not the schedule: a fine-tune's ``epochs``, ``batch_size`` and ``lr`` are smaller), and
+:class:`TrainSettings`' are the records'; :func:`check_run` holds the rules both records share.
+
 DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier``,
 ``target_epsilon``, ``target_delta``; ``accountant`` is ``"prv"`` (default, tight) or ``"rdp"``.
 """
@@ -9,6 +13,7 @@ DP parameters use opacus's names verbatim: ``max_grad_norm``, ``noise_multiplier
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
+from types import SimpleNamespace
 from typing import Any, Literal
 
 from lmleak.errors import ConfigError, check_number
@@ -45,6 +50,35 @@ def check_dp_settings(
             "health_check_steps must be >= 1 and max_noise_to_signal > 0",
             field="health_check_steps",
             hint="e.g. --health-check-steps 10 --max-noise-to-signal 10000",
+        )
+
+
+def check_run(cfg: Any) -> None:
+    """The rules :class:`TrainConfig` and :class:`FinetuneConfig` share (numbers, DP settings, the
+    schedule, the held-out share, one of σ and ε for a DP mode); ConfigError when one is broken."""
+    check_training_numbers(cfg)
+    check_dp_settings(
+        cfg.privacy_unit,
+        cfg.max_sequences_per_user,
+        cfg.sampler,
+        cfg.health_check_steps,
+        cfg.max_noise_to_signal,
+    )
+    if cfg.accountant not in ("prv", "rdp"):
+        raise ConfigError(f"unknown accountant {cfg.accountant!r}", field="accountant", hint="use prv or rdp")
+    if cfg.epochs < 1 or cfg.batch_size < 1 or cfg.seq_len < 2:
+        raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
+    if not 0.0 <= cfg.holdout_users < 1.0:
+        raise ConfigError(
+            "holdout_users must be in [0, 1)",
+            field="holdout_users",
+            hint="e.g. --holdout-users 0.1, or 0 for none",
+        )
+    if cfg.mode in ("dp", "crt", "sdp") and (cfg.noise_multiplier is None) == (cfg.target_epsilon is None):
+        raise ConfigError(
+            f"mode {cfg.mode!r} needs exactly one of noise_multiplier and target_epsilon",
+            field="noise_multiplier",
+            hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
         )
 
 
@@ -119,36 +153,14 @@ class TrainConfig:
     max_noise_to_signal: float = 1e4
 
     def __post_init__(self) -> None:
-        check_training_numbers(self)
-        check_number(self.vocab_size, "vocab_size", ge=1, integer=True)
-        check_dp_settings(
-            self.privacy_unit,
-            self.max_sequences_per_user,
-            self.sampler,
-            self.health_check_steps,
-            self.max_noise_to_signal,
-        )
         if self.mode not in MODES:
             raise ConfigError(
                 f"unknown mode {self.mode!r}", field="mode", hint=f"use one of {', '.join(MODES)}"
             )
+        check_run(self)
+        check_number(self.vocab_size, "vocab_size", ge=1, integer=True)
         if self.arch not in ("gpt", "lstm"):
             raise ConfigError(f"unknown arch {self.arch!r}", field="arch", hint="use gpt or lstm")
-        if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
-            raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
-        if not 0.0 <= self.holdout_users < 1.0:
-            raise ConfigError(
-                "holdout_users must be in [0, 1)",
-                field="holdout_users",
-                hint="e.g. --holdout-users 0.1, or 0 for none",
-            )
-        if self.mode in ("dp", "crt", "sdp"):
-            if (self.noise_multiplier is None) == (self.target_epsilon is None):
-                raise ConfigError(
-                    f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
-                    field="noise_multiplier",
-                    hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
-                )
         if self.n_layer < 1 or self.n_head < 1 or self.n_embd < 1 or self.n_embd % self.n_head:
             raise ConfigError(
                 f"GPT width {self.n_embd} must be a positive multiple of the heads ({self.n_head}), "
@@ -179,6 +191,9 @@ class TrainConfig:
         return asdict(self)
 
 
+# the defaults the fine-tuner shares with the small models (its schedule, epochs/batch/lr, is its own)
+_TRAIN_DEFAULT = SimpleNamespace(**{f.name: f.default for f in fields(TrainConfig)})
+
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 CLIPPING = ("auto", "bookkeeping", "hooks")
 
@@ -205,61 +220,42 @@ class FinetuneConfig:
     epochs: int = 1
     batch_size: int = 8
     lr: float = 1e-3
-    weight_decay: float = 0.0
-    seq_len: int = 128
-    seed: int = 0
-    holdout_users: float = 0.1
+    weight_decay: float = _TRAIN_DEFAULT.weight_decay
+    seq_len: int = _TRAIN_DEFAULT.seq_len
+    seed: int = _TRAIN_DEFAULT.seed
+    holdout_users: float = _TRAIN_DEFAULT.holdout_users
     max_steps: int | None = None
-    max_grad_norm: float = 1.0
+    max_grad_norm: float = _TRAIN_DEFAULT.max_grad_norm
     noise_multiplier: float | None = None
     target_epsilon: float | None = None
-    target_delta: float = 1e-5
-    accountant: str = "prv"
+    target_delta: float = _TRAIN_DEFAULT.target_delta
+    accountant: str = _TRAIN_DEFAULT.accountant
     dp_clipping: str = "auto"
     policy: str | None = None
     secrets: str | None = None
     device: str | None = None
     precision: str = "auto"
     privacy_unit: str | None = None
-    max_sequences_per_user: int = 4
-    sampler: str = "poisson"
-    health_checks: bool = True
-    health_check_steps: int = 10
-    max_noise_to_signal: float = 1e4
+    max_sequences_per_user: int = _TRAIN_DEFAULT.max_sequences_per_user
+    sampler: str = _TRAIN_DEFAULT.sampler
+    health_checks: bool = _TRAIN_DEFAULT.health_checks
+    health_check_steps: int = _TRAIN_DEFAULT.health_check_steps
+    max_noise_to_signal: float = _TRAIN_DEFAULT.max_noise_to_signal
 
     def __post_init__(self) -> None:
-        check_training_numbers(self)
-        if self.lora_alpha is not None:
-            check_number(self.lora_alpha, "lora_alpha", gt=0, hint="e.g. --lora-alpha 16")
-        check_number(self.lora_dropout, "lora_dropout", ge=0, lt=1)
-        check_dp_settings(
-            self.privacy_unit,
-            self.max_sequences_per_user,
-            self.sampler,
-            self.health_check_steps,
-            self.max_noise_to_signal,
-        )
         if self.mode == "plain":
             object.__setattr__(self, "mode", "nodp")
         if self.mode not in MODES:
             raise ConfigError(
                 f"unknown mode {self.mode!r}", field="mode", hint="use plain (nodp), dp, crt or sdp"
             )
+        check_run(self)
+        if self.lora_alpha is not None:
+            check_number(self.lora_alpha, "lora_alpha", gt=0, hint="e.g. --lora-alpha 16")
+        check_number(self.lora_dropout, "lora_dropout", ge=0, lt=1)
         if not self.full and self.lora < 1:
             raise ConfigError(
                 f"LoRA rank {self.lora} must be >= 1", field="lora", hint="e.g. --lora 8, or --full"
-            )
-        if self.epochs < 1 or self.batch_size < 1 or self.seq_len < 2:
-            raise ConfigError("epochs and batch_size must be >= 1 and seq_len >= 2", field="epochs")
-        if not 0.0 <= self.holdout_users < 1.0:
-            raise ConfigError(
-                "holdout_users must be in [0, 1)", field="holdout_users", hint="e.g. --holdout-users 0.1"
-            )
-        if self.mode != "nodp" and (self.noise_multiplier is None) == (self.target_epsilon is None):
-            raise ConfigError(
-                f"mode {self.mode!r} needs exactly one of noise_multiplier and target_epsilon",
-                field="noise_multiplier",
-                hint="pass --noise-multiplier 1.0 or --target-epsilon 8",
             )
         if self.precision not in PRECISIONS:
             raise ConfigError(
@@ -273,10 +269,6 @@ class FinetuneConfig:
                 field="dp_clipping",
                 hint="use auto, bookkeeping or hooks (Opacus)",
             )
-        if self.accountant not in ("prv", "rdp"):
-            raise ConfigError(
-                f"unknown accountant {self.accountant!r}", field="accountant", hint="use prv or rdp"
-            )
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError("max_steps must be >= 1", field="max_steps")
 
@@ -287,6 +279,8 @@ class FinetuneConfig:
 
 
 _MODEL, _DATA, _PRIVACY, _SCHEDULE = "Model", "Data", "Privacy", "Schedule"
+# TrainSettings' defaults are the records': TrainConfig's, and FinetuneConfig's for the fine-tune-only fields
+_DEFAULT = SimpleNamespace(**({f.name: f.default for f in fields(FinetuneConfig)} | vars(_TRAIN_DEFAULT)))
 
 
 @dataclass(frozen=True)
@@ -306,16 +300,22 @@ class TrainSettings(Settings):
     """
 
     arch: str = setting(
-        "gpt",
+        _DEFAULT.arch,
         help="gpt (small GPT-2) or lstm (paper 001's 2x128 LSTM).",
         choices=("gpt", "lstm"),
         panel=_MODEL,
     )
-    n_layer: int = setting(2, help="GPT: transformer layers.", option="--layers", ge=1, panel=_MODEL)
-    n_embd: int = setting(
-        128, help="GPT: embedding width (a multiple of --heads).", option="--width", ge=1, panel=_MODEL
+    n_layer: int = setting(
+        _DEFAULT.n_layer, help="GPT: transformer layers.", option="--layers", ge=1, panel=_MODEL
     )
-    n_head: int = setting(4, help="GPT: attention heads.", option="--heads", ge=1, panel=_MODEL)
+    n_embd: int = setting(
+        _DEFAULT.n_embd,
+        help="GPT: embedding width (a multiple of --heads).",
+        option="--width",
+        ge=1,
+        panel=_MODEL,
+    )
+    n_head: int = setting(_DEFAULT.n_head, help="GPT: attention heads.", option="--heads", ge=1, panel=_MODEL)
     base: str | None = setting(
         None,
         help="Fine-tune this pretrained causal LM (a Hugging Face folder, a .gguf file, or smollm2-135m) "
@@ -323,34 +323,36 @@ class TrainSettings(Settings):
         panel=_MODEL,
     )
     tokenizer: str | None = setting(
-        None,
+        _DEFAULT.tokenizer,
         help="word or bpe (default: bpe for gpt, word for lstm).",
         choices=("word", "bpe"),
         panel=_MODEL,
         hidden=True,
     )
     vocab_size: int = setting(
-        4000,
+        _DEFAULT.vocab_size,
         help="Tokenizer vocabulary size (most frequent words for word-level).",
         ge=1,
         panel=_MODEL,
         hidden=True,
     )
     tokenizer_from: str | None = setting(
-        None,
+        _DEFAULT.tokenizer_from,
         help="Learn the tokenizer on this public corpus, or reuse an lmleak model folder's (default: D_pub "
         "for crt, the training text for nodp, a public vocabulary from SmolLM2's merges for dp/sdp).",
         panel=_MODEL,
         hidden=True,
     )
     tokenizer_from_private: bool = setting(
-        False,
+        _DEFAULT.tokenizer_from_private,
         help="dp/sdp: accept a tokenizer learnt from the private text (outside the DP guarantee; recorded "
         "in privacy.json).",
         panel=_MODEL,
         hidden=True,
     )
-    lora: int = setting(8, help="--base: LoRA adapter rank (peft).", ge=1, panel=_MODEL, hidden=True)
+    lora: int = setting(
+        _DEFAULT.lora, help="--base: LoRA adapter rank (peft).", ge=1, panel=_MODEL, hidden=True
+    )
     lora_targets: str | None = setting(
         None,
         help="--base: comma-separated module names to adapt (default per architecture: q_proj,v_proj for "
@@ -359,19 +361,26 @@ class TrainSettings(Settings):
         hidden=True,
     )
     lora_alpha: float | None = setting(
-        None, help="--base: LoRA scaling alpha (default 2 x rank).", gt=0, panel=_MODEL, hidden=True
+        _DEFAULT.lora_alpha,
+        help="--base: LoRA scaling alpha (default 2 x rank).",
+        gt=0,
+        panel=_MODEL,
+        hidden=True,
     )
     full: bool = setting(
-        False, help="--base: fine-tune all weights instead of LoRA adapters.", panel=_MODEL, hidden=True
+        _DEFAULT.full,
+        help="--base: fine-tune all weights instead of LoRA adapters.",
+        panel=_MODEL,
+        hidden=True,
     )
     merge: bool = setting(
-        False,
+        _DEFAULT.merge,
         help="--base: also write OUT/merged, a plain Hugging Face folder of base + adapters.",
         panel=_MODEL,
         hidden=True,
     )
     precision: str = setting(
-        "auto",
+        _DEFAULT.precision,
         help="--base: auto (bf16 autocast on a GPU that has it, fp32 on the CPU), fp32, bf16 or fp16 "
         "(falls back to fp32).",
         choices=PRECISIONS,
@@ -379,7 +388,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     holdout_users: float = setting(
-        0.1,
+        _DEFAULT.holdout_users,
         help="Share of users held out of training (0 allowed): validation, and the non-members / controls "
         "of `mia` and `probe run`; recorded in holdout.json.",
         short="--val-fraction",  # the old spelling, still shown
@@ -388,34 +397,41 @@ class TrainSettings(Settings):
         panel=_DATA,
     )
     seq_len: int = setting(
-        128,
+        _DEFAULT.seq_len,
         help="Tokens per training sequence (the GPT's context).",
         short="--context",  # the GPT's name for it
         ge=2,
         panel=_DATA,
     )
     secrets: str | None = setting(
-        None,
+        _DEFAULT.secrets,
         help="crt/sdp: secrets.jsonl ground truth; the policy's miss rate gamma is measured on the training "
         "text and written to privacy.json.",
         panel=_DATA,
         hidden=True,
     )
     policy: str | None = setting(
-        None, help="Redaction policy for crt/sdp (default balanced).", panel=_DATA, hidden=True
+        _DEFAULT.policy, help="Redaction policy for crt/sdp (default balanced).", panel=_DATA, hidden=True
     )
     mode: str = setting(
-        "nodp", help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).", panel=_PRIVACY
+        _DEFAULT.mode,
+        help="nodp | dp (DP-SGD) | crt (paper 002) | sdp (selective DP, LSTM).",
+        panel=_PRIVACY,
     )
     target_epsilon: float | None = setting(
-        None, help="DP target epsilon instead of a noise multiplier.", gt=0, panel=_PRIVACY
+        _DEFAULT.target_epsilon,
+        help="DP target epsilon instead of a noise multiplier.",
+        gt=0,
+        panel=_PRIVACY,
     )
     noise_multiplier: float | None = setting(
-        None, help="DP noise multiplier (dp/crt/sdp).", gt=0, panel=_PRIVACY
+        _DEFAULT.noise_multiplier, help="DP noise multiplier (dp/crt/sdp).", gt=0, panel=_PRIVACY
     )
-    target_delta: float = setting(1e-5, help="DP delta.", option="--delta", gt=0, lt=1, panel=_PRIVACY)
+    target_delta: float = setting(
+        _DEFAULT.target_delta, help="DP delta.", option="--delta", gt=0, lt=1, panel=_PRIVACY
+    )
     privacy_unit: str | None = setting(
-        None,
+        _DEFAULT.privacy_unit,
         help="dp/crt/sdp: what epsilon protects: user (default whenever the corpus has user ids: each step "
         "samples people, each person's gradient clipped as one) or sequence (one training sequence; a "
         "person with k sequences gets only group privacy).",
@@ -423,7 +439,7 @@ class TrainSettings(Settings):
         panel=_PRIVACY,
     )
     max_sequences_per_user: int = setting(
-        4,
+        _DEFAULT.max_sequences_per_user,
         help="--privacy-unit user: a sampled person contributes the mean gradient of up to K of their "
         "sequences, picked at random each step.",
         ge=1,
@@ -431,7 +447,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     sampler: str = setting(
-        "poisson",
+        _DEFAULT.sampler,
         help="dp/crt/sdp: poisson (default; what the accountant assumes) or shuffle (fixed batches; epsilon "
         "is then the bound without amplification by sampling, the Poisson number printed beside it with "
         "a warning).",
@@ -439,9 +455,15 @@ class TrainSettings(Settings):
         panel=_PRIVACY,
         hidden=True,
     )
-    max_grad_norm: float = setting(1.0, help="Per-sequence clipping norm.", gt=0, panel=_PRIVACY, hidden=True)
+    max_grad_norm: float = setting(
+        _DEFAULT.max_grad_norm, help="Per-sequence clipping norm.", gt=0, panel=_PRIVACY, hidden=True
+    )
     accountant: str = setting(
-        "prv", help="prv (default) or rdp.", choices=("prv", "rdp"), panel=_PRIVACY, hidden=True
+        _DEFAULT.accountant,
+        help="prv (default) or rdp.",
+        choices=("prv", "rdp"),
+        panel=_PRIVACY,
+        hidden=True,
     )
     dp_clipping: str | None = setting(
         None,
@@ -452,7 +474,7 @@ class TrainSettings(Settings):
         hidden=True,
     )
     health_checks: bool = setting(
-        True,
+        _DEFAULT.health_checks,
         help="dp/crt/sdp: stop a run whose trainable weights have not moved, or whose noise drowns the "
         "signal, after the first --health-check-steps steps and at the end (--no-health-checks: warn "
         "and go on).",
@@ -460,23 +482,32 @@ class TrainSettings(Settings):
         hidden=True,
     )
     health_check_steps: int = setting(
-        10, help="Private steps before the first health check.", ge=1, panel=_PRIVACY, hidden=True
+        _DEFAULT.health_check_steps,
+        help="Private steps before the first health check.",
+        ge=1,
+        panel=_PRIVACY,
+        hidden=True,
     )
     max_noise_to_signal: float = setting(
-        1e4,
+        _DEFAULT.max_noise_to_signal,
         help="Health check: the largest median ratio of the noise's norm to the clipped gradient sum's norm.",
         gt=0,
         panel=_PRIVACY,
         hidden=True,
     )
-    epochs: int = setting(5, help="Passes over the training data.", ge=1, panel=_SCHEDULE)
+    epochs: int = setting(_DEFAULT.epochs, help="Passes over the training data.", ge=1, panel=_SCHEDULE)
     batch_size: int = setting(
-        16, help="Sequences per mini-batch (expected size under Poisson sampling).", ge=1, panel=_SCHEDULE
+        _DEFAULT.batch_size,
+        help="Sequences per mini-batch (expected size under Poisson sampling).",
+        ge=1,
+        panel=_SCHEDULE,
     )
-    lr: float = setting(2e-3, help="AdamW learning rate.", gt=0, panel=_SCHEDULE)
-    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=_SCHEDULE)
+    lr: float = setting(_DEFAULT.lr, help="AdamW learning rate.", gt=0, panel=_SCHEDULE)
+    seed: int = setting(
+        _DEFAULT.seed, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=_SCHEDULE
+    )
     max_steps: int | None = setting(
-        None,
+        _DEFAULT.max_steps,
         help="--base: at most this many optimiser steps of each kind (plain/public and private DP) in all; "
         "for smoke runs (the accountant counts the steps taken).",
         ge=1,
@@ -484,13 +515,13 @@ class TrainSettings(Settings):
         hidden=True,
     )
     device: str | None = setting(
-        None,
+        _DEFAULT.device,
         help="--base: auto (a GPU when present), cpu, cuda, cuda:N (default: the global --device).",
         panel=_SCHEDULE,
         hidden=True,
     )
     snapshots: bool = setting(
-        False,
+        _DEFAULT.snapshots,
         help="Save a checkpoint after every epoch (for `lmleak study snapshots`).",
         panel="Output",
         hidden=True,

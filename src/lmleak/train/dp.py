@@ -34,11 +34,10 @@ import torch
 
 from lmleak.errors import ConfigError
 from lmleak.models.small import SmallLSTM
-from lmleak.train.accounting import noise_for_epsilon
 from lmleak.train.clipping import make_clipper
 from lmleak.train.config import TrainConfig
-from lmleak.train.dpsgd import PrivateStep
-from lmleak.train.health import HealthMonitor, HealthSettings, watched_weights
+from lmleak.train.dpsgd import PrivateStep, dp_privacy_record, masked_losses, noise_multiplier_for
+from lmleak.train.health import HealthMonitor, health_monitor
 from lmleak.train.plain import (
     IGNORE,
     Chunks,
@@ -47,8 +46,8 @@ from lmleak.train.plain import (
     forward_logits,
     sequence_losses,
 )
-from lmleak.train.sensitive import SDP_GUARANTEE, crt_split_for, public_copy, sensitive_token_mask
-from lmleak.train.units import Sampler, Units, unit_record
+from lmleak.train.sensitive import crt_split_for, public_copy, sensitive_token_mask
+from lmleak.train.units import Sampler, Units
 
 __all__ = [
     "CRTStrategy",
@@ -135,7 +134,7 @@ class DPStrategy:
         else:
             common.update(grad_sample_mode="hooks")
         # make_private_with_epsilon's own rule (Poisson), or the shuffled run's bound
-        noise = self._noise(1 / len(loader))
+        noise = noise_multiplier_for(cfg, 1 / len(loader))
         result = self.engine.make_private(noise_multiplier=noise, **common)
         if self.ghost:
             self.module, self.optimizer, self.criterion, self.loader = result
@@ -147,16 +146,8 @@ class DPStrategy:
         self.noise_multiplier = float(self.optimizer.noise_multiplier)
         self.expected_batch_size = float(int(self.optimizer.expected_batch_size))
         self.private_chunks = chunks
-        self._watch(getattr(self.module, "_module", self.module))
+        self.health = health_monitor(getattr(self.module, "_module", self.module), cfg, lora=False)
         return self.module
-
-    def _noise(self, sample_rate: float) -> float:
-        cfg = self.config
-        if cfg.target_epsilon is None:
-            return float(cfg.noise_multiplier)  # type: ignore[arg-type]
-        return noise_for_epsilon(
-            cfg.target_epsilon, cfg.target_delta, sample_rate, cfg.epochs, cfg.sampler, cfg.accountant
-        )
 
     def _count_engine_noise(self) -> None:
         """Wrap the Opacus optimiser's ``add_noise``: every step draws its noise there; the norm of the
@@ -201,43 +192,19 @@ class DPStrategy:
             module = ModuleValidator.fix(module)  # nn.LSTM -> DPLSTM, whose layers Opacus' hooks know
         clipper, self.clipping_name = make_clipper(module, "bookkeeping" if self.ghost else "hooks")
         self.bk = clipper if self.ghost else None
-        self.sampler = Sampler(
-            len(chunks),
-            cfg.batch_size,
-            unit=self.unit,
-            kind=cfg.sampler,
-            units=self.units,
-            max_per_user=cfg.max_sequences_per_user,
+        self.sampler, self.private = PrivateStep.of_run(
+            clipper, cfg, len(chunks), unit=self.unit, units=self.units
         )
         self.steps_per_epoch = self.sampler.steps_per_epoch
         self.sample_rate = self.sampler.sample_rate
         self.expected_batch_size = self.sampler.expected_size
-        self.noise_multiplier = self._noise(self.sample_rate)
-        self.private = PrivateStep(
-            clipper,
-            max_grad_norm=cfg.max_grad_norm,
-            noise_multiplier=self.noise_multiplier,
-            sample_rate=self.sample_rate,
-            expected_size=self.expected_batch_size,
-            accountant=cfg.accountant,
-        )
+        self.noise_multiplier = self.private.noise_multiplier
         self.engine = self.private  # .accountant, as Opacus' engine
         self.optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         self.private_chunks = chunks
         self.module = module
-        self._watch(module)
+        self.health = health_monitor(module, cfg, lora=False)
         return module
-
-    def _watch(self, module: torch.nn.Module) -> None:
-        cfg = self.config
-        watched, what = watched_weights(module, lora=False)
-        settings = HealthSettings(
-            enforce=cfg.health_checks,
-            after_steps=cfg.health_check_steps,
-            max_noise_to_signal=cfg.max_noise_to_signal,
-            check_noise=self.mode != "sdp",
-        )
-        self.health = HealthMonitor(watched, settings, what=what)
 
     def _step_log(self) -> list[dict[str, float]]:
         return self.private.log if self.private is not None else self.engine_log
@@ -267,27 +234,15 @@ class DPStrategy:
         """Clip per unit (``targets`` replaces the batch's own, selective DP), noise, add the
         un-noised ``public`` gradient if any, step, account."""
         assert self.private is not None
-        self.optimizer.zero_grad(set_to_none=True)
-        value = float("nan")
+        losses_of = None
         if len(ids) == 0:
             self.empty_steps += 1  # nobody sampled: the clipped sum is 0, a noise-only step, accounted
         else:
             x, m, y = batch_tensors(ids, lengths)
-            y = y if targets is None else targets
-            has = (y != IGNORE).any(1).float()
-            losses = self.private.clip(
-                lambda mod: sequence_losses(forward_logits(mod, x, m), y) * has, groups
-            )
-            value = float(losses.mean())
-        self.private.noise()
-        params = self.private.params
-        for p, g in zip(params, public or [], strict=False):
-            if g is not None:
-                p.grad = g if p.grad is None else p.grad + g
-        self.optimizer.step()  # .grad stays until the next step (tests read the released gradient)
-        self.private.account()
+            losses_of = masked_losses(forward_logits, x, m, y if targets is None else targets)
+        losses = self.private.step(self.optimizer, losses_of, groups, public)
         self._after_step()
-        return value
+        return float("nan") if losses is None else float(losses.mean())
 
     def _add_noise(self, params: list[torch.nn.Parameter]) -> None:
         """``grad <- (grad + N(0, σ²C²)) / expected batch size`` for every parameter (grad 0 when None)."""
@@ -380,34 +335,8 @@ class DPStrategy:
         return "ghost" if self.ghost else "per-sample hooks"
 
     def privacy(self) -> dict[str, Any]:
-        cfg = self.config
-        out: dict[str, Any] = {
-            "mode": self.mode,
-            "epsilon": self.epsilon(),
-            "delta": cfg.target_delta,
-            "noise_multiplier": self.noise_multiplier,
-            "max_grad_norm": cfg.max_grad_norm,
-            "sample_rate": self.sample_rate,
-            "steps": self.steps,
-            "empty_batches": self.empty_steps,
-            "noise_draws": self.noise_draws,
-            "accounted_steps": self.accounted_steps(),
-            "accountant": cfg.accountant,
-            "clipping": self.clipping(),
-        }
-        out.update(
-            unit_record(
-                unit=self.unit,
-                reason=self.unit_reason,
-                units=self.units,
-                sampler=self.sampler,
-                config=cfg,
-                noise_multiplier=self.noise_multiplier,
-                steps=self.accounted_steps(),
-                poisson_epsilon=out["epsilon"],
-            )
-        )
-        return out
+        """``privacy.json``'s accounting (:func:`lmleak.train.dpsgd.dp_privacy_record`), crt's and sdp's notes included."""
+        return dp_privacy_record(self, mode=self.mode, epsilon=self.epsilon(), clipping=self.clipping())
 
 
 class CRTStrategy(DPStrategy):
@@ -462,12 +391,6 @@ class CRTStrategy(DPStrategy):
                         setattr(p, attr, None)
         self.public_steps += 1
         return float(loss.detach())
-
-    def privacy(self) -> dict[str, Any]:
-        out = super().privacy()
-        out["public_steps"] = self.public_steps
-        out["note"] = "only DP-SGD steps on D_pri are accounted (paper 002 Algorithm 1)"
-        return out
 
 
 class SDPStrategy(DPStrategy):
@@ -557,14 +480,6 @@ class SDPStrategy(DPStrategy):
         self.optimizer.original_optimizer.step()
         self._after_step()
         return float((loss_ns + (s * has_s).mean()).detach())
-
-    def privacy(self) -> dict[str, Any]:
-        out = super().privacy()
-        out["note"] = (
-            "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
-        )
-        out["guarantee"] = SDP_GUARANTEE
-        return out
 
 
 def make_strategy(config: TrainConfig) -> Any:

@@ -44,14 +44,12 @@ clipping (:mod:`lmleak.train.clipping`), the optimiser, noise and accountant of 
 is the loop over epochs and the entry point, and re-exports the public names of all of them.
 """
 
-import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
@@ -61,7 +59,7 @@ from lmleak.progress import track
 from lmleak.train.clipping import HooksClipper, make_clipper
 from lmleak.train.config import CLIPPING, MODES, PRECISIONS, FinetuneConfig
 from lmleak.train.finetuner import Finetuner, evaluate_chunks
-from lmleak.train.plain import Chunks, encode_chunks
+from lmleak.train.plain import EpochMeter
 from lmleak.train.prepare import (
     DEFAULT_TARGETS,
     BaseTokenizer,
@@ -82,9 +80,9 @@ from lmleak.train.records import (
     train_info,
     write_records,
 )
-from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.sensitive import mask_token_id
+from lmleak.train.sequences import RunData, crt_split_words, encode_run
 from lmleak.train.trainer import TrainResult, split_users
-from lmleak.train.units import Units, resolve_privacy_unit
 
 # the names this module exported before it was split by concern (tests, benchmarks, experiments import them)
 _Tok = BaseTokenizer
@@ -178,7 +176,8 @@ def _finetune(
         (corpus, val_corpus) if val_corpus is not None else split_users(corpus, cfg.holdout_users, cfg.seed)
     )
     module, tok, base = load_base(cfg, device)
-    data = _encode_data(cfg, tok, train_corpus, val, public, private)
+    split = crt_split_words(train_corpus, cfg, public, private) if cfg.mode == "crt" else None
+    data = encode_run(cfg, tok, train_corpus, val, split)
 
     model, model_info = prepare_model(module, cfg)
     model.to(device)
@@ -217,52 +216,6 @@ def _finetune(
     return FinetuneResult(out, history, final, privacy, info["train_users"], info["val_users"], merged_dir)
 
 
-@dataclass
-class _Data:
-    """The encoded sequences of one run: private (or all) training, CRT public, validation."""
-
-    mode: str
-    batch_size: int
-    train: Chunks
-    public: Chunks | None = None
-    val: Chunks | None = None
-    sensitive: Any = None  # sdp: the per-token mask of sensitive positions
-    split_stats: dict[str, Any] | None = None  # crt: paper 002's split statistics
-    unit: str = "sequence"  # DP modes: the privacy unit, why, and who owns each private sequence
-    unit_reason: str = ""
-    units: Units | None = None
-
-
-def _encode_data(
-    cfg: FinetuneConfig,
-    tok: BaseTokenizer,
-    train_corpus: Corpus,
-    val: Corpus | None,
-    public: Corpus | None,
-    private: Corpus | None,
-) -> _Data:
-    """Split (crt), mask (sdp) and encode the training and validation text into sequences."""
-    if cfg.mode == "crt":
-        pub, pri, stats = crt_split_for(train_corpus, cfg, public, private)  # type: ignore[arg-type]
-        stats["public_words"] = sum(len(t.split()) for t in pub.texts())
-        stats["private_words"] = sum(len(t.split()) for t in pri.texts())
-        public_chunks = encode_chunks(pub.texts(), tok, cfg.seq_len)
-        data = _Data(cfg.mode, cfg.batch_size, encode_chunks(pri.texts(), tok, cfg.seq_len), public_chunks)
-        data.split_stats = stats
-        owners = pri
-    else:
-        data = _Data(cfg.mode, cfg.batch_size, encode_chunks(train_corpus.texts(), tok, cfg.seq_len))
-        owners = train_corpus
-    if cfg.mode != "nodp":
-        unit, data.unit_reason = resolve_privacy_unit(cfg.privacy_unit, cfg.mode, owners.users)
-        data.unit = unit or "sequence"
-        data.units = Units.of_corpus(data.train, owners)
-    if cfg.mode == "sdp":
-        data.sensitive = sensitive_token_mask(train_corpus, tok, cfg)  # type: ignore[arg-type]
-    data.val = encode_chunks(val.texts(), tok, cfg.seq_len) if val is not None and len(val) else None
-    return data
-
-
 def _resume(ft: Finetuner, ckpt: Path, fingerprint: str) -> tuple[list[dict[str, Any]], int | None]:
     """(history so far, last epoch done): restored from ``ckpt`` when this run left one, else ([], None)."""
     if not ckpt.exists():
@@ -280,7 +233,7 @@ def _resume(ft: Finetuner, ckpt: Path, fingerprint: str) -> tuple[list[dict[str,
 
 def _run_epochs(
     ft: Finetuner,
-    data: _Data,
+    data: RunData,
     history: list[dict[str, Any]],
     *,
     first_epoch: int,
@@ -318,7 +271,7 @@ def _run_epochs(
     return trained_tokens
 
 
-def _epoch_batches(ft: Finetuner, data: _Data) -> list[tuple[str, tuple[Any, ...]]]:
+def _epoch_batches(ft: Finetuner, data: RunData) -> list[tuple[str, tuple[Any, ...]]]:
     """One epoch's batches, in order: shuffled plain (nodp, or crt's public) then the private ones
     from the sampler (per sequence, or grouped by user)."""
     batches: list[tuple[str, tuple[Any, ...]]] = []
@@ -342,7 +295,7 @@ def _train_epoch(
 ) -> dict[str, Any]:
     """Take the epoch's steps (at most ``max_steps`` of each kind in all) and return its history record."""
     max_steps = ft.config.max_steps
-    losses, t0, tokens = [], time.perf_counter(), 0
+    meter = EpochMeter()
     for kind, batch in steps:
         which = "plain" if kind == "plain" else "private"
         if max_steps is not None and taken[which] >= max_steps:
@@ -351,19 +304,11 @@ def _train_epoch(
         if kind == "plain":
             if len(batch[0]) == 0:
                 continue
-            losses.append(ft.plain_step(*batch))
+            loss = ft.plain_step(*batch)
             ft.public_steps += 1
         elif kind == "dp":
-            losses.append(ft.dp_step(*batch))
+            loss = ft.dp_step(*batch)
         else:
-            losses.append(ft.sdp_step(*batch))
-        tokens += int((batch[1] - 1).clamp(min=0).sum())
-    dt = time.perf_counter() - t0
-    finite = [v for v in losses if not math.isnan(v)]
-    return {
-        "epoch": epoch,
-        "train_loss": float(np.mean(finite)) if finite else None,
-        "tokens": tokens,
-        "tokens_per_s": tokens / dt if dt > 0 else None,
-        "seconds": dt,
-    }
+            loss = ft.sdp_step(*batch)
+        meter.add(loss, batch[1])
+    return meter.record(epoch, tokens=True)

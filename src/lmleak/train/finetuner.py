@@ -13,20 +13,19 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 
-from lmleak.train.accounting import noise_for_epsilon
 from lmleak.train.clipping import make_clipper
 from lmleak.train.config import FinetuneConfig
-from lmleak.train.dpsgd import PrivateStep, clip_into_grad
-from lmleak.train.health import HealthMonitor, HealthSettings, watched_weights
-from lmleak.train.plain import IGNORE, Chunks, batch_tensors, sequence_losses
+from lmleak.train.dpsgd import PrivateStep, clip_into_grad, dp_privacy_record, masked_losses
+from lmleak.train.health import HealthMonitor, health_monitor
+from lmleak.train.plain import IGNORE, Chunks, batch_tensors, plain_privacy_record, sequence_losses
 from lmleak.train.prepare import Precision, logits_of
-from lmleak.train.sensitive import SDP_GUARANTEE, public_copy
-from lmleak.train.units import Batch, Sampler, Units, unit_record
+from lmleak.train.sensitive import public_copy
+from lmleak.train.units import Batch, Units
 
 
 class Finetuner:
@@ -54,45 +53,13 @@ class Finetuner:
     ) -> None:
         """The sampling rules for ``n`` private sequences at the privacy ``unit`` (``units`` says who
         owns them): q = 1 / steps per epoch, σ from the target ε for the sampler used, the accountant."""
-        cfg = self.config
         self.n_private, self.unit, self.unit_reason, self.units = n, unit, reason, units
-        self.sampler = Sampler(
-            n,
-            cfg.batch_size,
-            unit=unit,
-            kind=cfg.sampler,
-            units=units,
-            max_per_user=cfg.max_sequences_per_user,
-        )
+        self.sampler, self.private = PrivateStep.of_run(self.clipper, self.config, n, unit=unit, units=units)
         self.steps_per_epoch = self.sampler.steps_per_epoch
         self.sample_rate = self.sampler.sample_rate
         self.expected_batch_size = self.sampler.expected_size
-        if cfg.target_epsilon is not None:
-            acc: Any = cfg.accountant
-            self.noise_multiplier = noise_for_epsilon(
-                cfg.target_epsilon, cfg.target_delta, self.sample_rate, cfg.epochs, cfg.sampler, acc
-            )
-        else:
-            self.noise_multiplier = float(cfg.noise_multiplier or 0.0)
-        self.private = PrivateStep(
-            self.clipper,
-            max_grad_norm=cfg.max_grad_norm,
-            noise_multiplier=self.noise_multiplier,
-            sample_rate=self.sample_rate,
-            expected_size=self.expected_batch_size,
-            accountant=cfg.accountant,
-        )
-        watched, what = watched_weights(self.model, lora=not cfg.full)
-        self.health = HealthMonitor(
-            watched,
-            HealthSettings(
-                enforce=cfg.health_checks,
-                after_steps=cfg.health_check_steps,
-                max_noise_to_signal=cfg.max_noise_to_signal,
-                check_noise=cfg.mode != "sdp",
-            ),
-            what=what,
-        )
+        self.noise_multiplier = self.private.noise_multiplier
+        self.health = health_monitor(self.model, self.config, lora=not self.config.full)
 
     @property
     def accountant(self) -> Any:
@@ -109,12 +76,21 @@ class Finetuner:
         x, m, y = batch_tensors(ids, lengths)
         return x.to(self.device), m.to(self.device), y.to(self.device)
 
+    def _logits(self, module: torch.nn.Module, x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        with self.precision.autocast(self.device):
+            return logits_of(module, x, m).float()
+
     def _losses(
         self, module: torch.nn.Module, x: torch.Tensor, m: torch.Tensor, y: torch.Tensor
     ) -> torch.Tensor:
-        with self.precision.autocast(self.device):
-            logits = logits_of(module, x, m)
-        return sequence_losses(logits.float(), y)
+        return sequence_losses(self._logits(module, x, m), y)
+
+    def _losses_of(
+        self, ids: torch.Tensor, lengths: torch.Tensor, targets: torch.Tensor | None = None
+    ) -> Callable[[torch.nn.Module], torch.Tensor]:
+        """The per-unit losses :meth:`PrivateStep.clip` clips (``targets``: selective DP's sensitive ones)."""
+        x, m, y = self._tensors(ids, lengths)
+        return masked_losses(self._logits, x, m, y if targets is None else targets.to(self.device))
 
     def clipped_gradient(
         self,
@@ -126,31 +102,31 @@ class Finetuner:
         """Σ_units clip(∇ loss_unit) into every trainable ``.grad`` (no noise); returns the per-sample
         losses. ``targets`` replaces the batch's own (selective DP's sensitive-token loss); ``groups``
         (B,) makes the unit the user (each user's mean gradient is clipped)."""
-        x, m, y = self._tensors(ids, lengths)
-        if targets is not None:
-            y = targets.to(self.device)
-        has = (y != IGNORE).any(1).float()
-
-        def losses_of(module: torch.nn.Module) -> torch.Tensor:
-            return self._losses(module, x, m, y) * has
-
+        losses_of = self._losses_of(ids, lengths, targets)
         if self.private is not None:
             return self.private.clip(losses_of, groups)
         return clip_into_grad(self.clipper, losses_of, self.config.max_grad_norm, groups)[0]
 
-    def _release(self, public: list[torch.Tensor | None] | None = None) -> None:
-        """Noise (plus selective DP's ``public`` gradient, un-noised), the optimiser step and the
-        accountant's step; the health check when it is due."""
+    def _private_step(
+        self,
+        ids: torch.Tensor,
+        lengths: torch.Tensor,
+        groups: torch.Tensor | None,
+        targets: torch.Tensor | None = None,
+        public: list[torch.Tensor | None] | None = None,
+    ) -> torch.Tensor | None:
+        """One :meth:`PrivateStep.step` (an empty batch a noise-only step), ``.grad`` cleared after
+        it; the health check when it is due. Returns the clipped per-unit losses (None if empty)."""
         assert self.private is not None and self.health is not None
-        self.private.noise()
-        for p, g in zip(self.params, public or [], strict=False):
-            if g is not None:
-                p.grad = g if p.grad is None else p.grad + g
-        self.optimizer.step()
+        self.steps += 1
+        if len(ids) == 0:
+            self.empty_steps += 1  # the sum of clipped gradients is 0: a noise-only step, still accounted
+        losses_of = self._losses_of(ids, lengths, targets) if len(ids) else None
+        losses = self.private.step(self.optimizer, losses_of, groups, public)
         self.optimizer.zero_grad(set_to_none=True)
-        self.private.account()
         if self.steps == self.health.settings.after_steps:
             self.health.check("early", self.steps, self.private.log)
+        return losses
 
     # -- steps
     def plain_step(self, ids: torch.Tensor, lengths: torch.Tensor) -> float:
@@ -163,15 +139,8 @@ class Finetuner:
         return float(loss.detach())
 
     def dp_step(self, ids: torch.Tensor, lengths: torch.Tensor, groups: torch.Tensor | None = None) -> float:
-        self.steps += 1
-        self.optimizer.zero_grad(set_to_none=True)
-        value = float("nan")
-        if len(ids) == 0:
-            self.empty_steps += 1  # the sum of clipped gradients is 0: a noise-only step, still accounted
-        else:
-            value = float(self.clipped_gradient(ids, lengths, groups=groups).mean())
-        self._release()
-        return value
+        losses = self._private_step(ids, lengths, groups)
+        return float("nan") if losses is None else float(losses.mean())
 
     def public_gradient(
         self, ids: torch.Tensor, lengths: torch.Tensor, sensitive: torch.Tensor
@@ -194,22 +163,18 @@ class Finetuner:
         sensitive: torch.Tensor,
         groups: torch.Tensor | None = None,
     ) -> float:
-        self.steps += 1
-        self.optimizer.zero_grad(set_to_none=True)
         if len(ids) == 0:
-            self.empty_steps += 1
-            self._release()
+            self._private_step(ids, lengths, groups)
             return float("nan")
         _, _, y = batch_tensors(ids, lengths)
         sens = sensitive[:, 1 : y.shape[1] + 1] & (y != IGNORE)
         y_secret = y.masked_fill(~sens, IGNORE)
         # 1) the ordinary gradient of the loss on the public copy (outside capture: no per-sample work)
         loss_ns, g_public = self.public_gradient(ids, lengths, sensitive)
-        # 2) the clipped, noised per-unit gradient of the sensitive loss
-        s = self.clipped_gradient(ids, lengths, targets=y_secret, groups=groups)
-        self._release(g_public)
-        has_s = (y_secret != IGNORE).any(1).float()
-        return float((loss_ns + (s * has_s.to(s.device)).mean()).detach())
+        # 2) the clipped, noised per-unit gradient of the sensitive loss (rows without one count 0)
+        s = self._private_step(ids, lengths, groups, targets=y_secret, public=g_public)
+        assert s is not None
+        return float((loss_ns + s.mean()).detach())
 
     def private_batches(self, chunks: Chunks, extra: torch.Tensor | None = None) -> Iterator[tuple[Any, ...]]:
         """One epoch of private batches (``ids, lengths, groups[, extra rows]``) from the sampler."""
@@ -243,56 +208,16 @@ class Finetuner:
         cfg = self.config
         trainable = "LoRA adapters" if not cfg.full else "all weights"
         if cfg.mode == "nodp":
-            return {
-                "mode": "nodp",
-                "epsilon": None,
-                "delta": None,
-                "noise_multiplier": 0.0,
-                "sample_rate": None,
-                "steps": self.public_steps,
-                "accountant": None,
-                "privacy_unit": None,
-                "trainable": trainable,
-                "note": "no differential privacy: epsilon is unbounded (reported as null)",
-            }
+            return plain_privacy_record(self.public_steps, {"privacy_unit": None, "trainable": trainable})
         assert self.private is not None
-        out: dict[str, Any] = {
-            "mode": cfg.mode,
-            "epsilon": self.private.epsilon(cfg.target_delta),
-            "delta": cfg.target_delta,
-            "noise_multiplier": self.noise_multiplier,
-            "max_grad_norm": cfg.max_grad_norm,
-            "sample_rate": self.sample_rate,
-            "steps": self.steps,
-            "empty_batches": self.empty_steps,
-            "noise_draws": self.noise_draws,
-            "accounted_steps": self.accounted_steps(),
-            "accountant": cfg.accountant,
-            "clipping": self.clipping,
-            "trainable": trainable,
-            "dp_scope": "the fine-tuning data; the pretrained base is public (assumed never to have seen it)",
-        }
-        out.update(
-            unit_record(
-                unit=self.unit,
-                reason=self.unit_reason,
-                units=self.units,
-                sampler=self.sampler,
-                config=cfg,
-                noise_multiplier=self.noise_multiplier,
-                steps=self.accounted_steps(),
-                poisson_epsilon=out["epsilon"],
-            )
+        scope = "the fine-tuning data; the pretrained base is public (assumed never to have seen it)"
+        return dp_privacy_record(
+            self,
+            mode=cfg.mode,
+            epsilon=self.private.epsilon(cfg.target_delta),
+            clipping=self.clipping,
+            extra={"trainable": trainable, "dp_scope": scope},
         )
-        if cfg.mode == "crt":
-            out["public_steps"] = self.public_steps
-            out["note"] = "only DP-SGD steps on D_pri are accounted (paper 002 Algorithm 1)"
-        if cfg.mode == "sdp":
-            out["note"] = (
-                "selective DP (Shi et al. 2021): only updates from sensitive tokens are clipped, noised and accounted"
-            )
-            out["guarantee"] = SDP_GUARANTEE
-        return out
 
     # -- checkpoints
     def state(self, epoch: int, history: list[dict[str, Any]], fingerprint: str) -> dict[str, Any]:

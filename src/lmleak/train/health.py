@@ -140,3 +140,17 @@ class HealthMonitor:
             "passed": all(r["passed"] for r in self.records.values()),
             "warnings": list(self.warnings),
         }
+
+
+def health_monitor(model: torch.nn.Module, config: Any, *, lora: bool) -> HealthMonitor:
+    """The monitor of a DP run from its config (``health_checks``, ``health_check_steps``,
+    ``max_noise_to_signal``; selective DP's noise is recorded, not checked), watching
+    :func:`watched_weights`."""
+    watched, what = watched_weights(model, lora=lora)
+    settings = HealthSettings(
+        enforce=config.health_checks,
+        after_steps=config.health_check_steps,
+        max_noise_to_signal=config.max_noise_to_signal,
+        check_noise=config.mode != "sdp",
+    )
+    return HealthMonitor(watched, settings, what=what)

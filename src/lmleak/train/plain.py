@@ -9,10 +9,12 @@ and plain SGD.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from lmleak.train.config import TrainConfig
@@ -121,6 +123,42 @@ def evaluate(
     return out
 
 
+class EpochMeter:
+    """One epoch's bookkeeping, the same in both training loops: the step losses (a noise-only step's
+    NaN left out), the target tokens trained on and the wall time, as a ``history`` record."""
+
+    def __init__(self) -> None:
+        self.losses: list[float] = []
+        self.tokens = 0
+        self.start = time.perf_counter()
+
+    def add(self, loss: float, lengths: torch.Tensor) -> None:
+        """A step's loss over sequences of ``lengths`` tokens (each predicts ``length - 1`` targets)."""
+        if not math.isnan(loss):
+            self.losses.append(loss)
+        self.tokens += int((lengths - 1).clamp(min=0).sum())
+
+    def record(self, epoch: int, *, tokens: bool = False) -> dict[str, Any]:
+        """``{epoch, train_loss, [tokens,] tokens_per_s, seconds}`` (``train_loss`` None without a loss).
+
+        Example:
+            >>> m = EpochMeter()
+            >>> m.add(2.0, torch.tensor([3, 1])); m.add(float("nan"), torch.tensor([], dtype=torch.long))
+            >>> r = m.record(1, tokens=True); r["train_loss"], r["tokens"]
+            (2.0, 2)
+        """
+        dt = time.perf_counter() - self.start
+        out: dict[str, Any] = {
+            "epoch": epoch,
+            "train_loss": float(np.mean(self.losses)) if self.losses else None,
+        }
+        if tokens:
+            out["tokens"] = self.tokens
+        out["tokens_per_s"] = self.tokens / dt if dt > 0 else None
+        out["seconds"] = dt
+        return out
+
+
 class PlainStrategy:
     """Non-private SGD (AdamW) over shuffled mini-batches of chunks."""
 
@@ -159,13 +197,25 @@ class PlainStrategy:
         return self.module
 
     def privacy(self) -> dict[str, Any]:
-        return {
-            "mode": "nodp",
-            "epsilon": None,
-            "delta": None,
-            "noise_multiplier": 0.0,
-            "sample_rate": None,
-            "steps": self.steps,
-            "accountant": None,
-            "note": "no differential privacy: epsilon is unbounded (reported as null)",
-        }
+        return plain_privacy_record(self.steps)
+
+
+def plain_privacy_record(steps: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``privacy.json`` of a run without DP (small model or fine-tune; ``extra`` says what a
+    fine-tune trained): ε unbounded, written as null.
+
+    Example:
+        >>> plain_privacy_record(3)["epsilon"] is None
+        True
+    """
+    return {
+        "mode": "nodp",
+        "epsilon": None,
+        "delta": None,
+        "noise_multiplier": 0.0,
+        "sample_rate": None,
+        "steps": steps,
+        "accountant": None,
+        **(extra or {}),
+        "note": "no differential privacy: epsilon is unbounded (reported as null)",
+    }

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from lmleak.data.corpus import Corpus
@@ -44,10 +43,10 @@ from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
-from lmleak.train.plain import PlainStrategy, encode_chunks, evaluate
-from lmleak.train.sensitive import crt_split_for, mask_token_id, sensitive_token_mask
+from lmleak.train.plain import EpochMeter, PlainStrategy, evaluate
+from lmleak.train.sensitive import mask_token_id
 from lmleak.train.sentences import sentence_spans
-from lmleak.train.units import Units, resolve_privacy_unit
+from lmleak.train.sequences import RunData, crt_split_words, encode_run
 from lmleak.train.vocab import public_tokenizer
 
 
@@ -132,21 +131,15 @@ def train_model(
         if val_corpus is not None
         else split_users(corpus, config.holdout_users, config.seed)
     )
-    extra: dict[str, Any] = {}
     public, private = split or (None, None)
-    if config.mode == "crt":
-        public, private = _crt_split(config, train_corpus, public, private, extra)
+    crt = crt_split_words(train_corpus, config, public, private) if config.mode == "crt" else None
     if tokenizer is None:
-        tokenizer, tokenizer_source = resolve_tokenizer(
-            config, train_corpus, public if config.mode == "crt" else None
-        )
+        tokenizer, tokenizer_source = resolve_tokenizer(config, train_corpus, crt[0] if crt else None)
     else:
         tokenizer_source = tokenizer_source or "pretrained"
     module = build_module(config, len(tokenizer), tokenizer)
-    train_chunks, val_chunks = _encode_data(config, tokenizer, train_corpus, val, public, private, extra)
-    _privacy_unit(config, train_corpus if config.mode != "crt" else private, train_chunks, extra)
-    if config.mode == "sdp":
-        extra["mask_id"] = mask_token_id(tokenizer)
+    data = encode_run(config, tokenizer, train_corpus, val, crt)
+    train_chunks, val_chunks, extra = data.train, data.val, _strategy_inputs(data, tokenizer)
 
     strategy = make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
@@ -157,13 +150,13 @@ def train_model(
     )
     final_module = strategy.trained_module()
     final = dict(history[-1]) if history else {}
-    final["train_eval"] = evaluate(final_module, train_chunks if config.mode != "crt" else extra["public"])
+    final["train_eval"] = evaluate(final_module, data.public if data.public is not None else train_chunks)
     final["wall_seconds"] = time.perf_counter() - t_start
     final["tokens_per_s"] = trained_tokens / max(final["wall_seconds"], 1e-9)
     health = strategy.finish_health() if hasattr(strategy, "finish_health") else None
-    privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, extra.get("split_stats"))
+    privacy = _privacy_record(strategy, config, tokenizer_source, train_corpus, data.split_stats)
     save_small_model(final_module, tokenizer, out, extra={"mode": config.mode})
-    info = _train_info(config, history, final, train_corpus, val, len(train_chunks), extra.get("split_stats"))
+    info = _train_info(config, history, final, train_corpus, val, len(train_chunks), data.split_stats)
     info["vocab_size"] = len(tokenizer)
     info["privacy_unit"] = privacy.get("privacy_unit")  # as resolved (the config's None means the default)
     if health is not None:
@@ -173,6 +166,19 @@ def train_model(
     write_holdout(out, Holdout(held, config.holdout_users, config.seed, corpus.source))
     atomic_write_json(out / "privacy.json", privacy)
     return TrainResult(out, history, final, privacy, info["train_users"], info["val_users"])
+
+
+def _strategy_inputs(data: RunData, tokenizer: Any) -> dict[str, Any]:
+    """What a strategy's ``setup`` reads beside the training sequences: crt's D_pub and D_pri,
+    sdp's sensitive-token mask and mask token, a DP mode's privacy unit and who owns what."""
+    extra: dict[str, Any] = {"split_stats": data.split_stats}
+    if data.mode == "crt":
+        extra.update(public=data.public, private=data.train)
+    if data.mode == "sdp":
+        extra.update(sensitive=data.sensitive, mask_id=mask_token_id(tokenizer))
+    if data.mode != "nodp":
+        extra.update(unit=data.unit, unit_reason=data.unit_reason, units=data.units)
+    return extra
 
 
 def _train_info(
@@ -197,16 +203,6 @@ def _train_info(
     }
 
 
-def _crt_split(
-    config: TrainConfig, corpus: Corpus, public: Corpus | None, private: Corpus | None, extra: dict[str, Any]
-) -> tuple[Corpus, Corpus]:
-    """Paper 002's public/private split (or the given one), its statistics stored as ``extra["split_stats"]``."""
-    public, private, extra["split_stats"] = crt_split_for(corpus, config, public, private)
-    extra["split_stats"].setdefault("public_words", sum(len(t.split()) for t in public.texts()))
-    extra["split_stats"].setdefault("private_words", sum(len(t.split()) for t in private.texts()))
-    return public, private
-
-
 def _privacy_record(
     strategy: Any,
     config: TrainConfig,
@@ -223,39 +219,6 @@ def _privacy_record(
     if split_stats:
         privacy["split"] = public_share(split_stats)
     return privacy
-
-
-def _encode_data(
-    config: TrainConfig,
-    tokenizer: Any,
-    train_corpus: Corpus,
-    val: Corpus | None,
-    public: Corpus | None,
-    private: Corpus | None,
-    extra: dict[str, Any],
-) -> tuple[Any, Any]:
-    """(training sequences, validation sequences or None); crt's and sdp's extras go into ``extra``."""
-    if config.mode == "crt":
-        assert public is not None and private is not None
-        extra["public"] = encode_chunks(public.texts(), tokenizer, config.seq_len)
-        extra["private"] = encode_chunks(private.texts(), tokenizer, config.seq_len)
-        train_chunks = extra["private"]
-    else:
-        train_chunks = encode_chunks(train_corpus.texts(), tokenizer, config.seq_len)
-    if config.mode == "sdp":
-        extra["sensitive"] = sensitive_token_mask(train_corpus, tokenizer, config)
-    val_chunks = (
-        encode_chunks(val.texts(), tokenizer, config.seq_len) if val is not None and len(val) else None
-    )
-    return train_chunks, val_chunks
-
-
-def _privacy_unit(config: TrainConfig, corpus: Corpus | None, chunks: Any, extra: dict[str, Any]) -> None:
-    """The privacy unit of a DP run and who owns which private sequence, into ``extra``."""
-    if config.mode == "nodp" or corpus is None:
-        return
-    extra["unit"], extra["unit_reason"] = resolve_privacy_unit(config.privacy_unit, config.mode, corpus.users)
-    extra["units"] = Units.of_corpus(chunks, corpus)
 
 
 def _run_epochs(
@@ -294,22 +257,12 @@ def _train_epoch(
     strategy: Any, batches: Iterable[tuple[str, torch.Tensor, torch.Tensor]], epoch: int
 ) -> tuple[dict[str, Any], int]:
     """Take one epoch's steps; (its history record, the tokens trained on)."""
-    losses, t0, tokens = [], time.perf_counter(), 0
+    meter = EpochMeter()
     rest: list[Any]
     for kind, ids, lengths, *rest in batches:
-        if len(ids) == 0:
-            strategy.step(kind, ids, lengths, *rest)  # an empty Poisson batch still advances the accountant
-            continue
-        losses.append(strategy.step(kind, ids, lengths, *rest))
-        tokens += int((lengths - 1).clamp(min=0).sum())
-    dt = time.perf_counter() - t0
-    record: dict[str, Any] = {
-        "epoch": epoch,
-        "train_loss": float(np.mean(losses)) if losses else None,
-        "tokens_per_s": tokens / dt if dt > 0 else None,
-        "seconds": dt,
-    }
-    return record, tokens
+        # an empty Poisson batch is still a step: a noise-only one, accounted (its loss is NaN)
+        meter.add(strategy.step(kind, ids, lengths, *rest), lengths)
+    return meter.record(epoch), meter.tokens
 
 
 def resolve_tokenizer(config: TrainConfig, corpus: Corpus, public: Corpus | None) -> tuple[Any, str]:
