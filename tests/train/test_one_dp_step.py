@@ -61,6 +61,7 @@ def test_a_fine_tunes_epsilon_is_the_accountants_for_its_sampler(llama_dir, corp
     assert_accounted(res.privacy, *expected_accounting(tmp_path, unit, 4, 1), noise_multiplier=1.0)
 
 
+@pytest.mark.slow  # ~25 s: two target-epsilon noise searches and their runs
 def test_a_target_epsilon_gives_the_same_noise_to_a_small_model_and_a_fine_tune(llama_dir, corpus, tmp_path):
     """σ from a target ε follows one rule (make_private_with_epsilon's) in both trainers."""
     small = TrainConfig(
