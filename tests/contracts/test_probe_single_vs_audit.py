@@ -1,0 +1,78 @@
+"""Contract (issue 34): `lmleak probe run` and `lmleak audit` with only the probe stage are one probe.
+
+Both commands read the same settings (:class:`lmleak.probe.settings.ProbeSettings`) and must reach
+the same library function with the same inputs, so on the same small synthetic corpus and subjects
+they write the same probe summary and the same stage files (the tables equal row for row). Only
+the keys in :data:`MAY_DIFFER` and the files in :data:`AUDIT_ONLY_FILES` may differ, each for a
+stated reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import yaml
+from typer.testing import CliRunner
+
+from lmleak.cli.main import app
+from lmleak.data.synth import customersim
+
+#: summary keys that legitimately differ between the two runs (everything else must be equal).
+#: None today: a stage's summary.json holds no run folder, time or command (the audit keeps those
+#: in its own summary.json above the stage), so the probe summaries are equal key for key.
+MAY_DIFFER: frozenset[str] = frozenset()
+
+#: stage files only the audit writes
+AUDIT_ONLY_FILES = {
+    ".complete.json",  # the audit's record that the stage finished (a rerun reuses it)
+}
+
+#: the probe's settings, given once as options and once as the audit's `analyses.probe` section
+SETTINGS = {"templates": 2, "beams": 1, "limit": 4, "seed": 3}
+
+
+def _options() -> list[str]:
+    return [a for k, v in SETTINGS.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+
+
+def _run_both(tmp_path):
+    paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
+    model = f"fake:{paths['corpus']}"
+    runner = CliRunner()
+    single = tmp_path / "single"
+    r = runner.invoke(
+        app,
+        ["probe", "run", "--model", model, "--subjects", str(paths["subjects"]), "--out", str(single)]
+        + _options()
+        + ["--quiet", "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    config = {
+        "out": str(tmp_path / "audit"),
+        "corpus": {"path": str(paths["corpus"])},
+        "models": [{"name": "m", "path": model}],
+        "analyses": {"probe": {**SETTINGS, "subjects": str(paths["subjects"])}, "kart": False},
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
+    r = runner.invoke(app, ["audit", str(tmp_path / "audit.yaml"), "--quiet", "--json"])
+    assert r.exit_code == 0, r.output
+    return single, tmp_path / "audit" / "models" / "m" / "probe"
+
+
+def _files(run) -> set[str]:
+    return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
+
+
+def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(tmp_path):
+    single, staged = _run_both(tmp_path)
+    a = json.loads((single / "summary.json").read_text())
+    b = json.loads((staged / "summary.json").read_text())
+    assert a["subjects"] == SETTINGS["limit"]  # the settings reached the probe (not its defaults)
+    assert {k: v for k, v in a.items() if k not in MAY_DIFFER} == {
+        k: v for k, v in b.items() if k not in MAY_DIFFER
+    }
+    assert _files(single) == _files(staged) - AUDIT_ONLY_FILES
+    for name in sorted(_files(single)):
+        if name.endswith(".parquet"):
+            pd.testing.assert_frame_equal(pd.read_parquet(single / name), pd.read_parquet(staged / name))
