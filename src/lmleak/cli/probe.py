@@ -22,10 +22,12 @@ from lmleak.cli.common import (
     RedactRun,
     deprecated,
     err,
+    fmt,
     hide_ids_when_redacted,
     info,
     out,
     print_json,
+    print_table,
     quiet,
 )
 from lmleak.cli.options import takes
@@ -39,56 +41,35 @@ if TYPE_CHECKING:
 
 
 def _table(summary: dict) -> None:
-    from rich.table import Table
-
-    t = Table(
-        title=f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
+    title = (
+        f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
         f"({summary['level']}, {plural(summary['templates'], 'template')})"
     )
-    for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
-        t.add_column(c)
-
-    def f(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3g}"
-
-    for name, v in summary["targets"].items():
-        t.add_row(
+    cols = ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100")
+    keys = ("mean_likelihood", "mean_null_likelihood", "wilcoxon_p", "exact_match_rate")
+    rows = [
+        (
             name,
-            str(v.get("subjects", "-")),
-            f(v.get("mean_likelihood")),
-            f(v.get("mean_null_likelihood")),
-            f(v.get("wilcoxon_p")),
-            f(v.get("exact_match_rate")),
-            f((v.get("gamma") or {}).get("<100")),
+            v.get("subjects", "-"),
+            *(fmt(v.get(k)) for k in keys),
+            fmt((v.get("gamma") or {}).get("<100")),
         )
-    out.print(t)
+        for name, v in summary["targets"].items()
+    ]
+    print_table(title, cols, rows)
     groups = summary.get("groups")
     if groups:
-        g = Table(title="Members vs controls (users the model never saw)")
-        for c in (
-            "group",
-            "subjects",
-            "exact match",
-            "mean ln(target/null)",
-            "Wilcoxon p (raw)",
-            "Wilcoxon p (log)",
-        ):
-            g.add_column(c)
-        for name in ("members", "controls"):
-            v = groups[name]
-            g.add_row(
-                name,
-                str(v.get("subjects", "-")),
-                f(v.get("exact_match_rate")),
-                f(v.get("mean_log_likelihood_ratio")),
-                f(v.get("wilcoxon_p")),
-                f(v.get("wilcoxon_p_log")),
-            )
-        out.print(g)
+        cols = "group|subjects|exact match|mean ln(target/null)|Wilcoxon p (raw)|Wilcoxon p (log)".split("|")
+        keys = ("exact_match_rate", "mean_log_likelihood_ratio", "wilcoxon_p", "wilcoxon_p_log")
+        rows = [
+            (n, groups[n].get("subjects", "-"), *(fmt(groups[n].get(k)) for k in keys))
+            for n in ("members", "controls")
+        ]
+        print_table("Members vs controls (users the model never saw)", cols, rows)
         tests = groups.get("tests", {})
         out.print(
-            f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
-            f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}"
+            f"members > controls: exact match Fisher p = {fmt(tests.get('exact_match_fisher_p'))}, "
+            f"ln(target/null) Mann-Whitney p = {fmt(tests.get('log_ratio_mann_whitney_p'))}"
         )
     from lmleak.probe.people import probe_lines  # issue 32: people, the excess and the nulls
 
@@ -210,30 +191,24 @@ def _subject_table(view: SubjectView) -> None:
     the made-up people in words (never a likelihood ratio), the verdict; the chance of a false
     alarm under the table."""
     from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
 
-    t = Table(title=Text(f"What {view.model} reveals about {view.subject}"))  # a name is text, not markup
-    for c in (
+    cols = (
         "item",
         "written out",
         "chance per try",
         "tries to reveal",
         f"vs {view.made_up} made-up people",
         "verdict",
-    ):
-        t.add_column(c)
-    for r in view.items:
-        f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
-        t.add_row(
-            escape(r["field"]),
-            "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
-            f(r["likelihood"]),
-            f(r["expected_queries"]),
-            escape(r["rank_words"]),
-            escape(r["verdict"]),
-        )
-    out.print(t)
+    )
+    rows = [
+        (Text(r["field"]), "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
+         fmt(r["likelihood"]), fmt(r["expected_queries"]), Text(r["rank_words"]), Text(r["verdict"]))
+        for r in view.items
+    ]  # fmt: skip
+    print_table(
+        Text(f"What {view.model} reveals about {view.subject}"), cols, rows
+    )  # a name is text, not markup
     scored = sum(1 for r in view.items if r["rank_p"] is not None)
     if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
         out.print(
@@ -328,14 +303,8 @@ def sweep_cmd(
     if json_:
         print_json(rows)
         return
-    from rich.table import Table
-
-    t = Table(title="ProPILE sweep (Fig. 4)")
-    for c in ("model", "axis", "value", "exact match"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["model"], r["axis"], str(r["value"]), f"{r['exact_match_rate']:.3g}")
-    out.print(t)
+    rows = [(r["model"], r["axis"], r["value"], f"{r['exact_match_rate']:.3g}") for r in rows]
+    print_table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), rows)
 
 
 def build_cmd(
@@ -374,14 +343,7 @@ def build_cmd(
     if json_:
         print_json(timed)
         return
-    from rich.table import Table
-
-    t = Table(title=f"probe set {out_file}")
-    t.add_column("kind")
-    t.add_column("count")
-    for k, v in timed.items():
-        t.add_row(k, str(v))
-    out.print(t)
+    print_table(f"probe set {out_file}", ("kind", "count"), timed.items())
 
 
 def templates_cmd(
@@ -410,14 +372,9 @@ def templates_cmd(
     if json_:
         print_json({"templates": rows, "out": str(out_file)})
         return
-    from rich.table import Table
-
-    table = Table(title=f"templates mined from {corpus} -> {out_file}")
-    for c in ("target", "template", "support", "precision"):
-        table.add_column(c)
-    for r in rows:
-        table.add_row(r["target"], repr(r["template"]), str(r["support"]), f"{r['precision']:.3f}")
-    out.print(table)
+    cols = ("target", "template", "support", "precision")
+    rows = [(r["target"], repr(r["template"]), r["support"], f"{r['precision']:.3f}") for r in rows]
+    print_table(f"templates mined from {corpus} -> {out_file}", cols, rows)
 
 
 @takes(settings=SoftPromptSettings)
@@ -445,15 +402,10 @@ def softprompt_cmd(
     if json_:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})")
-    for c in ("prompt", "mean likelihood", "exact match"):
-        t.add_column(c)
-    for k in ("hard", "soft", "transfer"):
-        if k in summary:
-            t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
-    out.print(t)
+    title = f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})"
+    rows = [(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
+            for k in ("hard", "soft", "transfer") if k in summary]  # fmt: skip
+    print_table(title, ("prompt", "mean likelihood", "exact match"), rows)
 
 
 @takes(settings=ProPILEOptions)
@@ -483,65 +435,30 @@ def experiment_cmd(
     out.print(f"-> {out_dir}")
 
 
-def _fmt2(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2g}"
-
-
 def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
     """The black-box table of ``experiment propile``: one row per model, level and target."""
     from rich import box
-    from rich.table import Table
 
-    f = _fmt2
-    t = Table(
-        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}",
-        box=box.SIMPLE,
-        collapse_padding=True,
-        caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)",
-    )
-    for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        em = f(r["exact_match_rate"])
-        if r["exact_match_subjects"] not in (None, r["subjects"]):
-            em += f" ({r['exact_match_subjects']})"
-        t.add_row(
-            r["model"],
-            r["level"],
-            r["target"],
-            str(r["subjects"]),
-            f(r["mean_likelihood"]),
-            f(r["mean_null_likelihood"]),
-            f(r["likelihood_ratio"]),
-            f(r["wilcoxon_p"]),
-            em,
-            f(r["gamma_lt_100"]),
-        )
-    out.print(t)
+    def em(r: dict[str, Any]) -> str:
+        n = r["exact_match_subjects"]
+        return fmt(r["exact_match_rate"], ".2g") + ("" if n in (None, r["subjects"]) else f" ({n})")
+
+    cols = ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100")
+    keys = ("mean_likelihood", "mean_null_likelihood", "likelihood_ratio", "wilcoxon_p")
+    rows = [(r["model"], r["level"], r["target"], r["subjects"], *(fmt(r[k], ".2g") for k in keys), em(r),
+             fmt(r["gamma_lt_100"], ".2g")) for r in rows]  # fmt: skip
+    caption = "n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)"
+    title = f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}"
+    print_table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True, caption=caption)
 
 
 def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
     """The soft prompt vs hard template table of ``experiment propile``."""
     from rich import box
-    from rich.table import Table
 
-    f = _fmt2
-    t = Table(
-        title=f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)",
-        box=box.SIMPLE,
-        collapse_padding=True,
-    )
-    for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(
-            r["target"],
-            r["prompt"],
-            str(r["train_subjects"]),
-            str(r["eval_subjects"]),
-            f(r["mean_likelihood"]),
-            f"{r['mean_log_likelihood']:.1f}",
-            f(r["exact_match_rate"]),
-            str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
-        )
-    out.print(t)
+    cols = ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch")
+    rows = [(r["target"], r["prompt"], r["train_subjects"], r["eval_subjects"], fmt(r["mean_likelihood"], ".2g"),
+             f"{r['mean_log_likelihood']:.1f}", fmt(r["exact_match_rate"], ".2g"),
+             r["best_epoch"] if r["prompt"] == "soft" else "-") for r in rows]  # fmt: skip
+    title = f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)"
+    print_table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True)
