@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -9,8 +10,10 @@ import typer
 from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
-from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, out, print_json, quiet
+from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, fmt, out, print_json, print_table, quiet
 from lmleak.cli.options import takes
+from lmleak.errors import ConfigError
+from lmleak.settings import Settings, setting
 from lmleak.train.config import TrainSettings
 from lmleak.words import plural
 
@@ -114,8 +117,24 @@ def _read_train_config(ctx: typer.Context, value: Path | None) -> Path | None:
     return value
 
 
+@dataclass(frozen=True)
+class PresplitCorpus(Settings):
+    """``--public`` / ``--private``: CRT's corpus split beforehand (both or neither)."""
+
+    public: Path | None = setting(
+        None, help="crt: a pre-split public corpus (with --private).", panel="Data", hidden=True
+    )
+    private: Path | None = setting(
+        None, help="crt: a pre-split private corpus (with --public).", panel="Data", hidden=True
+    )
+
+    def check(self) -> None:
+        if (self.public is None) != (self.private is None):
+            raise ConfigError("give both --public and --private, or neither", field="public")
+
+
 # long: the signature declares the options that are not training settings (files, --config, --help-all)
-@takes(settings=TrainSettings)
+@takes(settings=TrainSettings, presplit=PresplitCorpus)
 def train(
     corpus: Annotated[
         Path,
@@ -136,19 +155,8 @@ def train(
             callback=_read_train_config,
         ),
     ] = None,
-    public: Annotated[
-        Path | None,
-        typer.Option(
-            help="crt: a pre-split public corpus (with --private).", rich_help_panel="Data", hidden=True
-        ),
-    ] = None,
-    private: Annotated[
-        Path | None,
-        typer.Option(
-            help="crt: a pre-split private corpus (with --public).", rich_help_panel="Data", hidden=True
-        ),
-    ] = None,
     *,
+    presplit: PresplitCorpus,
     settings: TrainSettings,
     replaces: Annotated[
         Path | None,
@@ -177,17 +185,19 @@ def train(
     The common options are below; --help-all shows every one. --config train.yaml takes the same
     options from a file, keyed by their names without the dashes.
     """
-    from lmleak.errors import ConfigError
-
     # lazy: lmleak.train.run imports torch, which `lmleak --help` must not load
     from lmleak.train.run import train_and_summarise
 
     quiet(quiet_ or json_out)
-    if (public is None) != (private is None):
-        raise ConfigError("give both --public and --private, or neither", field="public")
     progress = not (quiet_ or json_out)
     run = train_and_summarise(
-        corpus, out_dir, settings, public=public, private=private, progress=progress, replaces=replaces
+        corpus,
+        out_dir,
+        settings,
+        public=presplit.public,
+        private=presplit.private,
+        progress=progress,
+        replaces=replaces,
     )
     _print_result(run, out_dir, json_out)
 
@@ -198,7 +208,7 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
         print_json(run.summary)
         return
     res = run.result
-    out.print(_history_table(res, out_dir, run.arch, run.mode))
+    _history_table(res, out_dir, run.arch, run.mode)
     held = res.val_users
     out.print(
         f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the non-members and "
@@ -216,27 +226,12 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     )
 
 
-def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
+def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> None:
     """One row per epoch: train loss, validation perplexity and top-1/top-3 accuracy, throughput."""
-    from rich.table import Table
-
-    t = Table(title=f"{arch} trained ({mode}) -> {out_dir}")
-    t.add_column("epoch", justify="right")
-    t.add_column("train loss", justify="right")
-    t.add_column("val perplexity", justify="right")
-    t.add_column("val top-1", justify="right")
-    t.add_column("val top-3", justify="right")
-    t.add_column("tokens/s", justify="right")
-    for h in res.history:
-        t.add_row(
-            str(h["epoch"]),
-            _f(h.get("train_loss")),
-            _f(h.get("val_perplexity")),
-            _f(h.get("val_top1_accuracy")),
-            _f(h.get("val_top3_accuracy")),
-            _f(h.get("tokens_per_s"), 0),
-        )
-    return t
+    cols = ("epoch", "train loss", "val perplexity", "val top-1", "val top-3", "tokens/s")
+    keys = ("train_loss", "val_perplexity", "val_top1_accuracy", "val_top3_accuracy")
+    rows = [(h["epoch"], *(_f(h.get(k)) for k in keys), _f(h.get("tokens_per_s"), 0)) for h in res.history]
+    print_table(f"{arch} trained ({mode}) -> {out_dir}", cols, rows, right=0)
 
 
 def _print_privacy_notes(privacy: dict[str, Any]) -> None:
@@ -272,7 +267,7 @@ def _print_privacy_notes(privacy: dict[str, Any]) -> None:
 
 
 def _f(v: Any, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+    return fmt(v, f".{digits}f", none="—")
 
 
 def evaluate_cmd(
@@ -299,12 +294,5 @@ def evaluate_cmd(
     if json_out:
         print_json(record)
         return
-    from rich.table import Table
-
-    t = Table(title=f"{model} on {corpus}")
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    for key, v in record.items():
-        if isinstance(v, float):
-            t.add_row(key, f"{v:.4f}")
-    out.print(t)
+    rows = [(key, f"{v:.4f}") for key, v in record.items() if isinstance(v, float)]
+    print_table(f"{model} on {corpus}", ("metric", "value"), rows, right=1)
