@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
+from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, print_table, quiet
 from lmleak.data.stats import CorpusStats, check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
@@ -29,11 +29,6 @@ _DEFAULT_LOCALES = ",".join(DEFAULT_LOCALES)
 
 def _locales(spec: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in spec.split(",") if x.strip())
-
-
-def _print_shapes(t: Any, summary: dict[str, Any]) -> None:
-    for k, v in summary["subjects_per_shape"].items():
-        t.add_row(f"people: {k}", str(v))
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -95,17 +90,8 @@ def customersim(
     if json_out:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"CustomerSim corpus in {out_dir}")
-    t.add_column("what")
-    t.add_column("count", justify="right")
-    for k in ("documents", "users", "words", "canaries", "canary_repeats", "canary_design"):
-        t.add_row(k, str(summary[k]))
-    for k, v in summary["secrets_per_entity"].items():
-        t.add_row(f"PII spans: {k}", str(v))
-    _print_shapes(t, summary)
-    out.print(t)
+    keys = ("documents", "users", "words", "canaries", "canary_repeats", "canary_design")
+    _print_synth(f"CustomerSim corpus in {out_dir}", "count", [(k, summary[k]) for k in keys], summary)
 
 
 def mail(
@@ -151,32 +137,17 @@ def mail(
     if json_out:
         print_json(summary)
         return
-    _print_mail(summary, out_dir)
+    keys = ("documents", "authors", "words", "tokens_estimate", "duplicate_line_share",
+            "longest_document_words", "canaries", "canary_repeats", "canary_design")  # fmt: skip
+    rows = [(k.replace("_", " "), summary[k]) for k in keys]
+    _print_synth(f"Mailing-list corpus in {out_dir}", "value", rows, summary)
 
 
-def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
-    """The mailing-list summary as a table."""
-    from rich.table import Table
-
-    t = Table(title=f"Mailing-list corpus in {out_dir}")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    for k in (
-        "documents",
-        "authors",
-        "words",
-        "tokens_estimate",
-        "duplicate_line_share",
-        "longest_document_words",
-        "canaries",
-        "canary_repeats",
-        "canary_design",
-    ):
-        t.add_row(k.replace("_", " "), str(summary[k]))
-    for k, v in summary["secrets_per_entity"].items():
-        t.add_row(f"PII spans: {k}", str(v))
-    _print_shapes(t, summary)
-    out.print(t)
+def _print_synth(title: str, header: str, rows: list[tuple[str, Any]], summary: dict[str, Any]) -> None:
+    """A synthesiser's summary: its ``rows``, then the PII spans per entity and the people per name shape."""
+    rows += [(f"PII spans: {k}", v) for k, v in summary["secrets_per_entity"].items()]
+    rows += [(f"people: {k}", v) for k, v in summary["subjects_per_shape"].items()]
+    print_table(title, ("what", header), rows, right=1)
 
 
 def check(
