@@ -17,6 +17,7 @@ from lmleak.cli.common import (
     number,
     out,
     print_json,
+    print_table,
     quiet,
 )
 from lmleak.cli.options import takes
@@ -45,6 +46,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("dedup")(dedup_cmd)
     app.command("redact")(redact_cmd)
     app.command("split")(split_cmd)
+
+
+#: ``--fp-rate`` of dedup and split
+FpRateOpt = Annotated[
+    float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+]
 
 
 def _fmt(v: Any) -> str:
@@ -89,38 +96,29 @@ def evaluate_cmd(
     if as_json:
         print_json(result.to_dict())
         return
-    from rich.table import Table
-
-    t = Table(title=f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})")
     cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
-    t.add_column("entity")
-    for col in cols:
-        t.add_column(col, justify="right")
-    for ent, row in result.entities.items():
-        t.add_row(ent, *(_fmt(row[col]) for col in cols))
-    out.print(t)
+    rows = [(ent, *(_fmt(row[col]) for col in cols)) for ent, row in result.entities.items()]
+    title = f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})"
+    print_table(title, ("entity", *cols), rows, right=1)
     if result.by_shape is not None:
         _print_shapes(result.by_shape, result.warnings)
 
 
 def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
     """Names and all PII of the people of each name shape, then the shapes the policy misses."""
-    from rich.table import Table
-
-    t = Table(title="by name shape (the people whose PII each span is)")
-    for col in ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)"):
-        t.add_column(col, justify="left" if col == "shape" else "right")
-    for shape, rows in by_shape.items():
+    rows = []
+    for shape, by_entity in by_shape.items():
         cells = []
         for ent in ("PERSON", "ALL"):
-            r = rows.get(ent)
+            r = by_entity.get(ent)
             if r is None:
                 cells += ["0", "-", "-"]
                 continue
             ci = "" if r["gamma_ci"] is None else f" [{r['gamma_ci'][0]:.3f}, {r['gamma_ci'][1]:.3f}]"
             cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
-        t.add_row(shape, *cells)
-    out.print(t)
+        rows.append((shape, *cells))
+    cols = ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)")
+    print_table("by name shape (the people whose PII each span is)", cols, rows, right=1)
     for w in warnings:
         out.print(f"[yellow]warning:[/] {w}")
 
@@ -147,32 +145,23 @@ def detect_cmd(
     if as_json:
         print_json(result.summary(spans=text is not None or save is None))
         return
-    from rich.table import Table
     from rich.text import Text
 
-    if text is not None:
-        t = Table(title=f"spans found by {result.policy}")
-        for col in ("start", "end", "entity", "score", "value"):
-            t.add_column(col)
-        for r in result.rows():
-            # a span's value is the corpus's text, never Rich markup ('[proj-dev]' would vanish)
-            t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
-        out.print(t)
-    t = Table(title=f"detections per entity ({plural(result.documents, 'document')})")
-    t.add_column("entity")
-    t.add_column("count", justify="right")
-    for ent, n in result.counts.items():
-        t.add_row(ent, str(n))
-    out.print(t)
+    if text is not None:  # a span's value is the corpus's text, never Rich markup ('[proj-dev]' would vanish)
+        rows = [
+            (r["start"], r["end"], r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
+            for r in result.rows()
+        ]
+        print_table(f"spans found by {result.policy}", ("start", "end", "entity", "score", "value"), rows)
+    title = f"detections per entity ({plural(result.documents, 'document')})"
+    print_table(title, ("entity", "count"), result.counts.items(), right=1)
 
 
 def dedup_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
     mode: Annotated[str, typer.Option("--mode", help="exact (SHA-1) | bloom (one pass, rbloom).")] = "exact",
-    fp_rate: Annotated[
-        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
-    ] = 1e-6,
+    fp_rate: FpRateOpt = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -215,9 +204,7 @@ def split_cmd(
         str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
     ] = None,
     dedup: Annotated[str, typer.Option("--dedup", help="exact | bloom | none.")] = "exact",
-    fp_rate: Annotated[
-        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
-    ] = 1e-6,
+    fp_rate: FpRateOpt = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -238,27 +225,12 @@ def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
     if as_json:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"lmleak {stage}: {summary['corpus']}")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    for k in (
-        "documents",
-        "sentences",
-        "masked",
-        "redacted_sentences",
-        "public",
-        "private",
-        "private_fraction",
-    ):
-        if k in summary:
-            t.add_row(k, _fmt(summary[k]))
+    keys = ("documents", "sentences", "masked", "redacted_sentences", "public", "private", "private_fraction")
+    rows = [(k, _fmt(summary[k])) for k in keys if k in summary]
     bloom = summary.get("bloom") or (summary.get("dedup") or {}).get("bloom")
     if bloom:
-        t.add_row("bloom configured fp rate", f"{bloom['configured_fp_rate']:.2g}")
-        t.add_row("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}")
-    for ent, n in sorted((summary.get("removed") or {}).items()):
-        t.add_row(f"removed: {ent}", str(n))
-    t.add_row("written to", str(Path(next(iter(summary["files"].values()))).parent))
-    out.print(t)
+        rows.append(("bloom configured fp rate", f"{bloom['configured_fp_rate']:.2g}"))
+        rows.append(("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}"))
+    rows += [(f"removed: {ent}", n) for ent, n in sorted((summary.get("removed") or {}).items())]
+    rows.append(("written to", Path(next(iter(summary["files"].values()))).parent))
+    print_table(f"lmleak {stage}: {summary['corpus']}", ("what", "value"), rows, right=1)
