@@ -21,6 +21,7 @@ from lmleak.cli.common import (
     number,
     out,
     print_json,
+    print_table,
     quiet,
 )
 from lmleak.cli.options import takes
@@ -59,25 +60,13 @@ def review_cmd(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(review_records())
         return
-    rows = review()
-    from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title="KART review of prior studies (paper 004, Table 2)")
-    for c in ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)"):
-        t.add_column(c)
-    from rich.markup import escape
-
-    for r in rows:  # the paper's notation has brackets ("1[d ∈ D_train]") that Rich would read as markup
-        t.add_row(
-            escape(r.study),
-            escape(r.paper["I_K"]),
-            escape(r.paper["a"]),
-            escape(r.paper["R"]),
-            escape(r.paper["I_T"]),
-            escape(r.paper["method"]),
-            r.scenario.resources.access,
-        )
-    out.print(t)
+    # the paper's notation has brackets ("1[d ∈ D_train]") that Rich would read as markup: cells are text
+    cols = ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)")
+    keys = ("I_K", "a", "R", "I_T", "method")
+    rows = [(Text(r.study), *(Text(r.paper[k]) for k in keys), r.scenario.resources.access) for r in review()]
+    print_table("KART review of prior studies (paper 004, Table 2)", cols, rows)
 
 
 @kart_app.command("describe")
@@ -95,43 +84,31 @@ def describe_cmd(
     if as_json:
         print_json(result.records())
         return
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=escape(f"KART scenario of {run}"))
-    for c in ("label", "attack", "access", "(I_K, a, R, I_T)"):
-        t.add_column(c)
-    for lab, s in result.scenarios:
-        t.add_row(escape(lab), escape(s.attack), s.resources.access, escape(s.notation()))
-    out.print(t)
+    rows = [
+        (Text(lab), Text(s.attack), s.resources.access, Text(s.notation())) for lab, s in result.scenarios
+    ]
+    print_table(Text(f"KART scenario of {run}"), ("label", "attack", "access", "(I_K, a, R, I_T)"), rows)
 
 
 def _print_margins(res: dict[str, Any], title: str) -> None:
-    from rich.table import Table
-
-    t = Table(
-        title=title, caption="95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
-    )
-    for c in ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"):
-        t.add_column(c)
     intervals = res.get("ratio_intervals") or {}
 
     def ratio(name: str) -> str:
         ci = intervals.get(name)
         return _fmt(res["ratios"][name]) + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
 
+    rows = []
     for m in res["margins"]:
         mark = (
             "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
         )
-        sig = m.get("significant")
-        ci = (
-            "—"
-            if m.get("ci_low") is None
-            else f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]" + ("" if sig else " n.s.")
-        )
-        t.add_row(m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci)
-    out.print(t)
+        ci = "—" if m.get("ci_low") is None else f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
+        ci += "" if m.get("ci_low") is None or m.get("significant") else " n.s."
+        rows.append((m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci))
+    caption = "95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
+    print_table(title, ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"), rows, caption=caption)
     if res.get("multiplicity_note"):
         out.print(f"[dim]{res['multiplicity_note']}[/]")
     if res["all_nonnegative"]:
@@ -205,14 +182,12 @@ def experiment_cmd(
     if as_json:
         print_json(res)
         return
-    from rich.table import Table
-
-    t = Table(title="Generated documents, valid and correct name–disease pairs (Table 6 style)")
-    for c in ("scenario", "generated", "valid", "correct", "ratio"):
-        t.add_column(c)
-    for s, c in res["counts"].items():
-        t.add_row(s, str(c["generated"]), str(c["valid"]), str(c["correct"]), _fmt(res["ratios"][s]))
-    out.print(t)
+    rows = [
+        (s, c["generated"], c["valid"], c["correct"], _fmt(res["ratios"][s]))
+        for s, c in res["counts"].items()
+    ]
+    title = "Generated documents, valid and correct name–disease pairs (Table 6 style)"
+    print_table(title, ("scenario", "generated", "valid", "correct", "ratio"), rows)
     _print_margins(res, "Privacy risk margins (Table 3 style)")
 
 
@@ -235,11 +210,6 @@ def synth_clinical_cmd(
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return
-    from rich.table import Table
-
-    t = Table(title=f"synthetic clinical notes ({patients} patients, seed {seed})")
-    t.add_column("file")
-    t.add_column("path")
-    for k, v in paths.items():
-        t.add_row(k, str(v))
-    out.print(t)
+    print_table(
+        f"synthetic clinical notes ({patients} patients, seed {seed})", ("file", "path"), paths.items()
+    )
