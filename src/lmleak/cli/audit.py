@@ -19,6 +19,7 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
+    table,
 )
 from lmleak.cli.options import option_name, takes
 from lmleak.errors import ConfigError
@@ -95,7 +96,6 @@ _RESULT_STYLE = {
 def print_verdict(verdict: Any, title: str = "Verdict") -> None:
     """The verdict table of :func:`lmleak.render.verdict.verdict_rows` (the HTML card's cells)."""
     from rich.markup import escape
-    from rich.table import Table
 
     from lmleak.render.verdict import verdict_rows
 
@@ -105,13 +105,12 @@ def print_verdict(verdict: Any, title: str = "Verdict") -> None:
             f"[bold]{title}[/]: no limits set (add a `gate:` section to the audit config, or use --profile release)"
         )
         return
-    t = Table(title=title + (f" (profile {verdict.profile})" if verdict.profile else ""))
-    for col in ("model", "limit", "value", "95% interval", "result"):
-        t.add_column(col)
-    for r in rows:
-        style = _RESULT_STYLE.get(r["status"], "")
-        t.add_row(r["model"], r["limit"], r["value"], r["interval"], f"[{style}]{r['result']}[/]")
-    out.print(t)
+    cols = ("model", "limit", "value", "95% interval", "result")
+    result = [f"[{_RESULT_STYLE.get(r['status'], '')}]{r['result']}[/]" for r in rows]
+    cells = [
+        (r["model"], r["limit"], r["value"], r["interval"], res) for r, res in zip(rows, result, strict=True)
+    ]
+    out.print(table(title + (f" (profile {verdict.profile})" if verdict.profile else ""), cols, cells))
     for r in rows:  # the reasons below the table: a narrow terminal keeps them whole
         if r["why"]:
             out.print(f"  {r['model']} · {r['limit']}: {r['why']}", highlight=False)
@@ -141,17 +140,12 @@ def query_cmd(
     if json_out:
         print_json(df.to_dict("records"))
         return
-    from rich.table import Table
     from rich.text import Text
 
     # training text is data, never Rich markup: '[proj-dev]' in a subject line was eaten as a style
     # tag, '[/x]' crashed the command, '[link=...]' became a hyperlink
-    table = Table(show_lines=False)
-    for c in df.columns:
-        table.add_column(Text(str(c)))
-    for rec in df.head(200).itertuples(index=False):
-        table.add_row(*[Text(_query_cell(v)) for v in rec])
-    out.print(table)
+    rows = ([Text(_query_cell(v)) for v in rec] for rec in df.head(200).itertuples(index=False))
+    out.print(table(None, [Text(str(c)) for c in df.columns], rows))
     if len(df) > 200:
         out.print(f"[dim]{len(df)} rows; first 200 shown (use --json for all)[/]")
 
@@ -187,8 +181,6 @@ def _query_cell(v: Any) -> str:
 
 
 def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
-    from rich.table import Table
-
     from lmleak.render.headline import PER_K
     from lmleak.render.html import LABELS, card_value
 
@@ -199,14 +191,11 @@ def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
     ks = sorted({k for h in heads.values() for k in (h.get("by_k") or {})}, key=int)
     # one row per metric, one column per model: fits a terminal for any number of metrics; each value
     # as the HTML card shows it (every k, DP ε with its unit, probing's members and controls)
-    t = Table(title=f"Audit summary — {run}")
-    t.add_column("metric")
-    for name in heads:
-        t.add_column(name, justify="right")
+    rows = []
     for k in metrics:
         label = LABELS[k] + (f" (k = {' · '.join(ks)})" if k in PER_K and len(ks) > 1 else "")
-        t.add_row(label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()])
-    out.print(t)
+        rows.append((label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()]))
+    out.print(table(f"Audit summary — {run}", ("metric", *heads), rows, right=1))
 
 
 @dataclass(frozen=True)
@@ -352,6 +341,16 @@ def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
     return summary, configured_verdict(summary, collect_headlines(run))
 
 
+#: each model's verdict in the release summary: its style and its words
+_RELEASE_WORDS = {
+    "pass": ("bold green", "PASS"),
+    "fail": ("bold red", "FAIL"),
+    "inconclusive": ("bold yellow", "INCONCLUSIVE"),
+    "not_evaluable": ("bold yellow", "NOT EVALUABLE"),
+    "no_limits": ("bold", "no limits set"),
+}
+
+
 def print_release(summary: dict[str, Any], verdict: Any) -> None:
     """The release summary the terminal opens with: people affected, the verdict, what did not run."""
     from rich.markup import escape
@@ -362,20 +361,8 @@ def print_release(summary: dict[str, Any], verdict: Any) -> None:
     out.rule("[bold]Release summary[/]")
     for name, rel in releases.items():
         status = verdict.model_status(name)
-        style = {
-            "pass": "bold green",
-            "fail": "bold red",
-            "inconclusive": "bold yellow",
-            "not_evaluable": "bold yellow",
-        }.get(status, "bold")
-        words = {
-            "pass": "PASS",
-            "fail": "FAIL",
-            "inconclusive": "INCONCLUSIVE",
-            "not_evaluable": "NOT EVALUABLE",
-            "no_limits": "no limits set",
-        }
-        out.print(f"[bold]{name}[/]: verdict [{style}]{words[status]}[/]")
+        style, words = _RELEASE_WORDS[status]
+        out.print(f"[bold]{name}[/]: verdict [{style}]{words}[/]")
         for line in people_lines(rel.get("people_affected")):
             out.print(f"  people affected: {escape(line)}", highlight=False)
         for e in rel.get("not_run") or ():

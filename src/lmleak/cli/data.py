@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, print_table, quiet
+from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet, table
 from lmleak.data.stats import CorpusStats, check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
@@ -147,7 +147,7 @@ def _print_synth(title: str, header: str, rows: list[tuple[str, Any]], summary: 
     """A synthesiser's summary: its ``rows``, then the PII spans per entity and the people per name shape."""
     rows += [(f"PII spans: {k}", v) for k, v in summary["secrets_per_entity"].items()]
     rows += [(f"people: {k}", v) for k, v in summary["subjects_per_shape"].items()]
-    print_table(title, ("what", header), rows, right=1)
+    out.print(table(title, ("what", header), rows, right=1))
 
 
 def check(

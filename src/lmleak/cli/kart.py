@@ -21,8 +21,8 @@ from lmleak.cli.common import (
     number,
     out,
     print_json,
-    print_table,
     quiet,
+    table,
 )
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
@@ -66,7 +66,7 @@ def review_cmd(as_json: JsonOpt = False) -> None:
     cols = ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)")
     keys = ("I_K", "a", "R", "I_T", "method")
     rows = [(Text(r.study), *(Text(r.paper[k]) for k in keys), r.scenario.resources.access) for r in review()]
-    print_table("KART review of prior studies (paper 004, Table 2)", cols, rows)
+    out.print(table("KART review of prior studies (paper 004, Table 2)", cols, rows))
 
 
 @kart_app.command("describe")
@@ -89,7 +89,7 @@ def describe_cmd(
     rows = [
         (Text(lab), Text(s.attack), s.resources.access, Text(s.notation())) for lab, s in result.scenarios
     ]
-    print_table(Text(f"KART scenario of {run}"), ("label", "attack", "access", "(I_K, a, R, I_T)"), rows)
+    out.print(table(Text(f"KART scenario of {run}"), ("label", "attack", "access", "(I_K, a, R, I_T)"), rows))
 
 
 def _print_margins(res: dict[str, Any], title: str) -> None:
@@ -108,7 +108,9 @@ def _print_margins(res: dict[str, Any], title: str) -> None:
         ci += "" if m.get("ci_low") is None or m.get("significant") else " n.s."
         rows.append((m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci))
     caption = "95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
-    print_table(title, ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"), rows, caption=caption)
+    out.print(
+        table(title, ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"), rows, caption=caption)
+    )
     if res.get("multiplicity_note"):
         out.print(f"[dim]{res['multiplicity_note']}[/]")
     if res["all_nonnegative"]:
@@ -187,7 +189,7 @@ def experiment_cmd(
         for s, c in res["counts"].items()
     ]
     title = "Generated documents, valid and correct name–disease pairs (Table 6 style)"
-    print_table(title, ("scenario", "generated", "valid", "correct", "ratio"), rows)
+    out.print(table(title, ("scenario", "generated", "valid", "correct", "ratio"), rows))
     _print_margins(res, "Privacy risk margins (Table 3 style)")
 
 
@@ -210,6 +212,6 @@ def synth_clinical_cmd(
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return
-    print_table(
-        f"synthetic clinical notes ({patients} patients, seed {seed})", ("file", "path"), paths.items()
+    out.print(
+        table(f"synthetic clinical notes ({patients} patients, seed {seed})", ("file", "path"), paths.items())
     )

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
-from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, fmt, out, print_json, print_table, quiet
+from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, fmt, out, print_json, quiet, table
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
 from lmleak.settings import Settings, setting
@@ -231,7 +231,7 @@ def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> None:
     cols = ("epoch", "train loss", "val perplexity", "val top-1", "val top-3", "tokens/s")
     keys = ("train_loss", "val_perplexity", "val_top1_accuracy", "val_top3_accuracy")
     rows = [(h["epoch"], *(_f(h.get(k)) for k in keys), _f(h.get("tokens_per_s"), 0)) for h in res.history]
-    print_table(f"{arch} trained ({mode}) -> {out_dir}", cols, rows, right=0)
+    out.print(table(f"{arch} trained ({mode}) -> {out_dir}", cols, rows, right=0))
 
 
 def _print_privacy_notes(privacy: dict[str, Any]) -> None:
@@ -295,4 +295,4 @@ def evaluate_cmd(
         print_json(record)
         return
     rows = [(key, f"{v:.4f}") for key, v in record.items() if isinstance(v, float)]
-    print_table(f"{model} on {corpus}", ("metric", "value"), rows, right=1)
+    out.print(table(f"{model} on {corpus}", ("metric", "value"), rows, right=1))

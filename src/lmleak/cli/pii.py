@@ -17,8 +17,8 @@ from lmleak.cli.common import (
     number,
     out,
     print_json,
-    print_table,
     quiet,
+    table,
 )
 from lmleak.cli.options import takes
 from lmleak.pii.detect import detect_pii
@@ -99,7 +99,7 @@ def evaluate_cmd(
     cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
     rows = [(ent, *(_fmt(row[col]) for col in cols)) for ent, row in result.entities.items()]
     title = f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})"
-    print_table(title, ("entity", *cols), rows, right=1)
+    out.print(table(title, ("entity", *cols), rows, right=1))
     if result.by_shape is not None:
         _print_shapes(result.by_shape, result.warnings)
 
@@ -118,7 +118,7 @@ def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tupl
             cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
         rows.append((shape, *cells))
     cols = ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)")
-    print_table("by name shape (the people whose PII each span is)", cols, rows, right=1)
+    out.print(table("by name shape (the people whose PII each span is)", cols, rows, right=1))
     for w in warnings:
         out.print(f"[yellow]warning:[/] {w}")
 
@@ -152,9 +152,11 @@ def detect_cmd(
             (r["start"], r["end"], r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
             for r in result.rows()
         ]
-        print_table(f"spans found by {result.policy}", ("start", "end", "entity", "score", "value"), rows)
+        out.print(
+            table(f"spans found by {result.policy}", ("start", "end", "entity", "score", "value"), rows)
+        )
     title = f"detections per entity ({plural(result.documents, 'document')})"
-    print_table(title, ("entity", "count"), result.counts.items(), right=1)
+    out.print(table(title, ("entity", "count"), result.counts.items(), right=1))
 
 
 def dedup_cmd(
@@ -233,4 +235,4 @@ def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
         rows.append(("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}"))
     rows += [(f"removed: {ent}", n) for ent, n in sorted((summary.get("removed") or {}).items())]
     rows.append(("written to", Path(next(iter(summary["files"].values()))).parent))
-    print_table(f"lmleak {stage}: {summary['corpus']}", ("what", "value"), rows, right=1)
+    out.print(table(f"lmleak {stage}: {summary['corpus']}", ("what", "value"), rows, right=1))

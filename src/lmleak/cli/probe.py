@@ -27,8 +27,8 @@ from lmleak.cli.common import (
     info,
     out,
     print_json,
-    print_table,
     quiet,
+    table,
 )
 from lmleak.cli.options import takes
 from lmleak.experiments.options import ProPILEOptions
@@ -56,7 +56,7 @@ def _table(summary: dict) -> None:
         )
         for name, v in summary["targets"].items()
     ]
-    print_table(title, cols, rows)
+    out.print(table(title, cols, rows))
     groups = summary.get("groups")
     if groups:
         cols = "group|subjects|exact match|mean ln(target/null)|Wilcoxon p (raw)|Wilcoxon p (log)".split("|")
@@ -65,7 +65,7 @@ def _table(summary: dict) -> None:
             (n, groups[n].get("subjects", "-"), *(fmt(groups[n].get(k)) for k in keys))
             for n in ("members", "controls")
         ]
-        print_table("Members vs controls (users the model never saw)", cols, rows)
+        out.print(table("Members vs controls (users the model never saw)", cols, rows))
         tests = groups.get("tests", {})
         out.print(
             f"members > controls: exact match Fisher p = {fmt(tests.get('exact_match_fisher_p'))}, "
@@ -206,8 +206,8 @@ def _subject_table(view: SubjectView) -> None:
          fmt(r["likelihood"]), fmt(r["expected_queries"]), Text(r["rank_words"]), Text(r["verdict"]))
         for r in view.items
     ]  # fmt: skip
-    print_table(
-        Text(f"What {view.model} reveals about {view.subject}"), cols, rows
+    out.print(
+        table(Text(f"What {view.model} reveals about {view.subject}"), cols, rows)
     )  # a name is text, not markup
     scored = sum(1 for r in view.items if r["rank_p"] is not None)
     if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
@@ -304,7 +304,7 @@ def sweep_cmd(
         print_json(rows)
         return
     rows = [(r["model"], r["axis"], r["value"], f"{r['exact_match_rate']:.3g}") for r in rows]
-    print_table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), rows)
+    out.print(table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), rows))
 
 
 def build_cmd(
@@ -343,7 +343,7 @@ def build_cmd(
     if json_:
         print_json(timed)
         return
-    print_table(f"probe set {out_file}", ("kind", "count"), timed.items())
+    out.print(table(f"probe set {out_file}", ("kind", "count"), timed.items()))
 
 
 def templates_cmd(
@@ -374,7 +374,7 @@ def templates_cmd(
         return
     cols = ("target", "template", "support", "precision")
     rows = [(r["target"], repr(r["template"]), r["support"], f"{r['precision']:.3f}") for r in rows]
-    print_table(f"templates mined from {corpus} -> {out_file}", cols, rows)
+    out.print(table(f"templates mined from {corpus} -> {out_file}", cols, rows))
 
 
 @takes(settings=SoftPromptSettings)
@@ -405,7 +405,7 @@ def softprompt_cmd(
     title = f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})"
     rows = [(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
             for k in ("hard", "soft", "transfer") if k in summary]  # fmt: skip
-    print_table(title, ("prompt", "mean likelihood", "exact match"), rows)
+    out.print(table(title, ("prompt", "mean likelihood", "exact match"), rows))
 
 
 @takes(settings=ProPILEOptions)
@@ -449,7 +449,7 @@ def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
              fmt(r["gamma_lt_100"], ".2g")) for r in rows]  # fmt: skip
     caption = "n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)"
     title = f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}"
-    print_table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True, caption=caption)
+    out.print(table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True, caption=caption))
 
 
 def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
@@ -461,4 +461,4 @@ def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
              f"{r['mean_log_likelihood']:.1f}", fmt(r["exact_match_rate"], ".2g"),
              r["best_epoch"] if r["prompt"] == "soft" else "-") for r in rows]  # fmt: skip
     title = f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)"
-    print_table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True)
+    out.print(table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True))
