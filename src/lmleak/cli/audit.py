@@ -19,11 +19,11 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
-    table,
 )
 from lmleak.cli.options import option_name, takes
 from lmleak.errors import ConfigError
 from lmleak.render.limits import GateSettings
+from lmleak.render.terminal import table
 from lmleak.settings import Settings, setting
 
 

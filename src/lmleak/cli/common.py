@@ -218,32 +218,3 @@ def print_json(obj: Any) -> None:
 def info(message: str) -> None:
     if progress.enabled():
         err.print(message)
-
-
-def fmt(x: Any, spec: str = ".3g", none: str = "-") -> str:
-    """A table cell: ``x`` formatted by ``spec`` (``none`` for a missing value).
-
-    Example:
-        >>> fmt(0.123456), fmt(None), fmt(2, ".1f", none="—")
-        ('0.123', '-', '2.0')
-    """
-    return none if x is None else format(x, spec)
-
-
-def table(
-    title: Any, columns: Any, rows: Any, *, right: int | None = None, fold: bool = False, **options: Any
-) -> Any:
-    """One Rich table (print it with ``out.print``): a column per name in ``columns`` (from index
-    ``right`` on, right-justified; ``fold``: long cells wrap), a row per item of ``rows``, each cell
-    ``str``-ed unless it is already Rich text (a corpus's value is text, never markup: give it as
-    ``Text``). ``options``: Rich's own ``Table`` options (``box``, ``caption``, ...)."""
-    from rich.table import Table
-    from rich.text import Text
-
-    t = Table(title=title, **options)
-    for i, c in enumerate(columns):
-        t.add_column(c, justify="right" if right is not None and i >= right else "left",
-                     overflow="fold" if fold else "ellipsis")  # fmt: skip
-    for r in rows:
-        t.add_row(*(c if isinstance(c, Text) else str(c) for c in r))
-    return t

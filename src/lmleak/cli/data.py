@@ -7,11 +7,12 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet, table
+from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
 from lmleak.data.stats import CorpusStats, check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
+from lmleak.render.terminal import table
 from lmleak.words import plural
 
 LocalesOpt = Annotated[

@@ -22,11 +22,11 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
-    table,
 )
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
 from lmleak.experiments.kart import KartExperimentOptions
+from lmleak.render.terminal import percent, table
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.\n\n"
@@ -43,10 +43,6 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     groups["synth"].command("clinical")(synth_clinical_cmd)
     groups["experiment"].command("kart")(experiment_cmd)
     kart_app.command("experiment", hidden=True)(alias(experiment_cmd, "kart experiment", "experiment kart"))
-
-
-def _fmt(v: float | None) -> str:
-    return "NA" if v is None else f"{v:.2f}%"
 
 
 @kart_app.command("review")
@@ -93,34 +89,10 @@ def describe_cmd(
 
 
 def _print_margins(res: dict[str, Any], title: str) -> None:
-    intervals = res.get("ratio_intervals") or {}
+    from lmleak.render.terminal import margins_lines
 
-    def ratio(name: str) -> str:
-        ci = intervals.get(name)
-        return _fmt(res["ratios"][name]) + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
-
-    rows = []
-    for m in res["margins"]:
-        mark = (
-            "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
-        )
-        ci = "—" if m.get("ci_low") is None else f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]"
-        ci += "" if m.get("ci_low") is None or m.get("significant") else " n.s."
-        rows.append((m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci))
-    caption = "95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
-    out.print(
-        table(title, ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"), rows, caption=caption)
-    )
-    if res.get("multiplicity_note"):
-        out.print(f"[dim]{res['multiplicity_note']}[/]")
-    if res["all_nonnegative"]:
-        out.print("all calculable margins ≥ 0")
-    elif res.get("significant_violations", 1):
-        out.print("[bold red]ordering violation: a margin is negative and its 95% interval excludes 0[/]")
-    else:
-        out.print(
-            "[yellow]a margin is negative, but its 95% interval contains 0: within the noise of these counts[/]"
-        )
+    for shown in margins_lines(res, title):
+        out.print(shown)
 
 
 @kart_app.command("margins")
@@ -185,7 +157,7 @@ def experiment_cmd(
         print_json(res)
         return
     rows = [
-        (s, c["generated"], c["valid"], c["correct"], _fmt(res["ratios"][s]))
+        (s, c["generated"], c["valid"], c["correct"], percent(res["ratios"][s]))
         for s, c in res["counts"].items()
     ]
     title = "Generated documents, valid and correct name–disease pairs (Table 6 style)"

@@ -10,9 +10,10 @@ import typer
 from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
-from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, fmt, out, print_json, quiet, table
+from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, out, print_json, quiet
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
+from lmleak.render.terminal import history_table, table
 from lmleak.settings import Settings, setting
 from lmleak.train.config import TrainSettings
 from lmleak.words import plural
@@ -208,7 +209,7 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
         print_json(run.summary)
         return
     res = run.result
-    _history_table(res, out_dir, run.arch, run.mode)
+    out.print(history_table(res.history, f"{run.arch} trained ({run.mode}) -> {out_dir}"))
     held = res.val_users
     out.print(
         f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the non-members and "
@@ -224,14 +225,6 @@ def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
     out.print(
         f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}", soft_wrap=True
     )
-
-
-def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> None:
-    """One row per epoch: train loss, validation perplexity and top-1/top-3 accuracy, throughput."""
-    cols = ("epoch", "train loss", "val perplexity", "val top-1", "val top-3", "tokens/s")
-    keys = ("train_loss", "val_perplexity", "val_top1_accuracy", "val_top3_accuracy")
-    rows = [(h["epoch"], *(_f(h.get(k)) for k in keys), _f(h.get("tokens_per_s"), 0)) for h in res.history]
-    out.print(table(f"{arch} trained ({mode}) -> {out_dir}", cols, rows, right=0))
 
 
 def _print_privacy_notes(privacy: dict[str, Any]) -> None:
@@ -264,10 +257,6 @@ def _print_privacy_notes(privacy: dict[str, Any]) -> None:
             f"(rate {privacy['sample_rate']:.3g})",
             soft_wrap=True,
         )
-
-
-def _f(v: Any, digits: int = 3) -> str:
-    return fmt(v, f".{digits}f", none="—")
 
 
 def evaluate_cmd(

@@ -18,12 +18,12 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
-    table,
 )
 from lmleak.cli.options import takes
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import PolicyChoice
+from lmleak.render.terminal import cell, shapes_table, step_table, table
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 from lmleak.words import plural
@@ -52,12 +52,6 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
 FpRateOpt = Annotated[
     float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
 ]
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.3f}" if isinstance(v, float) else str(v)
 
 
 @pii_app.command("evaluate")
@@ -97,7 +91,7 @@ def evaluate_cmd(
         print_json(result.to_dict())
         return
     cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
-    rows = [(ent, *(_fmt(row[col]) for col in cols)) for ent, row in result.entities.items()]
+    rows = [(ent, *(cell(row[col]) for col in cols)) for ent, row in result.entities.items()]
     title = f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})"
     out.print(table(title, ("entity", *cols), rows, right=1))
     if result.by_shape is not None:
@@ -106,19 +100,7 @@ def evaluate_cmd(
 
 def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
     """Names and all PII of the people of each name shape, then the shapes the policy misses."""
-    rows = []
-    for shape, by_entity in by_shape.items():
-        cells = []
-        for ent in ("PERSON", "ALL"):
-            r = by_entity.get(ent)
-            if r is None:
-                cells += ["0", "-", "-"]
-                continue
-            ci = "" if r["gamma_ci"] is None else f" [{r['gamma_ci'][0]:.3f}, {r['gamma_ci'][1]:.3f}]"
-            cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
-        rows.append((shape, *cells))
-    cols = ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)")
-    out.print(table("by name shape (the people whose PII each span is)", cols, rows, right=1))
+    out.print(shapes_table(by_shape))
     for w in warnings:
         out.print(f"[yellow]warning:[/] {w}")
 
@@ -227,12 +209,4 @@ def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
     if as_json:
         print_json(summary)
         return
-    keys = ("documents", "sentences", "masked", "redacted_sentences", "public", "private", "private_fraction")
-    rows = [(k, _fmt(summary[k])) for k in keys if k in summary]
-    bloom = summary.get("bloom") or (summary.get("dedup") or {}).get("bloom")
-    if bloom:
-        rows.append(("bloom configured fp rate", f"{bloom['configured_fp_rate']:.2g}"))
-        rows.append(("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}"))
-    rows += [(f"removed: {ent}", n) for ent, n in sorted((summary.get("removed") or {}).items())]
-    rows.append(("written to", Path(next(iter(summary["files"].values()))).parent))
-    out.print(table(f"lmleak {stage}: {summary['corpus']}", ("what", "value"), rows, right=1))
+    out.print(step_table(summary, stage, Path(next(iter(summary["files"].values()))).parent))

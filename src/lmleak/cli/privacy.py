@@ -6,8 +6,9 @@ from typing import Any
 
 import typer
 
-from lmleak.cli.common import JsonOpt, out, print_json, table
+from lmleak.cli.common import JsonOpt, out, print_json
 from lmleak.cli.options import takes
+from lmleak.render.terminal import table
 from lmleak.train.confidentiality import delta_text
 from lmleak.train.guarantees import ConfidentialitySettings, confidentiality_guarantees
 

@@ -22,55 +22,27 @@ from lmleak.cli.common import (
     RedactRun,
     deprecated,
     err,
-    fmt,
     hide_ids_when_redacted,
     info,
     out,
     print_json,
     quiet,
-    table,
 )
 from lmleak.cli.options import takes
 from lmleak.experiments.options import ProPILEOptions
 from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
+from lmleak.render.terminal import table
 from lmleak.shards import ShardEngine
-from lmleak.words import plural
 
 if TYPE_CHECKING:
     from lmleak.probe.verdict import SubjectView
 
 
 def _table(summary: dict) -> None:
-    title = (
-        f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
-        f"({summary['level']}, {plural(summary['templates'], 'template')})"
-    )
-    cols = ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100")
-    keys = ("mean_likelihood", "mean_null_likelihood", "wilcoxon_p", "exact_match_rate")
-    rows = [
-        (
-            name,
-            v.get("subjects", "-"),
-            *(fmt(v.get(k)) for k in keys),
-            fmt((v.get("gamma") or {}).get("<100")),
-        )
-        for name, v in summary["targets"].items()
-    ]
-    out.print(table(title, cols, rows))
-    groups = summary.get("groups")
-    if groups:
-        cols = "group|subjects|exact match|mean ln(target/null)|Wilcoxon p (raw)|Wilcoxon p (log)".split("|")
-        keys = ("exact_match_rate", "mean_log_likelihood_ratio", "wilcoxon_p", "wilcoxon_p_log")
-        rows = [
-            (n, groups[n].get("subjects", "-"), *(fmt(groups[n].get(k)) for k in keys))
-            for n in ("members", "controls")
-        ]
-        out.print(table("Members vs controls (users the model never saw)", cols, rows))
-        tests = groups.get("tests", {})
-        out.print(
-            f"members > controls: exact match Fisher p = {fmt(tests.get('exact_match_fisher_p'))}, "
-            f"ln(target/null) Mann-Whitney p = {fmt(tests.get('log_ratio_mann_whitney_p'))}"
-        )
+    from lmleak.render.terminal import probe_tables
+
+    for shown in probe_tables(summary):
+        out.print(shown)
     from lmleak.probe.people import probe_lines  # issue 32: people, the excess and the nulls
 
     for line in probe_lines(summary):
@@ -187,28 +159,13 @@ def _old_person_spelling() -> Any:
 
 
 def _subject_table(view: SubjectView) -> None:
-    """The person's findings as the page has them: written out, the chance per try, the rank among
-    the made-up people in words (never a likelihood ratio), the verdict; the chance of a false
+    """The person's findings (:func:`lmleak.render.terminal.subject_table`); the chance of a false
     alarm under the table."""
     from rich.markup import escape
-    from rich.text import Text
 
-    cols = (
-        "item",
-        "written out",
-        "chance per try",
-        "tries to reveal",
-        f"vs {view.made_up} made-up people",
-        "verdict",
-    )
-    rows = [
-        (Text(r["field"]), "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
-         fmt(r["likelihood"]), fmt(r["expected_queries"]), Text(r["rank_words"]), Text(r["verdict"]))
-        for r in view.items
-    ]  # fmt: skip
-    out.print(
-        table(Text(f"What {view.model} reveals about {view.subject}"), cols, rows)
-    )  # a name is text, not markup
+    from lmleak.render.terminal import subject_table
+
+    out.print(subject_table(view))
     scored = sum(1 for r in view.items if r["rank_p"] is not None)
     if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
         out.print(
@@ -429,36 +386,8 @@ def experiment_cmd(
     if as_json:
         print_json(res["summary"])
         return
-    _print_propile_rows(res["summary"]["rows"], cfg.seed)
-    if res["summary"]["softprompt_rows"]:
-        _print_softprompt_rows(res["summary"]["softprompt_rows"], cfg.softprompt_level)
+    from lmleak.render.terminal import propile_tables
+
+    for shown in propile_tables(res["summary"], cfg.seed, cfg.softprompt_level):
+        out.print(shown)
     out.print(f"-> {out_dir}")
-
-
-def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
-    """The black-box table of ``experiment propile``: one row per model, level and target."""
-    from rich import box
-
-    def em(r: dict[str, Any]) -> str:
-        n = r["exact_match_subjects"]
-        return fmt(r["exact_match_rate"], ".2g") + ("" if n in (None, r["subjects"]) else f" ({n})")
-
-    cols = ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100")
-    keys = ("mean_likelihood", "mean_null_likelihood", "likelihood_ratio", "wilcoxon_p")
-    rows = [(r["model"], r["level"], r["target"], r["subjects"], *(fmt(r[k], ".2g") for k in keys), em(r),
-             fmt(r["gamma_lt_100"], ".2g")) for r in rows]  # fmt: skip
-    caption = "n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)"
-    title = f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}"
-    out.print(table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True, caption=caption))
-
-
-def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
-    """The soft prompt vs hard template table of ``experiment propile``."""
-    from rich import box
-
-    cols = ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch")
-    rows = [(r["target"], r["prompt"], r["train_subjects"], r["eval_subjects"], fmt(r["mean_likelihood"], ".2g"),
-             f"{r['mean_log_likelihood']:.1f}", fmt(r["exact_match_rate"], ".2g"),
-             r["best_epoch"] if r["prompt"] == "soft" else "-") for r in rows]  # fmt: skip
-    title = f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)"
-    out.print(table(title, cols, rows, fold=True, box=box.SIMPLE, collapse_padding=True))
