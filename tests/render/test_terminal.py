@@ -59,3 +59,15 @@ def test_the_step_table_lists_the_bloom_rates_and_what_was_removed():
     text = _text(step_table(summary, "redact", "runs/r"))
     assert "lmleak redact: c.jsonl" in text and "removed: EMAIL" in text and "2e-07" in text
     assert "runs/r" in text
+
+
+def test_the_release_summary_names_what_did_not_run_and_that_no_limits_are_set():
+    from lmleak.render.terminal import release_lines
+    from lmleak.render.verdict import Verdict
+
+    summary = {"release": {"models": {"plain": {"not_run": [
+        {"analysis": "mia", "reason": "no [held-out] users", "fix": "lmleak train --holdout-users 0.2"}]}}}}  # fmt: skip
+    text = _text(*release_lines(summary, Verdict(checks=())))
+    assert "Release summary" in text and "plain: verdict no limits set" in text
+    assert "not run: mia: no [held-out] users — to run it: lmleak train --holdout-users 0.2" in text
+    assert "no limits set: add a `gate:` section" in text

@@ -23,7 +23,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import option_name, takes
 from lmleak.errors import ConfigError
 from lmleak.render.limits import GateSettings
-from lmleak.render.terminal import table
+from lmleak.render.terminal import release_lines, table, verdict_lines
 from lmleak.settings import Settings, setting
 
 
@@ -85,35 +85,10 @@ def _print_gate(result: Any, json_out: bool) -> None:
     out.print(f"[bold red]gate failed[/]: {len(result.failed)} check(s){tail}")
 
 
-_RESULT_STYLE = {
-    "pass": "green",
-    "fail": "bold red",
-    "inconclusive": "bold yellow",
-    "not_evaluable": "yellow",
-}
-
-
 def print_verdict(verdict: Any, title: str = "Verdict") -> None:
-    """The verdict table of :func:`lmleak.render.verdict.verdict_rows` (the HTML card's cells)."""
-    from rich.markup import escape
-
-    from lmleak.render.verdict import verdict_rows
-
-    rows = [{k: escape(v) for k, v in r.items()} for r in verdict_rows(verdict)]  # "[perplexity]" is text
-    if not rows:
-        out.print(
-            f"[bold]{title}[/]: no limits set (add a `gate:` section to the audit config, or use --profile release)"
-        )
-        return
-    cols = ("model", "limit", "value", "95% interval", "result")
-    result = [f"[{_RESULT_STYLE.get(r['status'], '')}]{r['result']}[/]" for r in rows]
-    cells = [
-        (r["model"], r["limit"], r["value"], r["interval"], res) for r, res in zip(rows, result, strict=True)
-    ]
-    out.print(table(title + (f" (profile {verdict.profile})" if verdict.profile else ""), cols, cells))
-    for r in rows:  # the reasons below the table: a narrow terminal keeps them whole
-        if r["why"]:
-            out.print(f"  {r['model']} · {r['limit']}: {r['why']}", highlight=False)
+    """The verdict table and each limit's reason (:func:`lmleak.render.terminal.verdict_lines`)."""
+    for shown in verdict_lines(verdict, title):
+        out.print(shown)
 
 
 def query_cmd(
@@ -341,41 +316,10 @@ def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
     return summary, configured_verdict(summary, collect_headlines(run))
 
 
-#: each model's verdict in the release summary: its style and its words
-_RELEASE_WORDS = {
-    "pass": ("bold green", "PASS"),
-    "fail": ("bold red", "FAIL"),
-    "inconclusive": ("bold yellow", "INCONCLUSIVE"),
-    "not_evaluable": ("bold yellow", "NOT EVALUABLE"),
-    "no_limits": ("bold", "no limits set"),
-}
-
-
 def print_release(summary: dict[str, Any], verdict: Any) -> None:
-    """The release summary the terminal opens with: people affected, the verdict, what did not run."""
-    from rich.markup import escape
-
-    from lmleak.render.html import people_lines
-
-    releases = (summary.get("release") or {}).get("models") or {}
-    out.rule("[bold]Release summary[/]")
-    for name, rel in releases.items():
-        status = verdict.model_status(name)
-        style, words = _RELEASE_WORDS[status]
-        out.print(f"[bold]{name}[/]: verdict [{style}]{words}[/]")
-        for line in people_lines(rel.get("people_affected")):
-            out.print(f"  people affected: {escape(line)}", highlight=False)
-        for e in rel.get("not_run") or ():
-            fix = f" — to run it: {e['fix']}" if e.get("fix") else ""
-            out.print(
-                f"  [yellow]not run[/]: {escape(e['analysis'] + ': ' + e['reason'] + fix)}", highlight=False
-            )
-    if verdict.checks:
-        print_verdict(verdict)
-    else:
-        out.print(
-            "[dim]no limits set: add a `gate:` section to the audit config (e.g. `gate: {profile: release}`)[/]"
-        )
+    """The release summary the terminal opens with (:func:`lmleak.render.terminal.release_lines`)."""
+    for shown in release_lines(summary, verdict):
+        out.print(shown)
 
 
 def demo(

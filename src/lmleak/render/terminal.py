@@ -224,3 +224,69 @@ def history_table(history: list[dict[str, Any]], title: str) -> Any:
     keys = ("train_loss", "val_perplexity", "val_top1_accuracy", "val_top3_accuracy")
     rows = [(h["epoch"], *(f(h.get(k)) for k in keys), f(h.get("tokens_per_s"), 0)) for h in history]
     return table(title, cols, rows, right=0)
+
+
+# --- the verdict and the release summary (audit, gate, demo) ------------------------------------
+
+#: a limit's result in the verdict table: its style
+RESULT_STYLE = {"pass": "green", "fail": "bold red", "inconclusive": "bold yellow", "not_evaluable": "yellow"}
+
+#: each model's verdict in the release summary: its style and its words
+RELEASE_WORDS = {
+    "pass": ("bold green", "PASS"),
+    "fail": ("bold red", "FAIL"),
+    "inconclusive": ("bold yellow", "INCONCLUSIVE"),
+    "not_evaluable": ("bold yellow", "NOT EVALUABLE"),
+    "no_limits": ("bold", "no limits set"),
+}
+
+
+def _plain(markup: str) -> Any:
+    """A line of markup shown as it is written (Rich's highlighter does not colour its numbers)."""
+    from rich.text import Text
+
+    return Text.from_markup(markup)
+
+
+def verdict_lines(verdict: Any, title: str = "Verdict") -> list[Any]:
+    """The verdict table of :func:`lmleak.render.verdict.verdict_rows` (the HTML card's cells), then
+    each limit's reason on a line of its own (a narrow terminal keeps them whole)."""
+    from rich.markup import escape
+
+    from lmleak.render.verdict import verdict_rows
+
+    rows = [{k: escape(v) for k, v in r.items()} for r in verdict_rows(verdict)]  # "[perplexity]" is text
+    if not rows:
+        return [
+            f"[bold]{title}[/]: no limits set (add a `gate:` section to the audit config, or use --profile release)"
+        ]
+    cells = [(r["model"], r["limit"], r["value"], r["interval"], f"[{RESULT_STYLE.get(r['status'], '')}]{r['result']}[/]")
+             for r in rows]  # fmt: skip
+    title += f" (profile {verdict.profile})" if verdict.profile else ""
+    shown = [table(title, ("model", "limit", "value", "95% interval", "result"), cells)]
+    return shown + [_plain(f"  {r['model']} · {r['limit']}: {r['why']}") for r in rows if r["why"]]
+
+
+def release_lines(summary: dict[str, Any], verdict: Any) -> list[Any]:
+    """The release summary the terminal opens with: per model its verdict, the people affected and
+    what did not run; then the verdict table (or that no limits are set)."""
+    from rich.markup import escape
+    from rich.rule import Rule
+
+    from lmleak.render.html import people_lines
+
+    shown: list[Any] = [Rule("[bold]Release summary[/]")]
+    for name, rel in ((summary.get("release") or {}).get("models") or {}).items():
+        style, words = RELEASE_WORDS[verdict.model_status(name)]
+        shown.append(f"[bold]{name}[/]: verdict [{style}]{words}[/]")
+        shown += [
+            _plain(f"  people affected: {escape(line)}") for line in people_lines(rel.get("people_affected"))
+        ]
+        for e in rel.get("not_run") or ():
+            fix = f" — to run it: {e['fix']}" if e.get("fix") else ""
+            shown.append(_plain(f"  [yellow]not run[/]: {escape(e['analysis'] + ': ' + e['reason'] + fix)}"))
+    if verdict.checks:
+        return shown + verdict_lines(verdict)
+    return shown + [
+        "[dim]no limits set: add a `gate:` section to the audit config (e.g. `gate: {profile: release}`)[/]"
+    ]
