@@ -8,12 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
-from lmleak.data.stats import CorpusStats, check_corpus
+from lmleak.data.stats import check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
-from lmleak.render.terminal import table
-from lmleak.words import plural
+from lmleak.render.terminal import corpus_check_lines, table
 
 LocalesOpt = Annotated[
     str,
@@ -186,25 +185,5 @@ def check(
     if json_out:
         print_json(result.to_dict())
         return
-    _print_check(path, result.to_dict(), result.stats, result.skipped)
-
-
-def _print_check(
-    path: Path, summary: dict[str, Any], stats: CorpusStats, skipped: tuple[tuple[int, str], ...]
-) -> None:
-    """The corpus check as a few lines, then each skipped row and each warning."""
-    out.print(
-        f"[bold]{path}[/]: {plural(summary['documents'], 'document')} from {plural(summary['users'], 'user')} "
-        f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words"
-    )
-    out.print(f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once")
-    out.print(
-        f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
-        f"{stats.top1pct_document_share:.1%} of the documents"
-    )
-    entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
-    out.print(f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})")
-    for line, reason in skipped:
-        out.print(f"  [yellow]skipped[/] line {line}: {reason}")
-    for w in stats.warnings:
-        out.print(f"  [yellow]warning:[/] {w}")
+    for line in corpus_check_lines(path, result):
+        out.print(line)

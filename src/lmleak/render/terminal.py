@@ -290,3 +290,20 @@ def release_lines(summary: dict[str, Any], verdict: Any) -> list[Any]:
     return shown + [
         "[dim]no limits set: add a `gate:` section to the audit config (e.g. `gate: {profile: release}`)[/]"
     ]
+
+
+def corpus_check_lines(path: Any, check: Any) -> list[str]:
+    """``lmleak corpus check`` (a :class:`~lmleak.data.stats.CorpusCheck`) as a few lines: size,
+    repeated lines, the top 1 % of users, the PII density, then each skipped row and each warning."""
+    summary, stats = check.to_dict(), check.stats
+    entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
+    return [
+        f"[bold]{path}[/]: {plural(summary['documents'], 'document')} from {plural(summary['users'], 'user')} "
+        f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words",
+        f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once",
+        f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
+        f"{stats.top1pct_document_share:.1%} of the documents",
+        f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})",
+        *(f"  [yellow]skipped[/] line {line}: {reason}" for line, reason in check.skipped),
+        *(f"  [yellow]warning:[/] {w}" for w in stats.warnings),
+    ]
