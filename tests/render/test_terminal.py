@@ -71,3 +71,27 @@ def test_the_release_summary_names_what_did_not_run_and_that_no_limits_are_set()
     assert "Release summary" in text and "plain: verdict no limits set" in text
     assert "not run: mia: no [held-out] users — to run it: lmleak train --holdout-users 0.2" in text
     assert "no limits set: add a `gate:` section" in text
+
+
+def test_the_training_lines_name_the_held_out_users_gamma_and_the_dp_statement():
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from lmleak.render.terminal import train_lines
+
+    privacy = {"tokenizer_source": "public", "gamma_source": "secrets.jsonl", "gamma": 0.05, "gamma_upper95": 0.1,
+               "gamma_support": 20, "accountant": "prv", "steps": 40, "sample_rate": 0.01}  # fmt: skip
+    history = [{"epoch": 1, "train_loss": 2.5, "val_perplexity": None, "tokens_per_s": 1000.0}]
+    result = SimpleNamespace(history=history, val_users=["u1"], train_users=["u2", "u3"], privacy=privacy)
+    run = SimpleNamespace(
+        result=result, arch="gpt", mode="dp", summary={"reaudit_command": "lmleak audit r.yaml"}
+    )
+    text = _text(*train_lines(run, Path("runs/m"), "ε = 3 per user"))
+    assert "gpt trained (dp) -> runs/m" in text and "2.500" in text and "—" in text
+    assert (
+        "held out 1 of 3 users" in text
+        and "gamma = 0.0500 (secrets.jsonl, 95% upper bound 0.1000 on 20 secrets)" in text
+    )
+    assert "DP: ε = 3 per user" in text and "prv accountant, 40 private steps, poisson sampling" in text
+    assert "lmleak audit r.yaml" in text
+    assert not any("DP:" in str(s) for s in train_lines(run, Path("runs/m"), None))

@@ -7,16 +7,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
 from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, out, print_json, quiet
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
-from lmleak.render.terminal import history_table, table
+from lmleak.render.terminal import table, train_lines
 from lmleak.settings import Settings, setting
 from lmleak.train.config import TrainSettings
-from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -204,59 +202,18 @@ def train(
 
 
 def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
-    """Print the training summary: as JSON, or as a per-epoch table and the privacy notes."""
+    """Print the training summary: as JSON, or as a per-epoch table and the privacy notes
+    (:func:`lmleak.render.terminal.train_lines`)."""
     if json_out:
         print_json(run.summary)
         return
-    res = run.result
-    out.print(history_table(res.history, f"{run.arch} trained ({run.mode}) -> {out_dir}"))
-    held = res.val_users
-    out.print(
-        f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the non-members and "
-        f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}"
-    )
-    out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
-    _print_privacy_notes(res.privacy)
-    summary = run.summary
-    if summary.get("confidentiality"):
-        out.print(f"[yellow]{escape(summary['confidentiality'])}[/]", soft_wrap=True)
-    for w in summary.get("warnings") or []:
-        out.print(f"[bold yellow]warning:[/] {escape(w)}", soft_wrap=True)
-    out.print(
-        f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}", soft_wrap=True
-    )
+    # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
+    from lmleak.train.release import epsilon_statement
 
-
-def _print_privacy_notes(privacy: dict[str, Any]) -> None:
-    """The CRT split, the policy miss rate gamma and the DP epsilon, each when the run has one."""
-    split = privacy.get("split") or {}
-    if split:
-        out.print(
-            f"CRT split: D_pub holds {split.get('public_sentence_share', 0):.1%} of the sentences and "
-            f"{split.get('public_word_share', 0):.1%} of the words; private because of: {split.get('private_reasons')}"
-        )
-    if privacy.get("gamma_source"):
-        g = privacy.get("gamma")
-        out.print(
-            f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({privacy['gamma_source']}"
-            + (
-                f", 95% upper bound {privacy['gamma_upper95']:.4f} on {plural(privacy['gamma_support'], 'secret')}"
-                if privacy.get("gamma_upper95") is not None
-                else ""
-            )
-            + ")"
-        )
-    if privacy.get("epsilon") is not None:
-        # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
-        from lmleak.train.release import epsilon_statement
-
-        out.print(f"DP: {epsilon_statement(privacy)}", soft_wrap=True)
-        out.print(
-            f"    {privacy['accountant']} accountant, {privacy['steps']} private steps, "
-            f"{privacy.get('sampler', 'poisson')} sampling of {privacy.get('sampled', 'sequences')} "
-            f"(rate {privacy['sample_rate']:.3g})",
-            soft_wrap=True,
-        )
+    privacy = run.result.privacy
+    dp = epsilon_statement(privacy) if privacy.get("epsilon") is not None else None
+    for shown in train_lines(run, out_dir, dp):
+        out.print(shown, soft_wrap=isinstance(shown, str))  # whole lines: they are copied
 
 
 def evaluate_cmd(

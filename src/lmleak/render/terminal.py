@@ -307,3 +307,46 @@ def corpus_check_lines(path: Any, check: Any) -> list[str]:
         *(f"  [yellow]skipped[/] line {line}: {reason}" for line, reason in check.skipped),
         *(f"  [yellow]warning:[/] {w}" for w in stats.warnings),
     ]
+
+
+def train_lines(run: Any, out_dir: Any, dp_statement: str | None) -> list[Any]:
+    """``lmleak train``'s result (``run``: :func:`lmleak.train.run.train_and_summarise`'s): the epochs,
+    who was held out, the tokenizer's source, the CRT split, the policy miss rate γ and the DP ε
+    (``dp_statement``, :func:`lmleak.train.release.epsilon_statement`'s words), the warnings and the
+    command that re-audits the model beside the one it replaces."""
+    from rich.markup import escape
+
+    res, summary, privacy = run.result, run.summary, run.result.privacy
+    held, split, g = res.val_users, privacy.get("split") or {}, privacy.get("gamma")
+    shown = [
+        history_table(res.history, f"{run.arch} trained ({run.mode}) -> {out_dir}"),
+        f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the "
+        f"non-members and controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}",
+        f"tokenizer learnt from: {privacy.get('tokenizer_source')}",
+    ]
+    if split:
+        shown.append(
+            f"CRT split: D_pub holds {split.get('public_sentence_share', 0):.1%} of the sentences and "
+            f"{split.get('public_word_share', 0):.1%} of the words; private because of: {split.get('private_reasons')}"
+        )
+    if privacy.get("gamma_source"):
+        bound = privacy.get("gamma_upper95")
+        upper = (
+            ""
+            if bound is None
+            else f", 95% upper bound {bound:.4f} on {plural(privacy['gamma_support'], 'secret')}"
+        )
+        shown.append(
+            f"policy miss rate gamma = {fmt(g, '.4f', none='unknown')} ({privacy['gamma_source']}{upper})"
+        )
+    if dp_statement is not None:
+        shown.append(f"DP: {dp_statement}")
+        shown.append(
+            f"    {privacy['accountant']} accountant, {privacy['steps']} private steps, "
+            f"{privacy.get('sampler', 'poisson')} sampling of {privacy.get('sampled', 'sequences')} "
+            f"(rate {privacy['sample_rate']:.3g})"
+        )
+    if summary.get("confidentiality"):
+        shown.append(f"[yellow]{escape(summary['confidentiality'])}[/]")
+    shown += [f"[bold yellow]warning:[/] {escape(w)}" for w in summary.get("warnings") or []]
+    return shown + [f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}"]
