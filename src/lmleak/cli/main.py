@@ -140,15 +140,10 @@ class _Group(TyperGroup):
             raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # usage errors and exits keep their own status
-        except Interrupted as e:
-            err.print(f"[bold yellow]{escape(str(e))}[/]", soft_wrap=True)
-            err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
-            raise typer.Exit(130) from None
-        except KeyboardInterrupt:
-            err.print(
-                "[bold yellow]interrupted[/]: completed stages and shards are kept; the run is marked incomplete",
-                soft_wrap=True,
-            )
+        except (Interrupted, KeyboardInterrupt) as e:  # SIGINT/SIGTERM: what was kept, and how to resume
+            kept = "completed stages and shards are kept; the run is marked incomplete"
+            err.print(f"[bold yellow]{escape(str(e))}[/]" if isinstance(e, Interrupted) else
+                      f"[bold yellow]interrupted[/]: {kept}", soft_wrap=True)  # fmt: skip
             err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
             raise typer.Exit(130) from None
         except LmleakError as e:

@@ -93,6 +93,15 @@ SubjectOpt = Annotated[
 ]
 
 
+#: ``--subjects`` of every command that probes (or mines for) many people
+SubjectsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--subjects", "-s", help="subjects.jsonl: one person per line (e.g. from `lmleak probe build`)."
+    ),
+]
+
+
 def person_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model to probe.")],
     subject: SubjectOpt,
@@ -201,7 +210,7 @@ def _write_person_page(
 def run_cmd(
     ctx: typer.Context,
     model: ModelOpt,
-    subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     settings: ProbeSettings,
     engine: ShardEngine,
@@ -241,7 +250,7 @@ def run_cmd(
 
 def sweep_cmd(
     model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
-    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     target: Annotated[str, typer.Option("--target")] = "email",
     limit: Annotated[int | None, typer.Option("--limit", parser=COUNT)] = None,
@@ -308,9 +317,7 @@ def templates_cmd(
         Path,
         typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data)."),
     ],
-    subjects: Annotated[
-        Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")
-    ],
+    subjects: SubjectsOpt,
     out_file: Annotated[
         Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
     ],
@@ -337,7 +344,7 @@ def templates_cmd(
 @takes(settings=SoftPromptSettings)
 def softprompt_cmd(
     model: ModelOpt,
-    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     settings: SoftPromptSettings,
     transfer_to: Annotated[
