@@ -253,6 +253,7 @@ def verdict_lines(verdict: Any, title: str = "Verdict") -> list[Any]:
     each limit's reason on a line of its own (a narrow terminal keeps them whole)."""
     from rich.markup import escape
 
+    # lazy: the CLI imports this module at start-up (its table builder); the verdict only when printed
     from lmleak.render.verdict import verdict_rows
 
     rows = [{k: escape(v) for k, v in r.items()} for r in verdict_rows(verdict)]  # "[perplexity]" is text
@@ -273,6 +274,7 @@ def release_lines(summary: dict[str, Any], verdict: Any) -> list[Any]:
     from rich.markup import escape
     from rich.rule import Rule
 
+    # lazy: the CLI imports this module at start-up; the HTML report's module only for a release summary
     from lmleak.render.html import people_lines
 
     shown: list[Any] = [Rule("[bold]Release summary[/]")]
