@@ -269,8 +269,8 @@ def sweep_cmd(
     if json_:
         print_json(rows)
         return
-    rows = [(r["model"], r["axis"], r["value"], f"{r['exact_match_rate']:.3g}") for r in rows]
-    out.print(table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), rows))
+    cells = [(r["model"], r["axis"], r["value"], f"{r['exact_match_rate']:.3g}") for r in rows]
+    out.print(table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), cells))
 
 
 def build_cmd(
@@ -337,8 +337,8 @@ def templates_cmd(
         print_json({"templates": rows, "out": str(out_file)})
         return
     cols = ("target", "template", "support", "precision")
-    rows = [(r["target"], repr(r["template"]), r["support"], f"{r['precision']:.3f}") for r in rows]
-    out.print(table(f"templates mined from {corpus} -> {out_file}", cols, rows))
+    cells = [(r["target"], repr(r["template"]), r["support"], f"{r['precision']:.3f}") for r in rows]
+    out.print(table(f"templates mined from {corpus} -> {out_file}", cols, cells))
 
 
 @takes(settings=SoftPromptSettings)

@@ -65,7 +65,15 @@ def probe_tables(summary: dict[str, Any]) -> list[Any]:
         f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
         f"({summary['level']}, {plural(summary['templates'], 'template')})"
     )
-    cols = ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100")
+    cols: tuple[str, ...] = (
+        "target",
+        "subjects",
+        "mean lik.",
+        "mean null",
+        "Wilcoxon p",
+        "exact match",
+        "γ<100",
+    )
     keys = ("mean_likelihood", "mean_null_likelihood", "wilcoxon_p", "exact_match_rate")
     rows = [(name, v.get("subjects", "-"), *(fmt(v.get(k)) for k in keys), fmt((v.get("gamma") or {}).get("<100")))
             for name, v in summary["targets"].items()]  # fmt: skip
@@ -121,7 +129,18 @@ def propile_tables(summary: dict[str, Any], seed: int, level: str) -> list[Any]:
         n = r["exact_match_subjects"]
         return fmt(r["exact_match_rate"], ".2g") + ("" if n in (None, r["subjects"]) else f" ({n})")
 
-    cols = ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100")
+    cols: tuple[str, ...] = (
+        "model",
+        "level",
+        "target",
+        "n",
+        "lik.",
+        "null lik.",
+        "ratio",
+        "Wilcoxon p",
+        "EM",
+        "γ<100",
+    )
     keys = ("mean_likelihood", "mean_null_likelihood", "likelihood_ratio", "wilcoxon_p")
     rows = [(r["model"], r["level"], r["target"], r["subjects"], *(fmt(r[k], ".2g") for k in keys), em(r),
              fmt(r["gamma_lt_100"], ".2g")) for r in summary["rows"]]  # fmt: skip
