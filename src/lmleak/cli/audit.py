@@ -23,7 +23,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import option_name, takes
 from lmleak.errors import ConfigError
 from lmleak.render.limits import GateSettings
-from lmleak.render.terminal import release_lines, table, verdict_lines
+from lmleak.render.terminal import audit_summary_table, release_lines, table, verdict_lines
 from lmleak.settings import Settings, setting
 
 
@@ -156,21 +156,7 @@ def _query_cell(v: Any) -> str:
 
 
 def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
-    from lmleak.render.headline import PER_K
-    from lmleak.render.html import LABELS, card_value
-
-    def shown(k: str, h: dict[str, Any]) -> bool:
-        return k in h or (k == "leakage_epsilon" and "log_leakage_epsilon" in h)
-
-    metrics = [k for k in LABELS if any(shown(k, h) for h in heads.values())]
-    ks = sorted({k for h in heads.values() for k in (h.get("by_k") or {})}, key=int)
-    # one row per metric, one column per model: fits a terminal for any number of metrics; each value
-    # as the HTML card shows it (every k, DP ε with its unit, probing's members and controls)
-    rows = []
-    for k in metrics:
-        label = LABELS[k] + (f" (k = {' · '.join(ks)})" if k in PER_K and len(ks) > 1 else "")
-        rows.append((label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()]))
-    out.print(table(f"Audit summary — {run}", ("metric", *heads), rows, right=1))
+    out.print(audit_summary_table(run, heads))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from lmleak.cli.options import takes
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import PolicyChoice
-from lmleak.render.terminal import cell, shapes_table, step_table, table
+from lmleak.render.terminal import policy_lines, step_table, table
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 from lmleak.words import plural
@@ -90,19 +90,8 @@ def evaluate_cmd(
     if as_json:
         print_json(result.to_dict())
         return
-    cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
-    rows = [(ent, *(cell(row[col]) for col in cols)) for ent, row in result.entities.items()]
-    title = f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})"
-    out.print(table(title, ("entity", *cols), rows, right=1))
-    if result.by_shape is not None:
-        _print_shapes(result.by_shape, result.warnings)
-
-
-def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
-    """Names and all PII of the people of each name shape, then the shapes the policy misses."""
-    out.print(shapes_table(by_shape))
-    for w in warnings:
-        out.print(f"[yellow]warning:[/] {w}")
+    for shown in policy_lines(result, corpus):
+        out.print(shown)
 
 
 @pii_app.command("detect")

@@ -371,3 +371,36 @@ def train_lines(run: Any, out_dir: Any, dp_statement: str | None) -> list[Any]:
         shown.append(f"[yellow]{escape(summary['confidentiality'])}[/]")
     shown += [f"[bold yellow]warning:[/] {escape(w)}" for w in summary.get("warnings") or []]
     return shown + [f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}"]
+
+
+def audit_summary_table(run: Any, heads: dict[str, dict[str, Any]]) -> Any:
+    """The audit's headlines: one row per metric, one column per model (fits a terminal for any
+    number of metrics); each value as the HTML card shows it (every k, DP ε with its unit,
+    probing's members and controls)."""
+    # lazy: the CLI imports this module at start-up; the HTML report's labels only for an audit
+    from lmleak.render.headline import PER_K
+
+    # lazy: as above
+    from lmleak.render.html import LABELS, card_value
+
+    def shown(k: str, h: dict[str, Any]) -> bool:
+        return k in h or (k == "leakage_epsilon" and "log_leakage_epsilon" in h)
+
+    ks = sorted({k for h in heads.values() for k in (h.get("by_k") or {})}, key=int)
+    rows = []
+    for k in (k for k in LABELS if any(shown(k, h) for h in heads.values())):
+        label = LABELS[k] + (f" (k = {' · '.join(ks)})" if k in PER_K and len(ks) > 1 else "")
+        rows.append((label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()]))
+    return table(f"Audit summary — {run}", ("metric", *heads), rows, right=1)
+
+
+def policy_lines(result: Any, corpus: Any) -> list[Any]:
+    """``pii evaluate`` (a policy's evaluation): per entity its support, recall, γ and precision;
+    with ``--by shape`` the name shapes' table and the shapes the policy misses."""
+    cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
+    rows = [(ent, *(cell(row[col]) for col in cols)) for ent, row in result.entities.items()]
+    title = f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})"
+    shown = [table(title, ("entity", *cols), rows, right=1)]
+    if result.by_shape is not None:
+        shown += [shapes_table(result.by_shape), *(f"[yellow]warning:[/] {w}" for w in result.warnings)]
+    return shown
