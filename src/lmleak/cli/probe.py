@@ -168,23 +168,10 @@ def _old_person_spelling() -> Any:
 
 
 def _subject_table(view: SubjectView) -> None:
-    """The person's findings (:func:`lmleak.render.terminal.subject_table`); the chance of a false
-    alarm under the table."""
-    from rich.markup import escape
+    from lmleak.render.terminal import subject_lines
 
-    from lmleak.render.terminal import subject_table
-
-    out.print(subject_table(view))
-    scored = sum(1 for r in view.items if r["rank_p"] is not None)
-    if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
-        out.print(
-            f"A person the model never saw has each item linked (rank p <= {view.singled_out_at:g}) "
-            f"{view.false_alarm:.0%} of the time by chance, and one or more of these {scored} at most "
-            f"{view.any_false_alarm_at_most:.0%} of the time (union bound).",
-            highlight=False,
-        )
-    for note in view.notes:
-        out.print(escape(note), highlight=False)
+    for shown in subject_lines(view):
+        out.print(shown)
 
 
 def _write_person_page(

@@ -100,10 +100,10 @@ def probe_tables(summary: dict[str, Any]) -> list[Any]:
     return shown
 
 
-def subject_table(view: Any) -> Any:
+def subject_lines(view: Any) -> list[Any]:
     """The person's findings (a :class:`~lmleak.probe.verdict.SubjectView`) as the page has them:
     written out, the chance per try, the rank among the made-up people in words (never a
-    likelihood ratio), the verdict."""
+    likelihood ratio), the verdict; the chance of a false alarm under the table, then the notes."""
     from rich.text import Text
 
     cols = (
@@ -117,7 +117,17 @@ def subject_table(view: Any) -> Any:
     rows = [(Text(r["field"]), "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
              fmt(r["likelihood"]), fmt(r["expected_queries"]), Text(r["rank_words"]), Text(r["verdict"]))
             for r in view.items]  # fmt: skip
-    return table(Text(f"What {view.model} reveals about {view.subject}"), cols, rows)  # a name is text
+    shown = [table(Text(f"What {view.model} reveals about {view.subject}"), cols, rows)]  # a name is text
+    scored = sum(1 for r in view.items if r["rank_p"] is not None)
+    if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
+        shown.append(
+            Text(
+                f"A person the model never saw has each item linked (rank p <= {view.singled_out_at:g}) "
+                f"{view.false_alarm:.0%} of the time by chance, and one or more of these {scored} at most "
+                f"{view.any_false_alarm_at_most:.0%} of the time (union bound)."
+            )
+        )
+    return shown + [Text(note) for note in view.notes]
 
 
 def propile_tables(summary: dict[str, Any], seed: int, level: str) -> list[Any]:
