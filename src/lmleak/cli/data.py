@@ -42,6 +42,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.add_typer(corpus, name="corpus")
 
 
+#: ``--out`` of both synthesisers
+SynthOutOpt = Annotated[
+    Path,
+    typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
+]
+
 #: ``--canary-design`` of both synthesisers (lmleak.data.canaries)
 CanaryDesignOpt = Annotated[
     str,
@@ -54,10 +60,7 @@ CanaryDesignOpt = Annotated[
 
 
 def customersim(
-    out_dir: Annotated[
-        Path,
-        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
-    ],
+    out_dir: SynthOutOpt,
     users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).", parser=COUNT)] = 100,
     dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.", parser=COUNT)] = 5,
     seed: SeedOpt = 0,
@@ -95,10 +98,7 @@ def customersim(
 
 
 def mail(
-    out_dir: Annotated[
-        Path,
-        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
-    ],
+    out_dir: SynthOutOpt,
     scale: Annotated[
         float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.", parser=POSITIVE)
     ] = 1.0,
