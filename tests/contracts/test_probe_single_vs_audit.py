@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pytest
 import yaml
 from typer.testing import CliRunner
 
+from lmleak.audit import runner as runner_module
 from lmleak.cli.main import app
+from lmleak.data.holdout import Holdout
 from lmleak.data.synth import customersim
+from lmleak.probe import subjects as subjects_module
 
 #: summary keys that legitimately differ between the two runs (everything else must be equal).
 #: None today: a stage's summary.json holds no run folder, time or command (the audit keeps those
@@ -36,9 +40,16 @@ def _options() -> list[str]:
     return [a for k, v in SETTINGS.items() for a in (f"--{k.replace('_', '-')}", str(v))]
 
 
-def _run_both(tmp_path):
+def _run_both(tmp_path, monkeypatch, held_out: bool):
     paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
     model = f"fake:{paths['corpus']}"
+    if held_out:
+        # a fake model has no folder, so no holdout.json: both commands' one reader of it answers
+        # for the folder instead (probe run reads it through probe.subjects, the audit directly)
+        users = [json.loads(line)["user_id"] for line in paths["subjects"].read_text().splitlines()]
+        holdout = Holdout(tuple(users[:2]), 0.5, None)
+        for module in (subjects_module, runner_module):
+            monkeypatch.setattr(module, "read_holdout", lambda m: holdout if str(m) == model else None)
     runner = CliRunner()
     single = tmp_path / "single"
     r = runner.invoke(
@@ -64,11 +75,15 @@ def _files(run) -> set[str]:
     return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
 
 
-def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(tmp_path):
-    single, staged = _run_both(tmp_path)
+@pytest.mark.parametrize("held_out", [False, True], ids=["made-up-null", "held-out-controls"])
+def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(
+    tmp_path, monkeypatch, held_out
+):
+    single, staged = _run_both(tmp_path, monkeypatch, held_out)
     a = json.loads((single / "summary.json").read_text())
     b = json.loads((staged / "summary.json").read_text())
     assert a["subjects"] == SETTINGS["limit"]  # the settings reached the probe (not its defaults)
+    assert ("groups" in a) == held_out  # with held-out users, members vs controls
     assert {k: v for k, v in a.items() if k not in MAY_DIFFER} == {
         k: v for k, v in b.items() if k not in MAY_DIFFER
     }
