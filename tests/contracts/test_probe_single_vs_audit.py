@@ -36,13 +36,19 @@ AUDIT_ONLY_FILES = {
 SETTINGS = {"templates": 2, "beams": 1, "limit": 4, "seed": 3}
 
 
-def _options() -> list[str]:
-    return [a for k, v in SETTINGS.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+def _options(settings: dict) -> list[str]:
+    return [a for k, v in settings.items() for a in (f"--{k.replace('_', '-')}", str(v))]
 
 
-def _run_both(tmp_path, monkeypatch, held_out: bool):
+def _run_both(tmp_path, monkeypatch, case: str):
     paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
     model = f"fake:{paths['corpus']}"
+    settings, held_out = dict(SETTINGS), case == "held-out-controls"
+    if case == "limit-decides-the-level":  # the first two people have a name and an e-mail only
+        people = [json.loads(line) for line in paths["subjects"].read_text().splitlines()]
+        people[:2] = [{k: p[k] for k in ("subject_id", "user_id", "name", "email")} for p in people[:2]]
+        paths["subjects"].write_text("".join(json.dumps(p) + "\n" for p in people))
+        settings["limit"] = 2  # those two only: twin, though the others would allow triplet
     if held_out:
         # a fake model has no folder, so no holdout.json: both commands' one reader of it answers
         # for the folder instead (probe run reads it through probe.subjects, the audit directly)
@@ -55,7 +61,7 @@ def _run_both(tmp_path, monkeypatch, held_out: bool):
     r = runner.invoke(
         app,
         ["probe", "run", "--model", model, "--subjects", str(paths["subjects"]), "--out", str(single)]
-        + _options()
+        + _options(settings)
         + ["--quiet", "--json"],
     )
     assert r.exit_code == 0, r.output
@@ -63,7 +69,7 @@ def _run_both(tmp_path, monkeypatch, held_out: bool):
         "out": str(tmp_path / "audit"),
         "corpus": {"path": str(paths["corpus"])},
         "models": [{"name": "m", "path": model}],
-        "analyses": {"probe": {**SETTINGS, "subjects": str(paths["subjects"])}, "kart": False},
+        "analyses": {"probe": {**settings, "subjects": str(paths["subjects"])}, "kart": False},
     }
     (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
     r = runner.invoke(app, ["audit", str(tmp_path / "audit.yaml"), "--quiet", "--json"])
@@ -75,15 +81,16 @@ def _files(run) -> set[str]:
     return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
 
 
-@pytest.mark.parametrize("held_out", [False, True], ids=["made-up-null", "held-out-controls"])
-def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(
-    tmp_path, monkeypatch, held_out
-):
-    single, staged = _run_both(tmp_path, monkeypatch, held_out)
+@pytest.mark.parametrize("case", ["made-up-null", "held-out-controls", "limit-decides-the-level"])
+def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(tmp_path, monkeypatch, case):
+    single, staged = _run_both(tmp_path, monkeypatch, case)
     a = json.loads((single / "summary.json").read_text())
     b = json.loads((staged / "summary.json").read_text())
-    assert a["subjects"] == SETTINGS["limit"]  # the settings reached the probe (not its defaults)
-    assert ("groups" in a) == held_out  # with held-out users, members vs controls
+    # the settings reached the probe (not its defaults), the controls too, and the level is that of
+    # the people probed
+    assert a["subjects"] == (2 if case == "limit-decides-the-level" else SETTINGS["limit"])
+    assert ("groups" in a) == (case == "held-out-controls")
+    assert a["level"] == ("twin" if case == "limit-decides-the-level" else "triplet")
     assert {k: v for k, v in a.items() if k not in MAY_DIFFER} == {
         k: v for k, v in b.items() if k not in MAY_DIFFER
     }
