@@ -162,7 +162,7 @@ def test_experiment_crt_rejects_an_unknown_architecture_before_any_work(tmp_path
 
 
 def test_the_mia_lines_name_each_interval_a_boundary_rule_made():
-    from lmleak.render.terminal import membership_lines
+    from lmleak.render.printouts import membership_lines
 
     iv = {"level": 0.95, "method": "bootstrap", "n_boot": 100, "n_units": 12, "unit": "user",
           "at_boundary": {"mia_auc_ci": "clopper-pearson: 6 of 6 group pairs"}}  # fmt: skip

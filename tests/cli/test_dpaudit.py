@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from lmleak.attacks.dp_audit import epsilon_lower_bound
 from lmleak.cli.common import out
 from lmleak.cli.main import app
-from lmleak.render.terminal import print_dp_audit
+from lmleak.render.printouts import print_dp_audit
 
 
 def test_the_cli_prints_the_bound():

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from lmleak.attacks.extraction import METRICS
 from lmleak.cli.common import out
 from lmleak.cli.main import app
-from lmleak.render.terminal import print_extraction
+from lmleak.render.printouts import print_extraction
 from tests.attacks.test_extraction import _corpus
 
 

@@ -292,7 +292,8 @@ class Auditor:
 
     def stage_probe(self, model: Any, model_path: str, spec: ProbeSettings, out: Path) -> None:
         assert spec.subjects is not None  # a probe without subjects is skipped before its stage
-        subjects = read_subjects(self.cfg.resolve(spec.subjects))
+        # the first `limit` subjects, as `probe run` reads them: the level is chosen from those probed
+        subjects = read_subjects(self.cfg.resolve(spec.subjects))[: spec.limit]
         if spec.template_file is not None:  # the file (relative to the config), or mined from the corpus
             spec = dataclasses.replace(spec, template_file=self._template_file(spec, subjects))
         holdout = read_holdout(model_path)

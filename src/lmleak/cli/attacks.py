@@ -32,7 +32,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
 from lmleak.experiments.options import CRTOptions
-from lmleak.render.terminal import print_crt, print_exposure, print_max_exposure, print_membership
+from lmleak.render.printouts import print_crt, print_exposure, print_max_exposure, print_membership
 from lmleak.shards import ShardEngine
 
 

@@ -23,6 +23,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import option_name, takes
 from lmleak.errors import ConfigError
 from lmleak.render.limits import GateSettings
+from lmleak.render.terminal import audit_summary_table, release_lines, table, verdict_lines
 from lmleak.settings import Settings, setting
 
 
@@ -84,37 +85,10 @@ def _print_gate(result: Any, json_out: bool) -> None:
     out.print(f"[bold red]gate failed[/]: {len(result.failed)} check(s){tail}")
 
 
-_RESULT_STYLE = {
-    "pass": "green",
-    "fail": "bold red",
-    "inconclusive": "bold yellow",
-    "not_evaluable": "yellow",
-}
-
-
 def print_verdict(verdict: Any, title: str = "Verdict") -> None:
-    """The verdict table of :func:`lmleak.render.verdict.verdict_rows` (the HTML card's cells)."""
-    from rich.markup import escape
-    from rich.table import Table
-
-    from lmleak.render.verdict import verdict_rows
-
-    rows = [{k: escape(v) for k, v in r.items()} for r in verdict_rows(verdict)]  # "[perplexity]" is text
-    if not rows:
-        out.print(
-            f"[bold]{title}[/]: no limits set (add a `gate:` section to the audit config, or use --profile release)"
-        )
-        return
-    t = Table(title=title + (f" (profile {verdict.profile})" if verdict.profile else ""))
-    for col in ("model", "limit", "value", "95% interval", "result"):
-        t.add_column(col)
-    for r in rows:
-        style = _RESULT_STYLE.get(r["status"], "")
-        t.add_row(r["model"], r["limit"], r["value"], r["interval"], f"[{style}]{r['result']}[/]")
-    out.print(t)
-    for r in rows:  # the reasons below the table: a narrow terminal keeps them whole
-        if r["why"]:
-            out.print(f"  {r['model']} · {r['limit']}: {r['why']}", highlight=False)
+    """The verdict table and each limit's reason (:func:`lmleak.render.terminal.verdict_lines`)."""
+    for shown in verdict_lines(verdict, title):
+        out.print(shown)
 
 
 def query_cmd(
@@ -141,17 +115,12 @@ def query_cmd(
     if json_out:
         print_json(df.to_dict("records"))
         return
-    from rich.table import Table
     from rich.text import Text
 
     # training text is data, never Rich markup: '[proj-dev]' in a subject line was eaten as a style
     # tag, '[/x]' crashed the command, '[link=...]' became a hyperlink
-    table = Table(show_lines=False)
-    for c in df.columns:
-        table.add_column(Text(str(c)))
-    for rec in df.head(200).itertuples(index=False):
-        table.add_row(*[Text(_query_cell(v)) for v in rec])
-    out.print(table)
+    rows = ([Text(_query_cell(v)) for v in rec] for rec in df.head(200).itertuples(index=False))
+    out.print(table(None, [Text(str(c)) for c in df.columns], rows))
     if len(df) > 200:
         out.print(f"[dim]{len(df)} rows; first 200 shown (use --json for all)[/]")
 
@@ -187,26 +156,7 @@ def _query_cell(v: Any) -> str:
 
 
 def _summary_table(run: Path, heads: dict[str, dict[str, Any]]) -> None:
-    from rich.table import Table
-
-    from lmleak.render.headline import PER_K
-    from lmleak.render.html import LABELS, card_value
-
-    def shown(k: str, h: dict[str, Any]) -> bool:
-        return k in h or (k == "leakage_epsilon" and "log_leakage_epsilon" in h)
-
-    metrics = [k for k in LABELS if any(shown(k, h) for h in heads.values())]
-    ks = sorted({k for h in heads.values() for k in (h.get("by_k") or {})}, key=int)
-    # one row per metric, one column per model: fits a terminal for any number of metrics; each value
-    # as the HTML card shows it (every k, DP ε with its unit, probing's members and controls)
-    t = Table(title=f"Audit summary — {run}")
-    t.add_column("metric")
-    for name in heads:
-        t.add_column(name, justify="right")
-    for k in metrics:
-        label = LABELS[k] + (f" (k = {' · '.join(ks)})" if k in PER_K and len(ks) > 1 else "")
-        t.add_row(label, *[card_value(k, h) if shown(k, h) else "—" for h in heads.values()])
-    out.print(t)
+    out.print(audit_summary_table(run, heads))
 
 
 @dataclass(frozen=True)
@@ -353,42 +303,9 @@ def _release_of(run: Path) -> tuple[dict[str, Any], Any]:
 
 
 def print_release(summary: dict[str, Any], verdict: Any) -> None:
-    """The release summary the terminal opens with: people affected, the verdict, what did not run."""
-    from rich.markup import escape
-
-    from lmleak.render.html import people_lines
-
-    releases = (summary.get("release") or {}).get("models") or {}
-    out.rule("[bold]Release summary[/]")
-    for name, rel in releases.items():
-        status = verdict.model_status(name)
-        style = {
-            "pass": "bold green",
-            "fail": "bold red",
-            "inconclusive": "bold yellow",
-            "not_evaluable": "bold yellow",
-        }.get(status, "bold")
-        words = {
-            "pass": "PASS",
-            "fail": "FAIL",
-            "inconclusive": "INCONCLUSIVE",
-            "not_evaluable": "NOT EVALUABLE",
-            "no_limits": "no limits set",
-        }
-        out.print(f"[bold]{name}[/]: verdict [{style}]{words[status]}[/]")
-        for line in people_lines(rel.get("people_affected")):
-            out.print(f"  people affected: {escape(line)}", highlight=False)
-        for e in rel.get("not_run") or ():
-            fix = f" — to run it: {e['fix']}" if e.get("fix") else ""
-            out.print(
-                f"  [yellow]not run[/]: {escape(e['analysis'] + ': ' + e['reason'] + fix)}", highlight=False
-            )
-    if verdict.checks:
-        print_verdict(verdict)
-    else:
-        out.print(
-            "[dim]no limits set: add a `gate:` section to the audit config (e.g. `gate: {profile: release}`)[/]"
-        )
+    """The release summary the terminal opens with (:func:`lmleak.render.terminal.release_lines`)."""
+    for shown in release_lines(summary, verdict):
+        out.print(shown)
 
 
 def demo(

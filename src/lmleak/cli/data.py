@@ -8,11 +8,11 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
-from lmleak.data.stats import CorpusStats, check_corpus
+from lmleak.data.stats import check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
 from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 from lmleak.pii.regex import RegexDetector
-from lmleak.words import plural
+from lmleak.render.terminal import corpus_check_lines, table
 
 LocalesOpt = Annotated[
     str,
@@ -31,11 +31,6 @@ def _locales(spec: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in spec.split(",") if x.strip())
 
 
-def _print_shapes(t: Any, summary: dict[str, Any]) -> None:
-    for k, v in summary["subjects_per_shape"].items():
-        t.add_row(f"people: {k}", str(v))
-
-
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     groups["synth"].command("customersim")(customersim)
     groups["synth"].command("mail")(mail)
@@ -46,6 +41,12 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     corpus.command("check")(check)
     app.add_typer(corpus, name="corpus")
 
+
+#: ``--out`` of both synthesisers
+SynthOutOpt = Annotated[
+    Path,
+    typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
+]
 
 #: ``--canary-design`` of both synthesisers (lmleak.data.canaries)
 CanaryDesignOpt = Annotated[
@@ -59,10 +60,7 @@ CanaryDesignOpt = Annotated[
 
 
 def customersim(
-    out_dir: Annotated[
-        Path,
-        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
-    ],
+    out_dir: SynthOutOpt,
     users: Annotated[int, typer.Option(help="Number of users (each a Faker profile).", parser=COUNT)] = 100,
     dialogs_per_user: Annotated[int, typer.Option(help="Dialogues per user.", parser=COUNT)] = 5,
     seed: SeedOpt = 0,
@@ -95,24 +93,12 @@ def customersim(
     if json_out:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"CustomerSim corpus in {out_dir}")
-    t.add_column("what")
-    t.add_column("count", justify="right")
-    for k in ("documents", "users", "words", "canaries", "canary_repeats", "canary_design"):
-        t.add_row(k, str(summary[k]))
-    for k, v in summary["secrets_per_entity"].items():
-        t.add_row(f"PII spans: {k}", str(v))
-    _print_shapes(t, summary)
-    out.print(t)
+    keys = ("documents", "users", "words", "canaries", "canary_repeats", "canary_design")
+    _print_synth(f"CustomerSim corpus in {out_dir}", "count", [(k, summary[k]) for k in keys], summary)
 
 
 def mail(
-    out_dir: Annotated[
-        Path,
-        typer.Option("--out", help="Folder for corpus.jsonl, subjects.jsonl, canaries.jsonl, secrets.jsonl."),
-    ],
+    out_dir: SynthOutOpt,
     scale: Annotated[
         float, typer.Option(help="1.0 is about 10^6 tokens; the size grows linearly.", parser=POSITIVE)
     ] = 1.0,
@@ -151,32 +137,17 @@ def mail(
     if json_out:
         print_json(summary)
         return
-    _print_mail(summary, out_dir)
+    keys = ("documents", "authors", "words", "tokens_estimate", "duplicate_line_share",
+            "longest_document_words", "canaries", "canary_repeats", "canary_design")  # fmt: skip
+    rows = [(k.replace("_", " "), summary[k]) for k in keys]
+    _print_synth(f"Mailing-list corpus in {out_dir}", "value", rows, summary)
 
 
-def _print_mail(summary: dict[str, Any], out_dir: Path) -> None:
-    """The mailing-list summary as a table."""
-    from rich.table import Table
-
-    t = Table(title=f"Mailing-list corpus in {out_dir}")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    for k in (
-        "documents",
-        "authors",
-        "words",
-        "tokens_estimate",
-        "duplicate_line_share",
-        "longest_document_words",
-        "canaries",
-        "canary_repeats",
-        "canary_design",
-    ):
-        t.add_row(k.replace("_", " "), str(summary[k]))
-    for k, v in summary["secrets_per_entity"].items():
-        t.add_row(f"PII spans: {k}", str(v))
-    _print_shapes(t, summary)
-    out.print(t)
+def _print_synth(title: str, header: str, rows: list[tuple[str, Any]], summary: dict[str, Any]) -> None:
+    """A synthesiser's summary: its ``rows``, then the PII spans per entity and the people per name shape."""
+    rows += [(f"PII spans: {k}", v) for k, v in summary["secrets_per_entity"].items()]
+    rows += [(f"people: {k}", v) for k, v in summary["subjects_per_shape"].items()]
+    out.print(table(title, ("what", header), rows, right=1))
 
 
 def check(
@@ -214,25 +185,5 @@ def check(
     if json_out:
         print_json(result.to_dict())
         return
-    _print_check(path, result.to_dict(), result.stats, result.skipped)
-
-
-def _print_check(
-    path: Path, summary: dict[str, Any], stats: CorpusStats, skipped: tuple[tuple[int, str], ...]
-) -> None:
-    """The corpus check as a few lines, then each skipped row and each warning."""
-    out.print(
-        f"[bold]{path}[/]: {plural(summary['documents'], 'document')} from {plural(summary['users'], 'user')} "
-        f"({summary['docs_per_user_min']}-{summary['docs_per_user_max']} per user), {stats.words:,} words"
-    )
-    out.print(f"  repeated lines: {stats.duplicate_line_share:.1%} of non-empty lines occur more than once")
-    out.print(
-        f"  top 1% of users ({stats.top1pct_users}): {stats.top1pct_user_share:.1%} of the words, "
-        f"{stats.top1pct_document_share:.1%} of the documents"
-    )
-    entities = ", ".join(f"{k} {v}" for k, v in stats.pii_per_entity.items()) or "none"
-    out.print(f"  PII density (regex detectors): {stats.pii_per_1k_words} spans per 1,000 words ({entities})")
-    for line, reason in skipped:
-        out.print(f"  [yellow]skipped[/] line {line}: {reason}")
-    for w in stats.warnings:
-        out.print(f"  [yellow]warning:[/] {w}")
+    for line in corpus_check_lines(path, result):
+        out.print(line)

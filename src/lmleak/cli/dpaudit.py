@@ -24,7 +24,7 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.cli.options import takes
-from lmleak.render.terminal import print_dp_audit, print_fdp, print_plan
+from lmleak.render.printouts import print_dp_audit, print_fdp, print_plan
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

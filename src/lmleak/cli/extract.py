@@ -10,7 +10,7 @@ import typer
 from lmleak.attacks.extraction import ExtractSettings, extract_from_model
 from lmleak.cli.common import RedactRun, hide_ids_when_redacted, info, out, print_json, quiet
 from lmleak.cli.options import takes
-from lmleak.render.terminal import print_extraction
+from lmleak.render.printouts import print_extraction
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:

@@ -26,6 +26,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
 from lmleak.experiments.kart import KartExperimentOptions
+from lmleak.render.terminal import percent, table
 
 kart_app = typer.Typer(
     help="KART scenarios (paper 004): review, describe runs, leakage ratios and risk margins.\n\n"
@@ -44,10 +45,6 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     kart_app.command("experiment", hidden=True)(alias(experiment_cmd, "kart experiment", "experiment kart"))
 
 
-def _fmt(v: float | None) -> str:
-    return "NA" if v is None else f"{v:.2f}%"
-
-
 @kart_app.command("review")
 def review_cmd(as_json: JsonOpt = False) -> None:
     """Print paper 004's Table 2: prior studies parameterised by KART.
@@ -59,25 +56,13 @@ def review_cmd(as_json: JsonOpt = False) -> None:
     if as_json:
         print_json(review_records())
         return
-    rows = review()
-    from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title="KART review of prior studies (paper 004, Table 2)")
-    for c in ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)"):
-        t.add_column(c)
-    from rich.markup import escape
-
-    for r in rows:  # the paper's notation has brackets ("1[d ∈ D_train]") that Rich would read as markup
-        t.add_row(
-            escape(r.study),
-            escape(r.paper["I_K"]),
-            escape(r.paper["a"]),
-            escape(r.paper["R"]),
-            escape(r.paper["I_T"]),
-            escape(r.paper["method"]),
-            r.scenario.resources.access,
-        )
-    out.print(t)
+    # the paper's notation has brackets ("1[d ∈ D_train]") that Rich would read as markup: cells are text
+    cols = ("Study", "I_K", "a", "R", "I_T", "Attack method", "access (ours)")
+    keys = ("I_K", "a", "R", "I_T", "method")
+    rows = [(Text(r.study), *(Text(r.paper[k]) for k in keys), r.scenario.resources.access) for r in review()]
+    out.print(table("KART review of prior studies (paper 004, Table 2)", cols, rows))
 
 
 @kart_app.command("describe")
@@ -95,53 +80,19 @@ def describe_cmd(
     if as_json:
         print_json(result.records())
         return
-    from rich.markup import escape
-    from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=escape(f"KART scenario of {run}"))
-    for c in ("label", "attack", "access", "(I_K, a, R, I_T)"):
-        t.add_column(c)
-    for lab, s in result.scenarios:
-        t.add_row(escape(lab), escape(s.attack), s.resources.access, escape(s.notation()))
-    out.print(t)
+    rows = [
+        (Text(lab), Text(s.attack), s.resources.access, Text(s.notation())) for lab, s in result.scenarios
+    ]
+    out.print(table(Text(f"KART scenario of {run}"), ("label", "attack", "access", "(I_K, a, R, I_T)"), rows))
 
 
 def _print_margins(res: dict[str, Any], title: str) -> None:
-    from rich.table import Table
+    from lmleak.render.terminal import margins_lines
 
-    t = Table(
-        title=title, caption="95% intervals: Wilson (ratios), Newcombe method 10 (margins); n.s. = contains 0"
-    )
-    for c in ("anchor", "ratio", "weakened", "ratio", "margin", "95% CI"):
-        t.add_column(c)
-    intervals = res.get("ratio_intervals") or {}
-
-    def ratio(name: str) -> str:
-        ci = intervals.get(name)
-        return _fmt(res["ratios"][name]) + ("" if ci is None else f" [{ci[0]:.2f}, {ci[1]:.2f}]")
-
-    for m in res["margins"]:
-        mark = (
-            "NA" if m["margin"] is None else f"{m['margin']:.2f}%" + (" (<0!)" if m["violation"] else " (≥0)")
-        )
-        sig = m.get("significant")
-        ci = (
-            "—"
-            if m.get("ci_low") is None
-            else f"[{m['ci_low']:.2f}, {m['ci_high']:.2f}]" + ("" if sig else " n.s.")
-        )
-        t.add_row(m["anchor"], ratio(m["anchor"]), m["weakened"], ratio(m["weakened"]), mark, ci)
-    out.print(t)
-    if res.get("multiplicity_note"):
-        out.print(f"[dim]{res['multiplicity_note']}[/]")
-    if res["all_nonnegative"]:
-        out.print("all calculable margins ≥ 0")
-    elif res.get("significant_violations", 1):
-        out.print("[bold red]ordering violation: a margin is negative and its 95% interval excludes 0[/]")
-    else:
-        out.print(
-            "[yellow]a margin is negative, but its 95% interval contains 0: within the noise of these counts[/]"
-        )
+    for shown in margins_lines(res, title):
+        out.print(shown)
 
 
 @kart_app.command("margins")
@@ -205,14 +156,12 @@ def experiment_cmd(
     if as_json:
         print_json(res)
         return
-    from rich.table import Table
-
-    t = Table(title="Generated documents, valid and correct name–disease pairs (Table 6 style)")
-    for c in ("scenario", "generated", "valid", "correct", "ratio"):
-        t.add_column(c)
-    for s, c in res["counts"].items():
-        t.add_row(s, str(c["generated"]), str(c["valid"]), str(c["correct"]), _fmt(res["ratios"][s]))
-    out.print(t)
+    rows = [
+        (s, c["generated"], c["valid"], c["correct"], percent(res["ratios"][s]))
+        for s, c in res["counts"].items()
+    ]
+    title = "Generated documents, valid and correct name–disease pairs (Table 6 style)"
+    out.print(table(title, ("scenario", "generated", "valid", "correct", "ratio"), rows))
     _print_margins(res, "Privacy risk margins (Table 3 style)")
 
 
@@ -235,11 +184,6 @@ def synth_clinical_cmd(
     if as_json:
         print_json({k: str(v) for k, v in paths.items()})
         return
-    from rich.table import Table
-
-    t = Table(title=f"synthetic clinical notes ({patients} patients, seed {seed})")
-    t.add_column("file")
-    t.add_column("path")
-    for k, v in paths.items():
-        t.add_row(k, str(v))
-    out.print(t)
+    out.print(
+        table(f"synthetic clinical notes ({patients} patients, seed {seed})", ("file", "path"), paths.items())
+    )

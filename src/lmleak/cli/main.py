@@ -19,6 +19,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import click
@@ -27,9 +28,11 @@ from typer.core import TyperGroup
 from typer.main import get_command_name
 
 from lmleak import progress
-from lmleak.cli.common import COUNT, err, offline_environment, say_deprecated
+from lmleak.cli.common import err, offline_environment, say_deprecated
+from lmleak.cli.options import takes
 from lmleak.errors import Interrupted, LmleakError
 from lmleak.runs import owner_only
+from lmleak.settings import Settings, setting
 
 AREAS = [
     "lmleak.cli.data",  # synth customersim, corpus checks
@@ -137,15 +140,10 @@ class _Group(TyperGroup):
             raise _bad_value(e) from None
         except (typer.Exit, typer.Abort, typer.TyperException, click.exceptions.Exit, click.ClickException):
             raise  # usage errors and exits keep their own status
-        except Interrupted as e:
-            err.print(f"[bold yellow]{escape(str(e))}[/]", soft_wrap=True)
-            err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
-            raise typer.Exit(130) from None
-        except KeyboardInterrupt:
-            err.print(
-                "[bold yellow]interrupted[/]: completed stages and shards are kept; the run is marked incomplete",
-                soft_wrap=True,
-            )
+        except (Interrupted, KeyboardInterrupt) as e:  # SIGINT/SIGTERM: what was kept, and how to resume
+            kept = "completed stages and shards are kept; the run is marked incomplete"
+            err.print(f"[bold yellow]{escape(str(e))}[/]" if isinstance(e, Interrupted) else
+                      f"[bold yellow]interrupted[/]: {kept}", soft_wrap=True)  # fmt: skip
             err.print(f"resume with: {escape(_resume_command())}", soft_wrap=True)
             raise typer.Exit(130) from None
         except LmleakError as e:
@@ -179,25 +177,6 @@ class _Group(TyperGroup):
             raise typer.Exit(2) from None
 
 
-# issue 25: where the HTTP answer cache lives, and how model files are fingerprinted in provenance
-CacheDirOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--cache-dir",
-        help="For models behind an HTTP API: keep the answer cache in this folder, shared between runs "
-        "(default: inside the run; it holds training text; 'off': no cache; a redacted run keeps none).",
-    ),
-]
-FullHashOpt = Annotated[
-    bool,
-    typer.Option(
-        "--full-hash",
-        help="Record the full SHA-256 of every model file in the run's provenance (default: a fast "
-        "fingerprint of sizes, headers and each file's first and last MiB).",
-    ),
-]
-
-
 def _user_ids_policy(value: str | None) -> str | None:
     """``--user-ids``: ``merge`` or ``strict`` (issue 33), any case."""
     if value is None:
@@ -219,68 +198,65 @@ UserIdsOpt = Annotated[
 ]
 
 
-# long: its signature declares the global options of `lmleak`, one per line; the body is short
-def _root(
-    ctx: typer.Context,
-    device: Annotated[
-        str | None,
-        typer.Option(
-            "--device",
-            help="Where models run: auto (a GPU when torch sees one; the default), cpu, cuda, cuda:N. "
-            "Also LMLEAK_DEVICE. Training stays on the CPU.",
-        ),
-    ] = None,
-    quiet_all: Annotated[
-        bool,
-        typer.Option(
-            "--quiet",
-            "-q",
-            help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1).",
-        ),
-    ] = False,
-    debug: Annotated[
-        bool,
-        typer.Option(
-            "--debug",
-            help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1).",
-        ),
-    ] = False,
-    max_requests: Annotated[
-        int | None,
-        typer.Option(
-            "--max-requests",
-            help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
-            "stop (exit 2) after this many requests; cached answers do not count.",
-            parser=COUNT,
-        ),
-    ] = None,
-    tokenizer: Annotated[
-        str | None,
-        typer.Option(
-            "--tokenizer",
-            help="For models behind an HTTP API: the served model's tokenizer (its "
-            "folder); default: the server's /tokenize.",
-        ),
-    ] = None,
-    cache_dir: CacheDirOpt = None,
-    full_hash: FullHashOpt = False,
-    user_ids: UserIdsOpt = None,
-) -> None:
+@dataclass(frozen=True)
+class GlobalOptions(Settings):
+    """The options of ``lmleak`` itself, given before the command."""
+
+    device: str | None = setting(
+        None,
+        help="Where models run: auto (a GPU when torch sees one; the default), cpu, cuda, cuda:N. "
+        "Also LMLEAK_DEVICE. Training stays on the CPU.",
+    )
+    quiet: bool = setting(
+        False, help="No progress bars or progress lines, for every command (also LMLEAK_QUIET=1).", short="-q"
+    )
+    debug: bool = setting(
+        False, help="Show the full traceback of an error instead of one line (also LMLEAK_DEBUG=1)."
+    )
+    max_requests: int | None = setting(
+        None,
+        help="For models behind an HTTP API (--model http://HOST:PORT/v1#MODEL): "
+        "stop (exit 2) after this many requests; cached answers do not count.",
+        ge=1,
+    )
+    tokenizer: str | None = setting(
+        None,
+        help="For models behind an HTTP API: the served model's tokenizer (its "
+        "folder); default: the server's /tokenize.",
+    )
+    # issue 25: where the HTTP answer cache lives, and how model files are fingerprinted in provenance
+    cache_dir: str | None = setting(
+        None,
+        help="For models behind an HTTP API: keep the answer cache in this folder, shared between runs "
+        "(default: inside the run; it holds training text; 'off': no cache; a redacted run keeps none).",
+    )
+    full_hash: bool = setting(
+        False,
+        help="Record the full SHA-256 of every model file in the run's provenance (default: a fast "
+        "fingerprint of sizes, headers and each file's first and last MiB).",
+    )
+
+
+@takes(options=GlobalOptions)
+def _root(ctx: typer.Context, options: GlobalOptions, user_ids: UserIdsOpt = None) -> None:
     """Privacy auditing of language models."""
     owner_only()
     # lazy: lmleak.models.device imports numpy (and torch when it looks for a GPU)
     from lmleak.models.device import resolve_device, use_device
 
-    progress.set_enabled(not quiet_all and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
-    if device is not None:
-        resolve_device(device)  # a GPU asked for but absent fails before the command starts
-    ctx.with_resource(use_device(device))
-    if max_requests is not None or tokenizer is not None or cache_dir is not None:
+    o = options
+    progress.set_enabled(not o.quiet and os.environ.get("LMLEAK_QUIET", "") not in ("1", "true", "yes"))
+    if o.device is not None:
+        resolve_device(o.device)  # a GPU asked for but absent fails before the command starts
+    ctx.with_resource(use_device(o.device))
+    if o.max_requests is not None or o.tokenizer is not None or o.cache_dir is not None:
         # lazy: lmleak.models.http imports httpx, only when an HTTP option is given
         from lmleak.models.http import use_http_options
 
-        ctx.with_resource(use_http_options(max_requests=max_requests, tokenizer=tokenizer, cache=cache_dir))
-    if full_hash:
+        ctx.with_resource(
+            use_http_options(max_requests=o.max_requests, tokenizer=o.tokenizer, cache=o.cache_dir)
+        )
+    if o.full_hash:
         from lmleak.fingerprints import use_full_hash
 
         ctx.with_resource(use_full_hash())

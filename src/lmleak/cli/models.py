@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 from typer.core import TyperCommand, TyperOption
 
 from lmleak.cli.common import COUNT, JsonOpt, QuietOpt, out, print_json, quiet
 from lmleak.cli.options import takes
+from lmleak.errors import ConfigError
+from lmleak.render.terminal import table, train_lines
+from lmleak.settings import Settings, setting
 from lmleak.train.config import TrainSettings
-from lmleak.words import plural
 
 
 def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
@@ -114,8 +116,24 @@ def _read_train_config(ctx: typer.Context, value: Path | None) -> Path | None:
     return value
 
 
+@dataclass(frozen=True)
+class PresplitCorpus(Settings):
+    """``--public`` / ``--private``: CRT's corpus split beforehand (both or neither)."""
+
+    public: Path | None = setting(
+        None, help="crt: a pre-split public corpus (with --private).", panel="Data", hidden=True
+    )
+    private: Path | None = setting(
+        None, help="crt: a pre-split private corpus (with --public).", panel="Data", hidden=True
+    )
+
+    def check(self) -> None:
+        if (self.public is None) != (self.private is None):
+            raise ConfigError("give both --public and --private, or neither", field="public")
+
+
 # long: the signature declares the options that are not training settings (files, --config, --help-all)
-@takes(settings=TrainSettings)
+@takes(settings=TrainSettings, presplit=PresplitCorpus)
 def train(
     corpus: Annotated[
         Path,
@@ -136,19 +154,8 @@ def train(
             callback=_read_train_config,
         ),
     ] = None,
-    public: Annotated[
-        Path | None,
-        typer.Option(
-            help="crt: a pre-split public corpus (with --private).", rich_help_panel="Data", hidden=True
-        ),
-    ] = None,
-    private: Annotated[
-        Path | None,
-        typer.Option(
-            help="crt: a pre-split private corpus (with --public).", rich_help_panel="Data", hidden=True
-        ),
-    ] = None,
     *,
+    presplit: PresplitCorpus,
     settings: TrainSettings,
     replaces: Annotated[
         Path | None,
@@ -177,102 +184,36 @@ def train(
     The common options are below; --help-all shows every one. --config train.yaml takes the same
     options from a file, keyed by their names without the dashes.
     """
-    from lmleak.errors import ConfigError
-
     # lazy: lmleak.train.run imports torch, which `lmleak --help` must not load
     from lmleak.train.run import train_and_summarise
 
     quiet(quiet_ or json_out)
-    if (public is None) != (private is None):
-        raise ConfigError("give both --public and --private, or neither", field="public")
     progress = not (quiet_ or json_out)
     run = train_and_summarise(
-        corpus, out_dir, settings, public=public, private=private, progress=progress, replaces=replaces
+        corpus,
+        out_dir,
+        settings,
+        public=presplit.public,
+        private=presplit.private,
+        progress=progress,
+        replaces=replaces,
     )
     _print_result(run, out_dir, json_out)
 
 
 def _print_result(run: Any, out_dir: Path, json_out: bool) -> None:
-    """Print the training summary: as JSON, or as a per-epoch table and the privacy notes."""
+    """Print the training summary: as JSON, or as a per-epoch table and the privacy notes
+    (:func:`lmleak.render.terminal.train_lines`)."""
     if json_out:
         print_json(run.summary)
         return
-    res = run.result
-    out.print(_history_table(res, out_dir, run.arch, run.mode))
-    held = res.val_users
-    out.print(
-        f"held out {len(held)} of {plural(len(held) + len(res.train_users), 'user')} (never trained on; the non-members and "
-        f"controls of `lmleak mia` / `lmleak probe run`): {out_dir / 'holdout.json'}"
-    )
-    out.print(f"tokenizer learnt from: {res.privacy.get('tokenizer_source')}")
-    _print_privacy_notes(res.privacy)
-    summary = run.summary
-    if summary.get("confidentiality"):
-        out.print(f"[yellow]{escape(summary['confidentiality'])}[/]", soft_wrap=True)
-    for w in summary.get("warnings") or []:
-        out.print(f"[bold yellow]warning:[/] {escape(w)}", soft_wrap=True)
-    out.print(
-        f"re-audit it beside the model it replaces: {escape(summary['reaudit_command'])}", soft_wrap=True
-    )
+    # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
+    from lmleak.train.release import epsilon_statement
 
-
-def _history_table(res: Any, out_dir: Path, arch: str, mode: str) -> Any:
-    """One row per epoch: train loss, validation perplexity and top-1/top-3 accuracy, throughput."""
-    from rich.table import Table
-
-    t = Table(title=f"{arch} trained ({mode}) -> {out_dir}")
-    t.add_column("epoch", justify="right")
-    t.add_column("train loss", justify="right")
-    t.add_column("val perplexity", justify="right")
-    t.add_column("val top-1", justify="right")
-    t.add_column("val top-3", justify="right")
-    t.add_column("tokens/s", justify="right")
-    for h in res.history:
-        t.add_row(
-            str(h["epoch"]),
-            _f(h.get("train_loss")),
-            _f(h.get("val_perplexity")),
-            _f(h.get("val_top1_accuracy")),
-            _f(h.get("val_top3_accuracy")),
-            _f(h.get("tokens_per_s"), 0),
-        )
-    return t
-
-
-def _print_privacy_notes(privacy: dict[str, Any]) -> None:
-    """The CRT split, the policy miss rate gamma and the DP epsilon, each when the run has one."""
-    split = privacy.get("split") or {}
-    if split:
-        out.print(
-            f"CRT split: D_pub holds {split.get('public_sentence_share', 0):.1%} of the sentences and "
-            f"{split.get('public_word_share', 0):.1%} of the words; private because of: {split.get('private_reasons')}"
-        )
-    if privacy.get("gamma_source"):
-        g = privacy.get("gamma")
-        out.print(
-            f"policy miss rate gamma = {'unknown' if g is None else f'{g:.4f}'} ({privacy['gamma_source']}"
-            + (
-                f", 95% upper bound {privacy['gamma_upper95']:.4f} on {plural(privacy['gamma_support'], 'secret')}"
-                if privacy.get("gamma_upper95") is not None
-                else ""
-            )
-            + ")"
-        )
-    if privacy.get("epsilon") is not None:
-        # lazy: the CLI imports the library only when a command runs (`lmleak --help` stays light)
-        from lmleak.train.release import epsilon_statement
-
-        out.print(f"DP: {epsilon_statement(privacy)}", soft_wrap=True)
-        out.print(
-            f"    {privacy['accountant']} accountant, {privacy['steps']} private steps, "
-            f"{privacy.get('sampler', 'poisson')} sampling of {privacy.get('sampled', 'sequences')} "
-            f"(rate {privacy['sample_rate']:.3g})",
-            soft_wrap=True,
-        )
-
-
-def _f(v: Any, digits: int = 3) -> str:
-    return "—" if v is None else f"{v:.{digits}f}"
+    privacy = run.result.privacy
+    dp = epsilon_statement(privacy) if privacy.get("epsilon") is not None else None
+    for shown in train_lines(run, out_dir, dp):
+        out.print(shown, soft_wrap=isinstance(shown, str))  # whole lines: they are copied
 
 
 def evaluate_cmd(
@@ -299,12 +240,5 @@ def evaluate_cmd(
     if json_out:
         print_json(record)
         return
-    from rich.table import Table
-
-    t = Table(title=f"{model} on {corpus}")
-    t.add_column("metric")
-    t.add_column("value", justify="right")
-    for key, v in record.items():
-        if isinstance(v, float):
-            t.add_row(key, f"{v:.4f}")
-    out.print(t)
+    rows = [(key, f"{v:.4f}") for key, v in record.items() if isinstance(v, float)]
+    out.print(table(f"{model} on {corpus}", ("metric", "value"), rows, right=1))

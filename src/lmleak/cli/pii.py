@@ -23,6 +23,7 @@ from lmleak.cli.options import takes
 from lmleak.pii.detect import detect_pii
 from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import PolicyChoice
+from lmleak.render.terminal import policy_lines, step_table, table
 from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
 from lmleak.train.sentences import sentence_spans
 from lmleak.words import plural
@@ -47,10 +48,10 @@ def register(app: typer.Typer, groups: dict[str, typer.Typer]) -> None:
     app.command("split")(split_cmd)
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    return f"{v:.3f}" if isinstance(v, float) else str(v)
+#: ``--fp-rate`` of dedup and split
+FpRateOpt = Annotated[
+    float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
+]
 
 
 @pii_app.command("evaluate")
@@ -89,40 +90,8 @@ def evaluate_cmd(
     if as_json:
         print_json(result.to_dict())
         return
-    from rich.table import Table
-
-    t = Table(title=f"policy {result.policy} on {corpus} ({plural(result.documents, 'document')})")
-    cols = ("support", "recall", "recall_full", "gamma", "sentence_recall", "predicted", "precision")
-    t.add_column("entity")
-    for col in cols:
-        t.add_column(col, justify="right")
-    for ent, row in result.entities.items():
-        t.add_row(ent, *(_fmt(row[col]) for col in cols))
-    out.print(t)
-    if result.by_shape is not None:
-        _print_shapes(result.by_shape, result.warnings)
-
-
-def _print_shapes(by_shape: dict[str, dict[str, dict[str, Any]]], warnings: tuple[str, ...]) -> None:
-    """Names and all PII of the people of each name shape, then the shapes the policy misses."""
-    from rich.table import Table
-
-    t = Table(title="by name shape (the people whose PII each span is)")
-    for col in ("shape", "names", "name recall", "name γ (95% CI)", "all PII", "recall", "γ (95% CI)"):
-        t.add_column(col, justify="left" if col == "shape" else "right")
-    for shape, rows in by_shape.items():
-        cells = []
-        for ent in ("PERSON", "ALL"):
-            r = rows.get(ent)
-            if r is None:
-                cells += ["0", "-", "-"]
-                continue
-            ci = "" if r["gamma_ci"] is None else f" [{r['gamma_ci'][0]:.3f}, {r['gamma_ci'][1]:.3f}]"
-            cells += [str(r["support"]), _fmt(r["recall"]), _fmt(r["gamma"]) + ci]
-        t.add_row(shape, *cells)
-    out.print(t)
-    for w in warnings:
-        out.print(f"[yellow]warning:[/] {w}")
+    for shown in policy_lines(result, corpus):
+        out.print(shown)
 
 
 @pii_app.command("detect")
@@ -147,32 +116,25 @@ def detect_cmd(
     if as_json:
         print_json(result.summary(spans=text is not None or save is None))
         return
-    from rich.table import Table
     from rich.text import Text
 
-    if text is not None:
-        t = Table(title=f"spans found by {result.policy}")
-        for col in ("start", "end", "entity", "score", "value"):
-            t.add_column(col)
-        for r in result.rows():
-            # a span's value is the corpus's text, never Rich markup ('[proj-dev]' would vanish)
-            t.add_row(str(r["start"]), str(r["end"]), r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
-        out.print(t)
-    t = Table(title=f"detections per entity ({plural(result.documents, 'document')})")
-    t.add_column("entity")
-    t.add_column("count", justify="right")
-    for ent, n in result.counts.items():
-        t.add_row(ent, str(n))
-    out.print(t)
+    if text is not None:  # a span's value is the corpus's text, never Rich markup ('[proj-dev]' would vanish)
+        rows = [
+            (r["start"], r["end"], r["entity"], f"{r['score']:.2f}", Text(str(r["value"])))
+            for r in result.rows()
+        ]
+        out.print(
+            table(f"spans found by {result.policy}", ("start", "end", "entity", "score", "value"), rows)
+        )
+    title = f"detections per entity ({plural(result.documents, 'document')})"
+    out.print(table(title, ("entity", "count"), result.counts.items(), right=1))
 
 
 def dedup_cmd(
     corpus: CorpusOpt,
     out_dir: OutDirOpt,
     mode: Annotated[str, typer.Option("--mode", help="exact (SHA-1) | bloom (one pass, rbloom).")] = "exact",
-    fp_rate: Annotated[
-        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
-    ] = 1e-6,
+    fp_rate: FpRateOpt = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -215,9 +177,7 @@ def split_cmd(
         str | None, typer.Option("--conservative", help="π_c policy name (e.g. conservative).")
     ] = None,
     dedup: Annotated[str, typer.Option("--dedup", help="exact | bloom | none.")] = "exact",
-    fp_rate: Annotated[
-        float, typer.Option("--fp-rate", help="Configured Bloom false-positive rate.", parser=OPEN_UNIT)
-    ] = 1e-6,
+    fp_rate: FpRateOpt = 1e-6,
     as_json: JsonOpt = False,
     q: QuietOpt = False,
 ) -> None:
@@ -238,27 +198,4 @@ def _print_summary(summary: dict[str, Any], as_json: bool, stage: str) -> None:
     if as_json:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"lmleak {stage}: {summary['corpus']}")
-    t.add_column("what")
-    t.add_column("value", justify="right")
-    for k in (
-        "documents",
-        "sentences",
-        "masked",
-        "redacted_sentences",
-        "public",
-        "private",
-        "private_fraction",
-    ):
-        if k in summary:
-            t.add_row(k, _fmt(summary[k]))
-    bloom = summary.get("bloom") or (summary.get("dedup") or {}).get("bloom")
-    if bloom:
-        t.add_row("bloom configured fp rate", f"{bloom['configured_fp_rate']:.2g}")
-        t.add_row("bloom estimated fp rate", f"{bloom['estimated_fp_rate']:.2g}")
-    for ent, n in sorted((summary.get("removed") or {}).items()):
-        t.add_row(f"removed: {ent}", str(n))
-    t.add_row("written to", str(Path(next(iter(summary["files"].values()))).parent))
-    out.print(t)
+    out.print(step_table(summary, stage, Path(next(iter(summary["files"].values()))).parent))

@@ -31,65 +31,18 @@ from lmleak.cli.common import (
 from lmleak.cli.options import takes
 from lmleak.experiments.options import ProPILEOptions
 from lmleak.probe.settings import ProbeSettings, SoftPromptSettings
+from lmleak.render.terminal import table
 from lmleak.shards import ShardEngine
-from lmleak.words import plural
 
 if TYPE_CHECKING:
     from lmleak.probe.verdict import SubjectView
 
 
 def _table(summary: dict) -> None:
-    from rich.table import Table
+    from lmleak.render.terminal import probe_tables
 
-    t = Table(
-        title=f"ProPILE probe of {summary.get('model') or 'a redacted run’s model'} "
-        f"({summary['level']}, {plural(summary['templates'], 'template')})"
-    )
-    for c in ("target", "subjects", "mean lik.", "mean null", "Wilcoxon p", "exact match", "γ<100"):
-        t.add_column(c)
-
-    def f(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3g}"
-
-    for name, v in summary["targets"].items():
-        t.add_row(
-            name,
-            str(v.get("subjects", "-")),
-            f(v.get("mean_likelihood")),
-            f(v.get("mean_null_likelihood")),
-            f(v.get("wilcoxon_p")),
-            f(v.get("exact_match_rate")),
-            f((v.get("gamma") or {}).get("<100")),
-        )
-    out.print(t)
-    groups = summary.get("groups")
-    if groups:
-        g = Table(title="Members vs controls (users the model never saw)")
-        for c in (
-            "group",
-            "subjects",
-            "exact match",
-            "mean ln(target/null)",
-            "Wilcoxon p (raw)",
-            "Wilcoxon p (log)",
-        ):
-            g.add_column(c)
-        for name in ("members", "controls"):
-            v = groups[name]
-            g.add_row(
-                name,
-                str(v.get("subjects", "-")),
-                f(v.get("exact_match_rate")),
-                f(v.get("mean_log_likelihood_ratio")),
-                f(v.get("wilcoxon_p")),
-                f(v.get("wilcoxon_p_log")),
-            )
-        out.print(g)
-        tests = groups.get("tests", {})
-        out.print(
-            f"members > controls: exact match Fisher p = {f(tests.get('exact_match_fisher_p'))}, "
-            f"ln(target/null) Mann-Whitney p = {f(tests.get('log_ratio_mann_whitney_p'))}"
-        )
+    for shown in probe_tables(summary):
+        out.print(shown)
     from lmleak.probe.people import probe_lines  # issue 32: people, the excess and the nulls
 
     for line in probe_lines(summary):
@@ -136,6 +89,15 @@ SubjectOpt = Annotated[
         "--subject",
         help="me.json: your name and the items to check (fields: name, phone, email, emails, "
         "address, university, relations; see below).",
+    ),
+]
+
+
+#: ``--subjects`` of every command that probes (or mines for) many people
+SubjectsOpt = Annotated[
+    Path,
+    typer.Option(
+        "--subjects", "-s", help="subjects.jsonl: one person per line (e.g. from `lmleak probe build`)."
     ),
 ]
 
@@ -206,44 +168,10 @@ def _old_person_spelling() -> Any:
 
 
 def _subject_table(view: SubjectView) -> None:
-    """The person's findings as the page has them: written out, the chance per try, the rank among
-    the made-up people in words (never a likelihood ratio), the verdict; the chance of a false
-    alarm under the table."""
-    from rich.markup import escape
-    from rich.table import Table
-    from rich.text import Text
+    from lmleak.render.terminal import subject_lines
 
-    t = Table(title=Text(f"What {view.model} reveals about {view.subject}"))  # a name is text, not markup
-    for c in (
-        "item",
-        "written out",
-        "chance per try",
-        "tries to reveal",
-        f"vs {view.made_up} made-up people",
-        "verdict",
-    ):
-        t.add_column(c)
-    for r in view.items:
-        f = lambda x: "-" if x is None else f"{x:.3g}"  # noqa: E731
-        t.add_row(
-            escape(r["field"]),
-            "-" if r["written_out"] is None else f"{r['written_out']} of {r['asked']}",
-            f(r["likelihood"]),
-            f(r["expected_queries"]),
-            escape(r["rank_words"]),
-            escape(r["verdict"]),
-        )
-    out.print(t)
-    scored = sum(1 for r in view.items if r["rank_p"] is not None)
-    if scored and view.false_alarm is not None and view.any_false_alarm_at_most is not None:
-        out.print(
-            f"A person the model never saw has each item linked (rank p <= {view.singled_out_at:g}) "
-            f"{view.false_alarm:.0%} of the time by chance, and one or more of these {scored} at most "
-            f"{view.any_false_alarm_at_most:.0%} of the time (union bound).",
-            highlight=False,
-        )
-    for note in view.notes:
-        out.print(escape(note), highlight=False)
+    for shown in subject_lines(view):
+        out.print(shown)
 
 
 def _write_person_page(
@@ -269,7 +197,7 @@ def _write_person_page(
 def run_cmd(
     ctx: typer.Context,
     model: ModelOpt,
-    subjects: Annotated[Path, typer.Option("--subjects", "-s", help="subjects.jsonl")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     settings: ProbeSettings,
     engine: ShardEngine,
@@ -309,7 +237,7 @@ def run_cmd(
 
 def sweep_cmd(
     model: Annotated[list[str], typer.Option("--model", "-m", help="Repeat for several models.")],
-    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     target: Annotated[str, typer.Option("--target")] = "email",
     limit: Annotated[int | None, typer.Option("--limit", parser=COUNT)] = None,
@@ -328,14 +256,8 @@ def sweep_cmd(
     if json_:
         print_json(rows)
         return
-    from rich.table import Table
-
-    t = Table(title="ProPILE sweep (Fig. 4)")
-    for c in ("model", "axis", "value", "exact match"):
-        t.add_column(c)
-    for r in rows:
-        t.add_row(r["model"], r["axis"], str(r["value"]), f"{r['exact_match_rate']:.3g}")
-    out.print(t)
+    cells = [(r["model"], r["axis"], r["value"], f"{r['exact_match_rate']:.3g}") for r in rows]
+    out.print(table("ProPILE sweep (Fig. 4)", ("model", "axis", "value", "exact match"), cells))
 
 
 def build_cmd(
@@ -374,14 +296,7 @@ def build_cmd(
     if json_:
         print_json(timed)
         return
-    from rich.table import Table
-
-    t = Table(title=f"probe set {out_file}")
-    t.add_column("kind")
-    t.add_column("count")
-    for k, v in timed.items():
-        t.add_row(k, str(v))
-    out.print(t)
+    out.print(table(f"probe set {out_file}", ("kind", "count"), timed.items()))
 
 
 def templates_cmd(
@@ -389,9 +304,7 @@ def templates_cmd(
         Path,
         typer.Option("--corpus", "-c", help="The corpus to mine (the audited model's training data)."),
     ],
-    subjects: Annotated[
-        Path, typer.Option("--subjects", "-s", help="Subjects file (e.g. from `lmleak probe build`).")
-    ],
+    subjects: SubjectsOpt,
     out_file: Annotated[
         Path, typer.Option("--out", help="Templates YAML to write (for probe run --template-file).")
     ],
@@ -410,20 +323,15 @@ def templates_cmd(
     if json_:
         print_json({"templates": rows, "out": str(out_file)})
         return
-    from rich.table import Table
-
-    table = Table(title=f"templates mined from {corpus} -> {out_file}")
-    for c in ("target", "template", "support", "precision"):
-        table.add_column(c)
-    for r in rows:
-        table.add_row(r["target"], repr(r["template"]), str(r["support"]), f"{r['precision']:.3f}")
-    out.print(table)
+    cols = ("target", "template", "support", "precision")
+    cells = [(r["target"], repr(r["template"]), r["support"], f"{r['precision']:.3f}") for r in rows]
+    out.print(table(f"templates mined from {corpus} -> {out_file}", cols, cells))
 
 
 @takes(settings=SoftPromptSettings)
 def softprompt_cmd(
     model: ModelOpt,
-    subjects: Annotated[Path, typer.Option("--subjects", "-s")],
+    subjects: SubjectsOpt,
     out_dir: OutDirOpt,
     settings: SoftPromptSettings,
     transfer_to: Annotated[
@@ -445,15 +353,10 @@ def softprompt_cmd(
     if json_:
         print_json(summary)
         return
-    from rich.table import Table
-
-    t = Table(title=f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})")
-    for c in ("prompt", "mean likelihood", "exact match"):
-        t.add_column(c)
-    for k in ("hard", "soft", "transfer"):
-        if k in summary:
-            t.add_row(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
-    out.print(t)
+    title = f"soft prompt probe ({settings.target}, L_s={settings.length}, init={settings.init})"
+    rows = [(k, f"{summary[k]['mean_likelihood']:.3g}", f"{summary[k]['exact_match_rate']:.3g}")
+            for k in ("hard", "soft", "transfer") if k in summary]  # fmt: skip
+    out.print(table(title, ("prompt", "mean likelihood", "exact match"), rows))
 
 
 @takes(settings=ProPILEOptions)
@@ -477,71 +380,8 @@ def experiment_cmd(
     if as_json:
         print_json(res["summary"])
         return
-    _print_propile_rows(res["summary"]["rows"], cfg.seed)
-    if res["summary"]["softprompt_rows"]:
-        _print_softprompt_rows(res["summary"]["softprompt_rows"], cfg.softprompt_level)
+    from lmleak.render.terminal import propile_tables
+
+    for shown in propile_tables(res["summary"], cfg.seed, cfg.softprompt_level):
+        out.print(shown)
     out.print(f"-> {out_dir}")
-
-
-def _fmt2(x: float | None) -> str:
-    return "-" if x is None else f"{x:.2g}"
-
-
-def _print_propile_rows(rows: list[dict[str, Any]], seed: int) -> None:
-    """The black-box table of ``experiment propile``: one row per model, level and target."""
-    from rich import box
-    from rich.table import Table
-
-    f = _fmt2
-    t = Table(
-        title=f"ProPILE (paper 003) on synthetic CustomerSim, seed {seed}",
-        box=box.SIMPLE,
-        collapse_padding=True,
-        caption="n: subjects; EM: exact-match rate (over the subjects in parentheses if fewer)",
-    )
-    for c in ("model", "level", "target", "n", "lik.", "null lik.", "ratio", "Wilcoxon p", "EM", "γ<100"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        em = f(r["exact_match_rate"])
-        if r["exact_match_subjects"] not in (None, r["subjects"]):
-            em += f" ({r['exact_match_subjects']})"
-        t.add_row(
-            r["model"],
-            r["level"],
-            r["target"],
-            str(r["subjects"]),
-            f(r["mean_likelihood"]),
-            f(r["mean_null_likelihood"]),
-            f(r["likelihood_ratio"]),
-            f(r["wilcoxon_p"]),
-            em,
-            f(r["gamma_lt_100"]),
-        )
-    out.print(t)
-
-
-def _print_softprompt_rows(rows: list[dict[str, Any]], level: str) -> None:
-    """The soft prompt vs hard template table of ``experiment propile``."""
-    from rich import box
-    from rich.table import Table
-
-    f = _fmt2
-    t = Table(
-        title=f"Soft prompt vs hard template ({level}, 1-shot, unseen subjects)",
-        box=box.SIMPLE,
-        collapse_padding=True,
-    )
-    for c in ("target", "prompt", "train", "unseen", "mean lik.", "mean log lik.", "EM", "best epoch"):
-        t.add_column(c, overflow="fold")
-    for r in rows:
-        t.add_row(
-            r["target"],
-            r["prompt"],
-            str(r["train_subjects"]),
-            str(r["eval_subjects"]),
-            f(r["mean_likelihood"]),
-            f"{r['mean_log_likelihood']:.1f}",
-            f(r["exact_match_rate"]),
-            str(r["best_epoch"]) if r["prompt"] == "soft" else "-",
-        )
-    out.print(t)

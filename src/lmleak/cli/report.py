@@ -39,7 +39,7 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
-from lmleak.render.terminal import print_report, print_table
+from lmleak.render.printouts import print_report, print_table
 from lmleak.report.engine import LedgerEngine
 from lmleak.report.leakage import ReportSettings
 

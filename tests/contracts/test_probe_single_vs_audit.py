@@ -1,0 +1,100 @@
+"""Contract (issue 34): `lmleak probe run` and `lmleak audit` with only the probe stage are one probe.
+
+Both commands read the same settings (:class:`lmleak.probe.settings.ProbeSettings`) and must reach
+the same library function with the same inputs, so on the same small synthetic corpus and subjects
+they write the same probe summary and the same stage files (the tables equal row for row). Only
+the keys in :data:`MAY_DIFFER` and the files in :data:`AUDIT_ONLY_FILES` may differ, each for a
+stated reason.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from lmleak.audit import runner as runner_module
+from lmleak.cli.main import app
+from lmleak.data.holdout import Holdout
+from lmleak.data.synth import customersim
+from lmleak.probe import subjects as subjects_module
+
+#: summary keys that legitimately differ between the two runs (everything else must be equal).
+#: None today: a stage's summary.json holds no run folder, time or command (the audit keeps those
+#: in its own summary.json above the stage), so the probe summaries are equal key for key.
+MAY_DIFFER: frozenset[str] = frozenset()
+
+#: stage files only the audit writes
+AUDIT_ONLY_FILES = {
+    ".complete.json",  # the audit's record that the stage finished (a rerun reuses it)
+}
+
+#: the probe's settings, given once as options and once as the audit's `analyses.probe` section
+SETTINGS = {"templates": 2, "beams": 1, "limit": 4, "seed": 3}
+
+
+def _options(settings: dict) -> list[str]:
+    return [a for k, v in settings.items() for a in (f"--{k.replace('_', '-')}", str(v))]
+
+
+def _run_both(tmp_path, monkeypatch, case: str):
+    paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
+    model = f"fake:{paths['corpus']}"
+    settings, held_out = dict(SETTINGS), case == "held-out-controls"
+    if case == "limit-decides-the-level":  # the first two people have a name and an e-mail only
+        people = [json.loads(line) for line in paths["subjects"].read_text().splitlines()]
+        people[:2] = [{k: p[k] for k in ("subject_id", "user_id", "name", "email")} for p in people[:2]]
+        paths["subjects"].write_text("".join(json.dumps(p) + "\n" for p in people))
+        settings["limit"] = 2  # those two only: twin, though the others would allow triplet
+    if held_out:
+        # a fake model has no folder, so no holdout.json: both commands' one reader of it answers
+        # for the folder instead (probe run reads it through probe.subjects, the audit directly)
+        users = [json.loads(line)["user_id"] for line in paths["subjects"].read_text().splitlines()]
+        holdout = Holdout(tuple(users[:2]), 0.5, None)
+        for module in (subjects_module, runner_module):
+            monkeypatch.setattr(module, "read_holdout", lambda m: holdout if str(m) == model else None)
+    runner = CliRunner()
+    single = tmp_path / "single"
+    r = runner.invoke(
+        app,
+        ["probe", "run", "--model", model, "--subjects", str(paths["subjects"]), "--out", str(single)]
+        + _options(settings)
+        + ["--quiet", "--json"],
+    )
+    assert r.exit_code == 0, r.output
+    config = {
+        "out": str(tmp_path / "audit"),
+        "corpus": {"path": str(paths["corpus"])},
+        "models": [{"name": "m", "path": model}],
+        "analyses": {"probe": {**settings, "subjects": str(paths["subjects"])}, "kart": False},
+    }
+    (tmp_path / "audit.yaml").write_text(yaml.safe_dump(config))
+    r = runner.invoke(app, ["audit", str(tmp_path / "audit.yaml"), "--quiet", "--json"])
+    assert r.exit_code == 0, r.output
+    return single, tmp_path / "audit" / "models" / "m" / "probe"
+
+
+def _files(run) -> set[str]:
+    return {str(p.relative_to(run)) for p in run.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize("case", ["made-up-null", "held-out-controls", "limit-decides-the-level"])
+def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(tmp_path, monkeypatch, case):
+    single, staged = _run_both(tmp_path, monkeypatch, case)
+    a = json.loads((single / "summary.json").read_text())
+    b = json.loads((staged / "summary.json").read_text())
+    # the settings reached the probe (not its defaults), the controls too, and the level is that of
+    # the people probed
+    assert a["subjects"] == (2 if case == "limit-decides-the-level" else SETTINGS["limit"])
+    assert ("groups" in a) == (case == "held-out-controls")
+    assert a["level"] == ("twin" if case == "limit-decides-the-level" else "triplet")
+    assert {k: v for k, v in a.items() if k not in MAY_DIFFER} == {
+        k: v for k, v in b.items() if k not in MAY_DIFFER
+    }
+    assert _files(single) == _files(staged) - AUDIT_ONLY_FILES
+    for name in sorted(_files(single)):
+        if name.endswith(".parquet"):
+            pd.testing.assert_frame_equal(pd.read_parquet(single / name), pd.read_parquet(staged / name))
