@@ -127,6 +127,19 @@ PAIRS = (
     "('subject_id', 'user_id', 'name', 'email')}) + chr(10) for s in rows))\""
 )
 
+# --- docs/membership.md: members and non-members of a fake model (it knows corpus.jsonl's texts) ---
+SPLIT = (
+    "python -c \"import json; rows = [json.loads(x) for x in open('data/corpus.jsonl')]; "
+    "users = sorted({r['user_id'] for r in rows})[:12]; "
+    "open('corpus.jsonl', 'w').writelines(json.dumps(r) + chr(10) for r in rows if r['user_id'] in users); "
+    "open('members.jsonl', 'w').writelines(json.dumps({'text': r['text']}) + chr(10) for r in rows if r['user_id'] in users); "
+    "open('non.jsonl', 'w').writelines(json.dumps({'text': r['text']}) + chr(10) for r in rows if r['user_id'] not in users)\""
+)
+SUMMARY_KEYS = (
+    "python -c \"import json; s = json.load(open('runs/mia/summary.json')); "
+    "print(json.dumps({k: s[k] for k in ['redacted', 'mia_auc', 'bos_token_id']} | {'key': s['redaction']['key']}))\""
+)
+
 # --- docs/real-data.md ---
 MAIL1 = "lmleak synth mail --out mail --scale 1 --canaries 5 --canary-repeats 10"
 TEMPLATES = "lmleak probe templates --corpus mail/corpus.jsonl --subjects subjects.jsonl --out templates.yaml"
@@ -203,6 +216,23 @@ EXAMPLES: tuple[Example, ...] = (
             PAIRS,
         ),
         files={"audit.yaml": MEMORIZER_YAML},
+    ),
+    Example(
+        "mia-redacted",
+        "docs/membership.md",
+        (
+            Cmd(
+                "lmleak mia --model fake:corpus.jsonl --members members.jsonl --non-members non.jsonl "
+                "--out runs/mia --redact",
+                output=False,
+            ),
+            Cmd("ls runs/mia"),
+            Cmd(SUMMARY_KEYS),
+        ),
+        setup=(
+            "lmleak synth customersim --out data --users 24 --dialogs-per-user 2 --seed 0 > /dev/null",
+            SPLIT,
+        ),
     ),
     # docs/real-data.md: synth mail at scale 1 (about a million tokens), read but never trained on
     Example(
@@ -368,6 +398,23 @@ EXAMPLES: tuple[Example, ...] = (
         ),
         group="dp-demo",
         slow=True,
+    ),
+    Example(
+        "train-config-dp",
+        "docs/train.md",
+        (
+            Cmd(
+                "lmleak --quiet train --config train.yaml --epochs 2     # the command line's --epochs wins",
+                keep=r"^(held out|tokenizer|DP:|    prv|warning:)",
+            ),
+        ),
+        setup=("lmleak synth customersim --out data --users 30 --dialogs-per-user 4 --seed 3 --canaries 3",),
+        files={
+            "train.yaml": "corpus: data/corpus.jsonl\nout: model-dp\nmode: dp\ntarget-epsilon: 8\n"
+            "privacy-unit: user\nepochs: 3\nlayers: 2\nwidth: 64\nheads: 2\nseq-len: 64\nholdout-users: 0.2\n"
+        },
+        slow=True,
+        env=WIDE,
     ),
     Example(
         "audit-in-python",
