@@ -1,7 +1,8 @@
 """Every worked example the pages show, and how ``make docs`` (``tools/make_docs.py``) makes it.
 
 Each runs in a fresh temporary folder on synthetic data with fixed seeds, one thread. An example
-that trains a model is ``slow`` (checked by ``pytest -m slow``); the others run in the default suite.
+that trains a model, or reads the million-token corpus of docs/real-data.md, is ``slow`` (checked by
+``pytest -m slow``); the others run in the default suite, and together take well under a minute.
 Durations are replaced by ``<s>`` (``subs``): they are the one thing a run does not repeat.
 """
 
@@ -143,6 +144,12 @@ SUMMARY_KEYS = (
 # --- docs/real-data.md ---
 MAIL1 = "lmleak synth mail --out mail --scale 1 --canaries 5 --canary-repeats 10"
 TEMPLATES = "lmleak probe templates --corpus mail/corpus.jsonl --subjects subjects.jsonl --out templates.yaml"
+
+#: one byte of the model's weights changed after the audit (the last byte of its tensor data)
+FLIP_BYTE = (
+    "python -c \"p = 'model/model.safetensors'; b = bytearray(open(p, 'rb').read()); b[-1] ^= 1; "
+    "open(p, 'wb').write(b)\""
+)
 
 EXAMPLES: tuple[Example, ...] = (
     # ---------------------------------------------------------------- fast: nothing is trained
@@ -327,6 +334,18 @@ EXAMPLES: tuple[Example, ...] = (
         language="text",
     ),
     Example(
+        "gate-changed-model",
+        "docs/http.md",
+        (
+            Cmd(FLIP_BYTE, hidden=True, output=False),
+            Cmd(
+                "lmleak gate audit-run --max-unique 10; echo $?     # after one byte of model/model.safetensors changed"
+            ),
+        ),
+        group="quick-audit",
+        slow=True,
+    ),
+    Example(
         "security-refusals",
         "docs/security.md",
         (
@@ -415,6 +434,22 @@ EXAMPLES: tuple[Example, ...] = (
         },
         slow=True,
         env=WIDE,
+    ),
+    Example(
+        "user-dp-train",
+        "docs/user-dp.md",
+        (
+            Cmd(
+                "lmleak train --corpus mail/corpus.jsonl --out dp-user --mode dp --target-epsilon 8 \\\n"
+                "    --batch-size 4 --epochs 3 --seq-len 64 --width 64",
+                hidden=True,
+                keep=r"^(tokenizer|DP:|    prv|warning:|re-audit)",
+            ),
+        ),
+        setup=("lmleak synth mail --out mail --scale 0.05 --seed 0",),
+        slow=True,
+        env=WIDE,
+        language="text",
     ),
     Example(
         "audit-in-python",
