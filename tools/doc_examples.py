@@ -1,7 +1,8 @@
 """Every worked example the pages show, and how ``make docs`` (``tools/make_docs.py``) makes it.
 
 Each runs in a fresh temporary folder on synthetic data with fixed seeds, one thread. An example
-that trains a model, or reads the million-token corpus of docs/real-data.md, is ``slow`` (checked by
+that trains a model, or reads the million-token corpus of docs/real-data.md, or takes more than about
+15 s, is ``slow`` (checked by
 ``pytest -m slow``); the others run in the default suite, and together take well under a minute.
 Durations are replaced by ``<s>`` (``subs``): they are the one thing a run does not repeat.
 """
@@ -240,6 +241,24 @@ EXAMPLES: tuple[Example, ...] = (
             "lmleak synth customersim --out data --users 24 --dialogs-per-user 2 --seed 0 > /dev/null",
             SPLIT,
         ),
+    ),
+    Example(
+        "probe-nulls",
+        "docs/probing.md",
+        (
+            Cmd(
+                "lmleak probe run --model fake:mail/corpus.jsonl --subjects subjects.jsonl --targets email \\\n"
+                "    --level twin --templates 3 --template-file templates.yaml --out probe-run",
+                keep=r"^(people probed|exact match, probed|made-up people \(|guess from the name|warning: \d+ of)",
+            ),
+        ),
+        setup=(
+            f"{MAIL} > /dev/null",
+            "lmleak probe build --corpus mail/corpus.jsonl --out subjects.jsonl > /dev/null",
+            "lmleak probe templates --corpus mail/corpus.jsonl --subjects subjects.jsonl --out templates.yaml > /dev/null",
+        ),
+        slow=True,  # three commands before it: ~20 s, kept out of the default suite
+        env=WIDE,
     ),
     # docs/real-data.md: synth mail at scale 1 (about a million tokens), read but never trained on
     Example(
