@@ -471,6 +471,18 @@ EXAMPLES: tuple[Example, ...] = (
         language="text",
     ),
     Example(
+        "dp-audit-user-demo",
+        "docs/dp-audit.md",
+        (
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out audit-dp-user {DEMO_DP} \\\n"
+                "    --privacy-unit user --canary-documents 4"
+            ),
+        ),
+        group="dp-demo",
+        slow=True,
+    ),
+    Example(
         "audit-in-python",
         "docs/api.md",
         (
