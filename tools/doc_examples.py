@@ -1,7 +1,9 @@
 """Every worked example the pages show, and how ``make docs`` (``tools/make_docs.py``) makes it.
 
 Each runs in a fresh temporary folder on synthetic data with fixed seeds, one thread. An example
-that trains a model is ``slow`` (checked by ``pytest -m slow``); the others run in the default suite.
+that trains a model, or reads the million-token corpus of docs/real-data.md, or takes more than about
+15 s, is ``slow`` (checked by
+``pytest -m slow``); the others run in the default suite, and together take well under a minute.
 Durations are replaced by ``<s>`` (``subs``): they are the one thing a run does not repeat.
 """
 
@@ -61,6 +63,95 @@ PAGE_TEXT = (
     "f = t.index('Your address'); print(t[a:b].strip()); print(); print(t[e:f].strip())\" | fold -s -w 100"
 )
 
+# --- docs/quick-audit.md, README.md, docs/security.md: the quick audit of a small GPT on synth mail ---
+MAIL = "lmleak synth mail --out mail --scale 0.05 --seed 1"
+GPT1 = "--epochs 1 --layers 1 --width 32 --heads 2 --seq-len 64 --vocab-size 400"
+#: a terminal wide enough that the summary's long lines are not wrapped (the pages show them whole)
+WIDE = {"COLUMNS": "1000"}
+#: lines longer than the README's column cut at "…"
+CUT = "python -c \"import sys; [print(s if len(s) <= 130 else s[:129] + '…') for s in sys.stdin.read().splitlines()]\""
+#: the time a run's write started (``.incomplete``), which no run repeats
+STARTED = (r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d{4}", "<time>")
+#: a re-run of audit-run killed mid-write: lmleak's own writer opens the run (``.incomplete``, as
+#: ``lmleak audit audit.yaml`` would) and the process dies before it closes it, as under SIGKILL
+KILLED_RERUN = (
+    "python -c \"import os, sys; sys.argv = ['lmleak', 'audit', 'audit.yaml']; from lmleak.runs import open_run; "
+    "open_run('audit-run').__enter__(); os._exit(137)\""
+)
+
+# --- docs/verdict.md ---
+#: a run's summary.json written by hand: one model's headline, straddling two limits
+_SHARES = {"pii_people_members_n": 200, "pii_people_null": 3, "pii_people_null_n": 50}
+INC_SUMMARY = json.dumps(
+    {
+        "provenance": {"model": {"backend": "http", "hash": "probe"}},  # a model behind an API: no files
+        "models": {
+            "m": {
+                "headline": {
+                    "mia_auc": 0.55,
+                    "mia_auc_ci": [0.40, 0.70],
+                    "mia_num_per_side": 40,
+                    "mia_method": "perplexity",
+                    "by_k": {
+                        "1": {
+                            "pii_people_excess": 0.0,
+                            "pii_people_excess_ci": [-0.05, 0.04],
+                            "pii_people_members": 12,
+                            **_SHARES,
+                        },
+                        "3": {
+                            "pii_people_excess": 0.04,
+                            "pii_people_excess_ci": [-0.02, 0.10],
+                            "pii_people_members": 20,
+                            **_SHARES,
+                        },
+                    },
+                }
+            }
+        },
+    },
+    indent=1,
+)
+#: tests/audit/test_release.py's run: a memorising fake model, subjects with a name and an e-mail only
+MEMORIZER_YAML = """\
+out: run
+corpus: {path: data/corpus.jsonl}
+models:
+- {name: memorizer, path: 'fake:data/corpus.jsonl'}
+analyses:
+  report: {k: [1]}
+  probe: {subjects: pairs.jsonl, level: triplet, templates: 1, beams: 1}
+gate: {profile: release, max_exposure: 10}
+"""
+PAIRS = (
+    "python -c \"import json; rows = [json.loads(x) for x in open('data/subjects.jsonl')]; "
+    "open('pairs.jsonl', 'w').write(''.join(json.dumps({k: s[k] for k in "
+    "('subject_id', 'user_id', 'name', 'email')}) + chr(10) for s in rows))\""
+)
+
+# --- docs/membership.md: members and non-members of a fake model (it knows corpus.jsonl's texts) ---
+SPLIT = (
+    "python -c \"import json; rows = [json.loads(x) for x in open('data/corpus.jsonl')]; "
+    "users = sorted({r['user_id'] for r in rows})[:12]; "
+    "open('corpus.jsonl', 'w').writelines(json.dumps(r) + chr(10) for r in rows if r['user_id'] in users); "
+    "open('members.jsonl', 'w').writelines(json.dumps({'text': r['text']}) + chr(10) for r in rows if r['user_id'] in users); "
+    "open('non.jsonl', 'w').writelines(json.dumps({'text': r['text']}) + chr(10) for r in rows if r['user_id'] not in users)\""
+)
+SUMMARY_KEYS = (
+    "python -c \"import json; s = json.load(open('runs/mia/summary.json')); "
+    "print(json.dumps({k: s[k] for k in ['redacted', 'mia_auc', 'bos_token_id']} | {'key': s['redaction']['key']}))\""
+)
+
+# --- docs/real-data.md ---
+MAIL1 = "lmleak synth mail --out mail --scale 1 --canaries 5 --canary-repeats 10"
+TEMPLATES = "lmleak probe templates --corpus mail/corpus.jsonl --subjects subjects.jsonl --out templates.yaml"
+
+#: one byte of the model's weights changed after the audit (the last byte of its tensor data)
+FLIP_BYTE = (
+    "python -c \"p = 'model/model.safetensors'; b = bytearray(open(p, 'rb').read()); b[-1] ^= 1; "
+    "open(p, 'wb').write(b)\""
+)
+
 EXAMPLES: tuple[Example, ...] = (
     # ---------------------------------------------------------------- fast: nothing is trained
     Example(
@@ -110,7 +201,181 @@ EXAMPLES: tuple[Example, ...] = (
             ME,
         ),
     ),
+    Example(
+        "verdict-gate-inconclusive",
+        "docs/verdict.md",
+        (
+            Cmd("lmleak gate inc --max-mia-auc 0.6 --max-pii-people-excess 0.05; echo $?"),
+            Cmd(
+                "lmleak gate inc --max-mia-auc 0.6 --max-pii-people-excess 0.05 --allow-inconclusive | tail -1"
+            ),
+        ),
+        files={"inc/summary.json": INC_SUMMARY},
+    ),
+    Example(
+        "verdict-not-evaluable",
+        "docs/verdict.md",
+        (
+            Cmd("cat audit.yaml"),
+            Cmd("lmleak audit audit.yaml", stop=r"^  memorizer · Membership"),
+        ),
+        setup=(
+            "lmleak synth customersim --out data --users 6 --dialogs-per-user 2 --seed 3 > /dev/null",
+            PAIRS,
+        ),
+        files={"audit.yaml": MEMORIZER_YAML},
+    ),
+    Example(
+        "mia-redacted",
+        "docs/membership.md",
+        (
+            Cmd(
+                "lmleak mia --model fake:corpus.jsonl --members members.jsonl --non-members non.jsonl "
+                "--out runs/mia --redact",
+                output=False,
+            ),
+            Cmd("ls runs/mia"),
+            Cmd(SUMMARY_KEYS),
+        ),
+        setup=(
+            "lmleak synth customersim --out data --users 24 --dialogs-per-user 2 --seed 0 > /dev/null",
+            SPLIT,
+        ),
+    ),
+    Example(
+        "probe-nulls",
+        "docs/probing.md",
+        (
+            Cmd(
+                "lmleak probe run --model fake:mail/corpus.jsonl --subjects subjects.jsonl --targets email \\\n"
+                "    --level twin --templates 3 --template-file templates.yaml --out probe-run",
+                keep=r"^(people probed|exact match, probed|made-up people \(|guess from the name|warning: \d+ of)",
+            ),
+        ),
+        setup=(
+            f"{MAIL} > /dev/null",
+            "lmleak probe build --corpus mail/corpus.jsonl --out subjects.jsonl > /dev/null",
+            "lmleak probe templates --corpus mail/corpus.jsonl --subjects subjects.jsonl --out templates.yaml > /dev/null",
+        ),
+        slow=True,  # three commands before it: ~20 s, kept out of the default suite
+        env=WIDE,
+    ),
+    # docs/real-data.md: synth mail at scale 1 (about a million tokens), read but never trained on
+    Example(
+        "real-data-shapes",
+        "docs/real-data.md",
+        (
+            Cmd(MAIL1, keep=r"^│ (documents|authors|tokens estimate|people: )"),
+            Cmd(
+                "lmleak probe build --corpus mail/corpus.jsonl --out subjects.jsonl",
+                keep=r"^│ (subjects|subjects_per_shape|left_out) |^│ +│ ",
+            ),
+        ),
+        group="mail-1",
+        slow=True,  # a million-token corpus read four times: ~30 s, kept out of the default suite
+    ),
+    Example(
+        "real-data-corpus-check",
+        "docs/real-data.md",
+        (Cmd("lmleak corpus check mail/corpus.jsonl"),),
+        group="mail-1",
+        slow=True,  # a million-token corpus read four times: ~30 s, kept out of the default suite
+    ),
+    Example(
+        "real-data-templates",
+        "docs/real-data.md",
+        (Cmd(TEMPLATES),),
+        group="mail-1",
+        slow=True,  # a million-token corpus read four times: ~30 s, kept out of the default suite
+    ),
+    Example(
+        "real-data-templates-nickname",
+        "docs/real-data.md",
+        (Cmd(TEMPLATES + " | grep -E '^│ email'", hidden=True),),
+        group="mail-1",
+        slow=True,  # a million-token corpus read four times: ~30 s, kept out of the default suite
+        language="text",
+    ),
     # ---------------------------------------------------------------- slow: a model is trained
+    Example(
+        "quick-audit-run",
+        "docs/quick-audit.md",
+        (
+            Cmd(f"{MAIL} > /dev/null"),
+            Cmd(
+                f"lmleak -q train --corpus mail/corpus.jsonl --out model --holdout-users 0.3 \\\n    {GPT1}",
+                output=False,
+            ),
+            Cmd(
+                "lmleak audit --model model --corpus mail/corpus.jsonl --out audit-run",
+                keep=(
+                    r"^(report|mia|probe|exposure|config): |^model: verdict|^  people affected|^next:$"
+                    r"|^│ model │ (People|Membership|PII|Leakage ε \(k=1\))|^  lmleak (gate|query) "
+                ),
+            ),
+        ),
+        group="quick-audit",
+        slow=True,
+        env=WIDE,
+    ),
+    Example(
+        "readme-release-summary",
+        "README.md",
+        (
+            Cmd(
+                "lmleak audit --model model --corpus mail/corpus.jsonl --out audit-run 2>&1 | "
+                f"sed -n '/: verdict /,/^└/p' | {CUT}",
+                hidden=True,
+            ),
+        ),
+        group="quick-audit",
+        slow=True,
+        env=WIDE,
+        language="text",
+    ),
+    Example(
+        "quick-audit-no-holdout",
+        "docs/quick-audit.md",
+        (
+            Cmd(
+                f"lmleak -q train --corpus mail/corpus.jsonl --out m0 {GPT1} --holdout-users 0 > /dev/null",
+                hidden=True,
+                output=False,
+            ),
+            Cmd(
+                "lmleak audit --model m0 --corpus mail/corpus.jsonl --out r0 2>&1 | grep '^  not run: membership'",
+                hidden=True,
+            ),
+        ),
+        group="quick-audit",
+        slow=True,
+        env=WIDE,
+        language="text",
+    ),
+    Example(
+        "gate-changed-model",
+        "docs/http.md",
+        (
+            Cmd(FLIP_BYTE, hidden=True, output=False),
+            Cmd(
+                "lmleak gate audit-run --max-unique 10; echo $?     # after one byte of model/model.safetensors changed"
+            ),
+        ),
+        group="quick-audit",
+        slow=True,
+    ),
+    Example(
+        "security-refusals",
+        "docs/security.md",
+        (
+            Cmd("lmleak query audit-run \"SELECT * FROM read_csv('/etc/passwd')\"", status=2),
+            Cmd(KILLED_RERUN, hidden=True, output=False, status=137),
+            Cmd("lmleak gate audit-run --max-unique 0; echo $?     # after a re-run of audit-run was killed"),
+        ),
+        group="quick-audit",
+        slow=True,
+        subs=(STARTED,),
+    ),
     Example("selftest", "docs/selftest.md", (Cmd("lmleak selftest"),), slow=True, subs=(SECONDS,)),
     Example(
         "dp-audit-run-reach",
@@ -168,6 +433,51 @@ EXAMPLES: tuple[Example, ...] = (
         (
             Cmd("lmleak gate audit-dp --min-epsilon-lower-bound 0"),
             Cmd("lmleak gate audit-nodp --min-epsilon-lower-bound 2", status=1),
+        ),
+        group="dp-demo",
+        slow=True,
+    ),
+    Example(
+        "train-config-dp",
+        "docs/train.md",
+        (
+            Cmd(
+                "lmleak --quiet train --config train.yaml --epochs 2     # the command line's --epochs wins",
+                keep=r"^(held out|tokenizer|DP:|    prv|warning:)",
+            ),
+        ),
+        setup=("lmleak synth customersim --out data --users 30 --dialogs-per-user 4 --seed 3 --canaries 3",),
+        files={
+            "train.yaml": "corpus: data/corpus.jsonl\nout: model-dp\nmode: dp\ntarget-epsilon: 8\n"
+            "privacy-unit: user\nepochs: 3\nlayers: 2\nwidth: 64\nheads: 2\nseq-len: 64\nholdout-users: 0.2\n"
+        },
+        slow=True,
+        env=WIDE,
+    ),
+    Example(
+        "user-dp-train",
+        "docs/user-dp.md",
+        (
+            Cmd(
+                "lmleak train --corpus mail/corpus.jsonl --out dp-user --mode dp --target-epsilon 8 \\\n"
+                "    --batch-size 4 --epochs 3 --seq-len 64 --width 64",
+                hidden=True,
+                keep=r"^(tokenizer|DP:|    prv|warning:|re-audit)",
+            ),
+        ),
+        setup=("lmleak synth mail --out mail --scale 0.05 --seed 0",),
+        slow=True,
+        env=WIDE,
+        language="text",
+    ),
+    Example(
+        "dp-audit-user-demo",
+        "docs/dp-audit.md",
+        (
+            Cmd(
+                f"lmleak dp-audit run --corpus data/corpus.jsonl --out audit-dp-user {DEMO_DP} \\\n"
+                "    --privacy-unit user --canary-documents 4"
+            ),
         ),
         group="dp-demo",
         slow=True,

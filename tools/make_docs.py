@@ -68,6 +68,8 @@ class Cmd:
         output: show what it prints (False: the command only, e.g. a training run's epoch table).
         keep: a regular expression; only the lines it matches are shown, each run of lines left out
             replaced by one ``...`` line (for a long table of which the page discusses a few rows).
+        stop: a regular expression; output from the first line it matches on is left out, replaced by
+            one ``...`` line (the head of a long summary).
         status: the exit status the command must end with (an example of an error exits 2).
         hidden: run in its place but not shown (a file the next command reads); with ``output`` its
             output is still shown (a page's text quoted without the command that extracted it).
@@ -76,6 +78,7 @@ class Cmd:
     line: str
     output: bool = True
     keep: str | None = None
+    stop: str | None = None
     status: int = 0
     hidden: bool = False
 
@@ -106,10 +109,13 @@ class Example:
         files: files written into the folder before anything runs (name -> text).
         group: examples of one group share one folder and run in the registry's order, so a later
             one can read an earlier one's run (default: a folder of its own).
-        slow: it trains a model (seconds to minutes): checked under ``pytest -m slow`` only.
+        slow: it trains a model, or reads a large corpus (seconds to minutes): checked under
+            ``pytest -m slow`` only, so the default suite's re-run stays short.
         subs: (pattern, placeholder) pairs applied to the output: what changes from run to run.
         tolerance: see Tolerance; None means the output must match exactly.
         language: the fence's language.
+        env: variables set for every command, over the defaults (``COLUMNS``: a terminal wide
+            enough that a long line is not wrapped where the page shows it whole).
     """
 
     name: str
@@ -122,6 +128,7 @@ class Example:
     subs: tuple[tuple[str, str], ...] = ()
     tolerance: Tolerance | None = None
     language: str = "console"
+    env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -212,8 +219,12 @@ def _shell(line: str, folder: Path, env: dict[str, str]) -> tuple[int, str]:
     return p.returncode, p.stdout
 
 
-def _kept(text: str, keep: str | None) -> list[str]:
+def _kept(text: str, keep: str | None, stop: str | None = None) -> list[str]:
     lines = text.splitlines()
+    if stop is not None:
+        cut = next((i for i, ln in enumerate(lines) if re.search(stop, ln)), None)
+        if cut is not None:
+            lines = [*lines[:cut], "..."]
     if keep is None:
         return lines
     pattern, out = re.compile(keep), []
@@ -246,7 +257,7 @@ def run_example(example: Example, folder: Path) -> str:
     Raises:
         RuntimeError: a setup command failed, or a shown one ended with another status than declared.
     """
-    env = _environment(folder)
+    env = {**_environment(folder), **example.env}
     for name, text in example.files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text, encoding="utf-8")
@@ -264,7 +275,8 @@ def run_example(example: Example, folder: Path) -> str:
         if not cmd.hidden:
             shown.append("$ " + cmd.line)
         if cmd.output:
-            shown.extend(_kept(out, cmd.keep))
+            out = "\n".join(ln for ln in out.splitlines() if not _PROGRESS.match(ln))
+            shown.extend(_kept(out, cmd.keep, cmd.stop))
     return normalise("\n".join(shown), folder, example.subs)
 
 
