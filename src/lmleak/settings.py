@@ -64,6 +64,8 @@ class Meta:
         choices: the names a string may take.
         panel: the CLI help panel the option is listed under (None: the command's main panel).
         hidden: not shown in ``--help`` (still accepted).
+        old: a deprecated CLI spelling that keeps working, hidden, and prints one line naming
+            ``option`` (both given and different: refused).
         cli: an option of the CLI (False: the command fills it itself, e.g. a greedy list).
         yaml: a key of the audit YAML (False: a value only Python can give, e.g. a loaded model).
     """
@@ -78,6 +80,7 @@ class Meta:
     choices: tuple[str, ...] | None = None
     panel: str | None = None
     hidden: bool = False
+    old: str | None = None
     cli: bool = True
     yaml: bool = True
 

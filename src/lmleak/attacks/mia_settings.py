@@ -80,7 +80,11 @@ class MembershipSettings(Settings):
     )
     field: str = setting("text", help="JSONL field holding the text.", panel=SETS, yaml=False)
     num_per_side: int = setting(
-        1000, help="Texts per side (balanced; A.4 uses 1000), after de-duplication.", ge=2, panel=SETS
+        1000,
+        help="Texts per side (balanced; A.4 uses 1000), after de-duplication.",
+        ge=2,
+        panel=SETS,
+        old="--n",
     )
     group_size: int = setting(20, help="Texts per group for the group attack (0: skip it).", ge=0, panel=SETS)
     num_groups: int | None = setting(

@@ -16,7 +16,6 @@ import typer
 from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.cli.common import (
-    COUNT,
     JsonOpt,
     ModelOpt,
     OutDirOpt,
@@ -27,7 +26,6 @@ from lmleak.cli.common import (
     out,
     print_json,
     quiet,
-    renamed,
 )
 from lmleak.cli.options import replace_settings, takes
 from lmleak.errors import ConfigError, did_you_mean
@@ -135,7 +133,6 @@ def mia_cmd(
     settings: MembershipSettings,
     engine: ShardEngine,
     redact: RedactRun,
-    old_n: Annotated[int | None, typer.Option("--n", hidden=True, parser=COUNT)] = None,  # deprecated
     quiet_: QuietOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -158,9 +155,8 @@ def mia_cmd(
 
     quiet(quiet_ or as_json)
     hide_ids_when_redacted(ctx, redact.redact)
-    num = renamed(old_n, settings.num_per_side, "mia --n", "mia --num-per-side", default=1000)
     lists = parse_list_options(ctx.args, {"--methods", "--wbc-windows"})
-    given: dict[str, Any] = {"num_per_side": num}
+    given: dict[str, Any] = {}
     if "--methods" in lists:
         given["methods"] = tuple(lists["--methods"])
     if "--wbc-windows" in lists:

@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.cli.common import number
+from lmleak.cli.common import number, renamed
 from lmleak.errors import ConfigError
 from lmleak.settings import Settings, item_kind, meta_of, number_kind
 
@@ -87,7 +87,52 @@ def option_parameters(cls: type[Settings], *, skip: tuple[str, ...] = ()) -> lis
                 annotation=Annotated[_cli_type(tp), option],
             )
         )
+        if m.old:  # the deprecated spelling: hidden, None unless given
+            old = typer.Option(m.old, hidden=True, **extra)
+            annotation = Annotated[_cli_type(tp) | None, old]  # type: ignore[valid-type]
+            params.append(
+                inspect.Parameter(
+                    _old(f.name), inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation
+                )
+            )
     return params
+
+
+def _old(name: str) -> str:
+    """The parameter that receives field ``name``'s deprecated spelling (:class:`Meta` ``old``)."""
+    return f"{name}__old_spelling"
+
+
+def _command_path(ctx: Any) -> str:
+    """The path below ``lmleak`` (``mia``, ``dp-audit run``) of the command whose click context is
+    ``ctx`` (None: the current one), for a deprecation line."""
+    from typer._click.globals import get_current_context  # typer's own click (a vendored copy)
+
+    ctx, names = ctx or get_current_context(silent=True), []
+    while ctx is not None and ctx.parent is not None:  # the root (lmleak itself) left out
+        names.append(ctx.info_name or "")
+        ctx = ctx.parent
+    return " ".join(reversed(names))
+
+
+def _context(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The command's click context among its arguments (a command that takes ``ctx``), else None."""
+    return next((v for v in (*args, *kwargs.values()) if isinstance(v, typer.Context)), None)
+
+
+def with_old_spellings(
+    cls: type[Settings], values: dict[str, Any], old: dict[str, Any], ctx: Any = None
+) -> dict[str, Any]:
+    """``values`` with each deprecated spelling given in ``old`` (field name -> value) taken in
+    :func:`~lmleak.cli.common.renamed`'s way: one line naming the new spelling; both given and
+    different, refused."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    where = _command_path(ctx)
+    for name, value in old.items():
+        f = fields[name]
+        spelt = f"{where} {meta_of(f).old}".strip(), f"{where} {option_name(f)}".strip()
+        values[name] = renamed(value, values.get(name, _default(f)), *spelt, default=_default(f))
+    return values
 
 
 def build_settings(cls: type[Settings], values: dict[str, Any], **given: Any) -> Any:
@@ -135,7 +180,7 @@ def takes(**groups: type[Settings] | tuple[type[Settings], tuple[str, ...]]) -> 
             clash = own & {g.name for g in generated}
             if clash:
                 raise TypeError(f"{command.__name__}: {sorted(clash)} is both an option and a setting")
-            names[p.name] = (cls, [g.name for g in generated])
+            names[p.name] = (cls, [g.name for g in generated if not g.name.endswith("__old_spelling")])
             params.extend(generated)
 
         @functools.wraps(command)
@@ -143,7 +188,12 @@ def takes(**groups: type[Settings] | tuple[type[Settings], tuple[str, ...]]) -> 
             for pname, (cls, fields) in names.items():
                 if pname in kwargs and isinstance(kwargs[pname], cls):  # called from Python with the object
                     continue
-                kwargs[pname] = build_settings(cls, {n: kwargs.pop(n) for n in fields if n in kwargs})
+                values = {n: kwargs.pop(n) for n in fields if n in kwargs}
+                old = {n: kwargs.pop(_old(n)) for n in fields if _old(n) in kwargs}
+                old = {n: v for n, v in old.items() if v is not None}
+                kwargs[pname] = build_settings(
+                    cls, with_old_spellings(cls, values, old, _context(args, kwargs)) if old else values
+                )
             return command(*args, **kwargs)
 
         run.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]

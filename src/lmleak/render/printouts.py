@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from lmleak.render.headline import texts_a_side
 from lmleak.render.terminal import fmt, table
 from lmleak.words import plural
 
@@ -58,7 +59,7 @@ def print_membership(console: Console, summary: dict[str, Any], out_dir: Path) -
     from rich.table import Table
 
     name = summary.get("model") or "a redacted run's model"
-    t = Table(title=f"Membership inference — {name} ({summary['num_per_side']} per side)")
+    t = Table(title=f"Membership inference — {name} ({texts_a_side(summary)} per side)")
     for col in ("level", "attack", "accuracy", "AUC [95% CI]", "TPR@1%FPR", "TPR@0.1%FPR"):
         t.add_column(col)
     notes = set()
