@@ -307,3 +307,25 @@ def test_lmleak_dp_audit_run_is_the_audits_dp_audit_stage(inputs):
     _single([*args, *(x for k, v in flags.items() for x in (k, str(v)))])
     folder = _audit(root, "dp", str(model), "dp_audit", {"m": 8}, corpus={"path": str(corpus)})
     _assert_same(single, folder / "dp_audit", single_only={"report.html"})
+
+
+def test_a_redacted_lmleak_mia_is_the_redacted_audits_mia_stage_and_names_nobody(inputs, monkeypatch):
+    """Redacted, with one key (``LMLEAK_REDACT_KEY``) for both runs: the same summary, files and
+    ``users.parquet`` (keyed-hash ids), and no user id of the corpus in plain text in either folder."""
+    monkeypatch.setenv("LMLEAK_REDACT_KEY", "contract-test-key-0123456789abcdef")
+    root = inputs["root"]
+    single = root / "mia-redacted-single"
+    args = ["mia", "--model", str(inputs["model"]), "--out", str(single), "--num-per-side", "50"]
+    _single([*args, "--corpus", str(inputs["corpus"]), "--redact"])
+    folder = _audit(root, "mia-redacted", str(inputs["model"]), "mia", {"num_per_side": 50}, redact=True)
+    # the redaction record: the single run's summary holds it, the audit's run summary (not the stage's)
+    record = _summary(single).pop("redaction")
+    assert record == json.loads((folder.parent.parent / "summary.json").read_text())["redaction"]
+    monkeypatch.setitem(globals(), "MAY_DIFFER", MAY_DIFFER | {"redaction"})
+    _assert_same(single, folder / "mia")
+    _same_users(single, folder)
+    users = pd.read_parquet(single / "users.parquet")
+    assert len(users) and not {"u0", "u1", "u2", "u3"} & set(users.astype(str).stack())
+    for f in [*single.rglob("*"), *(folder / "mia").rglob("*")]:
+        if f.is_file() and f.suffix in {".json", ".jsonl", ".csv", ".txt", ".html"}:
+            assert not any(f'"u{i}"' in f.read_text() for i in range(4)), f

@@ -17,7 +17,7 @@ from lmleak.attacks.membership import membership_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.attacks.mia_texts import MembershipTexts
 from lmleak.data.loaders import load_corpus
-from lmleak.report.redaction import write_run
+from lmleak.report.redaction import Redactor, write_run
 from lmleak.report.users import users_beside
 from lmleak.shards import ShardEngine
 
@@ -38,11 +38,21 @@ def membership_command(
     ``users.parquet`` from its scores, every user of ``settings.corpus`` a row when one is given.
     Returns the run's summary (its ``users`` the record of ``users.parquet``)."""
 
-    def produce(folder: Path) -> dict[str, Any]:
+    def produce(folder: Path) -> None:
         membership_of_model(model, folder, settings, texts=texts, engine=engine, echo=echo)
+
+    def users(folder: Path, redactor: Redactor | None) -> dict[str, Any]:
+        # from the (redacted) stage files, the corpus's ids hashed under the run's key: the audit's way
         corpus = load_corpus(settings.corpus) if settings.corpus is not None else None
         model_dir = model if Path(model).is_dir() else None
-        return users_beside(folder, "mia", corpus=corpus, model_dir=model_dir)
+        return users_beside(
+            folder,
+            "mia",
+            corpus=corpus,
+            model_dir=model_dir,
+            redactor=redactor,
+            redacted=redactor is not None,
+        )
 
-    summary: dict[str, Any] = write_run(out_dir, produce, redact=redact, key_file=key_file)
+    summary: dict[str, Any] = write_run(out_dir, produce, redact=redact, key_file=key_file, after=users)
     return summary

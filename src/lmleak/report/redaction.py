@@ -460,6 +460,7 @@ def write_run(
     *,
     redact: bool = False,
     key_file: str | Path | None = None,
+    after: Callable[[Path, Redactor | None], Any] | None = None,
 ) -> Any:
     """``produce(folder)`` — a command that writes a run into ``folder`` — into ``out_dir``, redacted
     when asked (the ``--redact`` / ``--redact-key-file`` of ``exposure``, ``mia``, ``probe run``,
@@ -472,7 +473,9 @@ def write_run(
     Parquet tables and JSON summaries into ``out_dir`` through the whitelists (texts, secrets,
     prompts, generations, figures, models and shards stay behind and are deleted), ``summary.json``
     gains ``redaction`` (the key's source, never the key), and that redacted summary is returned: a
-    caller never holds the unredacted one.
+    caller never holds the unredacted one. ``after(out_dir, redactor)`` (None unredacted), when given,
+    runs last on the finished run and its result is returned: what is built from the redacted files
+    under the same key, as the audit builds ``users.parquet`` from its redacted stages.
 
     Example:
         >>> import json, tempfile, pathlib
@@ -488,7 +491,8 @@ def write_run(
     if not redact:
         if key_file is not None:
             raise ConfigError("--redact-key-file needs --redact", field="--redact-key-file")
-        return produce(out)
+        result = produce(out)
+        return after(out, None) if after is not None else result
     redactor = redactor_from(key_file, run_dir=out)
     leftovers = unredacted_leftovers(out)
     if leftovers:
@@ -504,4 +508,4 @@ def write_run(
         redact_stage_dir(work, out, redactor)
         summary = {**read_summary(out), "redaction": redactor.describe()}
         atomic_write_json(out / "summary.json", summary)
-    return summary
+    return after(out, redactor) if after is not None else summary
