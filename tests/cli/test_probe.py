@@ -255,7 +255,10 @@ def test_probe_run_prints_the_summary_table_with_members_and_controls(tmp_path, 
     seen = {}
 
     def fake_run_probe(model, subjects, out_dir, settings, **kw):
+        from lmleak.runs import write_summary
+
         seen.update(kw, subjects=subjects, targets=settings.targets)
+        write_summary(out_dir, summary)  # as run_probe does (users.parquet is built beside it)
         return summary
 
     monkeypatch.setattr(commands, "run_probe", fake_run_probe)  # the name probe_files calls

@@ -22,10 +22,14 @@ from lmleak.data.holdout import Holdout
 from lmleak.data.synth import customersim
 from lmleak.probe import subjects as subjects_module
 
-#: summary keys that legitimately differ between the two runs (everything else must be equal).
-#: None today: a stage's summary.json holds no run folder, time or command (the audit keeps those
-#: in its own summary.json above the stage), so the probe summaries are equal key for key.
-MAY_DIFFER: frozenset[str] = frozenset()
+#: summary keys that legitimately differ between the two runs (everything else must be equal): a
+#: stage's summary.json holds no run folder, time or command (the audit keeps those in its own
+#: summary.json above the stage); only ``users``, users.parquet's record, which the audit keeps in
+#: the model's entry (checked against it below).
+MAY_DIFFER: frozenset[str] = frozenset({"users"})
+
+#: files only the single run writes in its folder: risk per person (the audit's is in the model's folder)
+SINGLE_ONLY_FILES = {"users.parquet"}
 
 #: stage files only the audit writes
 AUDIT_ONLY_FILES = {
@@ -94,7 +98,18 @@ def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(t
     assert {k: v for k, v in a.items() if k not in MAY_DIFFER} == {
         k: v for k, v in b.items() if k not in MAY_DIFFER
     }
-    assert _files(single) == _files(staged) - AUDIT_ONLY_FILES
-    for name in sorted(_files(single)):
+    assert _files(single) - SINGLE_ONLY_FILES == _files(staged) - AUDIT_ONLY_FILES
+    # users.parquet: the single run's rows (the subjects' users) are the audit's rows of those users
+    # (the audit has every corpus user a row); its record is the audit's, counts of those users aside
+    mine, audited = (
+        pd.read_parquet(single / "users.parquet"),
+        pd.read_parquet(staged.parent / "users.parquet"),
+    )
+    assert len(mine) and set(mine["user_id"]) <= set(audited["user_id"])
+    theirs = audited.set_index("user_id").loc[mine["user_id"]].reset_index()
+    same = ["user_id", "probe_targets", "probe_hits", "pii_types", "held_out"]
+    pd.testing.assert_frame_equal(mine[same].reset_index(drop=True), theirs[same], check_dtype=False)
+    assert (mine["probe_targets"] > 0).all()
+    for name in sorted(_files(single) - SINGLE_ONLY_FILES):
         if name.endswith(".parquet"):
             pd.testing.assert_frame_equal(pd.read_parquet(single / name), pd.read_parquet(staged / name))

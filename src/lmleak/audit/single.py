@@ -41,18 +41,30 @@ def membership_command(
     def produce(folder: Path) -> None:
         membership_of_model(model, folder, settings, texts=texts, engine=engine, echo=echo)
 
+    corpus = settings.corpus
+    after = users_after("mia", model, corpus=load_corpus(corpus) if corpus is not None else None)
+    summary: dict[str, Any] = write_run(out_dir, produce, redact=redact, key_file=key_file, after=after)
+    return summary
+
+
+def users_after(
+    stage: str, model: str, *, corpus: Any = None, subjects: str | Path | None = None
+) -> Callable[[Path, Redactor | None], dict[str, Any]]:
+    """:func:`~lmleak.report.redaction.write_run`'s last step for a single ``stage`` run of ``model``:
+    ``users.parquet`` beside the stage's files, built from the (redacted) files with the corpus's and
+    the subjects' ids hashed under the run's key, the audit's way (every user of ``corpus`` a row;
+    the model's held-out users from its ``holdout.json``)."""
+    model_dir = model if Path(model).is_dir() else None
+
     def users(folder: Path, redactor: Redactor | None) -> dict[str, Any]:
-        # from the (redacted) stage files, the corpus's ids hashed under the run's key: the audit's way
-        corpus = load_corpus(settings.corpus) if settings.corpus is not None else None
-        model_dir = model if Path(model).is_dir() else None
         return users_beside(
             folder,
-            "mia",
+            stage,
             corpus=corpus,
             model_dir=model_dir,
+            subjects=subjects,
             redactor=redactor,
             redacted=redactor is not None,
         )
 
-    summary: dict[str, Any] = write_run(out_dir, produce, redact=redact, key_file=key_file, after=users)
-    return summary
+    return users

@@ -210,6 +210,7 @@ def run_cmd(
     Example: lmleak probe run --model runs/model --subjects data/subjects.jsonl --out runs/probe
     """
     # lazy: lmleak.probe.commands loads models (torch)
+    from lmleak.audit.single import users_after
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
 
@@ -228,6 +229,7 @@ def run_cmd(
         ),
         redact=redact.redact,
         key_file=redact.redact_key_file,
+        after=users_after("probe", model, subjects=subjects),  # users.parquet, as the audit writes it
     )
     if json_:
         print_json(summary)

@@ -403,6 +403,7 @@ def users_beside(
     *,
     corpus: Any = None,
     model_dir: str | Path | None = None,
+    subjects: str | Path | None = None,
     redactor: Redactor | None = None,
     redacted: bool = False,
 ) -> dict[str, Any]:
@@ -413,7 +414,12 @@ def users_beside(
     with open_run(run_dir, redacted=redacted):  # the summary names users.parquet, and is newer
         summary = read_summary(run_dir)
         summary["users"] = users_of_model(
-            run_dir, {stage: Path(run_dir)}, corpus=corpus, model_dir=model_dir, redactor=redactor
+            run_dir,
+            {stage: Path(run_dir)},
+            corpus=corpus,
+            model_dir=model_dir,
+            subjects=subjects,
+            redactor=redactor,
         )
         write_summary(run_dir, summary)
     return summary
