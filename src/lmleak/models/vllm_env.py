@@ -26,6 +26,7 @@ import tempfile
 from pathlib import Path
 
 from lmleak.errors import ModelError
+from lmleak.models.hf_causal import SMOLLM2, cache_dir, smollm2_plain_dir
 
 VLLM_VENV_DEFAULT = ".venv-vllm"
 
@@ -97,8 +98,6 @@ def write_vllm_dir(src: str | Path, out: str | Path) -> Path:
 
 def smollm2_vllm_dir(out: str | Path | None = None) -> Path:
     """The SmolLM2-135M directory vLLM can load (made from lmleak's cached plain copy)."""
-    from lmleak.models.hf_causal import SMOLLM2, cache_dir, smollm2_plain_dir  # lazy: torch
-
     target = Path(out) if out is not None else cache_dir() / "models" / f"{SMOLLM2}-vllm"
     return write_vllm_dir(smollm2_plain_dir(), target)
 
@@ -110,8 +109,6 @@ def vllm_model_dir(spec: str | Path) -> Path:
     without it next to lmleak's cache; other specs (``.gguf`` files, ``fake:``, black boxes) have no
     vLLM form and raise :class:`~lmleak.errors.ModelError`.
     """
-    from lmleak.models.hf_causal import SMOLLM2, cache_dir  # lazy: torch
-
     s = str(spec)
     if s == SMOLLM2:
         return smollm2_vllm_dir()
