@@ -103,7 +103,7 @@ SURFACE = {
     "probe build": "--corpus --json --method --min-count --out -c",
     "probe person": "--beams --html --json --model --subject --templates -m",
     "probe run": (
-        "--beams --engine --gpus-per-worker --json --level --likelihood --limit --made-up "
+        "--beams --corpus --engine --gpus-per-worker --json --level --likelihood --limit --made-up "
         "--max-new-tokens --model --no-generate --no-likelihood --no-made-up --num-workers --out "
         "--ray-address --redact --redact-key-file --samples --seed --subjects --targets "
         "--template-file --templates -m -s"

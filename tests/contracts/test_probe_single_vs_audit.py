@@ -44,10 +44,10 @@ def _options(settings: dict) -> list[str]:
     return [a for k, v in settings.items() for a in (f"--{k.replace('_', '-')}", str(v))]
 
 
-def _run_both(tmp_path, monkeypatch, case: str):
+def _run_both(tmp_path, monkeypatch, case: str, *, corpus: bool = False, limit: int = SETTINGS["limit"]):
     paths = customersim.synthesize(tmp_path / "syn", users=4, dialogs_per_user=2, seed=0)
     model = f"fake:{paths['corpus']}"
-    settings, held_out = dict(SETTINGS), case == "held-out-controls"
+    settings, held_out = {**SETTINGS, "limit": limit}, case == "held-out-controls"
     if case == "limit-decides-the-level":  # the first two people have a name and an e-mail only
         people = [json.loads(line) for line in paths["subjects"].read_text().splitlines()]
         people[:2] = [{k: p[k] for k in ("subject_id", "user_id", "name", "email")} for p in people[:2]]
@@ -66,6 +66,7 @@ def _run_both(tmp_path, monkeypatch, case: str):
         app,
         ["probe", "run", "--model", model, "--subjects", str(paths["subjects"]), "--out", str(single)]
         + _options(settings)
+        + (["--corpus", str(paths["corpus"])] if corpus else [])
         + ["--quiet", "--json"],
     )
     assert r.exit_code == 0, r.output
@@ -113,3 +114,24 @@ def test_probe_run_and_the_audits_probe_stage_write_the_same_summary_and_files(t
     for name in sorted(_files(single) - SINGLE_ONLY_FILES):
         if name.endswith(".parquet"):
             pd.testing.assert_frame_equal(pd.read_parquet(single / name), pd.read_parquet(staged / name))
+
+
+@pytest.mark.parametrize("case", ["made-up-null", "held-out-controls"])
+def test_probe_run_with_the_corpus_writes_the_audits_users_parquet_row_for_row(tmp_path, monkeypatch, case):
+    """With ``--corpus`` every corpus user gets a row, as in the audit: the two tables are one table
+    (all columns), and their records in the summaries agree."""
+    single, staged = _run_both(tmp_path, monkeypatch, case, corpus=True, limit=2)
+    mine = pd.read_parquet(single / "users.parquet")
+    audited = pd.read_parquet(staged.parent / "users.parquet")
+    # a row for every corpus user (4), not only the 2 probed: users nobody probed are there too
+    assert len(mine) == 4 and (mine["probe_targets"] > 0).sum() == 2
+    record = json.loads((single / "summary.json").read_text())["users"]
+    audit_record = json.loads((staged.parents[2] / "summary.json").read_text())["models"]["m"]["users"]
+    assert {k: v for k, v in record.items() if k != "path"} == {
+        k: v for k, v in audit_record.items() if k != "path"
+    }
+    order = sorted(mine.columns)
+    pd.testing.assert_frame_equal(
+        mine[order].sort_values("user_id").reset_index(drop=True),
+        audited[order].sort_values("user_id").reset_index(drop=True),
+    )

@@ -202,6 +202,14 @@ def run_cmd(
     settings: ProbeSettings,
     engine: ShardEngine,
     redact: RedactRun,
+    corpus: Annotated[
+        Path | None,
+        typer.Option(
+            "--corpus",
+            help="The training corpus: every user of it gets a row in users.parquet, as in `lmleak audit` "
+            "(without it, the subjects' users only).",
+        ),
+    ] = None,
     quiet_: QuietOpt = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -211,6 +219,7 @@ def run_cmd(
     """
     # lazy: lmleak.probe.commands loads models (torch)
     from lmleak.audit.single import users_after
+    from lmleak.data.loaders import load_corpus
     from lmleak.probe.commands import probe_files
     from lmleak.report.redaction import write_run
 
@@ -229,7 +238,8 @@ def run_cmd(
         ),
         redact=redact.redact,
         key_file=redact.redact_key_file,
-        after=users_after("probe", model, subjects=subjects),  # users.parquet, as the audit writes it
+        # users.parquet, as the audit writes it
+        after=users_after("probe", model, corpus=load_corpus(corpus) if corpus else None, subjects=subjects),
     )
     if json_:
         print_json(summary)
