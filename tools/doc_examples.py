@@ -181,6 +181,27 @@ EXAMPLES: tuple[Example, ...] = (
         files={"six.jsonl": SIX},
     ),
     Example(
+        "security-edited-corpus-gate",
+        "docs/security.md",
+        (
+            Cmd("lmleak gate run --max-unique 100", status=2),
+            Cmd("lmleak gate run --max-unique 100 --allow-changed", keep=r"^(warning|gate)"),
+        ),
+        setup=(
+            "lmleak report --model fake:seen.jsonl --corpus corpus --out run --quiet",
+            "echo 'Bob calls 555-0134 every night.' > corpus/bob/1.txt",
+            "mkdir corpus/dee && echo 'Dee is new.' > corpus/dee/1.txt",
+        ),
+        files={
+            "corpus/alice/1.txt": "Alice writes from alice@example.org today.\n",
+            "corpus/bob/1.txt": "Bob calls 555-0134 every day.\n",
+            "corpus/carol/1.txt": "Carol signs off as Carol.\n",
+            # the model under audit: a fake one that memorised alice's and bob's documents
+            "seen.jsonl": '{"user_id": "alice", "text": "Alice writes from alice@example.org today."}\n'
+            '{"user_id": "bob", "text": "Bob calls 555-0134 every day."}\n',
+        },
+    ),
+    Example(
         "mia-benchmark-wrong-folder",
         "docs/membership.md",
         (
