@@ -329,3 +329,41 @@ def test_a_redacted_lmleak_mia_is_the_redacted_audits_mia_stage_and_names_nobody
     for f in [*single.rglob("*"), *(folder / "mia").rglob("*")]:
         if f.is_file() and f.suffix in {".json", ".jsonl", ".csv", ".txt", ".html"}:
             assert not any(f'"u{i}"' in f.read_text() for i in range(4)), f
+
+
+@pytest.fixture(scope="module")
+def finetuned(inputs) -> Path:
+    """A LoRA fine-tune (one epoch) of a tiny random Llama on the corpus, its base recorded."""
+    from lmleak.data.loaders import load_corpus
+    from lmleak.train.finetune import finetune
+    from tests.train.tiny_llama import ft_config, make_tiny_llama
+
+    root, corpus = inputs["root"], load_corpus(inputs["corpus"])
+    base = make_tiny_llama(root / "llama-base", corpus.texts())
+    finetune(corpus, root / "llama-ft", ft_config(base), progress=False)
+    return root / "llama-ft"
+
+
+@pytest.mark.parametrize("stage", ["report", "mia"])
+def test_the_recorded_base_as_public_model_is_the_audits_public_model_base(inputs, finetuned, stage):
+    """``--public-model base`` (report) and ``--reference base`` (mia) on a fine-tune: its recorded base,
+    as the audit's ``public_model: base`` (paper 001's setting: the fine-tune against its base)."""
+    root = inputs["root"]
+    single = root / f"{stage}-base-single"
+    args = [stage, "--model", str(finetuned), "--corpus", str(inputs["corpus"]), "--out", str(single)]
+    if stage == "report":
+        _single([*args, "--public-model", "base", "--k", "1"])
+        section: dict[str, Any] = {"k": [1]}
+    else:
+        _single([*args, "--reference", "base"])
+        section = {}
+    folder = _audit(root, f"{stage}-base", str(finetuned), stage, section, public_model="base")
+    a = _summary(single)
+    if stage == "report":
+        assert a["public_model"]["kind"] == "base" and a["public_model"]["path"] == str(
+            (root / "llama-base").resolve()
+        )
+    else:
+        assert "reference" in a["mia_auc_by_attack"]
+    _assert_same(single, folder / stage)
+    _same_users(single, folder)

@@ -70,6 +70,7 @@ from lmleak.attacks.roc import RocCurve, plot_roc, roc_curve
 from lmleak.attacks.samia import samia_cost
 from lmleak.errors import DataFileError
 from lmleak.ledger.ledger import ModelSpec
+from lmleak.models.adapters import BASE, recorded_base
 from lmleak.models.base import scoring_convention
 from lmleak.models.loading import load_model
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
@@ -517,7 +518,7 @@ def membership_of_model(
 ) -> dict[str, Any]:
     """The work of ``lmleak mia``: pick the texts (:func:`membership_texts`: two files, or the corpus
     split by the model's held-out users), load the model spec ``model`` (and the settings'
-    ``reference``), check and load the methods (:func:`method_options`) and run
+    ``reference``; ``base``: the fine-tune's recorded base), check and load the methods (:func:`method_options`) and run
     :func:`run_membership`, in a Ray session when ``engine`` is Ray's.
 
     ``echo`` is called with where the texts came from (when split by the held-out users) and how many
@@ -527,6 +528,8 @@ def membership_of_model(
     """
     say = echo or (lambda message: None)
     s = settings or MembershipSettings()
+    if s.reference == BASE:  # a fine-tune's recorded base, as the audit's `public_model: base`
+        s = dataclasses.replace(s, reference=recorded_base(model))
     # every input file is read before the model loads: a bad one exits 2 in a second, not after the load
     if s.methods is not None:
         parse_methods(s.methods, reference=s.reference is not None, mlm=s.mlm is not None, field="--methods")

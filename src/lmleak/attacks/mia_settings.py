@@ -98,7 +98,7 @@ class MembershipSettings(Settings):
     )
     reference: str | None = setting(
         None,
-        help="Public reference model for calibration.",
+        help="Public reference model for calibration ('base': a fine-tune's recorded base model).",
         panel=METHODS_PANEL,
         yaml=False,  # public_model:
     )
