@@ -15,6 +15,7 @@ from lmleak.errors import InputError
 from lmleak.models.fake import FakeLM
 from lmleak.report.leakage import ReportConfig, run_report
 from lmleak.report.studies import snapshot_dirs, snapshot_study
+from lmleak.runs import INCOMPLETE
 
 TEXTS = [
     "alice pays with card 4 4 1 2",
@@ -37,11 +38,16 @@ def test_snapshot_study_is_the_report_of_every_epoch(tmp_path):
     # epoch N: an n-gram model of order N + 1 fitted on the corpus (more context, more memorised)
     orders = {f"epoch-{e}": e + 1 for e in (1, 2, 10)}
 
+    out = tmp_path / "snap"
+    open_while_loading = []
+
     def load(path):
+        open_while_loading.append((out / INCOMPLETE).exists())
         return FakeLM.from_texts(TEXTS, order=orders[path.name])
 
-    out = tmp_path / "snap"
     table = snapshot_study(model, _corpus(), out, k=1, load=load)
+    # the study runs inside open_run (locked, marked incomplete until it ends), as every run writer
+    assert open_while_loading == [True, True, True] and not (out / INCOMPLETE).exists()
     assert table["epoch"].tolist() == [1, 2, 10]
     for e in (1, 2, 10):
         direct = run_report(

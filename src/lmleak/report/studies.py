@@ -150,12 +150,12 @@ def _snapshot_figures(out: Path, table: Any, useqs: Any) -> None:
     _plot(out / "fig5c_unique_perplexity.png", fig_c)
 
 
-@writes_run("out_dir")
 def _as_corpus(corpus: Corpus | str | Path) -> Corpus:
     """A corpus, or the corpus file it names (loaded with :func:`~lmleak.data.loaders.load_corpus`)."""
     return corpus if isinstance(corpus, Corpus) else load_corpus(corpus)
 
 
+@writes_run("out_dir")
 def snapshot_study(
     model_dir: str | Path,
     corpus: Corpus | str | Path,
