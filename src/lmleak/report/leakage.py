@@ -653,18 +653,3 @@ def privacy_record(model_dir: str | Path | None) -> dict[str, Any] | None:
         "privacy_unit": privacy_unit_of(priv),
         **{k: priv[k] for k in ("max_sequences_per_user", "sampler") if k in priv},
     }
-
-
-def report_from_ledger(
-    ledger: Ledger,
-    tokenizer: Any,
-    config: ReportSettings,
-    *,
-    index: CorpusIndex | None = None,
-    public_model: Any | None = None,
-    held_out: Collection[str] = (),
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The analysis of :func:`run_report` on an in-memory ledger (tests, studies)."""
-    return analyse(
-        ledger, index or build_index(ledger), tokenizer, config, public_model=public_model, held_out=held_out
-    )
