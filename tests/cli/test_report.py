@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from lmleak.audit.config import parse_config
 from lmleak.cli.main import app
 from lmleak.data.corpus import Corpus, Document
-from lmleak.report.leakage import ReportConfig, as_int_list
+from lmleak.report.leakage import ReportConfig
 from lmleak.report.metrics import DEFAULT_KS, default_ks
 
 TEXTS = [
@@ -265,7 +265,7 @@ def test_report_cli_audit_config_and_library_share_their_defaults():
 
 def test_k_has_one_default_and_a_top_1_api_keeps_only_k_1(setup):
     assert ReportConfig().k == DEFAULT_KS == (1, 3)
-    assert as_int_list(None, default_ks(None)) == DEFAULT_KS
+    assert default_ks(None) == DEFAULT_KS
     root, corpus, model = setup
     runs = {}
     for name, extra in (("default-k", []), ("top1-k", ["--api-top-k", "1"])):

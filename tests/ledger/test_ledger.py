@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +15,7 @@ from lmleak.ledger.ledger import Ledger, build_ledger, read_ledger, score_docume
 from lmleak.models.base import Capability, TokenStats
 from lmleak.models.fake import FakeLM
 from lmleak.models.torch_causal import TorchCausalLM
-from lmleak.report.sequences import algorithm1_per_prefix, leaked_runs, ledger_hits, occurrences
+from lmleak.report.sequences import leaked_runs, ledger_hits, occurrences
 
 TEXTS = [
     "thank you very much for the call",
@@ -21,6 +24,40 @@ TEXTS = [
     "the weather is nice today",
     "thank you for the help with the call",
 ]
+
+
+def algorithm1_per_prefix(model: Any, token_ids: Sequence[int], k: int) -> list[tuple[int, int]]:
+    """Paper 001 Algorithm 1 for one document, trailing run flushed: one model query per prefix.
+
+    The slow oracle. "``w_l`` in the top-k predictions" follows lmleak's convention (ties favour
+    the true token: fewer than k tokens strictly more likely). Models with score access are asked
+    ``next_logprobs`` for each prefix; a top-k-only model is asked ``top_k``.
+
+    Returns:
+        ``(start, end)`` token offsets of every run in S for this document.
+    """
+
+    ids = list(map(int, token_ids))
+    runs: list[tuple[int, int]] = []
+    w_start: int | None = None
+    score = Capability.SCORE in getattr(model, "capabilities", frozenset())
+    for l_, tok in enumerate(ids):
+        prefix = ids[:l_]
+        if score:
+            lp = model.next_logprobs([prefix])[0]
+            inside = int((lp > lp[tok]).sum()) < k
+        else:
+            pred_ids, _ = model.top_k([prefix], k)[0]
+            inside = tok in set(np.asarray(pred_ids).tolist())
+        if inside:
+            if w_start is None:
+                w_start = l_
+        elif w_start is not None:
+            runs.append((w_start, l_))
+            w_start = None
+    if w_start is not None:  # the flush Algorithm 1 as printed forgets
+        runs.append((w_start, len(ids)))
+    return runs
 
 
 def _id_corpus(seed: int, n_docs: int = 8) -> Corpus:

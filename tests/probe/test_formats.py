@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import pytest
 
-from lmleak.probe.formats import discover, find_links
+from lmleak.probe.formats import LinkCounter, find_links
 
 
 @pytest.mark.parametrize(
@@ -23,6 +26,20 @@ from lmleak.probe.formats import discover, find_links
 )
 def test_each_format_links_the_name_to_the_email(text, pair):
     assert pair in find_links(text).emails
+
+
+def discover(texts: Iterable[tuple[str, str | None]], *, min_count: int = 1) -> list[dict[str, Any]]:
+    """Subjects from ``(text, user_id)`` pairs, streamed (see :class:`LinkCounter`).
+
+    Example:
+        >>> docs = [("From: Ann Lee <ann@example.org>", "u1"), ("Ann Lee <ann@example.org> wrote:", "u2")]
+        >>> [(s["name"], s["email"], s["seen"]) for s in discover(docs)]
+        [('Ann Lee', 'ann@example.org', {'email': 2})]
+    """
+    counter = LinkCounter()
+    for text, user in texts:
+        counter.add(text, user)
+    return counter.subjects(min_count=min_count)
 
 
 def test_a_signature_block_links_phone_and_address_and_stops_at_a_blank_line():

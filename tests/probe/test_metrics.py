@@ -98,7 +98,7 @@ def test_with_one_pair_per_user_the_hit_rate_interval_is_the_plain_bootstrap_joi
     import numpy as np
     from scipy.stats import beta, norm, t
 
-    from lmleak.probe.metrics import hit_rate_interval
+    from lmleak.probe.metrics import hit_rate_interval_and_rule
 
     hits = np.array([True] * 7 + [False] * 23)
     users = [f"u{i}" for i in range(30)]
@@ -107,27 +107,29 @@ def test_with_one_pair_per_user_the_hit_rate_interval_is_the_plain_bootstrap_joi
     alpha = 2 * norm.sf(t.ppf(0.975, 29))
     x = 7 / 30 * 29
     cp = (beta.ppf(alpha / 2, x, 29 - x + 1), beta.ppf(1 - alpha / 2, x + 1, 29 - x))
-    assert hit_rate_interval(hits, users) == pytest.approx([min(boot[0], cp[0]), max(boot[1], cp[1])])
-    lo, hi = hit_rate_interval(hits, users)
+    assert hit_rate_interval_and_rule(hits, users)[0] == pytest.approx(
+        [min(boot[0], cp[0]), max(boot[1], cp[1])]
+    )
+    lo, hi = hit_rate_interval_and_rule(hits, users)[0]
     assert lo < 7 / 30 < hi
 
 
 def test_a_prolific_user_counts_once_per_draw_and_widens_the_interval():
-    from lmleak.probe.metrics import hit_rate_interval
+    from lmleak.probe.metrics import hit_rate_interval_and_rule
 
     # 40 pairs: one user holds 20 of them, all hits; 20 other users one miss each
     hits = [True] * 20 + [False] * 20
-    grouped = hit_rate_interval(hits, ["big"] * 20 + [f"u{i}" for i in range(20)])
-    per_pair = hit_rate_interval(hits, [f"p{i}" for i in range(40)])
+    grouped = hit_rate_interval_and_rule(hits, ["big"] * 20 + [f"u{i}" for i in range(20)])[0]
+    per_pair = hit_rate_interval_and_rule(hits, [f"p{i}" for i in range(40)])[0]
     assert grouped[1] - grouped[0] > 1.5 * (per_pair[1] - per_pair[0])
     with pytest.raises(ValueError):
-        hit_rate_interval([True], [])
+        hit_rate_interval_and_rule([True], [])
 
 
 def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_users():
     import numpy as np
 
-    from lmleak.probe.metrics import hit_rate_interval
+    from lmleak.probe.metrics import hit_rate_interval_and_rule
     from lmleak.probe.probing import exact_match_intervals
 
     # 10 users; member users u0..u5 each have two subjects, three target types per subject
@@ -147,10 +149,13 @@ def test_exact_match_intervals_give_the_pooled_rate_and_each_groups_over_their_u
     keys = sorted(pairs, key=lambda k: (k[1], k[0]))  # groupby's order: target type, then subject
     users = [k[0].split("-")[0].replace("s", "u") for k in keys]
     hits = np.array([pairs[k] for k in keys])
-    assert out["pii_exact_match_ci"] == hit_rate_interval(hits, users)
+    assert out["pii_exact_match_ci"] == hit_rate_interval_and_rule(hits, users)[0]
     member = np.array([u not in {"u6", "u7", "u8", "u9"} for u in users])
     members_users = [u for u, m in zip(users, member, strict=True) if m]
-    assert out["exact_match_ci_by_group"]["members"] == hit_rate_interval(hits[member], members_users)
+    assert (
+        out["exact_match_ci_by_group"]["members"]
+        == hit_rate_interval_and_rule(hits[member], members_users)[0]
+    )
     # no control ever hit: not the bootstrap's point [0, 0] but the exact interval of 0 of 4 users
     from scipy.stats import binomtest
 

@@ -10,7 +10,7 @@ import pytest
 
 from lmleak.audit.release import probe_people
 from lmleak.models.base import Capability
-from lmleak.probe.formats import discover
+from lmleak.probe.formats import LinkCounter
 from lmleak.probe.people import (
     exact_match_excess,
     membership,
@@ -124,10 +124,10 @@ def test_a_third_party_is_never_given_the_authors_status():
     quoting = (
         "From: Ann Lee <ann@example.org>\n\nOn Mon, Maya Lo <maya@example.org> wrote:\n> The loader fails."
     )
-    subs = {
-        s["name"]: s
-        for s in discover([(quoting, "u1")] * 3 + [("From: Bo Kim <bo@example.org>\n\nhi", "u2")])
-    }
+    counter = LinkCounter()
+    for text, user in [(quoting, "u1")] * 3 + [("From: Bo Kim <bo@example.org>\n\nhi", "u2")]:
+        counter.add(text, user)
+    subs = {s["name"]: s for s in counter.subjects()}
     maya = subs["Maya Lo"]
     assert maya.get("third_party") is True and "user_id" not in maya and maya["found_in"] == "u1"
     assert subs["Ann Lee"]["user_id"] == "u1" and "third_party" not in subs["Ann Lee"]

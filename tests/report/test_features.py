@@ -12,7 +12,8 @@ from lmleak.data.corpus import Corpus, Document
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.base import TokenStats
 from lmleak.models.fake import FakeLM, SimpleWordTokenizer
-from lmleak.report.leakage import ReportConfig, report_from_ledger, run_report
+from lmleak.report.leakage import ReportConfig, run_report
+from tests.report.in_memory import report_from_ledger
 
 # Paper 001 Table 1: "very much" leaked twice, for one user, with contexts "thank you" and
 # "i like cats" at perplexities 1.3 and 3.6; it occurs ten times in D among five users.

@@ -9,9 +9,9 @@ import numpy as np
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import Capability, SpanScore, TokenStats
 from lmleak.models.fake import SimpleWordTokenizer
-from lmleak.report.leakage import ReportConfig, report_from_ledger
-from lmleak.report.metrics import leakage_epsilon
+from lmleak.report.leakage import ReportConfig
 from lmleak.runs import to_json
+from tests.report.in_memory import report_from_ledger
 
 DOCS = [("u1", "alpha secret one"), ("u2", "beta secret two"), ("u3", "gamma common words")]
 
@@ -55,7 +55,7 @@ def test_a_ratio_that_overflows_a_float_is_the_maximum_not_dropped():
         ratios = np.exp(seqs["log_perplexity_ratio"].to_numpy())
     finite = ratios[np.isfinite(ratios)]
     assert finite.max() == math.exp(2.0)
-    assert leakage_epsilon(seqs["users_in_d"], ratios) == math.inf
+    assert ratios[seqs["users_in_d"].to_numpy() == 1].max() == math.inf  # the ratio of e^800
     # hand-computed percentiles of the three log ratios (800, 2, 1)
     assert np.isclose(m["log_ratio_p95"], np.percentile([800.0, 2.0, 1.0], 95))
     assert m["log_ratio_p50"] == 2.0

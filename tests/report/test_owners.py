@@ -7,7 +7,7 @@ import numpy as np
 
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import TokenStats
-from lmleak.report.leakage import ReportConfig, report_from_ledger
+from lmleak.report.leakage import ReportConfig
 from lmleak.report.owners import (
     Identity,
     identities,
@@ -15,6 +15,7 @@ from lmleak.report.owners import (
     users_with_text,
     users_with_text_by_scan,
 )
+from tests.report.in_memory import report_from_ledger
 
 
 class CharTokenizer:

@@ -11,7 +11,8 @@ from lmleak.data.synth.mail import synthesize
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import TokenStats
 from lmleak.models.fake import FakeLM
-from lmleak.report.leakage import ReportConfig, report_from_ledger, run_report
+from lmleak.report.leakage import ReportConfig, run_report
+from tests.report.in_memory import report_from_ledger
 
 
 class CharTokenizer:

@@ -6,9 +6,21 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.report.sequences import leaked_runs, runs_from_ranks, sequence_id
+from lmleak.report.sequences import leaked_runs, sequence_id
 
 docs = st.lists(st.lists(st.booleans(), max_size=12), min_size=1, max_size=6)
+
+
+def runs_from_ranks(ranks: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """Runs of ``rank <= k`` in one document as ``(start, end)`` pairs (a thin wrapper for tests).
+
+    Example:
+        >>> runs_from_ranks(np.array([1, 2, 5, 1]), 2)
+        [(0, 2), (3, 4)]
+    """
+    ranks = np.asarray(ranks)
+    _, s, e = leaked_runs(ranks <= k, np.array([0, ranks.size]))
+    return list(zip(s.tolist(), e.tolist(), strict=True))
 
 
 def _runs_by_loop(doc_hits: list[list[bool]]) -> list[tuple[int, int, int]]:

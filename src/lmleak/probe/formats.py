@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -380,17 +379,3 @@ class LinkCounter:
         for (display, email), n in sorted(self.unread.items(), key=lambda kv: (-kv[1], kv[0])):
             rows.append({"display": display, "email": email, "reason": "unreadable_display", "seen": n})
         return rows
-
-
-def discover(texts: Iterable[tuple[str, str | None]], *, min_count: int = 1) -> list[dict[str, Any]]:
-    """Subjects from ``(text, user_id)`` pairs, streamed (see :class:`LinkCounter`).
-
-    Example:
-        >>> docs = [("From: Ann Lee <ann@example.org>", "u1"), ("Ann Lee <ann@example.org> wrote:", "u2")]
-        >>> [(s["name"], s["email"], s["seen"]) for s in discover(docs)]
-        [('Ann Lee', 'ann@example.org', {'email': 2})]
-    """
-    counter = LinkCounter()
-    for text, user in texts:
-        counter.add(text, user)
-    return counter.subjects(min_count=min_count)

@@ -186,31 +186,6 @@ def best_per_pair(rows: Any, columns: str | list[str]) -> Any:
     return pd.DataFrame(rows).groupby(["target_type", "subject_id"])[columns].max()
 
 
-def hit_rate_interval(
-    hits: Sequence[bool] | np.ndarray,
-    users: Sequence[str],
-    *,
-    n_boot: int = 1000,
-    level: float = 0.95,
-    seed: int = 0,
-) -> list[float] | None:
-    """95 % interval ``[lo, hi]`` of the share of hits, by the cluster bootstrap over ``users``
-    (``users[i]`` owns item ``i``): a person probed for three PII types, or with several subject
-    records, counts once per draw, not as independent trials. With no hits (or only hits, or no
-    difference between the users) the bootstrap is a point, so the exact interval over the users
-    replaces it (:func:`hit_rate_interval_and_rule`). None without items.
-
-    Example:
-        >>> hit_rate_interval([True, True, False, False, True, False], ["a", "a", "b", "b", "c", "d"])
-        [0.0, 1.0]
-        >>> [round(x, 4) for x in hit_rate_interval([False] * 23, [f"u{i % 9}" for i in range(23)])]
-        [0.0, 0.3363]
-        >>> hit_rate_interval([], []) is None
-        True
-    """
-    return hit_rate_interval_and_rule(hits, users, n_boot=n_boot, level=level, seed=seed)[0]
-
-
 def hit_rate_interval_and_rule(
     hits: Sequence[bool] | np.ndarray,
     users: Sequence[str],
@@ -219,12 +194,21 @@ def hit_rate_interval_and_rule(
     level: float = 0.95,
     seed: int = 0,
 ) -> tuple[list[float] | None, str | None]:
-    """:func:`hit_rate_interval` and the boundary rule that made it (None: the bootstrap's own), by
-    :func:`lmleak.intervals.cluster_proportion_interval`.
+    """95 % interval ``[lo, hi]`` of the share of hits, by the cluster bootstrap over ``users``
+    (``users[i]`` owns item ``i``), and the boundary rule that made it (None: the bootstrap's own),
+    by :func:`lmleak.intervals.cluster_proportion_interval`. A person probed for three PII types,
+    or with several subject records, counts once per draw, not as independent trials. With no hits
+    (or only hits, or no difference between the users) the bootstrap is a point, so the exact
+    interval over the users replaces it. ``(None, ...)`` without items.
 
     Example:
-        >>> hit_rate_interval_and_rule([False] * 23, [f"u{i % 9}" for i in range(23)])[1]
-        'clopper-pearson: 0 of 9 users'
+        >>> hit_rate_interval_and_rule([True, True, False, False, True, False], ["a", "a", "b", "b", "c", "d"])[0]
+        [0.0, 1.0]
+        >>> ci, rule = hit_rate_interval_and_rule([False] * 23, [f"u{i % 9}" for i in range(23)])
+        >>> [round(x, 4) for x in ci], rule
+        ([0.0, 0.3363], 'clopper-pearson: 0 of 9 users')
+        >>> hit_rate_interval_and_rule([], [])[0] is None
+        True
     """
     if len(hits) != len(users):
         raise ValueError("hits and users must have the same length")

@@ -166,7 +166,7 @@ def null_target_sets(probes: list[Probe], seed: int = 0) -> list[tuple[str, ...]
     return [(n, *extra.get((p.target_type, p.subject_id), ())) for p, n in zip(probes, first, strict=True)]
 
 
-def _score_probes(model: Any, pairs: list[tuple[Probe, tuple[str, ...]]]) -> list[dict[str, Any]]:
+def _score_probes(pairs: list[tuple[Probe, tuple[str, ...]]], *, model: Any) -> list[dict[str, Any]]:
     """Eq. 2 / Eq. 4 of every target of each probe and of its nulls, each metric's best (maximum)
     kept: ``likelihood`` of a person with several addresses is that of the best one
     (``best_target``), against the best of as many other people's (:func:`null_target_sets`)."""
@@ -203,10 +203,6 @@ def _score_probes(model: Any, pairs: list[tuple[Probe, tuple[str, ...]]]) -> lis
     return rows
 
 
-def _score_chunk(chunk: list[tuple[Probe, tuple[str, ...]]], *, model: Any) -> list[dict[str, Any]]:
-    return _score_probes(model, chunk)
-
-
 def likelihood_rows(
     model: Any,
     probes: list[Probe],
@@ -223,12 +219,12 @@ def likelihood_rows(
     load ``model_spec``, or receive ``model`` pickled when it is None)."""
     pairs = list(zip(probes, null_target_sets(probes, seed), strict=True))
     if work_dir is None:
-        return _score_probes(model, pairs)
+        return _score_probes(pairs, model=model)
     fp = fingerprint_of("probe-likelihood", getattr(model, "name", ""), type(model).__name__, pairs)
-    factory = ModelWork(_score_chunk, {"model": model_spec or Shipped(model)})
+    factory = ModelWork(_score_probes, {"model": model_spec or Shipped(model)})
     return run_rows(
         pairs,
-        lambda chunk: _score_probes(model, chunk),
+        lambda chunk: _score_probes(chunk, model=model),
         work_dir,
         fingerprint=fp,
         shard_size=shard_size,
@@ -238,25 +234,24 @@ def likelihood_rows(
     )
 
 
+#: The likelihood rows' columns that :func:`summarize_likelihoods` averages, in its keys' order.
+_LIKELIHOOD_COLUMNS = (
+    "likelihood",
+    "null_likelihood",
+    "log_likelihood",
+    "null_log_likelihood",
+    "normalized_likelihood",
+    "null_normalized_likelihood",
+)
+
+
 def summarize_likelihoods(df: Any) -> dict[str, Any]:
     """Per subject the maximum over templates (A.3), then mean target vs null, Wilcoxon p, γ<k."""
-    g = df.groupby("subject_id").agg(
-        log_likelihood=("log_likelihood", "max"),
-        null_log_likelihood=("null_log_likelihood", "max"),
-        likelihood=("likelihood", "max"),
-        null_likelihood=("null_likelihood", "max"),
-        normalized_likelihood=("normalized_likelihood", "max"),
-        null_normalized_likelihood=("null_normalized_likelihood", "max"),
-    )
+    g = df.groupby("subject_id")[list(_LIKELIHOOD_COLUMNS)].max()
     lik = g["likelihood"].to_numpy()
     return {
         "subjects": int(len(g)),
-        "mean_likelihood": float(g["likelihood"].mean()),
-        "mean_null_likelihood": float(g["null_likelihood"].mean()),
-        "mean_log_likelihood": float(g["log_likelihood"].mean()),
-        "mean_null_log_likelihood": float(g["null_log_likelihood"].mean()),
-        "mean_normalized_likelihood": float(g["normalized_likelihood"].mean()),
-        "mean_null_normalized_likelihood": float(g["null_normalized_likelihood"].mean()),
+        **{f"mean_{c}": float(g[c].mean()) for c in _LIKELIHOOD_COLUMNS},
         "wilcoxon_p": wilcoxon_p(g["likelihood"].to_numpy(), g["null_likelihood"].to_numpy()),
         "wilcoxon_p_log": wilcoxon_p(g["log_likelihood"].to_numpy(), g["null_log_likelihood"].to_numpy()),
         "gamma": {f"<{k}": gamma_lt_k(lik, k) for k in (10, 100, 1000)},

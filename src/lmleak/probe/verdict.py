@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from lmleak.probe.person import MADE_UP_PEOPLE, PersonReport, person_report
-from lmleak.probe.person import probe_plan as probe_plan  # re-exported: it moved there
 from lmleak.words import plural
 
 

@@ -18,7 +18,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -653,29 +653,3 @@ def privacy_record(model_dir: str | Path | None) -> dict[str, Any] | None:
         "privacy_unit": privacy_unit_of(priv),
         **{k: priv[k] for k in ("max_sequences_per_user", "sampler") if k in priv},
     }
-
-
-def report_from_ledger(
-    ledger: Ledger,
-    tokenizer: Any,
-    config: ReportSettings,
-    *,
-    index: CorpusIndex | None = None,
-    public_model: Any | None = None,
-    held_out: Collection[str] = (),
-) -> tuple[Any, Any, dict[str, Any]]:
-    """The analysis of :func:`run_report` on an in-memory ledger (tests, studies)."""
-    return analyse(
-        ledger, index or build_index(ledger), tokenizer, config, public_model=public_model, held_out=held_out
-    )
-
-
-def as_int_list(values: Sequence[int] | None, default: Sequence[int] = DEFAULT_KS) -> tuple[int, ...]:
-    """Normalise a k option.
-
-    Example:
-        >>> as_int_list([3, 1, 3]), as_int_list(None)
-        ((3, 1), (1, 3))
-    """
-    vals = list(values) if values else list(default)
-    return tuple(dict.fromkeys(int(v) for v in vals))

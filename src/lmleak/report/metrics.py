@@ -109,20 +109,6 @@ def format_epsilon(log_eps: float | None) -> str:
     return f"{value:.3g}" if value is not None else f"e^{log_eps:.1f}"
 
 
-def leakage_epsilon(users_in_d: Any, perplexity_ratio: Any) -> float | None:
-    """Worst-case leakage epsilon (Eq. 2) from the ratios themselves (see :func:`log_leakage_epsilon`,
-    which the report uses; kept for callers holding ratios only). An infinite ratio is the maximum.
-
-    Example:
-        >>> leakage_epsilon([1, 1, 4], [1.19, 1.89, 7.0])
-        1.89
-    """
-    u = np.asarray(users_in_d) == 1
-    r = np.asarray(perplexity_ratio, dtype=np.float64)[u]
-    r = r[~np.isnan(r)]
-    return float(r.max()) if r.size else None
-
-
 def log_ratio_percentiles(users_in_d: Any, log_ratio: Any) -> tuple[float | None, float | None]:
     """Median and 95th percentile of the log ratios of the unique sequences (None when none scored).
 

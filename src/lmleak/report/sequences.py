@@ -5,9 +5,9 @@ model's top-k predictions given the document's prefix. Algorithm 1 as printed ap
 only when a miss follows it, so a run reaching the end of a document is lost; here trailing runs
 are flushed (the paper's text and Table 1 count every correct-prediction run).
 
-:func:`leaked_runs` is the vectorised implementation over the ledger's flat arrays;
-:func:`algorithm1_per_prefix` is Algorithm 1 itself (one model query per prefix, trailing runs
-flushed) — the slow oracle the tests and the benchmark compare it with.
+:func:`leaked_runs` is the vectorised implementation over the ledger's flat arrays; Algorithm 1
+itself (one model query per prefix, trailing runs flushed) is the slow oracle in
+``tests/ledger/test_ledger.py`` that it is compared with.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from lmleak.ledger.ledger import Ledger
-from lmleak.models.base import Capability
 
 
 def leaked_runs(hits: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,49 +115,3 @@ def occurrences(ledger: Ledger, ks: Sequence[int], *, max_top1_perplexity: float
             )
         )
     return pd.concat(frames, ignore_index=True)
-
-
-def runs_from_ranks(ranks: np.ndarray, k: int) -> list[tuple[int, int]]:
-    """Runs of ``rank <= k`` in one document as ``(start, end)`` pairs (a thin wrapper for tests).
-
-    Example:
-        >>> runs_from_ranks(np.array([1, 2, 5, 1]), 2)
-        [(0, 2), (3, 4)]
-    """
-    ranks = np.asarray(ranks)
-    _, s, e = leaked_runs(ranks <= k, np.array([0, ranks.size]))
-    return list(zip(s.tolist(), e.tolist(), strict=True))
-
-
-def algorithm1_per_prefix(model: Any, token_ids: Sequence[int], k: int) -> list[tuple[int, int]]:
-    """Paper 001 Algorithm 1 for one document, trailing run flushed: one model query per prefix.
-
-    The slow oracle. "``w_l`` in the top-k predictions" follows lmleak's convention (ties favour
-    the true token: fewer than k tokens strictly more likely). Models with score access are asked
-    ``next_logprobs`` for each prefix; a top-k-only model is asked ``top_k``.
-
-    Returns:
-        ``(start, end)`` token offsets of every run in S for this document.
-    """
-
-    ids = list(map(int, token_ids))
-    runs: list[tuple[int, int]] = []
-    w_start: int | None = None
-    score = Capability.SCORE in getattr(model, "capabilities", frozenset())
-    for l_, tok in enumerate(ids):
-        prefix = ids[:l_]
-        if score:
-            lp = model.next_logprobs([prefix])[0]
-            inside = int((lp > lp[tok]).sum()) < k
-        else:
-            pred_ids, _ = model.top_k([prefix], k)[0]
-            inside = tok in set(np.asarray(pred_ids).tolist())
-        if inside:
-            if w_start is None:
-                w_start = l_
-        elif w_start is not None:
-            runs.append((w_start, l_))
-            w_start = None
-    if w_start is not None:  # the flush Algorithm 1 as printed forgets
-        runs.append((w_start, len(ids)))
-    return runs
