@@ -11,10 +11,10 @@ from lmleak.attacks.mlm_generation import GibbsConfig
 from lmleak.experiments.kart import (
     SCENARIOS,
     KartExperimentConfig,
-    KartExperimentOptions,
     run_experiment,
     scenario_for,
 )
+from lmleak.experiments.options import KartExperimentOptions
 from lmleak.models.hf_masked import MaskedLMConfig
 from lmleak.scenarios import Scenario
 from lmleak.scenarios.margins import margins_table

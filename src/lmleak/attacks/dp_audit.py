@@ -35,10 +35,11 @@ from typing import Any
 import numpy as np
 
 from lmleak.attacks.fdp_audit import FDP_PAPER, GDP_ASSUMPTION, fdp_bound
-from lmleak.data.canaries import CANARY_DESIGNS, CRAFTED_PREFIX, check_design, craft_secret
-from lmleak.errors import ConfigError, check_number
+from lmleak.attacks.settings import DEFAULT_PREFIX, DPAuditSettings
+from lmleak.data.canaries import CRAFTED_PREFIX as CRAFTED_PREFIX  # the doctests' name
+from lmleak.data.canaries import check_design, craft_secret
+from lmleak.errors import ConfigError
 from lmleak.models.base import Capability, require
-from lmleak.settings import Settings, setting
 from lmleak.words import plural
 
 
@@ -389,84 +390,6 @@ def count_correct(
 
 
 # ---------------------------------------------------------------------------------------- the run
-
-
-#: The prefix of the random design's canaries.
-DEFAULT_PREFIX = "My ID is: "
-#: The privacy units a one-run audit can bound: one training sequence, or one person.
-PRIVACY_UNITS = ("sequence", "user")
-#: Documents per canary user of a user-level audit when none is given.
-CANARY_DOCUMENTS = 4
-
-
-@dataclass(frozen=True)
-class DPAuditSettings(Settings):
-    """One audit run: ``m`` canaries ``prefix + <digits random digits>``, ``r`` guesses (``None``:
-    ``m // 2``), the bound's ``delta`` (``None``: the accountant's δ, else 1e-5) and ``confidence``;
-    the options of ``lmleak dp-audit run`` and the audit YAML's ``analyses.dp_audit``.
-
-    ``placebo``: draw, score and guess the canaries exactly the same way but train on none of them;
-    the model then carries no information about the coin flips, so the bound must come out 0
-    (with probability at least ``confidence``): a check of the whole pipeline (the CLI's, not a
-    YAML key: an audit's stage bounds the model's recipe, never a null run).
-
-    ``privacy_unit``: what one canary is, and so what the bound is about. ``sequence``: a canary is
-    one document (one training sequence) of its own user. ``user``: a canary is a *user* with
-    ``canary_documents`` documents carrying the same secret, included or left out as a whole
-    (issue 27 item 5); the bound is then over people.
-
-    ``canary_design``: ``random`` (digits) or ``crafted`` (Panda et al. 2025: the same draws as
-    rune secrets behind a designed prefix, new tokens of the vocabulary; :mod:`lmleak.data.canaries`)."""
-
-    m: int = setting(256, help="Canaries, each included with probability 1/2 (recorded).", ge=1)
-    r: int | None = setting(
-        None, help="Guesses: r/2 most likely 'in', r/2 least likely 'out' (default m/2).", ge=0
-    )
-    delta: float | None = setting(
-        None, help="The bound's delta (default: the accountant's, else 1e-5).", ge=0, le=1
-    )
-    confidence: float = setting(0.95, help="Confidence of the lower bound.", gt=0, lt=1)
-    prefix: str = setting(DEFAULT_PREFIX, help="The canaries' prefix.", cli=False, yaml=False)
-    digits: int = setting(6, help="Digits of a secret.", ge=1, le=18, cli=False, yaml=False)
-    seed: int = setting(0, help="Seed of the canaries, their inclusion and training.", ge=0, le=2**32 - 1)
-    placebo: bool = setting(
-        False, help="Train on no canary (a null run: the bound must be 0); all else the same.", yaml=False
-    )
-    privacy_unit: str = setting(
-        "sequence",
-        help="What one canary is, and the unit of the bound: sequence (one document) or user "
-        "(a person with --canary-documents documents carrying the same secret).",
-        choices=PRIVACY_UNITS,
-    )
-    canary_documents: int = setting(
-        CANARY_DOCUMENTS, help="--privacy-unit user: documents per canary user.", ge=1
-    )
-    canary_design: str = setting(
-        "random",
-        help="random ('My ID is: <6 digits>') or crafted (Panda et al. 2025: the same draws as "
-        "new-token rune secrets behind a designed prefix).",
-        choices=CANARY_DESIGNS,
-    )
-
-    @property
-    def canary_prefix(self) -> str:
-        """The prefix the canaries get: :data:`~lmleak.data.canaries.CRAFTED_PREFIX` for crafted
-        canaries unless another ``prefix`` than the default was asked for."""
-        if self.canary_design == "crafted" and self.prefix == DEFAULT_PREFIX:
-            return CRAFTED_PREFIX
-        return self.prefix
-
-    @property
-    def documents_per_canary(self) -> int:
-        """Training documents of one canary: ``canary_documents`` for a user, 1 for a sequence."""
-        return self.canary_documents if self.privacy_unit == "user" else 1
-
-    def check(self) -> None:
-        """The rules across fields, checked before any canary is drawn or model trained."""
-        if 10**self.digits < self.m:
-            raise ConfigError(f"cannot draw {self.m} distinct {self.digits}-digit secrets", field="m")
-        if self.r is not None:
-            check_number(self.r, "r", ge=0, le=self.m, integer=True, hint="guesses r <= canaries m")
 
 
 #: The name the library, its tests and docs used before the settings (issue 34).

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.settings import ExposureSettings
 from lmleak.attacks.trie import DIGITS, CanaryFormat, CandidateSpace, SearchStats, exact_ranks
 from lmleak.data.canaries import CANARY_DESIGNS, check_design, crafted_alphabet
 from lmleak.errors import ConfigError, DataFileError
@@ -44,7 +45,6 @@ from lmleak.jsonl import iter_jsonl
 from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.runs import secure_dir, write_parquet, write_summary, writes_run
 from lmleak.scenarios import scenario_record
-from lmleak.settings import Settings, setting
 from lmleak.shards import fingerprint_of, run_rows
 
 
@@ -125,47 +125,6 @@ def extrapolated_exposure(canary_logppl: float, sample_logppl: Sequence[float] |
         True
     """
     return fit_skewnorm(sample_logppl).exposure(canary_logppl)
-
-
-@dataclass(frozen=True)
-class ExposureSettings(Settings):
-    """Settings of canary exposure: ``lmleak exposure``'s options, the audit's ``analyses.exposure``
-    and the API's :class:`~lmleak.api.ExposureOptions` (checked once, when built).
-
-    Attributes:
-        alphabet: the secrets' alphabet (None: digits, or the alphabet each canary records).
-        extrapolate: add the skew-normal estimate beside the exact ranks (Carlini et al. 2019 §4.3).
-        sample_size: candidates sampled for that estimate.
-        max_candidates: the largest candidate space ranked exactly; larger ones are estimated (0:
-            every format; the exact trie walk of 10^6 candidates costs a pretrained model on a CPU
-            far too long).
-        seed: seeds the estimate's sample and the placebos.
-        placebos: never-inserted secrets per format ranked beside the canaries, the headline's null
-            (None: as many as the format's canaries; 0: none); a placebo is not memorised, so its
-            exact rank costs a near-complete walk of the candidates (issue 26).
-        canary_design: ``random`` or ``crafted`` (:mod:`lmleak.data.canaries`), checked against what
-            ``canaries.jsonl`` records (None: as recorded).
-    """
-
-    alphabet: str | None = setting(None, help="Alphabet of the secrets (default: digits).")
-    extrapolate: bool = setting(False, help="Add the skew-normal estimate (Carlini et al. §4.3).")
-    sample_size: int = setting(5000, help="Candidates sampled for the skew-normal fit.", ge=2)
-    max_candidates: int = setting(
-        10_000_000, help="Largest |R| ranked exactly; larger formats are extrapolated (0: every one).", ge=0
-    )
-    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
-    placebos: int | None = setting(
-        None,
-        help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its "
-        "canaries; 0: none).",
-        ge=0,
-    )
-    canary_design: str | None = setting(
-        None,
-        help="random or crafted: the design the canaries were drawn with, checked against the file "
-        "(default: as canaries.jsonl records it); recorded in the summary.",
-        choices=CANARY_DESIGNS,
-    )
 
 
 @dataclass(frozen=True, slots=True)

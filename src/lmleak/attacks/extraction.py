@@ -52,14 +52,13 @@ from typing import Any
 
 import numpy as np
 
+from lmleak.attacks.settings import ExtractSettings
 from lmleak.data.loaders import load_corpus
-from lmleak.errors import DataFileError
 from lmleak.models.base import Capability, require, scoring_convention
 from lmleak.pii.regex import RegexDetector
 from lmleak.runs import secure_dir, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.scenarios.describe import anonymization_of
-from lmleak.settings import Settings, setting
 from lmleak.words import plural
 
 METRICS = ("perplexity", "zlib", "lowercase", "small", "window", "combined")
@@ -367,65 +366,8 @@ def verify(index: Any, tokens: Sequence[int], decode: Any, detector: Any = None)
 
 
 # ------------------------------------------------------------------------------------- the run
-@dataclass(frozen=True)
-class ExtractSettings(Settings):
-    """Settings of one extraction run: ``lmleak extract``'s options and the audit's
-    ``analyses.extract`` (checked once, when built; stored in the run's summary).
-
-    ``prefixes`` names the prompts' file; the prompts themselves are read by :func:`run_extraction`
-    (or given to it) and recorded in the summary's ``config.prefixes``. ``dedup_threshold`` and
-    ``temperature`` are the library's alone.
-    """
-
-    num_samples: int = setting(1000, help="Samples to generate.", ge=1)
-    max_new_tokens: int = setting(64, help="Tokens generated per sample.", ge=1)
-    top_k: int = setting(40, help="Top-k sampling.", ge=1)
-    temperature_start: float = setting(10.0, help="Initial softmax temperature (1: no decay).", gt=0)
-    temperature_decay: int = setting(
-        20, help="Generated tokens over which the temperature decays linearly to 1.", ge=0
-    )
-    prefixes: str | None = setting(
-        None, help="A public text file (one prompt per line), or 'empty' (BOS only; the default)."
-    )
-    window: int = setting(50, help="Sliding-window size (tokens) of the window metric.", ge=1)
-    top_n: int = setting(100, help="Deduplicated candidates verified per metric.", ge=1)
-    min_match_tokens: int = setting(32, help="Longest corpus match (tokens) that counts as memorised.", ge=1)
-    # (n, p)-discoverable extraction over training prefixes
-    discoverable_docs: int = setting(
-        100, help="Training documents for (n,p)-discoverable extraction (0: skip).", ge=0
-    )
-    prefix_tokens: int = setting(32, help="Discoverable: prefix length.", ge=1)
-    suffix_tokens: int = setting(32, help="Discoverable: suffix length.", ge=1)
-    n: int = setting(100, help="Discoverable: samples an attacker draws.", ge=1)
-    p: float = setting(0.5, help="Discoverable: probability threshold.", gt=0, le=1)
-    seed: int = setting(0, help="Sampling seed.", ge=0, le=2**32 - 1)
-    dedup_threshold: float = setting(
-        0.5, help="Shared word 3-grams that make a near duplicate.", ge=0, le=1, cli=False, yaml=False
-    )
-    temperature: float = setting(1.0, help="Discoverable: sampling temperature.", gt=0, cli=False, yaml=False)
-
-    def prompts(self) -> list[str]:
-        """The prompts of the ``prefixes`` file (:func:`read_prefixes`); none for ``empty`` or None."""
-        return [] if self.prefixes in (None, "empty") else read_prefixes(str(self.prefixes))
-
-
 #: the former name of :class:`ExtractSettings`
 ExtractConfig = ExtractSettings
-
-
-def read_prefixes(path: str | Path) -> list[str]:
-    """Non-empty lines of a public text file, the prompts of §5.1.1's internet-text strategy."""
-    p = Path(path)
-    if not p.is_file():
-        raise DataFileError(
-            "file does not exist", path=p, field="prefixes", hint="give a text file, or 'empty'"
-        )
-    lines = [line.strip() for line in p.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if not lines:
-        raise DataFileError(
-            "no non-empty lines", path=p, field="prefixes", hint="one prompt per line, or 'empty'"
-        )
-    return lines
 
 
 def discoverable_probabilities(

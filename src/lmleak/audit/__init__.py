@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.config import AuditConfig, load_config
-
 
 def audit(
     config: Any,
@@ -31,8 +29,11 @@ def audit(
     rerun unless ``force``. ``echo`` receives the progress lines; ``redact`` and ``redact_key_file``
     are those of :func:`~lmleak.audit.runner.run_audit` (``lmleak audit --redact``).
     """
-    # the runner imports every stage (render, probe, report, train); lmleak.audit.config,
-    # lazy: .gate and .query are imported for one small job and must not load all of that
+    # lmleak.audit.gate, .query and .dp_training are imported for one small job (the CLI builds its
+    # lazy: options from .dp_training): the config imports every analysis's settings and the attacks
+    from lmleak.audit.config import AuditConfig, load_config
+
+    # lazy: the runner imports every stage (render, probe, report, train)
     from lmleak.audit.runner import run_audit
 
     cfg = config if isinstance(config, AuditConfig) else load_config(config)

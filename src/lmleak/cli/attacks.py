@@ -13,8 +13,8 @@ from typing import Annotated, Any
 
 import typer
 
-from lmleak.attacks.exposure import ExposureSettings, exposure_of_model
 from lmleak.attacks.mia_settings import MembershipSettings
+from lmleak.attacks.settings import ExposureSettings
 from lmleak.cli.common import (
     JsonOpt,
     ModelOpt,
@@ -105,6 +105,8 @@ def exposure_cmd(
 
     Example: lmleak exposure --model runs/model --canaries data/canaries.jsonl --out runs/exposure
     """
+    # lazy: the exposure attack imports numpy and the model backends
+    from lmleak.attacks.exposure import exposure_of_model
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or as_json)

@@ -8,10 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from lmleak.cli.common import COUNT, COUNT0, POSITIVE, JsonOpt, SeedOpt, out, print_json, quiet
-from lmleak.data.stats import check_corpus
 from lmleak.data.synth import DEFAULT_LOCALES
-from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
-from lmleak.pii.regex import RegexDetector
 from lmleak.render.terminal import corpus_check_lines, table
 
 LocalesOpt = Annotated[
@@ -78,6 +75,8 @@ def customersim(
 
     Example: lmleak synth customersim --out data --users 50 --canaries 10
     """
+    # lazy: the synthesiser loads only when the command runs
+    from lmleak.data.synth.customersim import synthesize_corpus as synthesize_customersim
 
     quiet(json_out)
     summary = synthesize_customersim(
@@ -172,6 +171,10 @@ def check(
 
     Example: lmleak corpus check data/corpus.jsonl
     """
+    # lazy: the corpus loaders and the detector load only when the command runs
+    from lmleak.data.stats import check_corpus
+    from lmleak.pii.regex import RegexDetector
+
     quiet(json_out)
     result = check_corpus(
         path,

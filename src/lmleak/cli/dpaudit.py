@@ -8,8 +8,8 @@ from typing import Annotated
 
 import typer
 
-from lmleak.attacks.dp_audit import DPAuditSettings
-from lmleak.audit.dp_audit import DPAuditTraining, run_dp_audit_with_report
+from lmleak.attacks.settings import DPAuditSettings
+from lmleak.audit.dp_training import DPAuditTraining
 from lmleak.cli.common import (
     COUNT,
     COUNT0,
@@ -144,6 +144,9 @@ def run(
 
     Example: lmleak dp-audit run --corpus data/corpus.jsonl --out runs/dp-audit --mode dp --target-epsilon 8
     """
+    # lazy: the audit trains a model (torch)
+    from lmleak.audit.dp_audit import run_dp_audit_with_report
+
     quiet(quiet_ or json_out)
     hide_ids_when_redacted(ctx, redact.redact)
     summary = run_dp_audit_with_report(

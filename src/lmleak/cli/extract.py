@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from lmleak.attacks.extraction import ExtractSettings, extract_from_model
+from lmleak.attacks.settings import ExtractSettings
 from lmleak.cli.common import RedactRun, hide_ids_when_redacted, info, out, print_json, quiet
 from lmleak.cli.options import takes
 from lmleak.render.printouts import print_extraction
@@ -40,6 +40,8 @@ def extract(
 
     Example: lmleak extract --model runs/model --corpus data/corpus.jsonl --out runs/extract --num-samples 200
     """
+    # lazy: the extraction attack imports numpy and the model backends
+    from lmleak.attacks.extraction import extract_from_model
     from lmleak.report.redaction import write_run
 
     quiet(quiet_ or json_out)

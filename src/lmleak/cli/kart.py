@@ -25,7 +25,7 @@ from lmleak.cli.common import (
 )
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
-from lmleak.experiments.kart import KartExperimentOptions
+from lmleak.experiments.options import KartExperimentOptions
 from lmleak.render.terminal import percent, table
 
 kart_app = typer.Typer(

@@ -20,12 +20,8 @@ from lmleak.cli.common import (
     quiet,
 )
 from lmleak.cli.options import takes
-from lmleak.pii.detect import detect_pii
-from lmleak.pii.evaluate import evaluate_policy_files
 from lmleak.pii.policies import PolicyChoice
 from lmleak.render.terminal import policy_lines, step_table, table
-from lmleak.train.preprocess import dedup_to_dir, redact_to_dir, split_to_dir
-from lmleak.train.sentences import sentence_spans
 from lmleak.words import plural
 
 pii_app = typer.Typer(
@@ -83,6 +79,10 @@ def evaluate_cmd(
 
     Example: lmleak pii evaluate --corpus data/corpus.jsonl --secrets data/secrets.jsonl --policy regex
     """
+    # lazy: the evaluation imports numpy (its intervals)
+    from lmleak.pii.evaluate import evaluate_policy_files
+    from lmleak.train.sentences import sentence_spans
+
     quiet(q or as_json)
     result = evaluate_policy_files(
         corpus, secrets, policy, min_overlap=min_overlap, splitter=sentence_spans, save=save, by=by
@@ -109,6 +109,9 @@ def detect_cmd(
 
     Example: lmleak pii detect --text "write to ann.lee@example.org or call (555) 555-0100"
     """
+    # lazy: the detectors load only when the command runs
+    from lmleak.pii.detect import detect_pii
+
     quiet(q or as_json)
     result = detect_pii(
         policy.policy, corpus=corpus, text=text, recall=policy.recall, seed=policy.seed, save=save
@@ -144,6 +147,9 @@ def dedup_cmd(
 
     Writes ``deduped.jsonl`` (sentence documents ``<doc_id>#s<i>``) and ``dedup.json``.
     """
+    # lazy: the pre-processing loads only when the command runs
+    from lmleak.train.preprocess import dedup_to_dir
+
     quiet(q or as_json)
     result = dedup_to_dir(corpus, out_dir, mode=mode, fp_rate=fp_rate)
     _print_summary(result.to_dict(), as_json, "dedup")
@@ -163,6 +169,9 @@ def redact_cmd(
 
     Writes ``redacted.jsonl`` and ``redaction.json`` (what was removed, counted per entity).
     """
+    # lazy: the pre-processing loads only when the command runs
+    from lmleak.train.preprocess import redact_to_dir
+
     quiet(q or as_json)
     result = redact_to_dir(corpus, out_dir, policy.detector())
     _print_summary(result.to_dict(), as_json, "redact")
@@ -187,6 +196,9 @@ def split_cmd(
 
     Writes ``redacted.jsonl`` (D''), ``public.jsonl``, ``private.jsonl`` and ``split.json``.
     """
+    # lazy: the pre-processing loads only when the command runs
+    from lmleak.train.preprocess import split_to_dir
+
     quiet(q or as_json)
     result = split_to_dir(
         corpus, out_dir, policy.detector(), conservative=conservative, dedup=dedup, fp_rate=fp_rate

@@ -10,8 +10,8 @@ Invocations:
 sub-commands; ``lmleak report snapshots|compare|hardening`` still work as hidden deprecated
 spellings (which is why ``report`` is still a click group underneath, with only hidden commands).
 
-``report``'s options are generated from :class:`~lmleak.report.leakage.ReportSettings` and
-:class:`~lmleak.report.engine.LedgerEngine` (issue 34). ``--k 1 3`` (several values after one flag)
+``report``'s options are generated from :class:`~lmleak.report.settings.ReportSettings` and
+:class:`~lmleak.report.settings.LedgerEngine` (issue 34). ``--k 1 3`` (several values after one flag)
 is accepted by rewriting it to ``--k 1 --k 3`` before click parses the group's arguments.
 """
 
@@ -40,8 +40,7 @@ from lmleak.cli.common import (
 from lmleak.cli.options import takes
 from lmleak.errors import ConfigError
 from lmleak.render.printouts import print_report, print_table
-from lmleak.report.engine import LedgerEngine
-from lmleak.report.leakage import ReportSettings
+from lmleak.report.settings import LedgerEngine, ReportSettings
 
 _MULTI = ("--k",)
 

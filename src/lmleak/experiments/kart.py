@@ -21,7 +21,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from lmleak.pii.hipaa import patient_anonymizer, strip_placeholders
 from lmleak.runs import atomic_write_text, secure_dir, write_summary, writes_run
 from lmleak.scenarios import Scenario, scenario_record
 from lmleak.scenarios.margins import margins_table
-from lmleak.settings import Settings, setting
 
 SCENARIOS = [f"K{k}A{a}R{r}" for k in "+-" for a in "+-" for r in "+-"]
 
@@ -62,43 +61,6 @@ class KartExperimentConfig:
             mlm=MaskedLMConfig(epochs=60, lr=2e-3, seed=seed),
             gibbs=GibbsConfig(iterations=50, burn_in=12, top_k=100, disease_span=12, seed=seed),
         )
-
-
-@dataclass(frozen=True)
-class KartExperimentOptions(Settings):
-    """The options of ``lmleak experiment kart`` (:meth:`config`: the run they ask for)."""
-
-    quick: bool = setting(False, help="A few minutes instead of ~15.")
-    patients: int | None = setting(None, help="Patients in the synthetic notes.", ge=1)
-    docs: int | None = setting(None, help="Generated documents per K±A± cell.", ge=1)
-    epochs: int | None = setting(None, help="MLM pre-training epochs.", ge=1)
-    iterations: int | None = setting(None, help="Gibbs updates per document.", ge=1)
-    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
-
-    def config(self) -> KartExperimentConfig:
-        """The default (or :meth:`KartExperimentConfig.quick`) sizes, ``seed`` in the MLM and the
-        Gibbs sampler too, and the options that are not None replaced.
-
-        ``docs`` sets both K+ and K- document counts; ``iterations`` also caps the burn-in at a quarter
-        of the iterations.
-
-        Example:
-            >>> cfg = KartExperimentOptions(quick=True, seed=3, docs=4, iterations=8).config()
-            >>> (cfg.docs_k_plus, cfg.docs_k_minus, cfg.gibbs.iterations, cfg.gibbs.burn_in, cfg.mlm.seed)
-            (4, 4, 8, 2, 3)
-        """
-        seed, iterations = self.seed, self.iterations
-        cfg = KartExperimentConfig.quick(seed) if self.quick else KartExperimentConfig(seed=seed)
-        mlm = replace(cfg.mlm, seed=seed, epochs=cfg.mlm.epochs if self.epochs is None else self.epochs)
-        gibbs = replace(cfg.gibbs, seed=seed)
-        if iterations is not None:
-            gibbs = replace(gibbs, iterations=iterations, burn_in=min(gibbs.burn_in, iterations // 4))
-        cfg = replace(cfg, mlm=mlm, gibbs=gibbs)
-        if self.patients is not None:
-            cfg = replace(cfg, patients=self.patients)
-        if self.docs is not None:
-            cfg = replace(cfg, docs_k_plus=self.docs, docs_k_minus=self.docs)
-        return cfg
 
 
 def scenario_for(name: str) -> dict[str, Any]:

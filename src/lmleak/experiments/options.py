@@ -1,4 +1,4 @@
-"""The options of ``lmleak experiment crt`` and ``lmleak experiment propile`` as settings (issue 34):
+"""The options of ``lmleak experiment crt``, ``propile`` and ``kart`` as settings (issue 34):
 the CLI generates its options from the fields and calls ``config()`` for the experiment's config.
 
 Light: the CLI imports this module at start, so the experiments (torch) are imported inside
@@ -7,7 +7,7 @@ Light: the CLI imports this module at start, so the experiments (torch) are impo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +15,7 @@ from lmleak.settings import Settings, setting
 
 if TYPE_CHECKING:
     from lmleak.experiments.crt import CRTExperimentConfig
+    from lmleak.experiments.kart import KartExperimentConfig
     from lmleak.experiments.propile import ProPILEExperimentConfig
 
 SEED_MAX = 2**32 - 1  # numpy's and torch's seed range: 0 to this
@@ -104,3 +105,43 @@ class ProPILEOptions(Settings):
         from lmleak.experiments.propile import ProPILEExperimentConfig
 
         return ProPILEExperimentConfig.from_options(**self.to_dict())
+
+
+@dataclass(frozen=True)
+class KartExperimentOptions(Settings):
+    """The options of ``lmleak experiment kart`` (:meth:`config`: the run they ask for)."""
+
+    quick: bool = setting(False, help="A few minutes instead of ~15.")
+    patients: int | None = setting(None, help="Patients in the synthetic notes.", ge=1)
+    docs: int | None = setting(None, help="Generated documents per K±A± cell.", ge=1)
+    epochs: int | None = setting(None, help="MLM pre-training epochs.", ge=1)
+    iterations: int | None = setting(None, help="Gibbs updates per document.", ge=1)
+    seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
+
+    def config(self) -> KartExperimentConfig:
+        """The default (or :meth:`~lmleak.experiments.kart.KartExperimentConfig.quick`) sizes, ``seed`` in the MLM and the
+        Gibbs sampler too, and the options that are not None replaced.
+
+        ``docs`` sets both K+ and K- document counts; ``iterations`` also caps the burn-in at a quarter
+        of the iterations.
+
+        Example:
+            >>> cfg = KartExperimentOptions(quick=True, seed=3, docs=4, iterations=8).config()
+            >>> (cfg.docs_k_plus, cfg.docs_k_minus, cfg.gibbs.iterations, cfg.gibbs.burn_in, cfg.mlm.seed)
+            (4, 4, 8, 2, 3)
+        """
+        # lazy: the experiment imports torch (its masked LM); the CLI imports these options at start
+        from lmleak.experiments.kart import KartExperimentConfig
+
+        seed, iterations = self.seed, self.iterations
+        cfg = KartExperimentConfig.quick(seed) if self.quick else KartExperimentConfig(seed=seed)
+        mlm = replace(cfg.mlm, seed=seed, epochs=cfg.mlm.epochs if self.epochs is None else self.epochs)
+        gibbs = replace(cfg.gibbs, seed=seed)
+        if iterations is not None:
+            gibbs = replace(gibbs, iterations=iterations, burn_in=min(gibbs.burn_in, iterations // 4))
+        cfg = replace(cfg, mlm=mlm, gibbs=gibbs)
+        if self.patients is not None:
+            cfg = replace(cfg, patients=self.patients)
+        if self.docs is not None:
+            cfg = replace(cfg, docs_k_plus=self.docs, docs_k_minus=self.docs)
+        return cfg

@@ -18,41 +18,11 @@ from lmleak.errors import ConfigError
 from lmleak.ledger.ledger import ModelSpec, run_ledger_pass
 from lmleak.report.leakage import ReportSettings, never_seen_null, run_report
 from lmleak.report.redaction import redactor_from
+from lmleak.report.settings import LedgerEngine
 from lmleak.report.users import users_beside
 from lmleak.runs import secure_dir
-from lmleak.settings import setting
 from lmleak.shards import ShardEngine
 from lmleak.words import plural
-
-ENGINES = ("local", "ray", "vllm")
-
-
-@dataclass(frozen=True)
-class LedgerEngine(ShardEngine):
-    """Where the ledger pass runs (the Ray settings when it runs on Ray, as every sharded pass's
-    :class:`~lmleak.shards.ShardEngine`, or vLLM), and how the model spec is loaded there: the Ray
-    actors and vLLM load their own copies (options of ``lmleak report``).
-
-    Example:
-        >>> LedgerEngine("ray", num_workers=4).num_workers
-        4
-    """
-
-    engine: str = setting(
-        "local", help="Where the ledger pass runs: local | ray | vllm (see docs/vllm.md).", choices=ENGINES
-    )
-    allow_pickle: bool = setting(False, help="Allow pickled checkpoints (they can run code when loaded).")
-    api_top_k: int | None = setting(None, help="Audit the model as a top-k-only black box.", ge=1)
-
-    def check(self) -> None:
-        if self.engine == "vllm" and self.api_top_k is not None:
-            raise ConfigError(
-                "--engine vllm scores the model itself", field="api_top_k", hint="use --engine local"
-            )
-
-    def spec(self, model: str) -> ModelSpec:
-        """The recipe each copy of ``model`` is loaded from."""
-        return ModelSpec(model, allow_pickle=self.allow_pickle, api_top_k=self.api_top_k)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger
 from lmleak.models.base import count_words
 from lmleak.progress import track
+from lmleak.report.settings import PUBLIC_OCCURRENCES
 
 SEQUENCE_COLUMNS = [
     "k", "sequence_id", "text", "length_tokens", "length_words", "count_in_s", "users_in_s", "count_in_d",
@@ -53,9 +54,6 @@ PII_VALUES = "pii_values"
 #: 128 tokens is the half-window of the small GPTs' 256-token ledger windows — every ledger token was
 #: scored with at least that much context (see docs/report-at-scale.md).
 PUBLIC_CONTEXT_TOKENS = 128
-#: Occurrences per sequence the public model scores: the ones where the audited model is most confident
-#: (lowest perplexity), where the ratio PP_public / PP_lm tends to peak.
-PUBLIC_OCCURRENCES = 8
 #: Tokens on either side of a unique sequence in which PII is detected (an e-mail address is at most
 #: ~30 tokens; a sequence holding part of one must see the rest to be recognised).
 PII_WINDOW_TOKENS = 24

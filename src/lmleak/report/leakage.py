@@ -19,35 +19,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Collection
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.data.holdout import read_holdout
-from lmleak.errors import ConfigError, check_number
+from lmleak.errors import ConfigError
 from lmleak.intervals import interval_record
 from lmleak.ledger.index import CorpusIndex
 from lmleak.ledger.ledger import Ledger, build_ledger
 from lmleak.models.adapters import BASE, recorded_base
 from lmleak.models.base import Capability, require, scoring_convention
-from lmleak.pii.policies import POLICY_NAMES, get_policy
+from lmleak.pii.policies import get_policy
 from lmleak.progress import stage
 from lmleak.report.counts import COUNT_INTERVAL_METHOD, N_BOOT, count_intervals
 from lmleak.report.features import (
     PUBLIC_CONTEXT_TOKENS,
-    PUBLIC_OCCURRENCES,
     SpanTexts,
     redact_sequences,
     sequence_features,
 )
 from lmleak.report.metrics import (
-    DEFAULT_KS,
     corpus_perplexity,
     metrics_for_k,
     top_k_accuracy,
 )
-from lmleak.report.null import HEADLINE_PII_TYPES, null_keys
+from lmleak.report.null import null_keys
 from lmleak.report.owners import add_owner_columns
 from lmleak.report.public import LEAVE_OUT, FoldedPublic, load_any_model, train_leave_out
 from lmleak.report.redaction import (
@@ -62,115 +59,10 @@ from lmleak.report.redaction import (
     unredacted_leftovers,
 )
 from lmleak.report.sequences import occurrences
+from lmleak.report.settings import ReportSettings
 from lmleak.runs import open_run, write_parquet, write_summary
 from lmleak.scenarios import scenario_record
 from lmleak.scenarios.describe import anonymization_of, privacy_unit_of
-from lmleak.settings import Settings, setting
-
-#: Unique PII sequences shorter than this many tokens are counted but not headlined: a 2-4 token
-#: fragment ("555-01", "@example.") is what any model completes, a whole address or e-mail is not.
-MIN_TOKENS = 5
-
-
-@dataclass(frozen=True)
-class ReportSettings(Settings):
-    """Settings of one leakage report, the options of ``lmleak report`` and the audit YAML's
-    ``analyses.report`` (issue 34); its ``repr`` is stored in ``summary.json``.
-
-    ``k``: the first one gives the headline metrics. ``p``: None, no filter. ``public_context_tokens``
-    bounds the report's cost after the ledger; None: the least context every ledger token had (the
-    model's window overlap), at most :data:`~lmleak.report.features.PUBLIC_CONTEXT_TOKENS` (see
-    :func:`public_context`). ``pii_policy`` (:func:`lmleak.pii.policies.get_policy`): ``none``
-    (None) writes no PII columns. ``headline_pii_types``: the kinds the leaked-PII headline counts
-    (the others, dates and bare numbers, are counted by type and shown, not headlined); each given
-    item may hold several, comma-separated, and they are upper-cased. ``redact``,
-    ``redact_key_file`` (:mod:`lmleak.report.redaction`) and ``public_model`` are the audit's
-    top-level keys, not the section's.
-    """
-
-    k: tuple[int, ...] = setting(
-        DEFAULT_KS,
-        help="Top-k of the tab attack; several allowed: --k 1 3 (default: 1 3, or what --api-top-k allows).",
-    )
-    t: float = setting(1.0, help="Curation threshold on PP_public/PP_lm.", ge=0)
-    p: int | None = setting(5, help="p filter: keep sequences with user count in S < p.", ge=0)
-    redact: bool = setting(
-        False, help="No text, token ids or plain ids in the run; the ledger is not kept.", yaml=False
-    )
-    redact_key_file: str | None = setting(
-        None,
-        help="HMAC key for redacted ids, kept outside the run "
-        "(default: $LMLEAK_REDACT_KEY, else a random key that is discarded).",
-        yaml=False,
-    )
-    public_scope: str = setting(
-        "unique", help="Occurrences the public model scores: unique | all.", choices=("unique", "all")
-    )
-    max_contexts: int = setting(5, help="Context texts kept per sequence.", ge=0)
-    shard_size: int = setting(256, help="Documents per ledger shard.", ge=1, cli=False, yaml=False)
-    index_cache: str | None = setting(
-        None, help="Folder to keep the memory-mapped corpus index in.", yaml=False
-    )
-    public_context_tokens: int | None = setting(
-        None,
-        help="Tokens before a sequence that the public model sees with it (default: the "
-        "ledger's window overlap, at most 128).",
-        ge=0,
-    )
-    public_occurrences: int = setting(
-        PUBLIC_OCCURRENCES,
-        help="Occurrences per sequence the public model scores: the audited model's most "
-        "confident ones (0: all).",
-        ge=0,
-    )
-    pii_policy: str | None = setting(
-        "regex",
-        help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off).",
-        choices=(*POLICY_NAMES, "none"),
-    )
-    min_tokens: int = setting(
-        MIN_TOKENS, help="Unique PII sequences shorter than this are counted, not headlined.", ge=1
-    )
-    headline_pii_types: tuple[str, ...] | None = setting(
-        HEADLINE_PII_TYPES,
-        help="PII kinds the leaked-PII headline counts, comma-separated (default: the person-identifying "
-        "ones: EMAIL, PHONE, PERSON, ADDRESS, ids; dates and bare numbers are counted, not headlined).",
-    )
-    leave_out_folds: int | None = setting(
-        None, help="Leave-out models to train (default: 1, or 2 if most users leak).", ge=1
-    )
-
-    def check(self) -> None:
-        """Each k a whole number >= 1 (repeats dropped), PII kinds named, ``none`` as None."""
-        if not self.k:
-            raise ConfigError("empty list: give at least one k", field="k", hint="e.g. --k 1 3")
-        for k in self.k:
-            check_number(k, "k", ge=1, integer=True, hint="each k >= 1 (top-k of the tab attack)")
-        object.__setattr__(self, "k", tuple(dict.fromkeys(self.k)))
-        if self.pii_policy == "none":
-            object.__setattr__(self, "pii_policy", None)
-        kinds = HEADLINE_PII_TYPES if self.headline_pii_types is None else self.headline_pii_types
-        if isinstance(kinds, str):
-            kinds = (kinds,)
-        kinds = tuple(t.strip().upper() for item in kinds for t in str(item).split(",") if t.strip())
-        if not kinds:
-            raise ConfigError(
-                "name at least one PII kind", field="headline_pii_types", hint="e.g. EMAIL,PHONE,PERSON"
-            )
-        object.__setattr__(self, "headline_pii_types", kinds)
-        if self.redact_key_file is not None and not self.redact:
-            raise ConfigError("--redact-key-file needs --redact", field="redact_key_file")
-
-    @property
-    def headline_kinds(self) -> tuple[str, ...]:
-        """``headline_pii_types``, never None (:meth:`check` gave a YAML ``null`` the default)."""
-        return self.headline_pii_types or HEADLINE_PII_TYPES
-
-    @property
-    def ks(self) -> tuple[int, ...]:
-        """``k`` (its name before issue 34)."""
-        return self.k
-
 
 #: The report's settings under their name before issue 34.
 ReportConfig = ReportSettings
