@@ -200,10 +200,6 @@ def samia_scores(model: Any, texts: Sequence[str], settings: SamiaSettings, *, s
     return SamiaResult(scores, samples, requests, cached, tokens, words)
 
 
-#: The per-text columns :func:`samia_columns` adds beside the ``samia`` score.
-COST_COLUMNS = ("samia_requests", "samia_cached", "samia_generated_tokens", "samia_generated_words")
-
-
 def samia_columns(
     model: Any, texts: Sequence[str], settings: SamiaSettings, *, seed: int = 0
 ) -> dict[str, np.ndarray]:
