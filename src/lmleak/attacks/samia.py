@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -70,14 +70,7 @@ class SamiaSettings:
 
     def record(self) -> dict[str, Any]:
         """A JSON-able record for fingerprints and summaries."""
-        return {
-            "samples": self.samples,
-            "prefix_share": self.prefix_share,
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "ngram": self.ngram,
-        }
+        return asdict(self)
 
 
 # ----------------------------------------------------------------------------------- pure maths
