@@ -347,7 +347,6 @@ def _train(
     if cfg.base:
         return _finetune(corpus, out, cfg, mode, val, **split)
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
     want: dict[str, Any] = dict(
         arch=arch,
         mode=mode,
@@ -366,7 +365,7 @@ def _train(
         want["lr"] = cfg.lr
     if mode == "sdp":
         want["policy"] = split.pop("policy_name")
-    tc = TrainConfig(**{k: v for k, v in want.items() if k in fields})
+    tc = TrainConfig(**want)
     t0 = time.perf_counter()
     pair = (split.pop("public"), split.pop("private")) if "public" in split else None  # crt's D_pub, D_priv
     res = train_model(corpus, out, tc, val_corpus=val, split=pair, **split)
