@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from lmleak.attacks.exposure import exposure
-from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, count_more_likely, path_cost
+from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, count_candidates, path_cost
 from lmleak.models.small import SmallGPTConfig, SmallLSTM, SmallLSTMConfig, build_tokenizer, new_small_gpt
 from lmleak.models.tokenizer import HFTokenizer
 from lmleak.models.torch_causal import TorchCausalLM
@@ -86,7 +86,7 @@ def bench(
     cands = fmt.candidates(sample)
     costs = {s: path_cost(lm, space.context_ids, space.continuation(s)) for s in (MEMORISED, UNSEEN)}
     # warm-up (allocator, kernels, lazy imports)
-    count_more_likely(lm, space, [costs[MEMORISED]])
+    count_candidates(lm, space, [costs[MEMORISED]])
     score_all_sample(lm, space, cands[:256])
     t_mem, t_unseen, t_all = [], [], []
     st_mem, st_unseen = SearchStats(), SearchStats()
@@ -94,12 +94,12 @@ def bench(
     for _ in range(rounds):
         s1, s2 = SearchStats(), SearchStats()
         t0 = time.perf_counter()
-        c_mem = count_more_likely(lm, space, [costs[MEMORISED]], stats=s1)[0]
+        c_mem = count_candidates(lm, space, [costs[MEMORISED]], stats=s1)[0][0]
         t_mem.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         # both thresholds in one search: the memorised canary's count then comes from a search
         # pruned at a far higher threshold, an independent check of the pruned result
-        c_both = count_more_likely(lm, space, [costs[MEMORISED], costs[UNSEEN]], stats=s2)
+        c_both = count_candidates(lm, space, [costs[MEMORISED], costs[UNSEEN]], stats=s2)[0]
         c_unseen = c_both[1]
         t_unseen.append(time.perf_counter() - t0)
         t0 = time.perf_counter()

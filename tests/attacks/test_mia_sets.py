@@ -13,12 +13,11 @@ from hypothesis import strategies as st
 from lmleak.attacks.mia_sets import (
     clean_sets,
     components,
-    jaccard,
     near_duplicate_pairs,
     near_duplicates,
+    normalise,
     pii_keys,
     shingle_codes,
-    shingles,
     text_clusters,
 )
 from tests.attacks.demo_sets import demo_sets, line_owners
@@ -102,12 +101,27 @@ def test_components_equal_a_graph_search(case):
     assert components(n, pairs).tolist() == _dfs_components(n, pairs)
 
 
+def shingles(text):
+    """The slow obvious oracle of shingle_codes: the set of 5-byte windows of the UTF-8 of
+    normalise(text); a shorter text is its one shingle."""
+    b = normalise(text).encode("utf-8")
+    return frozenset([b]) if len(b) <= 5 else frozenset(b[i : i + 5] for i in range(len(b) - 4))
+
+
+def jaccard(a, b):
+    """``|a ∩ b| / |a ∪ b|`` (1.0 for two empty sets)."""
+    union = len(a | b)
+    return 1.0 if union == 0 else len(a & b) / union
+
+
 def test_shingles_and_jaccard_by_hand():
     assert shingles("Hello  World") == shingles("hello world")
     assert jaccard(shingles("abcdef"), shingles("abcdeg")) == 1 / 3  # {abcde, bcdef} vs {abcde, bcdeg}
     # the packed codes are the shingles, one to one (a short text's code cannot equal a 5-gram's)
     for t in ["abcdef", "ok", "", "Grüße aus Köln", "x" * 9]:
         assert len(shingle_codes(t)) == len(shingles(t))
+    for t in ["abcdef", "Grüße aus Köln", "x" * 9]:
+        assert shingle_codes(t).tolist() == sorted(int.from_bytes(g, "little") for g in shingles(t))
     assert not set(shingle_codes("abcde").tolist()) & set(shingle_codes("abcd").tolist())
 
 

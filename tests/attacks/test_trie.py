@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, count_more_likely, exact_ranks
+from lmleak.attacks.trie import CanaryFormat, CandidateSpace, SearchStats, count_candidates, exact_ranks
 from lmleak.models.fake import FakeLM
 from lmleak.models.small import SmallGPTConfig, SmallLSTM, SmallLSTMConfig, build_tokenizer, new_small_gpt
 from lmleak.models.tokenizer import HFTokenizer
@@ -159,8 +159,8 @@ def test_one_search_counts_for_many_thresholds_like_separate_searches():
     model = _lstm(tok, seed=5)
     space = CandidateSpace.build(tok, CanaryFormat(PREFIX, length=3))
     costs = [5.0, 12.0, 20.0]
-    together = count_more_likely(model, space, costs)
-    alone = [int(count_more_likely(model, space, [c])[0]) for c in costs]
+    together = count_candidates(model, space, costs)[0]
+    alone = [int(count_candidates(model, space, [c])[0][0]) for c in costs]
     assert list(together) == alone
     assert together[0] <= together[1] <= together[2]
 
@@ -188,7 +188,7 @@ def test_a_search_over_budget_stops_instead_of_running_on():
     model = _lstm(tok, seed=5)
     space = CandidateSpace.build(tok, CanaryFormat(PREFIX, length=3))
     with pytest.raises(SearchBudgetExceeded):
-        count_more_likely(model, space, [1e9], max_nodes=50)
+        count_candidates(model, space, [1e9], max_nodes=50)
 
 
 def test_a_secret_outside_the_format_is_a_data_file_error():

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from lmleak.attacks.fdp_audit import FDP_PAPER, GDP_ASSUMPTION, fdp_bound
+from lmleak.attacks.fdp_audit import FDP_PAPER, GDP_ASSUMPTION, check_counts, fdp_bound
 from lmleak.attacks.settings import DEFAULT_PREFIX, DPAuditSettings
 from lmleak.data.canaries import CRAFTED_PREFIX as CRAFTED_PREFIX  # the doctests' name
 from lmleak.data.canaries import check_design, craft_secret
@@ -44,12 +44,7 @@ from lmleak.words import plural
 
 
 def _check(m: int, r: int, v: int, delta: float) -> None:
-    if not (0 <= v <= r <= m) or m < 1:
-        raise ConfigError(
-            f"need 0 <= v <= r <= m and m >= 1, got m={m}, r={r}, v={v}",
-            field="m/r/v",
-            hint="v correct guesses out of r guesses about m canaries",
-        )
+    check_counts(m, r, v)
     if not 0.0 <= delta <= 1.0:
         raise ConfigError(f"delta must lie in [0, 1], got {delta}", field="delta")
 

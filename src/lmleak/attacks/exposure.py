@@ -184,11 +184,15 @@ def measure_exposure(
         exact = n <= settings.max_candidates
         ranks = np.zeros(len(idx), dtype=np.int64)
         costs = np.full(len(idx), np.nan)
-        if exact:
-            fmt_dir = None if work_dir is None else Path(work_dir) / f"format-{g}"
-            ranks, costs = _exact_format_ranks(
-                model, fmt, secrets, tie_tolerance, stats, seed, fmt_dir, shard_size
-            )
+        if exact:  # one trie search, or resumable shards in work_dir
+            space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
+            if work_dir is None:
+                ranks, costs = exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
+            else:
+                fmt_dir = Path(work_dir) / f"format-{g}"
+                ranks, costs = _sharded_ranks(
+                    model, space, fmt, secrets, tie_tolerance, stats, seed, fmt_dir, shard_size
+                )
         est: list[float | None] = [None] * len(idx)
         if settings.extrapolate or not exact:
             est, est_costs = _extrapolated_exposure(model, fmt, secrets, rng, settings.sample_size)
@@ -199,23 +203,6 @@ def measure_exposure(
                 canaries[i], n, int(ranks[j]) if exact else None, est[j], float(costs[j])
             )
     return [o for o in out if o is not None]
-
-
-def _exact_format_ranks(
-    model: Any,
-    fmt: CanaryFormat,
-    secrets: list[str],
-    tie_tolerance: float,
-    stats: SearchStats | None,
-    seed: int,
-    work_dir: Path | None,
-    shard_size: int,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Exact rank and cost of each secret of one format: one trie search, or resumable shards in ``work_dir``."""
-    space = CandidateSpace.build(model.tokenizer, fmt, seed=seed)
-    if work_dir is None:
-        return exact_ranks(model, space, secrets, tie_tolerance=tie_tolerance, stats=stats)
-    return _sharded_ranks(model, space, fmt, secrets, tie_tolerance, stats, seed, work_dir, shard_size)
 
 
 def _group_by_format(

@@ -66,13 +66,18 @@ def _phi(x: float) -> float:
     return float(ndtr(x))
 
 
-def _check_counts(m: int, r: int, v: int, confidence: float) -> None:
+def check_counts(m: int, r: int, v: int) -> None:
+    """:class:`ConfigError` unless ``0 <= v <= r <= m`` and ``m >= 1`` (both audits' counts)."""
     if not (0 <= v <= r <= m) or m < 1:
         raise ConfigError(
             f"need 0 <= v <= r <= m and m >= 1, got m={m}, r={r}, v={v}",
             field="m/r/v",
             hint="v correct guesses out of r guesses about m canaries",
         )
+
+
+def _check_counts(m: int, r: int, v: int, confidence: float) -> None:
+    check_counts(m, r, v)
     if not 0.0 < confidence < 1.0:
         raise ConfigError(f"confidence must lie in (0, 1), got {confidence}", field="confidence")
 

@@ -35,7 +35,6 @@ importable from here too.
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,16 +80,6 @@ FEATURES = ("perplexity", "zlib", "min_k", "reference")
 SHARD_SIZE = 256  # texts per resumable shard of the scoring pass
 
 
-def zlib_entropy(text: str) -> int:
-    """Bytes of the zlib-compressed UTF-8 text (Carlini et al. 2021's zlib entropy).
-
-    Example:
-        >>> zlib_entropy("aaaa" * 50) < zlib_entropy("My ID is: 123456, ship to 1 Example Rd")
-        True
-    """
-    return len(zlib.compress(text.encode("utf-8")))
-
-
 def text_scores(
     model: Any, texts: Sequence[str], options: MethodOptions | None = None, *, min_k: float = 0.2
 ) -> dict[str, np.ndarray]:
@@ -104,30 +93,6 @@ def text_scores(
     opts = options or MethodOptions()
     methods = parse_methods(opts.methods, reference=opts.reference is not None, mlm=opts.mlm is not None)
     return score_methods(model, texts, dataclasses.replace(opts, methods=methods), min_k=min_k)
-
-
-def group_scores(
-    scores: np.ndarray, group_size: int, *, num_groups: int | None = None, seed: int = 0
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sum individual scores over disjoint groups of ``group_size`` texts (paper 002 A.4).
-
-    The texts are shuffled and cut into disjoint groups (a remainder is dropped); ``num_groups``
-    keeps at most that many of them. A.4 draws 1,000 *overlapping* groups of 20 from 1,000 secrets
-    and counts them as 1,000 independent negatives; their AUC's spread under a null score is that
-    of ~50 groups, so lmleak never overlaps groups. Returns (group scores, member index matrix).
-
-    Example:
-        >>> s, idx = group_scores(np.arange(6.0), 3, seed=0)
-        >>> bool(np.allclose(s, np.arange(6.0)[idx].sum(1))), idx.shape
-        (True, (2, 3))
-    """
-    x = np.asarray(scores, dtype=np.float64)
-    if group_size < 1 or len(x) < group_size:
-        raise ValueError(f"need at least group_size={group_size} texts, got {len(x)}")
-    rng = np.random.default_rng(seed)
-    k = len(x) // group_size if num_groups is None else min(num_groups, len(x) // group_size)
-    idx = rng.permutation(len(x))[: k * group_size].reshape(k, group_size)
-    return x[idx].sum(axis=1), idx
 
 
 # long: 28 of its lines are the docstring (the arguments and the result's keys)

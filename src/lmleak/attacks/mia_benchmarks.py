@@ -45,7 +45,6 @@ from lmleak.words import plural
 
 BENCHMARKS = ("wikimia", "mimir")
 WIKIMIA_LENGTHS = (32, 64, 128, 256)
-WIKIMIA_SPLITS = tuple(f"WikiMIA_length{n}" for n in WIKIMIA_LENGTHS)
 MIMIR_NGRAM_SPLITS = ("ngram_13_0.8", "ngram_13_0.2", "ngram_7_0.2")
 #: MIMIR's configs and their splits, as its loading script (version 1.3.0) declares them; "none": the
 #: config has one unnamed split.

@@ -58,7 +58,8 @@ from lmleak.attacks.samia import SamiaSettings, samia_columns
 from lmleak.attacks.wbc import DEFAULT_WINDOWS, wbc_score
 from lmleak.errors import CapabilityError, ConfigError, DataFileError, check_number, did_you_mean
 from lmleak.models.base import Capability, count_words, require
-from lmleak.models.torch_causal import TorchCausalLM, _windows
+from lmleak.models.torch_causal import TorchCausalLM
+from lmleak.models.windows import window_rows
 from lmleak.scenarios import scenario_record
 
 
@@ -374,14 +375,7 @@ def _torch_pass(model: Any, sequences: Sequence[Sequence[int]]) -> TokenPass:
     mean and standard deviation of log p (the extra work is elementwise over the logits it already has)."""
     import torch
 
-    bos = model.tokenizer.bos_id
-    rows: list[list[int]] = []
-    owners: list[tuple[int, int, int]] = []
-    for s, seq in enumerate(sequences):
-        full = [bos, *map(int, seq)]
-        for start, end, first in _windows(len(full), model.max_length, model.overlap):
-            rows.append(full[start:end])
-            owners.append((s, first, start))
+    rows, owners = window_rows(sequences, model.tokenizer.bos_id, model.max_length, model.overlap)
     lps = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
     mus = [np.empty(len(seq), dtype=np.float32) for seq in sequences]
     sds = [np.empty(len(seq), dtype=np.float32) for seq in sequences]

@@ -20,7 +20,7 @@ A membership AUC is only as good as its two sets. Three things go wrong without 
 Near-duplicates: the Jaccard similarity of two texts' sets of 5-grams (5-byte windows of the UTF-8
 of the lowercased text with runs of whitespace as one space: its character 5-grams for ASCII) is at
 least :data:`NEAR_DUPLICATE_JACCARD` (0.8), *and* the two hold the same numbers and the same
-identifying PII values (:func:`same_secrets`). Two texts of one template that differ in their
+identifying PII values (:func:`pii_keys`). Two texts of one template that differ in their
 secret — "My PIN is 4412" against "My PIN is 9051", paper 002 A.4's members and non-members of the
 same format — are different texts for membership inference, however similar their letters: only
 repeats up to case, punctuation, spacing and a word or two count as duplicates.
@@ -70,27 +70,14 @@ def normalise(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def shingles(text: str) -> frozenset[bytes]:
-    """The set of 5-byte windows of the UTF-8 of :func:`normalise` (text) — its character 5-grams
-    when the text is ASCII; a shorter text is its one shingle.
-
-    Example:
-        >>> sorted(shingles("Ab  cde"))
-        [b'ab cd', b'b cde']
-        >>> shingles("ok")
-        frozenset({b'ok'})
-    """
-    b = normalise(text).encode("utf-8")
-    n = SHINGLE_CHARS
-    return frozenset([b]) if len(b) <= n else frozenset(b[i : i + n] for i in range(len(b) - n + 1))
-
-
 def shingle_codes(text: str) -> np.ndarray:
-    """:func:`shingles` as sorted unique integers: a 5-byte window packed into 40 bits (no hashing,
-    so no collisions); a text of k < 5 bytes is its bytes plus ``(k + 1) << 40``.
+    """The 5-byte windows of the UTF-8 of :func:`normalise` (text) — its character 5-grams when the
+    text is ASCII; a shorter text is its one shingle — as sorted unique integers: a 5-byte window
+    packed into 40 bits (no hashing, so no collisions); a text of k < 5 bytes is its bytes plus
+    ``(k + 1) << 40``. The tests hold the set-of-bytes oracle.
 
     Example:
-        >>> shingle_codes("abcdef").tolist() == sorted(int.from_bytes(g, "little") for g in shingles("abcdef"))
+        >>> shingle_codes("Ab  cdef").tolist() == sorted(int.from_bytes(g, "little") for g in (b"ab cd", b"b cde", b" cdef"))
         True
     """
     b = np.frombuffer(normalise(text).encode("utf-8"), dtype=np.uint8).astype(np.uint64)
@@ -103,17 +90,6 @@ def shingle_codes(text: str) -> np.ndarray:
     for k in range(n):
         code |= b[k : len(b) - n + 1 + k] << np.uint64(8 * k)
     return np.unique(code)
-
-
-def jaccard(a: frozenset[Any], b: frozenset[Any]) -> float:
-    """``|a ∩ b| / |a ∪ b|`` (1.0 for two empty sets).
-
-    Example:
-        >>> jaccard(frozenset("abc"), frozenset("bcd"))
-        0.5
-    """
-    union = len(a | b)
-    return 1.0 if union == 0 else len(a & b) / union
 
 
 # long: 22 of its lines are the docstring (the join and its filters); the code is 40
@@ -230,17 +206,6 @@ def _chunks(
     return [(i[x:y], j[x:y]) for x, y in zip(bounds, bounds[1:], strict=False) if y > x]
 
 
-def same_secrets(a: str, b: str, detector: Any = None) -> bool:
-    """Whether two texts hold the same numbers (digit runs, as a multiset) and the same identifying
-    PII values (:func:`pii_keys`): a condition of being near-duplicates.
-
-    Example:
-        >>> same_secrets("My PIN is 4412.", "my pin is 4412"), same_secrets("My PIN is 4412", "My PIN is 9051")
-        (True, False)
-    """
-    return _secrets(a, detector) == _secrets(b, detector)
-
-
 def _secrets(text: str, detector: Any = None) -> tuple[tuple[str, ...], frozenset[str]]:
     return tuple(sorted(re.findall(r"\d+", text))), frozenset(pii_keys(text, detector))
 
@@ -248,8 +213,9 @@ def _secrets(text: str, detector: Any = None) -> tuple[tuple[str, ...], frozense
 def near_duplicates(
     texts: Sequence[str], *, threshold: float = NEAR_DUPLICATE_JACCARD, detector: Any = None
 ) -> list[tuple[int, int]]:
-    """The pairs of :func:`near_duplicate_pairs` whose texts also hold the same secrets
-    (:func:`same_secrets`): what :func:`clean_sets` and :func:`text_clusters` call near-duplicates.
+    """The pairs of :func:`near_duplicate_pairs` whose texts also hold the same secrets (the same
+    numbers, as a multiset of digit runs, and the same identifying PII values, :func:`pii_keys`):
+    what :func:`clean_sets` and :func:`text_clusters` call near-duplicates.
 
     Example:
         >>> near_duplicates(["Order 4412 came late today.", "order 4412 came late today", "Order 9051 came late today."])

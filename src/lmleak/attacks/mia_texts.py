@@ -100,11 +100,8 @@ def split_by_holdout(
         >>> split_by_holdout(docs, ["u2"], max_words=2)
         (['x y', 'm n'], ['p q'])
     """
-    out: tuple[list[str], list[str]] = ([], [])
-    held = set(held_out)
-    for d in documents:
-        out[1 if d.user_id in held else 0].append(first_words(d.text, max_words))
-    return out
+    mem, non, _, _ = split_users_by_holdout(documents, held_out, max_words=max_words)
+    return mem, non
 
 
 def split_users_by_holdout(
@@ -310,23 +307,11 @@ def membership_sets(
         ConfigError: a never-seen person who is a training user; no member or no non-member text.
     """
     held = set(held_out)
-    mem: list[str] = []
-    mem_users: list[str] = []
-    non: list[str] = []
-    non_users: list[str] = []
-    for d in corpus:
-        if d.user_id in held:
-            if never_seen is None:
-                non.append(cut_text(d))
-                non_users.append(d.user_id)
-            continue
-        mem.append(cut_text(d))
-        mem_users.append(d.user_id)
-    if never_seen is not None:
+    mem, non, mem_users, non_users = split_users_by_holdout(corpus, list(held))
+    if never_seen is not None:  # the held-out users' documents give way to the never-seen people's
         trained = set(mem_users)
-        for d in never_seen:
-            non.append(cut_text(d))
-            non_users.append(d.user_id)
+        seen = list(never_seen)
+        non, non_users = [cut_text(d) for d in seen], [d.user_id for d in seen]
         both = sorted(set(non_users) & trained)
         if both:
             people = "person" if len(both) == 1 else "people"

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from lmleak.figures import pyplot, save_figure
+from lmleak.intervals import auc_mann_whitney
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +84,8 @@ def roc_auc(scores: Sequence[float] | np.ndarray, labels: Sequence[int] | np.nda
         >>> roc_auc([0.9, 0.8, 0.8, 0.1], [1, 1, 0, 0])
         0.875
     """
-    from scipy.stats import rankdata
-
     s, y = _check(scores, labels)
-    r = rankdata(s)  # average ranks: ties count one half
-    p, n = int(y.sum()), int((~y).sum())
-    u = float(r[y].sum()) - p * (p + 1) / 2.0
-    return u / (p * n)
+    return auc_mann_whitney(s, y)
 
 
 def best_accuracy(

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
@@ -70,14 +70,7 @@ class SamiaSettings:
 
     def record(self) -> dict[str, Any]:
         """A JSON-able record for fingerprints and summaries."""
-        return {
-            "samples": self.samples,
-            "prefix_share": self.prefix_share,
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "top_k": self.top_k,
-            "ngram": self.ngram,
-        }
+        return asdict(self)
 
 
 # ----------------------------------------------------------------------------------- pure maths
@@ -198,10 +191,6 @@ def samia_scores(model: Any, texts: Sequence[str], settings: SamiaSettings, *, s
     )
     words = np.array([float(sum(len(s.split()) for s in row)) for row in samples])
     return SamiaResult(scores, samples, requests, cached, tokens, words)
-
-
-#: The per-text columns :func:`samia_columns` adds beside the ``samia`` score.
-COST_COLUMNS = ("samia_requests", "samia_cached", "samia_generated_tokens", "samia_generated_words")
 
 
 def samia_columns(

@@ -616,30 +616,6 @@ def _count_around(
     return more.astype(np.int64), (upto - more).astype(np.int64)
 
 
-def count_more_likely(
-    model: Any,
-    space: CandidateSpace,
-    canary_costs: Sequence[float] | np.ndarray,
-    *,
-    tie_tolerance: float = 1e-4,
-    prune: bool = True,
-    stats: SearchStats | None = None,
-    max_rows: int | None = None,
-    max_nodes: int | None = None,
-) -> np.ndarray:
-    """For each canary cost, the number of candidates strictly more likely (see :func:`count_candidates`)."""
-    return count_candidates(
-        model,
-        space,
-        canary_costs,
-        tie_tolerance=tie_tolerance,
-        prune=prune,
-        stats=stats,
-        max_rows=max_rows,
-        max_nodes=max_nodes,
-    )[0]
-
-
 def rank_from_counts(more: int, tied: int) -> int:
     """Rank with ties broken at the middle of the tie group (``tied`` includes the canary).
 

@@ -224,10 +224,6 @@ def bayes_epsilon(method: str, gamma: float, epsilon: float | None) -> float:
 
 
 # ---------------------------------------------------------------------------------- data
-def _read_corpus(path: Path) -> Any:
-    return load_corpus(path)
-
-
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return read_jsonl(
         path,
@@ -257,7 +253,7 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
         }
     # the given files are read before anything is synthesised: a bad one fails before any work
     given = {
-        "corpus": _read_corpus(Path(paths["corpus"])),
+        "corpus": load_corpus(Path(paths["corpus"])),
         "canaries": _read_jsonl(Path(paths["canaries"])),
         "secrets": _read_jsonl(Path(paths["secrets"])),
     }
@@ -269,7 +265,7 @@ def _prepare_data(data_dir: Path, cfg: CRTExperimentConfig, corpus_path: Path | 
     return {
         "tokenizer_corpus": str(public["corpus"]),
         **given,
-        "holdout_corpus": _read_corpus(Path(hold["corpus"])),
+        "holdout_corpus": load_corpus(Path(hold["corpus"])),
         "holdout_secrets": _read_jsonl(Path(hold["secrets"])),
     }
 
@@ -351,7 +347,6 @@ def _train(
     if cfg.base:
         return _finetune(corpus, out, cfg, mode, val, **split)
 
-    fields = {f.name for f in dataclasses.fields(TrainConfig)}
     want: dict[str, Any] = dict(
         arch=arch,
         mode=mode,
@@ -370,19 +365,13 @@ def _train(
         want["lr"] = cfg.lr
     if mode == "sdp":
         want["policy"] = split.pop("policy_name")
-    tc = TrainConfig(**{k: v for k, v in want.items() if k in fields})
+    tc = TrainConfig(**want)
     t0 = time.perf_counter()
     pair = (split.pop("public"), split.pop("private")) if "public" in split else None  # crt's D_pub, D_priv
     res = train_model(corpus, out, tc, val_corpus=val, split=pair, **split)
     secs = time.perf_counter() - t0
     info = json.loads((out / "train.json").read_text()) if (out / "train.json").exists() else {}
-    return {
-        "result": res,
-        "train": info,
-        "privacy": dict(res.privacy),
-        "final": dict(res.final),
-        "seconds": secs,
-    }
+    return _trained(res, info, secs)
 
 
 def _finetune(
@@ -410,19 +399,18 @@ def _finetune(
     t0 = time.perf_counter()
     res = finetune(corpus, out, fc, val_corpus=val, progress=False, **split)
     info = json.loads((out / "train.json").read_text())
+    return _trained(res, info, time.perf_counter() - t0)
+
+
+def _trained(res: Any, info: dict[str, Any], seconds: float) -> dict[str, Any]:
+    """What :func:`_train` returns: the trainer's result, its ``train.json``, privacy, final metrics, time."""
     return {
         "result": res,
         "train": info,
         "privacy": dict(res.privacy),
         "final": dict(res.final),
-        "seconds": time.perf_counter() - t0,
+        "seconds": seconds,
     }
-
-
-def _sdp_policy_name(cfg: CRTExperimentConfig, gamma: float) -> str:
-    """Selective DP takes its policy by registered name in the trainer config (γ = 0 only)."""
-
-    return cfg.policy if cfg.policy in POLICY_NAMES else "regex"
 
 
 def _first(d: dict[str, Any], *keys: str) -> Any:
@@ -587,7 +575,8 @@ def _train_planned(
         )
         return trained, splits[gamma].stats
     if method == "sdp":
-        policy_name = _sdp_policy_name(cfg, gamma)
+        # selective DP takes its policy by registered name in the trainer config (γ = 0 only)
+        policy_name = cfg.policy if cfg.policy in POLICY_NAMES else "regex"
         return _train(
             data["corpus"], model_dir, cfg, arch, "sdp", val, tokenizer_from=tok_from, policy_name=policy_name
         ), None

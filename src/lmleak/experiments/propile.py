@@ -442,15 +442,14 @@ def generation_budget(model: Any, subjects: list[dict[str, Any]], targets: tuple
     return out
 
 
-def _frame(rows: list[dict[str, Any]], columns: tuple[str, ...]) -> Any:
+def _write_table(rows: list[dict[str, Any]], columns: tuple[str, ...], out: Path, stem: str) -> Any:
+    """The rows as a table of ``columns``, written as ``out/<stem>.parquet`` and ``.csv``."""
     import pandas as pd
 
-    return pd.DataFrame(rows, columns=list(columns))
-
-
-def _write_table(df: Any, out: Path, stem: str) -> None:
+    df = pd.DataFrame(rows, columns=list(columns))
     write_parquet(df, out / f"{stem}.parquet")
     atomic_write_text(out / f"{stem}.csv", df.to_csv(index=False))
+    return df
 
 
 @contextlib.contextmanager
@@ -713,9 +712,8 @@ def run_propile_experiment(
         rows += smol_rows
         scenarios.update(smol_scenarios)
 
-    table, sp_table = _frame(rows, TABLE_COLUMNS), _frame(sp_rows, SOFTPROMPT_COLUMNS)
-    _write_table(table, out, "propile_table")
-    _write_table(sp_table, out, "softprompt_table")
+    table = _write_table(rows, TABLE_COLUMNS, out, "propile_table")
+    sp_table = _write_table(sp_rows, SOFTPROMPT_COLUMNS, out, "softprompt_table")
     seconds["total"] = time.perf_counter() - t_start
     summary = {
         "command": "experiment propile",

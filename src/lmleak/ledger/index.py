@@ -45,7 +45,7 @@ class CorpusIndex:
     """A suffix array over a tokenised corpus with document and user look-ups.
 
     Build with :meth:`build` (or :meth:`cached`, which saves and memory-maps the arrays under a
-    cache key). Counts are exact; :meth:`count_brute_force` is the slow obvious oracle.
+    cache key). Counts are exact; the slow obvious oracle lives in ``tests/ledger/test_index.py``.
 
     Example:
         >>> idx = CorpusIndex.build([[5, 6, 7], [6, 7, 6, 7], [9]], ["alice", "bob", "alice"])
@@ -258,19 +258,3 @@ class CorpusIndex:
         else:
             seen[:] = False
         return n
-
-    def count_brute_force(self, query: Sequence[int]) -> tuple[int, int]:
-        """The slow obvious oracle: scan every document (tests and benchmarks only)."""
-        q = list(map(int, query))
-        m = len(q)
-        total, owners = 0, set()
-        if m == 0:
-            return 0, 0
-        ends = [*self.doc_starts[1:].tolist(), self.text.size]
-        for d, (s, e) in enumerate(zip(self.doc_starts.tolist(), ends, strict=True)):
-            doc = self.text[s : e - 1].tolist()
-            hits = sum(1 for i in range(len(doc) - m + 1) if doc[i : i + m] == q)
-            if hits:
-                total += hits
-                owners.add(int(self.doc_users[d]))
-        return total, len(owners)

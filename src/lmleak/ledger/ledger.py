@@ -33,7 +33,7 @@ import hashlib
 import json
 import shutil
 from collections.abc import Callable, Iterable, Iterator, Sequence, Sized
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -628,17 +628,7 @@ def read_ledger(run_dir: str | Path, *, meta_missing_ok: bool = False) -> Ledger
         raise RunError(f"{out} holds no complete ledger; run `lmleak report` first")
     table = read_shards(out)
     if table.num_rows == 0:
-        return Ledger(
-            [],
-            [],
-            np.zeros(1, np.int64),
-            np.zeros(0, np.int64),
-            np.zeros(0, np.int32),
-            np.zeros(0, np.float32),
-            np.zeros(0, np.float32),
-            meta.get("k_available"),
-            meta,
-        )
+        return replace(Ledger.from_stats([], [], [], [], k_available=meta.get("k_available")), meta=meta)
 
     def flat(name: str, dtype: Any) -> tuple[np.ndarray, np.ndarray]:
         col = pa.chunked_array(table.column(name)).combine_chunks()

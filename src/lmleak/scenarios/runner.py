@@ -22,9 +22,9 @@ from lmleak.jsonl import iter_jsonl
 from lmleak.runs import secure_dir, write_summary
 from lmleak.scenarios.margins import (
     Margin,
-    leakage_ratio,
     parse_scenario_name,
     ratio_intervals,
+    ratios_pp,
     risk_margins,
     summarise_margins,
     with_intervals,
@@ -150,10 +150,8 @@ def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
         gold = read_pairs(gold_file, base=p.parent)
         counts[sc.name] = {"valid": len(pred), "correct": len(pred & gold)}
         scenarios.append(sc)
-    ratios: dict[str, float | None] = {}
-    for n, c in counts.items():
-        r = leakage_ratio(c["correct"], c["valid"])
-        ratios[n] = None if r is None else (100 * r if decimals is None else round(100 * r, decimals))
+    pairs = {n: (c["correct"], c["valid"]) for n, c in counts.items()}
+    ratios = ratios_pp(pairs, decimals=decimals)
     try:
         for n in ratios:
             parse_scenario_name(n)
@@ -161,7 +159,6 @@ def run_spec(path: str | Path, *, decimals: int | None = 2) -> dict[str, Any]:
     except ConfigError:
         coded = False
     margins = risk_margins(ratios, decimals=decimals) if coded else typed_margins(scenarios, ratios, decimals)
-    pairs = {n: (c["correct"], c["valid"]) for n, c in counts.items()}
     margins = with_intervals(margins, pairs, decimals=decimals)
     return {
         "counts": counts,

@@ -60,15 +60,11 @@ def dump_scenarios(scenarios: list[Scenario]) -> str:
     )
 
 
-def _parse(text: str, path: str | None) -> Any:
-    return load_yaml(text, path=path)  # alias-bounded; errors name the file and line, never echo the document
-
-
 def load_entries(
     text: str, *, path: str | None = None, runner: bool = False
 ) -> tuple[list[tuple[Scenario, dict[str, Any]]], dict[str, Any]]:
     """Scenarios with their runner fields, and the file's top-level extras (``gold``)."""
-    data = _parse(text, path)
+    data = load_yaml(text, path=path)  # alias-bounded; errors name the file and line, never echo the document
     if data is None:
         raise ConfigError("empty scenario file", path=path)
     if not isinstance(data, dict):
@@ -93,9 +89,8 @@ def load_entries(
             raise ConfigError(f"scenario #{i + 1} must be a mapping", path=path, field="scenarios")
         item = {**defaults, **item}
         extra = {k: item.pop(k) for k in RUNNER_KEYS if k in item} if runner else {}
-        where = path if path is not None else None
         try:
-            sc = Scenario.from_dict(item, where=where)
+            sc = Scenario.from_dict(item, where=path)
         except ConfigError as e:
             name = item.get("name") or f"#{i + 1}"
             raise ConfigError(f"scenario {name}: {e.reason}", path=path, field=e.field, hint=e.hint) from None
