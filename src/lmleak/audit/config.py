@@ -357,15 +357,11 @@ def to_dict(cfg: AuditConfig) -> dict[str, Any]:
     keys (issue 34), no base_dir."""
     d = _plain(cfg)
     d.pop("base_dir", None)
-    for f in dataclasses.fields(cfg.analyses):  # an analysis's settings: its YAML keys (issue 34)
-        section = getattr(cfg.analyses, f.name)
-        if isinstance(section, Settings):
-            d["analyses"][f.name] = section.to_dict()
     return d
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, Settings):
+    if isinstance(v, Settings):  # an analysis's settings: its YAML keys (issue 34)
         return v.to_dict()
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}
