@@ -269,6 +269,17 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
 MODEL_MARKERS = ("lmleak_model.json", "config.json", "lmleak_finetune.json", "adapter_config.json")
 
 
+def check_model_folder(p: Path, spec: str, field: str, path: str | None = None) -> None:
+    """Refuse a folder that is not a model lmleak loads (none of :data:`MODEL_MARKERS`, no .gguf)."""
+    if p.is_dir() and not any((p / m).exists() for m in MODEL_MARKERS) and not any(p.glob("*.gguf")):
+        raise ConfigError(
+            f"{spec!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
+            path=path,
+            field=field,
+            hint="point at the folder `lmleak train` or save_pretrained wrote",
+        )
+
+
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
     """Every file and model the config names exists (named models, ``leave-out``, ``base`` and
     ``fake:``/``topk:`` specs are checked by the model loader); a model folder may be a fine-tune
@@ -290,19 +301,8 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
 
     def model(value: str | None, name: str) -> None:
         need(value, name, "model")
-        p = Path(cfg.resolve(value) or "") if value else None
-        if (
-            p is not None
-            and p.is_dir()
-            and not any((p / marker).exists() for marker in MODEL_MARKERS)
-            and not any(p.glob("*.gguf"))
-        ):
-            raise ConfigError(
-                f"{value!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
-                path=path,
-                field=name,
-                hint="point at the folder `lmleak train` or save_pretrained wrote",
-            )
+        if value:
+            check_model_folder(Path(cfg.resolve(value) or ""), value, name, path)
 
     need(cfg.corpus.path, "corpus.path", "corpus")
     for i, m in enumerate(cfg.models):

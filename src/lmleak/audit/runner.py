@@ -441,11 +441,9 @@ class Auditor:
         scoring: dict[str, Any] = {}  # the start token the stages scored after (docs/membership.md)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            why_not = self._why_not(stage, path, model)
-            if why_not:
-                self._skip(name, stage, why_not, skipped)
-                continue
-            model, why_not = self._run_or_reuse(name, stage, spec, path, out, model)
+            why_not = self._why_not(stage, path, model)  # known before loading the model, else from its run
+            if not why_not:
+                model, why_not = self._run_or_reuse(name, stage, spec, path, out, model)
             if why_not:
                 self._skip(name, stage, why_not, skipped)
                 continue
