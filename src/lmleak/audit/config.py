@@ -250,6 +250,23 @@ def mia_settings(cfg: AuditConfig) -> MembershipSettings | None:
     return dataclasses.replace(default, **{**given(old), **given(mia)})
 
 
+#: the audit's stages, in the order they run
+STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
+
+
+def enabled_stages(cfg: AuditConfig) -> list[tuple[str, Any]]:
+    """The stages the config asks for, in order, each with its settings: the mia stage's with the
+    older ``membership:`` section merged in (alone, it asks for the stage); exposure only with a
+    canaries file, probing only with a subjects file."""
+    out = []
+    for stage in STAGES:
+        spec: Any = mia_settings(cfg) if stage == "mia" else getattr(cfg.analyses, stage)
+        needs = {"exposure": "canaries", "probe": "subjects"}.get(stage)  # the file it cannot run without
+        if spec is not None and (needs is None or getattr(spec, needs)):
+            out.append((stage, spec))
+    return out
+
+
 def _check_membership(cfg: AuditConfig, path: str | None) -> None:
     """The mia stage's methods are ones whose models the config names (the reference: ``public_model``)."""
     for where in ("analyses.mia", "analyses.membership"):

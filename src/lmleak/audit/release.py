@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.config import AuditConfig
+from lmleak.audit.config import AuditConfig, enabled_stages
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, mia_fix
 from lmleak.render.headline import texts_a_side
 from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
@@ -62,18 +62,6 @@ def _stage_summary(run: Path, model: dict[str, Any], stage: str) -> dict[str, An
     return dict(json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
 
 
-def _configured(cfg: AuditConfig, stage: str) -> bool:
-    a = cfg.analyses
-    if stage == "mia":
-        return a.mia is not None or a.membership is not None
-    spec = getattr(a, stage)
-    if stage == "exposure":
-        return spec is not None and bool(spec.canaries)
-    if stage == "probe":
-        return spec is not None and bool(spec.subjects)
-    return spec is not None
-
-
 def not_run(
     cfg: AuditConfig, run: Path, model: dict[str, Any], probe_levels: dict[str, int] | None = None
 ) -> list[dict[str, Any]]:
@@ -89,13 +77,14 @@ def not_run(
         "extract": "untargeted extraction",
     }
     claims_dp = (model.get("privacy") or {}).get("dp_epsilon") is not None
+    configured = dict(enabled_stages(cfg))
     for stage, metrics in STAGE_METRICS.items():
         if stage in skipped:
             fix = STAGE_FIX.get(stage)
             if skipped[stage] == NO_NON_MEMBERS:  # the exact line that runs it (issue 29)
                 fix = mia_fix(cfg, str(model.get("path")))
             out.append(_entry(names[stage], f"skipped: {skipped[stage]}", fix, metrics))
-        elif not _configured(cfg, stage):
+        elif stage not in configured:
             if stage == "dp_audit" and not claims_dp:
                 continue  # a model that claims no DP has no claim to audit
             why = {
