@@ -237,71 +237,32 @@ class _Writer:
 
     def from_line(self, doc: DocDraft, a: Author, name: str, email: str) -> None:
         """``From:`` with the name ``name`` (the message's signing) and the address ``email``."""
-        owner = a.user_id
-        if a.from_style == "quoted":
-            doc.add('From: "')
-            doc.pii(name, "PERSON", owner)
-            doc.add('" <')
-        elif a.from_style == "last_first":
-            doc.add('From: "')
-            doc.pii(a.last_first() or name, "PERSON", owner)
-            doc.add('" <')
-        else:
-            doc.add("From: ")
-            doc.pii(name, "PERSON", owner)
-            doc.add(" <")
-        doc.pii(email, "EMAIL", owner)
-        doc.add(">\n")
+        if a.from_style == "last_first":
+            name = a.last_first() or name
+        quoted = a.from_style in ("quoted", "last_first")
+        doc.fill('From: "{name}" <{email}>\n' if quoted else "From: {name} <{email}>\n", _pii(a, name, email))
 
     def signature(self, doc: DocDraft, a: Author, date: str, name: str, email: str) -> None:
         """The sign-off in ``a``'s habitual style (now and then another), signed ``name`` <``email``>."""
-        owner, r = a.user_id, self.rng
+        r, v = self.rng, _pii(a, name, email)
         style = a.signature if r.random() < 0.85 else r.choice(SIGNATURES)  # habits, not rules
         if style == "none":
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(a.first, "PERSON", owner)
-            doc.add("\n")
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{first}}\n", v)
         elif style == "block":
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(a.first, "PERSON", owner)
-            doc.add("\n\n-- \n")
-            doc.pii(name, "PERSON", owner)
-            doc.add(f"\n{a.title}, ")
-            doc.pii(a.company, "ORGANIZATION", owner)
-            doc.add("\n")
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{first}}\n\n-- \n{{name}}\n{{title}}, {{company}}\n", v)
             if a.phone:
-                doc.add(r.choice(("Phone: ", "Tel: ", "Mobile: ", "")))
-                doc.pii(a.phone, "PHONE", owner)
-                doc.add("\n")
+                doc.fill(r.choice(("Phone: ", "Tel: ", "Mobile: ", "")) + "{phone}\n", v)
                 a.wrote_phone = True
             if a.address:
-                doc.pii(a.address, "ADDRESS", owner)
+                doc.fill("{address}\n", v)
                 a.wrote_address = True
-                doc.add("\n")
         elif style == "changelog":
-            doc.add(" -- ")
-            doc.pii(name, "PERSON", owner)
-            doc.add(" <")
-            doc.pii(email, "EMAIL", owner)
-            doc.add(f">  {date}\n")
+            doc.fill(" -- {name} <{email}>  {date}\n", {**v, "date": (date, "", "")})
         else:
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(name, "PERSON", owner)
-            if style == "name_email":
-                doc.add(" <")
-                doc.pii(email, "EMAIL", owner)
-                doc.add(">\n")
-            elif style == "quoted_email":
-                doc.add("\n")
-                doc.add('"')
-                doc.pii(name, "PERSON", owner)
-                doc.add('" <')
-                doc.pii(email, "EMAIL", owner)
-                doc.add(">\n")
-            else:
-                doc.add(" (")
-                doc.pii(email, "EMAIL", owner)
-                doc.add(")\n")
+            tail = {"name_email": " <{email}>\n", "quoted_email": '\n"{name}" <{email}>\n'}.get(
+                style, " ({email})\n"
+            )
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{name}}" + tail, v)
 
     def body(self, doc: DocDraft, reply: bool, long_patch: bool) -> None:
         r = self.rng
@@ -342,14 +303,26 @@ class _Writer:
         doc.add("\n" + "\n".join(FOOTER) + "\n")
 
 
+def _pii(a: Author, name: str, email: str) -> dict[str, tuple[str, str, str]]:
+    """The slots of a From: line or a sign-off: ``a``'s PII as spans of ``a`` (the title plain text)."""
+    u = a.user_id
+    return {
+        "first": (a.first, "PERSON", u),
+        "name": (name, "PERSON", u),
+        "email": (email, "EMAIL", u),
+        "company": (a.company, "ORGANIZATION", u),
+        "phone": (a.phone or "", "PHONE", u),
+        "address": (a.address or "", "ADDRESS", u),
+        "title": (a.title, "", ""),
+    }
+
+
 def _quote(doc: DocDraft, parent: DocDraft, author: Author, date: str, rng: random.Random) -> None:
     """``On <date>, Name <email> wrote:`` and the parent's lines (at most 25 of them) quoted."""
-    owner = author.user_id
-    doc.add(f"On {date}, ")
-    doc.pii(author.name, "PERSON", owner)
-    doc.add(" <")
-    doc.pii(author.email, "EMAIL", owner)
-    doc.add("> wrote:\n")
+    doc.fill(
+        "On {date}, {name} <{email}> wrote:\n",
+        {**_pii(author, author.name, author.email), "date": (date, "", "")},
+    )
     text = parent.text
     # quote the body and signature, not the headers (up to the first blank line)
     cut = text.find("\n\n") + 2 if "\n\n" in text else 0
@@ -467,11 +440,7 @@ def _message(
     w.from_line(doc, a, name, email)
     doc.add(f"To: {LIST_ADDRESS}\n")
     if parent is not None and rng.random() < 0.4:
-        doc.add("Cc: ")
-        doc.pii(parent[0].name, "PERSON", parent[0].user_id)
-        doc.add(" <")
-        doc.pii(parent[0].email, "EMAIL", parent[0].user_id)
-        doc.add(">\n")
+        doc.fill("Cc: {name} <{email}>\n", _pii(parent[0], parent[0].name, parent[0].email))
     subject = f"{rng.choice(COMPONENTS)} {rng.choice(VERBS)}"
     doc.add(f"Date: {date}\nSubject: [{LIST}] {'Re: ' if parent else ''}{subject}\n")
     doc.add(f"Message-ID: <{rng.getrandbits(48):012x}@lists.example.org>\n\n")
