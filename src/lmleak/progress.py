@@ -13,7 +13,7 @@ output goes decides the form:
 
 The CLI turns both off with ``--quiet`` / ``--json`` (:func:`set_enabled`); so does ``LMLEAK_QUIET=1``.
 Lines go to stderr, so ``--json`` output on stdout stays clean. The clock is injectable
-(:func:`set_clock`) so the heartbeat is tested without sleeping.
+(``_clock``, which tests replace) so the heartbeat is tested without sleeping.
 """
 
 from __future__ import annotations
@@ -42,12 +42,6 @@ def set_enabled(enabled: bool) -> None:
 
 def enabled() -> bool:
     return _ENABLED
-
-
-def set_clock(clock: Callable[[], float]) -> None:
-    """Use ``clock`` (seconds) instead of :func:`time.monotonic` (tests)."""
-    global _clock
-    _clock = clock
 
 
 def set_stream(stream: TextIO | None) -> None:

@@ -37,7 +37,7 @@ from typing import Any, TypeVar
 
 from lmleak.errors import ConfigError, Interrupted, RunError
 from lmleak.progress import track
-from lmleak.runs import atomic_write_json, secure_dir
+from lmleak.runs import atomic_write_json, secure_dir, write_parquet
 from lmleak.settings import Settings, setting
 
 T = TypeVar("T")
@@ -211,13 +211,7 @@ class Manifest:
 
 
 def _write_shard(out_dir: Path, index: int, table: Any) -> int:
-    import pyarrow.parquet as pq
-
-    final = shard_path(out_dir, index)
-    tmp = final.with_name(f".{final.name}.tmp-{os.getpid()}")
-    pq.write_table(table, tmp)
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, final)
+    write_parquet(table, shard_path(out_dir, index))  # a temporary name, then the rename
     return int(table.num_rows)
 
 
@@ -400,18 +394,12 @@ def run_rows(
     """
     _drop_stale_pass(out_dir, fingerprint, shard_size)
     eng = engine or ShardEngine()
-    if eng.engine == "ray":
-        if factory is None:
-            raise ValueError("engine 'ray' needs a picklable factory")
-        table_factory: Callable[[], Work] = _RowsFactory(factory)
-    else:
-
-        def table_factory() -> Work:
-            return lambda chunk: rows_table(work(chunk))
-
+    if eng.engine == "ray" and factory is None:
+        raise ValueError("engine 'ray' needs a picklable factory")
+    rows_of = factory if eng.engine == "ray" and factory is not None else (lambda: work)
     out = run_sharded(
         items,
-        table_factory,
+        _RowsFactory(rows_of),
         out_dir,
         fingerprint=fingerprint,
         shard_size=shard_size,

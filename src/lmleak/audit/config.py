@@ -250,6 +250,23 @@ def mia_settings(cfg: AuditConfig) -> MembershipSettings | None:
     return dataclasses.replace(default, **{**given(old), **given(mia)})
 
 
+#: the audit's stages, in the order they run
+STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
+
+
+def enabled_stages(cfg: AuditConfig) -> list[tuple[str, Any]]:
+    """The stages the config asks for, in order, each with its settings: the mia stage's with the
+    older ``membership:`` section merged in (alone, it asks for the stage); exposure only with a
+    canaries file, probing only with a subjects file."""
+    out = []
+    for stage in STAGES:
+        spec: Any = mia_settings(cfg) if stage == "mia" else getattr(cfg.analyses, stage)
+        needs = {"exposure": "canaries", "probe": "subjects"}.get(stage)  # the file it cannot run without
+        if spec is not None and (needs is None or getattr(spec, needs)):
+            out.append((stage, spec))
+    return out
+
+
 def _check_membership(cfg: AuditConfig, path: str | None) -> None:
     """The mia stage's methods are ones whose models the config names (the reference: ``public_model``)."""
     for where in ("analyses.mia", "analyses.membership"):
@@ -267,6 +284,17 @@ def _check_membership(cfg: AuditConfig, path: str | None) -> None:
 #: files that make a folder a model lmleak loads: its own small models, a Hugging Face folder, a
 #: fine-tune (`lmleak train --base`: adapters or a full copy, with their manifest)
 MODEL_MARKERS = ("lmleak_model.json", "config.json", "lmleak_finetune.json", "adapter_config.json")
+
+
+def check_model_folder(p: Path, spec: str, field: str, path: str | None = None) -> None:
+    """Refuse a folder that is not a model lmleak loads (none of :data:`MODEL_MARKERS`, no .gguf)."""
+    if p.is_dir() and not any((p / m).exists() for m in MODEL_MARKERS) and not any(p.glob("*.gguf")):
+        raise ConfigError(
+            f"{spec!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
+            path=path,
+            field=field,
+            hint="point at the folder `lmleak train` or save_pretrained wrote",
+        )
 
 
 def _check_paths(cfg: AuditConfig, path: str | None) -> None:
@@ -290,19 +318,8 @@ def _check_paths(cfg: AuditConfig, path: str | None) -> None:
 
     def model(value: str | None, name: str) -> None:
         need(value, name, "model")
-        p = Path(cfg.resolve(value) or "") if value else None
-        if (
-            p is not None
-            and p.is_dir()
-            and not any((p / marker).exists() for marker in MODEL_MARKERS)
-            and not any(p.glob("*.gguf"))
-        ):
-            raise ConfigError(
-                f"{value!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
-                path=path,
-                field=name,
-                hint="point at the folder `lmleak train` or save_pretrained wrote",
-            )
+        if value:
+            check_model_folder(Path(cfg.resolve(value) or ""), value, name, path)
 
     need(cfg.corpus.path, "corpus.path", "corpus")
     for i, m in enumerate(cfg.models):
@@ -357,15 +374,11 @@ def to_dict(cfg: AuditConfig) -> dict[str, Any]:
     keys (issue 34), no base_dir."""
     d = _plain(cfg)
     d.pop("base_dir", None)
-    for f in dataclasses.fields(cfg.analyses):  # an analysis's settings: its YAML keys (issue 34)
-        section = getattr(cfg.analyses, f.name)
-        if isinstance(section, Settings):
-            d["analyses"][f.name] = section.to_dict()
     return d
 
 
 def _plain(v: Any) -> Any:
-    if isinstance(v, Settings):
+    if isinstance(v, Settings):  # an analysis's settings: its YAML keys (issue 34)
         return v.to_dict()
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
         return {f.name: _plain(getattr(v, f.name)) for f in dataclasses.fields(v)}

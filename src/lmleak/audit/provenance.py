@@ -76,21 +76,15 @@ def model_change(rec: dict[str, Any]) -> str | None:
     )
 
 
-def corpus_change(rec: dict[str, Any]) -> str | None:
-    """Why a recorded corpus no longer matches, or cannot be checked (None: it matches).
-
-    A file is compared by size and SHA-256; a folder by its manifest's digest, naming what was added,
-    removed or changed (:func:`corpus_changes`). A record that fingerprints nothing (an older
-    lmleak's "not a file: not hashed", a hash kind this version does not know, no ``sha256``) is a
-    change too: the gate cannot tell that the run measured these files.
-    """
-    lines = corpus_changes(rec)
-    return "; ".join(lines) if lines else None
-
-
 def corpus_changes(rec: dict[str, Any]) -> list[str]:
-    """:func:`corpus_change` as one line per difference (a folder: per file added, removed or
-    changed, the first :data:`SHOWN_CHANGES` named)."""
+    """Why a recorded corpus no longer matches, or cannot be checked, one line per difference
+    (empty: it matches).
+
+    A file is compared by size and SHA-256; a folder by its manifest's digest, one line per file
+    added, removed or changed (the first :data:`SHOWN_CHANGES` named). A record that fingerprints
+    nothing (an older lmleak's "not a file: not hashed", a hash kind this version does not know, no
+    ``sha256``) is a change too: the gate cannot tell that the run measured these files.
+    """
     kind = rec.get("hash")
     path = Path(str(rec.get("path")))
     if kind not in CORPUS_HASHES:

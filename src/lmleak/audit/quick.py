@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.mia_texts import membership_texts
-from lmleak.audit.config import MODEL_MARKERS, AuditConfig, load_config, parse_config
+from lmleak.audit.config import AuditConfig, check_model_folder, load_config, parse_config
 from lmleak.audit.nonmembers import quick_command
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
@@ -71,12 +71,7 @@ def _model_spec(spec: str, option: str, named: tuple[str, ...]) -> str:
             field=option,
             hint="give the folder `lmleak train` or save_pretrained wrote, a .gguf file, or smollm2-135m",
         )
-    if p.is_dir() and not any((p / m).exists() for m in MODEL_MARKERS) and not any(p.glob("*.gguf")):
-        raise ConfigError(
-            f"{spec!r} is a folder but not a model (no {', '.join(MODEL_MARKERS)} or .gguf)",
-            field=option,
-            hint="point at the folder `lmleak train` or save_pretrained wrote",
-        )
+    check_model_folder(p, spec, option)
     return str(p.resolve())
 
 

@@ -23,13 +23,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from lmleak.audit.config import AuditConfig
+from lmleak.audit.config import AuditConfig, enabled_stages
 from lmleak.audit.nonmembers import NO_NON_MEMBERS, mia_fix
 from lmleak.render.headline import texts_a_side
 from lmleak.render.verdict import MIN_MIA_PER_SIDE, STAGE_FIX
 from lmleak.words import plural
 
-REPORT_METRICS = ["unique_sequences", "pii_unique_sequences", "curated_unique_sequences", "leakage_epsilon"]
+#: the headline metrics each stage gives (what a stage that did not run leaves unmeasured)
+STAGE_METRICS = {
+    "report": ["unique_sequences", "pii_unique_sequences", "curated_unique_sequences", "leakage_epsilon"],
+    "exposure": ["max_exposure"],
+    "mia": ["mia_auc", "mia_accuracy"],
+    "probe": [
+        "pii_exact_match",
+        "pii_exact_match_excess",
+        "pii_likelihood_ratio",
+        "pii_likelihood_ratio_geomean",
+    ],
+    "dp_audit": ["epsilon_lower_bound"],
+    "extract": ["extracted"],
+}
 
 PUBLIC_MODEL_FIX = (
     "set `public_model:` in the audit config (smollm2-135m, `base` for a fine-tune, `leave-out`, or a model "
@@ -49,37 +62,12 @@ def _stage_summary(run: Path, model: dict[str, Any], stage: str) -> dict[str, An
     return dict(json.loads(p.read_text(encoding="utf-8"))) if p.exists() else None
 
 
-def _configured(cfg: AuditConfig, stage: str) -> bool:
-    a = cfg.analyses
-    if stage == "mia":
-        return a.mia is not None or a.membership is not None
-    spec = getattr(a, stage)
-    if stage == "exposure":
-        return spec is not None and bool(spec.canaries)
-    if stage == "probe":
-        return spec is not None and bool(spec.subjects)
-    return spec is not None
-
-
 def not_run(
     cfg: AuditConfig, run: Path, model: dict[str, Any], probe_levels: dict[str, int] | None = None
 ) -> list[dict[str, Any]]:
     """Every analysis that did not run for one model (its ``summary.json`` entry), or ran on nothing."""
     skipped = model.get("skipped") or {}
     out: list[dict[str, Any]] = []
-    stage_metrics = {
-        "report": REPORT_METRICS,
-        "exposure": ["max_exposure"],
-        "mia": ["mia_auc", "mia_accuracy"],
-        "probe": [
-            "pii_exact_match",
-            "pii_exact_match_excess",
-            "pii_likelihood_ratio",
-            "pii_likelihood_ratio_geomean",
-        ],
-        "dp_audit": ["epsilon_lower_bound"],
-        "extract": ["extracted"],
-    }
     names = {
         "report": "leakage report (unique sequences, leaked PII, leakage ε)",
         "exposure": "canary exposure",
@@ -89,13 +77,14 @@ def not_run(
         "extract": "untargeted extraction",
     }
     claims_dp = (model.get("privacy") or {}).get("dp_epsilon") is not None
-    for stage, metrics in stage_metrics.items():
+    configured = dict(enabled_stages(cfg))
+    for stage, metrics in STAGE_METRICS.items():
         if stage in skipped:
             fix = STAGE_FIX.get(stage)
             if skipped[stage] == NO_NON_MEMBERS:  # the exact line that runs it (issue 29)
                 fix = mia_fix(cfg, str(model.get("path")))
             out.append(_entry(names[stage], f"skipped: {skipped[stage]}", fix, metrics))
-        elif not _configured(cfg, stage):
+        elif stage not in configured:
             if stage == "dp_audit" and not claims_dp:
                 continue  # a model that claims no DP has no claim to audit
             why = {
@@ -127,7 +116,7 @@ def _ran_on_little(
                     "membership inference",
                     f"too little data: {plural(n, 'text')} a side (fewer than {MIN_MIA_PER_SIDE})",
                     "give more members and non-members (more held-out users: lmleak train --holdout-users)",
-                    ["mia_auc", "mia_accuracy"],
+                    STAGE_METRICS["mia"],
                 )
             )
         if cfg.public_model is None:
@@ -146,7 +135,7 @@ def _ran_on_little(
                 "canary exposure",
                 "the canaries file holds no canary",
                 STAGE_FIX["exposure"],
-                ["max_exposure"],
+                STAGE_METRICS["exposure"],
             )
         )
     return out
@@ -203,12 +192,7 @@ def _probe_on_nothing(summary: dict[str, Any], counts: dict[str, int]) -> list[d
             "PII probing",
             f"ran on nothing: no subject has the items the {level} level needs",
             fix,
-            [
-                "pii_exact_match",
-                "pii_exact_match_excess",
-                "pii_likelihood_ratio",
-                "pii_likelihood_ratio_geomean",
-            ],
+            STAGE_METRICS["probe"],
         )
     ]
 

@@ -42,7 +42,7 @@ from lmleak.attacks.membership import run_membership
 from lmleak.attacks.mia_methods import TEXT_ONLY_METHODS
 from lmleak.attacks.mia_settings import method_options
 from lmleak.attacks.mia_texts import membership_texts
-from lmleak.audit.config import AuditConfig, mia_settings, to_dict, validate_config
+from lmleak.audit.config import AuditConfig, enabled_stages, mia_settings, to_dict, validate_config
 from lmleak.audit.dp_audit import DPAuditSettings, run_dp_audit
 from lmleak.audit.nonmembers import NO_NON_MEMBERS
 from lmleak.audit.release import release_summary
@@ -85,7 +85,6 @@ from lmleak.train.confidentiality import measured_bayesian_confidentiality
 from lmleak.train.trainer import load_train_config
 
 log = logging.getLogger("lmleak.audit")
-STAGES = ("report", "exposure", "mia", "probe", "dp_audit", "extract")
 COMPLETE = ".complete.json"
 SCORING_KEYS = ("bos_token_id", "scoring_convention")  # as lmleak.models.base.scoring_convention writes them
 
@@ -177,22 +176,7 @@ class Auditor:
         return self._corpus
 
     def enabled(self) -> list[tuple[str, Any]]:
-        a = self.cfg.analyses
-        out = []
-        for stage in STAGES:
-            spec = getattr(a, stage)
-            if (
-                stage == "mia"
-            ):  # with the older `membership:` section merged in (alone: it asks for the stage)
-                spec = mia_settings(self.cfg)
-            if spec is None:
-                continue
-            if stage == "exposure" and not spec.canaries:
-                continue
-            if stage == "probe" and not spec.subjects:
-                continue
-            out.append((stage, spec))
-        return out
+        return enabled_stages(self.cfg)
 
     # ------------------------------------------------------------------ stages
     def stage_report(self, model: Any, model_path: str, spec: Any, out: Path) -> None:
@@ -441,11 +425,9 @@ class Auditor:
         scoring: dict[str, Any] = {}  # the start token the stages scored after (docs/membership.md)
         for stage, spec in self.enabled():
             out = self.run / "models" / name / stage
-            why_not = self._why_not(stage, path, model)
-            if why_not:
-                self._skip(name, stage, why_not, skipped)
-                continue
-            model, why_not = self._run_or_reuse(name, stage, spec, path, out, model)
+            why_not = self._why_not(stage, path, model)  # known before loading the model, else from its run
+            if not why_not:
+                model, why_not = self._run_or_reuse(name, stage, spec, path, out, model)
             if why_not:
                 self._skip(name, stage, why_not, skipped)
                 continue

@@ -237,7 +237,7 @@ def _open_binary(path: Path) -> Any:
         ) from None
 
 
-def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
+def _jsonl(path: Path, v: _Validator) -> Iterator[tuple[int, Any]]:
     with _open_binary(path) as fh:
         for line_no, raw in enumerate(fh, start=1):
             if line_no == 1:
@@ -258,12 +258,10 @@ def _jsonl(path: Path, v: _Validator) -> Iterator[Document]:
                 reason, fix = jsonl.bad_json(e, "write one JSON object per line")
                 v.bad(line_no, reason.replace("not valid JSON", "invalid JSON"), None, fix)
                 continue
-            doc = v.row(line_no, row)
-            if doc is not None:
-                yield doc
+            yield line_no, row
 
 
-def _csv(path: Path, v: _Validator) -> Iterator[Document]:
+def _csv(path: Path, v: _Validator) -> Iterator[tuple[int, Any]]:
     delimiter = "\t" if path.suffix.lower() == ".tsv" else ","
     with _open_binary(path) as fh:
         _check_bom(path, fh.read(4))
@@ -297,9 +295,7 @@ def _csv(path: Path, v: _Validator) -> Iterator[Document]:
                         "quote fields that contain the delimiter, or add the column to the header",
                     )
                     continue
-                doc = v.row(line, {k: (val if val != "" else None) for k, val in row.items()})
-                if doc is not None:
-                    yield doc
+                yield line, {k: (val if val != "" else None) for k, val in row.items()}
     except UnicodeDecodeError as e:
         raise CorpusError(
             f"not UTF-8 ({e.reason} after line {line})", path=path, hint="re-encode the file as UTF-8"
@@ -315,7 +311,7 @@ def _csv(path: Path, v: _Validator) -> Iterator[Document]:
         csv.field_size_limit(old_limit)
 
 
-def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
+def _parquet(path: Path, v: _Validator) -> Iterator[tuple[int, Any]]:
     import pyarrow.parquet as pq
 
     hint = "re-export the corpus (the file is damaged or not Parquet)"
@@ -349,12 +345,10 @@ def _parquet(path: Path, v: _Validator) -> Iterator[Document]:
             break
         for row in batch.to_pylist():
             row_no += 1
-            doc = v.row(row_no, row)
-            if doc is not None:
-                yield doc
+            yield row_no, row
 
 
-def _folder(path: Path, v: _Validator) -> Iterator[Document]:
+def _folder(path: Path, v: _Validator) -> Iterator[tuple[int, Any]]:
     users = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     if not users:
         raise CorpusError(
@@ -373,13 +367,13 @@ def _folder(path: Path, v: _Validator) -> Iterator[Document]:
                 raise CorpusError(
                     f"not UTF-8 ({e.reason})", path=f, hint="re-encode the file as UTF-8"
                 ) from None
-            row = {v.fields.user: user_dir.name, v.fields.doc: str(f.relative_to(path)), v.fields.text: text}
-            doc = v.row(n, row)
-            if doc is not None:
-                yield doc
+            yield (
+                n,
+                {v.fields.user: user_dir.name, v.fields.doc: str(f.relative_to(path)), v.fields.text: text},
+            )
 
 
-def _hf(path: Path, v: _Validator) -> Iterator[Document]:
+def _hf(path: Path, v: _Validator) -> Iterator[tuple[int, Any]]:
     try:
         from datasets import DatasetDict, load_from_disk
     except ImportError:
@@ -406,12 +400,10 @@ def _hf(path: Path, v: _Validator) -> Iterator[Document]:
             field=missing[0],
             hint="name the columns with text_field= / user_field=",
         )
-    for i, row in enumerate(ds, start=1):
-        doc = v.row(i, row)
-        if doc is not None:
-            yield doc
+    yield from enumerate(ds, start=1)
 
 
+#: each reader yields (line or row number, raw row); iter_documents validates them into Documents
 _READERS = {"jsonl": _jsonl, "csv": _csv, "parquet": _parquet, "folder": _folder, "hf": _hf}
 
 
@@ -434,7 +426,10 @@ def iter_documents(
         raise CorpusError(f"unknown format {fmt!r}", path=p, hint=f"use one of {', '.join(FORMATS)}")
     rep = report if report is not None else LoadReport(str(p))
     v = _Validator(p, Fields(text_field, user_field, doc_field), skip_bad_rows, rep)
-    yield from _READERS[fmt](p, v)
+    for line, row in _READERS[fmt](p, v):
+        doc = v.row(line, row)
+        if doc is not None:
+            yield doc
     rep.user_ids.say_merges()  # one line naming the spellings merged into one user (issue 33)
 
 

@@ -4,6 +4,7 @@ archive (synth mail) and clinical notes."""
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -61,3 +62,59 @@ def english_record(name: str, email: str) -> dict[str, Any]:
     """
     return {"name": name, "name_shape": name_shape(name), "nickname": None, "variants": [],
             "locale": "en_US", "email": email, "emails": [email]}  # fmt: skip
+
+
+@dataclass
+class DocDraft:
+    """A document under construction: text pieces plus the PII spans written into it, each
+    (start, end, entity, value, owner user id)."""
+
+    parts: list[str] = field(default_factory=list)
+    spans: list[tuple[int, int, str, str, str]] = field(default_factory=list)
+    length: int = 0
+
+    def add(self, text: str) -> None:
+        self.parts.append(text)
+        self.length += len(text)
+
+    def pii(self, value: str, entity: str, owner: str) -> None:
+        self.spans.append((self.length, self.length + len(value), entity, value, owner))
+        self.add(value)
+
+    def fill(self, template: str, values: dict[str, tuple[str, str, str]]) -> None:
+        """Write ``template``; each ``{slot}`` becomes a recorded span (value, entity, owner)."""
+        i = 0
+        while i < len(template):
+            j = template.find("{", i)
+            if j < 0:
+                self.add(template[i:])
+                return
+            self.add(template[i:j])
+            k = template.index("}", j)
+            value, entity, owner = values[template[j + 1 : k]]
+            if entity:
+                self.pii(value, entity, owner)
+            else:
+                self.add(value)
+            i = k + 1
+
+    def extend(self, other: DocDraft, prefix: str = "") -> None:
+        """Append ``other`` line by line, each line prefixed (quoting); its spans move along."""
+        text = other.text
+        line_start = 0
+        spans = sorted(other.spans)
+        si = 0
+        for line in text.split("\n"):
+            base = self.length + len(prefix)
+            line_end = line_start + len(line)
+            while si < len(spans) and spans[si][0] < line_end + 1:
+                s, e, entity, value, owner = spans[si]
+                if s >= line_start and e <= line_end:
+                    self.spans.append((base + s - line_start, base + e - line_start, entity, value, owner))
+                si += 1
+            self.add(prefix + line + "\n")
+            line_start = line_end + 1
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)

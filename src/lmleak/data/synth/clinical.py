@@ -26,7 +26,7 @@ import json
 import random
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -202,12 +202,8 @@ def write_note(p: Patient, rng: random.Random, index: int = 0) -> str:
     other = p.concepts[(index + 1) % len(p.concepts)]
     pron, poss = ("he", "his") if p.sex == "man" else ("she", "her")
     vals = {
+        **asdict(p),  # age, sex, hospital, phone, mrn ...
         "name": p.name,
-        "age": p.age,
-        "sex": p.sex,
-        "hospital": p.hospital,
-        "phone": p.phone,
-        "mrn": p.mrn,
         "date": _date(rng),
         "date2": _date(rng),
         "pron": pron,
@@ -309,15 +305,5 @@ def _gold_pairs(pts: Sequence[Patient], priv: list[Document]) -> list[dict[str, 
 
 def _patient_record(p: Patient) -> dict[str, Any]:
     """One line of ``patients.jsonl``: who the patient is and the concepts of their notes."""
-    return {
-        "patient_id": p.patient_id,
-        "name": p.name,
-        "first": p.first,
-        "last": p.last,
-        "age": p.age,
-        "sex": p.sex,
-        "hospital": p.hospital,
-        "phone": p.phone,
-        "mrn": p.mrn,
-        "concepts": list(p.concepts),
-    }
+    fields = asdict(p)
+    return {"patient_id": fields.pop("patient_id"), "name": p.name, **fields, "concepts": list(p.concepts)}

@@ -32,7 +32,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from lmleak.data.synth import (
     DEFAULT_LOCALES,
     EMAIL_DOMAINS,
     ENGLISH,
+    DocDraft,
     english_record,
     subjects_per_shape,
     write_jsonl_files,
@@ -94,42 +95,6 @@ class Profile:
             "tracking_numbers": list(self.tracking),
             **names,
         }
-
-
-@dataclass
-class _Doc:
-    """A document under construction: text pieces plus the spans of the PII written into it."""
-
-    parts: list[str] = field(default_factory=list)
-    spans: list[tuple[int, int, str, str]] = field(default_factory=list)
-    length: int = 0
-
-    def add(self, text: str) -> None:
-        self.parts.append(text)
-        self.length += len(text)
-
-    def pii(self, value: str, entity: str) -> None:
-        self.spans.append((self.length, self.length + len(value), entity, value))
-        self.add(value)
-
-    def line(self, template: str, values: dict[str, tuple[str, str]]) -> None:
-        """Write one dialogue line; ``{slot}`` in the template becomes a recorded PII span."""
-        i = 0
-        while i < len(template):
-            j = template.find("{", i)
-            if j < 0:
-                self.add(template[i:])
-                break
-            self.add(template[i:j])
-            k = template.index("}", j)
-            value, entity = values[template[j + 1 : k]]
-            self.pii(value, entity)
-            i = k + 1
-        self.add("\n")
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 # The agenda: each step has several phrasings; {slots} are PII of the speaking user.
@@ -232,38 +197,39 @@ def _profile(fake: Any, rng: random.Random, user_id: str, people: PeopleDrawer |
     )
 
 
-def _dialogue(p: Profile, rng: random.Random, index: int) -> _Doc:
-    doc = _Doc()
+def _dialogue(p: Profile, rng: random.Random, index: int) -> DocDraft:
+    doc = DocDraft()
     order_i = index % len(p.orders)
     relation = rng.choice(sorted(p.relations))
     # the multilingual person now and then gives a variant of their name and another address
     name, email = p.person.message(rng) if p.person else (p.name, p.email)
+    u = p.user_id
     v = {
-        "name": (name, "PERSON"),
-        "phone": (p.phone, "PHONE"),
-        "email": (email, "EMAIL"),
-        "address": (p.address, "ADDRESS"),
-        "order": (p.orders[order_i], "ORDER_ID"),
-        "tracking": (p.tracking[order_i], "TRACKING_ID"),
-        "relative": (p.relations[relation], "PERSON"),
-        "university": (p.university, "UNIVERSITY"),
+        "name": (name, "PERSON", u),
+        "phone": (p.phone, "PHONE", u),
+        "email": (email, "EMAIL", u),
+        "address": (p.address, "ADDRESS", u),
+        "order": (p.orders[order_i], "ORDER_ID", u),
+        "tracking": (p.tracking[order_i], "TRACKING_ID", u),
+        "relative": (p.relations[relation], "PERSON", u),
+        "university": (p.university, "UNIVERSITY", u),
     }
-    doc.line(rng.choice(GREETING), v)
-    doc.line(rng.choice(IDENTITY), v)  # name, phone, email and address co-occur in every dialogue
+    doc.fill(rng.choice(GREETING) + "\n", v)
+    doc.fill(rng.choice(IDENTITY) + "\n", v)  # name, phone, email and address co-occur in every dialogue
     if rng.random() < 0.6:
-        doc.line(rng.choice(VERIFY), v)
-        doc.line(rng.choice(VERIFY_ANSWER), v)
-    doc.line(rng.choice(ORDER), v)
-    doc.line(rng.choice(ORDER_AGENT), v)
-    doc.line(rng.choice(TRACKING), v)
+        doc.fill(rng.choice(VERIFY) + "\n", v)
+        doc.fill(rng.choice(VERIFY_ANSWER) + "\n", v)
+    doc.fill(rng.choice(ORDER) + "\n", v)
+    doc.fill(rng.choice(ORDER_AGENT) + "\n", v)
+    doc.fill(rng.choice(TRACKING) + "\n", v)
     if rng.random() < 0.5:
-        doc.line(rng.choice(CONTACT), v)
+        doc.fill(rng.choice(CONTACT) + "\n", v)
     if rng.random() < 0.6:
-        doc.line(rng.choice(FAMILY).replace("{relation}", relation), v)
+        doc.fill(rng.choice(FAMILY).replace("{relation}", relation) + "\n", v)
     if rng.random() < 0.4:
-        doc.line(rng.choice(UNIVERSITY), v)
-    doc.line(rng.choice(RESOLUTION), v)
-    doc.line(rng.choice(GOODBYE), v)
+        doc.fill(rng.choice(UNIVERSITY) + "\n", v)
+    doc.fill(rng.choice(RESOLUTION) + "\n", v)
+    doc.fill(rng.choice(GOODBYE) + "\n", v)
     return doc
 
 
@@ -307,7 +273,7 @@ def synthesize(
     people = None if tuple(locales) == ENGLISH else PeopleDrawer(locales, seed, rng)
     taken: set[str] = set()
     profiles = [_profile(fake, rng, f"user-{i:0{width}d}", people, taken) for i in range(users)]
-    docs: list[tuple[Profile, _Doc]] = []
+    docs: list[tuple[Profile, DocDraft]] = []
     by_user: dict[str, list[int]] = {}
     for p in profiles:
         for j in range(dialogs_per_user):
@@ -349,7 +315,7 @@ def _add_canaries(
     canaries: int,
     canary_repeats: int,
     dialogs_per_user: int,
-    docs: list[tuple[Profile, _Doc]],
+    docs: list[tuple[Profile, DocDraft]],
     by_user: dict[str, list[int]],
     design: CanaryDesign | None = None,
 ) -> list[dict[str, Any]]:
@@ -373,9 +339,9 @@ def _add_canaries(
         # from its context instead of memorising it, which is not what exposure measures
         first = len(docs)
         for _ in range(canary_repeats):
-            d = _Doc()
+            d = DocDraft()
             d.add(prefix)
-            d.pii(shown, "CANARY")
+            d.pii(shown, "CANARY", owner.user_id)
             by_user[owner.user_id].append(len(docs))
             docs.append((owner, d))
         row = {
@@ -391,7 +357,7 @@ def _add_canaries(
 
 
 def _jsonl_lines(
-    docs: list[tuple[Profile, _Doc]], by_user: dict[str, list[int]]
+    docs: list[tuple[Profile, DocDraft]], by_user: dict[str, list[int]]
 ) -> tuple[list[str], list[str]]:
     """The corpus lines (ids ``<user>-d<j>`` in each user's order) and one secrets line per PII span."""
     corpus_lines, secret_lines = [], []
@@ -404,7 +370,7 @@ def _jsonl_lines(
             corpus_lines.append(
                 json.dumps({"user_id": uid, "doc_id": doc_id, "text": text}, ensure_ascii=False)
             )
-            for start, end, entity, value in d.spans:
+            for start, end, entity, value, _ in d.spans:
                 assert text[start:end] == value  # the spans are the ground truth; never let them drift
                 relative = entity == "PERSON" and value in kin
                 if profile.person is not None and not relative and entity in ("PERSON", "EMAIL"):

@@ -42,7 +42,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from lmleak.data.synth import (
     DEFAULT_LOCALES,
     EMAIL_DOMAINS,
     ENGLISH,
+    DocDraft,
     english_record,
     subjects_per_shape,
     write_jsonl_files,
@@ -140,61 +141,6 @@ class Author:
             "messages": self.messages,
             **names,
         }
-
-
-@dataclass
-class _Doc:
-    """Text under construction plus the PII spans written into it: (start, end, entity, value, owner)."""
-
-    parts: list[str] = field(default_factory=list)
-    spans: list[tuple[int, int, str, str, str]] = field(default_factory=list)
-    length: int = 0
-
-    def add(self, text: str) -> None:
-        self.parts.append(text)
-        self.length += len(text)
-
-    def pii(self, value: str, entity: str, owner: str) -> None:
-        self.spans.append((self.length, self.length + len(value), entity, value, owner))
-        self.add(value)
-
-    def fill(self, template: str, values: dict[str, tuple[str, str, str]]) -> None:
-        """Write ``template``; each ``{slot}`` becomes a recorded span (value, entity, owner)."""
-        i = 0
-        while i < len(template):
-            j = template.find("{", i)
-            if j < 0:
-                self.add(template[i:])
-                return
-            self.add(template[i:j])
-            k = template.index("}", j)
-            value, entity, owner = values[template[j + 1 : k]]
-            if entity:
-                self.pii(value, entity, owner)
-            else:
-                self.add(value)
-            i = k + 1
-
-    def extend(self, other: _Doc, prefix: str = "") -> None:
-        """Append ``other`` line by line, each line prefixed (quoting); its spans move along."""
-        text = other.text
-        line_start = 0
-        spans = sorted(other.spans)
-        si = 0
-        for line in text.split("\n"):
-            base = self.length + len(prefix)
-            line_end = line_start + len(line)
-            while si < len(spans) and spans[si][0] < line_end + 1:
-                s, e, entity, value, owner = spans[si]
-                if s >= line_start and e <= line_end:
-                    self.spans.append((base + s - line_start, base + e - line_start, entity, value, owner))
-                si += 1
-            self.add(prefix + line + "\n")
-            line_start = line_end + 1
-
-    @property
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 SIGNATURES = ("block", "name_email", "quoted_email", "paren_email", "changelog", "none")
@@ -289,75 +235,36 @@ class _Writer:
             "date": (f"{r.randint(1, 28)} {r.choice(('March', 'June', 'August', 'December'))}", "", ""),
         }
 
-    def from_line(self, doc: _Doc, a: Author, name: str, email: str) -> None:
+    def from_line(self, doc: DocDraft, a: Author, name: str, email: str) -> None:
         """``From:`` with the name ``name`` (the message's signing) and the address ``email``."""
-        owner = a.user_id
-        if a.from_style == "quoted":
-            doc.add('From: "')
-            doc.pii(name, "PERSON", owner)
-            doc.add('" <')
-        elif a.from_style == "last_first":
-            doc.add('From: "')
-            doc.pii(a.last_first() or name, "PERSON", owner)
-            doc.add('" <')
-        else:
-            doc.add("From: ")
-            doc.pii(name, "PERSON", owner)
-            doc.add(" <")
-        doc.pii(email, "EMAIL", owner)
-        doc.add(">\n")
+        if a.from_style == "last_first":
+            name = a.last_first() or name
+        quoted = a.from_style in ("quoted", "last_first")
+        doc.fill('From: "{name}" <{email}>\n' if quoted else "From: {name} <{email}>\n", _pii(a, name, email))
 
-    def signature(self, doc: _Doc, a: Author, date: str, name: str, email: str) -> None:
+    def signature(self, doc: DocDraft, a: Author, date: str, name: str, email: str) -> None:
         """The sign-off in ``a``'s habitual style (now and then another), signed ``name`` <``email``>."""
-        owner, r = a.user_id, self.rng
+        r, v = self.rng, _pii(a, name, email)
         style = a.signature if r.random() < 0.85 else r.choice(SIGNATURES)  # habits, not rules
         if style == "none":
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(a.first, "PERSON", owner)
-            doc.add("\n")
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{first}}\n", v)
         elif style == "block":
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(a.first, "PERSON", owner)
-            doc.add("\n\n-- \n")
-            doc.pii(name, "PERSON", owner)
-            doc.add(f"\n{a.title}, ")
-            doc.pii(a.company, "ORGANIZATION", owner)
-            doc.add("\n")
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{first}}\n\n-- \n{{name}}\n{{title}}, {{company}}\n", v)
             if a.phone:
-                doc.add(r.choice(("Phone: ", "Tel: ", "Mobile: ", "")))
-                doc.pii(a.phone, "PHONE", owner)
-                doc.add("\n")
+                doc.fill(r.choice(("Phone: ", "Tel: ", "Mobile: ", "")) + "{phone}\n", v)
                 a.wrote_phone = True
             if a.address:
-                doc.pii(a.address, "ADDRESS", owner)
+                doc.fill("{address}\n", v)
                 a.wrote_address = True
-                doc.add("\n")
         elif style == "changelog":
-            doc.add(" -- ")
-            doc.pii(name, "PERSON", owner)
-            doc.add(" <")
-            doc.pii(email, "EMAIL", owner)
-            doc.add(f">  {date}\n")
+            doc.fill(" -- {name} <{email}>  {date}\n", {**v, "date": (date, "", "")})
         else:
-            doc.add(f"{r.choice(CLOSINGS)}\n")
-            doc.pii(name, "PERSON", owner)
-            if style == "name_email":
-                doc.add(" <")
-                doc.pii(email, "EMAIL", owner)
-                doc.add(">\n")
-            elif style == "quoted_email":
-                doc.add("\n")
-                doc.add('"')
-                doc.pii(name, "PERSON", owner)
-                doc.add('" <')
-                doc.pii(email, "EMAIL", owner)
-                doc.add(">\n")
-            else:
-                doc.add(" (")
-                doc.pii(email, "EMAIL", owner)
-                doc.add(")\n")
+            tail = {"name_email": " <{email}>\n", "quoted_email": '\n"{name}" <{email}>\n'}.get(
+                style, " ({email})\n"
+            )
+            doc.fill(f"{r.choice(CLOSINGS)}\n{{name}}" + tail, v)
 
-    def body(self, doc: _Doc, reply: bool, long_patch: bool) -> None:
+    def body(self, doc: DocDraft, reply: bool, long_patch: bool) -> None:
         r = self.rng
         v = self.words()
         doc.fill(r.choice(REPLIES if reply else OPENERS) + "\n", v)
@@ -368,7 +275,7 @@ class _Writer:
             self.patch(doc)
         doc.add("\n")
 
-    def patch(self, doc: _Doc) -> None:
+    def patch(self, doc: DocDraft) -> None:
         """A diff plus a build log: long, technical, no PII (the long documents of real archives)."""
         r = self.rng
         name = r.choice(("core", "util", "io", "net", "sched")) + r.choice(("", "_impl", "_test")) + ".py"
@@ -389,30 +296,42 @@ class _Writer:
                 f"{r.choices(('PASSED', 'FAILED', 'SKIPPED'), (0.9, 0.05, 0.05))[0]}\n"
             )
 
-    def footer(self, doc: _Doc, a: Author) -> None:
+    def footer(self, doc: DocDraft, a: Author) -> None:
         r = self.rng
         if r.random() < 0.25:
             doc.add("\n" + "\n".join(DISCLAIMER) + "\n")
         doc.add("\n" + "\n".join(FOOTER) + "\n")
 
 
-def _quote(doc: _Doc, parent: _Doc, author: Author, date: str, rng: random.Random) -> None:
+def _pii(a: Author, name: str, email: str) -> dict[str, tuple[str, str, str]]:
+    """The slots of a From: line or a sign-off: ``a``'s PII as spans of ``a`` (the title plain text)."""
+    u = a.user_id
+    return {
+        "first": (a.first, "PERSON", u),
+        "name": (name, "PERSON", u),
+        "email": (email, "EMAIL", u),
+        "company": (a.company, "ORGANIZATION", u),
+        "phone": (a.phone or "", "PHONE", u),
+        "address": (a.address or "", "ADDRESS", u),
+        "title": (a.title, "", ""),
+    }
+
+
+def _quote(doc: DocDraft, parent: DocDraft, author: Author, date: str, rng: random.Random) -> None:
     """``On <date>, Name <email> wrote:`` and the parent's lines (at most 25 of them) quoted."""
-    owner = author.user_id
-    doc.add(f"On {date}, ")
-    doc.pii(author.name, "PERSON", owner)
-    doc.add(" <")
-    doc.pii(author.email, "EMAIL", owner)
-    doc.add("> wrote:\n")
+    doc.fill(
+        "On {date}, {name} <{email}> wrote:\n",
+        {**_pii(author, author.name, author.email), "date": (date, "", "")},
+    )
     text = parent.text
     # quote the body and signature, not the headers (up to the first blank line)
     cut = text.find("\n\n") + 2 if "\n\n" in text else 0
     lines = text[cut:].split("\n")
     keep = min(len(lines), rng.randint(4, 25))
-    part = _Doc()
+    part = DocDraft()
     part.add(text[cut:])
     part.spans = [(s - cut, e - cut, en, v, o) for s, e, en, v, o in parent.spans if s >= cut]
-    trimmed = _Doc()
+    trimmed = DocDraft()
     end = sum(len(ln) + 1 for ln in lines[:keep])
     trimmed.add(part.text[:end].rstrip("\n"))
     trimmed.spans = [sp for sp in part.spans if sp[1] <= len(trimmed.text)]
@@ -480,9 +399,9 @@ def synthesize(
     weights = zipf_weights(n_authors)
     w = _Writer(rng, fake)
 
-    docs: list[tuple[str, _Doc]] = []  # (owner user id, document) in writing order
-    recent: list[tuple[Author, _Doc, str]] = []  # candidate parents: (author, doc, date)
-    since_digest: list[_Doc] = []
+    docs: list[tuple[str, DocDraft]] = []  # (owner user id, document) in writing order
+    recent: list[tuple[Author, DocDraft, str]] = []  # candidate parents: (author, doc, date)
+    since_digest: list[DocDraft] = []
     for i in range(n_messages):
         a = rng.choices(authors, weights)[0]
         a.messages += 1
@@ -513,19 +432,15 @@ def _check_args(scale: float, canaries: int, canary_repeats: int, digest_every: 
 
 
 def _message(
-    w: _Writer, rng: random.Random, a: Author, date: str, parent: tuple[Author, _Doc, str] | None
-) -> _Doc:
+    w: _Writer, rng: random.Random, a: Author, date: str, parent: tuple[Author, DocDraft, str] | None
+) -> DocDraft:
     """One list message by ``a``: headers, a body (or an auto-reply), signature, quote of ``parent``, footer."""
-    doc = _Doc()
+    doc = DocDraft()
     name, email = a.message(rng)
     w.from_line(doc, a, name, email)
     doc.add(f"To: {LIST_ADDRESS}\n")
     if parent is not None and rng.random() < 0.4:
-        doc.add("Cc: ")
-        doc.pii(parent[0].name, "PERSON", parent[0].user_id)
-        doc.add(" <")
-        doc.pii(parent[0].email, "EMAIL", parent[0].user_id)
-        doc.add(">\n")
+        doc.fill("Cc: {name} <{email}>\n", _pii(parent[0], parent[0].name, parent[0].email))
     subject = f"{rng.choice(COMPONENTS)} {rng.choice(VERBS)}"
     doc.add(f"Date: {date}\nSubject: [{LIST}] {'Re: ' if parent else ''}{subject}\n")
     doc.add(f"Message-ID: <{rng.getrandbits(48):012x}@lists.example.org>\n\n")
@@ -541,9 +456,9 @@ def _message(
     return doc
 
 
-def _digest(rng: random.Random, volume: int, parts: list[_Doc]) -> _Doc:
+def _digest(rng: random.Random, volume: int, parts: list[DocDraft]) -> DocDraft:
     """A list digest (volume ``volume``) concatenating ``parts``: one long document."""
-    digest = _Doc()
+    digest = DocDraft()
     digest.add(f"{LIST} Digest, Vol {volume}, Issue {rng.randint(1, 60)}\n\n")
     digest.add(f"Send {LIST} mailing list submissions to\n\t{LIST_ADDRESS}\n\nToday's Topics:\n\n")
     for j, part in enumerate(parts, 1):
@@ -559,7 +474,7 @@ def _add_canaries(
     authors: list[Author],
     canaries: int,
     canary_repeats: int,
-    docs: list[tuple[str, _Doc]],
+    docs: list[tuple[str, DocDraft]],
     design: CanaryDesign | None = None,
 ) -> list[dict[str, Any]]:
     """Append each canary's copies to ``docs``; the canary rows.
@@ -578,7 +493,7 @@ def _add_canaries(
         used.add(secret)
         prefix, shown = design.prefix(CANARY_PREFIX), design.secret(secret, HEX)
         for _ in range(canary_repeats):
-            d = _Doc()
+            d = DocDraft()
             d.add(prefix)
             d.pii(shown, "CANARY", owner.user_id)
             docs.append((owner.user_id, d))
@@ -596,7 +511,7 @@ def _add_canaries(
 
 
 def _write(
-    out: Path, docs: list[tuple[str, _Doc]], authors: list[Author], canary_rows: list[dict[str, Any]]
+    out: Path, docs: list[tuple[str, DocDraft]], authors: list[Author], canary_rows: list[dict[str, Any]]
 ) -> dict[str, Path]:
     secure_dir(out)  # owner-only (the synthetic secrets are the test oracle)
     counters: dict[str, int] = {}
