@@ -43,7 +43,7 @@ from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
-from lmleak.train.plain import EpochMeter, PlainStrategy, evaluate
+from lmleak.train.plain import EpochMeter, evaluate
 from lmleak.train.sensitive import mask_token_id
 from lmleak.train.sentences import sentence_spans
 from lmleak.train.sequences import RunData, crt_split_words, encode_run
@@ -87,12 +87,6 @@ class TrainResult:
     privacy: dict[str, Any]
     train_users: list[str] = field(default_factory=list)
     val_users: list[str] = field(default_factory=list)
-
-
-def make_strategy(config: TrainConfig) -> Any:
-    if config.mode == "nodp":
-        return PlainStrategy(config)
-    return dp.make_strategy(config)
 
 
 # long: the docstring documents nine parameters; the body itself is under 40 lines of steps, each a helper
@@ -141,7 +135,7 @@ def train_model(
     data = encode_run(config, tokenizer, train_corpus, val, crt)
     train_chunks, val_chunks, extra = data.train, data.val, _strategy_inputs(data, tokenizer)
 
-    strategy = make_strategy(config)
+    strategy = dp.make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
     out = Path(out_dir)
     t_start = time.perf_counter()
