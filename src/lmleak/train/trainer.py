@@ -358,9 +358,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
         gamma=row["gamma"],
         gamma_source="measured",
         gamma_support=int(row["support"]),
-        gamma_upper95=clopper_pearson_upper(
-            round((row["gamma"] or 0.0) * row["support"]), int(row["support"])
-        ),
+        gamma_upper95=delta2_upper_bound(round((row["gamma"] or 0.0) * row["support"]), int(row["support"])),
         gamma_by_entity={
             k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None
         },
@@ -388,22 +386,6 @@ def conservative_delta2(corpus: Corpus, secrets: Sequence[Secret]) -> dict[str, 
         "delta2_support": n,
         "delta2_upper95": None if misses is None else delta2_upper_bound(misses, n),
     }
-
-
-def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> float | None:
-    """One-sided upper confidence bound of a miss rate from ``misses`` of ``n`` (exact binomial).
-
-    Example:
-        >>> round(clopper_pearson_upper(0, 92), 4)  # 0 misses of 92: the rate could still be 3.2 %
-        0.032
-    """
-    if n <= 0:
-        return None
-    if misses >= n:
-        return 1.0
-    from scipy.stats import beta
-
-    return float(beta.ppf(confidence, misses + 1, n - misses))
 
 
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:
