@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.models.torch_causal import TorchCausalLM, _windows
+from lmleak.models.torch_causal import TorchCausalLM, _prune, _windows
 
 
 def per_prefix_oracle(module, full: list[int], start: int, target: int) -> tuple[int, float, float]:
@@ -118,6 +118,25 @@ def test_batch_decoding_equals_decoding_one_by_one():
     assert tok.decode_many(rows) == [tok.decode(r) for r in rows]
 
 
+def beam_oracle(lm: TorchCausalLM, ids: list[int], steps: int, beams: int) -> list[list[int]]:
+    """Beam search of one prompt, one forward pass of its live beams per step (no batching)."""
+    eos = lm.tokenizer.eos_id
+    live: list[tuple[float, list[int]]] = [(0.0, [])]
+    done: list[tuple[float, list[int]]] = []
+    for _ in range(steps):
+        lp = lm._step([ids + seq for _, seq in live])
+        cands: list[tuple[float, list[int]]] = []
+        for (score, seq), row in zip(live, lp, strict=True):
+            vals, idx = torch.topk(row, beams)
+            for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
+                cands.append((score + v, [*seq, t]))
+        live, going = _prune(cands, beams, eos, done)
+        if not going:
+            break
+    pool = sorted(done + live, key=lambda c: -c[0])
+    return [seq for _, seq in pool[:beams]]
+
+
 @settings(max_examples=10, deadline=None)
 @given(
     lengths=st.lists(st.integers(1, 12), min_size=1, max_size=5),
@@ -132,5 +151,5 @@ def test_batched_beam_search_equals_one_prompt_at_a_time(
     lm = TorchCausalLM(tiny_gpt2, id_tokenizer, name="b", max_length=32, batch_tokens=batch_tokens)
     prompts = [[1, *rng.integers(3, 64, size=n).tolist()] for n in lengths]
     batched = lm._beam_many(prompts, steps, beams)
-    one_by_one = [lm._beam(p, steps, beams) for p in prompts]
+    one_by_one = [beam_oracle(lm, p, steps, beams) for p in prompts]
     assert batched == one_by_one

@@ -8,9 +8,9 @@ import pytest
 
 from lmleak.data.corpus import Corpus, Document
 from lmleak.errors import ConfigError
-from lmleak.train.confidentiality import measured_bayesian_confidentiality
+from lmleak.train.confidentiality import delta2_upper_bound, measured_bayesian_confidentiality
 from lmleak.train.config import TrainConfig
-from lmleak.train.trainer import clopper_pearson_upper, train_model
+from lmleak.train.trainer import train_model
 
 TINY = dict(
     epochs=1, batch_size=4, seq_len=24, vocab_size=120, n_embd=16, n_head=2, n_layer=1, holdout_users=0.0
@@ -63,12 +63,10 @@ def test_crt_measures_gamma_against_the_secrets_and_learns_its_tokenizer_on_d_pu
     priv = json.loads((tmp_path / "m" / "privacy.json").read_text())
     # by hand: 1 of the 4 secret spans is missed (the name) -> gamma = 0.25, measured on 4 secrets
     assert (priv["gamma"], priv["gamma_source"], priv["gamma_support"]) == (0.25, "measured", 4)
-    assert priv["gamma_nominal"] is None and priv["gamma_upper95"] == pytest.approx(
-        clopper_pearson_upper(1, 4)
-    )
+    assert priv["gamma_nominal"] is None and priv["gamma_upper95"] == pytest.approx(delta2_upper_bound(1, 4))
     # Theorem 8.3's delta2: the secrets whose sentence the conservative policy does not flag, bounded
     assert priv["delta2_policy"] == "conservative" and priv["delta2_support"] == 4
-    assert priv["delta2_upper95"] == pytest.approx(clopper_pearson_upper(priv["delta2_misses"], 4))
+    assert priv["delta2_upper95"] == pytest.approx(delta2_upper_bound(priv["delta2_misses"], 4))
     assert priv["delta2"] == priv["delta2_misses"] / 4
     assert priv["tokenizer_source"] == "public"
     split = priv["split"]

@@ -4,12 +4,39 @@ are SmolLM2's own (checked against its tokenizer when the model is installed).""
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
+from pathlib import Path
 
 import pytest
 
 from lmleak.errors import ConfigError
-from lmleak.train.vocab import MERGES_FILE, extract_merges, public_tokenizer, shipped_merges, write_merges
+from lmleak.train.vocab import MERGES_FILE, public_tokenizer, shipped_merges
+
+_DIGIT = re.compile(r"[0-9]")
+
+
+def extract_merges(tokenizer_json: str | Path, count: int) -> list[tuple[str, str]]:
+    """The first ``count`` merges of a byte-level BPE ``tokenizer.json`` whose result has no digit."""
+    model = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))["model"]
+    out: list[tuple[str, str]] = []
+    for m in model["merges"]:
+        a, b = m if isinstance(m, list) else m.split(" ", 1)
+        if _DIGIT.search(a + b):
+            continue
+        out.append((a, b))
+        if len(out) == count:
+            break
+    return out
+
+
+def write_merges(merges: list[tuple[str, str]], path: str | Path) -> Path:
+    """The shipped file's format: a header line, then one ``a b`` merge per line."""
+    header = (
+        "#version: lmleak public vocabulary, the first merges of SmolLM2's BPE without digits (Apache-2.0)"
+    )
+    Path(path).write_text("\n".join([header, *(f"{a} {b}" for a, b in merges)]) + "\n", encoding="utf-8")
+    return Path(path)
 
 
 def test_every_size_round_trips_text_and_keeps_lmleaks_special_tokens():

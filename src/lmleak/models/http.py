@@ -412,10 +412,6 @@ class HTTPModel:
         lps = answers.chat_logprobs(answer, self.name) if chat and body.get("logprobs") else []
         return Probe(**common, logprobs=tuple(lps), text=text)
 
-    def detect_tier(self) -> str:
-        """The richest tier the server answers, by one tiny request per tier (never cached)."""
-        return self._fingerprint_probe(None)[0]
-
     # ------------------------------------------------------------------ batching
     def _batched(self, rows: Sequence[Any], ask: Callable[[list[Any]], list[Any]]) -> list[Any]:
         """``ask`` over chunks of ``batch`` rows, ``concurrency`` chunks at once; results in row order."""

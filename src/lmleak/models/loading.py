@@ -229,7 +229,7 @@ def _load_folder(
                 name=None,
                 device=None,
             ),
-            load_dir=lambda d: _load_hf(d, allow_pickle=allow_pickle, opts=opts),
+            load_dir=lambda d: load_hf_dir(d, allow_pickle=allow_pickle, **opts),
         )
     if (path / "lmleak_model.json").exists():
         return load_small_model(path, name=name, batch_tokens=batch_tokens or 4096)
@@ -237,13 +237,8 @@ def _load_folder(
         config = json.loads((path / "config.json").read_text(encoding="utf-8"))
         if any("MaskedLM" in a for a in config.get("architectures") or []):
             return hf_masked.HFMaskedLM.load(path, name=name)
-        return _load_hf(path, allow_pickle=allow_pickle, opts=opts)
+        return load_hf_dir(path, allow_pickle=allow_pickle, **opts)
     ggufs = sorted(path.glob("*.gguf"))
     if len(ggufs) == 1:
         return load_gguf(ggufs[0], **opts)
     return None
-
-
-def _load_hf(path: Path, *, allow_pickle: bool, opts: dict[str, Any]) -> Any:
-
-    return load_hf_dir(path, allow_pickle=allow_pickle, **opts)

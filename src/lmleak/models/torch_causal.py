@@ -251,32 +251,13 @@ class TorchCausalLM:
         last = mask.sum(1) - 1
         return torch.log_softmax(logits[torch.arange(len(rows)), last.to(logits.device)], -1).cpu()
 
-    def _beam(self, ids: list[int], steps: int, beams: int) -> list[list[int]]:
-        """Beam search without length penalty; finished beams (EOS) keep their score.
-
-        With ``beams=1`` this is greedy decoding. Recomputes the whole prefix each step (no KV
-        cache) so it works for every module; small models make that cheap.
-        """
-        eos = self.tokenizer.eos_id
-        live: list[tuple[float, list[int]]] = [(0.0, [])]
-        done: list[tuple[float, list[int]]] = []
-        for _ in range(steps):
-            lp = self._step([ids + seq for _, seq in live])
-            cands: list[tuple[float, list[int]]] = []
-            for (score, seq), row in zip(live, lp, strict=True):
-                vals, idx = torch.topk(row, beams)
-                for v, t in zip(vals.tolist(), idx.tolist(), strict=True):
-                    cands.append((score + v, [*seq, t]))
-            live, going = _prune(cands, beams, eos, done)
-            if not going:
-                break
-        pool = sorted(done + live, key=lambda c: -c[0])
-        return [seq for _, seq in pool[:beams]]
-
     def _beam_many(self, prompts: list[list[int]], steps: int, beams: int) -> list[list[list[int]]]:
-        """:meth:`_beam` for many prompts at once: the live beams of every prompt are scored in one
+        """Beam search without length penalty (finished beams keep their score; ``beams=1`` is
+        greedy decoding) for many prompts at once: the live beams of every prompt are scored in one
         batched forward pass per step (rows padded on the right; each row's last real position is
-        read), and each prompt's search then proceeds exactly as :meth:`_beam` alone would."""
+        read), and each prompt's search then proceeds exactly as a search of that prompt alone would
+        (the one-prompt oracle of ``tests/models/test_torch_causal.py``). Recomputes the whole prefix
+        each step (no KV cache) so it works for every module; small models make that cheap."""
         eos = self.tokenizer.eos_id
         live: list[list[tuple[float, list[int]]]] = [[(0.0, [])] for _ in prompts]
         done: list[list[tuple[float, list[int]]]] = [[] for _ in prompts]

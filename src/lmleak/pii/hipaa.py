@@ -62,6 +62,12 @@ _PATTERNS: list[tuple[str, str, str]] = [
 ]
 
 
+def _any_of(words: set[str], flags: str = "") -> re.Pattern[str] | None:
+    """A regex for any of ``words`` as a whole word, longest first (None without words)."""
+    ordered = sorted(words, key=len, reverse=True)
+    return re.compile(flags + r"\b(?:" + "|".join(map(re.escape, ordered)) + r")\b") if ordered else None
+
+
 @dataclass(frozen=True, slots=True)
 class PhiSpan:
     """A masked identifier: character span, Table 4 class letter and placeholder label."""
@@ -84,27 +90,20 @@ class HipaaAnonymizer:
     def __init__(
         self, *, known_names: Iterable[str] = (), known_places: Iterable[str] = (), name_lists: bool = True
     ) -> None:
-        self._patterns = [(re.compile(p), c, lab) for p, c, lab in _PATTERNS]
-        names = sorted({n.strip() for n in known_names if n.strip()}, key=len, reverse=True)
-        parts = sorted({w for n in names for w in n.split() if len(w) > 1}, key=len, reverse=True)
-        places = sorted({p.strip() for p in known_places if p.strip()}, key=len, reverse=True)
-        self._names = re.compile(r"(?i)\b(?:" + "|".join(map(re.escape, names)) + r")\b") if names else None
+        names = {n.strip() for n in known_names if n.strip()}
+        places = {p.strip() for p in known_places if p.strip()}
+        known = [(_any_of(names, "(?i)"), "A", "NAME"), (_any_of(places, "(?i)"), "B", "HOSPITAL")]
+        self._patterns = [(rx, c, lab) for rx, c, lab in known if rx is not None]
+        self._patterns += [(re.compile(p), c, lab) for p, c, lab in _PATTERNS]
         # a known patient's first or last name on its own ("Ms. Smith", "Ada said") is still a name
-        self._name_parts = re.compile(r"\b(?:" + "|".join(map(re.escape, parts)) + r")\b") if parts else None
-        self._places = (
-            re.compile(r"(?i)\b(?:" + "|".join(map(re.escape, places)) + r")\b") if places else None
-        )
+        self._name_parts = _any_of({w for n in names for w in n.split() if len(w) > 1})
         self._use_lists = name_lists
 
     def spans(self, text: str) -> list[PhiSpan]:
         """Non-overlapping identifier spans, earliest-longest first."""
-        found: list[PhiSpan] = []
-        if self._names is not None:
-            found += [PhiSpan(m.start(), m.end(), "A", "NAME") for m in self._names.finditer(text)]
-        if self._places is not None:
-            found += [PhiSpan(m.start(), m.end(), "B", "HOSPITAL") for m in self._places.finditer(text)]
-        for rx, cls, label in self._patterns:
-            found += [PhiSpan(m.start(), m.end(), cls, label) for m in rx.finditer(text)]
+        found = [
+            PhiSpan(m.start(), m.end(), c, lab) for rx, c, lab in self._patterns for m in rx.finditer(text)
+        ]
         if self._use_lists:
             found += self._listed_names(text)
         if self._name_parts is not None:

@@ -176,14 +176,10 @@ def serve(spec: str, settings: ServeSettings | None = None, *, echo: Any = None)
     from lmleak.models.loading import load_model
 
     sock = bind(s.host, s.port)  # a taken port is refused before the model loads
-    try:
-        model = load_model(spec, dtype=s.dtype, batch_tokens=s.batch_tokens)
-    except BaseException:
-        sock.close()
-        raise
     port = sock.getsockname()[1]
     access = Access(s.api_key, s.allowed_hosts, port, s.host)
     try:
+        model = load_model(spec, dtype=s.dtype, batch_tokens=s.batch_tokens)
         app = build_app(model, tier=s.tier, name=s.name, limits=s, access=access)
     except BaseException:
         sock.close()

@@ -67,18 +67,6 @@ warnings.filterwarnings("ignore", message="Full backward hook is firing", catego
 warnings.filterwarnings("ignore", message="Secure RNG turned off", category=UserWarning)
 
 
-def _engine(config: TrainConfig) -> Any:
-    from opacus import PrivacyEngine
-
-    return PrivacyEngine(accountant=config.accountant, secure_mode=False)
-
-
-def _dataset(chunks: Chunks) -> Any:
-    from torch.utils.data import TensorDataset
-
-    return TensorDataset(chunks.ids, chunks.lengths)
-
-
 class DPStrategy:
     """DP-SGD over the training sequences, per user or per sequence (module docstring)."""
 
@@ -100,8 +88,9 @@ class DPStrategy:
     def _make_private(
         self, module: torch.nn.Module, chunks: Chunks, extra: dict[str, Any]
     ) -> torch.nn.Module:
+        from opacus import PrivacyEngine
         from opacus.validators import ModuleValidator
-        from torch.utils.data import DataLoader
+        from torch.utils.data import DataLoader, TensorDataset
 
         cfg = self.config
         self.unit = extra.get("unit") or "sequence"
@@ -115,10 +104,11 @@ class DPStrategy:
             return self._make_private_by_hand(module, chunks)
         if not self.ghost:
             module = ModuleValidator.fix(module)  # nn.LSTM -> DPLSTM (same state-dict names)
-        self.engine = _engine(cfg)
+        self.engine = PrivacyEngine(accountant=cfg.accountant, secure_mode=False)
         optimizer = torch.optim.AdamW(module.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
         shuffle = cfg.sampler == "shuffle"
-        loader = DataLoader(_dataset(chunks), batch_size=min(cfg.batch_size, len(chunks)), shuffle=shuffle)
+        data = TensorDataset(chunks.ids, chunks.lengths)
+        loader = DataLoader(data, batch_size=min(cfg.batch_size, len(chunks)), shuffle=shuffle)
         common: dict[str, Any] = dict(
             module=module,
             optimizer=optimizer,

