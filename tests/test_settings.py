@@ -66,3 +66,40 @@ def test_each_item_of_a_tuple_of_numbers_is_checked():
     assert Ks(k=[2, 5]).k == (2, 5)
     with pytest.raises(ConfigError, match="field 'k': must be a whole number >= 1, got 0"):
         Ks(k=(1, 0))
+
+
+def test_null_for_an_optional_list_reads_as_none():
+    """``methods: null`` (what ``lmleak audit --example`` writes for an unset list) is None, not a crash."""
+
+    @dataclass(frozen=True)
+    class Listed(Settings):
+        methods: tuple[str, ...] | None = setting(None, help="Names.", note="null: the defaults")
+
+    assert Listed.from_mapping({"methods": None}).methods is None
+    assert Listed.from_mapping({"methods": ["a", "b"]}).methods == ("a", "b")
+
+
+def test_noted_lines_read_back_as_the_settings_they_were_written_from():
+    """The YAML lines of a settings object (its noted keys, and every key off its default) parse
+    back into the same object: the written config and ``--example`` cannot drift from the class."""
+    import yaml
+
+    from lmleak.settings import noted_lines
+
+    @dataclass(frozen=True)
+    class Noted(Settings):
+        shots: int = setting(3, help="Examples.", ge=1, note="k-shot: the first k " * 8)
+        share: float = setting(0.5, help="Share given.", gt=0, lt=1)
+        names: tuple[str, ...] | None = setting(None, help="Names.", note="null: all")
+        loaded: object = setting(None, help="A loaded model.", yaml=False, compare=False)
+
+    for obj in (Noted(), Noted(share=0.25, names=("a b", "c: d"))):
+        lines = noted_lines(obj, "  ", 20)
+        assert all(len(line) <= 118 for line in lines)
+        assert Noted.from_mapping(yaml.safe_load("x:\n" + "\n".join(lines))["x"]) == obj
+    assert [
+        line.split(":")[0].strip() for line in noted_lines(Noted(), "", 20) if not line.startswith(" ")
+    ] == [
+        "shots",
+        "names",
+    ]  # share is at its default and has no note: left out

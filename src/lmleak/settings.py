@@ -38,6 +38,8 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
+import textwrap
 import types
 import typing
 from collections.abc import Mapping
@@ -68,6 +70,9 @@ class Meta:
             ``option`` (both given and different: refused).
         cli: an option of the CLI (False: the command fills it itself, e.g. a greedy list).
         yaml: a key of the audit YAML (False: a value only Python can give, e.g. a loaded model).
+        note: the comment beside the key in the audit YAML (``lmleak audit --example`` and the
+            config ``lmleak audit --model`` writes, :func:`noted_lines`): a field with a note is
+            listed there even at its default, one without only when it differs from it.
     """
 
     help: str
@@ -83,6 +88,7 @@ class Meta:
     old: str | None = None
     cli: bool = True
     yaml: bool = True
+    note: str | None = None
 
 
 def setting(
@@ -185,6 +191,76 @@ class Settings:
         }
 
 
+# --- the audit YAML's lines: one note per field, written beside its key -------------------------
+
+
+def yaml_scalar(v: Any) -> str:
+    """A YAML flow scalar (JSON strings are YAML; a float keeps its dot so YAML 1.1 reads a float).
+
+    Example:
+        >>> [yaml_scalar(x) for x in (None, True, 3, 1e-05, 2.0, "a: b", [1, 3])]
+        ['null', 'true', '3', '1.0e-05', '2.0', '"a: b"', '[1, 3]']
+    """
+    if v is None:
+        return "null"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        r = repr(v)
+        return r.replace("e", ".0e") if "e" in r and "." not in r else r
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(yaml_scalar(x) for x in v) + "]"
+    return json.dumps(str(v), ensure_ascii=False)
+
+
+def commented(text: str, note: str | None, col: int, width: int = 118) -> list[str]:
+    """``text`` with ``note`` as its YAML comment from column ``col``, wrapped to ``width`` (the
+    continuation lines are comments in the same column).
+
+    Example:
+        >>> for line in commented("  k: 3", "the top-k of the tab attack, one or several", 10, 40):
+        ...     print(line)
+          k: 3    # the top-k of the tab attack,
+                  # one or several
+    """
+    if not note:
+        return [text]
+    parts = textwrap.wrap(note, max(width - col - 2, 30), break_on_hyphens=False, break_long_words=False)
+    return [f"{text:<{col}}# {parts[0]}", *(f"{'':<{col}}# {part}" for part in parts[1:])]
+
+
+def is_default(obj: Settings, f: dataclasses.Field[Any]) -> bool:
+    """Whether field ``f`` of ``obj`` holds its default."""
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    value = getattr(obj, f.name)
+    return bool(value == (tuple(default) if isinstance(default, list) else default))
+
+
+def noted_lines(obj: Settings, indent: str, col: int) -> list[str]:
+    """The YAML lines of ``obj``'s keys: those with a note (each beside it) and those that differ
+    from their default (``lmleak audit --example`` shows a class's defaults this way).
+
+    Example:
+        >>> @dataclass(frozen=True)
+        ... class Demo(Settings):
+        ...     shots: int = setting(3, help="Examples in the prefix.", note="k-shot: the first k")
+        ...     seed: int = setting(0, help="Random seed.")
+        >>> print("\\n".join(noted_lines(Demo(), "  ", 14)))
+          shots: 3    # k-shot: the first k
+        >>> print("\\n".join(noted_lines(Demo(seed=7), "  ", 14)))
+          shots: 3    # k-shot: the first k
+          seed: 7
+    """
+    lines: list[str] = []
+    for f in dataclasses.fields(obj):
+        m = meta_of(f)
+        if m.yaml and (m.note is not None or not is_default(obj, f)):
+            lines.extend(commented(f"{indent}{f.name}: {yaml_scalar(getattr(obj, f.name))}", m.note, col))
+    return lines
+
+
 # --- building a dataclass from a mapping (the audit YAML's rule, one place) ---------------------
 
 
@@ -267,4 +343,4 @@ def convert(value: Any, tp: Any, name: str, path: str | None) -> Any:
         raise ConfigError(
             f"expected {getattr(tp, '__name__', str(tp))}, got {value!r}", path=path, field=name
         )
-    return tuple(value) if origin is tuple else value
+    return tuple(value) if origin is tuple and value is not None else value

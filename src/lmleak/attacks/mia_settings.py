@@ -45,7 +45,10 @@ class MembershipSettings(Settings):
     """
 
     members: str | None = setting(
-        None, help="Texts that were in training (JSONL with 'text', or lines).", panel=SETS
+        None,
+        help="Texts that were in training (JSONL with 'text', or lines).",
+        panel=SETS,
+        note="a file of member texts (needs non_members too); null: the training corpus's users (minus held-out ones)",
     )
     non_members: str | None = setting(
         None,
@@ -53,6 +56,7 @@ class MembershipSettings(Settings):
         "model never saw (a corpus with user_id, as the audit config's non_members); the members are the "
         "corpus's users outside holdout.json.",
         panel=SETS,
+        note="null: the model's held-out users (holdout.json); alone: a corpus of people the model never saw (JSONL like the corpus; none may be a training user); with members: a file of non-member texts",
     )
     corpus: str | None = setting(
         None,
@@ -85,8 +89,15 @@ class MembershipSettings(Settings):
         ge=2,
         panel=SETS,
         old="--n",
+        note="texts drawn per side after de-duplication (balanced)",
     )
-    group_size: int = setting(20, help="Texts per group for the group attack (0: skip it).", ge=0, panel=SETS)
+    group_size: int = setting(
+        20,
+        help="Texts per group for the group attack (0: skip it).",
+        ge=0,
+        panel=SETS,
+        note="texts per disjoint group of the group attack (0: none)",
+    )
     num_groups: int | None = setting(
         None,
         help="At most this many disjoint groups per side (groups never overlap; A.4's did).",
@@ -94,7 +105,10 @@ class MembershipSettings(Settings):
         panel=SETS,
     )
     methods: tuple[str, ...] | None = setting(
-        None, help="The attacks scored (None: perplexity, zlib, min_k, + reference with one).", cli=False
+        None,
+        help="The attacks scored (None: perplexity, zlib, min_k, + reference with one).",
+        cli=False,
+        note="null: perplexity, zlib, min_k (+ reference with a public model); or a list of min_k_pp, lowercase, recall, neighbourhood (needs mlm), samia, ... or all; the blind baseline is always reported (docs/membership.md)",
     )
     reference: str | None = setting(
         None,
@@ -109,12 +123,14 @@ class MembershipSettings(Settings):
         None,
         help="HF masked-LM directory that makes the neighbourhood method's neighbours.",
         panel=METHODS_PANEL,
+        note="HF masked-LM directory for the neighbourhood method's neighbours",
     )
     recall_prefix: str | None = setting(
         None,
         help="Non-member texts (file) forming ReCaLL's prefix (default: --recall-shots non-members, left out "
         "of the evaluation).",
         panel=METHODS_PANEL,
+        note="file of non-member texts for ReCaLL's prefix (null: recall_shots non-members)",
     )
     recall_shots: int = setting(
         3, help="Non-members in ReCaLL's prefix without --recall-prefix.", ge=1, panel=METHODS_PANEL
@@ -160,7 +176,13 @@ class MembershipSettings(Settings):
     )
     samia_ngram: int = setting(1, help="SaMIA: N of the ROUGE-N recall (1 or 2).", ge=1, le=2, panel=SAMIA)
     blind: bool = setting(True, help="Report the blind (text-only) baseline beside the attacks.", panel=STATS)
-    n_boot: int = setting(N_BOOT, help="Bootstrap replicates behind every interval.", ge=1, panel=STATS)
+    n_boot: int = setting(
+        N_BOOT,
+        help="Bootstrap replicates behind every interval.",
+        ge=1,
+        panel=STATS,
+        note="bootstrap replicates of every 95 % interval (over users / text clusters)",
+    )
     seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1, panel=STATS)
 
     def check(self) -> None:

@@ -39,9 +39,17 @@ class ExposureSettings(Settings):
 
     alphabet: str | None = setting(None, help="Alphabet of the secrets (default: digits).")
     extrapolate: bool = setting(False, help="Add the skew-normal estimate (Carlini et al. §4.3).")
-    sample_size: int = setting(5000, help="Candidates sampled for the skew-normal fit.", ge=2)
+    sample_size: int = setting(
+        5000,
+        help="Candidates sampled for the skew-normal fit.",
+        ge=2,
+        note="...fitted on this many random candidates",
+    )
     max_candidates: int = setting(
-        10_000_000, help="Largest |R| ranked exactly; larger formats are extrapolated (0: every one).", ge=0
+        10_000_000,
+        help="Largest |R| ranked exactly; larger formats are extrapolated (0: every one).",
+        ge=0,
+        note="formats with more candidates: extrapolated rank (skew-normal fit), not exact",
     )
     seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=2**32 - 1)
     placebos: int | None = setting(
@@ -49,6 +57,7 @@ class ExposureSettings(Settings):
         help="Never-inserted secrets ranked beside the canaries, per format (default: as many as its "
         "canaries; 0: none).",
         ge=0,
+        note="never-inserted secrets ranked beside them, per format (null: as many as canaries; 0: none)",
     )
     canary_design: str | None = setting(
         None,

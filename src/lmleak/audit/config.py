@@ -27,7 +27,7 @@ from lmleak.probe.settings import ProbeSettings
 from lmleak.render.limits import GateSettings
 from lmleak.report.leakage import ReportSettings
 from lmleak.safe_yaml import load_yaml_file
-from lmleak.settings import Settings, build, setting
+from lmleak.settings import Settings, build, commented, noted_lines, setting, yaml_scalar
 
 EXAMPLE = """\
 # lmleak audit config: `lmleak audit THIS_FILE` runs every analysis listed under `analyses`.
@@ -52,59 +52,6 @@ redact: false                   # true: every stage writes only numbers, labels 
                                 # or random and discarded); same as `lmleak audit --redact`
 
 analyses:
-  report:                       # training data leakage report (Inan et al.)
-    k: [1, 3]                   # top-k of the tab attack
-    t: 1.0                      # curated = unique sequences with PP_public / PP_model >= t (paper 001 §5)
-    p: 5                        # k-anonymity filter: user count in S < p
-    pii_policy: regex           # leaked PII = user-unique sequences overlapping this policy's detections
-    min_tokens: 5               # ...headlined when at least this many tokens long (shorter ones counted apart)
-    public_context_tokens: null # context the public model sees per sequence (null: ledger overlap, <= 128)
-    public_occurrences: 8       # occurrences per sequence the public model scores (the most confident ones)
-  exposure:                     # canary exposure (Carlini et al.); needs a canaries file
-    canaries: null              # canaries.jsonl (text, secret, prefix, ...)
-    max_candidates: 10000000    # formats with more candidates: extrapolated rank (skew-normal fit), not exact
-    sample_size: 5000           # ...fitted on this many random candidates
-    placebos: null              # never-inserted secrets ranked beside them, per format (null: as many as canaries; 0: none)
-  mia:                          # membership inference. `mia: {}` works from the model's held-out users
-                                # (holdout.json of `lmleak train --holdout-users`): they are the non-members,
-                                # the documents of the users it was trained on the members. The public model
-                                # is the reference of its calibrated score: it must not have seen the non-members
-    members: null               # a file of member texts (needs non_members too)
-    non_members: null           # alone: a corpus of people the model never saw (JSONL like the corpus; none
-                                # may be a training user); with members: a file of non-member texts
-    group_size: 20              # texts per disjoint group of the group attack (0: none)
-    num_per_side: 1000          # texts drawn per side after de-duplication (balanced)
-    n_boot: 1000                # bootstrap replicates of every 95 % interval (over users / text clusters)
-  membership:                   # which membership methods the mia stage scores (docs/membership.md)
-    methods: [perplexity, zlib, min_k, min_k_pp]  # also lowercase, recall, reference (needs public_model),
-                                # neighbourhood (needs mlm), or all; the blind baseline is always reported
-    mlm: null                   # HF masked-LM directory for the neighbourhood method's neighbours
-    recall_prefix: null         # file of non-member texts for ReCaLL's prefix (null: 3 non-members)
-  probe:                        # PII probing (ProPILE); needs a subjects file
-    subjects: null              # `lmleak probe build CORPUS --out subjects.jsonl` writes one
-    level: null                 # twin | triplet | quadruplet; null: triplet when subjects have one, else
-                                # the level that has eligible subjects (a level with none warns)
-    templates: 5                # k-shot: the first 5 templates (of the paper's, or of template_file)
-    template_file: null         # mined: mine them from the corpus (`From: {name} <`...); or a templates
-                                # YAML file (the older `templates: mined` + `shots: 5` still reads)
-    beams: 3                    # and every option of `lmleak probe run`: targets, samples, made_up, ...
-  dp_audit: null                # one-run DP audit (Steinke et al. 2023): retrains the model's own recipe
-                                # (train.json) with m canaries, e.g. {m: 256, confidence: 0.95}; per person:
-                                # {m: 256, privacy_unit: user, canary_documents: 4} (canary people, docs/dp-audit.md)
-  extract: null                 # untargeted extraction (Carlini et al. 2021), e.g. {num_samples: 1000}
-  kart: true                    # the KART scenario table over every stage
-
-render:
-  show_text: false              # the report shows leaked text only when true (redacted by default)
-
-gate:                           # the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it
-  profile: release              # shipped limits, each with its rationale (docs/audit.md); null: none
-  max_mia_auc: null             # any limit of `lmleak gate` (max_unique, max_pii_unique, max_leakage_epsilon,
-                                # max_exposure, max_mia_auc, max_pii_exact_match, max_pii_people_excess,
-                                # max_pii_exact_match_excess, min_epsilon_lower_bound, max_extracted) sets
-                                # or overrides one; each is decided on its 95 % interval
-  allow_not_evaluable: false    # true: a limit whose analysis did not run is listed but does not fail
-  allow_inconclusive: false     # true: a limit whose interval straddles it is listed but does not fail
 """
 
 
@@ -128,7 +75,12 @@ class ModelSpec:
 class ExposureSpec(ExposureSettings):
     """``analyses.exposure``: the settings of ``lmleak exposure`` and the canaries file they rank."""
 
-    canaries: str | None = setting(None, help="canaries.jsonl (null: no exposure stage).", cli=False)
+    canaries: str | None = setting(
+        None,
+        help="canaries.jsonl (null: no exposure stage).",
+        cli=False,
+        note="canaries.jsonl (text, secret, prefix, ...)",
+    )
 
 
 #: ``analyses.mia`` (and its older spelling ``analyses.membership``, merged into it): the one settings
@@ -156,6 +108,70 @@ class RenderSpec:
 
 #: ``gate:``: the limits of the release verdict, the same class ``lmleak gate``'s options come from
 GateSpec = GateSettings
+
+#: the comment beside each analysis under ``analyses:`` (the EXAMPLE config's and the config a
+#: quick audit writes); the keys inside a section carry their own, their fields' notes
+SECTION_NOTES = {
+    "report": "training data leakage report (Inan et al.)",
+    "exposure": "canary exposure (Carlini et al.); needs a canaries file",
+    "mia": "membership inference. `mia: {}` works from the model's held-out users (holdout.json of "
+    "`lmleak train --holdout-users`): they are the non-members, the documents of the users it was "
+    "trained on the members. The public model is the reference of its calibrated score: it must not "
+    "have seen the non-members",
+    "membership": "the older spelling of mia's methods, mlm and recall_prefix (merged into mia)",
+    "probe": "PII probing (ProPILE); needs a subjects file; every option of `lmleak probe run` is a "
+    "key (targets, samples, made_up, ...)",
+    "dp_audit": "one-run DP audit (Steinke et al. 2023): retrains the model's own recipe (train.json) "
+    "with m canaries, e.g. {m: 256, confidence: 0.95}; per person: {m: 256, privacy_unit: user, "
+    "canary_documents: 4} (canary people, docs/dp-audit.md)",
+    "extract": "untargeted extraction (Carlini et al. 2021), e.g. {num_samples: 1000}",
+    "kart": "the KART scenario table over every stage",
+}
+
+
+def _example_tail() -> str:
+    """``analyses:`` and what follows it in :data:`EXAMPLE`: each analysis with its settings
+    class's noted keys at their defaults (a new field with a note appears here by itself)."""
+    col = 32
+    shown: dict[str, Settings] = {
+        "report": ReportSettings(),
+        "exposure": ExposureSpec(),
+        "mia": MembershipSettings(),
+        "probe": ProbeSettings(),
+    }
+    lines: list[str] = []
+    for f in dataclasses.fields(AnalysesSpec):
+        if f.name == "membership":  # the older spelling: its keys are mia's
+            continue
+        if f.name in shown:
+            lines.extend(commented(f"  {f.name}:", SECTION_NOTES[f.name], col))
+            lines.extend(noted_lines(shown[f.name], "    ", col))
+        else:
+            lines.extend(commented(f"  {f.name}: {yaml_scalar(f.default)}", SECTION_NOTES[f.name], col))
+    limits = ", ".join(GateSettings().limits())
+    gate = noted_lines(GateSettings(profile="release"), "  ", col)  # profile first
+    lines += [
+        "",
+        "render:",
+        *commented(
+            "  show_text: false", "the report shows leaked text only when true (redacted by default)", col
+        ),
+        "",
+        *commented(
+            "gate:", "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it", col
+        ),
+        *gate[:1],
+        *commented(
+            "  max_mia_auc: null",
+            f"any limit of `lmleak gate` ({limits}) sets or overrides one; each is decided on its 95 % interval",
+            col,
+        ),
+        *gate[1:],
+    ]
+    return "\n".join(lines) + "\n"
+
+
+EXAMPLE += _example_tail()
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.mia_texts import membership_texts
-from lmleak.audit.config import AuditConfig, check_model_folder, load_config, parse_config
+from lmleak.audit.config import SECTION_NOTES, AuditConfig, check_model_folder, load_config, parse_config
 from lmleak.audit.nonmembers import quick_command
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
@@ -45,7 +45,7 @@ from lmleak.probe.mining import mine_templates
 from lmleak.probe.people import people_counts
 from lmleak.probe.subjects import read_subjects
 from lmleak.runs import atomic_write_text, secure_dir
-from lmleak.settings import Settings, meta_of
+from lmleak.settings import Settings, commented, noted_lines, yaml_scalar
 from lmleak.words import plural
 
 CONFIG_FILE = "audit.yaml"
@@ -292,99 +292,51 @@ def config_for(model: str, corpus: str | Path, options: QuickOptions = QuickOpti
     return plan_quick_audit(model, corpus, options).config
 
 
-#: comments beside keys of the written config (the EXAMPLE config's, shortened)
+#: comments beside the keys of the written config that are not a settings field's (each field's
+#: is its note, :func:`~lmleak.settings.noted_lines`; each analysis's is the EXAMPLE config's)
 _COMMENTS = {
     "out": "the run directory: this folder",
     "corpus.format": "null: from the file name (JSONL, CSV, Parquet, folder, HF dataset)",
     "corpus.doc_field": "optional in the data: derived stably when absent",
     "corpus.skip_bad_rows": "true: count and report bad rows instead of failing",
-    "public_model": "a model that never saw the data (smollm2-135m, base, leave-out, a folder): leakage ε",
+    "public_model": "a model that never saw the data (smollm2-135m, base, leave-out, folder): leakage ε",
     "device": "null: a GPU when torch sees one; cpu, cuda, cuda:N",
     "redact": "true: only numbers, labels and keyed-hash ids in the run",
-    "analyses.report": "training data leakage report (Inan et al.)",
-    "analyses.report.k": "top-k of the tab attack",
-    "analyses.report.t": "curated = unique sequences with PP_public / PP_model >= t",
-    "analyses.report.p": "k-anonymity filter: user count in S < p",
-    "analyses.report.public_context_tokens": "null: the ledger's overlap, <= 128",
-    "analyses.exposure.max_candidates": "more candidates: extrapolated rank (skew-normal fit)",
-    "analyses.exposure.placebos": "never-inserted secrets beside them (null: as many as canaries)",
-    "analyses.mia.members": "null: the training corpus's users (minus held-out ones)",
-    "analyses.mia.non_members": "null: the model's held-out users (holdout.json); or a corpus of people it never saw",
-    "analyses.mia.group_size": "texts per disjoint group of the group attack (0: none)",
-    "analyses.mia.num_per_side": "texts drawn per side after de-duplication (balanced)",
-    "analyses.mia.n_boot": "bootstrap replicates of every 95 % interval",
-    "analyses.membership": "null: perplexity, zlib, min_k (+ reference with a public model); docs/membership.md",
-    "analyses.probe.level": "null: the level the subjects have (twin | triplet | quadruplet)",
-    "analyses.probe.templates": "mined: from the corpus; 5: the paper's first 5; or a templates file",
-    "analyses.dp_audit": "one-run DP audit: retrains the model's recipe with canaries, e.g. {m: 256}",
-    "analyses.extract": "untargeted extraction, e.g. {num_samples: 1000}",
-    "analyses.kart": "the KART scenario table over every stage",
+    **{f"analyses.{name}": note for name, note in SECTION_NOTES.items()},
     "render.show_text": "the report shows leaked text only when true",
     "gate": "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it",
-    "gate.profile": "shipped limits, each with its rationale (docs/verdict.md)",
-    "gate.allow_not_evaluable": "true: a limit whose analysis did not run does not fail",
 }
-
-
-def _scalar(v: Any) -> str:
-    """A YAML flow scalar (JSON strings are YAML; a float keeps its dot so YAML 1.1 reads a float).
-
-    Example:
-        >>> [_scalar(x) for x in (None, True, 3, 1e-05, 2.0, "a: b", [1, 3])]
-        ['null', 'true', '3', '1.0e-05', '2.0', '"a: b"', '[1, 3]']
-    """
-    if v is None:
-        return "null"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        r = repr(v)
-        return r.replace("e", ".0e") if "e" in r and "." not in r else r
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_scalar(x) for x in v) + "]"
-    return json.dumps(str(v), ensure_ascii=False)
-
-
-def _line(text: str, comment: str | None) -> str:
-    return f"{text:<34}# {comment}" if comment else text
-
-
-def _left_out(obj: Settings, f: dataclasses.Field[Any], key: str) -> bool:
-    """A settings field the written config leaves out: not a YAML key, or at its default and not one
-    of the keys the config explains (``_COMMENTS``); the config stays short, and reads back the same."""
-    if not meta_of(f).yaml:
-        return True
-    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-    return key not in _COMMENTS and getattr(obj, f.name) == default
+#: the column the comments start in
+_COL = 34
 
 
 def _emit(obj: Any, where: str, indent: str, notes: dict[str, str], lines: list[str]) -> None:
     """The fields of dataclass ``obj`` as YAML lines, each with its comment (and a note above the
-    analyses :func:`plan_quick_audit` decided)."""
+    analyses :func:`plan_quick_audit` decided); a settings section's keys carry their fields' notes
+    (:func:`~lmleak.settings.noted_lines`)."""
     for f in dataclasses.fields(obj):
         if f.name == "base_dir":
             continue
         key, value = f"{where}.{f.name}".strip("."), getattr(obj, f.name)
-        if isinstance(obj, Settings) and _left_out(obj, f, key):
-            continue
         note = notes.get(key.removeprefix("analyses."))
         if note and key.startswith("analyses."):
             lines.extend(f"{indent}# {part}" for part in _wrap(note, 96 - len(indent)))
         comment = _COMMENTS.get(key)
-        if dataclasses.is_dataclass(value):
-            lines.append(_line(f"{indent}{f.name}:", comment))
+        if isinstance(value, Settings):
+            lines.extend(commented(f"{indent}{f.name}:", comment, _COL))
+            lines.extend(noted_lines(value, indent + "  ", _COL))
+        elif dataclasses.is_dataclass(value):
+            lines.extend(commented(f"{indent}{f.name}:", comment, _COL))
             _emit(value, key, indent + "  ", notes, lines)
         elif isinstance(value, list) and value and dataclasses.is_dataclass(value[0]):
-            lines.append(_line(f"{indent}{f.name}:", comment))
+            lines.extend(commented(f"{indent}{f.name}:", comment, _COL))
             for item in value:
                 sub: list[str] = []
                 _emit(item, key, indent + "    ", notes, sub)
                 lines.append(f"{indent}  - " + sub[0].lstrip())
                 lines.extend(sub[1:])
         else:
-            lines.append(_line(f"{indent}{f.name}: {_scalar(value)}", comment))
+            lines.extend(commented(f"{indent}{f.name}: {yaml_scalar(value)}", comment, _COL))
 
 
 def _wrap(text: str, width: int) -> list[str]:

@@ -78,10 +78,25 @@ class ProbeSettings(Settings):
         None,
         help="twin, triplet or quadruplet (default: triplet when subjects have it, else the level that has them).",
         choices=LEVEL_NAMES,
+        note="twin | triplet | quadruplet; null: triplet when subjects have one, else the level that has eligible subjects (a level with none warns)",
     )
-    templates: int | None = setting(5, help="k-shot: the first k templates.", ge=1)
-    template_file: str | None = setting(None, help="User templates (YAML).")
-    beams: int = setting(3, help="Beams of the beam search (A.3; the best beam is kept).", ge=1)
+    templates: int | None = setting(
+        5,
+        help="k-shot: the first k templates.",
+        ge=1,
+        note="k-shot: the first k templates (the paper's, or template_file's)",
+    )
+    template_file: str | None = setting(
+        None,
+        help="User templates (YAML).",
+        note="mined: mine them from the corpus (`From: {name} <`...); or a templates YAML file (the older `templates: mined` + `shots: 5` still reads)",
+    )
+    beams: int = setting(
+        3,
+        help="Beams of the beam search (A.3; the best beam is kept).",
+        ge=1,
+        note="beams of the beam search (the best beam is kept)",
+    )
     samples: int = setting(0, help="Sample N times instead of beam search.", ge=0)
     generate: bool = setting(
         True, help="Likelihoods only (no generation, no exact match).", option=" /--no-generate"
@@ -102,7 +117,10 @@ class ProbeSettings(Settings):
     seed: int = setting(0, help="Random seed (same seed, same result).", ge=0, le=SEED_MAX)
     figures: bool = setting(True, help="Write the figures beside the tables.", cli=False)
     subjects: str | None = setting(
-        None, help="The audit's subjects file (`lmleak probe build` writes one).", cli=False
+        None,
+        help="The audit's subjects file (`lmleak probe build` writes one).",
+        cli=False,
+        note="`lmleak probe build CORPUS --out subjects.jsonl` writes one",
     )
 
     def __post_init__(self) -> None:

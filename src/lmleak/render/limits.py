@@ -124,6 +124,7 @@ class GateSettings(Settings):
         None,
         help="A shipped set of limits, each with its rationale: release. Options given override its limits.",
         choices=tuple(PROFILES),
+        note="shipped limits, each with its rationale (docs/verdict.md); null: none",
     )
     max_unique: int | None = setting(None, help="Most unique leaked sequences allowed.", ge=0)
     max_pii_unique: int | None = setting(
@@ -164,11 +165,13 @@ class GateSettings(Settings):
     allow_not_evaluable: bool = setting(
         False,
         help="Pass limits whose analysis did not run or had too little data (listed, not counted as failures).",
+        note="true: a limit whose analysis did not run is listed but does not fail",
     )
     allow_inconclusive: bool = setting(
         False,
         help="Pass limits whose 95% interval straddles them (listed with the sample size that would settle "
         "them, not counted as failures).",
+        note="true: a limit whose interval straddles it is listed but does not fail",
     )
 
     def limits(self) -> dict[str, float | None]:

@@ -50,9 +50,20 @@ class ReportSettings(Settings):
     k: tuple[int, ...] = setting(
         DEFAULT_KS,
         help="Top-k of the tab attack; several allowed: --k 1 3 (default: 1 3, or what --api-top-k allows).",
+        note="top-k of the tab attack",
     )
-    t: float = setting(1.0, help="Curation threshold on PP_public/PP_lm.", ge=0)
-    p: int | None = setting(5, help="p filter: keep sequences with user count in S < p.", ge=0)
+    t: float = setting(
+        1.0,
+        help="Curation threshold on PP_public/PP_lm.",
+        ge=0,
+        note="curated = unique sequences with PP_public / PP_model >= t (paper 001 §5)",
+    )
+    p: int | None = setting(
+        5,
+        help="p filter: keep sequences with user count in S < p.",
+        ge=0,
+        note="k-anonymity filter: user count in S < p",
+    )
     redact: bool = setting(
         False, help="No text, token ids or plain ids in the run; the ledger is not kept.", yaml=False
     )
@@ -75,20 +86,26 @@ class ReportSettings(Settings):
         help="Tokens before a sequence that the public model sees with it (default: the "
         "ledger's window overlap, at most 128).",
         ge=0,
+        note="context the public model sees per sequence (null: the ledger's overlap, <= 128)",
     )
     public_occurrences: int = setting(
         PUBLIC_OCCURRENCES,
         help="Occurrences per sequence the public model scores: the audited model's most "
         "confident ones (0: all).",
         ge=0,
+        note="occurrences per sequence the public model scores (the most confident ones)",
     )
     pii_policy: str | None = setting(
         "regex",
         help="PII policy that marks leaked PII (regex, balanced, ...; 'none': off).",
         choices=(*POLICY_NAMES, "none"),
+        note="leaked PII = user-unique sequences overlapping this policy's detections",
     )
     min_tokens: int = setting(
-        MIN_TOKENS, help="Unique PII sequences shorter than this are counted, not headlined.", ge=1
+        MIN_TOKENS,
+        help="Unique PII sequences shorter than this are counted, not headlined.",
+        ge=1,
+        note="...headlined when at least this many tokens long (shorter ones counted apart)",
     )
     headline_pii_types: tuple[str, ...] | None = setting(
         HEADLINE_PII_TYPES,
