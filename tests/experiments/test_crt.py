@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from lmleak.attacks.mia_settings import MembershipSettings
 from lmleak.data.corpus import Corpus, Document
 from lmleak.errors import ConfigError
 from lmleak.experiments.crt import CRTExperimentConfig, bayes_epsilon, mia_sets, plan, plot_figures
@@ -171,7 +172,7 @@ def test_evaluate_model_reports_the_highest_exposure_and_mia_accuracy_of_a_saved
         loss.backward()
         opt.step()
     save_small_model(module.eval(), tok, tmp_path / "m")
-    cfg = CRTExperimentConfig(mia_per_side=40, group_size=5, num_groups=50)
+    cfg = CRTExperimentConfig(mia=MembershipSettings(num_per_side=40, group_size=5, num_groups=50))
     ev = evaluate_model(tmp_path / "m", {"canaries": canaries}, members, non_members, cfg)
     assert ev["max_exposure_rank"] <= 3 and ev["max_exposure"] > 11.0  # 4242 is memorised among 10^4
     assert ev["mia_accuracy"] > 0.6 and ev["group_mia_accuracy"] >= ev["mia_accuracy"]

@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -117,9 +117,8 @@ class CRTExperimentConfig:
     exposure_max_nodes: int = 20000  # beyond this the best canary's rank is estimated by sampling
     exposure_sample: int = 4000
     mia_entity: str = "ADDRESS"
-    mia_per_side: int = 1000
-    group_size: int = 20
-    num_groups: int = 1000
+    # A.4's individual and group attacks: the library's membership settings (the experiment's seed wins)
+    mia: MembershipSettings = field(default_factory=MembershipSettings)
     seed: int = 0
     # --base: LoRA fine-tunes of this pretrained model (arch "lora") instead of small models from scratch
     base: str | None = None
@@ -135,8 +134,7 @@ class CRTExperimentConfig:
             dialogs_per_user=2,
             epochs=1,
             seq_len=48,
-            mia_per_side=200,
-            num_groups=200,
+            mia=MembershipSettings(num_per_side=200),
             val_documents=20,
             exposure_max_nodes=10000,
             exposure_sample=2000,
@@ -160,9 +158,7 @@ class CRTExperimentConfig:
             batch_size=8,
             seq_len=48,
             max_steps=6,
-            mia_per_side=20,
-            num_groups=20,
-            group_size=5,
+            mia=MembershipSettings(num_per_side=20, group_size=5),
             val_documents=5,
             exposure_max_nodes=2000,
             exposure_sample=200,
@@ -477,12 +473,9 @@ def evaluate_model(
     """Highest canary exposure (exact) and individual / group MIA accuracy of one trained model."""
     lm = load_model(model_dir) if cfg.base else load_small_model(model_dir)
     best_bits, best_rank, method, nodes = _max_exposure(lm, data["canaries"], cfg)
-    sizes = MembershipSettings(
-        num_per_side=cfg.mia_per_side, group_size=cfg.group_size, num_groups=cfg.num_groups, seed=cfg.seed
-    )
-    mia = evaluate_membership(lm, members, non_members, sizes)
+    mia = evaluate_membership(lm, members, non_members, dataclasses.replace(cfg.mia, seed=cfg.seed))
     m = mia.metrics.set_index(["level", "feature"])
-    group_level = f"group{cfg.group_size}"
+    group_level = f"group{cfg.mia.group_size}"
     return {
         # utility on the language around the secrets: the validation text with every PII span the
         # perfect policy finds masked; a model trained on redacted text cannot be expected to
@@ -792,7 +785,7 @@ def plot_figures(table: Any, run: Path, cfg: CRTExperimentConfig) -> list[Path]:
         (
             "fig5_group_mia_vs_gamma.png",
             lambda: _fig_vs_gamma(
-                plt, table, cfg, "group_mia_accuracy", f"group ({cfg.group_size}) MIA accuracy", 0.5
+                plt, table, cfg, "group_mia_accuracy", f"group ({cfg.mia.group_size}) MIA accuracy", 0.5
             ),
         ),
         ("fig6_amplification.png", lambda: _fig6_amplification(plt, table)),
