@@ -145,7 +145,7 @@ def test_the_shared_pass_gives_token_stats_log_probs_even_across_sliding_windows
     for st, lp in zip(short.token_stats(seqs), fast.logprobs, strict=True):
         np.testing.assert_array_equal(st.logprobs, lp)
     # every position's moments come from the window that scores it: the same context, one prefix at a time
-    from lmleak.models.torch_causal import _windows
+    from lmleak.models.windows import windows as _windows
 
     full = [short.tokenizer.bos_id, *seqs[0]]
     for start, end, first in _windows(len(full), 6, 2):

@@ -8,7 +8,8 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lmleak.models.torch_causal import TorchCausalLM, _prune, _windows
+from lmleak.models.torch_causal import TorchCausalLM, _prune
+from lmleak.models.windows import windows as _windows
 
 
 def per_prefix_oracle(module, full: list[int], start: int, target: int) -> tuple[int, float, float]:

@@ -617,7 +617,8 @@ def _encode_all(model: Any, texts: Sequence[str], what: str) -> list[list[int]]:
     seqs = [model.tokenizer.encode(t) for t in texts]
     for i, s in enumerate(seqs):
         if not s:
-            raise DataFileError(f"{what} text has no tokens", line=i + 1, field=what, hint="drop empty texts")
+            name = "text" if what == "text" else f"{what} text"
+            raise DataFileError(f"{name} has no tokens", line=i + 1, field=what, hint="drop empty texts")
     return seqs
 
 

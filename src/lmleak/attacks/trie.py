@@ -314,7 +314,6 @@ class SearchStats:
     nodes_scored: int = 0
     model_calls: int = 0
     tokens_fed: int = 0
-    leaves_below_threshold: int = 0
 
 
 class _NodeScorer:
@@ -511,7 +510,7 @@ def count_candidates(
     leaf_mult: list[np.ndarray] = []
     walk = _digit_tree_leaves if space.kind == "digit_tree" else _matrix_leaves
     walk(space, score, limit, budget, leaf_costs, leaf_mult)
-    return _count_around(leaf_costs, leaf_mult, costs_in, tie_tolerance, stats)
+    return _count_around(leaf_costs, leaf_mult, costs_in, tie_tolerance)
 
 
 def _digit_tree_leaves(
@@ -603,12 +602,10 @@ def _count_around(
     leaf_mult: list[np.ndarray],
     costs_in: np.ndarray,
     tie_tolerance: float,
-    stats: SearchStats,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per canary cost: leaves strictly cheaper (beyond the tolerance) and leaves within it."""
     all_costs = np.concatenate(leaf_costs) if leaf_costs else np.empty(0)
     all_mult = np.concatenate(leaf_mult) if leaf_mult else np.empty(0, dtype=np.int64)
-    stats.leaves_below_threshold += int(all_mult.sum())
     order = np.argsort(all_costs, kind="stable")
     sorted_costs, cum = all_costs[order], np.concatenate([[0], np.cumsum(all_mult[order])])
     more = cum[np.searchsorted(sorted_costs, costs_in - tie_tolerance, side="left")]

@@ -30,7 +30,6 @@ from lmleak.models.base import (
     score_text_by_ids,
 )
 from lmleak.models.windows import stats_buffers, window_rows
-from lmleak.models.windows import windows as _windows  # noqa: F401  (the name mia_methods and tests import)
 
 _Beam = TypeVar("_Beam", bound=tuple[Any, ...])  # (score, tokens, ...): what a search carries per beam
 
