@@ -39,6 +39,26 @@ CORPUS_SAMPLE_DOCS = 8
 CORPUS_SAMPLE_CHARS = 2000
 
 
+def tokenize(
+    client: HTTPClient, model: str, text: str, *, special: bool = False, cache: bool = True
+) -> list[int]:
+    """The server's ``POST /tokenize`` of ``text`` (``special``: with the special tokens it adds).
+
+    Raises:
+        Unsupported: the server does not tokenize; BadAnswer: its answer holds no token ids.
+    """
+    return list(
+        client.post(
+            "/tokenize",
+            {"model": model, "prompt": text, "add_special_tokens": special},
+            parse=lambda a: answers.token_ids(
+                a.get("tokens") if isinstance(a, dict) else None, client.name, "/tokenize tokens"
+            ),
+            cache=cache,
+        )
+    )
+
+
 class RemoteTokenizer:
     """The server's tokenizer through ``POST /tokenize`` and ``/detokenize`` (cached like every
     request once the model's fingerprint is known; the BOS lookup before it is never cached)."""
@@ -50,12 +70,7 @@ class RemoteTokenizer:
         bos = meta.get("bos_id")
         if bos is None:  # vLLM: the tokenizer's BOS is what it adds as a special token to an empty text
             try:
-                toks = self.client.post(
-                    "/tokenize",
-                    {"model": model, "prompt": "", "add_special_tokens": True},
-                    parse=self._ids,
-                    cache=False,
-                )
+                toks = tokenize(client, model, "", special=True, cache=False)
             except Unsupported as e:
                 if (err := wrong_model(e, client.base_url, model)) is not None:
                     raise err from None
@@ -74,10 +89,6 @@ class RemoteTokenizer:
         self.vocab_size = int(meta.get("vocab_size") or 0)  # 0: unknown (vLLM does not say)
         self._said_many = False  # the line about many /detokenize requests is said once
 
-    def _ids(self, answer: Any) -> list[int]:
-        tokens = answer.get("tokens") if isinstance(answer, dict) else None
-        return answers.token_ids(tokens, self.client.name, "/tokenize tokens")
-
     def _text(self, answer: Any) -> str:
         text = answer.get("prompt") if isinstance(answer, dict) else None
         if not isinstance(text, str):
@@ -90,13 +101,7 @@ class RemoteTokenizer:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 (one tokenizer per model; the decoded keys of top-k answers repeat)
     def _encode(self, text: str) -> tuple[int, ...]:
         try:
-            return tuple(
-                self.client.post(
-                    "/tokenize",
-                    {"model": self.model, "prompt": text, "add_special_tokens": False},
-                    parse=self._ids,
-                )
-            )
+            return tuple(tokenize(self.client, self.model, text))
         except Unsupported as e:
             raise ModelError(
                 f"{self.client.url('/tokenize')}: the server does not tokenize ({e}); give its "
@@ -165,21 +170,8 @@ def check_tokenizer(
         ModelError: on the first text where the two give other token ids, naming both tokenizers and
             the fix: a wrong tokenizer turns every score into noise, and a leaking model looks clean.
     """
-
-    def ask(text: str) -> list[int]:
-        return list(
-            client.post(
-                "/tokenize",
-                {"model": model, "prompt": text, "add_special_tokens": False},
-                parse=lambda a: answers.token_ids(
-                    a.get("tokens") if isinstance(a, dict) else None, client.name, "/tokenize tokens"
-                ),
-                cache=False,
-            )
-        )
-
     try:
-        theirs = client.map(ask, list(texts))
+        theirs = client.map(lambda text: tokenize(client, model, text, cache=False), list(texts))
     except Unsupported as e:
         if (err := wrong_model(e, client.base_url, model)) is not None:
             raise err from None
