@@ -16,7 +16,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from lmleak.audit import runner as runner_module
 from lmleak.cli.main import app
 from lmleak.data.holdout import Holdout
 from lmleak.data.synth import customersim
@@ -54,12 +53,11 @@ def _run_both(tmp_path, monkeypatch, case: str, *, corpus: bool = False, limit: 
         paths["subjects"].write_text("".join(json.dumps(p) + "\n" for p in people))
         settings["limit"] = 2  # those two only: twin, though the others would allow triplet
     if held_out:
-        # a fake model has no folder, so no holdout.json: both commands' one reader of it answers
-        # for the folder instead (probe run reads it through probe.subjects, the audit directly)
+        # a fake model has no folder, so no holdout.json: both commands' one reader of it
+        # (probe.subjects.control_users) answers for the folder instead
         users = [json.loads(line)["user_id"] for line in paths["subjects"].read_text().splitlines()]
         holdout = Holdout(tuple(users[:2]), 0.5, None)
-        for module in (subjects_module, runner_module):
-            monkeypatch.setattr(module, "read_holdout", lambda m: holdout if str(m) == model else None)
+        monkeypatch.setattr(subjects_module, "read_holdout", lambda m: holdout if str(m) == model else None)
     runner = CliRunner()
     single = tmp_path / "single"
     r = runner.invoke(

@@ -58,7 +58,7 @@ from lmleak.probe.commands import choose_level, eligible_by_level
 from lmleak.probe.mining import mine_templates, write_templates
 from lmleak.probe.probing import run_probe
 from lmleak.probe.settings import ProbeSettings
-from lmleak.probe.subjects import read_subjects
+from lmleak.probe.subjects import control_users, read_subjects
 from lmleak.render.headline import headline_from_summary
 from lmleak.render.html import render_report
 from lmleak.report.leakage import never_seen_null, run_report
@@ -280,7 +280,6 @@ class Auditor:
         subjects = read_subjects(self.cfg.resolve(spec.subjects))[: spec.limit]
         if spec.template_file is not None:  # the file (relative to the config), or mined from the corpus
             spec = dataclasses.replace(spec, template_file=self._template_file(spec, subjects))
-        holdout = read_holdout(model_path)
         level, warning = choose_level(
             subjects, spec.level, spec.targets
         )  # issue 26: none that probes nothing silently
@@ -292,7 +291,7 @@ class Auditor:
             subjects,
             out,
             dataclasses.replace(spec, level=level),
-            controls=set(holdout.users) if holdout else None,
+            controls=control_users(model_path),  # probe run's reader of holdout.json
         )
 
     # ------------------------------------------------------------------ issue 20 stages
