@@ -109,6 +109,13 @@ class RenderSpec:
 #: ``gate:``: the limits of the release verdict, the same class ``lmleak gate``'s options come from
 GateSpec = GateSettings
 
+#: the comments beside the keys after ``analyses:`` that are no settings field's (EXAMPLE's and the
+#: quick audit's config's)
+KEY_NOTES = {
+    "render.show_text": "the report shows leaked text only when true (redacted by default)",
+    "gate": "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it",
+}
+
 #: the comment beside each analysis under ``analyses:`` (the EXAMPLE config's and the config a
 #: quick audit writes); the keys inside a section carry their own, their fields' notes
 SECTION_NOTES = {
@@ -153,13 +160,9 @@ def _example_tail() -> str:
     lines += [
         "",
         "render:",
-        *commented(
-            "  show_text: false", "the report shows leaked text only when true (redacted by default)", col
-        ),
+        *commented("  show_text: false", KEY_NOTES["render.show_text"], col),
         "",
-        *commented(
-            "gate:", "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it", col
-        ),
+        *commented("gate:", KEY_NOTES["gate"], col),
         *gate[:1],
         *commented(
             "  max_mia_auc: null",

@@ -35,7 +35,14 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.attacks.mia_texts import membership_texts
-from lmleak.audit.config import SECTION_NOTES, AuditConfig, check_model_folder, load_config, parse_config
+from lmleak.audit.config import (
+    KEY_NOTES,
+    SECTION_NOTES,
+    AuditConfig,
+    check_model_folder,
+    load_config,
+    parse_config,
+)
 from lmleak.audit.nonmembers import quick_command
 from lmleak.data.holdout import read_holdout
 from lmleak.data.loaders import load_corpus
@@ -303,8 +310,7 @@ _COMMENTS = {
     "device": "null: a GPU when torch sees one; cpu, cuda, cuda:N",
     "redact": "true: only numbers, labels and keyed-hash ids in the run",
     **{f"analyses.{name}": note for name, note in SECTION_NOTES.items()},
-    "render.show_text": "the report shows leaked text only when true",
-    "gate": "the release verdict: the HTML opens with it, `lmleak gate RUN` exits by it",
+    **KEY_NOTES,
 }
 #: the column the comments start in
 _COL = 34
