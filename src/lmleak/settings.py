@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import textwrap
 import types
 import typing
@@ -195,11 +196,14 @@ class Settings:
 
 
 def yaml_scalar(v: Any) -> str:
-    """A YAML flow scalar (JSON strings are YAML; a float keeps its dot so YAML 1.1 reads a float).
+    """A YAML flow scalar: a word or path plain when YAML reads it back as that string, any other
+    string JSON-quoted (JSON strings are YAML); a float keeps its dot so YAML 1.1 reads a float.
 
     Example:
-        >>> [yaml_scalar(x) for x in (None, True, 3, 1e-05, 2.0, "a: b", [1, 3])]
-        ['null', 'true', '3', '1.0e-05', '2.0', '"a: b"', '[1, 3]']
+        >>> [yaml_scalar(x) for x in (None, True, 3, 1e-05, 2.0, "regex", "runs/a.b", "yes", "a: b")]
+        ['null', 'true', '3', '1.0e-05', '2.0', 'regex', 'runs/a.b', '"yes"', '"a: b"']
+        >>> yaml_scalar(["min_k", "zlib"])
+        '[min_k, zlib]'
     """
     if v is None:
         return "null"
@@ -212,23 +216,38 @@ def yaml_scalar(v: Any) -> str:
         return str(v)
     if isinstance(v, list | tuple):
         return "[" + ", ".join(yaml_scalar(x) for x in v) + "]"
-    return json.dumps(str(v), ensure_ascii=False)
+    s = str(v)
+    if _PLAIN.fullmatch(s):
+        import yaml
+
+        if yaml.safe_load(s) == s:  # not a YAML 1.1 word such as yes, off or null
+            return s
+    return json.dumps(s, ensure_ascii=False)
+
+
+_PLAIN = re.compile(r"[A-Za-z_./][\w./-]*")
 
 
 def commented(text: str, note: str | None, col: int, width: int = 118) -> list[str]:
     """``text`` with ``note`` as its YAML comment from column ``col``, wrapped to ``width`` (the
-    continuation lines are comments in the same column).
+    continuation lines are comments in the same column); a text that reaches ``col`` gets its
+    comment on the lines below it.
 
     Example:
         >>> for line in commented("  k: 3", "the top-k of the tab attack, one or several", 10, 40):
         ...     print(line)
           k: 3    # the top-k of the tab attack,
                   # one or several
+        >>> commented("  model: runs/a/model", "the model", 10)
+        ['  model: runs/a/model', '          # the model']
     """
     if not note:
         return [text]
     parts = textwrap.wrap(note, max(width - col - 2, 30), break_on_hyphens=False, break_long_words=False)
-    return [f"{text:<{col}}# {parts[0]}", *(f"{'':<{col}}# {part}" for part in parts[1:])]
+    comments = [f"{'':<{col}}# {part}" for part in parts]
+    if len(text) + 2 > col:
+        return [text, *comments]
+    return [text.ljust(col) + comments[0].lstrip(), *comments[1:]]
 
 
 def is_default(obj: Settings, f: dataclasses.Field[Any]) -> bool:

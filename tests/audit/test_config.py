@@ -21,6 +21,8 @@ def test_the_new_analyses_parse_with_defaults_and_reject_unknown_keys():
 
 def test_the_example_config_parses_and_unknown_keys_get_a_suggestion(tmp_path):
     parse_config(yaml.safe_load(EXAMPLE))
+    assert [line for line in EXAMPLE.splitlines() if len(line) > 118] == []
+    assert "regex" in EXAMPLE and '"regex"' not in EXAMPLE  # a plain word is written plain
     with pytest.raises(ConfigError, match="Did you mean 'exposure'"):
         parse_config(
             {"corpus": {"path": "c"}, "models": [{"name": "m", "path": "m"}], "analyses": {"exposur": {}}}

@@ -45,7 +45,8 @@ models:                         # the model(s) under audit
   - name: my-model
     path: path/to/hf-model-dir  # an HF causal LM directory, a .gguf file, an lmleak model, or smollm2-135m
 
-public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, leave-out, or base (a fine-tune's recorded base)
+public_model: null              # a reference model for leakage epsilon: a path, smollm2-135m, leave-out, or base
+                                # (a fine-tune's recorded base)
 device: auto                    # where models run: auto (a GPU when torch sees one), cpu, cuda, cuda:N
 redact: false                   # true: every stage writes only numbers, labels and keyed-hash ids (no text,
                                 # token ids, secrets or plain ids; key: --redact-key-file, $LMLEAK_REDACT_KEY
