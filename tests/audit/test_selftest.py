@@ -105,6 +105,16 @@ def test_compare_is_relative_above_one_and_names_the_worst_pair(got, expected, o
     assert c.ok is ok and c.got == f"{got:.6g}" and c.expected == f"{expected:.6g}"
 
 
+def test_a_passed_compare_shows_its_largest_pair_whatever_the_float_noise():
+    # which pair is the worst of a pass is noise: here the noise moves, the shown pair does not
+    for noise in ((3e-7, 1e-7, 0.0), (0.0, 1e-7, 3e-7)):
+        got = [e + d for e, d in zip([-0.5, -4.0, -2.0], noise, strict=True)]
+        c = selftest._compare("x", got, [-0.5, -4.0, -2.0], 1e-4)
+        assert c.ok and c.expected == "-4" and c.got == f"{got[1]:.6g}"
+    bad = selftest._compare("x", [-0.5, -4.0, -2.5], [-0.5, -4.0, -2.0], 1e-4)
+    assert not bad.ok and (bad.got, bad.expected) == ("-2.5", "-2")
+
+
 def test_a_planted_verdict_that_fails_every_model_fails_the_null_model_check(monkeypatch, tmp_path):
     from lmleak.audit import nullmodel
 
