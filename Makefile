@@ -26,8 +26,9 @@ demo-quick: install
 test: install
 	$(PY) -m pytest
 
+# two workers, a test file each at a time (its fixtures and docs example groups run once)
 test-slow: install
-	$(PY) -m pytest -m slow
+	$(PY) -m pytest -m slow -n 2 --dist loadfile
 
 # every worked example in README.md and docs/ re-run on synthetic data and written into its page
 # (tools/make_docs.py; `$(PY) tools/make_docs.py --check` changes nothing); tests/test_docs_examples.py checks them
