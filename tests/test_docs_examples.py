@@ -106,15 +106,14 @@ def make_docs_seconds() -> tuple[str, str]:
     return SECONDS
 
 
-def _check(examples):
-    fresh = make_docs.run_examples(make_docs.with_group(EXAMPLES, [e.name for e in examples]))
+def _check(examples, fresh):
     problems = make_docs.stale(examples, fresh)
     assert not problems, "\n\n".join(problems) + "\n\nrun `make docs` to regenerate them"
 
 
 def test_the_examples_that_train_nothing_print_what_the_docs_show():
     assert len(FAST) >= 5
-    _check(FAST)
+    _check(FAST, make_docs.run_examples(make_docs.with_group(EXAMPLES, [e.name for e in FAST])))
 
 
 #: each group's fresh bodies, run once for all its slow examples (each example re-ran the examples
@@ -133,6 +132,4 @@ def _group_run(example: make_docs.Example) -> dict[str, str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", [e.name for e in SLOW])
 def test_the_training_examples_print_what_the_docs_show(name):
-    example = BY_NAME[name]
-    problems = make_docs.stale([example], _group_run(example))
-    assert not problems, "\n\n".join(problems) + "\n\nrun `make docs` to regenerate them"
+    _check([BY_NAME[name]], _group_run(BY_NAME[name]))

@@ -17,7 +17,7 @@ from make_docs import Cmd, Example, Tolerance
 SECONDS = (r"\b\d+(?:\.\d+)? s\b", "<s> s")
 #: a trained model's file hash: the weights differ in their last bits between CPUs (AVX2, AVX-512)
 FINGERPRINTS = (r"fingerprint [0-9a-f]{12} -> [0-9a-f]{12}", "fingerprint <hash> -> <hash>")
-#: float32 scores of a model: the same to about 1e-6 on every CPU, not to the last printed digit
+#: float32 scores of a model: far inside 1e-4 on every CPU tried, not always to the sixth printed digit
 FLOAT32 = Tolerance("float32 kernels differ in the last bits between CPUs (AVX2, AVX-512)", rel=1e-4)
 
 # --- docs/dp-audit.md: the tiny recipe of its examples (synth customersim 8 users x 2 dialogues) ---
