@@ -18,18 +18,25 @@ profile (``lmleak gate RUN --profile release --json``). It prints, pooled over s
 - ``verdict_leak_pass_rate``: leaking models whose verdict is Pass (a missed leak; goal <= 0.05),
 - ``verdict_leak_fail_rate``: leaking models whose verdict is Fail (the power),
 
-each with its Wilson 95 % interval over the models, then one line per model (its status and the
+each with its Wilson 95 % interval over the models, and ``verdict_placebo_coverage``: the models
+whose membership placebo interval (the attack on two halves of the held-out people, who are
+never-seen for both models of a pair) covers 0.5, which it should in 95 % of them. Then one line per model (its status and the
 limits that decided it). Correctness in the same run: each verdict's status is recomputed from its
 rows by the rule of docs/verdict.md (any Fail row: Fail; else a blocking Inconclusive: Inconclusive;
 ...), and a mismatch exits 1.
 
-Usage: ``python benchmarks/bench_verdict.py [--replicates 3] [--scales 0.03,0.06] [--epochs 5]``
-(about 1.5 minutes a model pair at scale 0.03 on 2 cores).
+Usage: ``python benchmarks/bench_verdict.py [--replicates 3] [--scales 0.03,0.06] [--epochs 5]
+[--first-replicate 0]`` (about 1.5 minutes a model pair at scale 0.03 on 2 cores). A pair's corpora,
+seeds and models depend only on its scale and replicate index, so ``--first-replicate 3`` adds
+replicates 3, 4, ... to an earlier run of 0-2 (another process, another core) without repeating its
+models, and ``--pool KEPT [KEPT ...]`` then trains nothing: it gates again the runs those runs'
+``--keep`` folders hold (each pair once) and prints the same lines over all of them.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -82,14 +89,60 @@ def _pair(root: Path, scale: float, r: int, args: argparse.Namespace) -> list[di
     null_model(load_corpus(other), here / "null", held.users, audited_corpus=str(audited), config=cfg)
     out = []
     for kind in ("leak", "null"):
-        status, rows = audit_release(here / kind, audited, here / f"audit-{kind}")
-        if status != _status(rows):
-            print(f"MISMATCH: {kind} s{scale} r{r}: the verdict says {status}, its rows say {_status(rows)}")
-            sys.exit(1)
-        deciding = [_row(c) for c in rows if c.get("required", True)]
-        out.append({"kind": kind, "scale": scale, "replicate": r, "status": status, "rows": deciding})
+        run = here / f"audit-{kind}"
+        status, rows = audit_release(here / kind, audited, run)
+        out.append(_result(kind, scale, r, status, rows, run))
     print(f"# pair s{scale} r{r}: {time.perf_counter() - t0:.0f} s", flush=True)
     return out
+
+
+def _result(kind: str, scale: float, r: int, status: str, rows: list[dict], run: Path) -> dict:
+    """One model's record, its status checked against the rule recomputed from its rows, with the
+    placebo AUC's interval of its membership stage (None: the stage wrote none)."""
+    if status != _status(rows):
+        print(f"MISMATCH: {kind} s{scale} r{r}: the verdict says {status}, its rows say {_status(rows)}")
+        sys.exit(1)
+    deciding = [_row(c) for c in rows if c.get("required", True)]
+    summaries = sorted(run.glob("models/*/mia/summary.json"))
+    placebo = (
+        json.loads(summaries[0].read_text(encoding="utf-8")).get("placebo_auc_ci") if summaries else None
+    )
+    return {
+        "kind": kind,
+        "scale": scale,
+        "replicate": r,
+        "status": status,
+        "rows": deciding,
+        "placebo": placebo,
+    }
+
+
+def _pooled(folders: list[str]) -> list[dict]:
+    """The kept runs of earlier ``--keep`` folders (``s<scale>-r<r>/audit-{leak,null}``) gated again,
+    one record a model; the same pair kept in two folders is an error (it would count twice)."""
+    from lmleak.audit.nullmodel import release_status
+
+    results: dict[tuple[str, float, int], dict] = {}
+    for folder in folders:
+        runs = sorted(Path(folder).glob("s*-r*/audit-*/summary.json"))
+        if not runs:
+            print(
+                f"error: {folder}: no kept run (s<scale>-r<r>/audit-leak/summary.json). Fix: a --keep folder",
+                file=sys.stderr,
+            )
+            sys.exit(2)
+        for summary in runs:
+            run = summary.parent
+            scale, r = run.parent.name[1:].split("-r")
+            key = (run.name.removeprefix("audit-"), float(scale), int(r))
+            if key in results:
+                print(
+                    f"error: {run}: model {key} is kept twice. Fix: pool folders of different replicates",
+                    file=sys.stderr,
+                )
+                sys.exit(2)
+            results[key] = _result(*key, *release_status(run), run)
+    return [results[k] for k in sorted(results, key=lambda k: (k[1], k[2], k[0]))]
 
 
 def _rate(results: list[dict], kind: str, status: str) -> tuple[float, tuple[float, float] | None, int, int]:
@@ -120,21 +173,46 @@ def main() -> None:
     p.add_argument("--holdout", type=float, default=0.3)
     p.add_argument("--width", type=int, default=128)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--first-replicate", type=int, default=0, help="the first replicate index")
     p.add_argument("--keep", default=None, help="keep the models and runs in this folder")
+    p.add_argument(
+        "--pool", nargs="+", metavar="KEPT", help="train nothing: gate the runs kept in these folders"
+    )
     args = p.parse_args()
+    if args.pool:
+        print(f"pooled: {', '.join(args.pool)}")
+        _report(_pooled(args.pool))
+        return
     torch.set_num_threads(args.threads)
     scales = [float(s) for s in args.scales.split(",")]
     print(f"threads: {args.threads}")
     print(f"load_average: {os.getloadavg()[0]:.2f}")
     print(f"torch: {torch.__version__}")
-    print(f"replicates: {args.replicates}; scales: {scales}; epochs: {args.epochs}; holdout: {args.holdout}")
+    first = args.first_replicate
+    print(
+        f"replicates: {args.replicates} (from {first}); scales: {scales}; epochs: {args.epochs}; "
+        f"holdout: {args.holdout}"
+    )
     root = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="bench-verdict-"))
     results: list[dict] = []
     for scale in scales:
-        for r in range(args.replicates):
+        for r in range(first, first + args.replicates):
             results.extend(_pair(root, scale, r, args))
+    _report(results)
+
+
+def _report(results: list[dict]) -> None:
+    from lmleak.intervals import wilson_interval
+
     _print_rates(results)
-    for scale in scales:
+    placebos = [x["placebo"] for x in results if x["placebo"] is not None]
+    covered = sum(lo <= 0.5 <= hi for lo, hi in placebos)
+    if placebos:
+        lo, hi = wilson_interval(covered, len(placebos))
+        print(
+            f"verdict_placebo_coverage: {covered / len(placebos):.3f} [{lo:.3f}, {hi:.3f}] ({covered} of {len(placebos)})"
+        )
+    for scale in sorted({x["scale"] for x in results}):
         _print_rates([x for x in results if x["scale"] == scale], f"_scale_{scale:g}")
     print("statuses:", dict(Counter((x["kind"], x["status"]) for x in results)))
     for x in results:
