@@ -35,6 +35,11 @@ test-slow: install
 docs: install
 	$(PY) tools/make_docs.py
 
+# every script in benchmarks/ once, with the command and environment docs/benchmarks.md states for it
+# (tools/run_benchmarks.py; `--only bench_dedup` for one, `--list` to see them); about 50 minutes on 2 cores
+bench: install
+	$(PY) tools/run_benchmarks.py
+
 # ruff (style and imports), mypy (strict on the pure maths, see pyproject), import-linter (the layers)
 lint: install
 	$(VENV)/bin/ruff check src tests benchmarks tools
