@@ -36,7 +36,7 @@ docs: install
 	$(PY) tools/make_docs.py
 
 # every script in benchmarks/ once, with the command and environment docs/benchmarks.md states for it
-# (tools/run_benchmarks.py; `--only bench_dedup` for one, `--list` to see them); about 50 minutes on 2 cores
+# (about 50 minutes on 2 cores; run tools/run_benchmarks.py itself with `--only bench_dedup` for one, `--list`)
 bench: install
 	$(PY) tools/run_benchmarks.py
 

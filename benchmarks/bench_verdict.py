@@ -20,10 +20,10 @@ profile (``lmleak gate RUN --profile release --json``). It prints, pooled over s
 
 each with its Wilson 95 % interval over the models, and ``verdict_placebo_coverage``: the models
 whose membership placebo interval (the attack on two halves of the held-out people, who are
-never-seen for both models of a pair) covers 0.5, which it should in 95 % of them. Then one line per model (its status and the
-limits that decided it). Correctness in the same run: each verdict's status is recomputed from its
-rows by the rule of docs/verdict.md (any Fail row: Fail; else a blocking Inconclusive: Inconclusive;
-...), and a mismatch exits 1.
+never-seen for both models of a pair) covers 0.5, which it should in 95 % of them. Then one line
+per model (its status and the limits that decided it). Correctness in the same run: each verdict's
+status is recomputed from its rows by the rule of docs/verdict.md (any Fail row: Fail; else a
+blocking Inconclusive: Inconclusive; ...), and a mismatch exits 1.
 
 Usage: ``python benchmarks/bench_verdict.py [--replicates 3] [--scales 0.03,0.06] [--epochs 5]
 [--first-replicate 0]`` (about 1.5 minutes a model pair at scale 0.03 on 2 cores). A pair's corpora,
@@ -209,9 +209,8 @@ def _report(results: list[dict]) -> None:
     covered = sum(lo <= 0.5 <= hi for lo, hi in placebos)
     if placebos:
         lo, hi = wilson_interval(covered, len(placebos))
-        print(
-            f"verdict_placebo_coverage: {covered / len(placebos):.3f} [{lo:.3f}, {hi:.3f}] ({covered} of {len(placebos)})"
-        )
+        share = covered / len(placebos)
+        print(f"verdict_placebo_coverage: {share:.3f} [{lo:.3f}, {hi:.3f}] ({covered} of {len(placebos)})")
     for scale in sorted({x["scale"] for x in results}):
         _print_rates([x for x in results if x["scale"] == scale], f"_scale_{scale:g}")
     print("statuses:", dict(Counter((x["kind"], x["status"]) for x in results)))
