@@ -52,7 +52,6 @@ class DemoSize:
     canary_repeats: int
     epochs: int
     dp_epochs: int
-    mia_per_side: int
     probe_subjects: int
 
 
@@ -63,7 +62,6 @@ SIZES = {
         canary_repeats=10,
         epochs=12,
         dp_epochs=3,
-        mia_per_side=60,
         probe_subjects=6,
     ),
     "full": DemoSize(
@@ -72,7 +70,6 @@ SIZES = {
         canary_repeats=20,
         epochs=20,
         dp_epochs=3,
-        mia_per_side=200,
         probe_subjects=30,
     ),
     # --base: LoRA fine-tunes of a pretrained model (CPU: smoke-sized and step-capped; GPU: full data)
@@ -82,7 +79,6 @@ SIZES = {
         canary_repeats=10,
         epochs=2,
         dp_epochs=1,
-        mia_per_side=20,
         probe_subjects=3,
     ),
     "base-gpu": DemoSize(
@@ -91,7 +87,6 @@ SIZES = {
         canary_repeats=20,
         epochs=5,
         dp_epochs=3,
-        mia_per_side=200,
         probe_subjects=30,
     ),
 }
