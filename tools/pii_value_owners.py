@@ -18,10 +18,10 @@ detector finds in the sequence's own text:
 
 It prints, per k, the headline sequences by kind, and the people affected as the report counts them
 and as a ``personal``-only count would, members against held-out people, with the members' share
-minus the held-out share and its Newcombe 95 % interval (the report's rule for the limit). It
-changes nothing: it is the evidence for a future change of the limit, measured on kept runs.
+minus the held-out share, its Newcombe 95 % interval and the decision at ``--limit`` (0.05, the
+release profile's) by the verdict's rule (:func:`lmleak.render.decision.decide`). It changes nothing: it is the evidence for a future change of the limit, measured on kept runs.
 
-Usage: ``python tools/pii_value_owners.py RUN [--corpus CORPUS] [--holdout MODEL_DIR]``: ``RUN`` is a
+Usage: ``python tools/pii_value_owners.py RUN [--corpus CORPUS] [--holdout MODEL_DIR] [--limit 0.05]``: ``RUN`` is a
 one-model ``lmleak audit`` run; the corpus and the model (whose ``holdout.json`` names the held-out
 people) default to the run's ``audit.yaml``.
 """
@@ -72,13 +72,15 @@ def people(owners: Iterable[str], held_out: Collection[str], users: Collection[s
     }
 
 
-def _line(label: str, p: Mapping[str, int]) -> str:
+def _line(label: str, p: Mapping[str, int], limit: float) -> str:
     from lmleak.intervals import newcombe_difference_interval
+    from lmleak.render.decision import decide
 
     x1, n1, x2, n2 = p["members"], p["members_n"], p["held_out"], p["held_out_n"]
     ci = newcombe_difference_interval(x1, n1, x2, n2)
-    excess = f"{x1 / n1 - x2 / n2:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
-    return f"  {label}: members {x1} of {n1}, held-out {x2} of {n2}; excess {excess}"
+    d = x1 / n1 - x2 / n2
+    excess = f"{d:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+    return f"  {label}: members {x1} of {n1}, held-out {x2} of {n2}; excess {excess}: {decide(d, ci, limit)}"
 
 
 def main() -> None:
@@ -86,6 +88,9 @@ def main() -> None:
     ap.add_argument("run", type=Path, help="a one-model lmleak audit run")
     ap.add_argument("--corpus", type=Path, help="its corpus (default: audit.yaml's)")
     ap.add_argument("--holdout", type=Path, help="the model folder with holdout.json (default: audit.yaml's)")
+    ap.add_argument(
+        "--limit", type=float, default=0.05, help="the limit on the excess (the release profile's)"
+    )
     args = ap.parse_args()
 
     import pandas as pd
@@ -135,9 +140,9 @@ def main() -> None:
             f"k={k}: {len(rows)} headline sequences: "
             + ", ".join(f"{c} {counts[c]}" for c in (PERSONAL, SHARED, FRAGMENT))
         )
-        print(_line("people affected (the report)", people(owners, held, whole)))
+        print(_line("people affected (the report)", people(owners, held, whole), args.limit))
         personal = [o for o, c in zip(owners, kinds, strict=True) if c == PERSONAL]
-        print(_line("people with a personal value", people(personal, held, whole)))
+        print(_line("people with a personal value", people(personal, held, whole), args.limit))
 
 
 if __name__ == "__main__":
