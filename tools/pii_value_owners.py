@@ -169,18 +169,6 @@ def _strict_row(
     return {**row, "status": _excess(measured[int(found.group(1))]["personal"], limit)[2]}
 
 
-def _status(rows: list[dict[str, Any]]) -> str:
-    """A model's status from its gate rows by docs/verdict.md's rule (as ``bench_verdict._status``)."""
-    statuses = [r["status"] for r in rows]
-    if "fail" in statuses:
-        return "fail"
-    if "inconclusive" in statuses:
-        return "inconclusive"
-    if any(r["status"] == "not_evaluable" and r.get("required", True) for r in rows):
-        return "not_evaluable"
-    return "pass"
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("runs", type=Path, nargs="+", metavar="RUN", help="one-model lmleak audit runs")
@@ -191,6 +179,11 @@ def main() -> None:
     )
     args = ap.parse_args()
     from lmleak.audit.nullmodel import release_status
+
+    # docs/verdict.md's rule from a gate's rows, recomputed (bench_verdict's oracle); imported here,
+    # since the benchmark sets thread variables for its own process on import
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    from bench_verdict import _status
 
     verdicts: Counter[tuple[str, str]] = Counter()
     for run in args.runs:
