@@ -71,3 +71,15 @@ def test_a_hand_counted_run_gives_the_hand_counts(tmp_path):
     assert lines[6].startswith(
         "  people with a personal value: members 0 of 2, held-out 0 of 1; excess 0.000"
     )
+
+
+def test_a_folder_that_is_not_an_audit_run_exits_2_with_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(TOOL), str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: {tmp_path}: expected one model's report/sequences.parquet, found 0; give a one-model audit run"
+    ]

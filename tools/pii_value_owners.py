@@ -95,6 +95,16 @@ def _line(label: str, p: Mapping[str, int], limit: float) -> str:
     return f"  {label}: members {x1} of {n1}, held-out {x2} of {n2}; excess {excess}: {decision}"
 
 
+def _refuse(message: str) -> None:
+    """Bad input: one line naming the run and the fix, exit 2."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
+def _relative_to(run: Path, path: str | None) -> Path | None:
+    return None if not path else (Path(path) if Path(path).is_absolute() else run / path)
+
+
 def measure(run: Path, corpus: Path | None = None, holdout: Path | None = None) -> dict[int, dict[str, Any]]:
     """Per k: the headline sequences by kind (``kinds``) and the people affected as the report counts
     them (``report``) and by personal values only (``personal``), each a :func:`people` record."""
@@ -108,11 +118,16 @@ def measure(run: Path, corpus: Path | None = None, holdout: Path | None = None) 
     config = load_yaml_file(run / "audit.yaml") if (run / "audit.yaml").exists() else {}
     models = sorted((run / "models").glob("*/report/sequences.parquet"))
     if len(models) != 1:
-        sys.exit(f"error: {run}: expected one model's report/sequences.parquet, found {len(models)}")
-    corpus_path = corpus or (config.get("corpus") or {}).get("path")
-    model_dir = holdout or ((config.get("models") or [{}])[0]).get("path")
-    if not corpus_path or not model_dir or not (Path(model_dir) / "holdout.json").is_file():
-        sys.exit(f"error: {run}: give --corpus and --holdout MODEL_DIR (a folder with holdout.json)")
+        _refuse(
+            f"{run}: expected one model's report/sequences.parquet, found {len(models)}; give a one-model audit run"
+        )
+    # audit.yaml's relative paths start at its folder, the run
+    corpus_path = corpus or _relative_to(run, (config.get("corpus") or {}).get("path"))
+    model_dir = holdout or _relative_to(run, ((config.get("models") or [{}])[0]).get("path"))
+    if corpus_path is None or model_dir is None or not (model_dir / "holdout.json").is_file():
+        _refuse(
+            f"{run}: no corpus or no holdout.json; give --corpus CORPUS and --holdout MODEL_DIR (a folder with holdout.json)"
+        )
     held = set(json.loads((Path(model_dir) / "holdout.json").read_text())["held_out_users"])
     texts: dict[str, list[str]] = {}
     for doc in load_corpus(corpus_path).documents:
