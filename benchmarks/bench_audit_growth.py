@@ -96,10 +96,8 @@ def _one(root: Path, scale: float, vocabulary: Path, args: argparse.Namespace) -
         "scale": scale,
         "documents": report["num_documents"],
         "people": report["num_users"],
-        "tokens": report["num_tokens"],
-        "vocab": json.loads((here / "model" / "config.json").read_text())[
-            "vocab_size"
-        ],  # the ledger's work: the corpus under the model's tokenizer
+        "tokens": report["num_tokens"],  # the ledger's work: the corpus under the model's tokenizer
+        "vocab": json.loads((here / "model" / "config.json").read_text())["vocab_size"],
         "train_seconds": train_seconds,
         "wall": wall,
         "stages": stages,
