@@ -7,14 +7,17 @@ about half of the people a model never saw "leak" at k = 3: the sequences are te
 touches the end of an address (``4@example.org>\\nTo: proj-dev@lists.example.org``) or holds only a
 mailing-list address everyone's documents hold. This script reads one model's report and sorts
 every headline sequence into one of three kinds, by the person-identifying values the regex
-detector finds in the sequence's own text:
+detector finds in the owner's documents (whole values, each read in its document's context) that
+the sequence's text holds:
 
-- ``personal``: at least one *whole* value of the owner's (one the detector also finds in the owner's
-  documents, so not a fragment of a longer one) that no other person's documents hold;
-- ``shared``: whole values only, each held by two or more people's documents (a list address, a
-  correspondent quoted by many);
-- ``fragment``: no whole value (the span only overlaps the sequence, or the detector finds a piece of
-  a longer value: ``4@example.org`` of ``kowalski84@example.org``).
+- ``personal``: at least one of them that no other person's documents hold;
+- ``shared``: some, each held by two or more people's documents (a list address, a correspondent
+  quoted by many);
+- ``fragment``: none (the span only overlaps the sequence: ``4@example.org>`` is the end of
+  ``kowalski84@example.org``, and no value of the owner's is in it whole).
+
+This is another path than the report's own ``pii_personal`` column, which reads the values detected
+in a window around each sequence: the two are compared in tests/report/test_owners.py and on kept runs.
 
 It prints, per k, the headline sequences by kind, and the people affected as the report counts them
 and as a ``personal``-only count would, members against held-out people, with the members' share
@@ -22,7 +25,8 @@ minus the held-out share, its Newcombe 95 % interval and the decision at ``--lim
 release profile's) by the verdict's rule (:func:`lmleak.render.decision.decide`). Given several
 runs it also prints each run's release-profile verdict, and the verdict again with the leaked-PII
 rows decided on the personal-value count (every other row as the gate decided it), then how many
-runs went from which verdict to which. It changes nothing: it is the evidence for a future change of the limit, measured on kept runs.
+runs went from which verdict to which. It changes nothing: it is the evidence for a future change of
+the limit, measured on kept runs.
 
 Usage: ``python tools/pii_value_owners.py RUN [RUN ...] [--corpus CORPUS] [--holdout MODEL_DIR]
 [--limit 0.05]``: each ``RUN`` is a one-model ``lmleak audit`` run; the corpus and the model (whose
@@ -43,18 +47,18 @@ from typing import Any
 PERSONAL, SHARED, FRAGMENT = "personal", "shared", "fragment"
 
 
-def kind_of(values: Iterable[str], owner_values: Collection[str], holders: Callable[[str], int]) -> str:
-    """The kind of one headline sequence from the values detected in its text (module docstring).
+def kind_of(text: str, owner_values: Collection[str], holders: Callable[[str], int]) -> str:
+    """The kind of one headline sequence: which of the owner's values its text holds whole.
 
     Example:
-        >>> holders = {"ann7@example.org": 1, "list@example.org": 40, "7@example.org": 1}.get
-        >>> owner = {"ann7@example.org", "list@example.org"}
-        >>> kind_of(["ann7@example.org", "list@example.org"], owner, holders)
-        'personal'
-        >>> kind_of(["list@example.org"], owner, holders), kind_of(["7@example.org"], owner, holders)
+        >>> holders = {"ann7@example.org": 1, "list@example.org": 40, "Ann Lee": 1}.get
+        >>> owner = {"ann7@example.org", "list@example.org", "Ann Lee"}
+        >>> kind_of("Ann Lee <ann7@example.org>", owner, holders), kind_of('"Ann Lee" <', owner, holders)
+        ('personal', 'personal')
+        >>> kind_of("To: list@example.org", owner, holders), kind_of("7@example.org>", owner, holders)
         ('shared', 'fragment')
     """
-    whole = [v for v in values if v in owner_values]
+    whole = [v for v in owner_values if v and v in text]
     if any(holders(v) == 1 for v in whole):
         return PERSONAL
     return SHARED if whole else FRAGMENT
@@ -152,7 +156,7 @@ def measure(run: Path, corpus: Path | None = None, holdout: Path | None = None) 
         rows = seqs[(seqs["k"] == k) & seqs["pii_headline"].fillna(False).astype(bool)]
         owners = [str(u[0]) for u in rows["user_ids"]]
         kinds = [
-            kind_of(detected(str(t)), owner_values.get(o, set()), holders)
+            kind_of(str(t), owner_values.get(o, set()), holders)
             for t, o in zip(rows["text"], owners, strict=True)
         ]
         personal = [o for o, c in zip(owners, kinds, strict=True) if c == PERSONAL]

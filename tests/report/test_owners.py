@@ -158,3 +158,55 @@ def test_an_identity_holds_the_senders_names_and_signature_values_only():
     assert owner_of_values([("DATE", "Jan 2019")], ident) == "unknown"
     assert owner_of_values([("PHONE", "(999) 555-0100"), ("EMAIL", "ann.lee@example.org")], ident) == "own"
     assert owner_of_values([("PERSON", "Bob Roe")], Identity()) == "unknown"
+
+
+LIST_DOCS = [
+    ("u1", "From: Ann Lee <ann.lee@example.org>\nTo: list@lists.example.org\nhello", None),
+    ("u2", "From: Bob Roe <roe@example.com>\nTo: list@lists.example.org\nplain", None),
+    ("h1", "From: Cy Doe <cy.doe@example.com>\nTo: list@lists.example.org\nheld", None),
+    ("h2", "no header in this one, no pii either", None),
+]
+
+
+def test_only_a_whole_value_no_one_else_holds_is_personal_and_it_is_counted_beside_the_limit():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+    from pii_value_owners import PERSONAL, kind_of  # the tool's count, by another path
+
+    from lmleak.pii.regex import RegexDetector
+    from lmleak.report.null import HEADLINE_PII_TYPES
+
+    leaks = {
+        0: ["ann.lee@example.org"],  # u1's whole address: personal
+        1: ["e.com>\nTo: list@lists.example.org\npl"],  # a tail of roe@ and the list everyone quotes
+        2: ["y.doe@example.com>"],  # h1, never trained on: the tail of cy.doe@ only
+    }
+    seqs, _, by_k = report_from_ledger(
+        _ledger(LIST_DOCS, leaks), CharTokenizer(), ReportConfig(k=(1,), min_tokens=5), held_out={"h1", "h2"}
+    )
+    headline = seqs[seqs["pii_headline"].astype(bool)]
+    personal = dict(zip(headline["text"], headline["pii_personal"], strict=True))
+    assert personal == {
+        "ann.lee@example.org": True,
+        "e.com>\nTo: list@lists.example.org\npl": False,
+        "y.doe@example.com>": False,
+    }
+    # the tool's count (the owner's values found whole in the text, holders by a scan) agrees
+    whole = {u: "\n".join(t for v, t, _ in LIST_DOCS if v == u) for u, _, _ in LIST_DOCS}
+    det = RegexDetector()
+
+    def found(text):
+        return [text[s.start : s.end] for s in det.detect(text) if s.entity in HEADLINE_PII_TYPES]
+
+    def holders(value):
+        return sum(value in t for t in whole.values())
+
+    for text, owners in zip(headline["text"], headline["user_ids"], strict=True):
+        assert (kind_of(text, set(found(whole[owners[0]])), holders) == PERSONAL) == personal[text]
+    m = by_k["1"]
+    # the limit's count: both members and one of two held-out people; whole personal values: u1 only
+    assert (m["pii_people_members"], m["pii_people_null"], m["pii_people_excess"]) == (2, 1, 0.5)
+    assert (m["pii_personal_people_members"], m["pii_personal_people_null"]) == (1, 0)
+    assert m["pii_personal_people_excess"] == 0.5 and len(m["pii_personal_people_excess_ci"]) == 2

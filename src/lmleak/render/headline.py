@@ -103,6 +103,10 @@ PER_K_CONTEXT: tuple[str, ...] = (
     "null_kind",
     "null_note",
     "pii_owner_counts",
+    # beside the limit, not deciding it: the people counts over whole personal values only
+    "pii_personal_people_members",
+    "pii_personal_people_null",
+    "pii_personal_people_excess",
 )
 #: The membership texts a side: the headline key a verdict and the gate read, from the summary's
 #: key of that name (the one place either is spelt outside the membership stage).

@@ -199,8 +199,11 @@ def null_keys(
     n_boot: int = 1000,
 ) -> dict[str, Any]:
     """One k's keys from its features rows (``pii_headline``, ``user_ids``, ``pii_owner``,
-    ``pii_types``): :func:`null_metrics`, the members' headline leaks by whose PII they hold
-    (``pii_owner_counts``) and the members affected by headline kind (``pii_people_members_by_type``)."""
+    ``pii_types``, ``pii_personal``): :func:`null_metrics`, the members' headline leaks by whose PII
+    they hold (``pii_owner_counts``), the members affected by headline kind
+    (``pii_people_members_by_type``), and ``pii_personal_people_members``, ``_null``, ``_excess`` and
+    ``_excess_ci``: the same people counts over the headline rows that reproduce a whole personal value
+    (:func:`~lmleak.report.owners.owner_columns`), shown beside the limit and not deciding it."""
     headline = part["pii_headline"].to_numpy(dtype=bool)
     owners = [str(us[0]) if len(us) else "" for us in part["user_ids"]]
     out = null_metrics(owners, headline, users, held_out, curated=curated, n_boot=n_boot)
@@ -214,6 +217,11 @@ def null_keys(
             if t in kinds:
                 by_type.setdefault(str(t), set()).add(owner)
     out["pii_people_members_by_type"] = {t: len(us) for t, us in sorted(by_type.items())}
+    if "pii_personal" in part.columns:  # beside the limit, not in it: people with a whole personal value
+        personal = headline & part["pii_personal"].fillna(False).to_numpy(dtype=bool)
+        strict = null_metrics(owners, personal, users, held_out, n_boot=n_boot)
+        for key in ("members", "null", "excess", "excess_ci"):
+            out[f"pii_personal_people_{key}"] = strict[f"pii_people_{key}"]
     return out
 
 
