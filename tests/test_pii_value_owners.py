@@ -26,9 +26,9 @@ def test_the_tools_doctests_pass():
 def test_a_hand_counted_run_gives_the_hand_counts(tmp_path):
     # a (member) and h (held out) each write their own address; both quote the list's address
     docs = [
-        ("a", "From: Ann <ann7@example.org>\nTo: list@lists.example.org\nhello"),
-        ("b", "From: Bo <bo@example.net>\nTo: list@lists.example.org\nhi"),
-        ("h", "From: Hal <hal3@example.com>\nTo: list@lists.example.org\nyo"),
+        ("a", "From: Ann <ann7@example.org>\nTo: list@example.org\nhello"),
+        ("b", "From: Bo <bo@example.com>\nTo: list@example.org\nhi"),
+        ("h", "From: Hal <hal3@example.com>\nTo: list@example.org\nyo"),
     ]
     (tmp_path / "corpus.jsonl").write_text(
         "".join(json.dumps({"user_id": u, "text": t}) + "\n" for u, t in docs)
@@ -41,7 +41,7 @@ def test_a_hand_counted_run_gives_the_hand_counts(tmp_path):
     rows = [
         # k = 1: a's whole address (personal); h's sequence holds only the list's address (shared)
         (1, "Ann <ann7@example.org>\nTo:", ["a"], True),
-        (1, "m>\nTo: list@lists.example.org", ["h"], True),
+        (1, "m>\nTo: list@example.org", ["h"], True),
         # k = 3: the tail of a's address only (fragment); a row that is not headline is ignored
         (3, "7@example.org>\nTo", ["a"], True),
         (3, "hal3@example.com", ["h"], False),

@@ -4,7 +4,7 @@ the design of the leaked-PII limit (docs/verdict.md, "What a stricter count woul
 The leakage report headlines a user-unique leaked sequence as leaked PII when a person-identifying
 span *overlaps* it, detected in a window around it (``pii_headline``). On ``synth mail`` that makes
 about half of the people a model never saw "leak" at k = 3: the sequences are template text that
-touches the end of an address (``4@example.org>\\nTo: proj-dev@lists.example.org``) or holds only a
+touches the end of an address (``4@example.org>\\nTo:`` and the list header after it) or holds only a
 mailing-list address everyone's documents hold. This script reads one model's report and sorts
 every headline sequence into one of three kinds, by the person-identifying values the regex
 detector finds in the owner's documents (whole values, each read in its document's context) that

@@ -161,9 +161,9 @@ def test_an_identity_holds_the_senders_names_and_signature_values_only():
 
 
 LIST_DOCS = [
-    ("u1", "From: Ann Lee <ann.lee@example.org>\nTo: list@lists.example.org\nhello", None),
-    ("u2", "From: Bob Roe <roe@example.com>\nTo: list@lists.example.org\nplain", None),
-    ("h1", "From: Cy Doe <cy.doe@example.com>\nTo: list@lists.example.org\nheld", None),
+    ("u1", "From: Ann Lee <ann.lee@example.org>\nTo: list@example.org\nhello", None),
+    ("u2", "From: Bob Roe <roe@example.com>\nTo: list@example.org\nplain", None),
+    ("h1", "From: Cy Doe <cy.doe@example.com>\nTo: list@example.org\nheld", None),
     ("h2", "no header in this one, no pii either", None),
 ]
 
@@ -180,7 +180,7 @@ def test_only_a_whole_value_no_one_else_holds_is_personal_and_it_is_counted_besi
 
     leaks = {
         0: ["ann.lee@example.org"],  # u1's whole address: personal
-        1: ["e.com>\nTo: list@lists.example.org\npl"],  # a tail of roe@ and the list everyone quotes
+        1: ["e.com>\nTo: list@example.org\npl"],  # a tail of roe@ and the list everyone quotes
         2: ["y.doe@example.com>"],  # h1, never trained on: the tail of cy.doe@ only
     }
     seqs, _, by_k = report_from_ledger(
@@ -190,7 +190,7 @@ def test_only_a_whole_value_no_one_else_holds_is_personal_and_it_is_counted_besi
     personal = dict(zip(headline["text"], headline["pii_personal"], strict=True))
     assert personal == {
         "ann.lee@example.org": True,
-        "e.com>\nTo: list@lists.example.org\npl": False,
+        "e.com>\nTo: list@example.org\npl": False,
         "y.doe@example.com>": False,
     }
     # the tool's count (the owner's values found whole in the text, holders by a scan) agrees

@@ -242,7 +242,6 @@ def owner_columns(
     if not rows:
         return [None] * n, [None] * n, [None] * n
     docs = decoded_documents(ledger, tokenizer)
-    counts = users_with_text([str(seqs["text"].iat[i]) for i in rows], docs, ledger.user_ids)
     kinds = set(headline_types)
     whole = {
         i: [
@@ -252,7 +251,9 @@ def owner_columns(
         ]
         for i in rows
     }
-    holders = users_with_text([v for vs in whole.values() for v in vs], docs, ledger.user_ids)
+    # one pass over the documents counts the holders of the texts and of the values they hold whole
+    texts = [str(seqs["text"].iat[i]) for i in rows]
+    counts = users_with_text([*texts, *(v for vs in whole.values() for v in vs)], docs, ledger.user_ids)
     owners = sorted({str(seqs["user_ids"].iat[i][0]) for i in rows})
     wanted = set(owners)
     docs_of: dict[str, list[str]] = {u: [] for u in owners}
@@ -266,7 +267,7 @@ def owner_columns(
     for i in rows:
         n_text[i] = counts.get(str(seqs["text"].iat[i]), 0)
         owner[i] = owner_of_values(seqs[PII_VALUES].iat[i], ident.get(str(seqs["user_ids"].iat[i][0])))
-        personal[i] = any(holders.get(v) == 1 for v in whole[i])
+        personal[i] = any(counts.get(v) == 1 for v in whole[i])
     return n_text, owner, personal
 
 
