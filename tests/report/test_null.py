@@ -121,6 +121,29 @@ def test_a_model_trained_only_on_the_members_gives_the_null_count_per_k_in_summa
     assert head["pii_people_excess"] == s["by_k"]["1"]["pii_people_excess"]
 
 
+def test_held_out_ids_spelt_otherwise_in_holdout_json_give_the_same_counts_personal_ones_included(mail):
+    """holdout.json written by hand with the held-out ids upper-cased, padded and zero-width-prefixed
+    names the same people (lmleak.data.user_ids, issue 33): every k's keys are the same, the report's
+    people counts and the whole-personal-value ones beside them alike."""
+    d, corpus, held = mail
+    model = FakeLM.from_texts([doc.text for doc in corpus if doc.user_id not in held], order=4)
+    runs = {}
+    for name, ids in (("canonical", list(held)), ("respelt", [f"\u200b{u.upper()}  " for u in held])):
+        model_dir = d / f"model-{name}"
+        model_dir.mkdir()
+        record = {"held_out_users": ids, "fraction": 0.3, "seed": 0, "corpus": None}
+        (model_dir / "holdout.json").write_text(json.dumps(record), encoding="utf-8")
+        runs[name] = run_report(model, corpus, d / f"run-{name}", ReportConfig(k=(1, 3)), model_dir=model_dir)
+    assert any(u.upper() != u for u in held)  # the re-spelling changes the ids as written
+    for k in ("1", "3"):
+        canonical, respelt = runs["canonical"]["by_k"][k], runs["respelt"]["by_k"][k]
+        assert respelt["pii_people_null_n"] == len(held)
+        assert canonical["pii_personal_people_members"] is not None
+        for key in ("pii_people_members", "pii_people_null", "pii_people_excess_ci", "null_pii_unique_sequences",
+                    "pii_personal_people_members", "pii_personal_people_null", "pii_personal_people_excess_ci"):  # fmt: skip
+            assert respelt[key] == canonical[key], (k, key)
+
+
 def test_a_corpus_of_people_never_seen_is_the_null_and_without_it_there_is_none(mail):
     d, corpus, held = mail
     members = Corpus([doc for doc in corpus if doc.user_id not in held])
