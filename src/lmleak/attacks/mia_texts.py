@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Document
-from lmleak.data.holdout import read_holdout
+from lmleak.data.holdout import check_known_people, read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.data.user_ids import Collision, canonical_ids
@@ -410,14 +410,24 @@ def membership_texts(
         )
     read = load or (lambda path: iter_documents(path, text_field=field))
     documents = read(corpus) if isinstance(corpus, str | Path) else corpus
+    if corpus_name is None:  # a path as given, else a loaded corpus's source
+        corpus_name = (
+            str(corpus) if isinstance(corpus, str | Path) else getattr(corpus, "source", None) or "the corpus"
+        )
     sets = membership_sets(
         documents,
         holdout.users if holdout else (),
         None if non_members is None else read(non_members),
-        corpus_name=corpus_name or str(corpus),
+        corpus_name=corpus_name,
         never_seen_name=str(non_members),
         field=where or ("--non-members" if non_members is not None else "--corpus"),
         trained_on=holdout.corpus if holdout else None,
+    )
+    check_known_people(  # nobody on the members' side whom the model's records leave out
+        model,
+        set(sets.member_users),
+        corpus_name=corpus_name,
+        field="corpus.path" if where else "--corpus",
     )
     return MembershipTexts(
         sets.members, sets.non_members, sets.source, (sets.member_users, sets.non_member_users)

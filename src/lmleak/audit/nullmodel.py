@@ -10,20 +10,24 @@ verdict that fails it fails for no reason.
 :func:`null_model` trains one: the training corpus is ``other`` (its user ids renamed so that none
 names an audited person), and the model's ``holdout.json`` records the audited corpus's held-out
 people, as the real model's does. ``lmleak audit --model NULL --corpus AUDITED`` then treats the
-audited corpus's other people as trained on, which they were not. ``benchmarks/bench_verdict.py``
+audited corpus's other people as trained on, which they were not; its ``train.json`` says so under
+``null_model`` (:data:`~lmleak.data.holdout.NULL_MODEL_KEY`), which is what lets the audit take them
+as trained on (:func:`~lmleak.data.holdout.check_known_people` refuses such people for any other model). ``benchmarks/bench_verdict.py``
 audits several null models and several leaking models of each size and prints the verdict's error
 rates; ``lmleak selftest`` audits one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
-from lmleak.data.holdout import Holdout, write_holdout
+from lmleak.data.holdout import NULL_MODEL_KEY, TRAIN_FILE, Holdout, write_holdout
+from lmleak.runs import atomic_write_json
 from lmleak.train.config import TrainConfig
 
 #: the prefix given to the other people's user ids (no audited id starts with it)
@@ -72,6 +76,13 @@ def null_model(
     cfg = replace(config or TrainConfig(), holdout_users=0.0)
     out = Path(out_dir)
     train_model(renamed_people(other), out, cfg, progress=progress)
+    record = json.loads((out / TRAIN_FILE).read_text(encoding="utf-8"))
+    record[NULL_MODEL_KEY] = {
+        "trained_on": f"{len(other.users)} other people (user ids prefixed {OTHER_PREFIX!r})",
+        "stands_in_for": "a model trained on the audited corpus's people outside holdout.json",
+        "audited_corpus": audited_corpus,
+    }
+    atomic_write_json(out / TRAIN_FILE, record)
     write_holdout(out, Holdout(tuple(sorted(held_out)), 0.0, cfg.seed, audited_corpus))
     return out
 

@@ -291,7 +291,7 @@ class Auditor:
             subjects,
             out,
             dataclasses.replace(spec, level=level),
-            controls=control_users(model_path),  # probe run's reader of holdout.json
+            controls=control_users(model_path, subjects),  # probe run's reader of holdout.json
         )
 
     # ------------------------------------------------------------------ issue 20 stages

@@ -12,6 +12,14 @@ File format (JSON)::
 Models trained before this file existed record the same users as ``val_users`` in ``train.json``;
 :func:`read_holdout` reads those too. Ids are read canonical (:mod:`lmleak.data.user_ids`), so they
 join a corpus whose loader normalised its ids.
+
+Every analysis splits the audited people in two by this file: the held-out users are the null, and
+*everyone else is counted as trained on*. A corpus holding people the model never saw who are not
+held out (a larger corpus than the training one, people filtered out before training, another
+corpus whose ids happen to match) would put them on the trained-on side, where they leak nothing
+and dilute every members' number towards the null: a leaking model could pass. So
+:func:`check_known_people` refuses, before any work, a corpus with people that ``train.json``'s
+``train_users`` and ``holdout.json`` both leave out.
 """
 
 from __future__ import annotations
@@ -22,11 +30,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lmleak import jsonl
-from lmleak.data.user_ids import Collision, canonical_ids
-from lmleak.errors import DataFileError
+from lmleak.data.user_ids import Collision, canonical_ids, normalise_user_id
+from lmleak.errors import ConfigError, DataFileError
 from lmleak.runs import atomic_write_json
 
 HOLDOUT_FILE = "holdout.json"
+#: the training record beside it; its ``train_users`` are the people the model was trained on
+TRAIN_FILE = "train.json"
+#: the ``train.json`` key of a null model (:mod:`lmleak.audit.nullmodel`): trained on other people, it
+#: stands in, on purpose, for a model trained on the audited corpus's people outside ``holdout.json``
+NULL_MODEL_KEY = "null_model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,21 +110,13 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
     p = d / HOLDOUT_FILE
     if p.is_file():
         data = _read_json(p)
-        users = data.get("held_out_users")
-        if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
-            raise DataFileError(
-                "expected a list of user id strings",
-                path=p,
-                field="held_out_users",
-                hint="retrain the model with `lmleak train`, which writes this file",
-            )
         return Holdout(
-            _canonical(users, p, "held_out_users"),
+            _canonical(data.get("held_out_users"), p, "held_out_users"),
             float(data.get("fraction") or 0.0),
             data.get("seed"),
             data.get("corpus"),
         )
-    t = d / "train.json"
+    t = d / TRAIN_FILE
     if t.is_file():
         data = _read_json(t)
         users = data.get("val_users")
@@ -130,9 +135,76 @@ def read_holdout(model_dir: str | Path | None) -> Holdout | None:
     return None
 
 
-def _canonical(users: list[str], path: Path, key: str) -> tuple[str, ...]:
-    """The canonical ids of a list of users (:mod:`lmleak.data.user_ids`), sorted and distinct; two
-    spellings of one id under ``--user-ids strict``: DataFileError."""
+def trained_users(model_dir: str | Path | None) -> frozenset[str] | None:
+    """The people the model in ``model_dir`` was trained on (``train.json``'s ``train_users``,
+    canonical), or None where it records none: no folder, no ``train.json`` (a model lmleak did not
+    train), or a null model (:data:`NULL_MODEL_KEY`), which claims the audited people on purpose.
+
+    Example:
+        >>> import json, tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / TRAIN_FILE).write_text(json.dumps({"train_users": ["U1 ", "u2"]}))
+        >>> sorted(trained_users(d)), trained_users(d / "missing")
+        (['u1', 'u2'], None)
+    """
+    if model_dir is None or not Path(model_dir).is_dir() or not (Path(model_dir) / TRAIN_FILE).is_file():
+        return None
+    t = Path(model_dir) / TRAIN_FILE
+    data = _read_json(t)
+    if data.get(NULL_MODEL_KEY) or data.get("train_users") is None:
+        return None
+    return frozenset(_canonical(data["train_users"], t, "train_users"))
+
+
+def check_known_people(
+    model_dir: str | Path | None, users: Iterable[str], *, corpus_name: str, field: str
+) -> None:
+    """Refuse people the model's records name neither as trained on nor as held out (module docstring).
+
+    Nothing to check for a model without ``train.json``'s ``train_users`` (:func:`trained_users`).
+
+    Example:
+        >>> import json, tempfile
+        >>> d = Path(tempfile.mkdtemp())
+        >>> _ = (d / TRAIN_FILE).write_text(json.dumps({"train_users": ["u1"]}))
+        >>> _ = write_holdout(d, Holdout(("u2",), 0.5))
+        >>> check_known_people(d, ["u1", "u2"], corpus_name="c.jsonl", field="--corpus")
+        >>> check_known_people(d, ["u1", "u2", "x9"], corpus_name="c.jsonl", field="--corpus")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field '--corpus': 1 person of c.jsonl (x9) is neither trained on nor held out by the model (its train.json names 1 person trained on, its holdout.json 1 held out): they would be counted as trained on. Fix: audit the corpus the model was trained on, without people added since; give people it never saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)
+    """
+    trained = trained_users(model_dir)
+    if trained is None:
+        return
+    holdout = read_holdout(model_dir)
+    held = set(holdout.users) if holdout else set()
+    unknown = sorted({normalise_user_id(str(u)) for u in users} - trained - held)
+    if not unknown:
+        return
+    people = "person" if len(unknown) == 1 else "people"
+    named = ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+    raise ConfigError(
+        f"{len(unknown)} {people} of {corpus_name} ({named}) {'is' if len(unknown) == 1 else 'are'} neither "
+        f"trained on nor held out by the model (its {TRAIN_FILE} names "
+        f"{len(trained)} {'person' if len(trained) == 1 else 'people'} trained on, its {HOLDOUT_FILE} "
+        f"{len(held)} held out): they would be counted as trained on",
+        field=field,
+        hint="audit the corpus the model was trained on, without people added since; give people it never "
+        "saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)",
+    )
+
+
+def _canonical(users: object, path: Path, key: str) -> tuple[str, ...]:
+    """The canonical ids of a list of users (:mod:`lmleak.data.user_ids`), sorted and distinct; not a
+    list of strings, or two spellings of one id under ``--user-ids strict``: DataFileError."""
+    if not isinstance(users, list) or not all(isinstance(u, str) for u in users):
+        raise DataFileError(
+            "expected a list of user id strings",
+            path=path,
+            field=key,
+            hint="retrain the model with `lmleak train`, which writes this file",
+        )
     try:
         return tuple(sorted(set(canonical_ids(users, source=f"{path} ({key})"))))
     except Collision as e:

@@ -134,7 +134,7 @@ def probe_files(
     if warning:
         (warn or progress)(warning)
     m = load_model(model)
-    controls = control_users(model)
+    controls = control_users(model, subj)
     progress(f"probing {plural(len(subj), 'subject')} of {m.name}")
     _say_controls(subj, controls, progress)
     with ray_session(engine):  # one Ray start-up for every pass of the run

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak import jsonl
-from lmleak.data.holdout import read_holdout
+from lmleak.data.holdout import check_known_people, read_holdout
 from lmleak.data.sidefiles import read_side_file
 from lmleak.data.user_ids import Collision, canonical_ids, normalise_user_id
 from lmleak.errors import DataFileError, did_you_mean
@@ -173,11 +173,16 @@ def write_subjects(subjects: list[dict[str, Any]], path: str | Path) -> Path:
     return atomic_write_text(path, "".join(json.dumps(s, ensure_ascii=False) + "\n" for s in subjects))
 
 
-def control_users(model: str | Path) -> set[str]:
+def control_users(model: str | Path, subjects: list[dict[str, Any]] | None = None) -> set[str]:
     """The users a model never saw (its ``holdout.json``): their subjects are probed as controls.
 
-    Empty when ``model`` is no model directory with a holdout record (a hub name, a GGUF file).
+    Empty when ``model`` is no model directory with a holdout record (a hub name, a GGUF file). With
+    ``subjects``, a subject's ``user_id`` that the model's records name neither as trained on nor as
+    held out is refused (:func:`~lmleak.data.holdout.check_known_people`): it would be probed as a member.
     """
+    if subjects is not None:
+        users = [str(x["user_id"]) for x in subjects if x.get("user_id") is not None]
+        check_known_people(model, users, corpus_name="the subjects", field="subjects")
     holdout = read_holdout(model)
     return set(holdout.users) if holdout else set()
 

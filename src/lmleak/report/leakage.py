@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
-from lmleak.data.holdout import read_holdout
+from lmleak.data.holdout import check_known_people, read_holdout
 from lmleak.errors import ConfigError
 from lmleak.intervals import interval_record
 from lmleak.ledger.index import CorpusIndex
@@ -256,6 +256,8 @@ def _with_null(
     """The corpus the report runs over (``never_seen``'s documents appended) and its held-out users:
     ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
     user of ``never_seen``."""
+    if model_dir is not None:  # nobody counted as trained on whom the model's records leave out
+        check_known_people(model_dir, corpus.users, corpus_name=corpus.source or "the corpus", field="corpus")
     if held_out is None and model_dir is not None:
         recorded = read_holdout(model_dir)
         held_out = () if recorded is None else recorded.users

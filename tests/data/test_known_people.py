@@ -1,0 +1,94 @@
+"""People the model's records leave out are refused, not counted as trained on (data/holdout.py).
+
+Every analysis counts a corpus's users outside holdout.json as trained on. A corpus larger than the
+training one would put people the model never saw on that side, where they leak nothing and dilute
+the members' numbers towards the null. The report, membership inference and probing all refuse them
+through one check; a null model, which claims the audited people on purpose, says so in train.json.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lmleak.attacks.mia_texts import membership_texts
+from lmleak.audit.nullmodel import null_model
+from lmleak.data.corpus import Corpus, Document
+from lmleak.data.holdout import NULL_MODEL_KEY, TRAIN_FILE, Holdout, trained_users, write_holdout
+from lmleak.errors import ConfigError, DataFileError
+from lmleak.models.fake import FakeLM
+from lmleak.probe.subjects import control_users
+from lmleak.report.leakage import ReportConfig, run_report
+
+
+def _corpus(users: list[str]) -> Corpus:
+    return Corpus(
+        [
+            Document(
+                u, f"{u}-{j}", f"From: {u} <{u}@example.org>\nplease call 201-555-01{i:02d} about item {j}"
+            )
+            for i, u in enumerate(users)
+            for j in range(2)
+        ],
+        source="corpus.jsonl",
+    )
+
+
+def _model_dir(tmp_path, trained: list[str], held: list[str]):
+    d = tmp_path / "model"
+    d.mkdir()
+    (d / TRAIN_FILE).write_text(json.dumps({"train_users": trained, "val_users": held}))
+    write_holdout(d, Holdout(tuple(held), 0.3, 0, "corpus.jsonl"))
+    return d
+
+
+def test_every_analysis_refuses_a_person_neither_trained_on_nor_held_out_and_names_them(tmp_path):
+    d = _model_dir(tmp_path, ["u1", "u2", "u3"], ["h1"])
+    known = _corpus(["u1", "u2", "u3", "h1"])
+    grown = _corpus(["u1", "u2", "u3", "h1", "x9"])  # x9: added after training
+    model = FakeLM.from_texts(known.texts(), order=3)
+    with pytest.raises(ConfigError, match=r"field 'corpus': 1 person of corpus\.jsonl \(x9\) is neither"):
+        run_report(model, grown, tmp_path / "run", ReportConfig(k=(1,)), model_dir=d)
+    assert not (tmp_path / "run" / "summary.json").exists()  # refused before any work
+    with pytest.raises(ConfigError, match=r"field '--corpus': 1 person .*\(x9\)"):
+        membership_texts(d, corpus=grown)
+    with pytest.raises(ConfigError, match=r"field 'subjects': 1 person of the subjects \(x9\)"):
+        control_users(d, [{"subject_id": "s1", "user_id": "u1"}, {"subject_id": "s2", "user_id": " X9"}])
+    # the people the records know pass, spelt as the corpus or otherwise
+    assert (
+        run_report(model, known, tmp_path / "ok", ReportConfig(k=(1,)), model_dir=d)["null_kind"]
+        == "held_out"
+    )
+    assert membership_texts(d, corpus=known).groups[1] == ["h1", "h1"]
+    assert control_users(d, [{"subject_id": "s", "user_id": "U1"}, {"subject_id": "t"}]) == {"h1"}
+
+
+def test_a_model_lmleak_did_not_train_has_nothing_to_check_and_a_damaged_record_is_refused(tmp_path):
+    d = tmp_path / "hf"
+    d.mkdir()
+    write_holdout(d, Holdout(("h1",), 0.3))  # a hand-written holdout.json beside a model from elsewhere
+    assert trained_users(d) is None
+    assert membership_texts(d, corpus=_corpus(["u1", "h1", "x9"])).groups[1] == ["h1", "h1"]
+    (d / TRAIN_FILE).write_text(json.dumps({"train_users": "u1"}))
+    with pytest.raises(DataFileError, match="train_users"):
+        trained_users(d)
+
+
+def test_a_null_model_claims_the_audited_people_and_its_train_json_says_so(tmp_path):
+    audited = _corpus(["u1", "u2", "u3", "h1"])
+    other = _corpus(["p1", "p2", "p3"])
+    from lmleak.train.config import TrainConfig
+
+    cfg = TrainConfig(epochs=1, n_layer=1, n_embd=16, n_head=2, seq_len=32, vocab_size=120, batch_size=4)
+    out = null_model(other, tmp_path / "null", ["h1"], audited_corpus="corpus.jsonl", config=cfg)
+    record = json.loads((out / TRAIN_FILE).read_text())
+    assert record["train_users"] == ["other-p1", "other-p2", "other-p3"]
+    assert record[NULL_MODEL_KEY]["audited_corpus"] == "corpus.jsonl"
+    assert trained_users(out) is None
+    texts = membership_texts(out, corpus=audited)  # u1-u3 taken as trained on, on purpose
+    assert sorted(set(texts.groups[0])) == ["u1", "u2", "u3"] and set(texts.groups[1]) == {"h1"}
+    del record[NULL_MODEL_KEY]  # the same folder without its note is refused like any model
+    (out / TRAIN_FILE).write_text(json.dumps(record))
+    with pytest.raises(ConfigError, match="3 people of corpus.jsonl"):
+        membership_texts(out, corpus=audited)
