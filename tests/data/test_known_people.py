@@ -92,3 +92,32 @@ def test_a_null_model_claims_the_audited_people_and_its_train_json_says_so(tmp_p
     (out / TRAIN_FILE).write_text(json.dumps(record))
     with pytest.raises(ConfigError, match="3 people of corpus.jsonl"):
         membership_texts(out, corpus=audited)
+
+
+def test_lmleak_audit_of_a_grown_corpus_exits_2_with_one_line_and_leaves_no_run(tmp_path):
+    from typer.testing import CliRunner
+
+    from lmleak.cli.main import app
+    from lmleak.data.synth import customersim
+
+    corpus = customersim.synthesize(tmp_path / "syn", users=6, dialogs_per_user=2, seed=1)["corpus"]
+    model = tmp_path / "gpt"
+    res = CliRunner().invoke(app, ["-q", "train", "--corpus", str(corpus), "--out", str(model), "--epochs", "1",
+                                   "--batch-size", "8", "--vocab-size", "300", "--layers", "1", "--width", "32",
+                                   "--seq-len", "64", "--holdout-users", "0.34"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rows = [json.loads(line) for line in corpus.read_text().splitlines()]
+    newcomer = {**rows[0], "user_id": "newcomer-1", "doc_id": "newcomer-1-d0"}
+    grown = tmp_path / "grown.jsonl"
+    grown.write_text("".join(json.dumps(r) + "\n" for r in [*rows, newcomer]))
+    res = CliRunner().invoke(
+        app, ["audit", "--model", str(model), "--corpus", str(grown), "--out", str(tmp_path / "run")]
+    )
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if "neither trained on nor held out" in line]
+    assert (
+        len(lines) == 1
+        and "(newcomer-1)" in lines[0]
+        and "Fix: audit the corpus the model was trained on" in lines[0]
+    )
+    assert not (tmp_path / "run").exists()
