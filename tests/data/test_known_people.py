@@ -121,3 +121,31 @@ def test_lmleak_audit_of_a_grown_corpus_exits_2_with_one_line_and_leaves_no_run(
         and "Fix: audit the corpus the model was trained on" in lines[0]
     )
     assert not (tmp_path / "run").exists()
+
+
+def test_a_holdout_json_of_another_training_and_never_seen_people_who_were_trained_on_are_refused(tmp_path):
+    """Both would put people the model saw into the null, where their leaks count as chance."""
+    d = _model_dir(tmp_path, ["u1", "u2", "u3"], ["h1"])
+    corpus = _corpus(["u1", "u2", "h1"])  # u3 trained on, but not in the audited corpus
+    model = FakeLM.from_texts(corpus.texts(), order=3)
+    never_seen = _corpus(["n1", "u3"])
+    never_seen.source = "people.jsonl"
+    people = tmp_path / "people.jsonl"
+    people.write_text(
+        "".join(
+            json.dumps({"user_id": x.user_id, "doc_id": x.doc_id, "text": x.text}) + "\n" for x in never_seen
+        )
+    )
+    with pytest.raises(
+        ConfigError, match=r"field 'holdout': 1 person of people\.jsonl \(u3\) was trained on"
+    ):
+        run_report(model, corpus, tmp_path / "run", ReportConfig(k=(1,)), model_dir=d, never_seen=never_seen)
+    with pytest.raises(ConfigError, match=r"field '--non-members': 1 person of .* \(u3\) was trained on"):
+        membership_texts(d, corpus=corpus, non_members=people)
+    write_holdout(d, Holdout(("h1", "u2"), 0.3))  # copied from a training that held u2 out
+    with pytest.raises(
+        DataFileError, match=r"holdout\.json: field 'held_out_users': 1 person of holdout\.json \(u2\)"
+    ):
+        membership_texts(d, corpus=corpus)
+    with pytest.raises(DataFileError, match="different trainings"):
+        control_users(d, [{"subject_id": "s", "user_id": "u1"}])

@@ -428,6 +428,9 @@ def membership_texts(
         set(sets.member_users),
         corpus_name=corpus_name,
         field="corpus.path" if where else "--corpus",
+        never_seen=sets.non_member_users if non_members is not None else (),
+        never_seen_name=str(non_members),
+        never_seen_field=where or "--non-members",
     )
     return MembershipTexts(
         sets.members, sets.non_members, sets.source, (sets.member_users, sets.non_member_users)

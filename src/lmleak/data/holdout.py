@@ -157,9 +157,20 @@ def trained_users(model_dir: str | Path | None) -> frozenset[str] | None:
 
 
 def check_known_people(
-    model_dir: str | Path | None, users: Iterable[str], *, corpus_name: str, field: str
+    model_dir: str | Path | None,
+    users: Iterable[str],
+    *,
+    corpus_name: str,
+    field: str,
+    never_seen: Iterable[str] = (),
+    never_seen_name: str = "the people never seen",
+    never_seen_field: str | None = None,
 ) -> None:
-    """Refuse people the model's records name neither as trained on nor as held out (module docstring).
+    """Refuse a split of the audited people that the model's records contradict (module docstring):
+    people of the corpus (``users``) they name neither as trained on nor as held out (counted as
+    trained on), held-out people ``train.json`` says were trained on, and people given as never seen
+    (``never_seen``, named ``never_seen_name`` and ``never_seen_field``, default ``field``) who were
+    trained on (both counted as the null, which would absorb their leaks).
 
     Nothing to check for a model without ``train.json``'s ``train_users`` (:func:`trained_users`).
 
@@ -173,19 +184,39 @@ def check_known_people(
         Traceback (most recent call last):
         ...
         lmleak.errors.ConfigError: field '--corpus': 1 person of c.jsonl (x9) is neither trained on nor held out by the model (its train.json names 1 person trained on, its holdout.json 1 held out): they would be counted as trained on. Fix: audit the corpus the model was trained on, without people added since; give people it never saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)
+        >>> check_known_people(d, ["u1"], corpus_name="c.jsonl", field="--corpus", never_seen=["U1"],
+        ...                    never_seen_name="people.jsonl")
+        Traceback (most recent call last):
+        ...
+        lmleak.errors.ConfigError: field '--corpus': 1 person of people.jsonl (u1) was trained on (train.json names them), so they cannot be the null of people never seen. Fix: give people the model never saw, or drop them from people.jsonl
     """
     trained = trained_users(model_dir)
     if trained is None:
         return
     holdout = read_holdout(model_dir)
     held = set(holdout.users) if holdout else set()
+    both = sorted(held & trained)
+    if both:
+        raise DataFileError(
+            f"{_people(both, HOLDOUT_FILE)} {_are(both)} trained on by {TRAIN_FILE}'s train_users: the two "
+            "files are of different trainings, and the null would hold people the model saw",
+            path=Path(str(model_dir)) / HOLDOUT_FILE,
+            field="held_out_users",
+            hint="restore the model's own holdout.json (lmleak train writes both), or retrain",
+        )
+    seen = sorted({normalise_user_id(str(u)) for u in never_seen} & trained)
+    if seen:
+        raise ConfigError(
+            f"{_people(seen, never_seen_name)} {'was' if len(seen) == 1 else 'were'} trained on "
+            f"({TRAIN_FILE} names them), so they cannot be the null of people never seen",
+            field=never_seen_field or field,
+            hint=f"give people the model never saw, or drop them from {never_seen_name}",
+        )
     unknown = sorted({normalise_user_id(str(u)) for u in users} - trained - held)
     if not unknown:
         return
-    people = "person" if len(unknown) == 1 else "people"
-    named = ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "")
     raise ConfigError(
-        f"{len(unknown)} {people} of {corpus_name} ({named}) {'is' if len(unknown) == 1 else 'are'} neither "
+        f"{_people(unknown, corpus_name)} {_are(unknown)} neither "
         f"trained on nor held out by the model (its {TRAIN_FILE} names "
         f"{len(trained)} {'person' if len(trained) == 1 else 'people'} trained on, its {HOLDOUT_FILE} "
         f"{len(held)} held out): they would be counted as trained on",
@@ -193,6 +224,16 @@ def check_known_people(
         hint="audit the corpus the model was trained on, without people added since; give people it never "
         "saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)",
     )
+
+
+def _people(ids: list[str], where: str) -> str:
+    """``3 people of c.jsonl (a, b, c)``: the count, where they are and the first three ids."""
+    named = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+    return f"{len(ids)} {'person' if len(ids) == 1 else 'people'} of {where} ({named})"
+
+
+def _are(ids: list[str]) -> str:
+    return "is" if len(ids) == 1 else "are"
 
 
 def _canonical(users: object, path: Path, key: str) -> tuple[str, ...]:

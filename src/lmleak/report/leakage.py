@@ -257,7 +257,16 @@ def _with_null(
     ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
     user of ``never_seen``."""
     if model_dir is not None:  # nobody counted as trained on whom the model's records leave out
-        check_known_people(model_dir, corpus.users, corpus_name=corpus.source or "the corpus", field="corpus")
+        seen_name = (never_seen.source if never_seen is not None else None) or "the people never seen"
+        check_known_people(
+            model_dir,
+            corpus.users,
+            corpus_name=corpus.source or "the corpus",
+            field="corpus",
+            never_seen=never_seen.users if never_seen is not None else (),
+            never_seen_name=seen_name,
+            never_seen_field="holdout",
+        )
     if held_out is None and model_dir is not None:
         recorded = read_holdout(model_dir)
         held_out = () if recorded is None else recorded.users
