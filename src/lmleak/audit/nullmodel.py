@@ -12,9 +12,9 @@ names an audited person), and the model's ``holdout.json`` records the audited c
 people, as the real model's does. ``lmleak audit --model NULL --corpus AUDITED`` then treats the
 audited corpus's other people as trained on, which they were not; its ``train.json`` says so under
 ``null_model`` (:data:`~lmleak.data.holdout.NULL_MODEL_KEY`), which is what lets the audit take them
-as trained on (:func:`~lmleak.data.holdout.check_known_people` refuses such people for any other model). ``benchmarks/bench_verdict.py``
-audits several null models and several leaking models of each size and prints the verdict's error
-rates; ``lmleak selftest`` audits one.
+as trained on (:func:`~lmleak.data.holdout.check_known_people` refuses such people for any other
+model). ``benchmarks/bench_verdict.py`` audits several null models and several leaking models of
+each size and prints the verdict's error rates; ``lmleak selftest`` audits one.
 """
 
 from __future__ import annotations

@@ -256,7 +256,7 @@ def _with_null(
     """The corpus the report runs over (``never_seen``'s documents appended) and its held-out users:
     ``held_out``, else ``model_dir``'s ``holdout.json``, those of them in the corpus, plus every
     user of ``never_seen``."""
-    if model_dir is not None:  # nobody counted as trained on whom the model's records leave out
+    if held_out is None and model_dir is not None:  # the split is the records': none they contradict
         seen_name = (never_seen.source if never_seen is not None else None) or "the people never seen"
         check_known_people(
             model_dir,
