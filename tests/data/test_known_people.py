@@ -149,3 +149,51 @@ def test_a_holdout_json_of_another_training_and_never_seen_people_who_were_train
         membership_texts(d, corpus=corpus)
     with pytest.raises(DataFileError, match="different trainings"):
         control_users(d, [{"subject_id": "s", "user_id": "u1"}])
+
+
+def test_a_trained_on_person_with_more_documents_than_in_training_is_refused_and_fewer_are_fine(tmp_path):
+    """Mails written since training would be member texts the model never saw (train.json counts them)."""
+    from lmleak.data.holdout import TRAIN_DOCUMENTS_KEY, trained_documents
+
+    d = _model_dir(tmp_path, ["u1", "u2"], ["h1"])
+    record = json.loads((d / TRAIN_FILE).read_text())
+    (d / TRAIN_FILE).write_text(json.dumps({**record, TRAIN_DOCUMENTS_KEY: {"U1": 2, "u2": 2}}))
+    assert trained_documents(d) == {"u1": 2, "u2": 2}
+    corpus = _corpus(["u1", "u2", "h1"])  # two documents each, as trained
+    later = Document(
+        "u2", "u2-later", "From: u2 <u2@example.org>\nplease call 201-555-0199 about the new item"
+    )
+    grown = Corpus([*corpus.documents, later, Document("h1", "h1-later", "a held-out person may write more")])
+    model = FakeLM.from_texts(corpus.texts(), order=3)
+    with pytest.raises(
+        ConfigError, match=r"1 person of grown\.jsonl \(u2\) has more documents .* u2: 3 against 2"
+    ):
+        run_report(
+            model,
+            Corpus(grown.documents, source="grown.jsonl"),
+            tmp_path / "run",
+            ReportConfig(k=(1,)),
+            model_dir=d,
+        )
+    with pytest.raises(ConfigError, match=r"\(u2\) has more documents"):
+        membership_texts(d, corpus=grown)
+    fewer = Corpus([x for x in corpus.documents if x.doc_id != "u1-0"], source="fewer.jsonl")
+    assert membership_texts(d, corpus=fewer).groups[0].count("u1") == 1  # a subset of the training documents
+    (d / TRAIN_FILE).write_text(json.dumps({**record, TRAIN_DOCUMENTS_KEY: {"u1": "two"}}))
+    with pytest.raises(DataFileError, match=TRAIN_DOCUMENTS_KEY):
+        trained_documents(d)
+
+
+def test_lmleak_train_counts_each_trained_on_persons_documents_in_train_json(tmp_path):
+    from lmleak.data.holdout import TRAIN_DOCUMENTS_KEY
+    from lmleak.train.config import TrainConfig
+    from lmleak.train.trainer import train_model
+
+    corpus = _corpus(["u1", "u2", "u3", "u4", "u5", "u6"])
+    cfg = TrainConfig(epochs=1, n_layer=1, n_embd=16, n_head=2, seq_len=32, vocab_size=120, batch_size=4,
+                      holdout_users=0.34)  # fmt: skip
+    res = train_model(corpus, tmp_path / "m", cfg)
+    record = json.loads((tmp_path / "m" / TRAIN_FILE).read_text())
+    # the oracle: the training users' documents counted by hand
+    assert record[TRAIN_DOCUMENTS_KEY] == {u: 2 for u in res.train_users}
+    assert sum(record[TRAIN_DOCUMENTS_KEY].values()) == record["num_train_documents"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Document
-from lmleak.data.holdout import check_known_people, read_holdout
+from lmleak.data.holdout import check_known_people, document_counts, read_holdout
 from lmleak.data.loaders import iter_documents
 from lmleak.data.sidefiles import read_side_file
 from lmleak.data.user_ids import Collision, canonical_ids
@@ -431,6 +431,7 @@ def membership_texts(
         never_seen=sets.non_member_users if non_members is not None else (),
         never_seen_name=str(non_members),
         never_seen_field=where or "--non-members",
+        documents=document_counts(sets.member_users),
     )
     return MembershipTexts(
         sets.members, sets.non_members, sets.source, (sets.member_users, sets.non_member_users)

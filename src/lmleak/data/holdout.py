@@ -19,13 +19,16 @@ held out (a larger corpus than the training one, people filtered out before trai
 corpus whose ids happen to match) would put them on the trained-on side, where they leak nothing
 and dilute every members' number towards the null: a leaking model could pass. So
 :func:`check_known_people` refuses, before any work, a corpus with people that ``train.json``'s
-``train_users`` and ``holdout.json`` both leave out.
+``train_users`` and ``holdout.json`` both leave out, and a trained-on person with more documents
+than ``train.json``'s ``train_documents_by_user`` counts (mails written since training would be
+member texts the model never saw, beside held-out people with none).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +43,8 @@ TRAIN_FILE = "train.json"
 #: the ``train.json`` key of a null model (:mod:`lmleak.audit.nullmodel`): trained on other people, it
 #: stands in, on purpose, for a model trained on the audited corpus's people outside ``holdout.json``
 NULL_MODEL_KEY = "null_model"
+#: the ``train.json`` key of each trained-on person's number of documents
+TRAIN_DOCUMENTS_KEY = "train_documents_by_user"
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +161,47 @@ def trained_users(model_dir: str | Path | None) -> frozenset[str] | None:
     return frozenset(_canonical(data["train_users"], t, "train_users"))
 
 
+def document_counts(user_of_each_document: Iterable[str]) -> dict[str, int]:
+    """Each person's number of documents, from the user id of every document
+    (:data:`TRAIN_DOCUMENTS_KEY`).
+
+    Example:
+        >>> document_counts(["u1", "u2", "u1"])
+        {'u1': 2, 'u2': 1}
+    """
+    return dict(Counter(str(u) for u in user_of_each_document))
+
+
+def trained_documents(model_dir: str | Path | None) -> dict[str, int] | None:
+    """Each trained-on person's number of documents (:data:`TRAIN_DOCUMENTS_KEY`, canonical ids), or
+    None where ``train.json`` counts none (older models; the cases of :func:`trained_users`)."""
+    if trained_users(model_dir) is None:
+        return None
+    t = Path(str(model_dir)) / TRAIN_FILE
+    counts = _read_json(t).get(TRAIN_DOCUMENTS_KEY)
+    if counts is None:
+        return None
+    if not isinstance(counts, dict) or not all(
+        isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in counts.values()
+    ):
+        raise DataFileError(
+            "expected an object of user id -> number of documents",
+            path=t,
+            field=TRAIN_DOCUMENTS_KEY,
+            hint="retrain the model with `lmleak train`, which writes this file",
+        )
+    return _canonical_counts(counts)
+
+
+def _canonical_counts(counts: Mapping[str, int]) -> dict[str, int]:
+    """``counts`` under canonical ids, the counts of one person's spellings added."""
+    out: dict[str, int] = {}
+    for u, n in counts.items():
+        key = normalise_user_id(str(u))
+        out[key] = out.get(key, 0) + n
+    return out
+
+
 def check_known_people(
     model_dir: str | Path | None,
     users: Iterable[str],
@@ -165,12 +211,14 @@ def check_known_people(
     never_seen: Iterable[str] = (),
     never_seen_name: str = "the people never seen",
     never_seen_field: str | None = None,
+    documents: Mapping[str, int] | None = None,
 ) -> None:
     """Refuse a split of the audited people that the model's records contradict (module docstring):
     people of the corpus (``users``) they name neither as trained on nor as held out (counted as
     trained on), held-out people ``train.json`` says were trained on, and people given as never seen
     (``never_seen``, named ``never_seen_name`` and ``never_seen_field``, default ``field``) who were
-    trained on (both counted as the null, which would absorb their leaks).
+    trained on (both counted as the null, which would absorb their leaks). With ``documents`` (each
+    audited person's number of documents), a trained-on person with more than ``train.json`` counts.
 
     Nothing to check for a model without ``train.json``'s ``train_users`` (:func:`trained_users`).
 
@@ -195,6 +243,33 @@ def check_known_people(
         return
     holdout = read_holdout(model_dir)
     held = set(holdout.users) if holdout else set()
+    _check_null(model_dir, trained, held, never_seen, name=never_seen_name, field=never_seen_field or field)
+    unknown = sorted({normalise_user_id(str(u)) for u in users} - trained - held)
+    _check_document_counts(model_dir, None if unknown else documents, corpus_name=corpus_name, field=field)
+    if not unknown:
+        return
+    raise ConfigError(
+        f"{_people(unknown, corpus_name)} {_are(unknown)} neither "
+        f"trained on nor held out by the model (its {TRAIN_FILE} names "
+        f"{len(trained)} {'person' if len(trained) == 1 else 'people'} trained on, its {HOLDOUT_FILE} "
+        f"{len(held)} held out): they would be counted as trained on",
+        field=field,
+        hint="audit the corpus the model was trained on, without people added since; give people it never "
+        "saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)",
+    )
+
+
+def _check_null(
+    model_dir: str | Path | None,
+    trained: frozenset[str],
+    held: set[str],
+    never_seen: Iterable[str],
+    *,
+    name: str,
+    field: str,
+) -> None:
+    """Refuse a null holding people the model saw: held-out ones ``train.json`` trained on, or people
+    given as never seen whom it names."""
     both = sorted(held & trained)
     if both:
         raise DataFileError(
@@ -207,22 +282,32 @@ def check_known_people(
     seen = sorted({normalise_user_id(str(u)) for u in never_seen} & trained)
     if seen:
         raise ConfigError(
-            f"{_people(seen, never_seen_name)} {'was' if len(seen) == 1 else 'were'} trained on "
+            f"{_people(seen, name)} {'was' if len(seen) == 1 else 'were'} trained on "
             f"({TRAIN_FILE} names them), so they cannot be the null of people never seen",
-            field=never_seen_field or field,
-            hint=f"give people the model never saw, or drop them from {never_seen_name}",
+            field=field,
+            hint=f"give people the model never saw, or drop them from {name}",
         )
-    unknown = sorted({normalise_user_id(str(u)) for u in users} - trained - held)
-    if not unknown:
+
+
+def _check_document_counts(
+    model_dir: str | Path | None, documents: Mapping[str, int] | None, *, corpus_name: str, field: str
+) -> None:
+    """Refuse trained-on people with more documents in the audited corpus than they had in training."""
+    trained = None if documents is None else trained_documents(model_dir)
+    if documents is None or trained is None:
         return
+    audited = _canonical_counts(documents)
+    over = sorted(u for u, n in audited.items() if u in trained and n > trained[u])
+    if not over:
+        return
+    extra = sum(audited[u] - trained[u] for u in over)
+    first = over[0]
     raise ConfigError(
-        f"{_people(unknown, corpus_name)} {_are(unknown)} neither "
-        f"trained on nor held out by the model (its {TRAIN_FILE} names "
-        f"{len(trained)} {'person' if len(trained) == 1 else 'people'} trained on, its {HOLDOUT_FILE} "
-        f"{len(held)} held out): they would be counted as trained on",
+        f"{_people(over, corpus_name)} {'has' if len(over) == 1 else 'have'} more documents than the model "
+        f"was trained on ({extra} more in all; {first}: {audited[first]} against {trained[first]} in "
+        f"{TRAIN_FILE}): documents written since training would count as trained on",
         field=field,
-        hint="audit the corpus the model was trained on, without people added since; give people it never "
-        "saw as non-members (`lmleak mia --non-members`, `lmleak report --holdout`, the audit's `non_members`)",
+        hint="audit the documents the model was trained on (the corpus given to `lmleak train`)",
     )
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lmleak.data.corpus import Corpus, Document
-from lmleak.data.holdout import check_known_people, read_holdout
+from lmleak.data.holdout import check_known_people, document_counts, read_holdout
 from lmleak.errors import ConfigError
 from lmleak.intervals import interval_record
 from lmleak.ledger.index import CorpusIndex
@@ -266,6 +266,7 @@ def _with_null(
             never_seen=never_seen.users if never_seen is not None else (),
             never_seen_name=seen_name,
             never_seen_field="holdout",
+            documents=document_counts(d.user_id for d in corpus),
         )
     if held_out is None and model_dir is not None:
         recorded = read_holdout(model_dir)

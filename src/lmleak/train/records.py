@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from lmleak.data.corpus import Corpus
-from lmleak.data.holdout import Holdout, held_out_of, write_holdout
+from lmleak.data.holdout import TRAIN_DOCUMENTS_KEY, Holdout, document_counts, held_out_of, write_holdout
 from lmleak.runs import atomic_write_json
 from lmleak.train.config import FinetuneConfig
 from lmleak.train.finetuner import Finetuner
@@ -66,6 +66,7 @@ def train_info(
         "train_users": train_corpus.users,
         "val_users": val.users if val is not None else [],
         "num_train_documents": len(train_corpus),
+        TRAIN_DOCUMENTS_KEY: document_counts(d.user_id for d in train_corpus),
         "num_train_sequences": len(train_sequences),
         "split_stats": split_stats,
     }

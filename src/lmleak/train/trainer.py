@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from lmleak.data.corpus import Corpus
-from lmleak.data.holdout import Holdout, held_out_of, write_holdout
+from lmleak.data.holdout import TRAIN_DOCUMENTS_KEY, Holdout, document_counts, held_out_of, write_holdout
 from lmleak.data.loaders import load_corpus
 from lmleak.errors import ConfigError
 from lmleak.models.small import (
@@ -192,6 +192,7 @@ def _train_info(
         "train_users": train_corpus.users,
         "val_users": val.users if val is not None else [],
         "num_train_documents": len(train_corpus),
+        TRAIN_DOCUMENTS_KEY: document_counts(d.user_id for d in train_corpus),
         "num_train_sequences": num_sequences,
         "split_stats": split_stats,
     }
