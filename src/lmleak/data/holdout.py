@@ -152,13 +152,22 @@ def trained_users(model_dir: str | Path | None) -> frozenset[str] | None:
         >>> sorted(trained_users(d)), trained_users(d / "missing")
         (['u1', 'u2'], None)
     """
-    if model_dir is None or not Path(model_dir).is_dir() or not (Path(model_dir) / TRAIN_FILE).is_file():
+    return _users_of(_training_record(model_dir))
+
+
+def _training_record(model_dir: str | Path | None) -> tuple[Path, dict] | None:
+    """``train.json``'s path and contents, read once; None: no folder, no file, or a null model."""
+    if model_dir is None or not (Path(model_dir) / TRAIN_FILE).is_file():
         return None
     t = Path(model_dir) / TRAIN_FILE
     data = _read_json(t)
-    if data.get(NULL_MODEL_KEY) or data.get("train_users") is None:
+    return None if data.get(NULL_MODEL_KEY) else (t, data)
+
+
+def _users_of(record: tuple[Path, dict] | None) -> frozenset[str] | None:
+    if record is None or record[1].get("train_users") is None:
         return None
-    return frozenset(_canonical(data["train_users"], t, "train_users"))
+    return frozenset(_canonical(record[1]["train_users"], record[0], "train_users"))
 
 
 def document_counts(user_of_each_document: Iterable[str]) -> dict[str, int]:
@@ -175,10 +184,14 @@ def document_counts(user_of_each_document: Iterable[str]) -> dict[str, int]:
 def trained_documents(model_dir: str | Path | None) -> dict[str, int] | None:
     """Each trained-on person's number of documents (:data:`TRAIN_DOCUMENTS_KEY`, canonical ids), or
     None where ``train.json`` counts none (older models; the cases of :func:`trained_users`)."""
-    if trained_users(model_dir) is None:
+    return _counts_of(_training_record(model_dir))
+
+
+def _counts_of(record: tuple[Path, dict] | None) -> dict[str, int] | None:
+    if record is None or record[1].get("train_users") is None:  # as _users_of: no people, no counts
         return None
-    t = Path(str(model_dir)) / TRAIN_FILE
-    counts = _read_json(t).get(TRAIN_DOCUMENTS_KEY)
+    t, data = record
+    counts = data.get(TRAIN_DOCUMENTS_KEY)
     if counts is None:
         return None
     if not isinstance(counts, dict) or not all(
@@ -238,14 +251,15 @@ def check_known_people(
         ...
         lmleak.errors.ConfigError: field '--corpus': 1 person of people.jsonl (u1) was trained on (train.json names them), so they cannot be the null of people never seen. Fix: give people the model never saw, or drop them from people.jsonl
     """
-    trained = trained_users(model_dir)
+    record = _training_record(model_dir)  # read once for every check below
+    trained = _users_of(record)
     if trained is None:
         return
     holdout = read_holdout(model_dir)
     held = set(holdout.users) if holdout else set()
     _check_null(model_dir, trained, held, never_seen, name=never_seen_name, field=never_seen_field or field)
     unknown = sorted({normalise_user_id(str(u)) for u in users} - trained - held)
-    _check_document_counts(model_dir, None if unknown else documents, corpus_name=corpus_name, field=field)
+    _check_document_counts(record, None if unknown else documents, corpus_name=corpus_name, field=field)
     if not unknown:
         return
     raise ConfigError(
@@ -290,10 +304,10 @@ def _check_null(
 
 
 def _check_document_counts(
-    model_dir: str | Path | None, documents: Mapping[str, int] | None, *, corpus_name: str, field: str
+    record: tuple[Path, dict] | None, documents: Mapping[str, int] | None, *, corpus_name: str, field: str
 ) -> None:
     """Refuse trained-on people with more documents in the audited corpus than they had in training."""
-    trained = None if documents is None else trained_documents(model_dir)
+    trained = None if documents is None else _counts_of(record)
     if documents is None or trained is None:
         return
     audited = _canonical_counts(documents)
